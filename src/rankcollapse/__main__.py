@@ -1,0 +1,5 @@
+import sys
+
+from rankcollapse.cli.main import main
+
+sys.exit(main())

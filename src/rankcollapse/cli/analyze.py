@@ -1,0 +1,1 @@
+"""`rankcollapse analyze`: placeholder until its issue lands; replaced by the owner of that issue."""

@@ -1,0 +1,1 @@
+"""`rankcollapse simulate`: placeholder until its issue lands; replaced by the owner of that issue."""

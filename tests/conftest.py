@@ -1,0 +1,7 @@
+"""Shared test settings: offline Hugging Face, deterministic torch, few threads."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
