@@ -1,0 +1,1 @@
+"""Deep self-attention dynamics: attention kernels, normalisations, layers, the simulator, theory."""

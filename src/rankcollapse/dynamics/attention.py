@@ -1,0 +1,48 @@
+"""Masked attention weights as pure functions (the reference every fast path is tested against).
+
+Index letters: b batch, h heads, i/j query/key tokens, d features, e query/key features.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def attention_logits(q: Tensor, k: Tensor, d_qk: float = 1.0) -> Tensor:
+    """Scaled scores ``S = q k^T / sqrt(d_qk)``.
+
+    q: [..., i, e], k: [..., j, e] -> [..., i, j]. ``sqrt(d_qk)`` is the temperature term
+    (SPEC §1): smaller ``d_qk`` means sharper attention.
+    """
+    if d_qk <= 0 or not math.isfinite(d_qk):
+        raise ValueError(f"d_qk must be a positive finite number, got {d_qk}")
+    return (q @ k.transpose(-1, -2)) / math.sqrt(d_qk)
+
+
+def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
+    """Row-wise softmax over allowed keys: ``A[i, j] = exp(S_ij) / sum_{k: M_ik} exp(S_ik)``.
+
+    logits: [..., i, j]; mask: bool [i, j] (broadcast), True where query i may attend to key j,
+    or None for the complete mask. Masked entries are exactly 0 (applied with
+    ``where(M, S, -inf)`` before a max-subtracted softmax, never by multiplying logits).
+    Every row must have at least one allowed key (self-loops guarantee it).
+    """
+    if mask is None:
+        return torch.softmax(logits, dim=-1)
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a boolean tensor, got {mask.dtype}")
+    if not bool(mask.any(dim=-1).all()):
+        raise ValueError("mask has a row with no allowed key; every token must attend to itself")
+    scores = logits.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None, d_qk: float = 1.0) -> Tensor:
+    """Row-stochastic attention matrix ``A = softmax_M(q k^T / sqrt(d_qk))``.
+
+    q: [..., i, e], k: [..., j, e], mask: bool [i, j] or None -> A: [..., i, j].
+    """
+    return masked_softmax(attention_logits(q, k, d_qk), mask)
