@@ -1,0 +1,295 @@
+"""Collapse measures as pure functions of token matrices ``x: [..., n, d]`` (SPEC §3).
+
+Every function maps ``x: [..., n, d]`` (one token per row) to a tensor of shape ``[...]`` in
+x's dtype (counts and flags in float too, so that they average into shares).
+
+Definitions (``1`` the all-ones column, ``gamma_x = 1^T x / n`` the mean token, ``s_k`` the
+singular values of ``x`` in decreasing order, ``u_i = x_i / ||x_i||``):
+
+================== =====================================================================
+``mu``             ``||x - 1 gamma_x||_F``                                   (SPEC §3)
+``mu_relative``    ``mu(x) / ||x||_F`` (0 for the zero matrix)
+``at_precision_floor``  ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (1.0 / 0.0)
+``numerical_rank`` ``#{k : s_k > max(n, d) * eps(dtype) * s_1}`` (torch.linalg.matrix_rank's
+                   default tolerance)
+``singular_values`` ``s_1 >= ... >= s_min(n, d)`` (shape ``[..., min(n, d)]``)
+``stable_rank``    ``||x||_F^2 / ||x||_2^2 = sum s_k^2 / s_1^2``
+``effective_rank`` Roy & Vetterli (2007): ``exp(-sum p_k log p_k)``, ``p_k = s_k / sum s``
+``mean_abs_cosine``   ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|``   (anisotropy, SPEC §3)
+``mean_signed_cosine`` ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``
+``dong_residual``  Dong, Cordonnier & Loukas (ICML 2021, "Attention is not all you need"):
+                   ``||x - 1 gamma_x^T||_{1,inf}`` with the composite norm
+                   ``||R||_{1,inf} = sqrt(||R||_1 ||R||_inf)``, see :func:`dong_residual`
+================== =====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+#: ``c`` in the precision-floor test ``mu <= c * eps(dtype) * ||x||_F``. Computing the mean
+#: token and subtracting it leaves a rounding residue of a few ``eps * ||x||_F`` even when all
+#: tokens are mathematically equal; in float64 runs that have collapsed we measure
+#: ``mu / ||x||_F`` between about 1e-17 and 2e-15 for n <= 4096 (1-10 eps), in float32 about
+#: 1e-8 to 1e-6. ``c = 32`` flags those and nothing that is still visibly falling.
+FLOOR_FACTOR = 32.0
+
+#: Cosine of a pair that contains a zero token (its direction is undefined) is taken as 0.
+_COSINE_CHUNK = 1024
+
+
+def _check(x: Tensor) -> None:
+    if x.ndim < 2:
+        raise ValueError(f"expected tokens x of shape [..., n, d], got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise ValueError(f"expected a floating-point tensor, got {x.dtype}")
+
+
+def centered(x: Tensor) -> Tensor:
+    """``x - 1 gamma_x``: every token minus the mean token. [..., n, d] -> [..., n, d]."""
+    _check(x)
+    return x - x.mean(dim=-2, keepdim=True)
+
+
+def mu(x: Tensor) -> Tensor:
+    """Rank-collapse measure ``mu(x) = ||x - 1 gamma_x||_F``, ``gamma_x = 1^T x / n``.
+
+    x: [..., n, d] -> [...]. Zero iff all tokens are equal (SPEC §3).
+    """
+    return torch.linalg.vector_norm(centered(x), dim=(-2, -1))
+
+
+def mu_relative(x: Tensor) -> Tensor:
+    """Relative measure ``mu(x) / ||x||_F`` in [0, 1]; 0 for the zero matrix. [..., n, d] -> [...]."""
+    norm = torch.linalg.vector_norm(x, dim=(-2, -1))
+    return mu(x) / torch.where(norm > 0, norm, torch.ones_like(norm))
+
+
+def precision_floor(x: Tensor) -> Tensor:
+    """The floor ``FLOOR_FACTOR * eps(dtype) * ||x||_F`` below which mu is rounding noise. -> [...]."""
+    _check(x)
+    return FLOOR_FACTOR * torch.finfo(x.dtype).eps * torch.linalg.vector_norm(x, dim=(-2, -1))
+
+
+def at_precision_floor(x: Tensor) -> Tensor:
+    """1.0 where ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (collapsed to working precision).
+
+    x: [..., n, d] -> [...] (float 0/1, so a mean over samples is the share at the floor).
+    Such a ``mu`` is indistinguishable from 0 in x's dtype (SPEC §3, §6): a curve that stops
+    falling there has collapsed, not stabilised.
+    """
+    return (mu(x) <= precision_floor(x)).to(x.dtype)
+
+
+def singular_values(x: Tensor) -> Tensor:
+    """Singular values ``s_1 >= ... >= s_k``, ``k = min(n, d)``. [..., n, d] -> [..., k]."""
+    _check(x)
+    return torch.linalg.svdvals(x)
+
+
+def rank_tolerance(s: Tensor, n: int, d: int) -> Tensor:
+    """torch.linalg.matrix_rank's default: ``max(n, d) * eps(dtype) * s_1``. s: [..., k] -> [...]."""
+    return max(n, d) * torch.finfo(s.dtype).eps * s[..., 0]
+
+
+def _rank_from_sv(s: Tensor, n: int, d: int) -> Tensor:
+    return (s > rank_tolerance(s, n, d).unsqueeze(-1)).sum(dim=-1).to(s.dtype)
+
+
+def numerical_rank(x: Tensor) -> Tensor:
+    """Number of singular values above ``max(n, d) * eps(dtype) * s_1`` (as torch.linalg.matrix_rank).
+
+    x: [..., n, d] -> [...] (float). The zero matrix has rank 0.
+    """
+    return _rank_from_sv(singular_values(x), x.shape[-2], x.shape[-1])
+
+
+def full_rank(x: Tensor) -> Tensor:
+    """1.0 where ``numerical_rank(x) == min(n, d)``. [..., n, d] -> [...]."""
+    return (numerical_rank(x) == min(x.shape[-2], x.shape[-1])).to(x.dtype)
+
+
+def _stable_rank_from_sv(s: Tensor) -> Tensor:
+    top = s[..., 0]
+    return (s * s).sum(dim=-1) / torch.where(top > 0, top * top, torch.ones_like(top))
+
+
+def stable_rank(x: Tensor) -> Tensor:
+    """Stable rank ``||x||_F^2 / ||x||_2^2 = sum_k s_k^2 / s_1^2`` (0 for the zero matrix).
+
+    x: [..., n, d] -> [...]. Between 1 and rank(x); insensitive to tiny singular values.
+    """
+    return _stable_rank_from_sv(singular_values(x))
+
+
+def _effective_rank_from_sv(s: Tensor) -> Tensor:
+    total = s.sum(dim=-1, keepdim=True)
+    p = s / torch.where(total > 0, total, torch.ones_like(total))
+    plogp = torch.where(p > 0, p * torch.log(torch.where(p > 0, p, torch.ones_like(p))), torch.zeros_like(p))
+    return torch.exp(-plogp.sum(dim=-1))
+
+
+def effective_rank(x: Tensor) -> Tensor:
+    """Effective rank (Roy & Vetterli, EUSIPCO 2007): ``exp(H(p))``, ``p_k = s_k / sum_k s_k``.
+
+    ``H(p) = -sum_k p_k log p_k`` with ``0 log 0 = 0``. x: [..., n, d] -> [...]; 1 for a rank-one
+    matrix, ``min(n, d)`` when all singular values are equal (1 for the zero matrix).
+    """
+    return _effective_rank_from_sv(singular_values(x))
+
+
+def _unit_tokens(x: Tensor) -> Tensor:
+    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    return x / torch.where(norm > 0, norm, torch.ones_like(norm))
+
+
+def mean_signed_cosine(x: Tensor) -> Tensor:
+    """Mean signed pairwise cosine ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``, ``u_i = x_i / ||x_i||``.
+
+    x: [..., n, d] -> [...]; needs n >= 2. Computed in O(n d) as
+    ``(||sum_i u_i||^2 - sum_i ||u_i||^2) / (n(n-1))``. A zero token counts as cosine 0.
+    """
+    _check(x)
+    n = x.shape[-2]
+    if n < 2:
+        raise ValueError("pairwise cosines need at least 2 tokens")
+    u = _unit_tokens(x)
+    total = u.sum(dim=-2)
+    diag = (u * u).sum(dim=(-2, -1))
+    return ((total * total).sum(dim=-1) - diag) / (n * (n - 1))
+
+
+def mean_abs_cosine(x: Tensor) -> Tensor:
+    """Mean absolute pairwise cosine ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|`` (anisotropy, SPEC §3).
+
+    x: [..., n, d] -> [...]; needs n >= 2. A zero token counts as cosine 0. Memory
+    ``O(... * chunk * n)``: the Gram matrix is formed ``_COSINE_CHUNK`` query rows at a time.
+    """
+    _check(x)
+    n = x.shape[-2]
+    if n < 2:
+        raise ValueError("pairwise cosines need at least 2 tokens")
+    u = _unit_tokens(x)
+    total = torch.zeros(x.shape[:-2], dtype=x.dtype, device=x.device)
+    for start in range(0, n, _COSINE_CHUNK):
+        block = u[..., start : start + _COSINE_CHUNK, :]
+        total = total + (block @ u.transpose(-1, -2)).abs().sum(dim=(-2, -1))
+    diag = (u * u).sum(dim=(-2, -1))  # |<u_i, u_i>| = 1 (0 for a zero token)
+    return (total - diag) / (n * (n - 1))
+
+
+def composite_norm(r: Tensor) -> Tensor:
+    """Dong et al.'s ``||r||_{1,inf} = sqrt(||r||_1 ||r||_inf)``. r: [..., n, d] -> [...].
+
+    ``||r||_1`` = largest column absolute sum (induced 1-norm), ``||r||_inf`` = largest row
+    absolute sum (induced inf-norm).
+    """
+    a = r.abs()
+    return torch.sqrt(a.sum(dim=-2).amax(dim=-1) * a.sum(dim=-1).amax(dim=-1))
+
+
+def dong_residual(x: Tensor, relative: bool = False) -> Tensor:
+    """Dong et al.'s rank-collapse residual ``||x - 1 gamma_x^T||_{1,inf}``.
+
+    x: [..., n, d] -> [...]. Dong, Cordonnier & Loukas, "Attention is not all you need: pure
+    attention loses rank doubly exponentially with depth" (ICML 2021) define
+    ``res(x) = x - 1 x_*^T`` with ``x_* = argmin_v ||x - 1 v^T||`` and measure it in the
+    composite norm ``sqrt(||.||_1 ||.||_inf)``. That minimiser has no closed form under the
+    composite norm; like their experiments' code we take ``x_*`` = the mean token ``gamma_x``
+    (the Frobenius minimiser), so this value is an upper bound on the composite-norm minimum and
+    exactly zero iff all tokens are equal. ``relative=True`` divides by ``||x||_{1,inf}``.
+    """
+    res = composite_norm(centered(x))
+    if not relative:
+        return res
+    base = composite_norm(x)
+    return res / torch.where(base > 0, base, torch.ones_like(base))
+
+
+#: Column names of :func:`collapse_metrics`, in CSV order.
+METRIC_NAMES: tuple[str, ...] = (
+    "mu",
+    "mu_rel",
+    "at_floor",
+    "num_rank",
+    "full_rank",
+    "sigma_min",
+    "sigma_max",
+    "stable_rank",
+    "effective_rank",
+    "mean_abs_cos",
+    "mean_signed_cos",
+    "dong_residual",
+)
+
+#: Columns that need a singular value decomposition (O(n d min(n, d)) per sample).
+SVD_METRICS = frozenset({"num_rank", "full_rank", "sigma_min", "sigma_max", "stable_rank", "effective_rank"})
+#: Columns that cost O(n d) per sample.
+CHEAP_METRICS: tuple[str, ...] = ("mu", "mu_rel", "at_floor", "mean_signed_cos", "dong_residual")
+
+
+def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None) -> dict[str, Tensor]:
+    """Every collapse measure of each sample: x [b, n, d] (or [n, d]) -> {name: [b] (or [])}.
+
+    Keys are :data:`METRIC_NAMES` (or ``names``, a subset, to skip costly ones), computed with
+    one SVD per sample. ``at_floor`` and ``full_rank`` are 0/1 so that their mean is a share.
+    """
+    _check(x)
+    wanted = METRIC_NAMES if names is None else tuple(names)
+    unknown = [k for k in wanted if k not in METRIC_NAMES]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; allowed: {', '.join(METRIC_NAMES)}")
+    n, d = x.shape[-2], x.shape[-1]
+    out: dict[str, Tensor] = {}
+    c = centered(x)
+    norm = torch.linalg.vector_norm(x, dim=(-2, -1))
+    m = torch.linalg.vector_norm(c, dim=(-2, -1))
+    for name in wanted:
+        if name == "mu":
+            out[name] = m
+        elif name == "mu_rel":
+            out[name] = m / torch.where(norm > 0, norm, torch.ones_like(norm))
+        elif name == "at_floor":
+            out[name] = (m <= FLOOR_FACTOR * torch.finfo(x.dtype).eps * norm).to(x.dtype)
+    if any(k in SVD_METRICS for k in wanted):
+        s = torch.linalg.svdvals(x)
+        derived = {
+            "num_rank": lambda: _rank_from_sv(s, n, d),
+            "full_rank": lambda: (_rank_from_sv(s, n, d) == min(n, d)).to(x.dtype),
+            "sigma_min": lambda: s[..., -1],
+            "sigma_max": lambda: s[..., 0],
+            "stable_rank": lambda: _stable_rank_from_sv(s),
+            "effective_rank": lambda: _effective_rank_from_sv(s),
+        }
+        for name in wanted:
+            if name in derived:
+                out[name] = derived[name]()
+    if "mean_abs_cos" in wanted:
+        out["mean_abs_cos"] = mean_abs_cosine(x)
+    if "mean_signed_cos" in wanted:
+        out["mean_signed_cos"] = mean_signed_cosine(x)
+    if "dong_residual" in wanted:
+        out["dong_residual"] = composite_norm(c)
+    return {k: out[k] for k in wanted}
+
+
+def summarize(per_sample: dict[str, Tensor]) -> dict[str, float]:
+    """Batch summary of :func:`collapse_metrics`: ``{name: mean, name_min: min, name_max: max}``.
+
+    per_sample: {name: [b] or []} -> plain floats (NaN stays NaN). Order: all means first, in
+    the input order, then each column's ``_min`` and ``_max``.
+    """
+    means: dict[str, float] = {}
+    extremes: dict[str, float] = {}
+    for name, values in per_sample.items():
+        v = values.detach().reshape(-1).to(dtype=torch.float64, device="cpu")
+        if v.numel() == 0:
+            means[name] = extremes[f"{name}_min"] = extremes[f"{name}_max"] = math.nan
+            continue
+        means[name] = float(v.mean())
+        extremes[f"{name}_min"] = float(v.min())
+        extremes[f"{name}_max"] = float(v.max())
+    return {**means, **extremes}
