@@ -1,0 +1,26 @@
+"""Attention masks as rules and as directed graphs (SPEC §1, §4).
+
+``parse_mask(spec)`` turns a spec string (``"causal"``, ``"window:w=4"``, ``"causal&window:w=4"``)
+into a ``Mask`` giving, for any length ``n``, a dense ``torch.bool [n, n]`` (``M[i, j]`` iff query
+``i`` may attend to key ``j``), a CSR ``SparseMask``, and ``band(n)`` offsets. ``analyze_mask``
+computes the graph facts of Definitions 1-5 (edge ``j -> i`` iff ``M[i, j]``); ``export`` turns a
+mask into Hugging Face, SDPA and FlexAttention forms.
+"""
+
+from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
+from rankcollapse.masks.families import ALL_FAMILY_NAMES, FAMILIES, Family, FileMask
+from rankcollapse.masks.sparse import SparseMask
+from rankcollapse.masks.spec import parse_mask
+
+__all__ = [
+    "ALL_FAMILY_NAMES",
+    "FAMILIES",
+    "AndMask",
+    "Family",
+    "FileMask",
+    "Mask",
+    "OrMask",
+    "SparseMask",
+    "band_of_sparse",
+    "parse_mask",
+]

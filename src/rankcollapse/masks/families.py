@@ -1,0 +1,418 @@
+"""One small factory per mask family: the rule as a vectorised predicate, plus a sparse generator.
+
+Conventions (SPEC §1): ``M[i, j]`` True iff query ``i`` may attend to key ``j``; ``w`` counts
+neighbours on EACH side, self always included. Every family contains all self-loops.
+
+| spec | ``M[i, j]`` iff |
+|---|---|
+| ``complete`` | always |
+| ``causal`` | ``j <= i`` |
+| ``window:w=W`` | ``|i - j| <= W`` |
+| ``causal-window:w=W`` | ``0 <= i - j <= W`` |
+| ``dilated:w=W,dilation=K`` | ``|i - j| <= W*K`` and ``K | (i - j)`` |
+| ``strided:stride=S`` | ``j <= i`` and (``i - j < S`` or ``S | (i - j)``) |
+| ``block:size=B`` | ``i // B == j // B`` |
+| ``prefix:k=K`` | ``j < K`` or ``j <= i`` |
+| ``longformer:w=W,global=G`` | ``|i - j| <= W`` or ``i < G`` or ``j < G`` |
+| ``bigbird:w=W,global=G,random=R,seed=S`` | longformer, or ``j`` in R random keys of row ``i`` |
+| ``sinks:w=W,sinks=K`` | ``0 <= i - j <= W`` or ``j < K`` |
+| ``random:p=P,seed=S`` | ``i == j``, or ``U[i, j] < P`` |
+| ``file:PATH`` | the boolean ``.npy`` matrix at PATH |
+
+Large parameters are never an error: each rule is well defined for every ``n`` (e.g. ``window:w=W``
+with ``W >= n - 1`` is the complete mask), so one spec serves a sweep over ``n``.
+
+Randomness: for length ``n`` the draw comes from ``numpy.random.default_rng(seed)`` created
+afresh, so ``dense(n)`` and ``sparse(n)`` agree and repeat exactly.
+``random``: ``U = rng.random((n, n))`` (row-major, float64); the sparse form draws the same
+stream in row chunks, so memory stays O(chunk * n + nnz) (time is O(n^2) by nature).
+``bigbird``: row ``i`` gets ``min(R, n)`` distinct keys uniform on ``0..n-1`` by Floyd's
+algorithm, vectorised over rows (draw ``r`` is ``rng.integers(0, n - R' + r + 1, size=n)``);
+they may coincide with window or global keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks.base import Mask, Predicate
+from rankcollapse.masks.sparse import SparseMask
+
+
+@dataclass(frozen=True)
+class Param:
+    """A spec parameter: an integer ``>= minimum``, or a probability in [0, 1] (``kind='prob'``)."""
+
+    name: str
+    kind: str = "int"
+    minimum: int = 0
+    meaning: str = ""
+
+    def parse(self, family: str, raw: str) -> int | float:
+        where = f"parameter {self.name}={raw!r} of {family}"
+        if self.kind == "prob":
+            try:
+                value = float(raw)
+            except ValueError:
+                msg = f"{where} is not a number; allowed: a probability 0 <= p <= 1"
+                raise RankCollapseError(msg) from None
+            if not (0.0 <= value <= 1.0):
+                raise RankCollapseError(f"{where} is out of range; allowed: a probability 0 <= p <= 1")
+            return value
+        text = raw.strip()
+        if not text.lstrip("+-").isdigit():
+            raise RankCollapseError(f"{where} is not an integer; allowed: an integer >= {self.minimum}")
+        value = int(text)
+        if value < self.minimum:
+            raise RankCollapseError(f"{where} is too small; allowed: an integer >= {self.minimum}")
+        return value
+
+    def format(self, value: int | float) -> str:
+        return repr(float(value)) if self.kind == "prob" else str(int(value))
+
+
+class Family(Mask):
+    """A named mask family with parameters; subclasses define ``rule`` and ``_sparse``."""
+
+    name: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    summary: ClassVar[str] = ""
+
+    def __init__(self, **values: Any) -> None:
+        allowed = {p.name for p in self.params}
+        for key in values:
+            if key not in allowed:
+                raise RankCollapseError(
+                    f"unknown parameter {key!r} for {self.name}; allowed: {self.usage()}"
+                )
+        self.values: dict[str, Any] = {}
+        for p in self.params:
+            if p.name not in values:
+                msg = f"missing parameter {p.name!r} for {self.name}; usage: {self.usage()}"
+                raise RankCollapseError(msg)
+            raw = values[p.name]
+            self.values[p.name] = p.parse(self.name, str(raw))
+
+    @classmethod
+    def usage(cls) -> str:
+        if not cls.params:
+            return f"{cls.name} (no parameters)"
+        return f"{cls.name}:" + ",".join(f"{p.name}={p.name.upper()}" for p in cls.params)
+
+    @property
+    def spec(self) -> str:
+        if not self.params:
+            return self.name
+        return f"{self.name}:" + ",".join(f"{p.name}={p.format(self.values[p.name])}" for p in self.params)
+
+    def rule(self, i: Any, j: Any) -> Any:
+        """Vectorised rule on index arrays (numpy or torch); n-independent families override it."""
+        raise NotImplementedError
+
+    def predicate(self, n: int) -> Predicate:
+        return self.rule
+
+
+def _arange(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64)
+
+
+class Complete(Family):
+    name = "complete"
+    summary = "every token attends to every token"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        return (i >= 0) & (j >= 0)
+
+    def _sparse(self, n: int) -> SparseMask:
+        return SparseMask.from_band(n, -(n - 1), n - 1)
+
+    def _band(self, n: int) -> tuple[int, int]:
+        return -(n - 1), n - 1
+
+
+class Causal(Family):
+    name = "causal"
+    summary = "j <= i (decoder / GPT)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        return j <= i
+
+    def _sparse(self, n: int) -> SparseMask:
+        return SparseMask.from_band(n, -(n - 1), 0)
+
+    def _band(self, n: int) -> tuple[int, int]:
+        return -(n - 1), 0
+
+
+class Window(Family):
+    name = "window"
+    params = (Param("w", meaning="neighbours on each side"),)
+    summary = "|i - j| <= w (bidirectional sliding window, 2w+1 keys)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        return abs(i - j) <= self.values["w"]
+
+    def _sparse(self, n: int) -> SparseMask:
+        w = self.values["w"]
+        return SparseMask.from_band(n, -w, w)
+
+    def _band(self, n: int) -> tuple[int, int]:
+        w = min(self.values["w"], n - 1)
+        return -w, w
+
+
+class CausalWindow(Family):
+    name = "causal-window"
+    params = (Param("w", meaning="previous tokens attended"),)
+    summary = "0 <= i - j <= w (uni-directional sliding window, w+1 keys)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        return (i - j >= 0) & (i - j <= self.values["w"])
+
+    def _sparse(self, n: int) -> SparseMask:
+        return SparseMask.from_band(n, -self.values["w"], 0)
+
+    def _band(self, n: int) -> tuple[int, int]:
+        return -min(self.values["w"], n - 1), 0
+
+
+class Dilated(Family):
+    name = "dilated"
+    params = (Param("w"), Param("dilation", minimum=1))
+    summary = "|i - j| <= w*dilation and dilation divides i - j"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        w, k = self.values["w"], self.values["dilation"]
+        return (abs(i - j) <= w * k) & ((i - j) % k == 0)
+
+    def _sparse(self, n: int) -> SparseMask:
+        w, k = self.values["w"], self.values["dilation"]
+        m = min(w, (n - 1) // k)  # offsets beyond n - 1 never land
+        return SparseMask.from_offsets(n, k * np.arange(-m, m + 1))
+
+
+class Strided(Family):
+    name = "strided"
+    params = (Param("stride", minimum=1),)
+    summary = "causal, and (i - j < stride or stride divides i - j) (Sparse Transformer)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        s = self.values["stride"]
+        return (j <= i) & ((i - j < s) | ((i - j) % s == 0))
+
+    def _sparse(self, n: int) -> SparseMask:
+        s = self.values["stride"]
+        i = _arange(n)
+        far = i // s  # offsets s, 2s, ..., far*s (all >= s: disjoint from the local run)
+        near = np.minimum(s, i + 1)  # offsets 0 .. near-1
+
+        def key_of(rows: np.ndarray, t: np.ndarray) -> np.ndarray:
+            f = far[rows]
+            return np.where(t < f, rows - (f - t) * s, rows - (near[rows] - 1) + (t - f))
+
+        return SparseMask.from_row_counts(far + near, key_of)
+
+
+class Block(Family):
+    name = "block"
+    params = (Param("size", minimum=1),)
+    summary = "same block of `size` consecutive tokens (block-diagonal)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        b = self.values["size"]
+        return i // b == j // b
+
+    def _sparse(self, n: int) -> SparseMask:
+        b = self.values["size"]
+        start = (_arange(n) // b) * b
+        return SparseMask.from_intervals(start, np.minimum(start + b, n))
+
+
+class Prefix(Family):
+    name = "prefix"
+    params = (Param("k", meaning="prefix length"),)
+    summary = "j < k or j <= i (prefix LM: bidirectional prefix, causal after)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        return (j < self.values["k"]) | (j <= i)
+
+    def _sparse(self, n: int) -> SparseMask:
+        i = _arange(n)
+        stop = np.minimum(np.maximum(i + 1, self.values["k"]), n)
+        return SparseMask.from_intervals(np.zeros(n, dtype=np.int64), stop)
+
+
+class Longformer(Family):
+    name = "longformer"
+    params = (Param("w"), Param("global"))
+    summary = "|i - j| <= w, or i < global, or j < global (window + global tokens)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        w, g = self.values["w"], self.values["global"]
+        return (abs(i - j) <= w) | (i < g) | (j < g)
+
+    def _sparse(self, n: int) -> SparseMask:
+        w, g = self.values["w"], min(self.values["global"], n)
+        i = _arange(n)
+        is_global = i < g
+        a2 = np.where(is_global, 0, np.maximum(i - w, 0))
+        b2 = np.where(is_global, n, np.minimum(i + w + 1, n))
+        return SparseMask.from_two_intervals(np.zeros(n, dtype=np.int64), np.full(n, g), a2, b2)
+
+
+class Sinks(Family):
+    name = "sinks"
+    params = (Param("w"), Param("sinks", meaning="attention-sink tokens"))
+    summary = "0 <= i - j <= w, or j < sinks (StreamingLLM attention sinks)"
+
+    def rule(self, i: Any, j: Any) -> Any:
+        w, k = self.values["w"], self.values["sinks"]
+        return ((i - j >= 0) & (i - j <= w)) | (j < k)
+
+    def _sparse(self, n: int) -> SparseMask:
+        w, k = self.values["w"], min(self.values["sinks"], n)
+        i = _arange(n)
+        zeros = np.zeros(n, dtype=np.int64)
+        return SparseMask.from_two_intervals(zeros, np.full(n, k), np.maximum(i - w, 0), i + 1)
+
+
+def _table_predicate(table: np.ndarray) -> Predicate:
+    """Rule that looks pairs up in a boolean table [n, n] (numpy or torch indices)."""
+    table_t = torch.from_numpy(table)
+
+    def rule(i: Any, j: Any) -> Any:
+        if isinstance(i, torch.Tensor) or isinstance(j, torch.Tensor):
+            return table_t.to(i.device if isinstance(i, torch.Tensor) else j.device)[i, j]
+        return table[i, j]
+
+    return rule
+
+
+def bigbird_random_keys(n: int, r: int, seed: int) -> np.ndarray:
+    """int64 [n, min(r, n)]: distinct uniform keys per row (vectorised Floyd's algorithm)."""
+    r = min(r, n)
+    rng = np.random.default_rng(seed)
+    keys = np.empty((n, r), dtype=np.int64)
+    for step in range(r):
+        top = n - r + step
+        t = rng.integers(0, top + 1, size=n, dtype=np.int64)
+        taken = (keys[:, :step] == t[:, None]).any(axis=1)
+        keys[:, step] = np.where(taken, top, t)
+    return keys
+
+
+class BigBird(Family):
+    name = "bigbird"
+    params = (Param("w"), Param("global"), Param("random", meaning="random keys per query"), Param("seed"))
+    summary = "longformer rule plus `random` seeded random keys per query (BigBird)"
+
+    def _longformer(self) -> Longformer:
+        return Longformer(w=self.values["w"], **{"global": self.values["global"]})
+
+    def _random_part(self, n: int) -> SparseMask:
+        return SparseMask.from_row_keys(bigbird_random_keys(n, self.values["random"], self.values["seed"]))
+
+    def predicate(self, n: int) -> Predicate:
+        return _table_predicate(self._longformer().dense_numpy(n) | self._random_part(n).to_numpy())
+
+    def _sparse(self, n: int) -> SparseMask:
+        return self._longformer()._sparse(n) | self._random_part(n)
+
+
+class RandomMask(Family):
+    name = "random"
+    params = (Param("p", kind="prob", meaning="probability of each non-self pair"), Param("seed"))
+    summary = "self, plus each other pair independently with probability p (seeded)"
+
+    def predicate(self, n: int) -> Predicate:
+        rng = np.random.default_rng(self.values["seed"])
+        table = rng.random((n, n)) < self.values["p"]
+        np.fill_diagonal(table, True)
+        return _table_predicate(table)
+
+    def _sparse(self, n: int) -> SparseMask:
+        rng = np.random.default_rng(self.values["seed"])
+        chunk = max(1, (1 << 22) // n)
+        indptr = [np.zeros(1, dtype=np.int64)]
+        indices = []
+        total = 0
+        for start in range(0, n, chunk):
+            rows = min(chunk, n - start)
+            block = rng.random((rows, n)) < self.values["p"]
+            block[np.arange(rows), np.arange(start, start + rows)] = True
+            r, c = np.nonzero(block)
+            counts = np.bincount(r, minlength=rows)
+            indptr.append(total + np.cumsum(counts))
+            total += int(counts.sum())
+            indices.append(c.astype(np.int64))
+        return SparseMask(n, np.concatenate(indptr), np.concatenate(indices))
+
+
+class FileMask(Mask):
+    """``file:PATH``: a boolean square ``.npy`` matrix with all self-loops, loaded once at parse time."""
+
+    name = "file"
+    summary = "boolean n x n matrix saved with numpy.save (.npy); n must match"
+
+    def __init__(self, path: str) -> None:
+        self.path = path.strip()
+        if not self.path:
+            raise RankCollapseError("file: needs a path, e.g. file:mask.npy (a boolean n x n .npy matrix)")
+        try:
+            table = np.load(Path(self.path), allow_pickle=False)
+        except FileNotFoundError:
+            msg = f"mask file {self.path!r} not found; allowed: an existing .npy file"
+            raise RankCollapseError(msg) from None
+        except (OSError, ValueError) as err:
+            raise RankCollapseError(
+                f"mask file {self.path!r} is not a readable .npy array ({err}); allowed: numpy.save output"
+            ) from None
+        if table.ndim != 2 or table.shape[0] != table.shape[1] or table.shape[0] < 1:
+            msg = f"mask file {self.path!r} has shape {table.shape}; allowed: a square n x n matrix"
+            raise RankCollapseError(msg)
+        if table.dtype != np.bool_:
+            raise RankCollapseError(f"mask file {self.path!r} has dtype {table.dtype}; allowed: bool")
+        missing = np.flatnonzero(~np.diagonal(table))
+        if missing.size:
+            raise RankCollapseError(
+                f"mask file {self.path!r} lacks self-loops at tokens {missing[:5].tolist()}"
+                f"{'...' if missing.size > 5 else ''}; allowed: M[i, i] True for every i"
+            )
+        self.table = np.ascontiguousarray(table)
+
+    @property
+    def spec(self) -> str:
+        return f"file:{self.path}"
+
+    def _check(self, n: int) -> None:
+        if n != self.table.shape[0]:
+            raise RankCollapseError(
+                f"mask file {self.path!r} is {self.table.shape[0]} x {self.table.shape[0]} but n={n}; "
+                f"allowed: n={self.table.shape[0]}"
+            )
+
+    def predicate(self, n: int) -> Predicate:
+        self._check(n)
+        return _table_predicate(self.table)
+
+    def _sparse(self, n: int) -> SparseMask:
+        self._check(n)
+        return SparseMask.from_numpy(self.table)
+
+
+FAMILIES: dict[str, type[Family]] = {
+    f.name: f
+    for f in (Complete, Causal, Window, CausalWindow, Dilated, Strided, Block, Prefix, Longformer, BigBird,
+              Sinks, RandomMask)
+}
+"""Parameterised families by name (``file:PATH`` is handled by the parser)."""
+
+ALL_FAMILY_NAMES: tuple[str, ...] = (*FAMILIES, "file")
+
