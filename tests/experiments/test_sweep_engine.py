@@ -1,0 +1,176 @@
+"""The sweep engine: grid expansion, run identity, skip-finished, failures, tidy table, executors, kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.sweep import (
+    RunStore,
+    collect_table,
+    expand_grid,
+    make_runs,
+    run_identity,
+    run_sweep,
+    write_tables,
+)
+
+
+def toy_runs(experiment: str = "toy", rates=(0.5, 0.9), seeds=(0, 1), layers: int = 4, **base):
+    grid = {"rate": list(rates), "seed": list(seeds)}
+    return make_runs(experiment, "toy", {"layers": layers, **base}, grid)
+
+
+def test_expand_grid_is_the_cartesian_product_with_last_axis_fastest():
+    points = expand_grid({"d": 2}, {"mask": ["causal", "complete"], "seed": [0, 1, 2]})
+    assert len(points) == 6
+    assert points[0] == {"d": 2, "mask": "causal", "seed": 0}
+    assert points[1] == {"d": 2, "mask": "causal", "seed": 1}
+    assert points[3] == {"d": 2, "mask": "complete", "seed": 0}
+    assert expand_grid({"d": 2}, {}) == [{"d": 2}]
+
+
+def test_expand_grid_rejects_an_empty_or_scalar_axis():
+    with pytest.raises(RankCollapseError, match="seed"):
+        expand_grid({}, {"seed": []})
+    with pytest.raises(RankCollapseError, match="mask"):
+        expand_grid({}, {"mask": "causal"})
+
+
+def test_run_identity_ignores_key_order_and_changes_with_any_value():
+    a = run_identity("e", "toy", {"x": 1, "y": [1, 2], "seed": 0})
+    assert a == run_identity("e", "toy", {"seed": 0, "y": [1, 2], "x": 1})
+    assert len(a) == 12
+    assert a != run_identity("e", "toy", {"x": 1, "y": [1, 2], "seed": 1})
+    assert a != run_identity("f", "toy", {"x": 1, "y": [1, 2], "seed": 0})
+    assert a != run_identity("e", "toy", {"x": 1.5, "y": [1, 2], "seed": 0})
+
+
+def test_make_runs_keeps_duplicate_points_once():
+    runs = make_runs("e", "toy", {"layers": 2}, {"rate": [0.5, 0.5], "seed": [0]})
+    assert len(runs) == 1
+    assert runs[0].axes == ("rate", "seed")
+    assert runs[0].seed == 0
+
+
+def test_second_sweep_skips_every_finished_run(tmp_path):
+    runs = toy_runs()
+    first = run_sweep(runs, tmp_path, workers=1, progress=False)
+    assert (first.finished, first.skipped, first.failed) == (4, 0, 0)
+    marker = RunStore(tmp_path)._paths(runs[0])[1]
+    before = marker.stat().st_mtime_ns
+    second = run_sweep(runs, tmp_path, workers=1, progress=False)
+    assert (second.finished, second.skipped) == (0, 4)
+    assert marker.stat().st_mtime_ns == before
+
+
+def test_failed_runs_are_recorded_not_stored_and_retried(tmp_path):
+    runs = make_runs("e", "toy", {"layers": 2, "rate": 0.5}, {"fail": [False, True]})
+    summary = run_sweep(runs, tmp_path, workers=1, progress=False)
+    assert (summary.finished, summary.failed) == (1, 1)
+    assert "asked to fail" in summary.failures[0][1]
+    again = run_sweep(runs, tmp_path, workers=1, progress=False)
+    assert (again.skipped, again.failed) == (1, 1)  # the failed one is tried again
+    table = collect_table(tmp_path)
+    assert set(table["fail"]) == {False}
+
+
+def test_tidy_table_has_identity_params_and_one_row_per_layer(tmp_path):
+    runs = toy_runs(layers=3)
+    run_sweep(runs, tmp_path, workers=1, progress=False)
+    runs_csv, index_csv = write_tables(tmp_path)
+    table = pd.read_csv(runs_csv)
+    assert list(table.columns[:3]) == ["run_id", "experiment", "task"]
+    assert {"layers", "rate", "seed", "layer", "mu", "log_mu"} <= set(table.columns)
+    assert len(table) == 4 * 4
+    assert not table.duplicated(["run_id", "layer"]).any()
+    one = table[(table.rate == 0.5) & (table.seed == 1)].sort_values("layer")
+    assert one["mu"].tolist() == pytest.approx([1, 0.5, 0.25, 0.125])
+    index = pd.read_csv(index_csv)
+    assert len(index) == 4 and set(index["status"]) == {"ok"}
+    assert "summary.final_mu" in index.columns
+    record = json.loads(RunStore(tmp_path)._paths(runs[0])[1].read_text())
+    assert record["seed"] == runs[0].seed and "torch" in record["versions"]
+
+
+def test_process_pool_gives_the_same_table_as_in_process(tmp_path):
+    runs = toy_runs()
+    run_sweep(runs, tmp_path / "inline", workers=1, progress=False)
+    summary = run_sweep(runs, tmp_path / "pool", workers=2, progress=False)
+    assert summary.finished == 4
+    key = ["run_id", "layer"]
+    a = collect_table(tmp_path / "inline").sort_values(key).reset_index(drop=True)
+    b = collect_table(tmp_path / "pool").sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("processes,n_workers", [(False, 1), (True, 2)])
+def test_dask_executor_gives_the_same_table_as_local(tmp_path, processes, n_workers):
+    distributed = pytest.importorskip("distributed")
+    runs = toy_runs()
+    run_sweep(runs, tmp_path / "local", workers=1, progress=False)
+    with distributed.LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=processes, dashboard_address=None
+    ) as cluster:
+        summary = run_sweep(runs, tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address,
+                            progress=False)
+    assert summary.finished == 4
+    key = ["run_id", "layer"]
+    a = collect_table(tmp_path / "local").sort_values(key).reset_index(drop=True)
+    b = collect_table(tmp_path / "dask").sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_dask_without_scheduler_and_unknown_executor_are_user_errors(tmp_path):
+    with pytest.raises(RankCollapseError, match="--scheduler"):
+        run_sweep(toy_runs(), tmp_path, executor="dask", progress=False)
+    with pytest.raises(RankCollapseError, match="allowed: local, dask"):
+        run_sweep(toy_runs(), tmp_path, executor="ray", progress=False)
+
+
+_SWEEP_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from rankcollapse.experiments.sweep import make_runs, run_sweep, write_tables
+    if __name__ == "__main__":
+        runs = make_runs("kill", "toy", {"layers": 3, "sleep_s": 0.05},
+                         {"rate": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], "seed": [0]})
+        run_sweep(runs, sys.argv[1], workers=int(sys.argv[2]), progress=False)
+        write_tables(sys.argv[1])
+    """
+)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kill_9_mid_sweep_loses_no_finished_run_and_rerun_completes(tmp_path, workers):
+    out = tmp_path / "out"
+    script = tmp_path / "sweep.py"
+    script.write_text(_SWEEP_SCRIPT)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, str(script), str(out), str(workers)], env=env,
+                            start_new_session=True)
+    markers = out / "runs" / "kill"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(markers.glob("*.json"))) < 2:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and any pool workers it started
+    proc.wait()
+    finished = {p.stem for p in markers.glob("*.json")}
+    assert 2 <= len(finished) < 8, "the kill should land mid-sweep"
+    for stem in finished:  # every finished run is complete on disk
+        assert len(pd.read_csv(markers / f"{stem}.csv")) == 4
+    subprocess.run([sys.executable, str(script), str(out), str(workers)], env=env, check=True, timeout=120)
+    table = pd.read_csv(out / "runs.csv")
+    assert table["run_id"].nunique() == 8
+    assert len(table) == 8 * 4
+    assert not table.duplicated(["run_id", "layer"]).any()
+    assert not list(markers.glob(".*tmp"))
