@@ -5,7 +5,7 @@
 - ``loading``  :func:`load_model` (hub name, path, ``minilm``, ``smollm2``, ``random:<arch>``)
 - ``corpora``  :func:`load_corpus`, :func:`sample_token_batches`
 - ``analyze``  :func:`iter_hidden_states`, :class:`AnalyzeConfig`, :func:`analyze` -> :class:`AnalyzeResult`
-- ``plot``     :func:`plot_token_geometry` (paper Figure 4 panels)
+- ``plot``     :func:`~rankcollapse.models.plot.plot_token_geometry` (paper Figure 4 panels)
 
 Formulas and conventions: ``docs/models.md``.
 """

@@ -13,6 +13,7 @@ with one row of :func:`rankcollapse.metrics.summarize` per hidden state.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -203,15 +204,40 @@ def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
     return sample_token_batches(all_ids, config.samples, config.tokens, config.seed)
 
 
-_TOKEN_CACHE: dict[tuple[int, int], Tensor] = {}
+_TOKEN_CACHE: dict[str, Tensor] = {}
 
 
 def _tokenize_cached(text: str, tokenizer: Any) -> Tensor:
-    key = (hash(text), id(tokenizer))
-    if key not in _TOKEN_CACHE:
-        _TOKEN_CACHE.clear()
-        _TOKEN_CACHE[key] = tokenize(text, tokenizer)
-    return _TOKEN_CACHE[key]
+    """Token ids of ``text``, cached in memory and under ``cache_dir()/tokens`` (keyed by the text's
+    and the tokenizer's identity), so a corpus is tokenised once per tokenizer, not once per run."""
+    import hashlib
+
+    from rankcollapse.models.loading import cache_dir
+
+    ident = f"{type(tokenizer).__name__}|{getattr(tokenizer, 'name_or_path', '')}|{len(tokenizer)}"
+    key = (hashlib.sha1(text.encode("utf-8")).hexdigest()[:16] + "-"
+           + hashlib.sha1(ident.encode()).hexdigest()[:12])
+    if key in _TOKEN_CACHE:
+        return _TOKEN_CACHE[key]
+    path = cache_dir() / "tokens" / f"{key}.pt"
+    ids = None
+    if path.is_file():
+        try:
+            ids = torch.load(path, weights_only=True)
+        except (OSError, RuntimeError):
+            ids = None
+    if ids is None:
+        ids = tokenize(text, tokenizer)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            torch.save(ids, tmp)
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only cache only costs time
+    _TOKEN_CACHE.clear()
+    _TOKEN_CACHE[key] = ids
+    return ids
 
 
 def analyze(

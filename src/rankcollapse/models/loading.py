@@ -221,6 +221,9 @@ def load_model(name_or_path: str | Path, dtype: str | torch.dtype = "f32", *, se
     in the parts (default: only in float32, where they change nothing; in float64 the parts
     compute exactly in float64, which HF's Llama does not).
     """
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     torch_dtype = resolve_dtype(dtype)
     name = str(name_or_path)
     start = time.perf_counter()

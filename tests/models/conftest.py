@@ -1,0 +1,27 @@
+"""Shared fixtures: tiny random-init models (cached per session) and a short text file."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rankcollapse.models import load_model
+
+
+@pytest.fixture(scope="session")
+def tiny_models() -> dict[tuple[str, str], object]:
+    """``random:<arch>`` in f32 and f64, loaded once."""
+    cache: dict[tuple[str, str], object] = {}
+
+    def get(arch: str, dtype: str = "f32", **kw: object) -> object:
+        key = (arch, dtype, tuple(sorted(kw.items())))
+        if key not in cache:
+            cache[key] = load_model(f"random:{arch}", dtype, seed=0, **kw)
+        return cache[key]
+
+    return get  # type: ignore[return-value]
+
+
+@pytest.fixture
+def ids() -> torch.Tensor:
+    return torch.randint(0, 30000, (3, 12), generator=torch.Generator().manual_seed(1))

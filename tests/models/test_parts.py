@@ -1,0 +1,155 @@
+"""Generic blocks from parts against Hugging Face (the oracle) and against the written formulas."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rankcollapse.models import iter_hidden_states, run_block
+from rankcollapse.models.parts import LayerParts, attention, layer_norm, rms_norm
+
+ARCHS = ("bert", "albert", "gpt2", "llama")
+TOL = {"f32": 1e-5, "f64": 1e-10}
+
+
+def _hf_hidden_states(model, ids):
+    with torch.inference_mode():
+        return model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
+
+
+def _max_rel_err(model, ids, backend, hf_states):
+    errs = []
+    for t, _, x in iter_hidden_states(model, ids, backend=backend):
+        ref = hf_states[t]
+        if t == len(hf_states) - 1 and model.final_norm is not None:
+            x = model.final_norm(x)  # HF's last element is after the final norm; our rows are before it
+        errs.append(float((x - ref).abs().max() / ref.abs().max()))
+    assert len(errs) == len(hf_states)
+    return max(errs)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("backend", ["hf", "parts"])
+def test_full_mode_matches_hf_hidden_states(tiny_models, ids, arch, dtype, backend):
+    model = tiny_models(arch, dtype, hf_casts=True)
+    assert _max_rel_err(model, ids, backend, _hf_hidden_states(model, ids)) <= TOL[dtype]
+
+
+def test_llama_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_models, ids):
+    model = tiny_models("llama", "f64")  # default in f64: no casts, exact float64
+    assert model.info["hf_casts"] is False
+    err = _max_rel_err(model, ids, "parts", _hf_hidden_states(model, ids))
+    assert 1e-12 < err < 1e-5
+
+
+def test_auto_backend_avoids_hf_for_exact_llama_f64(tiny_models, ids):
+    from rankcollapse.models.analyze import choose_backend
+
+    assert choose_backend(tiny_models("llama", "f64"), "full", True, 1.0, "auto") == "parts"
+    assert choose_backend(tiny_models("llama", "f32"), "full", True, 1.0, "auto") == "hf"
+    assert choose_backend(tiny_models("bert", "f64"), "full", True, 1.0, "auto") == "hf"
+    assert choose_backend(tiny_models("bert", "f64"), "attn", True, 1.0, "auto") == "parts"
+    assert choose_backend(tiny_models("bert", "f64"), "full", True, 2.0, "auto") == "parts"
+
+
+def _tiny_parts(placement: str, gen: torch.Generator, bias: bool = True) -> LayerParts:
+    d, h, g, e = 6, 2, 1, 3
+    w = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)  # noqa: E731
+    gamma, beta = w(d), w(d)
+    return LayerParts(
+        w_q=w(h * e, d), b_q=w(h * e) if bias else None, w_k=w(g * e, d), b_k=w(g * e) if bias else None,
+        w_v=w(g * e, d), b_v=w(g * e) if bias else None, w_o=w(d, h * e), b_o=w(d) if bias else None,
+        n_heads=h, n_kv_heads=g, head_dim=e, scaling=e**-0.5,
+        norm_attn=lambda x: layer_norm(x, gamma, beta, 1e-5), norm_mlp=lambda x: 2 * x,
+        norm_placement=placement, mlp=torch.tanh)
+
+
+def _attention_by_hand(p: LayerParts, x: torch.Tensor, mask: torch.Tensor, temperature: float):
+    out = torch.zeros(x.shape[0], x.shape[1], p.w_o.shape[0], dtype=x.dtype)
+    for b in range(x.shape[0]):
+        for hh in range(p.n_heads):
+            gg = hh // (p.n_heads // p.n_kv_heads)
+            sl_q = slice(hh * p.head_dim, (hh + 1) * p.head_dim)
+            sl_kv = slice(gg * p.head_dim, (gg + 1) * p.head_dim)
+            q = x[b] @ p.w_q[sl_q].T + p.b_q[sl_q]
+            k = x[b] @ p.w_k[sl_kv].T + p.b_k[sl_kv]
+            v = x[b] @ p.w_v[sl_kv].T + p.b_v[sl_kv]
+            s = q @ k.T * p.scaling / temperature
+            a = torch.where(mask, s.exp(), torch.zeros_like(s))
+            a = a / a.sum(-1, keepdim=True)
+            out[b] += a @ v @ p.w_o[:, sl_q].T
+    return out + p.b_o
+
+
+def test_attention_with_gqa_mask_and_temperature_matches_formula():
+    gen = torch.Generator().manual_seed(0)
+    p = _tiny_parts("post", gen)
+    x = torch.randn(2, 5, 6, generator=gen, dtype=torch.float64)
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    got = attention(p, x, mask, temperature=3.0)
+    torch.testing.assert_close(got, _attention_by_hand(p, x, mask, 3.0), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("placement", ["pre", "post"])
+def test_each_mode_matches_its_documented_formula(placement):
+    gen = torch.Generator().manual_seed(1)
+    p = _tiny_parts(placement, gen)
+    x = torch.randn(2, 5, 6, generator=gen, dtype=torch.float64)
+    full_mask = torch.ones(5, 5, dtype=torch.bool)
+    A = lambda z: _attention_by_hand(p, z, full_mask, 1.0)  # noqa: E731
+    N1, N2 = p.norm_attn, p.norm_mlp
+    if placement == "post":
+        y = N1(x + A(x))
+        expected = {"attn": A(x), "attn+ln": N1(A(x)), "attn+skip": x + A(x), "attn+skip+ln": y,
+                    "full": N2(y + torch.tanh(y))}
+    else:
+        y = x + A(N1(x))
+        expected = {"attn": A(x), "attn+ln": A(N1(x)), "attn+skip": x + A(x), "attn+skip+ln": y,
+                    "full": y + torch.tanh(N2(y))}
+    for mode, want in expected.items():
+        torch.testing.assert_close(run_block(p, x, mode, None), want, rtol=1e-12, atol=1e-12, msg=mode)
+
+
+def test_masked_weights_are_exactly_zero_so_future_keys_do_not_matter():
+    gen = torch.Generator().manual_seed(2)
+    p = _tiny_parts("pre", gen)
+    x = torch.randn(1, 5, 6, generator=gen, dtype=torch.float64)
+    y = x.clone()
+    y[:, -1] += 10.0  # change only the last token
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    a, b = run_block(p, x, "attn", causal), run_block(p, y, "attn", causal)
+    assert torch.equal(a[:, :-1], b[:, :-1])
+
+
+def test_norms_are_the_textbook_formulas():
+    x = torch.randn(4, 8, dtype=torch.float64)
+    w, b = torch.rand(8, dtype=torch.float64), torch.rand(8, dtype=torch.float64)
+    c = x - x.mean(-1, keepdim=True)
+    ln = c / (c.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt() * w + b
+    torch.testing.assert_close(layer_norm(x, w, b, 1e-6), ln)
+    torch.testing.assert_close(rms_norm(x, w, 1e-6), x / (x.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt() * w)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mask_override_changes_encoder_and_decoder_outputs(tiny_models, ids, arch):
+    model = tiny_models(arch, "f64")
+    other = "causal" if model.own_mask == "complete" else "complete"
+    last = lambda **kw: list(iter_hidden_states(model, ids, **kw))[-1][2]  # noqa: E731
+    own, over = last(mode="attn", layers=1), last(mode="attn", layers=1, mask=other)
+    assert not torch.allclose(own, over, rtol=1e-6, atol=0)
+    explicit = last(mode="full", mask=model.own_mask)  # the parts backend with the own mask, given by name
+    torch.testing.assert_close(explicit, last(mode="full", backend="hf") if model.info["hf_casts"]
+                               else last(mode="full"), rtol=1e-10, atol=1e-10)
+
+
+def test_temperature_divides_logits(tiny_models, ids):
+    model = tiny_models("bert", "f64")
+    p = model.layers[0]
+    x = model.embed(ids)
+    scaled = LayerParts(**{**p.__dict__, "scaling": p.scaling / 4.0})
+    torch.testing.assert_close(attention(p, x, None, temperature=4.0), attention(scaled, x, None),
+                               rtol=0, atol=0)
+    assert math.isclose(p.scaling, 16**-0.5)
