@@ -1,0 +1,137 @@
+"""One layer of the dynamics, assembled from pure parts: attention, normalisation, skip, MLP.
+
+Index letters: b batch, h heads, n tokens, d features, e query/key features.
+
+Parts: ``Attn(X) = sum_h A_h X W_V,h W_O,h`` (``W_O,h = I/h`` by default: for one head
+``Attn(X) = A X W_V``, SPEC §2), ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(d_QK))``;
+``Norm`` one of :mod:`rankcollapse.dynamics.norms`; ``MLP(Y) = GELU(Y W_1) W_2``.
+
+A sub-layer ``f`` (attention, then the MLP if any) is applied as
+
+- post-norm: ``Y = Norm(X + lam f(X))`` with a skip connection, ``Y = Norm(f(X))`` without;
+- pre-norm:  ``Y = X + lam f(Norm(X))`` with a skip connection, ``Y = f(Norm(X))`` without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from rankcollapse.dynamics.kernels import KernelPlan
+from rankcollapse.dynamics.norms import NORMS, get_norm
+from rankcollapse.dynamics.weights import LayerWeights
+from rankcollapse.errors import RankCollapseError
+
+PLACEMENTS = ("post", "pre")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """How a layer is assembled: ``norm`` (see NORMS), ``placement`` (post/pre), ``skip`` (lambda
+    of ``X + lambda f(X)``, or None for no skip connection), ``mlp`` (add the MLP sub-layer)."""
+
+    norm: str = "none"
+    placement: str = "post"
+    skip: float | None = None
+    mlp: bool = False
+
+    def __post_init__(self) -> None:
+        if self.norm not in NORMS:
+            raise RankCollapseError(f"unknown norm {self.norm!r}; allowed: {', '.join(NORMS)}")
+        if self.placement not in PLACEMENTS:
+            raise RankCollapseError(f"unknown placement {self.placement!r}; allowed: post, pre")
+
+    @property
+    def is_pure_attention(self) -> bool:
+        """``X(t+1) = Attn(X(t))``: the setting of Theorem 1."""
+        return self.norm == "none" and self.skip is None and not self.mlp
+
+
+#: Named presets: (spec, exact formula for one layer, single head). ``D`` = diag(1/||row||).
+PRESETS: dict[str, tuple[LayerSpec, str]] = {
+    "attn": (LayerSpec(), "X <- A X W_V"),
+    "attn+ln": (
+        LayerSpec(norm="sphere"), "X <- D A X W_V,  D = diag(1 / ||(A X W_V)_i||)  (tokens on the sphere)"),
+    "attn+layernorm": (LayerSpec(norm="layernorm"), "X <- LayerNorm(A X W_V)"),
+    "attn+rmsnorm": (LayerSpec(norm="rmsnorm"), "X <- RMSNorm(A X W_V)"),
+    "attn+skip": (LayerSpec(skip=1.0), "X <- X + A X W_V"),
+    "attn+skip+ln": (
+        LayerSpec(norm="sphere", skip=1.0), "X <- D (X + A X W_V),  D = diag(1 / ||(X + A X W_V)_i||)"),
+    "attn+skip+layernorm": (
+        LayerSpec(norm="layernorm", skip=1.0), "X <- LayerNorm(X + A X W_V)"),
+    "transformer": (
+        LayerSpec(norm="layernorm", skip=1.0, mlp=True),
+        "Y <- LayerNorm(X + A X W_V); X <- LayerNorm(Y + GELU(Y W_1) W_2)  (post-LN block)",
+    ),
+    "transformer-pre": (
+        LayerSpec(norm="layernorm", placement="pre", skip=1.0, mlp=True),
+        "Y <- X + A' X' W_V with X' = LayerNorm(X); X <- Y + GELU(LayerNorm(Y) W_1) W_2  (pre-LN)",
+    ),
+}
+
+
+def get_preset(name: str) -> LayerSpec:
+    if name not in PRESETS:
+        raise RankCollapseError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+    return PRESETS[name][0]
+
+
+def multihead_attention(
+    x: Tensor, w: LayerWeights, kernel: KernelPlan, d_qk: float, need_min: bool = False
+) -> tuple[Tensor, Tensor | None]:
+    """``Attn(X) = sum_h A_h X W_V,h W_O,h`` (``W_O = None``: mean over heads).
+
+    x: [b, n, d] -> ([b, n, d], smallest attention weight on an edge [b] or None).
+    """
+    h, _, e = w.w_q.shape
+    if h == 1:
+        fused = torch.cat([w.w_q[0], w.w_k[0], w.w_v[0]], dim=1)  # [d, 2e + d]
+        qkv = (x @ fused).unsqueeze(1)  # [b, 1, n, 2e + d]
+    else:
+        fused = torch.cat([w.w_q, w.w_k, w.w_v], dim=2)  # [h, d, 2e + d]
+        qkv = torch.einsum("bnd,hdf->bhnf", x, fused)
+    q, k, v = qkv[..., :e], qkv[..., e : 2 * e], qkv[..., 2 * e :]
+    out, min_w = kernel(q, k, v, d_qk, need_min)  # [b, h, n, d]
+    if w.w_o is None:
+        y = out[:, 0] if h == 1 else out.mean(dim=1)
+    else:
+        y = torch.einsum("bhnf,hfd->bnd", out, w.w_o)
+    return y, min_w
+
+
+def mlp(x: Tensor, w_1: Tensor, w_2: Tensor) -> Tensor:
+    """``GELU(x W_1) W_2``. x: [b, n, d]; w_1: [d, m]; w_2: [m, d] -> [b, n, d]."""
+    return torch.nn.functional.gelu(x @ w_1) @ w_2
+
+
+def _sublayer(
+    x: Tensor, f: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], spec: LayerSpec
+) -> Tensor:
+    if spec.placement == "post":
+        y = f(x)
+        return norm(y if spec.skip is None else x + spec.skip * y)
+    y = f(norm(x))
+    return y if spec.skip is None else x + spec.skip * y
+
+
+def apply_layer(
+    x: Tensor, w: LayerWeights, spec: LayerSpec, kernel: KernelPlan, d_qk: float, need_min: bool = False
+) -> tuple[Tensor, Tensor | None]:
+    """One layer ``X(t) -> X(t+1)`` (module docstring). x: [b, n, d] -> ([b, n, d], min weight or None)."""
+    norm = get_norm(spec.norm)
+    min_w: list[Tensor | None] = [None]
+
+    def attn(z: Tensor) -> Tensor:
+        y, min_w[0] = multihead_attention(z, w, kernel, d_qk, need_min)
+        return y
+
+    x = _sublayer(x, attn, norm, spec)
+    if spec.mlp:
+        if w.w_1 is None or w.w_2 is None:
+            raise RankCollapseError("this layer spec has an MLP but the weights have none")
+        w_1, w_2 = w.w_1, w.w_2
+        x = _sublayer(x, lambda z: mlp(z, w_1, w_2), norm, spec)
+    return x, min_w[0]
