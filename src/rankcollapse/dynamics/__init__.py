@@ -1,1 +1,70 @@
-"""Deep self-attention dynamics: attention kernels, normalisations, layers, the simulator, theory."""
+"""Deep self-attention dynamics: attention kernels, normalisations, layers, the simulator, theory.
+
+- ``attention``  masked attention weights, the reference (pure functions)
+- ``kernels``    ``A v`` three ways: dense masked reference, torch SDPA, blocked band
+- ``norms``      sphere (the paper's LayerNorm), LayerNorm, RMSNorm
+- ``weights``    value-matrix families, query/key/output/MLP weights, initial tokens (seeded)
+- ``layers``     one layer from the parts; named presets with their formulas
+- ``simulate``   ``SimulationConfig`` -> ``simulate`` -> ``SimulationResult`` (metrics per layer)
+- ``theory``     the Theorem 1 bound check
+"""
+
+from rankcollapse.dynamics.attention import attention_logits, attention_weights, masked_softmax
+from rankcollapse.dynamics.kernels import (
+    KERNELS,
+    KernelPlan,
+    attend_band,
+    attend_dense,
+    attend_sdpa,
+    plan_kernel,
+)
+from rankcollapse.dynamics.layers import PRESETS, LayerSpec, apply_layer, get_preset, multihead_attention
+from rankcollapse.dynamics.norms import NORMS, layer_norm, rms_norm, sphere_normalize
+from rankcollapse.dynamics.simulate import (
+    SimulationConfig,
+    SimulationResult,
+    resolve_mask,
+    simulate,
+)
+from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
+from rankcollapse.dynamics.weights import (
+    INPUT_KINDS,
+    VALUE_FAMILIES,
+    LayerWeights,
+    draw_inputs,
+    draw_layer_weights,
+    value_matrix,
+)
+
+__all__ = [
+    "INPUT_KINDS",
+    "KERNELS",
+    "NORMS",
+    "PRESETS",
+    "VALUE_FAMILIES",
+    "KernelPlan",
+    "LayerSpec",
+    "LayerWeights",
+    "SimulationConfig",
+    "SimulationResult",
+    "TheoryCheck",
+    "apply_layer",
+    "attend_band",
+    "attend_dense",
+    "attend_sdpa",
+    "attention_logits",
+    "attention_weights",
+    "check_theorem1",
+    "draw_inputs",
+    "draw_layer_weights",
+    "get_preset",
+    "layer_norm",
+    "masked_softmax",
+    "multihead_attention",
+    "plan_kernel",
+    "resolve_mask",
+    "rms_norm",
+    "simulate",
+    "sphere_normalize",
+    "value_matrix",
+]
