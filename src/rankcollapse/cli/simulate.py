@@ -1,1 +1,141 @@
-"""`rankcollapse simulate`: placeholder until its issue lands; replaced by the owner of that issue."""
+"""`rankcollapse simulate`: run a deep self-attention network and measure collapse at every layer."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from rankcollapse.cli.app import app
+from rankcollapse.errors import RankCollapseError
+
+
+def _metric_names(metrics: str | None) -> tuple[str, ...] | None:
+    if metrics is None or metrics.strip() in ("", "all"):
+        return None
+    return tuple(m.strip() for m in metrics.split(",") if m.strip())
+
+
+@app.command("simulate")
+def simulate_command(
+    mask: str = typer.Option("complete", "--mask", help="Mask spec, e.g. complete, causal, window:w=8, "
+                             "causal-window:w=1, block:size=8 (see 'rankcollapse mask')."),
+    n: int = typer.Option(32, "--n", help="Tokens N."),
+    d: int = typer.Option(16, "--d", help="Features d."),
+    layers: int = typer.Option(128, "--layers", help="Depth: number of layers applied."),
+    preset: str = typer.Option("attn", "--preset", help="attn, attn+ln (sphere), attn+layernorm, "
+                               "attn+rmsnorm, attn+skip, attn+skip+ln, attn+skip+layernorm, transformer, "
+                               "transformer-pre (formulas: docs/dynamics.md)."),
+    heads: int = typer.Option(1, "--heads", help="Attention heads (outputs averaged)."),
+    temperature: float = typer.Option(1.0, "--temperature", help="d_QK: logits = q k^T / sqrt(d_QK)."),
+    value: str = typer.Option("gaussian", "--value", help="W_V family: gaussian, orthogonal, identity, "
+                              "scaled-identity."),
+    value_scale: float = typer.Option(1.0, "--value-scale", help="sigma of the W_V family "
+                                      "(gaussian entries N(0, sigma^2/d))."),
+    qk_scale: float = typer.Option(1.0, "--qk-scale", help="W_Q, W_K entries N(0, s^2/d)."),
+    shared_weights: bool = typer.Option(False, "--shared-weights", help="Reuse one layer's weights at every "
+                                        "depth (default: fresh weights per layer)."),
+    inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere."),
+    batch: int = typer.Option(8, "--batch", help="Independent input samples (same network)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of inputs and weights."),
+    dtype: str = typer.Option("f64", "--dtype", help="f64 or f32."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    kernel: str = typer.Option("auto", "--kernel", help="auto, dense, sdpa, band."),
+    metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute "
+                                "(default all; mu and mu_rel always)."),
+    stop_below: float = typer.Option(None, "--stop-below", help="Stop once every sample's mu_rel is below."),
+    out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ mu.png)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
+    plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
+) -> None:
+    """Simulate X(t+1) = layer(X(t)) and write one metrics.csv row per layer (row 0 = the input)."""
+    from rankcollapse.dynamics.simulate import SimulationConfig, simulate
+    from rankcollapse.io import RunWriter
+
+    config = SimulationConfig(
+        mask=mask, n=n, d=d, layers=layers, preset=preset, heads=heads, temperature=temperature, value=value,
+        value_scale=value_scale, qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs, batch=batch,
+        seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=_metric_names(metrics),
+        stop_below=stop_below,
+    )
+    config.validate()
+    from rankcollapse.dynamics.simulate import resolve_mask
+
+    resolve_mask(mask, n)  # a bad spec fails before any file is written
+    with RunWriter(out, {"simulate": config.to_dict()}) as writer:
+        result = simulate(config, on_layer=writer.write_row)
+    summary = result.summary()
+    summary["out"] = str(out)
+    if plot:
+        plot_mu(result.rows, Path(out) / "mu.png", dtype=config.dtype, theory=result.theory,
+                title=f"{mask}, {preset}, n={n}, d={d}, {config.dtype}")
+        summary["plot"] = str(Path(out) / "mu.png")
+    if as_json:
+        typer.echo(json.dumps(_finite(summary), indent=2))
+        return
+    note = f"; stopped: {result.stopped}" if result.stopped else ""
+    floor = " (at the precision floor)" if summary["at_precision_floor"] else ""
+    typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'}; final mu_rel "
+               f"{summary['final_mu_rel']:.3g}{floor}; kernel {result.kernel}{note}")
+
+
+def _finite(obj: Any) -> Any:
+    """JSON has no NaN/inf: replace them by None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def plot_mu(
+    rows: list[dict[str, float]], path: Path, *, dtype: str, theory: Any = None, title: str = ""
+) -> None:
+    """mu and mu_rel against depth t >= 1 on log-log axes; layers at the precision floor greyed, floor
+    line drawn, Theorem 1 bound overlaid when it applies."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    from rankcollapse.metrics import FLOOR_FACTOR
+
+    t = [int(r["layer"]) for r in rows if r["layer"] >= 1]
+    if not t:
+        raise RankCollapseError("nothing to plot: run at least one layer")
+    pick = [r for r in rows if r["layer"] >= 1]
+    floor = FLOOR_FACTOR * torch.finfo(torch.float64 if dtype in ("f64", "float64") else torch.float32).eps
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, label in ((axes[0], "mu", "mu = ||X - 1 mean||_F"), (axes[1], "mu_rel", "mu / ||X||_F")):
+        vals = [max(r[key], 1e-300) for r in pick]
+        at = [r.get("at_floor", 0.0) >= 1.0 for r in pick]
+        ax.loglog(t, vals, "-", color="C0", label=f"{label} (batch mean)")
+        ax.fill_between(t, [max(r[f"{key}_min"], 1e-300) for r in pick],
+                        [max(r[f"{key}_max"], 1e-300) for r in pick], color="C0", alpha=0.2, lw=0)
+        if any(at):
+            floor_t = [x for x, a in zip(t, at, strict=True) if a]
+            floor_v = [v for v, a in zip(vals, at, strict=True) if a]
+            ax.loglog(floor_t, floor_v, ".", color="0.5", label="samples at precision floor (mean >= 1)")
+        ax.set_xlabel("layer t")
+        ax.set_title(label)
+    axes[1].axhline(floor, color="C3", ls="--", lw=1, label=f"precision floor {floor:.1e} ({dtype})")
+    if theory is not None and getattr(theory, "applicable", False):
+        bound = theory.bound(torch.tensor(t, dtype=torch.float64)).tolist()
+        label = f"Thm 1 bound, eps={theory.epsilon:.1e}, r={theory.radius}"
+        axes[0].loglog(t, bound, "--", color="C2", label=label)
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as err:
+        raise RankCollapseError(f"cannot write plot {path}: {err.strerror}") from err
+    finally:
+        plt.close(fig)
