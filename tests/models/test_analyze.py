@@ -1,0 +1,91 @@
+"""Streaming analysis: row names, depth by cycling, constant memory, Python API and run outputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import weakref
+
+import pytest
+import torch
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.models import AnalyzeConfig, analyze, hidden_state_name, iter_hidden_states, write_run
+from rankcollapse.models.plot import plot_token_geometry
+
+
+def test_rows_are_named_embeddings_then_layer_outputs_and_cycle_the_model_layers(tiny_models, ids):
+    model = tiny_models("bert")
+    result = analyze(AnalyzeConfig(model="random:bert", layers=10, metrics=("mu", "full_rank")),
+                     model=model, ids=ids)
+    assert [r["layer"] for r in result.rows] == list(range(11))
+    assert result.rows[0]["hidden_state"] == "embeddings" and result.rows[3]["hidden_state"] == "layer_3_out"
+    assert [r["model_layer"] for r in result.rows[1:]] == [t % 4 for t in range(10)]
+    assert hidden_state_name(7) == "layer_7_out"
+    assert {"mu", "mu_min", "mu_max", "full_rank"} <= set(result.rows[0])
+
+
+def test_cycled_layers_repeat_the_same_functions(tiny_models, ids):
+    model = tiny_models("gpt2", "f64")
+    states = [x.clone() for _, _, x in iter_hidden_states(model, ids, layers=8)]
+    # layer 5 is model layer 0 again: X(5) is model layer 0 applied to X(4)
+    p0 = model.layers[0]
+    again = p0.hf_forward(states[4], _causal(ids.shape[1]), None)
+    torch.testing.assert_close(again, states[5], rtol=0, atol=0)
+
+
+def _causal(n: int) -> torch.Tensor:
+    from rankcollapse.models.analyze import additive_mask
+
+    return additive_mask(torch.ones(n, n, dtype=torch.bool).tril(), torch.float64)
+
+
+@pytest.mark.parametrize("mode", ["full", "attn+skip+ln"])
+def test_no_hidden_state_is_kept_while_streaming(tiny_models, ids, mode):
+    """Memory does not grow with depth: at most the current (and the one being replaced) live."""
+    model = tiny_models("llama")
+    refs = []
+    for _, _, x in iter_hidden_states(model, ids, mode=mode, layers=64):
+        refs.append(weakref.ref(x))
+        del x  # tensors are freed by reference counting: no gc.collect needed
+        assert sum(r() is not None for r in refs) <= 2
+    result = analyze(AnalyzeConfig(model="random:llama", mode=mode, layers=64, metrics=("mu",)),
+                     model=model, ids=ids)
+    assert len(result.rows) == 65 and all(isinstance(v, float) for v in result.column("mu"))
+
+
+def test_analyze_from_text_file_writes_config_and_csv(tiny_models, tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog. " * 40)
+    cfg = AnalyzeConfig(model="random:albert", mode="attn+ln", text_file=str(text), samples=3, tokens=16,
+                        layers=6, seed=3)
+    result = analyze(cfg, model=tiny_models("albert"))
+    again = analyze(cfg, model=tiny_models("albert"))
+    assert result.rows == again.rows  # seeded windows: reproducible
+    write_run(result, tmp_path / "run")
+    rows = list(csv.DictReader((tmp_path / "run" / "metrics.csv").open()))
+    assert len(rows) == 7 and rows[0]["hidden_state"] == "embeddings"
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["config"]["analyze"]["mode"] == "attn+ln"
+    png = plot_token_geometry(result.rows, tmp_path / "geo.png", title="t")
+    assert png.stat().st_size > 1000
+
+
+def test_pure_attention_shrinks_relative_mu(tiny_models, ids):
+    model = tiny_models("bert", "f64")
+    cfg = AnalyzeConfig(model="random:bert", mode="attn", layers=40, metrics=("mu_rel", "at_floor"))
+    result = analyze(cfg, model=model, ids=ids)
+    assert result.rows[-1]["mu_rel"] < result.rows[0]["mu_rel"]
+
+
+def test_bad_mode_temperature_and_context_are_user_errors(tiny_models, ids):
+    model = tiny_models("bert")
+    with pytest.raises(RankCollapseError, match="unknown mode 'attn\\+mlp'"):
+        list(iter_hidden_states(model, ids, mode="attn+mlp"))
+    with pytest.raises(RankCollapseError, match="temperature"):
+        list(iter_hidden_states(model, ids, temperature=0.0))
+    long_ids = torch.zeros(1, model.max_tokens + 1, dtype=torch.long)
+    with pytest.raises(RankCollapseError, match="exceeds the context"):
+        list(iter_hidden_states(model, long_ids))
+    with pytest.raises(RankCollapseError, match="backend 'hf'"):
+        list(iter_hidden_states(model, ids, mode="attn", backend="hf"))
