@@ -65,6 +65,13 @@ class Mask(ABC):
     def _band(self, n: int) -> tuple[int, int] | None:
         return band_of_sparse(self._sparse(n))
 
+    def _nnz_hint(self, n: int) -> float:
+        """Rough number of allowed pairs at length n (picks the cheapest part of an ``&``)."""
+        return float(n) * n
+
+    #: True when ``predicate`` is a cheap closed-form rule (no n x n table behind it).
+    cheap_rule: bool = True
+
     # ---- public API ---------------------------------------------------------------------------
     def dense_numpy(self, n: int) -> np.ndarray:
         """Boolean numpy [n, n] from the vectorised rule on the index grid (O(n^2))."""
@@ -141,10 +148,20 @@ class AndMask(_Combined):
 
         return rule
 
+    @property
+    def cheap_rule(self) -> bool:  # type: ignore[override]
+        return all(p.cheap_rule for p in self.parts)
+
+    def _nnz_hint(self, n: int) -> float:
+        return min(p._nnz_hint(n) for p in self.parts)
+
     def _sparse(self, n: int) -> SparseMask:
-        out = self.parts[0]._sparse(n)
-        for p in self.parts[1:]:
-            out = out & p._sparse(n)
+        """Sparse form of the sparsest part, then filtered by the cheap rules of the others
+        (O(nnz) predicate calls) and intersected with the sparse forms of table-backed parts."""
+        parts = sorted(self.parts, key=lambda p: p._nnz_hint(n))
+        out = parts[0]._sparse(n)
+        for p in parts[1:]:
+            out = out.filter(p.predicate(n)) if p.cheap_rule else out & p._sparse(n)
         return out
 
     def _band(self, n: int) -> tuple[int, int] | None:
@@ -173,6 +190,13 @@ class OrMask(_Combined):
             return out
 
         return rule
+
+    @property
+    def cheap_rule(self) -> bool:  # type: ignore[override]
+        return all(p.cheap_rule for p in self.parts)
+
+    def _nnz_hint(self, n: int) -> float:
+        return min(float(n) * n, sum(p._nnz_hint(n) for p in self.parts))
 
     def _sparse(self, n: int) -> SparseMask:
         out = self.parts[0]._sparse(n)

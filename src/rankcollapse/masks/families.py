@@ -141,6 +141,9 @@ class Causal(Family):
     name = "causal"
     summary = "j <= i (decoder / GPT)"
 
+    def _nnz_hint(self, n: int) -> float:
+        return n * (n + 1) / 2
+
     def rule(self, i: Any, j: Any) -> Any:
         return j <= i
 
@@ -155,6 +158,9 @@ class Window(Family):
     name = "window"
     params = (Param("w", meaning="neighbours on each side"),)
     summary = "|i - j| <= w (bidirectional sliding window, 2w+1 keys)"
+
+    def _nnz_hint(self, n: int) -> float:
+        return n * min(n, 2 * self.values["w"] + 1)
 
     def rule(self, i: Any, j: Any) -> Any:
         return abs(i - j) <= self.values["w"]
@@ -173,6 +179,9 @@ class CausalWindow(Family):
     params = (Param("w", meaning="previous tokens attended"),)
     summary = "0 <= i - j <= w (uni-directional sliding window, w+1 keys)"
 
+    def _nnz_hint(self, n: int) -> float:
+        return n * min(n, self.values["w"] + 1)
+
     def rule(self, i: Any, j: Any) -> Any:
         return (i - j >= 0) & (i - j <= self.values["w"])
 
@@ -188,6 +197,9 @@ class Dilated(Family):
     params = (Param("w"), Param("dilation", minimum=1))
     summary = "|i - j| <= w*dilation and dilation divides i - j"
 
+    def _nnz_hint(self, n: int) -> float:
+        return n * min(n, 2 * self.values["w"] + 1)
+
     def rule(self, i: Any, j: Any) -> Any:
         w, k = self.values["w"], self.values["dilation"]
         return (abs(i - j) <= w * k) & ((i - j) % k == 0)
@@ -202,6 +214,10 @@ class Strided(Family):
     name = "strided"
     params = (Param("stride", minimum=1),)
     summary = "causal, and (i - j < stride or stride divides i - j) (Sparse Transformer)"
+
+    def _nnz_hint(self, n: int) -> float:
+        stride = self.values["stride"]
+        return n * min(n, stride) + n * n / (2 * stride)
 
     def rule(self, i: Any, j: Any) -> Any:
         s = self.values["stride"]
@@ -225,6 +241,9 @@ class Block(Family):
     params = (Param("size", minimum=1),)
     summary = "same block of `size` consecutive tokens (block-diagonal)"
 
+    def _nnz_hint(self, n: int) -> float:
+        return n * min(n, self.values["size"])
+
     def rule(self, i: Any, j: Any) -> Any:
         b = self.values["size"]
         return i // b == j // b
@@ -240,6 +259,9 @@ class Prefix(Family):
     params = (Param("k", meaning="prefix length"),)
     summary = "j < k or j <= i (prefix LM: bidirectional prefix, causal after)"
 
+    def _nnz_hint(self, n: int) -> float:
+        return n * (n + 1) / 2 + n * min(n, self.values["k"])
+
     def rule(self, i: Any, j: Any) -> Any:
         return (j < self.values["k"]) | (j <= i)
 
@@ -253,6 +275,9 @@ class Longformer(Family):
     name = "longformer"
     params = (Param("w"), Param("global"))
     summary = "|i - j| <= w, or i < global, or j < global (window + global tokens)"
+
+    def _nnz_hint(self, n: int) -> float:
+        return min(n * n, n * (2 * self.values["w"] + 1 + 2 * self.values["global"]))
 
     def rule(self, i: Any, j: Any) -> Any:
         w, g = self.values["w"], self.values["global"]
@@ -271,6 +296,9 @@ class Sinks(Family):
     name = "sinks"
     params = (Param("w"), Param("sinks", meaning="attention-sink tokens"))
     summary = "0 <= i - j <= w, or j < sinks (StreamingLLM attention sinks)"
+
+    def _nnz_hint(self, n: int) -> float:
+        return min(n * n, n * (self.values["w"] + 1 + self.values["sinks"]))
 
     def rule(self, i: Any, j: Any) -> Any:
         w, k = self.values["w"], self.values["sinks"]
@@ -313,6 +341,12 @@ class BigBird(Family):
     params = (Param("w"), Param("global"), Param("random", meaning="random keys per query"), Param("seed"))
     summary = "longformer rule plus `random` seeded random keys per query (BigBird)"
 
+    cheap_rule = False
+
+    def _nnz_hint(self, n: int) -> float:
+        v = self.values
+        return min(n * n, n * (2 * v["w"] + 1 + 2 * v["global"] + v["random"]))
+
     def _longformer(self) -> Longformer:
         return Longformer(w=self.values["w"], **{"global": self.values["global"]})
 
@@ -330,6 +364,11 @@ class RandomMask(Family):
     name = "random"
     params = (Param("p", kind="prob", meaning="probability of each non-self pair"), Param("seed"))
     summary = "self, plus each other pair independently with probability p (seeded)"
+
+    cheap_rule = False
+
+    def _nnz_hint(self, n: int) -> float:
+        return n + self.values["p"] * n * n
 
     def predicate(self, n: int) -> Predicate:
         rng = np.random.default_rng(self.values["seed"])
@@ -360,6 +399,11 @@ class FileMask(Mask):
 
     name = "file"
     summary = "boolean n x n matrix saved with numpy.save (.npy); n must match"
+
+    cheap_rule = False
+
+    def _nnz_hint(self, n: int) -> float:
+        return float(self.table.sum())
 
     def __init__(self, path: str) -> None:
         self.path = path.strip()

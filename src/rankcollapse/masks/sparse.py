@@ -75,6 +75,15 @@ class SparseMask:
         _check_same_n(self, other)
         return SparseMask.from_scipy(self.to_scipy() + other.to_scipy())
 
+    def filter(self, keep: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> SparseMask:
+        """Entries ``(i, j)`` with ``keep(i, j)`` True (vectorised over the COO arrays, O(nnz))."""
+        rows = self.row_ids()
+        kept = np.broadcast_to(np.asarray(keep(rows, self.indices), dtype=bool), rows.shape)
+        counts = np.bincount(rows[kept], minlength=self.n)
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return SparseMask(self.n, indptr, self.indices[kept])
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SparseMask):
             return NotImplemented
