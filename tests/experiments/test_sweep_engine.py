@@ -121,8 +121,9 @@ def test_dask_executor_gives_the_same_table_as_local(tmp_path, processes, n_work
     with distributed.LocalCluster(
         n_workers=n_workers, threads_per_worker=1, processes=processes, dashboard_address=None
     ) as cluster:
-        summary = run_sweep(runs, tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address,
-                            progress=False)
+        summary = run_sweep(
+            runs, tmp_path / "dask", executor="dask", scheduler=cluster.scheduler_address, progress=False
+        )
     assert summary.finished == 4
     key = ["run_id", "layer"]
     a = collect_table(tmp_path / "local").sort_values(key).reset_index(drop=True)
@@ -156,8 +157,9 @@ def test_kill_9_mid_sweep_loses_no_finished_run_and_rerun_completes(tmp_path, wo
     script = tmp_path / "sweep.py"
     script.write_text(_SWEEP_SCRIPT)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, str(script), str(out), str(workers)], env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(out), str(workers)], env=env, start_new_session=True
+    )
     markers = out / "runs" / "kill"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(list(markers.glob("*.json"))) < 2:

@@ -1,0 +1,162 @@
+"""``reproduce``: run every experiment through one sweep, draw every figure, judge every claim.
+
+>>> result = reproduce("results/quick", profile="quick")
+>>> result.report            # results/quick/report.html
+
+Output folder::
+
+    runs/<experiment>/<run_id>.{csv,json}   one file pair per finished run (resumable)
+    runs.csv, index.csv                     the tidy table (run x layer) and the run index
+    figures/<name>.{png,pdf,csv}            every figure with its data
+    claims.csv, claims.json                 the claims table
+    experiments.json                        the resolved configs (profile applied)
+    report.html                             the self-contained report
+
+Re-running the same command skips finished runs; figures, claims and the report are rebuilt
+from all finished runs of the selected experiments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rankcollapse.experiments.claims import Claim, Data, evaluate
+from rankcollapse.experiments.config import Experiment, load_experiments
+from rankcollapse.experiments.sweep import (
+    RunSpec,
+    SweepSummary,
+    collect_index,
+    collect_table,
+    run_sweep,
+    write_tables,
+)
+from rankcollapse.io import package_versions, to_jsonable, write_json
+
+
+@dataclass
+class ReproduceResult:
+    """What one ``reproduce`` call produced."""
+
+    out_dir: Path
+    report: Path
+    claims: list[Claim]
+    figures: list[Any]
+    sweep: SweepSummary
+    wall_s: float
+    experiments: list[Experiment] = field(default_factory=list)
+
+
+def _cost(spec: RunSpec) -> tuple[int, float]:
+    """Longest runs first (pretrained models, then the biggest simulations): fewer idle workers at the end."""
+    p = spec.params
+    if spec.task == "analyze":
+        return (0, -float(p.get("layers") or 32) * float(p.get("samples", 1)) * float(p.get("tokens", 1)))
+    size = (
+        float(p.get("layers", 1))
+        * float(p.get("batch", 1))
+        * float(p.get("n", 2)) ** 2
+        * float(p.get("d", 2))
+    )
+    return (1, -size)
+
+
+def reproduce(
+    out_dir: str | Path,
+    *,
+    profile: str = "quick",
+    only: list[str] | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    config_dir: str | Path | None = None,
+) -> ReproduceResult:
+    """Run the selected experiments of ``profile`` into ``out_dir`` and write the report."""
+    start = time.perf_counter()
+    out = Path(out_dir)
+    experiments = load_experiments(profile, only, config_dir)
+    specs = sorted((s for e in experiments for s in e.runs()), key=_cost)
+    sweep = run_sweep(
+        specs,
+        out,
+        executor=executor,
+        workers=workers,
+        scheduler=scheduler,
+        progress=progress,
+        label=f"reproduce --{profile}",
+    )
+    write_tables(out)
+    wanted = {s.run_id for s in specs}
+    table, index = collect_table(out), collect_index(out)
+    if not table.empty:
+        table = table[table["run_id"].isin(wanted)]
+    if not index.empty:
+        index = index[index["run_id"].isin(wanted)]
+    claims, figures, described = _analyse(experiments, table, index, out)
+    wall = time.perf_counter() - start
+    meta = {
+        "profile": profile,
+        "only": only or [],
+        "executor": executor,
+        "workers": workers,
+        "cpu_count": os.cpu_count(),
+        "runs_total": sweep.total,
+        "runs_skipped_as_finished": sweep.skipped,
+        "runs_finished_now": sweep.finished,
+        "runs_failed": sweep.failed,
+        "wall_s": round(wall, 1),
+        "run_time_s": round(float(index["wall_s"].sum()), 1) if not index.empty else 0.0,
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "versions": package_versions(),
+    }
+    from rankcollapse.reports.html import write_report
+
+    report = write_report(claims, figures, described, meta, out)
+    write_json(out / "experiments.json", {"meta": meta, "experiments": described})
+    return ReproduceResult(out, report, claims, figures, sweep, wall, experiments)
+
+
+def _analyse(
+    experiments: list[Experiment], table: pd.DataFrame, index: pd.DataFrame, out: Path
+) -> tuple[list[Claim], list[Any], list[dict[str, Any]]]:
+    from rankcollapse.reports.figures import FIGURES, save_figure
+
+    claims: list[Claim] = []
+    figures: list[Any] = []
+    described = []
+    for exp in experiments:
+        t = table[table["experiment"] == exp.name] if not table.empty else table
+        i = index[index["experiment"] == exp.name] if not index.empty else index
+        data = Data(exp, t, i)
+        claims.extend(evaluate(exp, table, index))
+        for spec in FIGURES.get(exp.name, lambda d: [])(data):
+            figures.append(save_figure(spec, out / "figures", exp.name))
+        info = exp.describe()
+        info["runs"] = len(exp.runs())
+        info["wall_s"] = round(float(i["wall_s"].sum()), 1) if not i.empty else 0.0
+        described.append(info)
+    frame = pd.DataFrame([c.to_dict() for c in claims])
+    tmp = out / ".claims.csv.tmp"
+    frame.to_csv(tmp, index=False)
+    tmp.replace(out / "claims.csv")
+    write_json(out / "claims.json", [c.to_dict() for c in claims])
+    return claims, figures, to_jsonable(described)
+
+
+def verdict_counts(claims: list[Claim]) -> dict[str, int]:
+    """How many claims got each verdict."""
+    out: dict[str, int] = {}
+    for c in claims:
+        out[c.verdict] = out.get(c.verdict, 0) + 1
+    return out
+
+
+def claims_json(claims: list[Claim]) -> str:
+    return json.dumps([c.to_dict() for c in claims], indent=1)

@@ -1,0 +1,154 @@
+"""``report.html``: one self-contained page (inline CSS, figures as base64 PNG, no external assets).
+
+Sections: the verdict counts, the claims table (claim, evidence, verdict, config and seeds),
+"where our runs disagree with the paper" in plain words, every figure with its caption and the
+links to its PDF/CSV, the experiments' settings, and the environment (versions, timings).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from rankcollapse.experiments.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim
+from rankcollapse.reports.figures import FigureFile
+
+_CSS = """
+:root { --ok:#1a7f37; --bad:#cf222e; --mid:#9a6700; --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg);
+       max-width: 1180px; margin: 0 auto; padding: 24px 28px 64px; background: #fff; }
+h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 20px; margin: 36px 0 10px;
+     border-bottom: 1px solid var(--line); padding-bottom: 4px; }
+.sub { color: var(--muted); margin: 0 0 18px; }
+.cards { display: flex; gap: 12px; margin: 16px 0; flex-wrap: wrap; }
+.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 16px; min-width: 150px; }
+.card b { font-size: 24px; display: block; }
+table { border-collapse: collapse; width: 100%; font-size: 13.5px; }
+th, td { border-bottom: 1px solid var(--line); padding: 7px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; position: sticky; top: 0; }
+td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
+.v { font-weight: 600; white-space: nowrap; padding: 2px 8px; border-radius: 12px; font-size: 12.5px; }
+.v-reproduced { color: var(--ok); background: #dafbe1; } .v-not { color: var(--bad); background: #ffebe9; }
+.v-inconclusive { color: var(--mid); background: #fff8c5; }
+.rule { color: var(--muted); font-size: 12px; margin-top: 3px; }
+.note { border-left: 4px solid var(--bad); background: #fff5f5; padding: 8px 14px; margin: 10px 0; }
+figure { margin: 18px 0 30px; }
+figure img { max-width: 100%; border: 1px solid var(--line); border-radius: 6px; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 6px; }
+code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
+pre { background: #f6f8fa; padding: 10px; border-radius: 6px; overflow-x: auto; }
+details { margin: 6px 0; } summary { cursor: pointer; }
+"""
+
+
+_SHOWN = ("task", "base", "grid", "verdict", "source")
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def _verdict_badge(verdict: str) -> str:
+    cls = {REPRODUCED: "v-reproduced", NOT_REPRODUCED: "v-not", INCONCLUSIVE: "v-inconclusive"}[verdict]
+    return f'<span class="v {cls}">{_e(verdict)}</span>'
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_e(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def render_report(
+    claims: list[Claim],
+    figures: list[FigureFile],
+    experiments: list[dict[str, Any]],
+    meta: dict[str, Any],
+    out_dir: Path,
+) -> str:
+    """The whole page as a string (links to PDFs/CSVs are relative to ``out_dir``)."""
+    counts = {v: sum(1 for c in claims if c.verdict == v) for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)}
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        "<title>rankcollapse: reproduction report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Reproduction report: On the Role of Attention Masks and LayerNorm in Transformers</h1>",
+        f"<p class='sub'>arXiv 2405.18781 · profile <b>{_e(meta.get('profile'))}</b> · "
+        f"{_e(meta.get('finished_at', ''))} · {_e(meta.get('runs_total', 0))} runs "
+        f"({_e(meta.get('runs_failed', 0))} failed) · sweep wall time {_e(meta.get('wall_s', 0))} s</p>",
+        "<div class='cards'>",
+        *(
+            f"<div class='card'><b>{counts[v]}</b>{_verdict_badge(v)}</div>"
+            for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+        ),
+        "</div>",
+        "<p>Every verdict is computed from the measured data by the rule printed under the claim "
+        "(thresholds in each experiment's YAML config; rules in <code>docs/reproduce.md</code>). "
+        "<i>Inconclusive</i> means no data, too few points above the precision floor, or evidence "
+        "pointing both ways. mu_rel = mu(X)/||X||_F.</p>",
+        "<h2>Claims</h2><table><thead><tr><th>#</th><th>Claim of the paper</th><th>What we measured</th>"
+        "<th>Verdict</th><th>Config · seeds</th></tr></thead><tbody>",
+    ]
+    for i, c in enumerate(claims, 1):
+        parts.append(
+            f"<tr id='{_e(c.id)}'><td>{i}</td><td>{_e(c.statement)}"
+            f"<div class='rule'>rule: {_e(c.rule)}</div></td>"
+            f"<td class='ev'>{_e(c.evidence)}</td><td>{_verdict_badge(c.verdict)}</td>"
+            f"<td><code>{_e(c.config)}</code><br>seeds {_e(', '.join(map(str, c.seeds)) or 'n/a')}</td></tr>"
+        )
+    parts.append("</tbody></table>")
+    notes = [c for c in claims if c.disagreement]
+    parts.append("<h2>Where our runs disagree with the paper</h2>")
+    if notes:
+        parts.append(
+            "<p>These settings are ours (the paper's widths, depth, weights and seeds are unknown); "
+            "the figures below show float32 and float64 with the precision floor marked, so a curve "
+            "that stops at the floor reads as collapsed.</p>"
+        )
+        parts.extend(f"<div class='note'><b>{_e(c.id)}</b>: {_e(c.disagreement)}</div>" for c in notes)
+    else:
+        parts.append("<p>No claim came out <i>not reproduced</i> with a disagreement note in this run.</p>")
+    parts.append("<h2>Figures</h2>")
+    for f in figures:
+        rel_pdf, rel_csv = f.pdf.relative_to(out_dir), f.csv.relative_to(out_dir)
+        parts.append(
+            f"<figure id='fig-{_e(f.name)}'>{_img(f.png)}<figcaption><b>{_e(f.name)}</b> — "
+            f"{_e(f.caption)} <a href='{_e(rel_pdf)}'>PDF</a> · <a href='{_e(rel_csv)}'>data (CSV)</a>"
+            "</figcaption></figure>"
+        )
+    parts.append(
+        "<h2>Experiments and settings</h2><p>Each experiment is one YAML file in "
+        "<code>src/rankcollapse/experiments/configs/</code>; the profile overrides are applied. "
+        "All runs are in <code>runs.csv</code> (tidy, one row per run and layer) and "
+        "<code>index.csv</code> (one row per run).</p>"
+    )
+    for e in experiments:
+        parts.append(
+            f"<details><summary><b>{_e(e['name'])}</b> — {_e(e['title'])} "
+            f"({_e(e.get('runs', '?'))} runs, {_e(e.get('wall_s', '?'))} s of run time)</summary>"
+            f"<pre>{_e(json.dumps({k: e[k] for k in _SHOWN}, indent=1))}"
+            "</pre></details>"
+        )
+    parts.append("<h2>Environment</h2><pre>" + _e(json.dumps(meta, indent=1, default=str)) + "</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(
+    claims: list[Claim],
+    figures: list[FigureFile],
+    experiments: list[dict[str, Any]],
+    meta: dict[str, Any],
+    out_dir: Path,
+) -> Path:
+    """Write ``out_dir/report.html`` atomically and return its path."""
+    page = render_report(claims, figures, experiments, meta, out_dir)
+    path = out_dir / "report.html"
+    tmp = path.with_name(".report.html.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    return path
