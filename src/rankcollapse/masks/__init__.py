@@ -8,7 +8,17 @@ mask into Hugging Face, SDPA and FlexAttention forms.
 """
 
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
+from rankcollapse.masks.export import (
+    from_hf_sliding_window,
+    from_longformer_attention_window,
+    hf_sliding_window_mask,
+    to_flex_mask_mod,
+    to_hf_4d,
+    to_hf_sliding_window,
+    to_sdpa,
+)
 from rankcollapse.masks.families import ALL_FAMILY_NAMES, FAMILIES, Family, FileMask
+from rankcollapse.masks.graph import MaskAnalysis, analyze_mask
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
 
@@ -19,8 +29,17 @@ __all__ = [
     "Family",
     "FileMask",
     "Mask",
+    "MaskAnalysis",
     "OrMask",
     "SparseMask",
+    "analyze_mask",
     "band_of_sparse",
+    "from_hf_sliding_window",
+    "from_longformer_attention_window",
+    "hf_sliding_window_mask",
     "parse_mask",
+    "to_flex_mask_mod",
+    "to_hf_4d",
+    "to_hf_sliding_window",
+    "to_sdpa",
 ]

@@ -1,0 +1,119 @@
+"""Exporters (HF 4D, SDPA, FlexAttention mask_mod) and window converters equal the dense form."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.attention.flex_attention import create_mask
+from torch.nn.functional import scaled_dot_product_attention
+
+from rankcollapse.dynamics.attention import attention_weights
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks import parse_mask
+from rankcollapse.masks.export import (
+    from_hf_sliding_window,
+    from_longformer_attention_window,
+    hf_sliding_window_mask,
+    to_flex_mask_mod,
+    to_hf_4d,
+    to_hf_sliding_window,
+    to_sdpa,
+)
+
+SPECS = [
+    "complete",
+    "causal",
+    "window:w=2",
+    "causal-window:w=3",
+    "dilated:w=2,dilation=2",
+    "strided:stride=3",
+    "block:size=4",
+    "prefix:k=3",
+    "longformer:w=1,global=2",
+    "bigbird:w=1,global=1,random=2,seed=0",
+    "sinks:w=2,sinks=1",
+    "random:p=0.3,seed=2",
+    "causal&window:w=2|block:size=3",
+]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_hf_4d_mask_is_zero_where_allowed_and_min_elsewhere(spec: str) -> None:
+    n = 11
+    dense = parse_mask(spec).dense(n)
+    for dtype in (torch.float32, torch.bfloat16):
+        hf = to_hf_4d(spec, n, batch=2, dtype=dtype)
+        assert hf.shape == (2, 1, n, n) and hf.dtype == dtype
+        assert torch.equal(hf[1, 0] == 0, dense)
+        assert torch.all(hf[0, 0][~dense] == torch.finfo(dtype).min)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_sdpa_mask_gives_same_attention_as_reference(spec: str) -> None:
+    n, d = 11, 4
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, n, d, generator=gen, dtype=torch.float64) for _ in range(3))
+    dense = parse_mask(spec).dense(n)
+    sdpa = to_sdpa(spec, n)
+    assert sdpa.dtype == torch.bool and torch.equal(sdpa, dense)
+    out = scaled_dot_product_attention(q, k, v, attn_mask=sdpa, scale=1.0)
+    ref = attention_weights(q, k, dense, d_qk=1.0) @ v
+    torch.testing.assert_close(out, ref)
+    hf_out = torch.softmax(q @ k.transpose(-1, -2) + to_hf_4d(spec, n, dtype=torch.float64), dim=-1) @ v
+    torch.testing.assert_close(hf_out, ref)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_flex_mask_mod_create_mask_equals_dense(spec: str) -> None:
+    n = 11
+    block = create_mask(to_flex_mask_mod(spec, n), 1, 1, n, n, device="cpu")
+    assert torch.equal(block[0, 0], parse_mask(spec).dense(n))
+
+
+@pytest.mark.parametrize(
+    "spec", ["causal", "window:w=2", "strided:stride=3", "causal&window:w=2|block:size=3"]
+)
+def test_flex_mask_mod_of_closed_form_rule_needs_no_n(spec: str) -> None:
+    n = 13
+    q = torch.arange(n)[:, None]
+    kv = torch.arange(n)[None, :]
+    assert torch.equal(to_flex_mask_mod(spec)(0, 0, q, kv), parse_mask(spec).dense(n))
+
+
+def test_flex_mask_mod_of_table_mask_requires_n() -> None:
+    with pytest.raises(RankCollapseError, match="needs n"):
+        to_flex_mask_mod("random:p=0.5,seed=0")
+
+
+@pytest.mark.parametrize("w", [0, 1, 3, 7])
+def test_hf_sliding_window_converter_matches_transformers(w: int) -> None:
+    from transformers.masking_utils import (
+        sliding_window_bidirectional_mask_function,
+        sliding_window_causal_mask_function,
+    )
+
+    n = 12
+    q, kv = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    causal_hf = sliding_window_causal_mask_function(to_hf_sliding_window(w, causal=True))(0, 0, q, kv)
+    assert torch.equal(causal_hf, parse_mask(f"causal-window:w={w}").dense(n))
+    bi_hf = sliding_window_bidirectional_mask_function(to_hf_sliding_window(w, causal=False))(0, 0, q, kv)
+    assert torch.equal(bi_hf, parse_mask(f"window:w={w}").dense(n))
+    assert from_hf_sliding_window(to_hf_sliding_window(w)) == w
+    assert from_hf_sliding_window(to_hf_sliding_window(w, causal=False), causal=False) == w
+    assert hf_sliding_window_mask(w + 1).spec == f"causal-window:w={w}"
+    assert from_longformer_attention_window(2 * w) == w
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: to_hf_sliding_window(-1),
+        lambda: from_hf_sliding_window(0, causal=True),
+        lambda: from_longformer_attention_window(3),
+        lambda: to_hf_4d("causal", 4, batch=0),
+        lambda: to_hf_4d("causal", 4, dtype=torch.int64),
+    ],
+)
+def test_converter_and_exporter_bad_input_raises(call) -> None:
+    with pytest.raises(RankCollapseError):
+        call()
