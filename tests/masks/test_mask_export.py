@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch.nn.attention.flex_attention import create_mask
@@ -78,6 +79,18 @@ def test_flex_mask_mod_of_closed_form_rule_needs_no_n(spec: str) -> None:
     q = torch.arange(n)[:, None]
     kv = torch.arange(n)[None, :]
     assert torch.equal(to_flex_mask_mod(spec)(0, 0, q, kv), parse_mask(spec).dense(n))
+
+
+def test_exporters_of_file_mask(tmp_path) -> None:
+    n = 9
+    table = parse_mask("random:p=0.2,seed=1|causal-window:w=1").dense_numpy(n)
+    path = tmp_path / "m.npy"
+    np.save(path, table)
+    spec = f"file:{path}"
+    dense = torch.from_numpy(table)
+    assert torch.equal(to_sdpa(spec, n), dense)
+    assert torch.equal(to_hf_4d(spec, n)[0, 0] == 0, dense)
+    assert torch.equal(create_mask(to_flex_mask_mod(spec, n), 1, 1, n, n, device="cpu")[0, 0], dense)
 
 
 def test_flex_mask_mod_of_table_mask_requires_n() -> None:

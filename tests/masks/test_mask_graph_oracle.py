@@ -168,3 +168,32 @@ def test_to_dict_summarises_large_n_and_is_full_for_small_n() -> None:
     assert sum(c for _, c in big["hop_distance_histogram"]) == 5000
     full = analyze_mask("window:w=2", 5000).to_dict(full=True)
     assert len(full["hop_distances"]) == 5000
+
+
+def test_analysis_of_spec_never_builds_a_dense_matrix(monkeypatch) -> None:
+    from rankcollapse.masks.base import Mask
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("dense n x n matrix built during analysis")
+
+    monkeypatch.setattr(Mask, "dense_numpy", forbidden)
+    monkeypatch.setattr(SparseMask, "to_numpy", forbidden)
+    for spec in ["window:w=8", "causal-window:w=3|block:size=64", "longformer:w=2,global=1&window:w=50",
+                 "strided:stride=64", "bigbird:w=1,global=0,random=2,seed=0"]:
+        a = analyze_mask(spec, 5000)
+        assert a.edges > 0
+
+
+def test_analysis_accepts_torch_bool_tensor_and_rejects_bad_arrays() -> None:
+    import torch
+
+    from rankcollapse.errors import RankCollapseError
+
+    a = analyze_mask(torch.tril(torch.ones(5, 5, dtype=torch.bool)))
+    assert a.center_nodes.tolist() == [0] and a.radius == 1 and a.spec is None
+    with pytest.raises(RankCollapseError, match="square"):
+        analyze_mask(np.ones((2, 3), dtype=bool))
+    with pytest.raises(RankCollapseError, match="dtype"):
+        analyze_mask(np.ones((3, 3)))
+    with pytest.raises(RankCollapseError, match="needs n"):
+        analyze_mask("causal")
