@@ -138,6 +138,17 @@ def test_closed_form_radii_of_spec_section_4(n: int) -> None:
             assert len(block.closed_components) == math.ceil(n / b)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    ["random:p=0.04,seed=1", "bigbird:w=1,global=0,random=2,seed=3", "window:w=3|random:p=0.01,seed=2",
+     "causal-window:w=2|block:size=20", "longformer:w=2,global=1&causal-window:w=9"],
+)
+def test_analysis_matches_networkx_at_moderate_n(spec: str) -> None:
+    # n large enough that eccentricities go through the bit-parallel fallback on small-world masks
+    mask = parse_mask(spec)
+    _assert_matches_networkx(mask.dense_numpy(150), analyze_mask(mask, 150))
+
+
 def test_window_eccentricities_closed_form_at_larger_n() -> None:
     n, w = 1000, 8
     a = analyze_mask(f"window:w={w}", n)

@@ -16,6 +16,8 @@ BAD_SPECS = [
     ("window:", "no parameters"),
     ("window:w=-1", "w='-1' of window is too small"),
     ("window:w=2.5", "not an integer"),
+    ("window:w=99999999999999999999", "too large; allowed: an integer <= 2147483647"),
+    ("random:p=0.5,seed=99999999999999999999", "too large"),
     ("window:w=abc", "not an integer"),
     ("window:w=2,x=1", "unknown parameter 'x' for window"),
     ("window:w=2,w=3", "given twice"),

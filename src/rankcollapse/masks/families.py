@@ -47,12 +47,16 @@ from rankcollapse.masks.sparse import SparseMask
 
 @dataclass(frozen=True)
 class Param:
-    """A spec parameter: an integer ``>= minimum``, or a probability in [0, 1] (``kind='prob'``)."""
+    """A spec parameter: an integer in ``minimum..maximum``, or a probability in [0, 1] (``kind='prob'``).
+
+    Sizes are capped at ``2**31 - 1`` so index arithmetic (e.g. ``w * dilation``) stays in int64.
+    """
 
     name: str
     kind: str = "int"
     minimum: int = 0
     meaning: str = ""
+    maximum: int = 2**31 - 1
 
     def parse(self, family: str, raw: str) -> int | float:
         where = f"parameter {self.name}={raw!r} of {family}"
@@ -71,6 +75,8 @@ class Param:
         value = int(text)
         if value < self.minimum:
             raise RankCollapseError(f"{where} is too small; allowed: an integer >= {self.minimum}")
+        if value > self.maximum:
+            raise RankCollapseError(f"{where} is too large; allowed: an integer <= {self.maximum}")
         return value
 
     def format(self, value: int | float) -> str:
@@ -338,7 +344,12 @@ def bigbird_random_keys(n: int, r: int, seed: int) -> np.ndarray:
 
 class BigBird(Family):
     name = "bigbird"
-    params = (Param("w"), Param("global"), Param("random", meaning="random keys per query"), Param("seed"))
+    params = (
+        Param("w"),
+        Param("global"),
+        Param("random", meaning="random keys per query"),
+        Param("seed", maximum=2**63 - 1),
+    )
     summary = "longformer rule plus `random` seeded random keys per query (BigBird)"
 
     cheap_rule = False
@@ -362,7 +373,10 @@ class BigBird(Family):
 
 class RandomMask(Family):
     name = "random"
-    params = (Param("p", kind="prob", meaning="probability of each non-self pair"), Param("seed"))
+    params = (
+        Param("p", kind="prob", meaning="probability of each non-self pair"),
+        Param("seed", maximum=2**63 - 1),
+    )
     summary = "self, plus each other pair independently with probability p (seeded)"
 
     cheap_rule = False
