@@ -11,6 +11,7 @@ A curve of mu_rel against depth is classified by :func:`classify_curve`:
 - ``at floor``: most samples reach the precision floor ``FLOOR_FACTOR * eps(dtype)``;
 - ``collapsing``: the tail slope of log mu_rel (last half of the pre-floor layers) < -rate_tol;
 - ``kept``: tail slope >= -rate_tol and final mu_rel >= keep_min;
+- ``overflow``: the tokens stopped being finite (a growing network in float32);
 - ``unclear``: anything else (e.g. tiny mu_rel that still drifts slowly).
 """
 
@@ -69,6 +70,8 @@ def classify_curve(
     """(class, tail slope) of one mu_rel curve; see the module docstring."""
     floor = floor_rel(_dtype_name(dtype))
     finite = [v for v in mu_rel if math.isfinite(v)]
+    if len(finite) < len(mu_rel):  # the network over/underflowed: neither kept nor collapsed
+        return "overflow", None
     if not finite:
         return "unclear", None
     if finite[-1] <= floor:
@@ -134,6 +137,8 @@ def _claim(
     runs: pd.DataFrame | None = None,
     disagreement: str = "",
 ) -> Claim:
+    if verdict == NOT_REPRODUCED and not disagreement:
+        disagreement = f"The paper states: {statement}. We measured: {evidence}."
     return Claim(
         id=cid,
         experiment=data.exp.name,
@@ -577,7 +582,10 @@ def claims_fig2_models(data: Data) -> list[Claim]:
 def claims_fig4(data: Data) -> list[Claim]:
     s_rank = "Pretrained models keep full-rank token representations at every layer (Fig. 4)"
     fr_min = data.v("full_rank_min", 0.99)
-    r_rank = f"full-rank share >= {fr_min} at every layer of every model -> reproduced, else not"
+    r_rank = (
+        f"full-rank share >= {fr_min} at every layer output t >= 1 of every model -> reproduced, else not "
+        "(the embeddings X(0) are reported apart: a token repeated in a window repeats its embedding row)"
+    )
     s_aniso = "…yet the representations are anisotropic: high mean |cosine| between tokens (Fig. 4)"
     factor = data.v("aniso_factor", 3.0)
     r_aniso = (
@@ -594,9 +602,14 @@ def claims_fig4(data: Data) -> list[Claim]:
     for model, grp in ok.groupby("model", sort=False):
         rows = data.table[data.table["run_id"].isin(grp["run_id"])]
         per_layer = rows.groupby("layer")[["full_rank", "mean_abs_cos"]].mean()
-        worst = float(per_layer["full_rank"].min())
-        rank_ok &= worst >= fr_min
-        rank_parts.append(f"{model}: min full-rank share {_fmt(worst)} over {len(per_layer)} hidden states")
+        outputs = per_layer["full_rank"][per_layer.index >= 1]
+        worst = float(outputs.min()) if len(outputs) else math.nan
+        rank_ok &= bool(worst >= fr_min)
+        emb = float(per_layer["full_rank"].get(0, math.nan))
+        rank_parts.append(
+            f"{model}: min full-rank share {_fmt(worst)} over layers 1..{int(per_layer.index.max())} "
+            f"(embeddings {_fmt(emb)})"
+        )
         d_model = float(grp["summary.d_model"].iloc[0]) if "summary.d_model" in grp else math.nan
         baseline = math.sqrt(2 / (math.pi * d_model)) if d_model > 0 else math.nan
         deep = per_layer["mean_abs_cos"][per_layer.index >= 1]

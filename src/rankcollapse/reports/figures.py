@@ -3,8 +3,8 @@
 One function per experiment, ``(data) -> list[FigureSpec]``. Curves of mu against depth are
 drawn on log-log axes against ``t + 1`` (so the input X(0) sits at 1); the precision floor of each
 dtype (``FLOOR_FACTOR * eps``) is a dotted line and points at the floor are hollow markers, so a
-curve that "stops falling" there reads as collapsed, not as stable. Curves are the geometric
-mean over seeds of the per-run batch-mean mu_rel.
+curve that "stops falling" there reads as collapsed, not as stable. Curves are the median
+over seeds of the per-run batch-mean mu_rel (the CSVs hold min and max too).
 """
 
 from __future__ import annotations
@@ -80,27 +80,33 @@ def save_figure(spec: FigureSpec, out_dir: Path, experiment: str) -> FigureFile:
 
 
 def _curves(data: Data, by: list[str], column: str = "mu_rel") -> pd.DataFrame:
-    """Per group of ``by`` and layer: geometric mean over runs of ``column`` (and min/max), tidy."""
+    """Per group of ``by`` and layer: median over runs of ``column`` (and min/max), in grid order."""
     ok = data.ok
     if ok.empty:
         return pd.DataFrame(columns=[*by, "layer", column])
     rows = data.table.merge(ok[["run_id"]], on="run_id")
     keys = [k for k in by if k in rows]
-    vals = rows[column].astype(float).clip(lower=1e-300)
-    rows = rows.assign(_log=np.log(vals))
+    rows = rows.assign(**{column: rows[column].astype(float)})
     agg = rows.groupby([*keys, "layer"], sort=False).agg(
-        value=("_log", "mean"), lo=(column, "min"), hi=(column, "max"), runs=("run_id", "nunique")
+        value=(column, "median"), lo=(column, "min"), hi=(column, "max"), runs=("run_id", "nunique")
     )
-    agg["value"] = np.exp(agg["value"])
-    return agg.reset_index().rename(columns={"value": column, "lo": f"{column}_min", "hi": f"{column}_max"})
+    agg = agg.reset_index().rename(columns={"value": column, "lo": f"{column}_min", "hi": f"{column}_max"})
+    for key in keys:  # the order of the experiment's grid, not of completion
+        order = {v: i for i, v in enumerate(data.exp.grid.get(key, []))}
+        agg["_o_" + key] = agg[key].map(lambda v, o=order: o.get(v, len(o)))
+    sort = [f"_o_{k}" for k in keys] + ["layer"]
+    agg = agg.sort_values(sort, kind="stable").drop(columns=[f"_o_{k}" for k in keys])
+    return agg.reset_index(drop=True)
 
 
 def _loglog(ax: Any, t: Any, y: Any, floor: float | None, **kw: Any) -> None:
     t = np.asarray(t, dtype=float) + 1.0
     y = np.asarray(y, dtype=float)
+    if floor is not None:  # values under the floor are rounding noise (even exact 0): draw them on it
+        y = np.maximum(y, floor)
     line = ax.plot(t, y, **kw)[0]
     if floor is not None:
-        at = y <= floor
+        at = y <= floor * (1 + 1e-9)
         if at.any():
             ax.plot(t[at], y[at], "o", mfc="none", mec=line.get_color(), ms=3, lw=0)
     ax.set_xscale("log")
@@ -151,7 +157,7 @@ def fig2_random(data: Data) -> list[FigureSpec]:
             "Fig. 2 (random weights): relative mu(X(t)) / ||X(t)||_F against depth t+1, log-log; "
             "solid = float64, dashed = float32; blue = pure attention, orange = + LayerNorm; "
             "dotted/dash-dot lines = float32/float64 precision floors, hollow markers = at the floor "
-            "(collapsed, not stable). Geometric mean over seeds."
+            "(collapsed, not stable). Median over seeds; values under the floor drawn on it."
         ),
     )
     curves = _curves(data, ["mask", "preset", "dtype"])
@@ -213,7 +219,7 @@ def theorem1(data: Data) -> list[FigureSpec]:
     name, caption = (
         "theorem1_bound",
         (
-            "Theorem 1: measured mu(X(t)) (solid, geometric mean over seeds, band = min..max) against "
+            "Theorem 1: measured mu(X(t)) (solid, median over seeds, band = min..max) against "
             "the bound C (1 - eps^r)^{t/(2r)} (dashed, largest C and smallest measured eps), linear depth, "
             "log mu. Block masks have no center node: no bound."
         ),
@@ -235,11 +241,13 @@ def theorem1(data: Data) -> list[FigureSpec]:
     floor = floor_rel(str(data.exp.base.get("dtype", "float64")))
     for ax, mask in zip(axes, masks, strict=True):
         c = curves[curves["mask"] == mask]
-        ax.plot(c["layer"], c["mu"], color="C0", label="measured mu")
-        ax.fill_between(c["layer"], c["mu_min"], c["mu_max"], color="C0", alpha=0.2)
+        low = floor * float(c["mu"].iloc[0])  # the floor of mu at this scale; lower values drawn on it
+        ax.plot(c["layer"], np.maximum(c["mu"], low), color="C0", label="measured mu")
+        ax.fill_between(c["layer"], np.maximum(c["mu_min"], low), np.maximum(c["mu_max"], low), color="C0",
+                        alpha=0.2)
         if "bound" in c and c["bound"].notna().any():
             ax.plot(c["layer"], c["bound"], "--", color="C3", label="Thm 1 bound")
-        ax.axhline(floor * float(c["mu"].iloc[0]), color="0.4", ls="-.", lw=0.8)
+        ax.axhline(low, color="0.4", ls="-.", lw=0.8)
         ax.set_yscale("log")
         radius = ok[ok["mask"] == mask]["summary.radius"].iloc[0]
         ax.set_title(f"{mask} (r = {'none' if pd.isna(radius) else int(radius)})")

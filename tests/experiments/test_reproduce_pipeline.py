@@ -1,0 +1,79 @@
+"""reproduce end to end on the tiny profile: every experiment (--only each), figures, claims, report."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from rankcollapse.cli.main import main
+from rankcollapse.experiments.claims import VERDICTS
+from rankcollapse.experiments.config import PROFILES, load_experiments
+from rankcollapse.experiments.reproduce import reproduce
+
+EXPERIMENTS = [e.name for e in load_experiments("tiny")]
+
+
+@pytest.fixture(scope="module")
+def shared_out(tmp_path_factory):
+    """One output folder for the whole module: the --only runs fill it, the full report reuses them."""
+    return tmp_path_factory.mktemp("reproduce_tiny")
+
+
+def test_every_experiment_config_loads_in_every_profile_with_seeds():
+    for profile in PROFILES:
+        exps = load_experiments(profile)
+        assert {e.name for e in exps} == set(EXPERIMENTS)
+        for exp in exps:
+            runs = exp.runs()
+            assert runs, exp.name
+            assert all(r.seed is not None for r in runs), f"{exp.name}: every run needs an explicit seed"
+    tiny = sum(len(e.runs()) for e in load_experiments("tiny"))
+    full = sum(len(e.runs()) for e in load_experiments("full"))
+    assert tiny < full
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_only_each_experiment_runs_end_to_end_with_figures_and_verdicts(shared_out, name):
+    result = reproduce(shared_out, profile="tiny", only=[name], workers=1, progress=False)
+    assert result.sweep.failed == 0, result.sweep.failures
+    assert result.figures, f"{name} drew no figure"
+    for fig in result.figures:
+        assert fig.png.stat().st_size > 1000 and fig.pdf.stat().st_size > 1000
+        assert not pd.read_csv(fig.csv).empty
+    assert result.claims, f"{name} judged no claim"
+    assert all(c.experiment == name and c.verdict in VERDICTS for c in result.claims)
+    assert all(c.evidence and c.rule and c.config for c in result.claims)
+
+
+def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(shared_out):
+    result = reproduce(shared_out, profile="tiny", workers=1, progress=False)
+    assert result.sweep.skipped == result.sweep.total  # everything was run by the --only tests
+    claims = json.loads((shared_out / "claims.json").read_text())
+    assert {c["experiment"] for c in claims} == set(EXPERIMENTS)
+    page = (shared_out / "report.html").read_text()
+    rows = re.findall(r"<tr id='[^']+'>", page)
+    assert len(rows) == len(claims)
+    for claim in claims:
+        assert claim["verdict"] in VERDICTS
+        assert f"<tr id='{claim['id']}'>" in page
+    assert page.count("data:image/png;base64,") == len(result.figures)
+    assert not re.search(r"""(src|href)=["']https?://""", page), "report must open offline"
+    assert "<link" not in page and "<script src" not in page
+    table = pd.read_csv(shared_out / "runs.csv")
+    assert {"run_id", "experiment", "task", "seed", "layer", "mu_rel"} <= set(table.columns)
+    assert not table.duplicated(["run_id", "layer"]).any()
+
+
+def test_cli_reproduce_writes_report_and_unknown_experiment_is_one_line_exit_2(tmp_path, capsys):
+    code = main(["reproduce", "--profile", "tiny", "--only", "ln_orthogonal", "--workers", "1",
+                 "--no-progress", "--out", str(tmp_path)])
+    assert code == 0
+    assert (tmp_path / "report.html").exists()
+    assert "report:" in capsys.readouterr().out
+    code = main(["reproduce", "--profile", "tiny", "--only", "fig9", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "fig9" in err and "allowed" in err
+    assert main(["reproduce", "--quick", "--full", "--out", str(tmp_path)]) == 2
