@@ -165,27 +165,25 @@ def _csr(indptr: np.ndarray, indices: np.ndarray, n: int) -> sp.csr_matrix:
 
 
 def bfs_distances(graph: sp.csr_matrix, source: int) -> np.ndarray:
-    """Hop distances from ``source`` along ``graph[u, v]`` edges ``u -> v``: int64 [n], -1 if unreachable."""
+    """Hop distances from ``source`` along ``graph[u, v]`` edges ``u -> v``: int64 [n], -1 if unreachable.
+
+    scipy's compiled BFS gives the visit order and BFS-tree parents; in order positions the parent
+    of position ``k`` is ``p[k] < k``, and depths follow by pointer jumping
+    (``depth += depth[p]; p = p[p]``, ceil(log2(max depth)) + 1 rounds of O(n)).
+    """
     n = graph.shape[0]
     order, pred = csgraph.breadth_first_order(graph, source, directed=True, return_predecessors=True)
-    parent = np.arange(n, dtype=np.int64)
-    reached = order.astype(np.int64)
-    parent[reached] = pred[reached]
-    parent[source] = source
-    # Pointer jumping on the BFS tree: depth[v] = hops from v to anc[v].
-    depth = np.zeros(n, dtype=np.int64)
-    depth[reached] = 1
-    depth[source] = 0
-    anc = parent
-    while True:
-        todo = reached[anc[reached] != source]
-        if todo.size == 0:
-            break
-        depth[todo] += depth[anc[todo]]
-        anc = anc.copy()
-        anc[todo] = anc[anc[todo]]
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(order.size, dtype=np.int64)
+    parent = np.zeros(order.size, dtype=np.int64)
+    parent[1:] = pos[pred[order[1:]]]
+    depth = np.ones(order.size, dtype=np.int64)
+    depth[0] = 0
+    while parent.any():
+        depth += depth[parent]
+        parent = parent[parent]
     dist = np.full(n, -1, dtype=np.int64)
-    dist[reached] = depth[reached]
+    dist[order] = depth
     return dist
 
 
