@@ -21,6 +21,22 @@ def _raise_mmap_threshold() -> None:
         pass
 
 
+def _click_modules() -> tuple:
+    """Click's exception classes: typer >= 0.29 vendors its own copy (``typer._click``)."""
+    modules = [click.exceptions]
+    try:
+        from typer._click import exceptions as vendored
+
+        modules.append(vendored)
+    except ImportError:
+        pass
+    return tuple(modules)
+
+
+def _classes(name: str) -> tuple[type[BaseException], ...]:
+    return tuple(getattr(m, name) for m in _click_modules() if hasattr(m, name))
+
+
 def _register_commands() -> None:
     # Importing a module registers its commands on ``app``.
     from rankcollapse.cli import (  # noqa: F401
@@ -41,16 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     except RankCollapseError as err:
         print(f"rankcollapse: error: {err}", file=sys.stderr)
         return 2
-    except click.exceptions.NoArgsIsHelpError:
+    except _classes("NoArgsIsHelpError"):
         return 0
-    except click.UsageError as err:
+    except _classes("UsageError") as err:
         hint = f" (see 'rankcollapse {err.ctx.command_path.split(' ', 1)[-1]} --help')" if (
             err.ctx is not None and " " in err.ctx.command_path) else " (see 'rankcollapse --help')"
         print(f"rankcollapse: error: {err.format_message()}{hint}", file=sys.stderr)
         return 2
-    except click.exceptions.Exit as err:
-        return err.exit_code
-    except click.Abort:
+    except _classes("Exit") as err:
+        return int(getattr(err, "exit_code", 0))
+    except _classes("Abort"):
         print("rankcollapse: interrupted; results already written are kept", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
