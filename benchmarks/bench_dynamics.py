@@ -14,9 +14,10 @@ only mu/mu_rel measured per layer, no attention-weight tracking. Figures:
   speed-up. Targets: >= 2.5x at n = 512 (both dtypes) and >= 10x at n = 4096 (float32; the dense
   path there is timed over a few layers only, it costs about a second each).
 
-Times are medians per layer (and of ``--repeats`` matmul pairs): the CPU is shared, expect noise;
-the load average is printed. On a GPU (``--device cuda`` or auto when present) the same figures
-are printed for it.
+Each comparison runs its contenders in turn, ``--rounds`` times (e.g. 16 band layers, 2 dense
+layers, 16 band layers, ...), and reports median times per layer: fair ratios while the load of
+a shared machine drifts. Expect noise anyway; the load average is printed. On a GPU
+(``--device cuda``, or automatically when one is present) the same figures are printed for it.
 """
 
 from __future__ import annotations
@@ -47,31 +48,26 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def median_time(fn: Callable[[], object], repeats: int, device: str) -> float:
-    """Median seconds of ``fn`` over ``repeats`` calls (medians resist bursts of other users' load)."""
-    times = []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def matmul_gflops(b: int, n: int, d: int, dtype: torch.dtype, device: str, repeats: int) -> float:
-    """torch matmul throughput on the attention's shapes: S = Q K^T then A V (median of repeats)."""
+def matmul_pair(b: int, n: int, d: int, dtype: torch.dtype, device: str) -> Callable[[int], list[float]]:
+    """Timer of torch.bmm on the attention's shapes (S = Q K^T, then A V): k calls -> k durations."""
     g = torch.Generator(device=device).manual_seed(0)
     q = torch.randn(b, n, d, dtype=dtype, device=device, generator=g)
     kt = torch.randn(b, d, n, dtype=dtype, device=device, generator=g)
     a = torch.randn(b, n, n, dtype=dtype, device=device, generator=g)
 
-    def run() -> None:
-        torch.bmm(q, kt)
-        torch.bmm(a, q)
+    def run(k: int) -> list[float]:
+        out = []
+        for _ in range(k):
+            sync(device)
+            t0 = time.perf_counter()
+            torch.bmm(q, kt)
+            torch.bmm(a, q)
+            sync(device)
+            out.append(time.perf_counter() - t0)
+        return out
 
-    run()
-    return 4 * b * n * n * d / median_time(run, repeats, device) / 1e9
+    run(1)
+    return run
 
 
 def layer_flops(b: int, n: int, d: int, keys_per_query: float) -> float:
@@ -80,25 +76,42 @@ def layer_flops(b: int, n: int, d: int, keys_per_query: float) -> float:
     return 2 * b * n * d * (2 * e + d) + 2 * b * n * keys_per_query * e + 2 * b * n * keys_per_query * d
 
 
-def time_sim(
-    mask: str, n: int, d: int, b: int, layers: int, dtype: str, kernel: str, device: str
-) -> tuple[float, str]:
-    """Median seconds per layer of simulate() (whole layers: weights, attention, mu) and its kernel.
+def sim_layers(
+    mask: str, n: int, d: int, b: int, dtype: str, kernel: str, device: str, used: list[str]
+) -> Callable[[int], list[float]]:
+    """Timer of simulate(): k layers -> k per-layer durations (whole layers: weights, attention, mu).
 
-    Each layer is timed from one ``on_layer`` call to the next, so the median over the run's
-    layers ignores bursts of load from other users of the machine.
+    Each layer is timed from one ``on_layer`` call to the next; set-up and the first layer of each
+    call (fresh buffers) are excluded.
     """
-    cfg = SimulationConfig(mask=mask, n=n, d=d, layers=layers, batch=b, dtype=dtype, kernel=kernel,
-                           device=device, metrics=("mu",), track_min_weight=False, seed=0)
-    simulate(SimulationConfig(**{**cfg.__dict__, "layers": 1}))  # warm-up (mask, plan, allocator)
-    stamps: list[float] = []
+    base = {"mask": mask, "n": n, "d": d, "batch": b, "dtype": dtype, "kernel": kernel, "device": device,
+            "metrics": ("mu",), "track_min_weight": False, "seed": 0}
+    simulate(SimulationConfig(**base, layers=1))  # warm-up (mask, plan, allocator)
 
-    def stamp(_row: dict[str, float]) -> None:
-        sync(device)
-        stamps.append(time.perf_counter())
+    def run(k: int) -> list[float]:
+        stamps: list[float] = []
 
-    result = simulate(cfg, on_layer=stamp)
-    return statistics.median(t1 - t0 for t0, t1 in itertools.pairwise(stamps)), result.kernel
+        def stamp(_row: dict[str, float]) -> None:
+            sync(device)
+            stamps.append(time.perf_counter())
+
+        used.append(simulate(SimulationConfig(**base, layers=k + 1), on_layer=stamp).kernel)
+        return [t1 - t0 for t0, t1 in itertools.pairwise(stamps)][1:]  # first layer: cold buffers
+
+    return run
+
+
+def interleaved(timers: dict[str, tuple[Callable[[int], list[float]], int]], rounds: int) -> dict[str, float]:
+    """Median per-call seconds of each timer, the timers run in turn ``rounds`` times (k calls each).
+
+    Interleaving at the sub-second scale makes the ratios fair on a machine whose load drifts;
+    medians ignore bursts.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, (timer, k) in timers.items():
+            samples[name].extend(timer(k))
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def verdict(ok: bool) -> str:
@@ -112,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present, and cpu)")
     parser.add_argument("--layers", type=int, default=128)
-    parser.add_argument("--big-dense-layers", type=int, default=4, help="layers timed for dense at n=4096")
-    parser.add_argument("--repeats", type=int, default=40, help="matmul reference repetitions")
+    parser.add_argument("--big-dense-layers", type=int, default=4, help="dense layers timed at n = 4096")
+    parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds (n = 512)")
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, no targets judged")
     args = parser.parse_args(argv)
     raise_mmap_threshold()
@@ -125,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, cpus {os.cpu_count()}, "
           f"load average {load[0]:.1f} (shared machine: figures are noisy; rerun when quiet)")
-    print(f"setting: batch {b}, n {n}, d {d}, 1 head, {layers} layers; median time per layer")
+    print(f"setting: batch {b}, n {n}, d {d}, 1 head, {layers} layers of the fast paths; "
+          "median time per layer")
     if "cuda" not in devices:
         print("GPU: none visible to torch; GPU figures skipped")
     failures = 0
@@ -135,39 +149,47 @@ def main(argv: list[str] | None = None) -> int:
             continue
         name = torch.cuda.get_device_name() if device.startswith("cuda") else "CPU"
         print(f"\n== device {device} ({name}) ==")
+        rounds = 2 if args.quick else args.rounds
+        per = max(1, layers // rounds)  # layers per round of the fast paths
         for dtype, tdt in (("float32", torch.float32), ("float64", torch.float64)):
-            ref = matmul_gflops(b, n, d, tdt, device, args.repeats)
-            sec, kern = time_sim("complete", n, d, b, layers, dtype, "auto", device)
-            useful = layer_flops(b, n, d, n) / sec / 1e9
+            used: list[str] = []
+            t = interleaved({"sim": (sim_layers("complete", n, d, b, dtype, "auto", device, used), per),
+                             "mm": (matmul_pair(b, n, d, tdt, device), per)}, rounds)
+            ref = 4 * b * n * n * d / t["mm"] / 1e9
+            useful = layer_flops(b, n, d, n) / t["sim"] / 1e9
             share = useful / ref
-            target = dtype == "float32" and not args.quick
-            line = (f"complete {dtype}: {sec * 1e3:8.2f} ms/layer, {useful:7.1f} GFLOP/s useful ({kern}); "
-                    f"torch matmul {ref:7.1f} GFLOP/s; share {share:5.1%}")
-            if target:
+            line = (f"complete {dtype}: {t['sim'] * 1e3:8.2f} ms/layer, {useful:6.1f} GFLOP/s useful "
+                    f"({used[-1]}); torch matmul {ref:6.1f} GFLOP/s; share {share:5.1%}")
+            if dtype == "float32" and not args.quick:
                 line += f"  [target >= 70%: {verdict(share >= 0.70)}]"
                 failures += share < 0.70
-            print(line)
+            print(line, flush=True)
         for dtype in ("float32", "float64"):
-            band, kb = time_sim("window:w=16", n, d, b, layers, dtype, "auto", device)
-            dense, _ = time_sim("window:w=16", n, d, b, max(2, layers // 8), dtype, "dense", device)
-            speed = dense / band
-            gf = layer_flops(b, n, d, 33) / band / 1e9
-            line = (f"window:w=16 n={n} {dtype}: band ({kb}) {band * 1e3:8.2f} ms/layer ({gf:5.1f} GFLOP/s "
-                    f"useful), dense {dense * 1e3:8.2f} ms/layer, speed-up {speed:5.1f}x")
+            used = []
+            t = interleaved({"band": (sim_layers("window:w=16", n, d, b, dtype, "auto", device, used), per),
+                             "dense": (sim_layers("window:w=16", n, d, b, dtype, "dense", device, []),
+                                       max(1, per // 8))}, rounds)
+            speed = t["dense"] / t["band"]
+            gf = layer_flops(b, n, d, 33) / t["band"] / 1e9
+            line = (f"window:w=16 n={n} {dtype}: {used[-1]} {t['band'] * 1e3:7.2f} ms/layer "
+                    f"({gf:5.1f} GFLOP/s useful), dense {t['dense'] * 1e3:7.2f} ms/layer, "
+                    f"speed-up {speed:5.1f}x")
             if not args.quick:
                 line += f"  [target >= 2.5x: {verdict(speed >= 2.5)}]"
                 failures += speed < 2.5
-            print(line)
-        band, kb = time_sim("window:w=16", big_n, d, b, max(4, layers // 4), "float32", "auto", device)
-        dense, _ = time_sim("window:w=16", big_n, d, b, args.big_dense_layers if not args.quick else 2,
-                            "float32", "dense", device)
-        speed = dense / band
-        line = (f"window:w=16 n={big_n} float32: band ({kb}) {band * 1e3:8.2f} ms/layer, dense "
-                f"{dense * 1e3:8.2f} ms/layer, speed-up {speed:5.1f}x")
+            print(line, flush=True)
+        used = []
+        big_rounds = 2 if args.quick else args.big_dense_layers
+        band_timer = sim_layers("window:w=16", big_n, d, b, "float32", "auto", device, used)
+        dense_timer = sim_layers("window:w=16", big_n, d, b, "float32", "dense", device, [])
+        t = interleaved({"band": (band_timer, 8), "dense": (dense_timer, 1)}, big_rounds)
+        speed = t["dense"] / t["band"]
+        line = (f"window:w=16 n={big_n} float32: {used[-1]} {t['band'] * 1e3:7.2f} ms/layer, dense "
+                f"{t['dense'] * 1e3:7.2f} ms/layer, speed-up {speed:5.1f}x")
         if not args.quick:
             line += f"  [target >= 10x: {verdict(speed >= 10)}]"
             failures += speed < 10
-        print(line)
+        print(line, flush=True)
     print(f"\n{'all targets PASS' if not failures else f'{failures} target(s) FAIL'}"
           + (" (quick run: targets not judged)" if args.quick else ""))
     return 0
