@@ -601,14 +601,16 @@ def claims_fig4(data: Data) -> list[Claim]:
     rank_parts, rank_ok, an_parts, an_ok = [], True, [], True
     for model, grp in ok.groupby("model", sort=False):
         rows = data.table[data.table["run_id"].isin(grp["run_id"])]
-        per_layer = rows.groupby("layer")[["full_rank", "mean_abs_cos"]].mean()
+        per_layer = rows.groupby("layer")[["full_rank", "num_rank", "mean_abs_cos"]].mean()
         outputs = per_layer["full_rank"][per_layer.index >= 1]
         worst = float(outputs.min()) if len(outputs) else math.nan
         rank_ok &= bool(worst >= fr_min)
         emb = float(per_layer["full_rank"].get(0, math.nan))
+        ranks = per_layer["num_rank"][per_layer.index >= 1]
         rank_parts.append(
-            f"{model}: min full-rank share {_fmt(worst)} over layers 1..{int(per_layer.index.max())} "
-            f"(embeddings {_fmt(emb)})"
+            f"{model}: min full-rank share {_fmt(worst)} over layers 1..{int(per_layer.index.max())}, "
+            f"mean numerical rank >= {_fmt(float(ranks.min()), 4)} (embeddings: share {_fmt(emb)}, "
+            f"rank {_fmt(float(per_layer['num_rank'].get(0, math.nan)), 4)})"
         )
         d_model = float(grp["summary.d_model"].iloc[0]) if "summary.d_model" in grp else math.nan
         baseline = math.sqrt(2 / (math.pi * d_model)) if d_model > 0 else math.nan
