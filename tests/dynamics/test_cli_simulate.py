@@ -62,7 +62,6 @@ def test_bad_options_exit_2_with_one_line(
     assert err.count("\n") == 0 and err.startswith("rankcollapse: error:") and needle in err
 
 
-@pytest.mark.xfail(reason="cli/main.py catches click.UsageError; typer raises its own", strict=False)
 def test_missing_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--layers", "2"]) == 2
     assert "--out" in capsys.readouterr().err

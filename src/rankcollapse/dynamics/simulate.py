@@ -196,15 +196,14 @@ class ResolvedMask:
 
 
 def _radius_of(m: ResolvedMask) -> int | None:
-    if m.spec != "<matrix>":
-        try:
-            from rankcollapse.masks import analyze_mask, parse_mask  # type: ignore[attr-defined]
-
-            r = analyze_mask(parse_mask(m.spec), m.dense.shape[0]).radius
-            return None if r is None else int(r)
-        except ImportError:
-            pass
-    return radius_of_dense(m.dense.cpu())
+    """Radius from the masks package (``analyze_mask``); a plain BFS if that is unavailable."""
+    try:
+        from rankcollapse.masks import analyze_mask, parse_mask
+    except ImportError:
+        return radius_of_dense(m.dense.cpu())
+    target = m.dense.cpu().numpy() if m.spec == "<matrix>" else parse_mask(m.spec)
+    r = analyze_mask(target, m.dense.shape[0]).radius
+    return None if r is None else int(r)
 
 
 def resolve_mask(spec: str | Tensor, n: int) -> ResolvedMask:
