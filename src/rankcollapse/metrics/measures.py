@@ -198,9 +198,10 @@ def dong_residual(x: Tensor, relative: bool = False) -> Tensor:
     attention loses rank doubly exponentially with depth" (ICML 2021) define
     ``res(x) = x - 1 x_*^T`` with ``x_* = argmin_v ||x - 1 v^T||`` and measure it in the
     composite norm ``sqrt(||.||_1 ||.||_inf)``. That minimiser has no closed form under the
-    composite norm; like their experiments' code we take ``x_*`` = the mean token ``gamma_x``
-    (the Frobenius minimiser), so this value is an upper bound on the composite-norm minimum and
-    exactly zero iff all tokens are equal. ``relative=True`` divides by ``||x||_{1,inf}``.
+    composite norm; we take ``x_*`` = the mean token ``gamma_x`` (the Frobenius minimiser; their
+    code's exact choice is not available to us), so this value is an upper bound on the
+    composite-norm minimum and exactly zero iff all tokens are equal. ``relative=True`` divides
+    by ``||x||_{1,inf}``.
     """
     res = composite_norm(centered(x))
     if not relative:
