@@ -65,3 +65,11 @@ def test_bad_options_exit_2_with_one_line(
 def test_missing_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--layers", "2"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_json_flags_precision_floor_after_collapse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--mask", "complete", "--layers", "128", "--metrics", "mu_rel",
+                 "--out", str(tmp_path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["at_precision_floor"] is True
+    assert summary["final_mu_rel_max"] <= summary["precision_floor"]

@@ -36,7 +36,7 @@ from rankcollapse.dynamics.weights import (
     draw_layer_weights,
 )
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
+from rankcollapse.metrics import FLOOR_FACTOR, METRIC_NAMES, collapse_metrics, summarize
 
 DTYPES = {"float64": torch.float64, "f64": torch.float64, "float32": torch.float32, "f32": torch.float32}
 
@@ -250,15 +250,20 @@ class SimulationResult:
         return pd.DataFrame(self.rows)
 
     def summary(self) -> dict[str, Any]:
-        """Final-layer collapse, floor flag and theory check, JSON-able (the CLI's ``--json``)."""
+        """Final-layer collapse, floor flag and theory check, JSON-able (the CLI's ``--json``).
+
+        ``at_precision_floor``: every sample's ``mu_rel <= FLOOR_FACTOR * eps(dtype)`` (the
+        ``at_floor`` metric's test), ``precision_floor`` that threshold.
+        """
         last = self.rows[-1]
+        floor = FLOOR_FACTOR * torch.finfo(DTYPES[self.config.dtype]).eps
         out: dict[str, Any] = {
             "layers_run": int(last["layer"]),
             "final_mu": last["mu"],
             "final_mu_rel": last["mu_rel"],
             "final_mu_rel_max": last["mu_rel_max"],
-            "at_precision_floor": bool(last.get("at_floor", 0.0) >= 1.0),
-            "at_floor_share": last.get("at_floor"),
+            "at_precision_floor": bool(last["mu_rel_max"] <= floor),  # every sample at the floor
+            "precision_floor": floor,
             "kernel": self.kernel,
             "stopped": self.stopped,
         }
