@@ -67,7 +67,7 @@ def test_missing_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--out" in capsys.readouterr().err
 
 
-def test_json_flags_precision_floor_after_collapse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_flags_precision_floor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--mask", "complete", "--layers", "128", "--metrics", "mu_rel",
                  "--out", str(tmp_path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
