@@ -140,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {load[0]:.1f} (shared machine: figures are noisy; rerun when quiet)")
     print(f"setting: batch {b}, n {n}, d {d}, 1 head, {layers} layers of the fast paths; "
           "median time per layer")
+    if load[0] > (os.cpu_count() or 1) and torch.get_num_threads() > 1:
+        print("note: the machine is oversubscribed; intra-op threads then wait for each other on every "
+              "op, which hurts multi-op layers more than a bare matmul: --threads 1 gives steadier ratios")
     if "cuda" not in devices:
         print("GPU: none visible to torch; GPU figures skipped")
     failures = 0
