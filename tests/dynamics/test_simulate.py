@@ -157,3 +157,15 @@ def test_every_preset_runs_and_stays_finite() -> None:
         r = simulate(cfg(preset=name, heads=2, layers=3))
         assert all(torch.isfinite(torch.tensor(row["mu"])) for row in r.rows), name
         assert (r.theory is not None and r.theory.applicable) == (name == "attn")
+
+
+@pytest.mark.parametrize("mask", ["window:w=4", "complete"])
+def test_multihead_fast_paths_agree_with_dense(mask: str) -> None:
+    common = {"mask": mask, "n": 48, "d": 16, "heads": 2, "output": "gaussian", "layers": 32, "batch": 2,
+              "seed": 5, "metrics": ("mu_rel",), "track_min_weight": False}
+    fast = simulate(SimulationConfig(**common), keep_trajectory=True)
+    ref = simulate(SimulationConfig(**common, kernel="dense"), keep_trajectory=True)
+    assert fast.kernel != "dense"
+    assert fast.trajectory is not None and ref.trajectory is not None
+    scale = ref.trajectory.abs().amax(dim=(1, 2, 3), keepdim=True)
+    assert float(((fast.trajectory - ref.trajectory).abs() / scale).max()) < 1e-12
