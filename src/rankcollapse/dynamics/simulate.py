@@ -60,6 +60,10 @@ class SimulationConfig:
     always). stop_below: stop once every sample's mu_rel is below it. track_min_weight: record
     the smallest attention weight on an edge (None = only for pure attention, where the Theorem 1
     check uses it; it forces the explicit attention matrix, hence the dense cost).
+    metric_threads: torch intra-op threads while measuring (default 1: the per-layer measures are
+    small reductions, and on a loaded machine every multi-threaded op waits a scheduler slice for
+    its partner thread, measured 16 ms per op on the shared 2-core box; None keeps torch's
+    setting, better for large n with SVD or cosine metrics on a quiet machine).
     """
 
     mask: str = "complete"
@@ -89,6 +93,7 @@ class SimulationConfig:
     metrics: tuple[str, ...] | None = None
     stop_below: float | None = None
     track_min_weight: bool | None = None
+    metric_threads: int | None = 1
     value_matrix: Tensor | None = field(default=None, repr=False)
     input_tokens: Tensor | None = field(default=None, repr=False)
     mask_matrix: Tensor | None = field(default=None, repr=False)
@@ -143,6 +148,8 @@ class SimulationConfig:
                 raise bad("metrics", unknown, "names among " + ", ".join(METRIC_NAMES))
         if self.stop_below is not None and not self.stop_below > 0:
             raise bad("stop_below", self.stop_below, "a positive number")
+        if self.metric_threads is not None and self.metric_threads < 1:
+            raise bad("metric_threads", self.metric_threads, "a positive integer or None")
         if self.band_block is not None and self.band_block < 1:
             raise bad("band_block", self.band_block, "a positive integer")
         self._check_tensors()
@@ -272,6 +279,17 @@ class SimulationResult:
         return out
 
 
+def _measure(x: Tensor, names: tuple[str, ...], threads: int | None) -> dict[str, Tensor]:
+    if threads is None or x.device.type != "cpu" or threads == torch.get_num_threads():
+        return collapse_metrics(x, names)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return collapse_metrics(x, names)
+    finally:
+        torch.set_num_threads(before)
+
+
 def _seeds(seed: int) -> tuple[int, int]:
     inputs, weights = np.random.SeedSequence(seed).spawn(2)
     return int(inputs.generate_state(1, np.uint64)[0] >> 1), int(weights.generate_state(1, np.uint64)[0] >> 1)
@@ -344,7 +362,7 @@ def simulate(
     stopped = ""
 
     def measure(t: int, x: Tensor, min_w: Tensor | None) -> dict[str, float]:
-        per = collapse_metrics(x, names)
+        per = _measure(x, names, cfg.metric_threads)
         mus.append(per["mu"].detach().to("cpu", torch.float64))
         mu_rels.append(per["mu_rel"].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
