@@ -48,7 +48,7 @@ def test_simulate_plot(tmp_path: Path) -> None:
     ("args", "needle"),
     [(["--mask", "nonsense"], "nonsense"), (["--value", "foo"], "value"), (["--dtype", "f16"], "dtype"),
      (["--preset", "gpt"], "preset"), (["--n", "0"], "n must"), (["--device", "cuda"], "cuda"),
-     (["--metrics", "mu,bogus"], "metrics"), (["--heads", "3"], "heads")],
+     (["--metrics", "mu,bogus"], "metrics"), (["--heads", "3"], "heads"), (["--threads", "0"], "threads")],
 )
 def test_bad_options_exit_2_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], needle: str
