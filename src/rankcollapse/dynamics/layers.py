@@ -86,14 +86,17 @@ def multihead_attention(
 
     x: [b, n, d] -> ([b, n, d], smallest attention weight on an edge [b] or None).
     """
+    b, n, d = x.shape
     h, _, e = w.w_q.shape
-    if h == 1:
-        fused = torch.cat([w.w_q[0], w.w_k[0], w.w_v[0]], dim=1)  # [d, 2e + d]
-        qkv = (x @ fused).unsqueeze(1)  # [b, 1, n, 2e + d]
+    if e == w.w_v.shape[-1]:
+        # one batched matmul [1, bn, d] x [3h, d, e] -> [3h, bn, e]: q, k, v come out contiguous
+        stacked = torch.cat([w.w_q, w.w_k, w.w_v], dim=0)
+        qkv = torch.matmul(x.reshape(1, b * n, d), stacked).view(3, h, b, n, e).transpose(1, 2)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # [b, h, n, e]
     else:
         fused = torch.cat([w.w_q, w.w_k, w.w_v], dim=2)  # [h, d, 2e + d]
         qkv = torch.einsum("bnd,hdf->bhnf", x, fused)
-    q, k, v = qkv[..., :e], qkv[..., e : 2 * e], qkv[..., 2 * e :]
+        q, k, v = qkv[..., :e], qkv[..., e : 2 * e], qkv[..., 2 * e :]
     out, min_w = kernel(q, k, v, d_qk, need_min)  # [b, h, n, d]
     if w.w_o is None:
         y = out[:, 0] if h == 1 else out.mean(dim=1)
