@@ -34,6 +34,15 @@ def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
     assert (out / "token_geometry.png").is_file()
 
 
+def test_analyze_with_a_window_mask_on_an_encoder(tmp_path, text_file, capsys):
+    out = tmp_path / "w"
+    code = main(["analyze", "--model", "random:bert", "--mode", "attn+ln", "--mask", "window:w=2",
+                 "--layers", "3", "--text", str(text_file), "--samples", "2", "--tokens", "16",
+                 "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert len(list(csv.DictReader((out / "metrics.csv").open()))) == 4
+
+
 def _one_line_error(argv, capsys):
     code = main(argv)
     err = capsys.readouterr().err.strip()
@@ -83,7 +92,8 @@ def test_tokens_beyond_context(tmp_path, text_file, capsys):
                                                ("--dtype", "f16", "dtype 'f16'"),
                                                ("--corpus", "lorem", "unknown corpus 'lorem'"),
                                                ("--model", "random:t5", "random model 't5'"),
-                                               ("--temperature", "-1", "temperature")])
+                                               ("--temperature", "-1", "temperature"),
+                                               ("--mask", "bogus", "unknown mask family 'bogus'")])
 def test_bad_values(tmp_path, capsys, flag, value, needle):
     err = _one_line_error(["analyze", flag, value, "--out", str(tmp_path / "o")], capsys)
     assert needle in err

@@ -175,6 +175,8 @@ class AnalyzeConfig:
             raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
         if not (self.temperature > 0 and self.temperature != float("inf")):
             raise RankCollapseError(f"temperature must be a positive finite number, got {self.temperature}")
+        if self.mask is not None:
+            canonical_mask(self.mask)  # a bad spec fails here, before any model is loaded
 
 
 @dataclass
