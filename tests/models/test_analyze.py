@@ -89,3 +89,14 @@ def test_bad_mode_temperature_and_context_are_user_errors(tiny_models, ids):
         list(iter_hidden_states(model, long_ids))
     with pytest.raises(RankCollapseError, match="backend 'hf'"):
         list(iter_hidden_states(model, ids, mode="attn", backend="hf"))
+
+
+def test_overflowing_samples_are_counted_not_crashing():
+    from rankcollapse.models.analyze import measure
+
+    x = torch.randn(3, 5, 4)
+    x[1, 2, 0] = float("inf")
+    finite, stats = measure(x, ("mu", "full_rank"))
+    assert finite == pytest.approx(2 / 3) and stats["full_rank"] == 1.0
+    finite, stats = measure(torch.full((2, 5, 4), float("nan")), ("mu",))
+    assert finite == 0.0 and stats["mu"] != stats["mu"]

@@ -25,7 +25,7 @@ def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
     assert code == 0, capsys.readouterr().err
     rows = list(csv.DictReader((out / "metrics.csv").open()))
     assert [r["hidden_state"] for r in rows] == ["embeddings"] + [f"layer_{t}_out" for t in range(1, 6)]
-    assert list(rows[0])[:3] == ["layer", "hidden_state", "model_layer"]
+    assert list(rows[0])[:4] == ["layer", "hidden_state", "model_layer", "finite"]
     for col in ("mu", "mu_rel", "at_floor", "full_rank", "sigma_min", "mean_abs_cos", "mean_signed_cos",
                 "effective_rank"):
         assert col in rows[0]

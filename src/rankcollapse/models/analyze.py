@@ -181,7 +181,9 @@ class AnalyzeConfig:
 
 @dataclass
 class AnalyzeResult:
-    """Rows (one per hidden state: ``layer``, ``hidden_state``, ``model_layer``, metric columns).
+    """Rows (one per hidden state: ``layer``, ``hidden_state``, ``model_layer``, ``finite``, metrics).
+
+    ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
 
     ``seconds``: ``load``, ``tokenize``, ``forward`` (layers only) and ``metrics``.
     """
@@ -242,6 +244,24 @@ def _tokenize_cached(text: str, tokenizer: Any) -> Tensor:
     return ids
 
 
+def measure(x: Tensor, names: tuple[str, ...] | None = None) -> tuple[float, dict[str, float]]:
+    """``(finite share, summarize(collapse_metrics(...)))`` of a hidden state x [b, n, d].
+
+    Samples with a non-finite entry (overflow, e.g. ``attn+skip`` in float32 at depth) are left
+    out of the metrics and counted in the finite share; with none finite every metric is NaN.
+    """
+    from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
+
+    wanted = tuple(names) if names else METRIC_NAMES
+    with torch.inference_mode():
+        ok = torch.isfinite(x).flatten(1).all(dim=1)
+        if bool(ok.all()):
+            return 1.0, summarize(collapse_metrics(x, wanted))
+        kept = x[ok]
+        per = collapse_metrics(kept, wanted) if kept.shape[0] else {k: x.new_empty(0) for k in wanted}
+        return float(ok.to(torch.float64).mean()), summarize(per)
+
+
 def analyze(
     config: AnalyzeConfig,
     *,
@@ -254,8 +274,6 @@ def analyze(
     ``model``: an already loaded model (else ``load_model(config.model, config.dtype, seed=config.seed)``);
     ``ids``: token ids [b, n] (else sampled from the corpus); ``on_row`` gets each row as it is made.
     """
-    from rankcollapse.metrics import collapse_metrics, summarize
-
     seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
     start = time.perf_counter()
     if model is None:
@@ -277,9 +295,9 @@ def analyze(
             break
         seconds["forward"] += time.perf_counter() - start
         start = time.perf_counter()
-        with torch.inference_mode():
-            stats = summarize(collapse_metrics(x, config.metrics) if config.metrics else collapse_metrics(x))
-        row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers, **stats}
+        finite, stats = measure(x, config.metrics)
+        row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
+               "finite": finite, **stats}
         seconds["metrics"] += time.perf_counter() - start
         rows.append(row)
         if on_row is not None:
