@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pandas as pd
 import pytest
@@ -14,12 +15,14 @@ from rankcollapse.experiments.config import PROFILES, load_experiments
 from rankcollapse.experiments.reproduce import reproduce
 
 EXPERIMENTS = [e.name for e in load_experiments("tiny")]
+SIMULATIONS = [e.name for e in load_experiments("tiny") if e.task == "simulate"]
 
 
 @pytest.fixture(scope="module")
-def shared_out(tmp_path_factory):
-    """One output folder for the whole module: the --only runs fill it, the full report reuses them."""
-    return tmp_path_factory.mktemp("reproduce_tiny")
+def tiny_all(tmp_path_factory):
+    """The whole tiny profile from scratch, once for the module (in-process: one transformers import)."""
+    out = tmp_path_factory.mktemp("reproduce_tiny")
+    return reproduce(out, profile="tiny", workers=1, progress=False)
 
 
 def test_every_experiment_config_loads_in_every_profile_with_seeds():
@@ -35,10 +38,31 @@ def test_every_experiment_config_loads_in_every_profile_with_seeds():
     assert tiny < full
 
 
-@pytest.mark.parametrize("name", EXPERIMENTS)
-def test_only_each_experiment_runs_end_to_end_with_figures_and_verdicts(shared_out, name):
-    result = reproduce(shared_out, profile="tiny", only=[name], workers=1, progress=False)
+def _check_claims_and_figures(result, names):
     assert result.sweep.failed == 0, result.sweep.failures
+    assert {f.experiment for f in result.figures} == set(names)
+    for fig in result.figures:
+        assert fig.png.stat().st_size > 1000 and fig.pdf.stat().st_size > 1000
+        assert not pd.read_csv(fig.csv).empty
+    assert {c.experiment for c in result.claims} == set(names)
+    assert all(c.verdict in VERDICTS and c.evidence and c.rule and c.config for c in result.claims)
+
+
+def test_simulation_experiments_end_to_end_on_the_tiny_profile(tmp_path):
+    result = reproduce(tmp_path, profile="tiny", only=SIMULATIONS, workers=1, progress=False)
+    _check_claims_and_figures(result, SIMULATIONS)
+    assert all(c.seeds == [0] for c in result.claims if c.seeds)
+    page = (tmp_path / "report.html").read_text()
+    assert len(re.findall(r"<tr id='[^']+'>", page)) == len(result.claims)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_only_each_experiment_gives_its_figures_and_verdicts(tiny_all, tmp_path, name):
+    shutil.copytree(tiny_all.out_dir / "runs", tmp_path / "runs")  # resume from the module's runs
+    result = reproduce(tmp_path, profile="tiny", only=[name], workers=1, progress=False)
+    assert result.sweep.failed == 0, result.sweep.failures
+    assert result.sweep.skipped == result.sweep.total  # resumed: the module fixture ran them all
     assert result.figures, f"{name} drew no figure"
     for fig in result.figures:
         assert fig.png.stat().st_size > 1000 and fig.pdf.stat().st_size > 1000
@@ -48,9 +72,10 @@ def test_only_each_experiment_runs_end_to_end_with_figures_and_verdicts(shared_o
     assert all(c.evidence and c.rule and c.config for c in result.claims)
 
 
-def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(shared_out):
-    result = reproduce(shared_out, profile="tiny", workers=1, progress=False)
-    assert result.sweep.skipped == result.sweep.total  # everything was run by the --only tests
+@pytest.mark.slow
+def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(tiny_all):
+    result, shared_out = tiny_all, tiny_all.out_dir
+    assert result.sweep.failed == 0 and result.sweep.finished == result.sweep.total
     claims = json.loads((shared_out / "claims.json").read_text())
     assert {c["experiment"] for c in claims} == set(EXPERIMENTS)
     page = (shared_out / "report.html").read_text()
@@ -64,7 +89,9 @@ def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(sh
     assert "<link" not in page and "<script src" not in page
     table = pd.read_csv(shared_out / "runs.csv")
     assert {"run_id", "experiment", "task", "seed", "layer", "mu_rel"} <= set(table.columns)
-    assert not table.duplicated(["run_id", "layer"]).any()
+    assert not table.duplicated(["run_id", "row"]).any()
+    layered = table[table["layer"].notna()]
+    assert not layered.duplicated(["run_id", "layer"]).any()
 
 
 def test_cli_reproduce_writes_report_and_unknown_experiment_is_one_line_exit_2(tmp_path, capsys):

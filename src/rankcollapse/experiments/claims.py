@@ -641,7 +641,91 @@ def claims_fig4(data: Data) -> list[Claim]:
     ]
 
 
+# ----------------------------------------------------------------------------- counterexample
+
+
+def claims_counterexample(data: Data) -> list[Claim]:
+    s_meet = "N = 2, d = 2 without LayerNorm: both tokens converge to the same point (Fig. 1, left)"
+    meet_tol = data.v("meet_tol", 1e-8)
+    r_meet = (
+        f"every start ends with mu_rel <= {meet_tol} -> reproduced; if every start that does not meet has "
+        "stalled (last attention weight of token 1 on token 0 times the depth run < meet_tol: another run "
+        "as deep could not close the gap visibly) -> inconclusive; otherwise not reproduced"
+    )
+    s_tok0 = "Token 0 (attending only to itself) converges to (0, 1) or (0, -1) (Fig. 1)"
+    r_tok0 = "every LN run ends with token 0 within 1e-6 of ±A, A the dominant left eigenvector of W_V"
+    s_ln = (
+        "With LayerNorm, token 1 converges to a point B != ±A from an arc of starts: the tokens keep "
+        "full rank (Fig. 1 right, Fig. 5)"
+    )
+    r_ln = (
+        "some starts end with numerical rank 2 and their token-1 limits agree (1e-6) at a point B with "
+        "|<B, A>| < 1 - 1e-6 -> reproduced; no start keeps rank 2 -> not reproduced"
+    )
+    ok = data.ok
+    if ok.empty:
+        return [
+            _no_data(data, "cx.no_ln_meet", s_meet, r_meet),
+            _no_data(data, "cx.token0", s_tok0, r_tok0),
+            _no_data(data, "cx.ln_full_rank", s_ln, r_ln),
+        ]
+    run = ok.iloc[0]
+    rows = data.table[data.table["run_id"] == run["run_id"]]
+    n = len(rows)
+    met = rows["noln_mu_rel"] <= meet_tol
+    apart = rows[~met]
+    if met.all():
+        v_meet, ev_meet = (
+            REPRODUCED,
+            f"{n}/{n} starts meet (max final mu_rel {_fmt(rows['noln_mu_rel'].max())})",
+        )
+    else:
+        depth = float(data.exp.base.get("steps", 1))
+        stalled = bool((apart["noln_attn_10"] * depth < meet_tol).all())
+        v_meet = INCONCLUSIVE if stalled else NOT_REPRODUCED
+        ev_meet = (
+            f"{int(met.sum())}/{n} starts meet; {len(apart)} (token 1 from theta in "
+            f"[{apart['theta'].min():.2f}, {apart['theta'].max():.2f}]) end apart with mu_rel up to "
+            f"{_fmt(apart['noln_mu_rel'].max())} and attention of token 1 on token 0 <= "
+            f"{_fmt(apart['noln_attn_10'].max())}" + (" (stalled)" if stalled else "")
+        )
+    a = np.array([run["summary.sink_x"], run["summary.sink_y"]], dtype=float)
+    t0 = rows[["ln_token0_x", "ln_token0_y"]].to_numpy(dtype=float)
+    dist = np.minimum(np.linalg.norm(t0 - a, axis=1), np.linalg.norm(t0 + a, axis=1))
+    v_tok0 = REPRODUCED if float(dist.max()) < 1e-6 else NOT_REPRODUCED
+    ev_tok0 = (
+        f"A = ({a[0]:.4f}, {a[1]:.4f}); max distance of token 0 to ±A after the run {_fmt(float(dist.max()))}"
+    )
+    full = rows[rows["ln_rank"] >= 2]
+    if full.empty:
+        v_ln, ev_ln = NOT_REPRODUCED, f"0/{n} starts keep rank 2"
+    else:
+        pts = full[["ln_x", "ln_y"]].to_numpy(dtype=float)
+        b = np.median(pts, axis=0)
+        agree = bool(np.linalg.norm(pts - b, axis=1).max() < 1e-6)
+        off_axis = abs(float(b @ a)) < 1 - 1e-6
+        v_ln = REPRODUCED if agree and off_axis else NOT_REPRODUCED
+        arc = (
+            f"; computed basin arc of B ({run.get('summary.arc_start', math.nan):.3f}, "
+            f"{run.get('summary.arc_end', math.nan):.3f}) rad with token 0 at A"
+            if "summary.arc_start" in run and not pd.isna(run["summary.arc_start"])
+            else ""
+        )
+        spread = _fmt(float(np.linalg.norm(pts - b, axis=1).max()))
+        ev_ln = (
+            f"{len(full)}/{n} starts keep rank 2 (theta in [{full['theta'].min():.3f}, "
+            f"{full['theta'].max():.3f}] rad, token 0 from {data.exp.base.get('token0')}); their token 1 "
+            f"ends at B = ({b[0]:.4f}, {b[1]:.4f}), |<B, A>| = {abs(float(b @ a)):.4f}, spread {spread}{arc}"
+        )
+    return [
+        _claim(data, "cx.no_ln_meet", s_meet, r_meet, ev_meet, v_meet),
+        _claim(data, "cx.token0", s_tok0, r_tok0, ev_tok0, v_tok0),
+        _claim(data, "cx.ln_full_rank", s_ln, r_ln, ev_ln, v_ln),
+    ]
+
+
 CLAIM_RULES: dict[str, Callable[[Data], list[Claim]]] = {
+    "counterexample": claims_counterexample,
     "theorem1": claims_theorem1,
     "radius_rate": claims_radius,
     "fig2_random": claims_fig2_random,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,7 +102,9 @@ def reproduce(
         index = index[index["run_id"].isin(wanted)]
     claims, figures, described = _analyse(experiments, table, index, out)
     wall = time.perf_counter() - start
+    failed = index[index["status"] != "ok"] if not index.empty else index
     meta = {
+        "command": " ".join(["rankcollapse", *sys.argv[1:]]) if sys.argv[0].endswith("rankcollapse") else "",
         "profile": profile,
         "only": only or [],
         "executor": executor,
@@ -115,6 +118,10 @@ def reproduce(
         "run_time_s": round(float(index["wall_s"].sum()), 1) if not index.empty else 0.0,
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "versions": package_versions(),
+        "failed_runs": [
+            {"experiment": r["experiment"], "run_id": r["run_id"], "error": r["error"]}
+            for _, r in failed.iterrows()
+        ],
     }
     from rankcollapse.reports.html import write_report
 

@@ -268,13 +268,15 @@ def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFra
 
 
 def collect_table(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
-    """The tidy long table of all finished runs: identity + params columns, then row columns."""
+    """The tidy long table of all finished runs: identity + params columns, ``row`` (0.. within the
+    run; with ``run_id`` the table's key), then the task's row columns (``layer``, metrics, ...)."""
     store = RunStore(root)
     frames = []
     for rec in store.records(experiment):
         if rec.get("status") != "ok" or not rec.get("n_rows"):
             continue
         frame = store.rows(rec)
+        frame.insert(0, "row", range(len(frame)))
         ident = {"run_id": rec["run_id"], "experiment": rec["experiment"], "task": rec["task"]}
         ident.update({k: v for k, v in rec["params"].items() if k not in frame.columns})
         head = pd.DataFrame({k: [canonical_or_plain(v)] * len(frame) for k, v in ident.items()})

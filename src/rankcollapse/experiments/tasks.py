@@ -154,3 +154,74 @@ def analyze_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     summary.update(_rate_summary(mu_rel, dtype))
     summary["final_mu_rel"] = float(result.rows[-1]["mu_rel"])
     return RunOutput([dict(r) for r in result.rows], summary)
+
+
+@register("counterexample")
+def counterexample_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """The N = 2, d = 2 LayerNorm counterexample (``rankcollapse.equilibria.counterexample``).
+
+    Params: ``w_v`` (2x2, row convention), ``w_qk`` (2x2 or None = I), ``d_qk``, ``token0`` (start
+    of token 0), ``angles`` (token-1 starts, evenly spaced on the circle), ``steps``, ``rank_tol``,
+    ``seed`` (recorded; the run is deterministic). Rows: one per start angle ``theta`` with token 1's
+    limit (``ln_x, ln_y``), the final numerical rank and |det| with LayerNorm, and the final mu_rel
+    without LayerNorm. Summary: the computed fixed points, point B and its basin arc.
+    """
+    import numpy as np
+    import torch
+
+    from rankcollapse.equilibria.counterexample import (
+        basin_arc,
+        counterexample_2d,
+        fixed_points_on_circle,
+        simulate_pair,
+    )
+    from rankcollapse.equilibria.lnmap import attention_matrix, causal_mask
+
+    cx = counterexample_2d(params["w_v"], params.get("w_qk"), float(params.get("d_qk", 1.0)))
+    token0 = np.asarray(params.get("token0", [0.6, 0.8]), dtype=np.float64)
+    steps = int(params.get("steps", 4000))
+    tol = float(params.get("rank_tol", 1e-6))
+    theta = (np.arange(int(params["angles"])) + 0.5) * (2 * math.pi / int(params["angles"]))
+    with_ln = simulate_pair(token0, theta, cx, steps=steps, layer_norm=True)  # [b, 2, 2]
+    without = simulate_pair(token0, theta, cx, steps=steps, layer_norm=False)
+    on_layer(steps)
+    sv = np.linalg.svd(with_ln, compute_uv=False)  # [b, 2]
+    centred = without - without.mean(axis=1, keepdims=True)
+    mu_rel = np.linalg.norm(centred, axis=(1, 2)) / np.maximum(np.linalg.norm(without, axis=(1, 2)), 1e-300)
+    # weight of token 1 on token 0 in the last layer without LN: ~0 means token 1 no longer moves
+    attn = attention_matrix(torch.as_tensor(without), causal_mask(2), cx.torch_w_qk(), cx.d_qk)[:, 1, 0]
+    rows = [
+        {
+            "theta": float(th),
+            "ln_x": float(x[1, 0]),
+            "ln_y": float(x[1, 1]),
+            "ln_token0_x": float(x[0, 0]),
+            "ln_token0_y": float(x[0, 1]),
+            "ln_rank": int((s > tol * s[0]).sum()),
+            "ln_abs_det": float(abs(np.linalg.det(x))),
+            "noln_mu_rel": float(m),
+            "noln_attn_10": float(a),
+        }
+        for th, x, s, m, a in zip(theta, with_ln, sv, mu_rel, attn.tolist(), strict=True)
+    ]
+    fps = fixed_points_on_circle(cx)
+    summary: dict[str, Any] = {
+        "sink_x": float(cx.sink[0]),
+        "sink_y": float(cx.sink[1]),
+        "fixed_points": len(fps),
+        "stable_fixed_points": sum(p.stable for p in fps),
+    }
+    try:
+        arc = basin_arc(cx, grid=int(params.get("arc_grid", 4096)), steps=int(params.get("arc_steps", 4000)))
+        summary.update(
+            {
+                "B_x": arc.target_point[0],
+                "B_y": arc.target_point[1],
+                "arc_start": arc.start,
+                "arc_end": arc.end,
+                "arc_length": arc.length,
+            }
+        )
+    except RankCollapseError as err:  # no off-axis stable point: token 1 always collapses
+        summary.update({"arc_length": 0.0, "arc_error": str(err)})
+    return RunOutput(rows, summary)

@@ -243,8 +243,9 @@ def theorem1(data: Data) -> list[FigureSpec]:
         c = curves[curves["mask"] == mask]
         low = floor * float(c["mu"].iloc[0])  # the floor of mu at this scale; lower values drawn on it
         ax.plot(c["layer"], np.maximum(c["mu"], low), color="C0", label="measured mu")
-        ax.fill_between(c["layer"], np.maximum(c["mu_min"], low), np.maximum(c["mu_max"], low), color="C0",
-                        alpha=0.2)
+        ax.fill_between(
+            c["layer"], np.maximum(c["mu_min"], low), np.maximum(c["mu_max"], low), color="C0", alpha=0.2
+        )
         if "bound" in c and c["bound"].notna().any():
             ax.plot(c["layer"], c["bound"], "--", color="C3", label="Thm 1 bound")
         ax.axhline(low, color="0.4", ls="-.", lw=0.8)
@@ -393,7 +394,39 @@ def fig4_geometry(data: Data) -> list[FigureSpec]:
     return [FigureSpec(name, fig, curves, caption)]
 
 
+def counterexample(data: Data) -> list[FigureSpec]:
+    """Figs. 1 and 5, drawn by ``rankcollapse.equilibria.plots`` for the run's system."""
+    cap1 = (
+        "Fig. 1: N = 2, d = 2, causal mask. Left: without LayerNorm, trajectories of both tokens. Right: "
+        "with LayerNorm, token 1 converges to B from the red arc (token 0 at A) and to A otherwise. "
+        "CSV: every start angle with token 1's limit, the final rank with LN and mu_rel without LN."
+    )
+    cap5 = (
+        "Fig. 5: convergence of the second token: the angle map f of token 1 (token 0 at A) with its "
+        "fixed points (filled = stable) and theta(t) for several starts. CSV: theta, f(theta)."
+    )
+    ok = data.ok
+    if ok.empty:
+        why = data.failures() or "no runs"
+        return [_empty("fig1_counterexample", cap1, why), _empty("fig5_second_token", cap5, why)]
+    from rankcollapse.equilibria.counterexample import angle_map, counterexample_2d
+    from rankcollapse.equilibria.plots import plot_figure1, plot_figure5
+
+    p = data.exp.base
+    cx = counterexample_2d(p["w_v"], p.get("w_qk"), float(p.get("d_qk", 1.0)))
+    rows = data.table[data.table["run_id"] == ok.iloc[0]["run_id"]].dropna(axis=1, how="all")
+    theta = np.linspace(0, 2 * math.pi, 721)
+    f5 = pd.DataFrame({"theta": theta, "f_theta": np.mod(angle_map(theta, cx), 2 * math.pi)})
+    return [
+        FigureSpec(
+            "fig1_counterexample", plot_figure1(cx, token0=tuple(p.get("token0", (0.6, 0.8)))), rows, cap1
+        ),
+        FigureSpec("fig5_second_token", plot_figure5(cx), f5, cap5),
+    ]
+
+
 FIGURES: dict[str, Callable[[Data], list[FigureSpec]]] = {
+    "counterexample": counterexample,
     "fig2_random": fig2_random,
     "fig3_temperature": fig3_temperature,
     "theorem1": theorem1,

@@ -79,7 +79,9 @@ def render_report(
         "<h1>Reproduction report: On the Role of Attention Masks and LayerNorm in Transformers</h1>",
         f"<p class='sub'>arXiv 2405.18781 · profile <b>{_e(meta.get('profile'))}</b> · "
         f"{_e(meta.get('finished_at', ''))} · {_e(meta.get('runs_total', 0))} runs "
-        f"({_e(meta.get('runs_failed', 0))} failed) · sweep wall time {_e(meta.get('wall_s', 0))} s</p>",
+        f"({_e(meta.get('runs_failed', 0))} failed) · wall time {_e(meta.get('wall_s', 0))} s"
+        + (f" · <code>{_e(meta['command'])}</code>" if meta.get("command") else "")
+        + "</p>",
         "<div class='cards'>",
         *(
             f"<div class='card'><b>{counts[v]}</b>{_verdict_badge(v)}</div>"
@@ -112,6 +114,13 @@ def render_report(
         parts.extend(f"<div class='note'><b>{_e(c.id)}</b>: {_e(c.disagreement)}</div>" for c in notes)
     else:
         parts.append("<p>No claim came out <i>not reproduced</i> with a disagreement note in this run.</p>")
+    failed = meta.get("failed_runs") or []
+    if failed:
+        parts.append(f"<h2>Failed runs ({len(failed)})</h2><p>They are retried by the next invocation.</p>"
+                     "<table><thead><tr><th>experiment</th><th>run</th><th>error</th></tr></thead><tbody>")
+        parts.extend(f"<tr><td>{_e(f['experiment'])}</td><td><code>{_e(f['run_id'])}</code></td>"
+                     f"<td class='ev'>{_e(f['error'])}</td></tr>" for f in failed[:50])
+        parts.append("</tbody></table>")
     parts.append("<h2>Figures</h2>")
     for f in figures:
         rel_pdf, rel_csv = f.pdf.relative_to(out_dir), f.csv.relative_to(out_dir)
