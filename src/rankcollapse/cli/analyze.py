@@ -34,18 +34,15 @@ def analyze_command(
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
     from rankcollapse.io import RunWriter
-    from rankcollapse.models.analyze import AnalyzeConfig, analyze
+    from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
     from rankcollapse.models.loading import load_model
 
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, temperature=temperature, layers=layers,
                            corpus=corpus, text_file=str(text) if text is not None else None, samples=samples,
                            tokens=tokens, dtype=dtype, seed=seed, backend=backend)
     loaded = load_model(config.model, config.dtype, seed=config.seed)
-    from rankcollapse.models.analyze import token_batch
-
     ids = token_batch(config, loaded)
-    info = {"name": loaded.name, "arch": loaded.arch, "source": loaded.source, "n_layers": len(loaded.layers),
-            "d_model": loaded.d_model, "own_mask": loaded.own_mask, "max_tokens": loaded.max_tokens}
+    info = model_info(loaded, config)
     with RunWriter(out, {"analyze": asdict(config), "model": info}) as writer:
         result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row)
     if plot:

@@ -244,6 +244,16 @@ def _tokenize_cached(text: str, tokenizer: Any) -> Tensor:
     return ids
 
 
+def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
+    """What ``config.json`` records about the model and the backend a config runs on."""
+    mask_is_own = config.mask is None or canonical_mask(config.mask) == canonical_mask(model.own_mask)
+    return {"name": model.name, "arch": model.arch, "source": model.source, "n_layers": len(model.layers),
+            "d_model": model.d_model, "is_decoder": model.is_decoder, "own_mask": model.own_mask,
+            "dtype": str(model.dtype).replace("torch.", ""), "max_tokens": model.max_tokens,
+            "hf_casts": bool(model.info.get("hf_casts", True)),
+            "backend": choose_backend(model, config.mode, mask_is_own, config.temperature, config.backend)}
+
+
 def measure(x: Tensor, names: tuple[str, ...] | None = None) -> tuple[float, dict[str, float]]:
     """``(finite share, summarize(collapse_metrics(...)))`` of a hidden state x [b, n, d].
 
@@ -302,12 +312,7 @@ def analyze(
         rows.append(row)
         if on_row is not None:
             on_row(row)
-    info = {"name": model.name, "arch": model.arch, "source": model.source, "n_layers": n_layers,
-            "d_model": model.d_model, "is_decoder": model.is_decoder, "own_mask": model.own_mask,
-            "dtype": str(model.dtype).replace("torch.", ""), "max_tokens": model.max_tokens,
-            "backend": choose_backend(model, config.mode,
-                                      config.mask is None or canonical_mask(config.mask) == model.own_mask,
-                                      config.temperature, config.backend)}
+    info = model_info(model, config)
     return AnalyzeResult(config=config, rows=rows, model_info=info, seconds=seconds)
 
 
