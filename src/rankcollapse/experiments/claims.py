@@ -724,8 +724,54 @@ def claims_counterexample(data: Data) -> list[Claim]:
     ]
 
 
+def claims_equilibria(data: Data) -> list[Claim]:
+    stmt = (
+        "With suitable W_V, the LayerNorm dynamics have stable equilibria of every rank 1..min(N, d), each "
+        "attracting a positive-measure set of inputs"
+    )
+    res_max = data.v("residual_max", 1e-10)
+    rule = (
+        f"every rank k has a construction whose X* has residual <= {res_max}, numerical rank k, tangent "
+        "spectral radius < 1 and a positive share of nearby inputs converging to it -> reproduced; a "
+        "constructed one failing a check -> not reproduced; a rank without a construction -> inconclusive"
+    )
+    ok = data.ok
+    if ok.empty:
+        return [_no_data(data, "eq.every_rank", stmt, rule)]
+    rows = data.table.merge(ok[["run_id"]], on="run_id").sort_values("k")
+    parts, verdicts = [], []
+    for _, r in rows.iterrows():
+        k = int(r["k"])
+        if not bool(r["constructed"]):
+            parts.append(f"k={k}: no construction")
+            verdicts.append(INCONCLUSIVE)
+            continue
+        good = (
+            float(r["residual"]) <= res_max
+            and int(r["rank"]) == k
+            and bool(r["stable"])
+            and float(r["basin_fraction"]) > 0
+        )
+        verdicts.append(REPRODUCED if good else NOT_REPRODUCED)
+        parts.append(
+            f"k={k}: rank {int(r['rank'])}, residual {_fmt(float(r['residual']))}, spectral radius "
+            f"{_fmt(float(r['spectral_radius']), 3)}, basin share {_fmt(float(r['basin_fraction']))} "
+            f"[{_fmt(float(r['basin_ci_low']))}, {_fmt(float(r['basin_ci_high']))}]"
+        )
+    n, d = data.exp.base.get("n"), data.exp.base.get("d")
+    verdict = (
+        NOT_REPRODUCED
+        if NOT_REPRODUCED in verdicts
+        else REPRODUCED
+        if all(v == REPRODUCED for v in verdicts)
+        else INCONCLUSIVE
+    )
+    return [_claim(data, "eq.every_rank", stmt, rule, f"N={n}, d={d}: " + "; ".join(parts), verdict)]
+
+
 CLAIM_RULES: dict[str, Callable[[Data], list[Claim]]] = {
     "counterexample": claims_counterexample,
+    "equilibria_ranks": claims_equilibria,
     "theorem1": claims_theorem1,
     "radius_rate": claims_radius,
     "fig2_random": claims_fig2_random,

@@ -225,3 +225,43 @@ def counterexample_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     except RankCollapseError as err:  # no off-axis stable point: token 1 always collapses
         summary.update({"arc_length": 0.0, "arc_error": str(err)})
     return RunOutput(rows, summary)
+
+
+@register("equilibrium_rank")
+def equilibrium_rank_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """A stable equilibrium of rank ``k`` of the LayerNorm dynamics (``rankcollapse.equilibria``).
+
+    ``construct_rank_k(n, d, k)`` gives a value matrix, mask and target ``X*``; ``verify_equilibrium``
+    measures its fixed-point residual, numerical rank, tangent spectral radius (stable iff < 1) and the
+    share of ``samples`` inputs from an open neighbourhood (``radius``) that converge to it in ``steps``
+    layers. A rank with no construction gives one row with ``constructed = False`` and the reason.
+    """
+    import torch
+
+    from rankcollapse.equilibria import construct_rank_k, verify_equilibrium
+
+    n, d, k = int(params["n"]), int(params["d"]), int(params["k"])
+    try:
+        c = construct_rank_k(n, d, k)
+    except RankCollapseError as err:
+        return RunOutput([{"k": k, "constructed": False, "reason": str(err)}], {"constructed": False})
+    gen = torch.Generator().manual_seed(int(params.get("seed", 0)))
+    init = c.neighbourhood_inputs(int(params["samples"]), float(params["radius"]), gen)
+    eq = verify_equilibrium(
+        c.x, c.w_v, c.mask_tensor(), c.w_qk, c.d_qk, steps=int(params["steps"]), init=init
+    )
+    on_layer(int(params["steps"]))
+    row = {
+        "k": k,
+        "constructed": True,
+        "reason": "",
+        "rank": eq.rank,
+        "residual": eq.residual,
+        "spectral_radius": eq.spectral_radius,
+        "stable": eq.stable,
+        "basin_fraction": eq.basin_fraction,
+        "basin_ci_low": eq.basin_ci[0],
+        "basin_ci_high": eq.basin_ci[1],
+        "mask": c.mask,
+    }
+    return RunOutput([row], {k2: v for k2, v in row.items() if k2 != "k"})

@@ -425,8 +425,48 @@ def counterexample(data: Data) -> list[FigureSpec]:
     ]
 
 
+def equilibria_ranks(data: Data) -> list[FigureSpec]:
+    name, caption = (
+        "equilibria_ranks",
+        (
+            "Stable equilibria of every rank (LayerNorm dynamics): for each target rank k, the verified "
+            "numerical rank of the constructed X*, the tangent spectral radius (stable below 1) and the "
+            "share of nearby inputs converging to X* (Wilson 95% interval); 'none' = no construction."
+        ),
+    )
+    ok = data.ok
+    if ok.empty:
+        return [_empty(name, caption, data.failures() or "no runs")]
+    rows = data.table.merge(ok[["run_id"]], on="run_id").sort_values("k").reset_index(drop=True)
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), constrained_layout=True)
+    built = rows[rows["constructed"].astype(bool)]
+    ks = rows["k"].astype(int).tolist()
+    axes[0].bar(built["k"].astype(int), built["rank"].astype(float), color="C0")
+    axes[0].plot(ks, ks, "k_", ms=20, label="target rank k")
+    axes[1].bar(built["k"].astype(int), built["spectral_radius"].astype(float), color="C2")
+    axes[1].axhline(1.0, color="C3", ls="--", lw=0.8)
+    frac = built["basin_fraction"].astype(float)
+    err = [frac - built["basin_ci_low"].astype(float), built["basin_ci_high"].astype(float) - frac]
+    axes[2].bar(built["k"].astype(int), frac, yerr=err, color="C1", capsize=3)
+    for ax, title in zip(
+        axes, ("verified rank", "tangent spectral radius", "share of nearby inputs"), strict=True
+    ):
+        ax.set_xticks(ks)
+        ax.set_xlim(min(ks) - 0.6, max(ks) + 0.6)
+        ax.set_xlabel("target rank k")
+        ax.set_title(title)
+        for k in rows[~rows["constructed"].astype(bool)]["k"].astype(int):
+            ax.annotate(
+                "none", (k, 0.02), ha="center", fontsize=8, color="0.4", xycoords=("data", "axes fraction")
+            )
+    axes[0].legend(fontsize=7)
+    return [FigureSpec(name, fig, rows, caption)]
+
+
 FIGURES: dict[str, Callable[[Data], list[FigureSpec]]] = {
     "counterexample": counterexample,
+    "equilibria_ranks": equilibria_ranks,
     "fig2_random": fig2_random,
     "fig3_temperature": fig3_temperature,
     "theorem1": theorem1,
