@@ -30,13 +30,14 @@ from rankcollapse.equilibria.counterexample import (
 
 
 def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] = (0.6, 0.8),
-                 starts: tuple[float, ...] = (0.3, 1.2, 2.2, 2.6, 3.3, 4.3, 5.2), steps: int = 60) -> Figure:
+                 starts: tuple[float, ...] = (0.3, 1.2, 2.2, 2.6, 3.3, 4.3, 5.2), steps: int = 60,
+                 no_ln_starts: tuple[float, ...] = (0.3, 1.2, 2.2, 5.5)) -> Figure:
     """Fig. 1: left, without LayerNorm both tokens meet at one point; right, with LayerNorm token 1
     converges to B from the red arc (token 0 held at A = sink) and to A otherwise."""
     cx = cx or counterexample_2d()
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4.8))
     # left: pure attention, both tokens move, no normalisation
-    for k, th in enumerate(starts[::2]):
+    for k, th in enumerate(no_ln_starts):
         traj = simulate_pair(np.asarray(token0), np.asarray([th]), cx, steps=steps, layer_norm=False,
                              keep_trajectory=True)[:, 0]
         ax0.plot(traj[:, 0, 0], traj[:, 0, 1], "-", color="tab:blue", lw=1, alpha=0.7,

@@ -1,0 +1,74 @@
+"""Finder, verifier, rank constructions and the orthogonal-W_V collapse."""
+
+import pytest
+import torch
+
+from rankcollapse.equilibria import (
+    causal_mask,
+    construct_rank_k,
+    find_equilibria,
+    ln_attention_map,
+    orthogonal_collapse,
+    resolve_mask,
+    spectral_radius,
+    verify_equilibrium,
+    wilson_interval,
+)
+from rankcollapse.errors import RankCollapseError
+
+W_CX = torch.tensor([[0.95, 1.0], [0.0, 1.0]], dtype=torch.float64)
+
+
+def test_wilson_interval_known_values():
+    lo, hi = wilson_interval(0, 100)
+    assert lo == pytest.approx(0.0, abs=1e-15) and hi == pytest.approx(0.0370, abs=1e-4)
+    lo, hi = wilson_interval(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
+
+
+def test_finder_recovers_the_counterexample_equilibria():
+    eqs = find_equilibria(W_CX, 2, causal_mask(2), starts=128, steps=1500,
+                          generator=torch.Generator().manual_seed(0))
+    ranks = sorted(e.rank for e in eqs if e.stable)
+    assert ranks == [1, 2]
+    full = next(e for e in eqs if e.rank == 2)
+    assert full.residual < 1e-12
+    assert full.spectral_radius == pytest.approx(0.95, abs=1e-9)  # token 0's factor; token 1's is 0.911
+    assert full.basin_ci[0] > 0
+    assert abs(abs(float(full.x[1, 0])) - 0.0860232277) < 1e-9
+
+
+def test_spectral_radius_flags_unstable_antipode():
+    x = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
+    assert float((ln_attention_map(x, W_CX, causal_mask(2)) - x).abs().max()) < 1e-15
+    assert spectral_radius(x, W_CX, causal_mask(2)) == pytest.approx(1.0986917606, abs=1e-8)
+
+
+@pytest.mark.parametrize(("n", "d", "k"), [(2, 2, 1), (2, 2, 2), (3, 5, 2), (6, 3, 2), (6, 6, 1), (4, 6, 2)])
+def test_construction_gives_a_stable_equilibrium_of_rank_k_with_positive_basin(n, d, k):
+    con = construct_rank_k(n, d, k)
+    gen = torch.Generator().manual_seed(1)
+    eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), samples=128, steps=1200, generator=gen)
+    assert eq.residual < 1e-12
+    assert eq.rank == k
+    assert eq.stable and eq.spectral_radius < 1
+    # positive measure: a ball of inputs around it converges (all of them), CI excludes 0
+    local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), steps=1200,
+                               init=con.neighbourhood_inputs(64, 0.02, gen))
+    assert local.basin_ci[0] > 0.5
+
+
+def test_construction_rejects_bad_rank():
+    with pytest.raises(RankCollapseError):
+        construct_rank_k(3, 2, 3)
+    with pytest.raises(RankCollapseError):
+        construct_rank_k(0, 2, 1)
+
+
+@pytest.mark.parametrize("mask", ["complete", "causal", "causal-window:w=1"])
+@pytest.mark.parametrize(("n", "d"), [(3, 2), (5, 4), (8, 3)])
+def test_orthogonal_value_matrix_with_hemisphere_inputs_collapses(mask, n, d):
+    res = orthogonal_collapse(n, d, resolve_mask(mask, n), samples=8, steps=400,
+                              generator=torch.Generator().manual_seed(n * 10 + d))
+    assert float(res.mu_rel_start.min()) > 0.05
+    assert float(res.mu_rel_end.max()) < 1e-6
