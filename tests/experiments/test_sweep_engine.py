@@ -176,3 +176,49 @@ def test_kill_9_mid_sweep_loses_no_finished_run_and_rerun_completes(tmp_path, wo
     assert len(table) == 8 * 4
     assert not table.duplicated(["run_id", "layer"]).any()
     assert not list(markers.glob(".*tmp"))
+
+
+def test_ctrl_c_on_the_cli_exits_130_keeps_finished_runs_and_rerun_completes(tmp_path):
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "slow_toy.yaml").write_text(
+        textwrap.dedent(
+            """
+        name: slow_toy
+        title: toy runs that take a while
+        task: toy
+        base: {layers: 3, sleep_s: 0.1}
+        grid: {rate: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], seed: [0]}
+        """
+        )
+    )
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable,
+        "-m",
+        "rankcollapse",
+        "reproduce",
+        "--config-dir",
+        str(configs),
+        "--full",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    markers = out / "runs" / "slow_toy"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(markers.glob("*.json"))) < 2:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    done = len(list(markers.glob("*.json")))
+    assert 2 <= done < 8
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{done} already finished" in rerun.stdout
+    table = pd.read_csv(out / "runs.csv")
+    assert table["run_id"].nunique() == 8 and not table.duplicated(["run_id", "layer"]).any()

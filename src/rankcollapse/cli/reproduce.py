@@ -49,6 +49,11 @@ def reproduce_command(
     list_only: bool = typer.Option(
         False, "--list", help="List the experiments and their run counts, then exit."
     ),
+    config_dir: Path = typer.Option(
+        None,
+        "--config-dir",
+        help="Folder of experiment YAML files to run instead of the bundled ones (example: configs/).",
+    ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
     from rankcollapse.experiments.config import load_experiments
@@ -62,7 +67,7 @@ def reproduce_command(
     name = chosen[0] if chosen else "quick"
     names = _split(only)
     if list_only:
-        for exp in load_experiments(name, names):
+        for exp in load_experiments(name, names, config_dir):
             typer.echo(f"{exp.name:18s} {len(exp.runs()):4d} runs  {exp.title}")
         return
     out_dir = out if out is not None else Path("results") / name
@@ -73,6 +78,7 @@ def reproduce_command(
         executor=executor,
         scheduler=scheduler,
         workers=workers,
+        config_dir=config_dir,
         progress=progress,
     )
     counts = verdict_counts(result.claims)
@@ -83,5 +89,6 @@ def reproduce_command(
     )
     for run_id, error in sweep.failures[:5]:
         typer.echo(f"  failed {run_id}: {error}", err=True)
-    typer.echo("claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    verdicts = ", ".join(f"{v} {k}" for k, v in counts.items())
+    typer.echo("claims: " + (verdicts or "none (no claim rules for these experiments)"))
     typer.echo(f"report: {result.report}")

@@ -113,6 +113,8 @@ def load_experiments(
 ) -> list[Experiment]:
     """All configs in ``folder`` (default: the bundled ones) in report order; ``only`` filters by name."""
     folder = Path(folder) if folder else config_dir()
+    if not folder.is_dir() or not any(folder.glob("*.yaml")):
+        raise RankCollapseError(f"no experiment configs (*.yaml) in {folder}")
     exps = sorted(
         (load_experiment(p, profile) for p in folder.glob("*.yaml")), key=lambda e: (e.order, e.name)
     )
