@@ -18,7 +18,6 @@ from all finished runs of the selected experiments.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -93,9 +92,9 @@ def reproduce(
         progress=progress,
         label=f"reproduce --{profile}",
     )
-    write_tables(out)
-    wanted = {s.run_id for s in specs}
     table, index = collect_table(out), collect_index(out)
+    write_tables(out, table, index)
+    wanted = {s.run_id for s in specs}
     if not table.empty:
         table = table[table["run_id"].isin(wanted)]
     if not index.empty:
@@ -163,7 +162,3 @@ def verdict_counts(claims: list[Claim]) -> dict[str, int]:
     for c in claims:
         out[c.verdict] = out.get(c.verdict, 0) + 1
     return out
-
-
-def claims_json(claims: list[Claim]) -> str:
-    return json.dumps([c.to_dict() for c in claims], indent=1)

@@ -291,10 +291,16 @@ def canonical_or_plain(value: Any) -> Any:
     return canonical_json(value) if isinstance(value, list | dict) else value
 
 
-def write_tables(root: str | Path) -> tuple[Path, Path]:
-    """Write ``runs.csv`` (tidy, all finished runs) and ``index.csv`` atomically; return their paths."""
+def write_tables(
+    root: str | Path, table: pd.DataFrame | None = None, index: pd.DataFrame | None = None
+) -> tuple[Path, Path]:
+    """Write ``runs.csv`` (tidy, all finished runs) and ``index.csv`` atomically; return their paths.
+
+    ``table``/``index``: already collected frames (else read from ``root``).
+    """
     root = Path(root)
-    table, index = collect_table(root), collect_index(root)
+    table = collect_table(root) if table is None else table
+    index = collect_index(root) if index is None else index
     _fsync_write(root / "runs.csv", table.to_csv(index=False))
     _fsync_write(root / "index.csv", index.to_csv(index=False))
     return root / "runs.csv", root / "index.csv"

@@ -227,7 +227,6 @@ def theorem1(data: Data) -> list[FigureSpec]:
     ok = data.ok
     if ok.empty:
         return [_empty(name, caption, data.failures() or "no runs")]
-    cols = ["mu"] + (["bound"] if "bound" in data.table else [])
     curves = _curves(data, ["mask"], "mu")
     if "bound" in data.table:
         b = (
@@ -255,7 +254,6 @@ def theorem1(data: Data) -> list[FigureSpec]:
         ax.set_xlabel("layer t")
     axes[0].set_ylabel("mu(X(t))")
     axes[0].legend(fontsize=7)
-    del cols
     return [FigureSpec(name, fig, curves, caption)]
 
 
