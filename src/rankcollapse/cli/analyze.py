@@ -29,6 +29,8 @@ def analyze_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the windows (and of random:<arch> weights)."),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
                                 "only) or parts (generic blocks)."),
+    metric_threads: int = typer.Option(1, "--metric-threads", help="torch threads while measuring "
+                                       "(1: fastest on a loaded machine; the forward uses torch's setting)."),
     out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ plot)."),
     plot: bool = typer.Option(False, "--plot", help="Also draw token_geometry.png (paper Figure 4 panels)."),
 ) -> None:
@@ -39,7 +41,8 @@ def analyze_command(
 
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, temperature=temperature, layers=layers,
                            corpus=corpus, text_file=str(text) if text is not None else None, samples=samples,
-                           tokens=tokens, dtype=dtype, seed=seed, backend=backend)
+                           tokens=tokens, dtype=dtype, seed=seed, backend=backend,
+                           metric_threads=metric_threads)
     loaded = load_model(config.model, config.dtype, seed=config.seed)
     ids = token_batch(config, loaded)
     info = model_info(loaded, config)

@@ -146,6 +146,9 @@ class AnalyzeConfig:
     ``temperature`` T divides the attention logits (``S = scaling / T * q k^T``; with the usual
     ``scaling = 1/sqrt(e)`` this is the paper's ``d_QK = e T^2``). ``layers``: depth L (None:
     the model's own), cycling the model's layers. ``metrics``: metric names to compute (None: all).
+    ``metric_threads``: torch threads while measuring (default 1: the per-layer SVDs and reductions
+    are small, and on a loaded machine multi-threaded small ops stall, measured 4x slower with 2
+    threads; None keeps torch's setting). The forward pass always uses torch's setting.
     """
 
     model: str = "minilm"
@@ -161,6 +164,7 @@ class AnalyzeConfig:
     seed: int = 0
     backend: str = "auto"
     metrics: tuple[str, ...] | None = None
+    metric_threads: int | None = 1
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -175,6 +179,8 @@ class AnalyzeConfig:
             raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
         if not (self.temperature > 0 and self.temperature != float("inf")):
             raise RankCollapseError(f"temperature must be a positive finite number, got {self.temperature}")
+        if self.metric_threads is not None and self.metric_threads < 1:
+            raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
         if self.mask is not None:
             canonical_mask(self.mask)  # a bad spec fails here, before any model is loaded
 
@@ -254,7 +260,8 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "backend": choose_backend(model, config.mode, mask_is_own, config.temperature, config.backend)}
 
 
-def measure(x: Tensor, names: tuple[str, ...] | None = None) -> tuple[float, dict[str, float]]:
+def measure(x: Tensor, names: tuple[str, ...] | None = None,
+            threads: int | None = None) -> tuple[float, dict[str, float]]:
     """``(finite share, summarize(collapse_metrics(...)))`` of a hidden state x [b, n, d].
 
     Samples with a non-finite entry (overflow, e.g. ``attn+skip`` in float32 at depth) are left
@@ -263,6 +270,18 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None) -> tuple[float, dic
     from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
 
     wanted = tuple(names) if names else METRIC_NAMES
+    before = torch.get_num_threads()
+    if threads is not None and threads != before:
+        torch.set_num_threads(threads)
+    try:
+        return _measure(x, wanted, collapse_metrics, summarize)
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def _measure(x: Tensor, wanted: tuple[str, ...], collapse_metrics: Any,
+             summarize: Any) -> tuple[float, dict[str, float]]:
     with torch.inference_mode():
         ok = torch.isfinite(x).flatten(1).all(dim=1)
         if bool(ok.all()):
@@ -305,7 +324,7 @@ def analyze(
             break
         seconds["forward"] += time.perf_counter() - start
         start = time.perf_counter()
-        finite, stats = measure(x, config.metrics)
+        finite, stats = measure(x, config.metrics, config.metric_threads)
         row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
                "finite": finite, **stats}
         seconds["metrics"] += time.perf_counter() - start
