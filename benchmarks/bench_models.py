@@ -18,8 +18,8 @@ import time
 
 import torch
 
-from rankcollapse.metrics import collapse_metrics, summarize
 from rankcollapse.models import iter_hidden_states, load_model
+from rankcollapse.models.analyze import measure
 
 
 def _interleaved_seconds(fns: dict[str, object], repeats: int) -> dict[str, tuple[float, float]]:
@@ -50,9 +50,8 @@ def bench(name: str, samples: int, tokens: int, repeats: int, dtype: str = "f32"
             pass
 
     def metrics() -> None:
-        with torch.inference_mode():
-            for _, _, x in iter_hidden_states(model, ids):
-                summarize(collapse_metrics(x))
+        for _, _, x in iter_hidden_states(model, ids):
+            measure(x, None, threads=1)  # as analyze() does by default (metric_threads=1)
 
     t = _interleaved_seconds({"plain": plain, "ours_hf": lambda: ours("hf"),
                               "ours_parts": lambda: ours("parts"), "with_metrics": metrics}, repeats)
