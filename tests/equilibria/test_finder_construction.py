@@ -48,13 +48,13 @@ def test_spectral_radius_flags_unstable_antipode():
 def test_construction_gives_a_stable_equilibrium_of_rank_k_with_positive_basin(n, d, k):
     con = construct_rank_k(n, d, k)
     gen = torch.Generator().manual_seed(1)
-    eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), samples=128, steps=1200, generator=gen)
+    eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), samples=64, steps=800, generator=gen)
     assert eq.residual < 1e-12
     assert eq.rank == k
     assert eq.stable and eq.spectral_radius < 1
     # positive measure: a ball of inputs around it converges (all of them), CI excludes 0
-    local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), steps=1200,
-                               init=con.neighbourhood_inputs(64, 0.02, gen))
+    local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), steps=800,
+                               init=con.neighbourhood_inputs(32, 0.02, gen))
     assert local.basin_ci[0] > 0.5
 
 

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from rankcollapse.equilibria.counterexample import (
     TWO_PI,
+    BasinArc,
     Counterexample,
     angle_map,
     antipode_threshold,
@@ -31,7 +32,8 @@ from rankcollapse.equilibria.counterexample import (
 
 def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] = (0.6, 0.8),
                  starts: tuple[float, ...] = (0.3, 1.2, 2.2, 2.6, 3.3, 4.3, 5.2), steps: int = 60,
-                 no_ln_starts: tuple[float, ...] = (0.3, 1.2, 2.2, 5.5)) -> Figure:
+                 no_ln_starts: tuple[float, ...] = (0.3, 1.2, 2.2, 5.5),
+                 arc: BasinArc | None = None) -> Figure:
     """Fig. 1: left, without LayerNorm both tokens meet at one point; right, with LayerNorm token 1
     converges to B from the red arc (token 0 held at A = sink) and to A otherwise."""
     cx = cx or counterexample_2d()
@@ -53,7 +55,7 @@ def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] =
     # right: with LayerNorm on the circle
     circ = np.linspace(0, TWO_PI, 400)
     ax1.plot(np.cos(circ), np.sin(circ), color="0.7", lw=1)
-    arc = basin_arc(cx)
+    arc = arc or basin_arc(cx)
     seg = np.linspace(arc.start, arc.end, 300)
     ax1.plot(np.cos(seg), np.sin(seg), color="red", lw=4, label="basin of B (red segment)")
     for k, th in enumerate(starts):
@@ -125,11 +127,11 @@ def plot_figure5(cx: Counterexample | None = None, starts: tuple[float, ...] = (
     return fig
 
 
-def portrait_numbers(cx: Counterexample | None = None) -> dict:
+def portrait_numbers(cx: Counterexample | None = None, arc: BasinArc | None = None) -> dict:
     """The computed numbers behind Figs. 1 and 5, JSON-ready."""
     cx = cx or counterexample_2d()
     fps = fixed_points_on_circle(cx)
-    arc = basin_arc(cx)
+    arc = arc or basin_arc(cx)
     moving = basin_arc_moving_sink(cx)
     return {
         "system": {"n": 2, "d": 2, "mask": "causal", "normalisation": "sphere", "w_v": cx.w_v.tolist(),
@@ -148,7 +150,8 @@ def write_portrait(out_dir: str | Path, cx: Counterexample | None = None) -> dic
     out.mkdir(parents=True, exist_ok=True)
     cx = cx or counterexample_2d()
     paths: dict[str, str] = {}
-    for name, fig in (("figure1", plot_figure1(cx)), ("figure5", plot_figure5(cx))):
+    arc = basin_arc(cx)
+    for name, fig in (("figure1", plot_figure1(cx, arc=arc)), ("figure5", plot_figure5(cx))):
         for ext in ("png", "pdf"):
             p = out / f"{name}.{ext}"
             fig.savefig(p, dpi=150)
@@ -156,7 +159,7 @@ def write_portrait(out_dir: str | Path, cx: Counterexample | None = None) -> dic
         plt.close(fig)
     p = out / "portrait.json"
     tmp = p.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(portrait_numbers(cx), indent=2))
+    tmp.write_text(json.dumps(portrait_numbers(cx, arc), indent=2))
     tmp.replace(p)
     paths["numbers"] = str(p)
     return paths
