@@ -152,6 +152,13 @@ def _claim(
     )
 
 
+def _groups(data: Data, frame: pd.DataFrame, key: str) -> list[tuple[Any, pd.DataFrame]]:
+    """``frame.groupby(key)`` in the order of the experiment's grid axis (report rows follow the config)."""
+    order = {v: i for i, v in enumerate(data.exp.grid.get(key, []))}
+    groups = list(frame.groupby(key, sort=False))
+    return sorted(groups, key=lambda g: order.get(g[0], len(order)))
+
+
 def _no_data(data: Data, cid: str, statement: str, rule: str) -> Claim:
     why = data.failures() or "no finished runs"
     return _claim(data, cid, statement, rule, f"no data: {why}", INCONCLUSIVE)
@@ -195,7 +202,7 @@ def claims_theorem1(data: Data) -> list[Claim]:
     # collapse
     min_rate = data.v("min_log_rate", 1e-3)
     parts, fails = [], 0
-    for mask, grp in centered.groupby("mask", sort=False):
+    for mask, grp in _groups(data, centered, "mask"):
         rates = [r for r in _col(grp, "summary.fit_log_rate") if r is not None and not pd.isna(r)]
         hit = _col(grp, "summary.layers_to_floor")
         floor_hits = [int(h) for h in hit if h is not None and not pd.isna(h)]
@@ -362,7 +369,7 @@ def claims_fig2_random(data: Data) -> list[Claim]:
     claims = []
     pure = ok[ok["preset"] == "attn"]
     parts, good = [], True
-    for mask, grp in pure.groupby("mask", sort=False):
+    for mask, grp in _groups(data, pure, "mask"):
         per_dtype = []
         for dtype, g2 in grp.groupby("dtype"):
             cls = _majority([c for c, _ in _classified(data, g2)])
@@ -381,7 +388,7 @@ def claims_fig2_random(data: Data) -> list[Claim]:
         )
     )
     ln = ok[ok["preset"] != "attn"]
-    for mask, grp in ln.groupby("mask", sort=False):
+    for mask, grp in _groups(data, ln, "mask"):
         by_dtype: dict[str, str] = {}
         finals = []
         for dtype, g2 in grp.groupby("dtype"):
@@ -438,7 +445,7 @@ def claims_fig3(data: Data) -> list[Claim]:
             _no_data(data, "fig3.global", s_glob, r_glob),
         ]
     parts, verdicts, spreads = [], [], {}
-    for mask, grp in ok.groupby("mask", sort=False):
+    for mask, grp in _groups(data, ok, "mask"):
         rate = grp["summary.fit_log_rate"].astype(float)
         # collapsed within < 3 layers: no fitted rate; rank those runs as the fastest
         rate = rate.fillna(-np.inf)
@@ -485,7 +492,7 @@ def claims_ln_orthogonal(data: Data) -> list[Claim]:
     if ok.empty:
         return [_no_data(data, "ln.orthogonal", stmt, rule)]
     parts, fails = [], 0
-    for mask, grp in ok.groupby("mask", sort=False):
+    for mask, grp in _groups(data, ok, "mask"):
         rates = grp["summary.fit_log_rate"].astype(float)
         hits = grp["summary.layers_to_floor"]
         fails += int(sum(1 for h, r in zip(hits, rates, strict=True) if pd.isna(h) and not (r < -min_rate)))
@@ -524,21 +531,21 @@ def claims_fig2_models(data: Data) -> list[Claim]:
     pretrained = ok[~ok["model"].astype(str).str.startswith("random:")]
     classes: dict[tuple[str, str], str] = {}
     finals: dict[tuple[str, str], float] = {}
-    for (model, mode), grp in ok.groupby(["model", "mode"], sort=False):
-        classes[(model, mode)] = _majority([c for c, _ in _classified(data, grp)])
-        finals[(model, mode)] = (
-            float(grp["summary.final_mu_rel"].median())
-            if "summary.final_mu_rel" in grp
-            else float(np.median([data.curve(r)[-1] for r in grp["run_id"]]))
+    parts = []
+    for model, by_model in _groups(data, ok, "model"):
+        for mode, grp in _groups(data, by_model, "mode"):
+            classes[(model, mode)] = _majority([c for c, _ in _classified(data, grp)])
+            finals[(model, mode)] = float(np.median([data.curve(r)[-1] for r in grp["run_id"]]))
+        parts.append(
+            f"{model}: "
+            + ", ".join(
+                f"{mode} {classes[(mm, mode)]} ({_fmt(finals[(mm, mode)])})"
+                for (mm, mode) in classes
+                if mm == model
+            )
         )
-    models = list(dict.fromkeys(pretrained["model"]))
-    ev = "; ".join(
-        f"{m}: "
-        + ", ".join(
-            f"{mode} {classes[(m, mode)]} ({_fmt(finals[(m, mode)])})" for (mm, mode) in classes if mm == m
-        )
-        for m in dict.fromkeys(ok["model"])
-    )
+    models = [m for m, _ in _groups(data, pretrained, "model")]
+    ev = "; ".join(parts)
     if not models:
         return [
             _claim(
@@ -599,7 +606,7 @@ def claims_fig4(data: Data) -> list[Claim]:
             _no_data(data, "fig4.anisotropy", s_aniso, r_aniso),
         ]
     rank_parts, rank_ok, an_parts, an_ok = [], True, [], True
-    for model, grp in ok.groupby("model", sort=False):
+    for model, grp in _groups(data, ok, "model"):
         rows = data.table[data.table["run_id"].isin(grp["run_id"])]
         per_layer = rows.groupby("layer")[["full_rank", "num_rank", "mean_abs_cos"]].mean()
         outputs = per_layer["full_rank"][per_layer.index >= 1]
