@@ -40,11 +40,20 @@ def test_classify_curve_tells_floor_collapse_kept_and_unclear_apart():
 
 
 def _data(name: str, runs: list[dict], curves: dict[str, list[float]], verdict: dict | None = None) -> Data:
-    exp = Experiment(name=name, title=name, task="simulate", base={}, grid={}, verdict=verdict or {},
-                     source=f"{name}.yaml", profile="tiny")
+    exp = Experiment(
+        name=name,
+        title=name,
+        task="simulate",
+        base={},
+        grid={},
+        verdict=verdict or {},
+        source=f"{name}.yaml",
+        profile="tiny",
+    )
     index = pd.DataFrame([{"status": "ok", "error": "", **r} for r in runs])
-    table = pd.DataFrame([{"run_id": rid, "layer": t, "mu_rel": v} for rid, c in curves.items()
-                          for t, v in enumerate(c)])
+    table = pd.DataFrame(
+        [{"run_id": rid, "layer": t, "mu_rel": v} for rid, c in curves.items() for t, v in enumerate(c)]
+    )
     return Data(exp, table, index)
 
 
@@ -53,8 +62,16 @@ def _fig2(ln_curve: list[float]) -> Data:
     for preset, curve in (("attn", [0.9**t for t in range(60)]), ("attn+ln", ln_curve)):
         for dtype in ("float32", "float64"):
             rid = f"{preset}-{dtype}"
-            runs.append({"run_id": rid, "mask": "causal", "preset": preset, "dtype": dtype, "seed": 0,
-                         "summary.final_mu_rel": curve[-1]})
+            runs.append(
+                {
+                    "run_id": rid,
+                    "mask": "causal",
+                    "preset": preset,
+                    "dtype": dtype,
+                    "seed": 0,
+                    "summary.final_mu_rel": curve[-1],
+                }
+            )
             curves[rid] = curve
     return _data("fig2_random", runs, curves)
 
@@ -70,8 +87,16 @@ def test_fig2_layernorm_verdict_flips_with_the_data():
 
 
 def _radius(rates: dict[int, float]) -> Data:
-    runs = [{"run_id": f"r{r}", "mask": f"window:w={10 - r}", "seed": 0, "summary.radius": r,
-             "summary.fit_log_rate": v} for r, v in rates.items()]
+    runs = [
+        {
+            "run_id": f"r{r}",
+            "mask": f"window:w={10 - r}",
+            "seed": 0,
+            "summary.radius": r,
+            "summary.fit_log_rate": v,
+        }
+        for r, v in rates.items()
+    ]
     return _data("radius_rate", runs, {f"r{r}": [1.0] for r in rates}, {"min_rho": 0.8})
 
 
@@ -87,3 +112,36 @@ def test_a_missing_component_gives_inconclusive_with_the_error():
     index = pd.DataFrame([failed])
     claim = claims_radius(Data(exp, pd.DataFrame(columns=["run_id", "layer"]), index))[0]
     assert claim.verdict == INCONCLUSIVE and "ImportError" in claim.evidence
+
+
+def test_a_failed_run_turns_reproduced_into_inconclusive_and_is_quoted():
+    from rankcollapse.experiments.claims import evaluate
+
+    exp = Experiment(name="radius_rate", title="t", task="simulate", base={}, grid={}, source="x.yaml")
+    runs = [
+        {
+            "run_id": f"r{r}",
+            "experiment": "radius_rate",
+            "status": "ok",
+            "error": "",
+            "seed": 0,
+            "mask": f"window:w={10 - r}",
+            "summary.radius": r,
+            "summary.fit_log_rate": v,
+        }
+        for r, v in {1: -0.5, 2: -0.2, 4: -0.05}.items()
+    ]
+    runs.append(
+        {
+            "run_id": "bad",
+            "experiment": "radius_rate",
+            "status": "failed",
+            "error": "RuntimeError: boom",
+            "seed": 1,
+        }
+    )
+    table = pd.DataFrame(
+        [{"run_id": f"r{r}", "experiment": "radius_rate", "layer": 0, "mu_rel": 1.0} for r in (1, 2, 4)]
+    )
+    claim = evaluate(exp, table, pd.DataFrame(runs))[0]
+    assert claim.verdict == INCONCLUSIVE and "RuntimeError: boom" in claim.evidence

@@ -3,7 +3,8 @@
 Every verdict is computed here from the tidy run table (``runs.csv``) and the run index
 (``index.csv``): nothing is hard-coded. Thresholds come from each experiment's ``verdict:``
 section (its YAML file). Verdicts: ``reproduced``, ``not reproduced``, ``inconclusive`` (no data,
-too few points above the precision floor, or evidence pointing both ways). The rules are listed
+failed runs in the experiment, too few points above the precision floor, or evidence pointing
+both ways). The rules are listed
 in ``docs/reproduce.md``.
 
 A curve of mu_rel against depth is classified by :func:`classify_curve`:
@@ -796,4 +797,12 @@ def evaluate(exp: Experiment, table: pd.DataFrame, index: pd.DataFrame) -> list[
         return []
     t = table[table["experiment"] == exp.name] if not table.empty else table
     i = index[index["experiment"] == exp.name] if not index.empty else index
-    return rule(Data(exp, t, i))
+    data = Data(exp, t, i)
+    claims = rule(data)
+    failed = data.failures()
+    if failed and not data.ok.empty:  # part of the grid is missing: no claim can be fully reproduced
+        for claim in claims:
+            claim.evidence += f"; {failed}"
+            if claim.verdict == REPRODUCED:
+                claim.verdict = INCONCLUSIVE
+    return claims

@@ -31,6 +31,7 @@ from rankcollapse.experiments.claims import Claim, Data, evaluate
 from rankcollapse.experiments.config import Experiment, load_experiments
 from rankcollapse.experiments.sweep import (
     RunSpec,
+    RunStore,
     SweepSummary,
     collect_index,
     collect_table,
@@ -67,6 +68,14 @@ def _cost(spec: RunSpec) -> tuple[int, float]:
     return (1, -size)
 
 
+def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
+    """Convert the bundled SmolLM2 once, here, before parallel workers would each try (a first run)."""
+    if any(s.params.get("model") == "smollm2" and not store.is_done(s) for s in specs):
+        from rankcollapse.models.loading import smollm2_cached
+
+        smollm2_cached()
+
+
 def reproduce(
     out_dir: str | Path,
     *,
@@ -83,6 +92,8 @@ def reproduce(
     out = Path(out_dir)
     experiments = load_experiments(profile, only, config_dir)
     specs = sorted((s for e in experiments for s in e.runs()), key=_cost)
+    if executor == "local":
+        _prepare_models(specs, RunStore(out))
     sweep = run_sweep(
         specs,
         out,
