@@ -468,6 +468,7 @@ def claims_fig3(data: Data) -> list[Claim]:
         else INCONCLUSIVE
     )
     claims = [_claim(data, "fig3.temperature", s_temp, r_temp, "; ".join(parts), verdict)]
+    claims.append(_fig3_shallow(data, ok, min_rho))
     if "complete" in spreads and len(spreads) > 1 and math.isfinite(spreads["complete"]):
         others = {m: s for m, s in spreads.items() if m != "complete" and math.isfinite(s)}
         ev = "spread of log-rate over d_QK: " + ", ".join(f"{m} {_fmt(s)}" for m, s in spreads.items())
@@ -481,6 +482,39 @@ def claims_fig3(data: Data) -> list[Claim]:
             _claim(data, "fig3.global", s_glob, r_glob, "complete mask missing or not fitted", INCONCLUSIVE)
         )
     return claims
+
+
+def _fig3_shallow(data: Data, ok: pd.DataFrame, min_rho: float) -> Claim:
+    """Shallow layers: depth at which mu_rel first falls below ``shallow_level`` against d_QK."""
+    level = data.v("shallow_level", 0.1)
+    stmt = "Smaller d_QK alleviates collapse most in shallow layers: the first decade of mu_rel is lost later"
+    rule = (
+        f"per mask, t_{level:g} = first layer with mu_rel < {level:g} (depth + 1 if never); Spearman(d_QK, "
+        f"t_{level:g}) <= -{min_rho} -> reproduced for that mask; >= +{min_rho} -> not; all masks must agree"
+    )
+    parts, verdicts = [], []
+    for mask, grp in _groups(data, ok, "mask"):
+        depth = []
+        for run_id in grp["run_id"]:
+            curve = data.curve(run_id)
+            depth.append(next((t for t, v in enumerate(curve) if v < level), len(curve)))
+        temps = grp["temperature"].astype(float).tolist()
+        rho = spearman(temps, depth)
+        per_t = pd.Series(depth, index=temps).groupby(level=0).median()
+        parts.append(
+            f"{mask}: t_{level:g} "
+            + ", ".join(f"d_QK={t:g}: {v:g}" for t, v in per_t.items())
+            + f"; rho {_fmt(rho)}"
+        )
+        verdicts.append(REPRODUCED if rho <= -min_rho else NOT_REPRODUCED if rho >= min_rho else INCONCLUSIVE)
+    verdict = (
+        REPRODUCED
+        if verdicts and all(v == REPRODUCED for v in verdicts)
+        else NOT_REPRODUCED
+        if NOT_REPRODUCED in verdicts
+        else INCONCLUSIVE
+    )
+    return _claim(data, "fig3.shallow", stmt, rule, "; ".join(parts), verdict)
 
 
 def claims_ln_orthogonal(data: Data) -> list[Claim]:
