@@ -74,7 +74,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman rank correlation (average ranks for ties); NaN for fewer than 3 points or constant input."""
     from scipy.stats import spearmanr
 
-    if len(x) < 3:
+    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return math.nan
     rho = spearmanr(np.asarray(x, dtype=float), np.asarray(y, dtype=float)).statistic
     return float(rho)
