@@ -6,6 +6,7 @@ import torch
 from rankcollapse.equilibria import (
     causal_mask,
     construct_rank_k,
+    constructed_ranks,
     find_equilibria,
     ln_attention_map,
     orthogonal_collapse,
@@ -44,18 +45,48 @@ def test_spectral_radius_flags_unstable_antipode():
     assert spectral_radius(x, W_CX, causal_mask(2)) == pytest.approx(1.0986917606, abs=1e-8)
 
 
-@pytest.mark.parametrize(("n", "d", "k"), [(2, 2, 1), (2, 2, 2), (3, 5, 2), (6, 3, 2), (6, 6, 1), (4, 6, 2)])
-def test_construction_gives_a_stable_equilibrium_of_rank_k_with_positive_basin(n, d, k):
+def _check_construction(n: int, d: int, k: int, samples: int = 32) -> None:
     con = construct_rank_k(n, d, k)
     gen = torch.Generator().manual_seed(1)
-    eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), samples=64, steps=800, generator=gen)
+    eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, samples=samples, steps=800,
+                            generator=gen)
     assert eq.residual < 1e-12
     assert eq.rank == k
+    assert eq.singular_values[k - 1] > 1e-2  # a clear gap, not a near-rank-deficient configuration
     assert eq.stable and eq.spectral_radius < 1
-    # positive measure: a ball of inputs around it converges (all of them), CI excludes 0
-    local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), steps=800,
-                               init=con.neighbourhood_inputs(32, 0.02, gen))
-    assert local.basin_ci[0] > 0.5
+    # positive measure: a ball of inputs around it converges to it; Wilson CI excludes 0
+    local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, steps=800,
+                               init=con.neighbourhood_inputs(samples, con.basin_radius, gen))
+    assert local.basin_ci[0] > 0.1
+
+
+FAST_GRID = [(2, 2, 1), (2, 2, 2), (3, 5, 2), (6, 3, 2), (6, 6, 1), (3, 3, 3), (5, 4, 3)]
+
+
+@pytest.mark.parametrize(("n", "d", "k"), FAST_GRID)
+def test_construction_gives_a_stable_equilibrium_of_rank_k_with_positive_basin(n, d, k):
+    _check_construction(n, d, k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("d", [2, 3, 4, 5, 6])
+def test_construction_full_grid(n, d):
+    for k in constructed_ranks():
+        if k <= min(n, d):
+            _check_construction(n, d, k, samples=64)
+
+
+def test_ranks_four_and_up_are_not_constructed_and_say_so():
+    with pytest.raises(RankCollapseError, match="no construction for rank k=4"):
+        construct_rank_k(4, 4, 4)
+
+
+def test_rank_two_has_positive_basin_from_uniform_inputs():
+    con = construct_rank_k(2, 2, 2)
+    eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), samples=128, steps=800,
+                            generator=torch.Generator().manual_seed(2))
+    assert eq.basin_ci[0] > 0.05
 
 
 def test_construction_rejects_bad_rank():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import typer
@@ -48,7 +49,8 @@ def equilibria_command(
 
     Without --value: for --rank K (or every K in 1..min(N, d)) the documented rank-K construction is used
     (its own value matrix and mask; see docs/equilibria.md) and its target equilibrium is verified, with
-    the basin estimated from uniformly random inputs. With --value: equilibria reached from --starts
+    the basin estimated from uniformly random inputs and from a small ball of inputs around it.
+    With --value: equilibria reached from --starts
     random inputs under --mask are reported (sorted by basin fraction).
     """
     import torch
@@ -75,13 +77,23 @@ def equilibria_command(
             row.update({"n": n, "d": d, "mask": mask, "value": w_v.tolist(), "source": str(value)})
             rows.append(row)
     else:
+        from rankcollapse.equilibria.construction import constructed_ranks
+
         for k in ([rank] if rank is not None else range(1, min(n, d) + 1)):
+            if rank is None and k not in constructed_ranks():
+                print(f"rankcollapse: note: no construction for rank {k} (see docs/equilibria.md)",
+                      file=sys.stderr)
+                continue
             con = construct_rank_k(n, d, k)
             eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, samples=starts,
                                     steps=steps, generator=gen)
+            local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, steps=steps,
+                                       init=con.neighbourhood_inputs(starts, con.basin_radius, gen))
             row = eq.to_dict()
             row.update({"n": n, "d": d, "target_rank": k, "mask": con.mask, "value": con.w_v.tolist(),
-                        "source": "construction"})
+                        "w_qk": None if con.w_qk is None else con.w_qk.tolist(), "d_qk": con.d_qk,
+                        "local_basin_radius": con.basin_radius, "local_basin_fraction": local.basin_fraction,
+                        "local_basin_ci": list(local.basin_ci), "source": "construction"})
             rows.append(row)
     for row in rows:
         if as_json:

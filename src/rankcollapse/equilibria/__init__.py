@@ -2,7 +2,7 @@
 an equilibrium finder and verifier for any mask and value matrix, constructions of stable equilibria
 of a given rank, and the orthogonal-W_V collapse check. See docs/equilibria.md."""
 
-from rankcollapse.equilibria.construction import Construction, construct_rank_k
+from rankcollapse.equilibria.construction import Construction, construct_rank_k, constructed_ranks
 from rankcollapse.equilibria.counterexample import (
     BasinArc,
     CircleFixedPoint,
@@ -59,6 +59,7 @@ __all__ = [
     "basin_arc_moving_sink",
     "causal_mask",
     "construct_rank_k",
+    "constructed_ranks",
     "counterexample_2d",
     "dominant_left_eigenvector",
     "find_equilibria",

@@ -32,6 +32,7 @@ class Construction:
     w_qk: Tensor | None = None
     d_qk: float = 1.0
     notes: str = ""
+    basin_radius: float = 0.02
     extra: dict = field(default_factory=dict)
 
     def mask_tensor(self) -> Tensor | None:
@@ -70,18 +71,80 @@ def _embed_block(d: int, block: Tensor) -> Tensor:
     return w
 
 
-def construct_rank_k(n: int, d: int, k: int) -> Construction:
-    """Value matrix, mask (causal) and target stable equilibrium of rank ``k``, for ``k`` in {1, 2}.
+# Cores for k >= 3 (row convention, u = e_0, lower-triangular so that span(e_0..e_{m-1}) is invariant),
+# found by the sequential search ``search_core_extension`` with repulsive attention W_QK = -I, d_qk = 1.
+# ``points``: the core tokens (approximate; settled and Newton-polished at construction time).
+REPULSIVE_CORES: dict[int, dict[str, list[list[float]]]] = {
+    3: {
+        "w_v": [[1.0, 0.0, 0.0],
+                [2.060421026923321, 0.9250453420171199, 0.0],
+                [-1.5915202150048988, -1.8163247998460386, 0.7429138741206136]],
+        "points": [[1.0, 0.0, 0.0],
+                   [0.36116224643888306, -0.9325029928891487, 0.0],
+                   [0.3297900878665543, -0.3035528615397699, -0.8939206666119694]],
+    },
+}
+# Radius of the input ball (per-token Gaussian noise, renormalised) used to show a positive-measure basin.
+BASIN_RADIUS = {1: 0.02, 2: 0.02, 3: 0.003}
 
-    k = 1: ``W_V = diag(1/2, ..., 1/2, 1)``; every token at ``u = e_{d-1}``.
+
+def constructed_ranks() -> list[int]:
+    """The ranks ``construct_rank_k`` can build (for any n, d with k <= min(n, d))."""
+    return [1, 2, *sorted(REPULSIVE_CORES)]
+
+
+def _construct_core(n: int, d: int, k: int) -> Construction:
+    """Rank k >= 3 from a repulsive-attention core, padded to (n, d) (see docs/equilibria.md)."""
+    from rankcollapse.equilibria.finder import spectral_radius
+
+    core = REPULSIVE_CORES[k]
+    w_core = torch.tensor(core["w_v"], dtype=torch.float64)
+    pts = torch.tensor(core["points"], dtype=torch.float64)
+    gain = 0.3 * float(torch.diagonal(w_core).min())
+    w_v = torch.zeros(d, d, dtype=torch.float64)
+    w_v[:k, :k] = w_core
+    w_v[k:, k:] = gain * torch.eye(d - k, dtype=torch.float64)
+    w_qk = -torch.eye(d, dtype=torch.float64)
+    mask_spec = "causal"
+    mask = resolve_mask(mask_spec, n)
+    best = None
+    for seed_token in range(k - 1, -1, -1):  # where the tokens after the core start from
+        x0 = torch.zeros(n, d, dtype=torch.float64)
+        x0[:k, :k] = pts
+        x0[k:, :k] = pts[seed_token]
+        x0 = x0 / torch.linalg.vector_norm(x0, dim=-1, keepdim=True)
+        try:
+            x = _settle(x0, w_v, mask, w_qk, 1.0)
+        except RuntimeError:
+            continue
+        rho = spectral_radius(x, w_v, mask, w_qk, 1.0)
+        if rho < 1.0:
+            best = x
+            break
+    if best is None:
+        raise RuntimeError(f"rank-{k} construction found no stable settling for n={n}, d={d}; this is a bug")
+    return Construction(n, d, k, w_v, mask_spec, best, w_qk=w_qk, d_qk=1.0, basin_radius=BASIN_RADIUS[k],
+                        notes=f"repulsive attention W_QK = -I; {k}x{k} core (u = e_0), gain {gain:.3g} "
+                              "elsewhere")
+
+
+def construct_rank_k(n: int, d: int, k: int) -> Construction:
+    """Value matrix, mask (causal) and target stable equilibrium of rank ``k``.
+
+    k = 1: ``W_V = diag(1/2, ..., 1/2, 1)``; every token at ``u = e_{d-1}``; ``W_QK = I``.
     k = 2: ``W_V = blockdiag(1/2 I_{d-2}, [[0.95, 1], [0, 1]])``: the counterexample in the last two
     coordinates; token 0 at ``u``, token 1 at ``B ≈ (-0.086, -0.996)``, later tokens where they settle
-    from ``B``. Ranks k >= 3 are not constructed (see docs/equilibria.md, "Ranks three and up").
+    from ``B``; ``W_QK = I``.
+    k >= 3: a lower-triangular ``k x k`` core from ``REPULSIVE_CORES`` on the first k coordinates, a small
+    gain on the others, ``W_QK = -I`` (repulsive attention); see docs/equilibria.md.
     """
     _check(n, d, k)
     if k >= 3:
-        raise RankCollapseError(
-            f"no construction for rank k={k} >= 3 (implemented: k = 1, 2; see docs/equilibria.md)")
+        if k not in REPULSIVE_CORES:
+            have = ", ".join(str(c) for c in sorted(REPULSIVE_CORES))
+            raise RankCollapseError(f"no construction for rank k={k} (implemented: k = 1, 2"
+                                    f"{', ' + have if have else ''}; see docs/equilibria.md)")
+        return _construct_core(n, d, k)
     mask_spec = "causal"
     mask = resolve_mask(mask_spec, n)
     if k == 1:
