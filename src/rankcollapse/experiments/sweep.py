@@ -363,7 +363,6 @@ def run_sweep(
     scheduler: str | None = None,
     progress: bool = True,
     label: str = "sweep",
-    on_result: Callable[[RunSpec, RunResult], None] | None = None,
 ) -> SweepSummary:
     """Run every spec not already finished in ``out_dir``; store each as it completes.
 
@@ -401,19 +400,15 @@ def run_sweep(
         if not live_layers:
             bar.layer(spec.expected_layers)
         bar.run()
-        if on_result is not None:
-            on_result(spec, result)
 
     try:
-        if not todo:
-            pass
-        elif executor == "dask":
+        if todo and executor == "dask":
             _run_dask(todo, scheduler or "", store_result)
-        elif workers == 1:
+        elif todo and workers > 1:
+            _run_pool(todo, workers, store_result, bar)
+        else:
             for spec in todo:
                 store_result(spec, execute_run(spec, on_layer=lambda t: bar.layer()), True)
-        else:
-            _run_pool(todo, workers, store_result, bar)
     finally:
         bar.close()
         summary.wall_s = time.perf_counter() - start
