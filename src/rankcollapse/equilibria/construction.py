@@ -161,3 +161,64 @@ def construct_rank_k(n: int, d: int, k: int) -> Construction:
     x = _settle(x0, w_v, mask, None, 1.0)
     return Construction(n, d, 2, w_v, mask_spec, x,
                         notes="token 0 at u, token 1 at the counterexample's B, later tokens settled from B")
+
+
+@dataclass
+class CoreExtension:
+    """One step of the core search: the (m+1)x(m+1) core, its m+1 settled tokens, the share of random
+    starts of the new token that reached an off-subspace point, and the full-system spectral radius."""
+
+    w_v: Tensor
+    points: Tensor
+    new_token_fraction: float
+    spectral_radius: float
+
+
+def _single_token_map(x: Tensor, preds: Tensor, w_v: Tensor, beta: float) -> Tensor:
+    """The new (last) token's layer given fixed predecessors: x [b, D], preds [m, D] -> [b, D]."""
+    logits = beta * torch.cat([x @ preds.T, (x * x).sum(-1, keepdim=True)], dim=-1)
+    a = torch.softmax(logits, dim=-1)
+    y = (a[:, :-1] @ preds + a[:, -1:] * x) @ w_v
+    return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+
+
+def search_core_extension(w_v: Tensor, points: Tensor, generator: torch.Generator, beta: float = -1.0,
+                          candidates: int = 300, starts: int = 48, steps: int = 500,
+                          max_radius: float = 0.98) -> CoreExtension | None:
+    """Extend an m x m core (lower-triangular, ``u = e_0``, tokens ``points`` [m, m]) by one token and one
+    feature: random candidates for the new row ``(s_0 .. s_{m-1}, a_new)`` of ``W_V`` with
+    ``0 < a_new < min(diag(W_V)[1:])`` (so the new direction never dominates an earlier token's transverse
+    dynamics) and shears of random scale up to 8; the new token (attention ``W_QK = beta I``) is iterated
+    from ``starts`` random points given the fixed predecessors; a candidate counts when some start
+    settles off ``span(e_0..e_{m-1})`` and the whole (m+1)-token system is stable there (tangent spectral
+    radius < ``max_radius``). Returns the candidate with the largest settling share, or None."""
+    from rankcollapse.equilibria.finder import spectral_radius
+
+    m = w_v.shape[0]
+    dim = m + 1
+    a_max = float(torch.diagonal(w_v)[1:].min()) if m > 1 else 0.999
+    preds = torch.cat([points, torch.zeros(m, 1, dtype=torch.float64)], dim=1)
+    best: CoreExtension | None = None
+    for _ in range(candidates):
+        a_new = float(torch.rand((), generator=generator, dtype=torch.float64)) * a_max
+        scale = float(torch.rand((), generator=generator, dtype=torch.float64)) * 8.0
+        shear = (torch.rand(m, generator=generator, dtype=torch.float64) * 2 - 1) * scale
+        w_new = torch.zeros(dim, dim, dtype=torch.float64)
+        w_new[:m, :m] = w_v
+        w_new[m, :m] = shear
+        w_new[m, m] = a_new
+        x = torch.randn(starts, dim, generator=generator, dtype=torch.float64)
+        x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        for _ in range(steps):
+            x = _single_token_map(x, preds, w_new, beta)
+        settled = torch.linalg.vector_norm(_single_token_map(x, preds, w_new, beta) - x, dim=-1) < 1e-9
+        ok = settled & (x[:, m].abs() > 0.05)
+        if not bool(ok.any()):
+            continue
+        pts = torch.cat([preds, x[int(torch.nonzero(ok)[0])].unsqueeze(0)], dim=0)
+        w_qk = beta * torch.eye(dim, dtype=torch.float64)
+        rho = spectral_radius(pts, w_new, resolve_mask("causal", dim), w_qk)
+        frac = float(ok.double().mean())
+        if rho < max_radius and (best is None or frac > best.new_token_fraction):
+            best = CoreExtension(w_new, pts, frac, rho)
+    return best
