@@ -67,7 +67,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="random:llama and minilm only, small batches")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cases = [("random:llama", 8, 64), ("minilm", 8, 64)] if args.quick else [
         ("random:bert", 16, 128), ("random:gpt2", 16, 128), ("minilm", 16, 128), ("smollm2", 8, 128)]

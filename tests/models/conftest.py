@@ -8,6 +8,16 @@ import torch
 from rankcollapse.models import load_model
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """Tiny models are dominated by per-op overhead: on the shared, loaded machine every
+    two-thread op waits for a scheduler slice (0.2 s vs 0.0004 s per tiny Llama layer)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_models() -> dict[tuple[str, str], object]:
     """``random:<arch>`` in f32 and f64, loaded once."""

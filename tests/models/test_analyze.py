@@ -45,13 +45,13 @@ def test_no_hidden_state_is_kept_while_streaming(tiny_models, ids, mode):
     """Memory does not grow with depth: at most the current (and the one being replaced) live."""
     model = tiny_models("llama")
     refs = []
-    for _, _, x in iter_hidden_states(model, ids, mode=mode, layers=64):
+    for _, _, x in iter_hidden_states(model, ids[:1], mode=mode, layers=64):
         refs.append(weakref.ref(x))
         del x  # tensors are freed by reference counting: no gc.collect needed
         assert sum(r() is not None for r in refs) <= 2
-    result = analyze(AnalyzeConfig(model="random:llama", mode=mode, layers=64, metrics=("mu",)),
-                     model=model, ids=ids)
-    assert len(result.rows) == 65 and all(isinstance(v, float) for v in result.column("mu"))
+    result = analyze(AnalyzeConfig(model="random:llama", mode=mode, layers=16, metrics=("mu",)),
+                     model=model, ids=ids[:1])
+    assert len(result.rows) == 17 and all(isinstance(v, float) for v in result.column("mu"))
 
 
 def test_analyze_from_text_file_writes_config_and_csv(tiny_models, tmp_path):
