@@ -23,7 +23,6 @@ a shared machine drifts. Expect noise anyway; the load average is printed. On a 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import itertools
 import os
 import statistics
@@ -33,14 +32,7 @@ from collections.abc import Callable
 import torch
 
 from rankcollapse.dynamics import SimulationConfig, simulate
-
-
-def raise_mmap_threshold() -> None:
-    """As the CLI does: keep big temporaries mapped (glibc), ~2x faster float64 here."""
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+from rankcollapse.runtime import raise_mmap_threshold
 
 
 def sync(device: str) -> None:

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import ctypes
 import sys
 
 import click
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
-
-
-def _raise_mmap_threshold() -> None:
-    """Keep big temporaries mapped (glibc): float64 runs are ~2x faster on this kind of machine."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        m_mmap_threshold = -3
-        libc.mallopt(m_mmap_threshold, 1 << 30)
-    except (OSError, AttributeError):
-        pass
+from rankcollapse.runtime import raise_mmap_threshold
 
 
 def _click_modules() -> tuple:
@@ -50,7 +40,7 @@ def _register_commands() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 2 bad input, 130 interrupted)."""
-    _raise_mmap_threshold()
+    raise_mmap_threshold()
     _register_commands()
     try:
         result = app(args=argv, standalone_mode=False, prog_name="rankcollapse")

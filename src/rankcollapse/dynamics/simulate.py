@@ -37,6 +37,7 @@ from rankcollapse.dynamics.weights import (
 )
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import FLOOR_FACTOR, METRIC_NAMES, collapse_metrics, summarize
+from rankcollapse.runtime import trim_heap_every
 
 DTYPES = {"float64": torch.float64, "f64": torch.float64, "float32": torch.float32, "f32": torch.float32}
 
@@ -382,6 +383,7 @@ def simulate(
             if min_w is not None:
                 mins.append(min_w.detach().to("cpu", torch.float64))
             measure(t + 1, x, min_w)
+            trim_heap_every(t + 1)
             if not bool(torch.isfinite(mus[-1]).all()):
                 stopped = f"tokens not finite at layer {t + 1} (the network over/underflows in {cfg.dtype})"
                 break

@@ -27,6 +27,7 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.models.corpora import CORPORA, load_corpus, read_text_file, sample_token_batches, tokenize
 from rankcollapse.models.loading import LoadedModel, load_model
 from rankcollapse.models.parts import MODES, run_block
+from rankcollapse.runtime import trim_heap_every
 
 BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
 
@@ -136,6 +137,7 @@ def iter_hidden_states(
                 x = parts.hf_forward(x, add, pos)
             else:
                 x = run_block(parts, x, mode, softmax_mask, temperature, pos)
+            trim_heap_every(t)
             yield t, hidden_state_name(t), x
 
 
