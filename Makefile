@@ -38,6 +38,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_masks.py
 	$(BIN)/python benchmarks/bench_dynamics.py
+	$(BIN)/python benchmarks/bench_models.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .ruff_cache
