@@ -29,6 +29,17 @@ def test_equilibria_rank_json_has_keys(capsys: pytest.CaptureFixture[str]) -> No
     assert np.asarray(rows[0]["value"]).shape == (2, 2)
 
 
+def test_equilibria_every_rank_up_to_six(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["equilibria", "--n", "6", "--d", "6", "--starts", "16", "--steps", "600", "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = _rows(captured.out)
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert "no construction" not in captured.err
+    for r in rows:
+        assert r["mask"] == "causal" and r["stable"] is True and r["spectral_radius"] < 1
+        assert r["local_basin_ci"][0] > 0 and r["construction"]
+
+
 def test_equilibria_value_file_search(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "wv.npy"
     np.save(path, np.array([[0.95, 1.0], [0.0, 1.0]]))

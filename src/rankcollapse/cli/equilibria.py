@@ -93,7 +93,8 @@ def equilibria_command(
             row.update({"n": n, "d": d, "target_rank": k, "mask": con.mask, "value": con.w_v.tolist(),
                         "w_qk": None if con.w_qk is None else con.w_qk.tolist(), "d_qk": con.d_qk,
                         "local_basin_radius": con.basin_radius, "local_basin_fraction": local.basin_fraction,
-                        "local_basin_ci": list(local.basin_ci), "source": "construction"})
+                        "local_basin_ci": list(local.basin_ci), "source": "construction",
+                        "construction": con.notes})
             rows.append(row)
     for row in rows:
         if as_json:
