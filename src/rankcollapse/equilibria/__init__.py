@@ -1,6 +1,7 @@
 """LayerNorm dynamics ``X -> D A(X) X W_V`` on spheres: the N = d = 2 counterexample (Figs. 1 and 5),
 an equilibrium finder and verifier for any mask and value matrix, constructions of stable equilibria
-of a given rank, and the orthogonal-W_V collapse check. See docs/equilibria.md."""
+of every rank (designed: the equilibrium first, then W_V), and the orthogonal-W_V collapse check.
+See docs/equilibria.md."""
 
 from rankcollapse.equilibria.construction import Construction, construct_rank_k, constructed_ranks
 from rankcollapse.equilibria.counterexample import (
@@ -20,6 +21,7 @@ from rankcollapse.equilibria.counterexample import (
     scan_value_family,
     simulate_pair,
 )
+from rankcollapse.equilibria.design import build_design, designed_cores, optimise_design
 from rankcollapse.equilibria.finder import (
     Equilibrium,
     find_equilibria,
@@ -57,10 +59,12 @@ __all__ = [
     "attention_matrix",
     "basin_arc",
     "basin_arc_moving_sink",
+    "build_design",
     "causal_mask",
     "construct_rank_k",
     "constructed_ranks",
     "counterexample_2d",
+    "designed_cores",
     "dominant_left_eigenvector",
     "find_equilibria",
     "fixed_points_on_circle",
@@ -68,6 +72,7 @@ __all__ = [
     "ln_attention_map",
     "newton_polish",
     "numerical_rank",
+    "optimise_design",
     "orthogonal_collapse",
     "plot_figure1",
     "plot_figure5",
