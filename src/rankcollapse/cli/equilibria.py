@@ -44,6 +44,8 @@ def equilibria_command(
     temperature: float = typer.Option(1.0, "--temperature", help="d_QK (W_Q W_K^T = I)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random starts."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per equilibrium (JSON lines)."),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1: these maps are tiny "
+                                "and extra threads only contend)."),
 ) -> None:
     """Find and verify equilibria of X -> D A(X) X W_V.
 
@@ -65,6 +67,9 @@ def equilibria_command(
         raise RankCollapseError(f"--starts and --steps must be >= 1, got {starts}, {steps}")
     if not (temperature > 0 and math.isfinite(temperature)):
         raise RankCollapseError(f"--temperature must be positive and finite, got {temperature}")
+    if threads < 1:
+        raise RankCollapseError(f"--threads must be >= 1, got {threads}")
+    torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(seed)
     rows: list[dict] = []
     if value is not None:
