@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: reproduce test lint bench install clean
+.PHONY: reproduce test test-fast lint bench install clean
 
 install: $(STAMP)
 
@@ -25,12 +25,15 @@ $(STAMP): requirements.lock requirements-data.lock pyproject.toml
 reproduce: $(STAMP)
 	$(BIN)/rankcollapse reproduce --quick --out results/quick
 
+# The whole suite, slow tests included (bundled pretrained models, every experiment end to end,
+# the full equilibria grid): about 3 minutes on 2 cores. `make test-fast` skips the slow ones.
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q -m "not slow"
-
-test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -13,6 +13,7 @@ from rankcollapse.experiments.claims import (
     NOT_REPRODUCED,
     REPRODUCED,
     Data,
+    claims_equilibria,
     claims_fig2_random,
     claims_radius,
     classify_curve,
@@ -145,3 +146,24 @@ def test_a_failed_run_turns_reproduced_into_inconclusive_and_is_quoted():
     )
     claim = evaluate(exp, table, pd.DataFrame(runs))[0]
     assert claim.verdict == INCONCLUSIVE and "RuntimeError: boom" in claim.evidence
+
+
+def _ranks(rows: list[dict]) -> Data:
+    exp = Experiment(name="equilibria_ranks", title="t", task="equilibrium_rank", base={"n": 3, "d": 3},
+                     grid={}, verdict={"residual_max": 1e-10}, source="x.yaml", profile="tiny")
+    index = pd.DataFrame([{"run_id": f"k{r['k']}", "status": "ok", "error": "", "seed": 0} for r in rows])
+    table = pd.DataFrame([{"run_id": f"k{r['k']}", "constructed": True, "reason": "", "residual": 1e-15,
+                           "spectral_radius": 0.8, "basin_fraction": 0.5, "basin_ci_high": 0.7,
+                           "basin_radius": 1e-3, **r} for r in rows])
+    return Data(exp, table, index)
+
+
+def test_every_rank_needs_stability_and_a_measured_basin():
+    good = [{"k": k, "rank": k, "stable": True, "basin_ci_low": 0.3} for k in (1, 2, 3)]
+    assert claims_equilibria(_ranks(good))[0].verdict == REPRODUCED
+    no_basin = [*good[:2], {"k": 3, "rank": 3, "stable": True, "basin_ci_low": 0.0}]
+    assert claims_equilibria(_ranks(no_basin))[0].verdict == INCONCLUSIVE
+    unstable = [*good[:2], {"k": 3, "rank": 3, "stable": False, "basin_ci_low": 0.3}]
+    assert claims_equilibria(_ranks(unstable))[0].verdict == NOT_REPRODUCED
+    wrong_rank = [*good[:2], {"k": 3, "rank": 2, "stable": True, "basin_ci_low": 0.3}]
+    assert claims_equilibria(_ranks(wrong_rank))[0].verdict == NOT_REPRODUCED

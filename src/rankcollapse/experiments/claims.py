@@ -791,11 +791,13 @@ def claims_equilibria(data: Data) -> list[Claim]:
             verdicts.append(INCONCLUSIVE)
             continue
         good = float(r["residual"]) <= res_max and int(r["rank"]) == k and bool(r["stable"])
-        verdicts.append(REPRODUCED if good else NOT_REPRODUCED)
+        basin = float(r["basin_ci_low"]) > 0
+        verdicts.append(REPRODUCED if good and basin else NOT_REPRODUCED if not good else INCONCLUSIVE)
+        radius = r["basin_radius"] if "basin_radius" in r else data.exp.base.get("radius")
         parts.append(
             f"k={k}: rank {int(r['rank'])}, residual {_fmt(float(r['residual']))}, spectral radius "
-            f"{_fmt(float(r['spectral_radius']), 3)}, share of inputs within radius "
-            f"{data.exp.base.get('radius')} converging {_fmt(float(r['basin_fraction']))} "
+            f"{_fmt(float(r['spectral_radius']), 3)}, share of inputs within noise {_fmt(float(radius))} "
+            f"converging {_fmt(float(r['basin_fraction']))} "
             f"[{_fmt(float(r['basin_ci_low']))}, {_fmt(float(r['basin_ci_high']))}]"
         )
     n, d = data.exp.base.get("n"), data.exp.base.get("d")

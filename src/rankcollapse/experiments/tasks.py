@@ -233,8 +233,9 @@ def equilibrium_rank_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutpu
 
     ``construct_rank_k(n, d, k)`` gives a value matrix, mask and target ``X*``; ``verify_equilibrium``
     measures its fixed-point residual, numerical rank, tangent spectral radius (stable iff < 1) and the
-    share of ``samples`` inputs from an open neighbourhood (``radius``) that converge to it in ``steps``
-    layers. A rank with no construction gives one row with ``constructed = False`` and the reason.
+    share of ``samples`` inputs from an open neighbourhood (noise scale ``radius``; ``auto`` = the
+    construction's own ``basin_radius``) that converge to it in ``steps`` layers.
+    A rank with no construction gives one row with ``constructed = False`` and the reason.
     """
     import torch
 
@@ -246,7 +247,8 @@ def equilibrium_rank_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutpu
     except RankCollapseError as err:
         return RunOutput([{"k": k, "constructed": False, "reason": str(err)}], {"constructed": False})
     gen = torch.Generator().manual_seed(int(params.get("seed", 0)))
-    init = c.neighbourhood_inputs(int(params["samples"]), float(params["radius"]), gen)
+    radius = c.basin_radius if params["radius"] == "auto" else float(params["radius"])
+    init = c.neighbourhood_inputs(int(params["samples"]), radius, gen)
     eq = verify_equilibrium(
         c.x, c.w_v, c.mask_tensor(), c.w_qk, c.d_qk, steps=int(params["steps"]), init=init
     )
@@ -262,6 +264,7 @@ def equilibrium_rank_task(params: dict[str, Any], on_layer: OnLayer) -> RunOutpu
         "basin_fraction": eq.basin_fraction,
         "basin_ci_low": eq.basin_ci[0],
         "basin_ci_high": eq.basin_ci[1],
+        "basin_radius": radius,
         "mask": c.mask,
     }
     return RunOutput([row], {k2: v for k2, v in row.items() if k2 != "k"})
