@@ -37,7 +37,7 @@ def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] =
     """Fig. 1: left, without LayerNorm both tokens meet at one point; right, with LayerNorm token 1
     converges to B from the red arc (token 0 held at A = sink) and to A otherwise."""
     cx = cx or counterexample_2d()
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4.8))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.8))
     # left: pure attention, both tokens move, no normalisation
     for k, th in enumerate(no_ln_starts):
         traj = simulate_pair(np.asarray(token0), np.asarray([th]), cx, steps=steps, layer_norm=False,
@@ -49,7 +49,7 @@ def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] =
         ax0.plot(traj[0, 1, 0], traj[0, 1, 1], "o", color="tab:orange", ms=4)
         ax0.plot(traj[-1, 1, 0], traj[-1, 1, 1], "k*", ms=9)
     ax0.plot(token0[0], token0[1], "o", color="tab:blue", ms=5)
-    ax0.set_title("without LayerNorm: both tokens meet")
+    ax0.set_title("without LayerNorm: both tokens meet", fontsize=10)
     ax0.legend(loc="lower right", fontsize=8)
     ax0.grid(alpha=0.3)
     # right: with LayerNorm on the circle
@@ -71,7 +71,7 @@ def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] =
     ax1.annotate("A", a, textcoords="offset points", xytext=(6, 4))
     ax1.plot(*b, "k*", ms=11)
     ax1.annotate(f"B ({b[0]:.3f}, {b[1]:.3f})", b, textcoords="offset points", xytext=(6, -12))
-    ax1.set_title("with LayerNorm: token 1 reaches B from the red arc")
+    ax1.set_title("with LayerNorm: token 1 reaches B from the red arc", fontsize=10)
     ax1.set_aspect("equal")
     ax1.set_xlim(-1.35, 1.35)
     ax1.set_ylim(-1.35, 1.35)
