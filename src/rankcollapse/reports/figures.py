@@ -137,6 +137,24 @@ def _empty(name: str, caption: str, why: str) -> FigureSpec:
     return FigureSpec(name, fig, pd.DataFrame(), caption)
 
 
+def _mu_rel_panels(
+    curves: pd.DataFrame, panel: str, series: str, dtype: str, label: Callable[[Any], str], sort: bool
+) -> Any:
+    """One log-log ``mu_rel`` panel per value of ``panel``, one curve per value of ``series``."""
+    keys = list(dict.fromkeys(curves[panel]))
+    fig, axes = _grid(len(keys))
+    for ax, key in zip(axes, keys, strict=True):
+        sub = curves[curves[panel] == key]
+        for i, (value, c) in enumerate(sub.groupby(series, sort=sort)):
+            _loglog(ax, c["layer"], c["mu_rel"], floor_rel(dtype), color=f"C{i}", label=label(value))
+        _floor_lines(ax, [dtype])
+        ax.set_title(str(key))
+        ax.set_xlabel("layer t + 1")
+        ax.set_ylabel("mu_rel")
+    axes[0].legend(fontsize=7, loc="lower left")
+    return fig
+
+
 def _grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[Any, list[Any]]:
     plt = _plt()
     ncols = min(ncols, max(n, 1))
@@ -199,19 +217,12 @@ def fig3_temperature(data: Data) -> list[FigureSpec]:
     curves = _curves(data, ["mask", "temperature"])
     if curves.empty:
         return [_empty(name, caption, data.failures() or "no runs")]
-    masks = list(dict.fromkeys(curves["mask"]))
-    fig, axes = _grid(len(masks))
     dtype = str(data.exp.base.get("dtype", "float64"))
-    for ax, mask in zip(axes, masks, strict=True):
-        sub = curves[curves["mask"] == mask]
-        for i, (temp, c) in enumerate(sub.groupby("temperature")):
-            label = "1/64" if abs(temp - 1 / 64) < 1e-12 else f"{temp:g}"
-            _loglog(ax, c["layer"], c["mu_rel"], floor_rel(dtype), color=f"C{i}", label=f"d_QK = {label}")
-        _floor_lines(ax, [dtype])
-        ax.set_title(mask)
-        ax.set_xlabel("layer t + 1")
-        ax.set_ylabel("mu_rel")
-    axes[0].legend(fontsize=7, loc="lower left")
+
+    def label(temp: float) -> str:
+        return "d_QK = " + ("1/64" if abs(temp - 1 / 64) < 1e-12 else f"{temp:g}")
+
+    fig = _mu_rel_panels(curves, "mask", "temperature", dtype, label, sort=True)
     return [FigureSpec(name, fig, curves, caption)]
 
 
@@ -342,18 +353,8 @@ def fig2_models(data: Data) -> list[FigureSpec]:
     curves = _curves(data, ["model", "mode"])
     if curves.empty:
         return [_empty(name, caption, data.failures() or "no runs")]
-    models = list(dict.fromkeys(curves["model"]))
-    fig, axes = _grid(len(models))
     dtype = {"f32": "float32", "f64": "float64"}.get(str(data.exp.base.get("dtype", "f32")), "float32")
-    for ax, model in zip(axes, models, strict=True):
-        sub = curves[curves["model"] == model]
-        for i, (mode, c) in enumerate(sub.groupby("mode", sort=False)):
-            _loglog(ax, c["layer"], c["mu_rel"], floor_rel(dtype), color=f"C{i}", label=mode)
-        _floor_lines(ax, [dtype])
-        ax.set_title(model)
-        ax.set_xlabel("layer t + 1")
-        ax.set_ylabel("mu_rel")
-    axes[0].legend(fontsize=7, loc="lower left")
+    fig = _mu_rel_panels(curves, "model", "mode", dtype, str, sort=False)
     return [FigureSpec(name, fig, curves, caption)]
 
 
