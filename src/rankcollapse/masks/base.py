@@ -7,6 +7,7 @@ Graph convention (SPEC §1): edge ``j -> i`` iff ``M[i, j]``.
 
 from __future__ import annotations
 
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -120,6 +121,7 @@ class Mask(ABC):
 
 class _Combined(Mask):
     op: str
+    combine: Callable[[Any, Any], Any]  # elementwise & or | of two boolean arrays
 
     def __init__(self, parts: tuple[Mask, ...]) -> None:
         flat: list[Mask] = []
@@ -127,23 +129,14 @@ class _Combined(Mask):
             flat.extend(part.parts if type(part) is type(self) else (part,))  # type: ignore[attr-defined]
         self.parts = tuple(flat)
 
-
-class AndMask(_Combined):
-    """``a & b``: allowed iff allowed by every part. Binds tighter than ``|``."""
-
-    op = "&"
-
-    @property
-    def spec(self) -> str:
-        return "&".join(f"({p.spec})" if isinstance(p, OrMask) else p.spec for p in self.parts)
-
     def predicate(self, n: int) -> Predicate:
         preds = [p.predicate(n) for p in self.parts]
+        combine = type(self).combine
 
         def rule(i: Any, j: Any) -> Any:
             out = preds[0](i, j)
             for pred in preds[1:]:
-                out = out & pred(i, j)
+                out = combine(out, pred(i, j))
             return out
 
         return rule
@@ -151,6 +144,17 @@ class AndMask(_Combined):
     @property
     def cheap_rule(self) -> bool:  # type: ignore[override]
         return all(p.cheap_rule for p in self.parts)
+
+
+class AndMask(_Combined):
+    """``a & b``: allowed iff allowed by every part. Binds tighter than ``|``."""
+
+    op = "&"
+    combine = operator.and_
+
+    @property
+    def spec(self) -> str:
+        return "&".join(f"({p.spec})" if isinstance(p, OrMask) else p.spec for p in self.parts)
 
     def _nnz_hint(self, n: int) -> float:
         return min(p._nnz_hint(n) for p in self.parts)
@@ -175,25 +179,11 @@ class OrMask(_Combined):
     """``a | b``: allowed iff allowed by some part."""
 
     op = "|"
+    combine = operator.or_
 
     @property
     def spec(self) -> str:
         return "|".join(p.spec for p in self.parts)
-
-    def predicate(self, n: int) -> Predicate:
-        preds = [p.predicate(n) for p in self.parts]
-
-        def rule(i: Any, j: Any) -> Any:
-            out = preds[0](i, j)
-            for pred in preds[1:]:
-                out = out | pred(i, j)
-            return out
-
-        return rule
-
-    @property
-    def cheap_rule(self) -> bool:  # type: ignore[override]
-        return all(p.cheap_rule for p in self.parts)
 
     def _nnz_hint(self, n: int) -> float:
         return min(float(n) * n, sum(p._nnz_hint(n) for p in self.parts))
