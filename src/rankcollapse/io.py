@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import platform
 import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from importlib import metadata
 from pathlib import Path
@@ -49,11 +53,53 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: Path, obj: Any) -> None:
-    """Write JSON atomically (temp file + rename): a crash never leaves a half-written file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
+def temporary_sibling(path: Path) -> Path:
+    """A temporary name beside ``path``, unique per process and call: ``.NAME.<pid>.<random>.tmp``.
+
+    Two processes (or threads) writing the same file never share a temporary, so neither can
+    publish the other's half-written bytes.
+    """
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+@contextmanager
+def atomic_path(path: str | Path, fsync: bool = False) -> Iterator[Path]:
+    """Yield a unique temporary path beside ``path``; on success rename it over ``path``.
+
+    >>> with atomic_path(out / "fig.png") as tmp:
+    ...     figure.savefig(tmp, format="png")
+
+    On an exception the temporary is removed and ``path`` is untouched: a crash never leaves a
+    half-written file. ``fsync=True`` flushes the bytes to disk before the rename.
+    """
+    target = Path(path)
+    tmp = temporary_sibling(target)
+    try:
+        yield tmp
+        if fsync:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def atomic_write(path: str | Path, data: str | bytes, fsync: bool = False) -> None:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically (unique temporary + rename)."""
+    with atomic_path(path, fsync=fsync) as tmp:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+
+
+def write_json(path: str | Path, obj: Any, fsync: bool = False) -> None:
+    """Write JSON atomically (unique temporary + rename): a crash never leaves a half-written file."""
+    atomic_write(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n", fsync=fsync)
 
 
 class RunWriter:

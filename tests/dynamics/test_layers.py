@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rankcollapse.dynamics.attention import attention_weights
+from rankcollapse.core.attention import attention_weights
 from rankcollapse.dynamics.kernels import plan_kernel
 from rankcollapse.dynamics.layers import PRESETS, apply_layer, get_preset, multihead_attention
 from rankcollapse.dynamics.weights import draw_layer_weights

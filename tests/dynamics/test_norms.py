@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rankcollapse.dynamics.norms import get_norm, layer_norm, rms_norm, sphere_normalize
+from rankcollapse.core.norms import get_norm, layer_norm, rms_norm, sphere_normalize
 from rankcollapse.errors import RankCollapseError
 
 

@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
+from rankcollapse.core.norms import layer_norm, rms_norm
 from rankcollapse.models import iter_hidden_states, run_block
-from rankcollapse.models.parts import LayerParts, attention, layer_norm, rms_norm
+from rankcollapse.models.parts import LayerParts, attention
 
 ARCHS = ("bert", "albert", "gpt2", "llama")
 TOL = {"f32": 1e-5, "f64": 1e-10}

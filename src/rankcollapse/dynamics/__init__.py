@@ -9,7 +9,8 @@
 - ``theory``     the Theorem 1 bound check
 """
 
-from rankcollapse.dynamics.attention import attention_logits, attention_weights, masked_softmax
+from rankcollapse.core.attention import attention_logits, attention_weights, masked_softmax
+from rankcollapse.core.norms import NORMS, layer_norm, rms_norm, sphere_normalize
 from rankcollapse.dynamics.kernels import (
     KERNELS,
     KernelPlan,
@@ -19,7 +20,6 @@ from rankcollapse.dynamics.kernels import (
     plan_kernel,
 )
 from rankcollapse.dynamics.layers import PRESETS, LayerSpec, apply_layer, get_preset, multihead_attention
-from rankcollapse.dynamics.norms import NORMS, layer_norm, rms_norm, sphere_normalize
 from rankcollapse.dynamics.simulate import (
     SimulationConfig,
     SimulationResult,

@@ -5,7 +5,7 @@ Every kernel takes ``q, k: [b, h, n, e]``, ``v: [b, h, n, f]`` and returns ``(A 
 min_weight: [b] or None)``, ``min_weight`` being the smallest attention weight on an allowed
 edge (over heads and queries) when asked for (the ``epsilon`` of Theorem 1).
 
-- ``dense``  the reference: :func:`rankcollapse.dynamics.attention.attention_weights` with the
+- ``dense``  the reference: :func:`rankcollapse.core.attention.attention_weights` with the
   boolean mask, then ``A @ v``. Cost O(n^2) whatever the mask. Used for every mask that is
   neither complete nor a narrow band.
 - ``sdpa``   complete mask (and the plain causal mask, ``is_causal=True``) through
@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
-from rankcollapse.dynamics.attention import attention_weights
+from rankcollapse.core.attention import attention_weights
 from rankcollapse.errors import RankCollapseError
 
 KERNELS = ("auto", "dense", "sdpa", "band")

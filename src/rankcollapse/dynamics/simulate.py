@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rankcollapse.core.norms import NORMS
 from rankcollapse.dynamics.kernels import KERNELS, KernelPlan, plan_kernel
 from rankcollapse.dynamics.layers import PLACEMENTS, PRESETS, LayerSpec, apply_layer, get_preset
-from rankcollapse.dynamics.norms import NORMS
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1, radius_of_dense
 from rankcollapse.dynamics.weights import (
     INPUT_KINDS,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from rankcollapse.core.draws import gaussian, haar_orthogonal, hemisphere_tokens, sphere_tokens
 from rankcollapse.errors import RankCollapseError
 
 VALUE_FAMILIES = ("gaussian", "orthogonal", "identity", "scaled-identity")
@@ -33,17 +34,10 @@ INPUT_KINDS = ("gaussian", "sphere", "hemisphere")
 _F64 = torch.float64
 
 
-def haar_orthogonal(d: int, generator: torch.Generator) -> Tensor:
-    """A Haar-distributed orthogonal matrix [d, d] (QR of a Gaussian with R's diagonal made positive)."""
-    g = torch.randn(d, d, generator=generator, dtype=_F64)
-    q, r = torch.linalg.qr(g)
-    return q * torch.sign(torch.diagonal(r)).unsqueeze(0)
-
-
 def value_matrix(family: str, d: int, scale: float, generator: torch.Generator) -> Tensor:
     """One value matrix ``W_V`` [d, d] (float64, CPU) of the given family (module docstring)."""
     if family == "gaussian":
-        return torch.randn(d, d, generator=generator, dtype=_F64) * (scale / d**0.5)
+        return gaussian((d, d), generator) * (scale / d**0.5)
     if family == "orthogonal":
         return scale * haar_orthogonal(d, generator)
     if family == "identity":
@@ -96,8 +90,8 @@ def draw_layer_weights(
 
     ``value_given`` ([d, d] or [h, d, d]) replaces the value family when not None.
     """
-    w_q = torch.randn(heads, d, qk_dim, generator=generator, dtype=_F64) * (qk_scale / d**0.5)
-    w_k = torch.randn(heads, d, qk_dim, generator=generator, dtype=_F64) * (qk_scale / d**0.5)
+    w_q = gaussian((heads, d, qk_dim), generator) * (qk_scale / d**0.5)
+    w_k = gaussian((heads, d, qk_dim), generator) * (qk_scale / d**0.5)
     if value_given is not None:
         w_v = value_given.to(_F64).expand(heads, d, d).clone()
     else:
@@ -105,13 +99,13 @@ def draw_layer_weights(
     if output == "mean":
         w_o = None
     elif output == "gaussian":
-        w_o = torch.randn(heads, d, d, generator=generator, dtype=_F64) / (heads * d) ** 0.5
+        w_o = gaussian((heads, d, d), generator) / (heads * d) ** 0.5
     else:
         raise RankCollapseError(f"unknown output family {output!r}; allowed: {', '.join(OUTPUT_FAMILIES)}")
     w_1 = w_2 = None
     if mlp:
-        w_1 = torch.randn(d, 4 * d, generator=generator, dtype=_F64) * (2.0 / d) ** 0.5
-        w_2 = torch.randn(4 * d, d, generator=generator, dtype=_F64) / (4 * d) ** 0.5
+        w_1 = gaussian((d, 4 * d), generator) * (2.0 / d) ** 0.5
+        w_2 = gaussian((4 * d, d), generator) / (4 * d) ** 0.5
     return LayerWeights(w_q, w_k, w_v, w_o, w_1, w_2)
 
 
@@ -122,12 +116,10 @@ def draw_inputs(kind: str, batch: int, n: int, d: int, generator: torch.Generato
     the unit sphere). ``hemisphere``: uniform on the open half-sphere ``{x : x_0 > 0}`` (sphere
     tokens with their first coordinate made positive), so ``v = e_0`` has ``<x_i, v> > 0``.
     """
-    x = torch.randn(batch, n, d, generator=generator, dtype=_F64)
     if kind == "gaussian":
-        return x
-    if kind in ("sphere", "hemisphere"):
-        x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-        if kind == "hemisphere":
-            x[..., 0] = x[..., 0].abs()
-        return x
+        return gaussian((batch, n, d), generator)
+    if kind == "sphere":
+        return sphere_tokens(batch, n, d, generator)
+    if kind == "hemisphere":
+        return hemisphere_tokens(batch, n, d, generator)
     raise RankCollapseError(f"unknown input kind {kind!r}; allowed: {', '.join(INPUT_KINDS)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rankcollapse.dynamics.attention import attention_weights
+from rankcollapse.core.attention import attention_weights
 from rankcollapse.errors import RankCollapseError
 
 

@@ -8,15 +8,15 @@ singular values of ``x`` in decreasing order, ``u_i = x_i / ||x_i||``):
 
 ================== =====================================================================
 ``mu``             ``||x - 1 gamma_x||_F``                                   (SPEC §3)
-``mu_relative``    ``mu(x) / ||x||_F`` (0 for the zero matrix)
-``at_precision_floor``  ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (1.0 / 0.0)
-``numerical_rank`` ``#{k : s_k > max(n, d) * eps(dtype) * s_1}`` (torch.linalg.matrix_rank's
+``mu_rel``    ``mu(x) / ||x||_F`` (0 for the zero matrix)
+``at_floor``  ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (1.0 / 0.0)
+``num_rank`` ``#{k : s_k > max(n, d) * eps(dtype) * s_1}`` (torch.linalg.matrix_rank's
                    default tolerance)
 ``singular_values`` ``s_1 >= ... >= s_min(n, d)`` (shape ``[..., min(n, d)]``)
 ``stable_rank``    ``||x||_F^2 / ||x||_2^2 = sum s_k^2 / s_1^2``
 ``effective_rank`` Roy & Vetterli (2007): ``exp(-sum p_k log p_k)``, ``p_k = s_k / sum s``
-``mean_abs_cosine``   ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|``   (anisotropy, SPEC §3)
-``mean_signed_cosine`` ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``
+``mean_abs_cos``   ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|``   (anisotropy, SPEC §3)
+``mean_signed_cos`` ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``
 ``dong_residual``  Dong, Cordonnier & Loukas (ICML 2021, "Attention is not all you need"):
                    ``||x - 1 gamma_x^T||_{1,inf}`` with the composite norm
                    ``||R||_{1,inf} = sqrt(||R||_1 ||R||_inf)``, see :func:`dong_residual`
@@ -30,12 +30,7 @@ import math
 import torch
 from torch import Tensor
 
-#: ``c`` in the precision-floor test ``mu <= c * eps(dtype) * ||x||_F``. Computing the mean
-#: token and subtracting it leaves a rounding residue of a few ``eps * ||x||_F`` even when all
-#: tokens are mathematically equal: in collapsed simulator runs (n = 32..512, complete/causal,
-#: with and without sphere LN) ``mu / ||x||_F`` jitters between 0 and 9.3 eps in both float64
-#: (up to 2.1e-15) and float32 (up to 5.9e-7). ``c = 32`` flags those with a 3x margin.
-FLOOR_FACTOR = 32.0
+from rankcollapse.core.precision import FLOOR_FACTOR
 
 #: Cosine of a pair that contains a zero token (its direction is undefined) is taken as 0.
 _COSINE_CHUNK = 1024
@@ -62,26 +57,36 @@ def mu(x: Tensor) -> Tensor:
     return torch.linalg.vector_norm(centered(x), dim=(-2, -1))
 
 
-def mu_relative(x: Tensor) -> Tensor:
-    """Relative measure ``mu(x) / ||x||_F`` in [0, 1]; 0 for the zero matrix. [..., n, d] -> [...]."""
+def mu_rel(x: Tensor) -> Tensor:
+    """Relative measure ``mu(x) / ||x||_F`` in [0, 1]. [..., n, d] -> [...].
+
+    The zero matrix gives NaN: 0/0 is *undefined* (all tokens vanished), never "collapsed".
+    """
     norm = torch.linalg.vector_norm(x, dim=(-2, -1))
-    return mu(x) / torch.where(norm > 0, norm, torch.ones_like(norm))
+    return _ratio(mu(x), norm)
 
 
-def precision_floor(x: Tensor) -> Tensor:
-    """The floor ``FLOOR_FACTOR * eps(dtype) * ||x||_F`` below which mu is rounding noise. -> [...]."""
-    _check(x)
-    return FLOOR_FACTOR * torch.finfo(x.dtype).eps * torch.linalg.vector_norm(x, dim=(-2, -1))
+def _ratio(num: Tensor, den: Tensor) -> Tensor:
+    """``num / den`` with NaN where ``den == 0`` (an undefined ratio, not 0)."""
+    safe = torch.where(den > 0, den, torch.ones_like(den))
+    return torch.where(den > 0, num / safe, torch.full_like(den, math.nan))
 
 
-def at_precision_floor(x: Tensor) -> Tensor:
+def at_floor(x: Tensor) -> Tensor:
     """1.0 where ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (collapsed to working precision).
 
     x: [..., n, d] -> [...] (float 0/1, so a mean over samples is the share at the floor).
     Such a ``mu`` is indistinguishable from 0 in x's dtype (SPEC §3, §6): a curve that stops
     falling there has collapsed, not stabilised.
     """
-    return (mu(x) <= precision_floor(x)).to(x.dtype)
+    return _at_floor(mu(x), torch.linalg.vector_norm(x, dim=(-2, -1)), x.dtype)
+
+
+def _at_floor(m: Tensor, norm: Tensor, dtype: torch.dtype) -> Tensor:
+    """1.0 / 0.0 for ``m <= FLOOR_FACTOR eps ||x||_F``; NaN where ``||x||_F`` is 0 or non-finite."""
+    flag = (m <= FLOOR_FACTOR * torch.finfo(dtype).eps * norm).to(dtype)
+    defined = (norm > 0) & torch.isfinite(norm) & torch.isfinite(m)
+    return torch.where(defined, flag, torch.full_like(flag, math.nan))
 
 
 def singular_values(x: Tensor) -> Tensor:
@@ -99,7 +104,7 @@ def _rank_from_sv(s: Tensor, n: int, d: int) -> Tensor:
     return (s > rank_tolerance(s, n, d).unsqueeze(-1)).sum(dim=-1).to(s.dtype)
 
 
-def numerical_rank(x: Tensor) -> Tensor:
+def num_rank(x: Tensor) -> Tensor:
     """Number of singular values above ``max(n, d) * eps(dtype) * s_1`` (as torch.linalg.matrix_rank).
 
     x: [..., n, d] -> [...] (float). The zero matrix has rank 0.
@@ -108,8 +113,8 @@ def numerical_rank(x: Tensor) -> Tensor:
 
 
 def full_rank(x: Tensor) -> Tensor:
-    """1.0 where ``numerical_rank(x) == min(n, d)``. [..., n, d] -> [...]."""
-    return (numerical_rank(x) == min(x.shape[-2], x.shape[-1])).to(x.dtype)
+    """1.0 where ``num_rank(x) == min(n, d)``. [..., n, d] -> [...]."""
+    return (num_rank(x) == min(x.shape[-2], x.shape[-1])).to(x.dtype)
 
 
 def _stable_rank_from_sv(s: Tensor) -> Tensor:
@@ -146,7 +151,7 @@ def _unit_tokens(x: Tensor) -> Tensor:
     return x / torch.where(norm > 0, norm, torch.ones_like(norm))
 
 
-def mean_signed_cosine(x: Tensor) -> Tensor:
+def mean_signed_cos(x: Tensor) -> Tensor:
     """Mean signed pairwise cosine ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``, ``u_i = x_i / ||x_i||``.
 
     x: [..., n, d] -> [...]; needs n >= 2. Computed in O(n d) as
@@ -162,7 +167,7 @@ def mean_signed_cosine(x: Tensor) -> Tensor:
     return ((total * total).sum(dim=-1) - diag) / (n * (n - 1))
 
 
-def mean_abs_cosine(x: Tensor) -> Tensor:
+def mean_abs_cos(x: Tensor) -> Tensor:
     """Mean absolute pairwise cosine ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|`` (anisotropy, SPEC §3).
 
     x: [..., n, d] -> [...]; needs n >= 2. A zero token counts as cosine 0. Memory
@@ -252,9 +257,9 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
         if name == "mu":
             out[name] = m
         elif name == "mu_rel":
-            out[name] = m / torch.where(norm > 0, norm, torch.ones_like(norm))
+            out[name] = _ratio(m, norm)
         elif name == "at_floor":
-            out[name] = (m <= FLOOR_FACTOR * torch.finfo(x.dtype).eps * norm).to(x.dtype)
+            out[name] = _at_floor(m, norm, x.dtype)
     if any(k in SVD_METRICS for k in wanted):
         s = torch.linalg.svdvals(x)
         derived = {
@@ -269,9 +274,9 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
             if name in derived:
                 out[name] = derived[name]()
     if "mean_abs_cos" in wanted:
-        out["mean_abs_cos"] = mean_abs_cosine(x)
+        out["mean_abs_cos"] = mean_abs_cos(x)
     if "mean_signed_cos" in wanted:
-        out["mean_signed_cos"] = mean_signed_cosine(x)
+        out["mean_signed_cos"] = mean_signed_cos(x)
     if "dong_residual" in wanted:
         out["dong_residual"] = composite_norm(c)
     return {k: out[k] for k in wanted}

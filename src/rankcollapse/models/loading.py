@@ -34,8 +34,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from rankcollapse.core.norms import layer_norm, rms_norm
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.models.parts import LayerParts, layer_norm, rms_norm
+from rankcollapse.models.parts import LayerParts
 
 SUPPORTED: tuple[str, ...] = ("bert", "albert", "gpt2", "llama")
 BUNDLED: tuple[str, ...] = ("minilm", "smollm2")

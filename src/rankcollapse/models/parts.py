@@ -7,7 +7,7 @@ projections (``nn.Linear`` convention ``y = x W^T + b``), head counts (GQA: ``n_
 ``n_heads``), the logit scale, rotary position embeddings, its two normalisations as pure functions,
 where they sit (``pre`` or ``post``) and its MLP. :func:`run_block` runs any of the modes
 ``full``, ``attn``, ``attn+ln``, ``attn+skip``, ``attn+skip+ln`` from those parts, with the
-reference masked softmax (:func:`rankcollapse.dynamics.attention.masked_softmax`), so masks and
+reference masked softmax (:func:`rankcollapse.core.attention.masked_softmax`), so masks and
 temperature can be overridden. The formulas of each mode are in ``docs/models.md`` and in
 :func:`run_block`.
 """
@@ -22,31 +22,12 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
-from rankcollapse.dynamics.attention import masked_softmax
+from rankcollapse.core.attention import masked_softmax
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
 Mode = Literal["full", "attn", "attn+ln", "attn+skip", "attn+skip+ln"]
 Norm = Callable[[Tensor], Tensor]
 RotaryFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
-
-
-def layer_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
-    """``LN(x) = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`` over the last axis (biased var)."""
-    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
-
-
-def rms_norm(x: Tensor, weight: Tensor | None, eps: float,
-             compute_dtype: torch.dtype | None = None) -> Tensor:
-    """``RMSNorm(x) = x / sqrt(mean(x^2) + eps) * weight`` over the last axis.
-
-    ``compute_dtype`` reproduces Hugging Face's Llama, which normalises in float32 whatever the
-    model's dtype (``None``: compute in ``x``'s own dtype, the exact choice).
-    """
-    dtype = x.dtype
-    y = x if compute_dtype is None else x.to(compute_dtype)
-    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)
-    y = y.to(dtype)
-    return y if weight is None else weight * y
 
 
 def rotate_half(x: Tensor) -> Tensor:

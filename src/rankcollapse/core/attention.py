@@ -15,7 +15,7 @@ def attention_logits(q: Tensor, k: Tensor, d_qk: float = 1.0) -> Tensor:
     """Scaled scores ``S = q k^T / sqrt(d_qk)``.
 
     q: [..., i, e], k: [..., j, e] -> [..., i, j]. ``sqrt(d_qk)`` is the temperature term
-    (SPEC §1): smaller ``d_qk`` means sharper attention.
+    (the paper's "temperature term"): smaller ``d_qk`` means sharper attention.
     """
     if d_qk <= 0 or not math.isfinite(d_qk):
         raise ValueError(f"d_qk must be a positive finite number, got {d_qk}")

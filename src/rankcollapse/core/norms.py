@@ -1,0 +1,79 @@
+"""Token normalisations as pure functions of ``x: [..., n, d]`` (one token per row), one signature each.
+
+- ``sphere``    ``x_i / ||x_i||_2``: **the theory's scaling-only normalisation** (the paper's
+  LayerNorm model, "each token divided by its norm": no centring, no gain, no bias). Tokens land on
+  the unit sphere. A zero token has no direction: :class:`RankCollapseError`, never NaN.
+- ``layernorm`` ``weight * (x_i - mean(x_i)) / sqrt(var(x_i) + eps) + bias`` over features
+  (``torch.nn.LayerNorm``: biased variance, ``eps = 1e-5``): a model's own LayerNorm.
+- ``rmsnorm``   ``weight * x_i / sqrt(mean(x_i^2) + eps)`` (Zhang & Sennrich 2019, ``eps = 1e-6``):
+  a model's own RMSNorm (Llama, T5's scale-only LayerNorm).
+- ``none``      identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import RankCollapseError
+
+NORMS = ("none", "sphere", "layernorm", "rmsnorm")
+
+
+def sphere_normalize(x: Tensor) -> Tensor:
+    """``D x`` with ``D = diag(1 / ||x_i||_2)``: every token scaled to unit length. [..., n, d].
+
+    Raises RankCollapseError if some token is exactly zero (its direction is undefined).
+    """
+    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    if bool((norm == 0).any()):
+        raise RankCollapseError(
+            "sphere normalisation met a zero token (its direction is undefined); "
+            "use another value matrix, input or norm"
+        )
+    return x / norm
+
+
+def layer_norm(
+    x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """LayerNorm over features: ``(x - mean(x)) / sqrt(var(x) + eps) * weight + bias`` (biased var).
+
+    x: [..., n, d]; weight, bias: [d] or None (1 and 0). Equals ``torch.nn.functional.layer_norm``.
+    """
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def rms_norm(
+    x: Tensor, weight: Tensor | None = None, eps: float = 1e-6, compute_dtype: torch.dtype | None = None
+) -> Tensor:
+    """RMSNorm over features: ``weight * x / sqrt(mean(x^2) + eps)``. x: [..., n, d]; weight: [d] or None.
+
+    ``compute_dtype`` reproduces Hugging Face's Llama, which normalises in float32 whatever the
+    model's dtype (``None``: compute in ``x``'s own dtype, the exact choice).
+    """
+    dtype = x.dtype
+    y = x if compute_dtype is None else x.to(compute_dtype)
+    y = y * torch.rsqrt(y.pow(2).mean(dim=-1, keepdim=True) + eps)
+    y = y.to(dtype)
+    return y if weight is None else weight * y
+
+
+def identity(x: Tensor) -> Tensor:
+    """No normalisation."""
+    return x
+
+
+def get_norm(name: str) -> Callable[[Tensor], Tensor]:
+    """The normalisation called ``name`` (one of :data:`NORMS`) with default parameters."""
+    table: dict[str, Callable[[Tensor], Tensor]] = {
+        "none": identity,
+        "sphere": sphere_normalize,
+        "layernorm": layer_norm,
+        "rmsnorm": rms_norm,
+    }
+    if name not in table:
+        raise RankCollapseError(f"unknown norm {str(name)[:40]!r}; allowed: {', '.join(NORMS)}")
+    return table[name]
