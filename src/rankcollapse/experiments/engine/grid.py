@@ -1,0 +1,98 @@
+"""Grid expansion and run identity: one :class:`RunSpec` per point of an experiment's grid.
+
+A *run* is one point of a grid: a task name and a flat dict of JSON parameters, seed included.
+Its identity is the first 12 hex digits of SHA-256 of the canonical JSON of
+``(experiment, task, params)``, so the same command finds the same runs again (resume).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.io import to_jsonable
+
+
+def expand_grid(base: dict[str, Any], grid: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Cartesian product of ``grid`` axes over ``base``: one flat params dict per point.
+
+    Axis order is the order of ``grid``'s keys; the last axis varies fastest. An axis with one
+    value behaves like a base setting. An empty grid gives ``[base]``.
+
+    >>> expand_grid({"d": 2}, {"mask": ["causal", "complete"], "seed": [0, 1]})[1]
+    {'d': 2, 'mask': 'causal', 'seed': 1}
+    """
+    for axis, values in grid.items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or len(values) == 0:
+            raise RankCollapseError(f"grid axis {axis!r} must be a non-empty list, got {values!r}"[:200])
+    keys = list(grid)
+    points = []
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        params = dict(base)
+        params.update(zip(keys, combo, strict=True))
+        points.append(params)
+    return points
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no spaces: equal configs give equal strings (floats as repr)."""
+    return json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def run_identity(experiment: str, task: str, params: dict[str, Any]) -> str:
+    """12 hex digits of SHA-256 of the canonical ``(experiment, task, params)``."""
+    blob = canonical_json({"experiment": experiment, "task": task, "params": params})
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep.
+
+    ``task``: the task's name (part of the identity). ``target``: ``"module:function"`` where a
+    worker finds the task callable (not part of the identity; empty = the engine's toy task
+    registry, see ``engine.tasks``). ``axes``: the params that vary in its experiment's grid.
+    """
+
+    experiment: str
+    task: str
+    params: dict[str, Any]
+    axes: tuple[str, ...] = ()
+    run_id: str = ""
+    target: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            object.__setattr__(self, "run_id", run_identity(self.experiment, self.task, self.params))
+
+    @property
+    def seed(self) -> int | None:
+        seed = self.params.get("seed")
+        return None if seed is None else int(seed)
+
+    @property
+    def expected_layers(self) -> int:
+        """Layer count for the progress bar (``layers`` param + 1 for X(0)), 1 when unknown."""
+        layers = self.params.get("layers")
+        return int(layers) + 1 if isinstance(layers, int) else 1
+
+
+def make_runs(
+    experiment: str,
+    task: str,
+    base: dict[str, Any],
+    grid: dict[str, Sequence[Any]],
+    target: str = "",
+) -> list[RunSpec]:
+    """The runs of one experiment; duplicate points (same identity) are kept once."""
+    axes = tuple(grid)
+    seen: dict[str, RunSpec] = {}
+    for params in expand_grid(base, grid):
+        spec = RunSpec(experiment, task, params, axes, target=target)
+        seen.setdefault(spec.run_id, spec)
+    return list(seen.values())

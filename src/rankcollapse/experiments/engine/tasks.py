@@ -1,0 +1,121 @@
+"""Tasks and their execution: ``task(params, on_layer) -> RunOutput``, run wherever a spec lands.
+
+A task receives the flat parameter dict of one grid point (seed included) and a callback it calls
+once per layer measured (for the progress bar). It returns rows for the tidy table and a
+``summary`` of scalars for the run index. A task is a top-level function; workers find it by
+``module:function`` (its *target*), so process pools and Dask workers need no registry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.io import to_jsonable
+
+OnLayer = Callable[[int], None]
+
+
+@dataclass
+class RunOutput:
+    """What a task returns: ``rows`` for the tidy table, ``summary`` scalars for the index."""
+
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """A finished (or failed) run as sent back to the process that stores it."""
+
+    run_id: str
+    status: str  # "ok" or "failed"
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    wall_s: float
+    error: str = ""
+
+
+def toy(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """A deterministic, dependency-free task for testing the engine.
+
+    ``x(t) = x0 * rate**t`` for ``t = 0..layers``; ``sleep_s`` seconds per layer simulate work.
+    Params: ``layers`` (int), ``rate`` (float), ``x0`` (float, default 1), ``sleep_s`` (default 0),
+    ``seed`` (recorded only), ``fail`` (raise when true, to test failure handling).
+    """
+    if params.get("fail"):
+        raise RankCollapseError(f"toy task asked to fail (seed={params.get('seed')})")
+    rows = []
+    x = float(params.get("x0", 1.0))
+    for t in range(int(params["layers"]) + 1):
+        if params.get("sleep_s"):
+            time.sleep(float(params["sleep_s"]))
+        rows.append({"layer": t, "mu": x, "log_mu": math.log(x) if x > 0 else float("-inf")})
+        on_layer(t)
+        x *= float(params["rate"])
+    return RunOutput(rows, {"final_mu": rows[-1]["mu"]})
+
+
+#: Tasks the engine itself provides (a spec with an empty target names one of these).
+BUILTIN_TASKS: dict[str, Callable[[dict[str, Any], OnLayer], RunOutput]] = {"toy": toy}
+
+
+def task_target(fn: Callable[..., Any]) -> str:
+    """``"module:function"`` of a top-level function (RankCollapseError for lambdas and closures)."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or not qualname or "<" in qualname or "." in qualname:
+        raise RankCollapseError(f"a task must be a top-level function, got {fn!r}"[:200])
+    return f"{module}:{qualname}"
+
+
+def resolve_target(target: str, task: str) -> Callable[[dict[str, Any], OnLayer], RunOutput]:
+    """The task callable of a spec: its ``target`` if set, else the built-in task ``task``."""
+    if not target:
+        if task not in BUILTIN_TASKS:
+            raise RankCollapseError(f"unknown task {task!r}; allowed: {', '.join(sorted(BUILTIN_TASKS))}")
+        return BUILTIN_TASKS[task]
+    module, _, name = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise RankCollapseError(f"cannot find task {target!r}: {err}"[:200]) from err
+
+
+def config_from(cls: type, params: dict[str, Any], extra: tuple[str, ...] = ()) -> Any:
+    """Build dataclass ``cls`` from params; unknown keys (not in ``extra``) are an error."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - names - set(extra))
+    if unknown:
+        raise RankCollapseError(
+            f"unknown {cls.__name__} setting(s) {unknown}; allowed: {', '.join(sorted(names))}"
+        )
+    return cls(**{k: v for k, v in params.items() if k in names})
+
+
+def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
+    """Run one :class:`RunSpec` wherever it is called (this process, a pool worker, a Dask worker).
+
+    Exceptions become ``status="failed"`` with the traceback's last line, so one bad point never
+    stops a sweep; KeyboardInterrupt propagates. ``on_layer`` defaults to the pool worker's tick
+    queue (see ``engine.executors``), else to nothing.
+    """
+    if on_layer is None:
+        from rankcollapse.experiments.engine.workers import worker_tick
+
+        on_layer = worker_tick
+    start = time.perf_counter()
+    try:
+        fn = resolve_target(spec.target, spec.task)
+        out = fn(dict(spec.params), on_layer)
+        rows = [{k: to_jsonable(v) for k, v in row.items()} for row in out.rows]
+        return RunResult(spec.run_id, "ok", rows, to_jsonable(out.summary), time.perf_counter() - start)
+    except Exception as err:  # recorded as a failed run; the sweep goes on
+        last = traceback.format_exception_only(type(err), err)[-1].strip()
+        return RunResult(spec.run_id, "failed", [], {}, time.perf_counter() - start, last)
