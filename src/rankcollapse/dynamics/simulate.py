@@ -397,7 +397,9 @@ def simulate(
     radius = None
     if spec.is_pure_attention and min_weight is not None:
         radius = mask.radius
-        theory = check_theorem1(mu_t, float(min_weight.min()), radius)
+        # theory block (Theorem 1, dynamics/theory.py): the tail rate skips layers at the precision floor
+        theory = check_theorem1(mu_t, float(min_weight.min()), radius, mu_rel=torch.stack(mu_rels),
+                                floor_rel=FLOOR_FACTOR * torch.finfo(DTYPES[cfg.dtype]).eps)
     elif not spec.is_pure_attention:
         theory = TheoryCheck(False, f"preset is not pure attention ({spec}); Theorem 1 does not apply")
     return SimulationResult(
