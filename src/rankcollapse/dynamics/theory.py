@@ -123,7 +123,7 @@ def _radius_and_reason(radius: Any) -> tuple[int | None, str]:
 
 
 def tail_rate(mu: Tensor, mu_rel: Tensor | None = None, floor_rel: float | None = None) -> float | None:
-    """Measured per-layer factor of mu over the second half of the layers above the floor, largest over samples.
+    """Measured per-layer factor of mu over the second half of the layers above the floor (max over samples).
 
     mu, mu_rel: [T+1, b]. Layers with ``mu_rel <= floor_rel`` (collapsed to working precision) and
     non-finite or zero mu are left out; a sample needs at least 2 such layers in its tail. None if none does.
@@ -190,8 +190,8 @@ def fit_bound(
     else:
         verdict = "rate_exceeded"
     reason = {
-        "vacuous": f"rho^T = {drop:.3g} > 1/2: the bound falls less than 2x over {layers} layers (says nothing)",
-        "consistent": "measured tail rate at most rho" if tail is not None else "mu reached the precision floor",
+        "vacuous": f"rho^T = {drop:.3g} > 1/2: the bound falls < 2x in {layers} layers (says nothing)",
+        "consistent": "measured tail rate <= rho" if tail is not None else "mu reached the precision floor",
         "rate_exceeded": f"measured tail rate {tail} > rho = {math.exp(lr)}",
     }[verdict]
     return TheoryCheck(
@@ -257,7 +257,7 @@ def check_ln_results(
     """
     failed = ln_conditions(analysis, x0, w_v_orthogonal)
     n = x0.shape[-2]
-    centers = int(len(analysis.center_nodes)) if analysis.quasi_strongly_connected else 1
+    centers = len(analysis.center_nodes) if analysis.quasi_strongly_connected else 1
     kw = {"mu_rel": mu_rel, "floor_rel": floor_rel, "power": 2}
     out = [
         fit_bound(mu, epsilon, analysis, result="Theorem 2", centers=n, failed=failed["Theorem 2"], **kw),
