@@ -17,8 +17,10 @@ from rankcollapse.masks.export import (
     to_hf_sliding_window,
     to_sdpa,
 )
-from rankcollapse.masks.families import ALL_FAMILY_NAMES, FAMILIES, Family, FileMask
-from rankcollapse.masks.graph import MaskAnalysis, analyze_mask
+from rankcollapse.masks.families import Family
+from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree
+from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
+from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
 

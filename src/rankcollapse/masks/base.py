@@ -2,21 +2,40 @@
 
 A ``Mask`` is a rule, parsed once, that gives a boolean matrix ``M [n, n]`` for any sequence
 length ``n >= 1``: ``M[i, j]`` True iff query token ``i`` may attend to key token ``j``.
-Graph convention (SPEC §1): edge ``j -> i`` iff ``M[i, j]``.
+Graph convention: edge ``j -> i`` iff ``M[i, j]``.
+
+Each ``Mask`` object caches, per length ``n``, what it has computed: the dense form, the sparse
+form, the band, completeness and the graph analysis. Each is built lazily, at most once per ``n``
+(``cache_info()`` counts the builds). The cache keeps the ``CACHE_LENGTHS`` most recently used
+lengths; a dense form of more than ``CACHE_MAX_ENTRIES`` pairs, or a sparse form with more allowed
+pairs, is built but not kept. ``dense(n)`` returns a fresh tensor each call (callers may modify
+it); cached sparse forms are read-only arrays.
 """
 
 from __future__ import annotations
 
 import operator
 from abc import ABC, abstractmethod
+from collections import Counter, OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks.limits import DENSE_BYTES_PER_PAIR, SPARSE_BYTES_PER_EDGE, require_memory
 from rankcollapse.masks.sparse import SparseMask
+
+if TYPE_CHECKING:  # torch is imported only where a tensor is made (keeps `rankcollapse mask` light)
+    import torch
+
+    from rankcollapse.masks.graph import MaskAnalysis
+
+CACHE_LENGTHS = 8
+"""Lengths ``n`` whose forms a ``Mask`` keeps (least recently used dropped first)."""
+
+CACHE_MAX_ENTRIES = 2**24
+"""Largest dense form (``n * n``) or sparse form (``nnz``) kept in the cache."""
 
 # A vectorised rule: (i, j) index arrays (numpy or torch, broadcastable) -> boolean array.
 Predicate = Callable[[Any, Any], Any]
@@ -64,7 +83,7 @@ class Mask(ABC):
         """Sparse form, built without an n x n matrix where the family allows it."""
 
     def _band(self, n: int) -> tuple[int, int] | None:
-        return band_of_sparse(self._sparse(n))
+        return band_of_sparse(self.sparse(n))
 
     def _nnz_hint(self, n: int) -> float:
         """Rough number of allowed pairs at length n (picks the cheapest part of an ``&``)."""
@@ -73,21 +92,84 @@ class Mask(ABC):
     #: True when ``predicate`` is a cheap closed-form rule (no n x n table behind it).
     cheap_rule: bool = True
 
+    # ---- the per-length cache -----------------------------------------------------------------
+    def _cached(
+        self, n: int, kind: str, build: Callable[[], Any], keep: bool | Callable[[Any], bool] = True
+    ) -> Any:
+        """The ``kind`` form at length ``n``: from the cache, else ``build()`` (counted), kept if ``keep``."""
+        memo: OrderedDict[int, dict[str, Any]] | None = self.__dict__.get("_memo")
+        if memo is None:
+            memo = self.__dict__["_memo"] = OrderedDict()
+            self.__dict__["_builds"] = Counter()
+        forms = memo.get(n)
+        if forms is None:
+            forms = memo[n] = {}
+            while len(memo) > CACHE_LENGTHS:
+                memo.popitem(last=False)
+        else:
+            memo.move_to_end(n)
+        if kind in forms:
+            return forms[kind]
+        value = build()
+        self.__dict__["_builds"][kind] += 1
+        if keep(value) if callable(keep) else keep:
+            forms[kind] = value
+        return value
+
+    def cache_info(self) -> dict[str, Any]:
+        """``{"lengths": [cached n ...], "builds": {kind: count}}``; kinds: dense, sparse, band,
+        complete, analysis. A build count above the number of lengths used means a cache miss."""
+        memo = self.__dict__.get("_memo") or {}
+        return {"lengths": list(memo), "builds": dict(self.__dict__.get("_builds") or {})}
+
+    def clear_cache(self) -> None:
+        """Forget every cached form (build counts restart at zero)."""
+        self.__dict__.pop("_memo", None)
+        self.__dict__.pop("_builds", None)
+
+    def _check_dense_size(self, n: int) -> None:
+        require_memory(DENSE_BYTES_PER_PAIR * float(n) * n, f"the dense form of mask {self.spec[:60]!r} at n={n}",
+                       "allowed: a smaller n (graph analysis and --json work on the sparse form)")
+
+    def _check_sparse_size(self, n: int, per_edge: float = SPARSE_BYTES_PER_EDGE, what: str = "sparse form") -> None:
+        require_memory(per_edge * (self._nnz_hint(n) + n), f"the {what} of mask {self.spec[:60]!r} at n={n}")
+
     # ---- public API ---------------------------------------------------------------------------
     def dense_numpy(self, n: int) -> np.ndarray:
-        """Boolean numpy [n, n] from the vectorised rule on the index grid (O(n^2))."""
+        """Boolean numpy [n, n] (a fresh copy) from the vectorised rule on the index grid (O(n^2)).
+
+        Refused (``RankCollapseError`` naming the estimate) when ``n^2`` pairs do not fit in memory.
+        """
         n = check_n(n)
-        i = np.arange(n, dtype=np.int64)
-        out = self.predicate(n)(i[:, None], i[None, :])
-        return np.broadcast_to(np.asarray(out, dtype=bool), (n, n)).copy()
+
+        def build() -> np.ndarray:
+            self._check_dense_size(n)
+            i = np.arange(n, dtype=np.int64)
+            out = self.predicate(n)(i[:, None], i[None, :])
+            table = np.broadcast_to(np.asarray(out, dtype=bool), (n, n)).copy()
+            table.setflags(write=False)
+            return table
+
+        return self._cached(n, "dense", build, keep=n * n <= CACHE_MAX_ENTRIES).copy()
 
     def dense(self, n: int) -> torch.Tensor:
-        """``torch.bool [n, n]``: ``M[i, j]`` True iff query ``i`` may attend to key ``j``."""
+        """``torch.bool [n, n]``: ``M[i, j]`` True iff query ``i`` may attend to key ``j`` (fresh tensor)."""
+        import torch
+
         return torch.from_numpy(self.dense_numpy(n))
 
     def sparse(self, n: int) -> SparseMask:
-        """CSR form (int64 ``indptr [n+1]``, ``indices [nnz]``), equal to ``dense(n)``."""
-        return self._sparse(check_n(n))
+        """CSR form (int64 ``indptr [n+1]``, ``indices [nnz]``), equal to ``dense(n)``; cached, read-only."""
+        n = check_n(n)
+
+        def build() -> SparseMask:
+            self._check_sparse_size(n)
+            s = self._sparse(n)
+            s.indptr.setflags(write=False)
+            s.indices.setflags(write=False)
+            return s
+
+        return self._cached(n, "sparse", build, keep=lambda s: s.nnz <= CACHE_MAX_ENTRIES)
 
     def band(self, n: int) -> tuple[int, int] | None:
         """``(lo, hi)`` if ``M[i, j] iff lo <= j - i <= hi`` for ``0 <= i, j < n``, else None.
@@ -96,12 +178,41 @@ class Mask(ABC):
         ``window:w=W`` -> ``(-min(W, n-1), min(W, n-1))``, ``causal-window:w=W`` -> ``(-min(W, n-1), 0)``;
         ``a & b`` of bands is the intersection, ``a | b`` the union (both contain offset 0).
         """
-        return self._band(check_n(n))
+        n = check_n(n)
+        return self._cached(n, "band", lambda: self._band(n))
 
     def is_complete(self, n: int) -> bool:
         """True iff every pair (i, j) is allowed at length ``n``."""
         n = check_n(n)
-        return self._band(n) == (-(n - 1), n - 1)
+        return self._cached(n, "complete", lambda: self.band(n) == (-(n - 1), n - 1))
+
+    def analysis(self, n: int) -> MaskAnalysis:
+        """Graph facts at length ``n`` (``rankcollapse.masks.graph.analyze_mask``), computed once per n."""
+        n = check_n(n)
+
+        def build() -> MaskAnalysis:
+            from rankcollapse.masks.graph import ANALYSIS_BYTES_PER_EDGE, analyze_sparse
+
+            self._check_sparse_size(n, ANALYSIS_BYTES_PER_EDGE, "graph analysis")
+            spec = None if self.spec.startswith("<") else self.spec  # a matrix has a label, not a spec
+            return analyze_sparse(self.sparse(n), spec, band=self.band(n))
+
+        return self._cached(n, "analysis", build)
+
+    def radius(self, n: int) -> int | None:
+        """Radius of the graph at length ``n`` (None without a center); from the cached analysis."""
+        return self.analysis(n).radius
+
+    @staticmethod
+    def from_dense(dense: Any) -> Mask:
+        """A fixed-size ``Mask`` from a boolean ``[n, n]`` numpy array or torch tensor (no spec string).
+
+        Self-loops are not required (the analysis reports them). Use it to get the radius and
+        centers of a matrix the caller already holds: ``Mask.from_dense(m).analysis(n)``.
+        """
+        from rankcollapse.masks.fixed import MatrixMask
+
+        return MatrixMask(dense)
 
     def __and__(self, other: Mask) -> Mask:
         return AndMask((self, other))
@@ -171,7 +282,7 @@ class AndMask(_Combined):
     def _band(self, n: int) -> tuple[int, int] | None:
         bands = [p._band(n) for p in self.parts]
         if any(b is None for b in bands):
-            return band_of_sparse(self._sparse(n))
+            return band_of_sparse(self.sparse(n))
         return max(b[0] for b in bands), min(b[1] for b in bands)  # type: ignore[index]
 
 
@@ -197,5 +308,5 @@ class OrMask(_Combined):
     def _band(self, n: int) -> tuple[int, int] | None:
         bands = [p._band(n) for p in self.parts]
         if any(b is None for b in bands):
-            return band_of_sparse(self._sparse(n))
+            return band_of_sparse(self.sparse(n))
         return min(b[0] for b in bands), max(b[1] for b in bands)  # type: ignore[index]

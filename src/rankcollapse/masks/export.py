@@ -20,21 +20,28 @@ Window conventions (ours: ``w`` neighbours on EACH side, self included):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask, check_n
 from rankcollapse.masks.spec import parse_mask
 
+if TYPE_CHECKING:
+    import torch
+
 MaskMod = Callable[[Any, Any, Any, Any], Any]
 
 
 def to_hf_4d(
-    mask: Mask | str, n: int, batch: int = 1, dtype: torch.dtype = torch.float32, device: Any = None
+    mask: Mask | str, n: int, batch: int = 1, dtype: torch.dtype | None = None, device: Any = None
 ) -> torch.Tensor:
-    """Hugging Face additive mask [batch, 1, n, n]: 0 where ``M[i, j]``, ``finfo(dtype).min`` elsewhere."""
+    """Hugging Face additive mask [batch, 1, n, n]: 0 where ``M[i, j]``, ``finfo(dtype).min`` elsewhere.
+
+    ``dtype`` defaults to ``torch.float32``.
+    """
+    import torch
+
+    dtype = torch.float32 if dtype is None else dtype
     if batch < 1:
         raise RankCollapseError(f"batch={batch} is invalid; allowed: an integer >= 1")
     if not dtype.is_floating_point:

@@ -17,10 +17,17 @@ neighbours on EACH side, self always included. Every family contains all self-lo
 | ``bigbird:w=W,global=G,random=R,seed=S`` | longformer, or ``j`` in R random keys of row ``i`` |
 | ``sinks:w=W,sinks=K`` | ``0 <= i - j <= W`` or ``j < K`` |
 | ``random:p=P,seed=S`` | ``i == j``, or ``U[i, j] < P`` |
+| ``document:lengths=A,B,...`` | ``i`` and ``j`` in the same document (consecutive runs of A, B, ... tokens) |
+| ``tree:parents=P0,P1,...`` | ``j`` is ``i`` or an ancestor of ``i`` (``P_i < i`` the parent, -1 a root) |
 | ``file:PATH`` | the boolean ``.npy`` matrix at PATH |
 
+The fixed-length families (``document``, ``tree``, ``file:``, matrices) live in ``fixed.py``; the
+registry of names in ``registry.py``.
+
 Large parameters are never an error: each rule is well defined for every ``n`` (e.g. ``window:w=W``
-with ``W >= n - 1`` is the complete mask), so one spec serves a sweep over ``n``.
+with ``W >= n - 1`` is the complete mask), so one spec serves a sweep over ``n``. The two list
+families (``document``, ``tree``) and ``file:`` fix the length: ``n`` must equal the number of tokens
+they describe.
 
 Randomness: for length ``n`` the draw comes from ``numpy.random.default_rng(seed)`` created
 afresh, so ``dense(n)`` and ``sparse(n)`` agree and repeat exactly.
@@ -33,21 +40,25 @@ they may coincide with window or global keys.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask, Predicate
+from rankcollapse.masks.limits import quote
 from rankcollapse.masks.sparse import SparseMask
+
+LIST_MAX_ITEMS = 1_000_000
+"""Most entries a list parameter (``lengths``, ``parents``) may have."""
 
 
 @dataclass(frozen=True)
 class Param:
-    """A spec parameter: an integer in ``minimum..maximum``, or a probability in [0, 1] (``kind='prob'``).
+    """A spec parameter: an integer in ``minimum..maximum``, a probability in [0, 1] (``kind='prob'``),
+    or a comma-separated list of such integers (``kind='list'``, at most ``LIST_MAX_ITEMS``).
 
     Sizes are capped at ``2**31 - 1`` so index arithmetic (e.g. ``w * dilation``) stays in int64.
     """
@@ -58,8 +69,14 @@ class Param:
     meaning: str = ""
     maximum: int = 2**31 - 1
 
-    def parse(self, family: str, raw: str) -> int | float:
-        where = f"parameter {self.name}={raw!r} of {family}"
+    def parse(self, family: str, raw: str) -> int | float | tuple[int, ...]:
+        where = f"parameter {self.name}={quote(raw)} of {family}"
+        if self.kind == "list":
+            items = raw.split(",")
+            if len(items) > LIST_MAX_ITEMS:
+                raise RankCollapseError(f"{where} has {len(items)} entries; allowed: at most {LIST_MAX_ITEMS}")
+            one = Param(self.name, minimum=self.minimum, maximum=self.maximum)
+            return tuple(int(one.parse(family, item)) for item in items)
         if self.kind == "prob":
             try:
                 value = float(raw)
@@ -79,7 +96,9 @@ class Param:
             raise RankCollapseError(f"{where} is too large; allowed: an integer <= {self.maximum}")
         return value
 
-    def format(self, value: int | float) -> str:
+    def format(self, value: Any) -> str:
+        if self.kind == "list":
+            return ",".join(str(int(v)) for v in value)
         return repr(float(value)) if self.kind == "prob" else str(int(value))
 
 
@@ -95,7 +114,7 @@ class Family(Mask):
         for key in values:
             if key not in allowed:
                 raise RankCollapseError(
-                    f"unknown parameter {key!r} for {self.name}; allowed: {self.usage()}"
+                    f"unknown parameter {quote(key)} for {self.name}; allowed: {self.usage()}"
                 )
         self.values: dict[str, Any] = {}
         for p in self.params:
@@ -109,7 +128,9 @@ class Family(Mask):
     def usage(cls) -> str:
         if not cls.params:
             return f"{cls.name} (no parameters)"
-        return f"{cls.name}:" + ",".join(f"{p.name}={p.name.upper()}" for p in cls.params)
+        return f"{cls.name}:" + ",".join(
+            f"{p.name}={p.name.upper()}" + (",..." if p.kind == "list" else "") for p in cls.params
+        )
 
     @property
     def spec(self) -> str:
@@ -317,14 +338,33 @@ class Sinks(Family):
         return SparseMask.from_two_intervals(zeros, np.full(n, k), np.maximum(i - w, 0), i + 1)
 
 
+def _torch_device(*arrays: Any) -> Any:
+    """The device of the first torch tensor among ``arrays`` (None if torch is not even imported)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    for a in arrays:
+        if isinstance(a, torch.Tensor):
+            return a.device
+    return None
+
+
+def _lookup(table: np.ndarray, *index: Any) -> Any:
+    """``table[index]`` for numpy or torch indices (torch in, torch out on the indices' device)."""
+    device = _torch_device(*index)
+    if device is None:
+        return table[index]
+    import torch
+
+    values = torch.from_numpy(table) if table.flags.writeable else torch.tensor(table)
+    return values.to(device)[index]
+
+
 def _table_predicate(table: np.ndarray) -> Predicate:
     """Rule that looks pairs up in a boolean table [n, n] (numpy or torch indices)."""
-    table_t = torch.from_numpy(table)
 
     def rule(i: Any, j: Any) -> Any:
-        if isinstance(i, torch.Tensor) or isinstance(j, torch.Tensor):
-            return table_t.to(i.device if isinstance(i, torch.Tensor) else j.device)[i, j]
-        return table[i, j]
+        return _lookup(table, i, j)
 
     return rule
 
@@ -406,71 +446,3 @@ class RandomMask(Family):
             total += int(counts.sum())
             indices.append(c.astype(np.int64))
         return SparseMask(n, np.concatenate(indptr), np.concatenate(indices))
-
-
-class FileMask(Mask):
-    """``file:PATH``: a boolean square ``.npy`` matrix with all self-loops, loaded once at parse time."""
-
-    name = "file"
-    summary = "boolean n x n matrix saved with numpy.save (.npy); n must match"
-
-    cheap_rule = False
-
-    def _nnz_hint(self, n: int) -> float:
-        return float(self.table.sum())
-
-    def __init__(self, path: str) -> None:
-        self.path = path.strip()
-        if not self.path:
-            raise RankCollapseError("file: needs a path, e.g. file:mask.npy (a boolean n x n .npy matrix)")
-        try:
-            table = np.load(Path(self.path), allow_pickle=False)
-        except FileNotFoundError:
-            msg = f"mask file {self.path!r} not found; allowed: an existing .npy file"
-            raise RankCollapseError(msg) from None
-        except (OSError, ValueError) as err:
-            raise RankCollapseError(
-                f"mask file {self.path!r} is not a readable .npy array ({err}); allowed: numpy.save output"
-            ) from None
-        if table.ndim != 2 or table.shape[0] != table.shape[1] or table.shape[0] < 1:
-            msg = f"mask file {self.path!r} has shape {table.shape}; allowed: a square n x n matrix"
-            raise RankCollapseError(msg)
-        if table.dtype != np.bool_:
-            raise RankCollapseError(f"mask file {self.path!r} has dtype {table.dtype}; allowed: bool")
-        missing = np.flatnonzero(~np.diagonal(table))
-        if missing.size:
-            raise RankCollapseError(
-                f"mask file {self.path!r} lacks self-loops at tokens {missing[:5].tolist()}"
-                f"{'...' if missing.size > 5 else ''}; allowed: M[i, i] True for every i"
-            )
-        self.table = np.ascontiguousarray(table)
-
-    @property
-    def spec(self) -> str:
-        return f"file:{self.path}"
-
-    def _check(self, n: int) -> None:
-        if n != self.table.shape[0]:
-            raise RankCollapseError(
-                f"mask file {self.path!r} is {self.table.shape[0]} x {self.table.shape[0]} but n={n}; "
-                f"allowed: n={self.table.shape[0]}"
-            )
-
-    def predicate(self, n: int) -> Predicate:
-        self._check(n)
-        return _table_predicate(self.table)
-
-    def _sparse(self, n: int) -> SparseMask:
-        self._check(n)
-        return SparseMask.from_numpy(self.table)
-
-
-FAMILIES: dict[str, type[Family]] = {
-    f.name: f
-    for f in (Complete, Causal, Window, CausalWindow, Dilated, Strided, Block, Prefix, Longformer, BigBird,
-              Sinks, RandomMask)
-}
-"""Parameterised families by name (``file:PATH`` is handled by the parser)."""
-
-ALL_FAMILY_NAMES: tuple[str, ...] = (*FAMILIES, "file")
-

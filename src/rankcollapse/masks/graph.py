@@ -36,13 +36,15 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 from scipy.sparse import csgraph
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask, band_of_sparse, check_n
+from rankcollapse.masks.limits import ANALYSIS_BYTES_PER_EDGE
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
+
+__all__ = ["ANALYSIS_BYTES_PER_EDGE", "MaskAnalysis", "analyze_dense", "analyze_mask", "analyze_sparse"]
 
 FULL_LIST_MAX_N = 4096
 """``to_dict()`` lists per-token arrays in full up to this n (see ``MaskAnalysis.to_dict``)."""
@@ -133,28 +135,12 @@ def _histogram(values: np.ndarray) -> list[list[int]]:
     return [[int(v), int(c)] for v, c in zip(uniq, counts, strict=True)]
 
 
-MaskLike = Mask | str | SparseMask | np.ndarray | torch.Tensor
+MaskLike = Any
+"""A spec string, a ``Mask``, a ``SparseMask``, or a boolean ``[n, n]`` numpy array / torch tensor."""
 
 
-def _as_sparse(mask: MaskLike, n: int | None) -> tuple[SparseMask, str | None]:
-    if isinstance(mask, SparseMask):
-        if n is not None and check_n(n) != mask.n:
-            raise RankCollapseError(f"sparse mask has n={mask.n} but n={n} was given; allowed: n={mask.n}")
-        return mask, None
-    if isinstance(mask, (np.ndarray, torch.Tensor)):
-        array = mask.numpy() if isinstance(mask, torch.Tensor) else mask
-        if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] < 1:
-            shape = tuple(array.shape)
-            raise RankCollapseError(f"mask array has shape {shape}; allowed: a square n x n matrix")
-        if array.dtype != np.bool_:
-            raise RankCollapseError(f"mask array has dtype {array.dtype}; allowed: bool")
-        if n is not None and check_n(n) != array.shape[0]:
-            raise RankCollapseError(f"mask array is {array.shape[0]} x {array.shape[0]} but n={n}")
-        return SparseMask.from_numpy(array), None
-    parsed = parse_mask(mask)
-    if n is None:
-        raise RankCollapseError(f"analyze_mask({parsed.spec!r}) needs n; allowed: an integer >= 1")
-    return parsed.sparse(n), parsed.spec
+def _is_array(x: object) -> bool:
+    return isinstance(x, np.ndarray) or type(x).__module__.startswith("torch")
 
 
 def _csr(indptr: np.ndarray, indices: np.ndarray, n: int) -> sp.csr_matrix:
@@ -276,10 +262,39 @@ def center_eccentricities(
 def analyze_mask(mask: MaskLike, n: int | None = None) -> MaskAnalysis:
     """Graph facts of ``mask`` at length ``n`` (a spec, a ``Mask``, a ``SparseMask`` or a dense bool [n, n]).
 
-    Work is O(n + edges) for SCCs and closed components, plus two BFS per eccentricity source;
-    no n x n matrix is built unless a dense array is passed in.
+    A spec or ``Mask`` goes through ``Mask.analysis(n)``: computed once per mask object and length
+    (``parse_mask`` returns one object per spec string, so repeated calls are cache hits). Work is
+    O(n + edges) for SCCs and closed components, plus two BFS per eccentricity source; no n x n
+    matrix is built unless a dense array is passed in. ``n`` may be omitted for arrays and sparse
+    forms (it is their size).
     """
-    s, spec = _as_sparse(mask, n)
+    if isinstance(mask, SparseMask):
+        if n is not None and check_n(n) != mask.n:
+            raise RankCollapseError(f"sparse mask has n={mask.n} but n={n} was given; allowed: n={mask.n}")
+        return analyze_sparse(mask, None)
+    if _is_array(mask):
+        m = Mask.from_dense(mask)
+        size = m.size  # type: ignore[attr-defined]
+        if n is not None and check_n(n) != size:
+            raise RankCollapseError(f"mask array is {size} x {size} but n={n}; allowed: n={size}")
+        return m.analysis(size)
+    parsed = parse_mask(mask)
+    if n is None:
+        raise RankCollapseError(f"analyze_mask({parsed.spec[:60]!r}) needs n; allowed: an integer >= 1")
+    return parsed.analysis(n)
+
+
+def analyze_dense(dense: Any) -> MaskAnalysis:
+    """Graph facts of a boolean ``[n, n]`` numpy array or torch tensor, without any spec string.
+
+    ``analyze_dense(m).radius`` / ``.center_nodes`` are what a caller holding a matrix needs;
+    equal to ``analyze_mask`` of the spec that made the matrix (``spec`` is a content label).
+    """
+    return analyze_mask(dense)
+
+
+def analyze_sparse(s: SparseMask, spec: str | None, band: Any = "compute") -> MaskAnalysis:
+    """Graph facts of a sparse form (``band`` given when the caller knows it, else computed)."""
     n = s.n
     rows = s.row_ids()
     keys = s.indices
@@ -326,6 +341,6 @@ def analyze_mask(mask: MaskLike, n: int | None = None) -> MaskAnalysis:
         radius=radius,
         best_center=best,
         hop_distances=hops,
-        band=band_of_sparse(s),
+        band=band_of_sparse(s) if isinstance(band, str) else band,
         bfs_runs=runs,
     )

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +59,8 @@ class SparseMask:
 
     def to_torch(self) -> torch.Tensor:
         """Dense ``torch.bool`` [n, n]."""
+        import torch
+
         return torch.from_numpy(self.to_numpy())
 
     def to_scipy(self) -> sp.csr_array:

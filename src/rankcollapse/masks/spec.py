@@ -7,18 +7,31 @@ Grammar (``&`` binds tighter than ``|``; parentheses group; spaces around operat
     factor := '(' expr ')' | atom
     atom   := NAME [':' key=value (',' key=value)*]  |  'file:' PATH
 
+A list parameter takes the comma-separated items that follow it (``document:lengths=3,5``).
 A ``file:`` path runs up to the next ``&``, ``|`` or ``)`` (paths containing those characters are
-not supported). ``parse_mask`` returns a ``Mask`` whose ``.spec`` is canonical (parameters in
-the documented order, ``&`` parts of an ``|`` unparenthesised).
+not supported). Parentheses nest at most ``MAX_NESTING`` deep. ``parse_mask`` returns a ``Mask``
+whose ``.spec`` is canonical (parameters in the documented order, ``&`` parts of an ``|``
+unparenthesised).
+
+``parse_mask`` remembers the last ``PARSE_MEMO`` spec strings without ``file:``: parsing the same
+string again returns the same object, so its per-length cache (dense, sparse, band, analysis) is
+shared by every caller. ``file:`` specs are read afresh each time (the file may have changed).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import AndMask, Mask, OrMask
-from rankcollapse.masks.families import ALL_FAMILY_NAMES, FAMILIES, FileMask
+from rankcollapse.masks.fixed import FileMask
+from rankcollapse.masks.limits import quote
+from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 
 _OPERATORS = "&|()"
+MAX_NESTING = 64
+PARSE_MEMO = 256
+_memo: OrderedDict[str, Mask] = OrderedDict()
 
 
 def _allowed_families() -> str:
@@ -29,9 +42,10 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0
 
     def error(self, what: str, allowed: str) -> RankCollapseError:
-        return RankCollapseError(f"bad mask spec {self.text!r}: {what} at position {self.pos}; {allowed}")
+        return RankCollapseError(f"bad mask spec {quote(self.text)}: {what} at position {self.pos}; {allowed}")
 
     def skip_space(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -66,12 +80,17 @@ class _Parser:
     def factor(self) -> Mask:
         c = self.peek()
         if c == "(":
+            if self.depth >= MAX_NESTING:
+                raise self.error(f"parentheses nested deeper than {MAX_NESTING}", "allowed: at most "
+                                 f"{MAX_NESTING} levels")
             self.pos += 1
+            self.depth += 1
             inner = self.expr()
             if self.peek() != ")":
                 got = repr(self.peek()) if self.peek() else "end of spec"
                 raise self.error(f"missing ')' (got {got})", "parentheses must balance")
             self.pos += 1
+            self.depth -= 1
             return inner
         if c in ("", "&", "|", ")"):
             got = repr(c) if c else "end of spec"
@@ -90,35 +109,57 @@ class _Parser:
         family = FAMILIES.get(name)
         if family is None:
             raise RankCollapseError(
-                f"unknown mask family {name!r} in {self.text!r}; allowed: {', '.join(ALL_FAMILY_NAMES)}"
+                f"unknown mask family {quote(name, 40)} in {quote(self.text)}; "
+                f"allowed: {', '.join(ALL_FAMILY_NAMES)}"
             )
-        values: dict[str, str] = {}
-        if sep:
-            if not rest.strip():
-                raise RankCollapseError(f"{name!r} has ':' but no parameters; usage: {family.usage()}")
-            for item in rest.split(","):
-                key, eq, value = item.partition("=")
-                key = key.strip()
-                if not eq or not key or not value.strip():
-                    raise RankCollapseError(
-                        f"malformed parameter {item.strip()!r} in {raw!r}; usage: {family.usage()}"
-                    )
-                if key in values:
-                    msg = f"parameter {key!r} given twice in {raw!r}; usage: {family.usage()}"
-                    raise RankCollapseError(msg)
-                values[key] = value.strip()
-        return family(**values)
+        return family(**_parameters(family, name, sep, rest, raw))
+
+
+def _parameters(family: type, name: str, sep: str, rest: str, raw: str) -> dict[str, str]:
+    """``key=value`` items of an atom; bare items extend the list parameter before them."""
+    values: dict[str, str] = {}
+    if not sep:
+        return values
+    if not rest.strip():
+        raise RankCollapseError(f"{name!r} has ':' but no parameters; usage: {family.usage()}")
+    kinds = {p.name: p.kind for p in family.params}
+    last = ""
+    for item in rest.split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq and kinds.get(last) == "list" and key:
+            values[last] += "," + key
+            continue
+        if not eq or not key or not value.strip():
+            raise RankCollapseError(
+                f"malformed parameter {quote(item.strip(), 40)} in {quote(raw)}; usage: {family.usage()}"
+            )
+        if key in values:
+            raise RankCollapseError(f"parameter {quote(key, 40)} given twice in {quote(raw)}; usage: {family.usage()}")
+        values[key] = value.strip()
+        last = key
+    return values
 
 
 def parse_mask(spec: str | Mask) -> Mask:
     """Parse a mask spec such as ``"causal&window:w=4"`` (a ``Mask`` passes through).
 
-    Raises ``RankCollapseError`` (one line naming the bad part and what is allowed) on an unknown
-    family or parameter, a missing / negative / non-integer parameter, an unreadable ``file:``
-    matrix, or malformed ``&`` / ``|`` / parentheses.
+    Raises ``RankCollapseError`` (one line naming the bad part, quoted and cut to 60 characters,
+    and what is allowed) on an unknown family or parameter, a missing / negative / non-integer
+    parameter, an unreadable ``file:`` matrix, or malformed ``&`` / ``|`` / parentheses.
     """
     if isinstance(spec, Mask):
         return spec
     if not isinstance(spec, str):
         raise RankCollapseError(f"mask spec must be a string, got {type(spec).__name__}")
-    return _Parser(spec).parse()
+    memoise = "file" not in spec
+    if memoise and spec in _memo:
+        _memo.move_to_end(spec)
+        return _memo[spec]
+    mask = _Parser(spec).parse()
+    if memoise:
+        mask = _memo.get(mask.spec, mask)  # one object per canonical spec
+        _memo[spec] = _memo[mask.spec] = mask
+        while len(_memo) > PARSE_MEMO:
+            _memo.popitem(last=False)
+    return mask

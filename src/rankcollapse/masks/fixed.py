@@ -1,0 +1,248 @@
+"""Masks of one fixed length: packed documents, token trees, a matrix in memory, a ``.npy`` file.
+
+| spec | ``M[i, j]`` iff | length |
+|---|---|---|
+| ``document:lengths=A,B,...`` | ``doc(i) == doc(j)``, documents = consecutive runs of A, B, ... tokens | ``n = A + B + ...`` |
+| ``tree:parents=P0,P1,...`` | ``j == i`` or ``j`` is an ancestor of ``i`` (parent ``P_i < i``; -1 = a root) | ``n`` = number of entries |
+| ``file:PATH`` | the boolean ``.npy`` matrix at PATH (self-loops required) | its size |
+| ``Mask.from_dense(m)`` | the boolean matrix ``m`` (no spec string; self-loops not required) | its size |
+
+``document`` is bidirectional inside each document (packed encoder batches); the causal packing of
+decoders is ``document:lengths=...&causal``. Every document is a closed component, so with two or
+more documents there is no center and Theorem 1 does not apply to the whole sequence.
+``tree`` is tree attention (shared prefixes, speculative decoding trees): a token attends to its
+path from the root; each root's subtree is one closed component whose only center is the root
+(radius 1: the root is an ancestor of every token of its tree).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks.base import Mask, Predicate
+from rankcollapse.masks.families import Family, Param, _lookup, _table_predicate
+from rankcollapse.masks.limits import format_bytes, quote, require_memory
+from rankcollapse.masks.sparse import SparseMask
+
+
+class _FixedLength(Mask):
+    """A mask defined for one length ``size`` only."""
+
+    size: int
+
+    def _check(self, n: int) -> None:
+        if n != self.size:
+            raise RankCollapseError(
+                f"mask {self.spec[:60]!r} is {self.size} x {self.size} but n={n}; allowed: n={self.size}"
+            )
+
+
+class _TableMask(_FixedLength):
+    """A fixed boolean table ``[n, n]``."""
+
+    cheap_rule = False
+    table: np.ndarray
+
+    def _set_table(self, table: np.ndarray) -> None:
+        self.table = np.ascontiguousarray(table)
+        self.table.setflags(write=False)
+        self.size = int(table.shape[0])
+
+    def _nnz_hint(self, n: int) -> float:
+        return float(self.table.sum())
+
+    def predicate(self, n: int) -> Predicate:
+        self._check(n)
+        return _table_predicate(self.table)
+
+    def _sparse(self, n: int) -> SparseMask:
+        self._check(n)
+        return SparseMask.from_numpy(self.table)
+
+
+def _check_square_bool(shape: tuple[int, ...], dtype: Any, what: str) -> None:
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
+        raise RankCollapseError(f"{what} has shape {tuple(shape)}; allowed: a square n x n matrix")
+    if dtype != np.bool_:
+        raise RankCollapseError(f"{what} has dtype {dtype}; allowed: bool")
+
+
+class MatrixMask(_TableMask):
+    """``Mask.from_dense(m)``: a boolean ``[n, n]`` numpy array or torch tensor held in memory.
+
+    Its ``spec`` is ``<matrix NxN sha1:XXXXXXXXXXXX>`` (a content hash: equal matrices compare equal);
+    it is a label, not a spec ``parse_mask`` reads.
+    """
+
+    def __init__(self, dense: Any) -> None:
+        if type(dense).__module__.startswith("torch"):
+            dense = dense.detach().cpu().numpy()
+        if not isinstance(dense, np.ndarray):
+            raise RankCollapseError(f"mask matrix must be a numpy array or torch tensor, got {type(dense).__name__}")
+        _check_square_bool(dense.shape, dense.dtype, "mask array")
+        self._set_table(dense)
+        digest = hashlib.sha1(np.packbits(self.table).tobytes() + str(self.size).encode()).hexdigest()[:12]
+        self._spec = f"<matrix {self.size}x{self.size} sha1:{digest}>"
+
+    @property
+    def spec(self) -> str:
+        return self._spec
+
+
+class FileMask(_TableMask):
+    """``file:PATH``: a boolean square ``.npy`` matrix with all self-loops, loaded once at parse time.
+
+    The header is read first: a shape that is not square, a dtype that is not bool, a size larger
+    than the file or than the available memory is refused before any array is allocated.
+    """
+
+    name = "file"
+    summary = "boolean n x n matrix saved with numpy.save (.npy); n must match"
+
+    def __init__(self, path: str) -> None:
+        self.path = path.strip()
+        if not self.path:
+            raise RankCollapseError("file: needs a path, e.g. file:mask.npy (a boolean n x n .npy matrix)")
+        where = f"mask file {quote(self.path, 100)}"
+        try:
+            table = self._load(Path(self.path), where)
+        except RankCollapseError:
+            raise
+        except FileNotFoundError:
+            raise RankCollapseError(f"{where} not found; allowed: an existing .npy file") from None
+        except IsADirectoryError:
+            raise RankCollapseError(f"{where} is a directory; allowed: a .npy file") from None
+        except (OSError, ValueError, EOFError) as err:
+            reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+            raise RankCollapseError(
+                f"{where} is not a readable .npy array ({reason}); allowed: numpy.save output"
+            ) from None
+        missing = np.flatnonzero(~np.diagonal(table))
+        if missing.size:
+            raise RankCollapseError(
+                f"{where} lacks self-loops at tokens {missing[:5].tolist()}"
+                f"{'...' if missing.size > 5 else ''}; allowed: M[i, i] True for every i"
+            )
+        self._set_table(table)
+
+    @staticmethod
+    def _load(path: Path, where: str) -> np.ndarray:
+        with path.open("rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+            _check_square_bool(shape, dtype, where)
+            need = int(shape[0]) * int(shape[1])
+            have = path.stat().st_size - fh.tell()
+            if have < need:
+                raise RankCollapseError(
+                    f"{where} claims shape {tuple(shape)} ({format_bytes(need)}) but holds "
+                    f"{format_bytes(max(have, 0))} of data; allowed: an intact numpy.save file"
+                )
+            require_memory(2.0 * need, f"loading {where} of shape {tuple(shape)}")
+        return np.load(path, allow_pickle=False)
+
+    @property
+    def spec(self) -> str:
+        return f"file:{self.path}"
+
+
+class Document(Family, _FixedLength):
+    name = "document"
+    params = (Param("lengths", kind="list", minimum=1, meaning="tokens per document, in order"),)
+    summary = "same document (packed sequences, bidirectional inside each; '&causal' for decoders)"
+    cheap_rule = False
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        lengths = np.asarray(self.values["lengths"], dtype=np.int64)
+        self.size = int(lengths.sum())
+        self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self.doc_of = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+        self.lengths = lengths
+
+    def _nnz_hint(self, n: int) -> float:
+        return float((self.lengths.astype(np.float64) ** 2).sum())
+
+    def predicate(self, n: int) -> Predicate:
+        self._check(n)
+        doc = self.doc_of
+
+        def rule(i: Any, j: Any) -> Any:
+            return _lookup(doc, i) == _lookup(doc, j)
+
+        return rule
+
+    def _sparse(self, n: int) -> SparseMask:
+        self._check(n)
+        start = self.starts[self.doc_of]
+        return SparseMask.from_intervals(start, start + self.lengths[self.doc_of])
+
+    def _band(self, n: int) -> tuple[int, int] | None:
+        self._check(n)
+        return (-(n - 1), n - 1) if self.lengths.size == 1 else None
+
+
+class Tree(Family, _FixedLength):
+    name = "tree"
+    params = (Param("parents", kind="list", minimum=-1, meaning="parent of each token (-1: a root)"),)
+    summary = "j is i or an ancestor of i (tree attention; parent P_i < i, -1 for a root)"
+    cheap_rule = False
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        parents = np.asarray(self.values["parents"], dtype=np.int64)
+        bad = np.flatnonzero(parents >= np.arange(parents.size))
+        if bad.size:
+            i = int(bad[0])
+            raise RankCollapseError(
+                f"tree parent P_{i}={int(parents[i])} is not before token {i}; allowed: -1 or an index < {i}"
+            )
+        self.size = int(parents.size)
+        self.parents = parents
+        depth = np.zeros(parents.size, dtype=np.int64)  # tokens on the path root..i, i included
+        for i, p in enumerate(parents.tolist()):
+            depth[i] = 1 if p < 0 else depth[p] + 1
+        self.depth = depth
+
+    def _nnz_hint(self, n: int) -> float:
+        return float(self.depth.sum())
+
+    def predicate(self, n: int) -> Predicate:
+        return _table_predicate(self._sparse(n).to_numpy())
+
+    def _sparse(self, n: int) -> SparseMask:
+        self._check(n)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.depth, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), dtype=np.int64)
+        for i, p in enumerate(self.parents.tolist()):  # row i = row of its parent, then i (ascending)
+            a = int(indptr[i])
+            if p >= 0:
+                b = a + int(indptr[p + 1] - indptr[p])
+                indices[a:b] = indices[indptr[p] : indptr[p + 1]]
+                a = b
+            indices[a] = i
+        return SparseMask(n, indptr, indices)
+
+
+def fixed_length(mask: Mask) -> int | None:
+    """The one length a mask is defined for (document, tree, file, matrix, or a combination), else None."""
+    size = getattr(mask, "size", None)
+    if isinstance(size, int):
+        return size
+    for part in getattr(mask, "parts", ()):
+        found = fixed_length(part)
+        if found is not None:
+            return found
+    return None
+
+
+__all__ = ["Document", "FileMask", "MatrixMask", "Tree", "fixed_length"]

@@ -1,0 +1,29 @@
+"""The mask families by spec name (``file:PATH`` is handled by the parser)."""
+
+from __future__ import annotations
+
+from rankcollapse.masks.families import (
+    BigBird,
+    Block,
+    Causal,
+    CausalWindow,
+    Complete,
+    Dilated,
+    Family,
+    Longformer,
+    Prefix,
+    RandomMask,
+    Sinks,
+    Strided,
+    Window,
+)
+from rankcollapse.masks.fixed import Document, Tree
+
+FAMILIES: dict[str, type[Family]] = {
+    f.name: f
+    for f in (Complete, Causal, Window, CausalWindow, Dilated, Strided, Block, Prefix, Longformer, BigBird,
+              Sinks, RandomMask, Document, Tree)
+}
+"""Parameterised families by name."""
+
+ALL_FAMILY_NAMES: tuple[str, ...] = (*FAMILIES, "file")
