@@ -1,0 +1,192 @@
+"""Curves over samples for the paper's experiments: mean ± std per layer, per-sample log drops, rates.
+
+The paper plots raw ``mu(X(t))`` as the mean ± std over its text samples [paper §5]; the claim
+rules need more than that band: how much each sample's curve fell, with an uncertainty. A
+:class:`Curve` keeps, per layer ``t`` (row t = X(t), t = 0 the embeddings) and over the ``n``
+samples of one condition (model, variant, mask, dtype, ...):
+
+- ``mean, std, lo, hi``: the raw values' mean, standard deviation, minimum and maximum;
+- ``drop, drop_std``: mean and std of the per-sample log drop ``log q_k(t) - log q_k(0)``, with
+  ``q`` clamped from below at :meth:`Curve.clamp` (``floor_rel(dtype)`` for ``mu_rel``, the
+  dtype's smallest normal number for raw ``mu``), so a curve at the floor counts as having fallen
+  to the floor, never as "undefined";
+- ``finite``: share of samples whose value is finite at ``t`` (a sample that overflowed once
+  counts as non-finite from then on: overflow is marked, never cut);
+- ``floor_share``: share of samples at or below the clamp (the precision floor for ``mu_rel``,
+  an underflow to 0 for ``mu``).
+
+:meth:`Curve.rate` gives the mean per-layer log rate between two layers with a standard error
+(ours): ``(drop(b) - drop(a)) / (b - a)``, standard error ``(sd(b) + sd(a)) / sqrt(n) / (b - a)``
+(an upper bound on the std of the difference; exact for ``a = 0``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rankcollapse.core.precision import dtype_name, floor_rel
+
+#: The two collapse quantities: the paper's raw mu and the scale-free mu_rel = mu / ||X||_F.
+QUANTITIES: tuple[str, ...] = ("mu", "mu_rel")
+#: Width of an uncertainty interval in standard errors (about 95% for a normal mean).
+Z = 2.0
+#: Suffixes of the per-layer columns of a curve (the mean has none: column ``mu`` is the mean of mu).
+_SUFFIXES = ("", "_std", "_min", "_max", "_drop", "_drop_std", "_floor_share")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A mean per-layer log rate with its standard error, over ``n`` samples."""
+
+    mean: float
+    se: float
+    n: int
+
+    @property
+    def lo(self) -> float:
+        return self.mean - Z * self.se
+
+    @property
+    def hi(self) -> float:
+        return self.mean + Z * self.se
+
+    @property
+    def factor(self) -> float:
+        """``exp(mean)``: the mean per-layer factor (0.3 = falls to 30% per layer)."""
+        return math.exp(self.mean) if math.isfinite(self.mean) else math.nan
+
+    def text(self) -> str:
+        """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = Z standard errors)."""
+        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {Z * self.se:.2g}, n={self.n})"
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Per-layer summary over samples of one quantity (``mu`` or ``mu_rel``) of one condition.
+
+    Arrays have one entry per layer t = 0..L; ``n`` is the number of samples.
+    """
+
+    quantity: str
+    dtype: str
+    n: int
+    mean: np.ndarray
+    std: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    drop: np.ndarray
+    drop_std: np.ndarray
+    finite: np.ndarray
+    floor_share: np.ndarray
+
+    @property
+    def layers(self) -> int:
+        """L: the index of the last layer."""
+        return len(self.mean) - 1
+
+    @property
+    def clamp(self) -> float:
+        return clamp_value(self.quantity, self.dtype)
+
+    @classmethod
+    def from_samples(cls, values: Any, quantity: str, dtype: str) -> Curve:
+        """Summarise ``values`` [b, L+1] (sample k, layer t) of ``quantity`` in ``dtype``."""
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim != 2 or v.shape[0] < 1 or v.shape[1] < 1:
+            raise ValueError(f"values must be [samples, layers] with both >= 1, got shape {v.shape}")
+        dtype = dtype_name(dtype)
+        ok = np.cumprod(np.isfinite(v), axis=1).astype(bool)  # non-finite once = non-finite after
+        clamp = clamp_value(quantity, dtype)
+        x = np.where(ok, v, np.nan)
+        logs = np.log(np.maximum(x, clamp))
+        drops = logs - logs[:, :1]
+        return cls(
+            quantity=quantity,
+            dtype=dtype,
+            n=v.shape[0],
+            mean=_nan_stat(np.nanmean, x),
+            std=_nan_stat(lambda a, axis: np.nanstd(a, axis=axis, ddof=0), x),
+            lo=_nan_stat(np.nanmin, x),
+            hi=_nan_stat(np.nanmax, x),
+            drop=_nan_stat(np.nanmean, drops),
+            drop_std=_nan_stat(lambda a, axis: np.nanstd(a, axis=axis, ddof=0), drops),
+            finite=ok.mean(axis=0),
+            floor_share=np.where(ok, x <= clamp, False).sum(axis=0) / v.shape[0],
+        )
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The per-layer columns ``{q, q_std, q_min, q_max, q_drop, q_drop_std, q_floor_share}``."""
+        q = self.quantity
+        arrays = (self.mean, self.std, self.lo, self.hi, self.drop, self.drop_std, self.floor_share)
+        return {f"{q}{s}": a for s, a in zip(_SUFFIXES, arrays, strict=True)}
+
+    @classmethod
+    def from_rows(cls, rows: pd.DataFrame, quantity: str, dtype: str, n: int) -> Curve:
+        """The curve stored in ``rows`` (one per layer, columns of :meth:`columns` and ``finite``)."""
+        rows = rows.sort_values("layer")
+        q = quantity
+        get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
+        return cls(q, dtype_name(dtype), int(n), get[0], get[1], get[2], get[3], get[4], get[5],
+                   np.asarray(rows["finite"], dtype=np.float64), get[6])
+
+    def n_at(self, t: int) -> int:
+        """Samples still finite at layer t."""
+        return round(float(self.finite[t]) * self.n)
+
+    def rate(self, start: int, end: int) -> Rate:
+        """Mean per-layer log rate from layer ``start`` to ``end`` (see the module docstring)."""
+        if not 0 <= start < end <= self.layers:
+            raise ValueError(f"need 0 <= start < end <= {self.layers}, got {start}, {end}")
+        n = self.n_at(end)
+        if n == 0:
+            return Rate(math.nan, math.nan, 0)
+        sd = float(self.drop_std[end]) + (float(self.drop_std[start]) if start > 0 else 0.0)
+        mean = (float(self.drop[end]) - float(self.drop[start])) / (end - start)
+        return Rate(mean, sd / math.sqrt(n) / (end - start), n)
+
+    def first_nonfinite(self) -> int | None:
+        """First layer where some sample is not finite (None: all finite throughout)."""
+        bad = np.nonzero(self.finite < 1.0)[0]
+        return int(bad[0]) if bad.size else None
+
+    def first_at_floor(self, share: float = 0.5) -> int | None:
+        """First layer where at least ``share`` of the samples sit at the clamp."""
+        hit = np.nonzero(self.floor_share >= share)[0]
+        return int(hit[0]) if hit.size else None
+
+
+def _nan_stat(fn: Any, a: np.ndarray) -> np.ndarray:
+    """``fn(a, axis=0)`` with NaN (not a warning) for an all-NaN column."""
+    out = np.full(a.shape[1], np.nan)
+    has = ~np.all(np.isnan(a), axis=0)
+    if has.any():
+        out[has] = fn(a[:, has], axis=0)
+    return out
+
+
+def clamp_value(quantity: str, dtype: str) -> float:
+    """Lower clamp of a quantity before taking logs: the precision floor for ``mu_rel``, the
+    smallest normal number of the dtype for raw ``mu`` (an underflow to 0)."""
+    if quantity == "mu_rel":
+        return floor_rel(dtype)
+    return float(torch.finfo(torch.float64 if dtype_name(dtype) == "float64" else torch.float32).tiny)
+
+
+def curve_rows(values: dict[str, Any], dtype: str) -> list[dict[str, Any]]:
+    """Per-layer rows of several quantities: ``values[q]`` is [b, L+1]; ``layer`` and ``finite`` first."""
+    curves = {q: Curve.from_samples(v, q, dtype) for q, v in values.items()}
+    first = next(iter(curves.values()))
+    finite = np.min([c.finite for c in curves.values()], axis=0)
+    rows = []
+    for t in range(first.layers + 1):
+        row: dict[str, Any] = {"layer": t, "samples": first.n, "finite": float(finite[t])}
+        for c in curves.values():
+            row.update({k: float(a[t]) for k, a in c.columns().items()})
+        rows.append(row)
+    return rows
