@@ -30,7 +30,8 @@ def test_simulate_writes_tidy_csv_config_and_json(tmp_path: Path, capsys: pytest
 
 def test_simulate_reruns_identically_from_config(tmp_path: Path) -> None:
     args = ["simulate", "--mask", "window:w=1", "--n", "12", "--d", "4", "--layers", "5", "--seed", "9",
-            "--dtype", "f32", "--value", "orthogonal", "--preset", "attn+ln", "--metrics", "mu_rel,sigma_min"]
+            "--dtype", "f32", "--value", "orthogonal", "--preset", "attn+sphere",
+            "--metrics", "mu_rel,sigma_min"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     assert (tmp_path / "a/metrics.csv").read_text() == (tmp_path / "b/metrics.csv").read_text()

@@ -41,7 +41,7 @@ def test_pure_attention_is_A_X_WV() -> None:
 def test_sphere_ln_preset_divides_each_token_by_its_norm() -> None:
     w, x, m = setup()
     z = attn_ref(x, w, m)
-    assert torch.allclose(run("attn+ln", x, w, m), z / z.norm(dim=-1, keepdim=True))
+    assert torch.allclose(run("attn+sphere", x, w, m), z / z.norm(dim=-1, keepdim=True))
 
 
 def test_layernorm_and_skip_presets() -> None:
@@ -81,7 +81,7 @@ def test_multihead_is_sum_over_heads(output: str) -> None:
 
 
 def test_presets_documented_and_unknown_rejected() -> None:
-    required = {"attn", "attn+ln", "attn+layernorm", "attn+skip", "attn+skip+layernorm", "transformer"}
+    required = {"attn", "attn+sphere", "attn+layernorm", "attn+skip", "attn+skip+layernorm", "transformer"}
     assert required <= set(PRESETS)
     assert all(formula for _, formula in PRESETS.values())
     with pytest.raises(RankCollapseError, match="unknown preset"):

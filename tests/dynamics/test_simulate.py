@@ -118,7 +118,7 @@ def test_metric_subset_keeps_mu() -> None:
 @pytest.mark.parametrize(
     ("change", "match"),
     [({"preset": "gpt"}, "preset"), ({"value": "unitary"}, "value"), ({"dtype": "f16"}, "dtype"),
-     ({"n": 1}, "n must"), ({"heads": 3}, "heads"), ({"temperature": 0.0}, "temperature"),
+     ({"n": 1}, "n must"), ({"heads": 3}, "heads"), ({"d_qk": 0.0}, "d_qk"),
      ({"device": "tpu"}, "device"), ({"metrics": ("nope",)}, "metrics"), ({"inputs": "uniform"}, "inputs"),
      ({"value_matrix": torch.eye(3)}, "value_matrix"), ({"kernel": "band", "mask": "block:size=4"}, "band")],
 )
@@ -147,7 +147,7 @@ def test_resolve_mask_from_spec() -> None:
 def test_sphere_ln_zero_token_raises() -> None:
     x0 = torch.zeros(16, 8, dtype=torch.float64)
     with pytest.raises(RankCollapseError, match="zero token"):
-        simulate(cfg(preset="attn+ln", input_tokens=x0))
+        simulate(cfg(preset="attn+sphere", input_tokens=x0))
 
 
 def test_every_preset_runs_and_stays_finite() -> None:

@@ -1,4 +1,10 @@
-"""The Typer application object shared by all sub-command modules."""
+"""The Typer application object shared by all sub-command modules, and where each command lives.
+
+A sub-command module registers its command on ``app`` when imported (``@app.command("name")``).
+``main.py`` imports only the module of the command being run (every module for ``--help``), so a
+command never pays for another's imports. To add a command: write its module, add one line to
+``COMMAND_MODULES``.
+"""
 
 import typer
 
@@ -10,3 +16,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root() -> None:
+    """Rank collapse in transformers: masks as graphs, attention dynamics, LayerNorm equilibria,
+    pretrained models, and the paper's reproduction."""
+
+
+#: command name -> the module that registers it (imported lazily by ``main.py``).
+COMMAND_MODULES: dict[str, str] = {
+    "mask": "rankcollapse.cli.mask",
+    "simulate": "rankcollapse.cli.simulate",
+    "equilibria": "rankcollapse.cli.equilibria",
+    "portrait": "rankcollapse.cli.equilibria",
+    "counterexample": "rankcollapse.cli.counterexample",
+    "analyze": "rankcollapse.cli.analyze",
+    "reproduce": "rankcollapse.cli.reproduce",
+}

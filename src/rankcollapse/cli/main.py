@@ -1,68 +1,174 @@
-"""Entry point: registers the sub-commands and maps user errors to one line and exit code 2."""
+"""Entry point: loads the sub-command being run, maps user errors to one line and exit code 2.
+
+Exit codes: 0 ok, 2 bad input (one line on stderr), 130 interrupted (Ctrl-C at any moment: one
+line on stderr). Only light modules are imported here; each command imports what it needs.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
+import signal
 import sys
+from typing import Any
 
-import click
+_INTERRUPTED = "results already written are kept"
 
-from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.runtime import raise_mmap_threshold
+
+def _say(message: str) -> None:
+    try:
+        print(f"rankcollapse: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr closed
+        pass
+
+
+def _on_late_sigint(signum: int, frame: Any) -> None:
+    """Ctrl-C after the command finished (flushing, joining workers, interpreter shutdown)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    _say(f"interrupted; {_INTERRUPTED}")
+    os._exit(130)
+
+
+def command_name(args: list[str]) -> str | None:
+    """The sub-command named on the command line (the first word that is not an option)."""
+    for arg in args:
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def load_commands(args: list[str]) -> None:
+    """Import the module of the command being run, or every command module (help, unknown name)."""
+    from rankcollapse.cli.app import COMMAND_MODULES
+
+    name = command_name(args)
+    every = list(dict.fromkeys(COMMAND_MODULES.values()))
+    wanted = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else every
+    for module in wanted:
+        importlib.import_module(module)
 
 
 def _click_modules() -> tuple:
     """Click's exception classes: typer >= 0.29 vendors its own copy (``typer._click``)."""
-    modules = [click.exceptions]
-    try:
-        from typer._click import exceptions as vendored
+    import click
 
-        modules.append(vendored)
-    except ImportError:
-        pass
+    modules = [click.exceptions]
+    for name in ("typer._click.exceptions", "typer.exceptions"):
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError:
+            pass
     return tuple(modules)
 
 
 def _classes(name: str) -> tuple[type[BaseException], ...]:
-    return tuple(getattr(m, name) for m in _click_modules() if hasattr(m, name))
+    return tuple(dict.fromkeys(getattr(m, name) for m in _click_modules() if hasattr(m, name)))
 
 
-def _register_commands() -> None:
-    # Importing a module registers its commands on ``app``.
-    from rankcollapse.cli import (  # noqa: F401
-        analyze,
-        equilibria,
-        mask,
-        reproduce,
-        simulate,
-    )
+def _option_value(args: list[str], opts: list[str]) -> str | None:
+    """The text the user gave for an option (``--layers 2.5`` or ``--layers=2.5``)."""
+    for k, arg in enumerate(args):
+        for opt in opts:
+            if arg == opt and k + 1 < len(args):
+                return args[k + 1]
+            if arg.startswith(opt + "="):
+                return arg[len(opt) + 1 :]
+    return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok, 2 bad input, 130 interrupted)."""
+_KINDS = {"int": "integer", "float": "number", "bool": "true/false value", "Path": "path"}
+
+
+def _kind(param: Any) -> str:
+    """``integer``, ``number``...: what the option takes, for the error line."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if annotation is None:
+        annotation = getattr(getattr(param, "type", None), "name", None)
+    name = getattr(annotation, "__name__", str(annotation))
+    return _KINDS.get(name, "value")
+
+
+def usage_message(err: Any, args: list[str]) -> str:
+    """One line for a click usage error; a bad option value is quoted (truncated) with its type."""
+    param = getattr(err, "param", None)
+    opts = list(getattr(param, "opts", None) or [])
+    value = _option_value(args, opts) if opts and isinstance(err, _classes("BadParameter")) else None
+    if value is not None:
+        kind = _kind(param)
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        text = f"{opts[-1]} {shown!r} is not a valid {kind}"
+    else:
+        text = " ".join(err.format_message().split())
+        text = text if len(text) <= 300 else text[:297] + "..."
+    ctx = getattr(err, "ctx", None)
+    path = getattr(ctx, "command_path", "") or ""
+    sub = f"{path.split(' ', 1)[-1]} " if " " in path else ""
+    hint = f" (see 'rankcollapse {sub}--help')"
+    return text + hint
+
+
+def _run(args: list[str]) -> int:
+    from rankcollapse.errors import Interrupted, RankCollapseError
+    from rankcollapse.runtime import raise_mmap_threshold
+
     raise_mmap_threshold()
-    _register_commands()
+    load_commands(args)
+    import typer
+
+    from rankcollapse.cli.app import app
+
+    command = typer.main.get_command(app)
     try:
-        result = app(args=argv, standalone_mode=False, prog_name="rankcollapse")
+        with command.make_context("rankcollapse", list(args)) as ctx:
+            result = command.invoke(ctx)
+    except Interrupted as err:
+        _say(f"interrupted; {err.message}")
+        return 130
     except RankCollapseError as err:
-        print(f"rankcollapse: error: {err}", file=sys.stderr)
+        text = " ".join(str(err).split())
+        _say(f"error: {text if len(text) <= 400 else text[:397] + '...'}")
         return 2
-    except _classes("NoArgsIsHelpError"):
+    except _classes("NoArgsIsHelpError") as err:
+        print(err.format_message() if hasattr(err, "format_message") else "", end="")
         return 0
     except _classes("UsageError") as err:
-        hint = f" (see 'rankcollapse {err.ctx.command_path.split(' ', 1)[-1]} --help')" if (
-            err.ctx is not None and " " in err.ctx.command_path) else " (see 'rankcollapse --help')"
-        print(f"rankcollapse: error: {err.format_message()}{hint}", file=sys.stderr)
+        _say(f"error: {usage_message(err, args)}")
         return 2
     except _classes("Exit") as err:
         return int(getattr(err, "exit_code", 0))
     except _classes("Abort"):
-        print("rankcollapse: interrupted; results already written are kept", file=sys.stderr)
+        _say(f"interrupted; {_INTERRUPTED}")
         return 130
-    except KeyboardInterrupt:
-        print("rankcollapse: interrupted; results already written are kept", file=sys.stderr)
-        return 130
+    except RecursionError:
+        _say("error: the input is nested too deeply; allowed: simpler input")
+        return 2
     return int(result) if isinstance(result, int) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit code (0, 2 or 130).
+
+    Called as a process (``argv`` None), a Ctrl-C that lands after the command, while the
+    interpreter shuts down, still prints one line and exits 130.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        code = _run(args)
+    except KeyboardInterrupt as err:
+        message = getattr(err, "message", _INTERRUPTED)
+        _say(f"interrupted; {message}")
+        code = 130
+    except BrokenPipeError:  # the reader of stdout went away (``rankcollapse --help | head``)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 1
+    if argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_late_sigint)
+    return code
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,75 +20,136 @@ def _metric_names(metrics: str | None) -> tuple[str, ...] | None:
     return tuple(m.strip() for m in metrics.split(",") if m.strip())
 
 
+def warn(message: str) -> None:
+    """One line on stderr: ``rankcollapse: warning: ...``."""
+    print(f"rankcollapse: warning: {message}", file=sys.stderr)
+
+
+def _d_qk(d_qk: float | None, temperature: float | None) -> float:
+    """``--d-qk``, or its deprecated alias ``--temperature`` (one warning line)."""
+    if temperature is not None:
+        if d_qk is not None:
+            raise RankCollapseError("give --d-qk or its old name --temperature, not both")
+        warn("--temperature is deprecated; use --d-qk (the d_qk in logits / sqrt(d_qk))")
+        return temperature
+    return 1.0 if d_qk is None else d_qk
+
+
+def _preset(preset: str) -> str:
+    from rankcollapse.dynamics.layers import canonical_preset
+
+    name, warning = canonical_preset(preset)
+    if warning:
+        warn(warning)
+    return name
+
+
 @app.command("simulate")
 def simulate_command(
     mask: str = typer.Option("complete", "--mask", help="Mask spec, e.g. complete, causal, window:w=8, "
                              "causal-window:w=1, block:size=8 (see 'rankcollapse mask')."),
-    n: int = typer.Option(32, "--n", help="Tokens N."),
+    n: int = typer.Option(32, "--n", help="Tokens N (>= 2)."),
     d: int = typer.Option(16, "--d", help="Features d."),
     layers: int = typer.Option(128, "--layers", help="Depth: number of layers applied."),
-    preset: str = typer.Option("attn", "--preset", help="attn, attn+ln (sphere), attn+layernorm, "
-                               "attn+rmsnorm, attn+skip, attn+skip+ln, attn+skip+layernorm, transformer, "
-                               "transformer-pre (formulas: docs/dynamics.md)."),
+    preset: str = typer.Option("attn", "--preset", help="attn, attn+sphere (tokens renormalised to the "
+                               "sphere), attn+layernorm, attn+rmsnorm, attn+skip, attn+skip+sphere, "
+                               "attn+skip+layernorm, transformer, transformer-pre (docs/dynamics.md)."),
     heads: int = typer.Option(1, "--heads", help="Attention heads (outputs averaged)."),
-    temperature: float = typer.Option(1.0, "--temperature", help="d_QK: logits = q k^T / sqrt(d_QK)."),
+    d_qk: float = typer.Option(None, "--d-qk", help="d_qk in logits = q k^T / sqrt(d_qk) (default 1)."),
+    temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated: --d-qk."),
     value: str = typer.Option("gaussian", "--value", help="W_V family: gaussian, orthogonal, identity, "
                               "scaled-identity."),
-    value_scale: float = typer.Option(1.0, "--value-scale", help="sigma of the W_V family "
-                                      "(gaussian entries N(0, sigma^2/d))."),
+    value_scale: float = typer.Option(None, "--value-scale", help="sigma of the W_V family (default 1; "
+                                      "gaussian entries N(0, sigma^2/d)); not for identity."),
     qk_scale: float = typer.Option(1.0, "--qk-scale", help="W_Q, W_K entries N(0, s^2/d)."),
     shared_weights: bool = typer.Option(False, "--shared-weights", help="Reuse one layer's weights at every "
                                         "depth (default: fresh weights per layer)."),
     inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere."),
     batch: int = typer.Option(8, "--batch", help="Independent input samples (same network)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of inputs and weights."),
-    dtype: str = typer.Option("f64", "--dtype", help="f64 or f32."),
+    seed: int = typer.Option(0, "--seed", help="Seed of inputs and weights (>= 0)."),
+    dtype: str = typer.Option("float64", "--dtype", help="float64 or float32 (f64, f32 accepted)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     kernel: str = typer.Option("auto", "--kernel", help="auto, dense, sdpa, band."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute "
                                 "(default all; mu and mu_rel always)."),
     stop_below: float = typer.Option(None, "--stop-below", help="Stop once every sample's mu_rel is below."),
-    threads: int = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's; 1 is "
-                                "much faster for small runs on a loaded machine)."),
-    out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ mu.png)."),
+    threads: int = typer.Option(None, "--threads", help="torch intra-op threads, 1..CPUs (default: torch's; "
+                                "1 is much faster for small runs on a loaded machine)."),
+    out: Path = typer.Option(..., "--out", help="Output folder (new or empty): config.json, metrics.csv "
+                             "(+ mu.png)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Allow writing into a non-empty --out."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
     plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr (shown "
+                                  "after 2 s)."),
 ) -> None:
     """Simulate X(t+1) = layer(X(t)) and write one metrics.csv row per layer (row 0 = the input)."""
+    from rankcollapse.validate import check_out_dir, check_threads
+
+    out = check_out_dir("--out", out, overwrite=overwrite)
+    if threads is not None:
+        threads = check_threads("--threads", threads)
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
     from rankcollapse.io import RunWriter
 
     config = SimulationConfig(
-        mask=mask, n=n, d=d, layers=layers, preset=preset, heads=heads, temperature=temperature, value=value,
-        value_scale=value_scale, qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs, batch=batch,
-        seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=_metric_names(metrics),
+        mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
+        d_qk=_d_qk(d_qk, temperature), value=value, value_scale=value_scale, qk_scale=qk_scale,
+        shared_weights=shared_weights, inputs=inputs,
+        batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=_metric_names(metrics),
         stop_below=stop_below,
     )
-    config.validate()
     if threads is not None:
-        if threads < 1:
-            raise RankCollapseError(f"--threads must be a positive integer, got {threads}")
         import torch
 
         torch.set_num_threads(threads)
-    from rankcollapse.dynamics.simulate import resolve_mask
+    bar = _progress_bar(config.layers + 1, enabled=progress)
+    try:
+        with RunWriter(out, {"simulate": config.to_dict()}) as writer:
+            def on_layer(row: dict[str, float]) -> None:
+                writer.write_row(row)
+                bar.update(1)
 
-    resolve_mask(mask, n)  # a bad spec fails before any file is written
-    with RunWriter(out, {"simulate": config.to_dict()}) as writer:
-        result = simulate(config, on_layer=writer.write_row)
+            result = simulate(config, on_layer=on_layer)
+    except OSError as err:
+        raise RankCollapseError(f"cannot write into --out {str(out)[:60]!r}: {err.strerror}") from None
+    finally:
+        bar.close()
+    if result.nonfinite_layer is not None:
+        warn(f"the run turned non-finite at layer {result.nonfinite_layer} ({config.dtype} overflow); "
+             "its rows carry overflow > 0 and NaN metrics")
     summary = result.summary()
     summary["out"] = str(out)
     if plot:
         plot_mu(result.rows, Path(out) / "mu.png", dtype=config.dtype, theory=result.theory,
-                title=f"{mask}, {preset}, n={n}, d={d}, {config.dtype}")
+                title=f"{config.mask}, {config.preset}, n={n}, d={d}, {config.dtype}")
         summary["plot"] = str(Path(out) / "mu.png")
     if as_json:
         typer.echo(json.dumps(_finite(summary), indent=2))
         return
     note = f"; stopped: {result.stopped}" if result.stopped else ""
-    floor = " (at the precision floor)" if summary["at_precision_floor"] else ""
+    floor = {"collapsed": " (at the precision floor)", "overflow": " (overflow)",
+             "undefined": " (undefined: every token vanished)"}.get(summary["state"], "")
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'}; final mu_rel "
                f"{summary['final_mu_rel']:.3g}{floor}; kernel {result.kernel}{note}")
+
+
+class _NoBar:
+    def update(self, k: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    """A tqdm bar on stderr that appears only after 2 s (short runs print nothing)."""
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="layers", unit="layer", file=sys.stderr, delay=2.0, leave=False,
+                dynamic_ncols=True)
 
 
 def _finite(obj: Any) -> Any:
@@ -112,16 +174,16 @@ def plot_mu(
     import matplotlib.pyplot as plt
     import torch
 
-    from rankcollapse.metrics import FLOOR_FACTOR
+    from rankcollapse.core.precision import floor_rel
 
     t = [int(r["layer"]) for r in rows if r["layer"] >= 1]
     if not t:
         raise RankCollapseError("nothing to plot: run at least one layer")
     pick = [r for r in rows if r["layer"] >= 1]
-    floor = FLOOR_FACTOR * torch.finfo(torch.float64 if dtype in ("f64", "float64") else torch.float32).eps
+    floor = floor_rel(dtype)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, label in ((axes[0], "mu", "mu = ||X - 1 mean||_F"), (axes[1], "mu_rel", "mu / ||X||_F")):
-        vals = [max(r[key], 1e-300) for r in pick]
+        vals = [max(r[key], 1e-300) if math.isfinite(r[key]) else math.nan for r in pick]
         at = [r.get("at_floor", 0.0) >= 1.0 for r in pick]
         ax.loglog(t, vals, "-", color="C0", label=f"{label} (batch mean)")
         ax.fill_between(t, [max(r[f"{key}_min"], 1e-300) for r in pick],
@@ -141,9 +203,12 @@ def plot_mu(
         ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
+    from rankcollapse.io import atomic_path
+
     try:
-        fig.savefig(path, dpi=110)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
     except OSError as err:
-        raise RankCollapseError(f"cannot write plot {path}: {err.strerror}") from err
+        raise RankCollapseError(f"cannot write plot {str(path)[:60]!r}: {err.strerror}") from None
     finally:
         plt.close(fig)

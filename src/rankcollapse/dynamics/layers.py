@@ -53,12 +53,12 @@ class LayerSpec:
 #: Named presets: (spec, exact formula for one layer, single head). ``D`` = diag(1/||row||).
 PRESETS: dict[str, tuple[LayerSpec, str]] = {
     "attn": (LayerSpec(), "X <- A X W_V"),
-    "attn+ln": (
+    "attn+sphere": (
         LayerSpec(norm="sphere"), "X <- D A X W_V,  D = diag(1 / ||(A X W_V)_i||)  (tokens on the sphere)"),
     "attn+layernorm": (LayerSpec(norm="layernorm"), "X <- LayerNorm(A X W_V)"),
     "attn+rmsnorm": (LayerSpec(norm="rmsnorm"), "X <- RMSNorm(A X W_V)"),
     "attn+skip": (LayerSpec(skip=1.0), "X <- X + A X W_V"),
-    "attn+skip+ln": (
+    "attn+skip+sphere": (
         LayerSpec(norm="sphere", skip=1.0), "X <- D (X + A X W_V),  D = diag(1 / ||(X + A X W_V)_i||)"),
     "attn+skip+layernorm": (
         LayerSpec(norm="layernorm", skip=1.0), "X <- LayerNorm(X + A X W_V)"),
@@ -73,10 +73,27 @@ PRESETS: dict[str, tuple[LayerSpec, str]] = {
 }
 
 
+#: Old preset names kept for one release: ``attn+ln`` meant the theory's scaling-only normalisation
+#: (``attn+sphere``), while ``attn+ln`` elsewhere (``analyze --mode``) means a model's own LayerNorm.
+DEPRECATED_PRESETS: dict[str, str] = {"attn+ln": "attn+sphere", "attn+skip+ln": "attn+skip+sphere"}
+
+
+def canonical_preset(name: str) -> tuple[str, str | None]:
+    """``(preset, warning)``: the current name of a preset and a one-line deprecation warning for an
+    old name (None for a current one); RankCollapseError for an unknown name."""
+    if isinstance(name, str) and name in DEPRECATED_PRESETS:
+        new = DEPRECATED_PRESETS[name]
+        return new, (f"preset {name!r} is deprecated (it is the scaling-only sphere normalisation, not a "
+                     f"LayerNorm); use {new!r}")
+    if not isinstance(name, str) or name not in PRESETS:
+        shown = repr(name)[:60]
+        raise RankCollapseError(f"unknown preset {shown}; allowed: {', '.join(PRESETS)}")
+    return name, None
+
+
 def get_preset(name: str) -> LayerSpec:
-    if name not in PRESETS:
-        raise RankCollapseError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
-    return PRESETS[name][0]
+    """The :class:`LayerSpec` of a preset (old names accepted, see :data:`DEPRECATED_PRESETS`)."""
+    return PRESETS[canonical_preset(name)[0]][0]
 
 
 def multihead_attention(

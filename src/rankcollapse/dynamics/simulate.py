@@ -16,215 +16,83 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from rankcollapse.core.norms import NORMS
-from rankcollapse.dynamics.kernels import KERNELS, KernelPlan, plan_kernel
-from rankcollapse.dynamics.layers import PLACEMENTS, PRESETS, LayerSpec, apply_layer, get_preset
-from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1, radius_of_dense
-from rankcollapse.dynamics.weights import (
-    INPUT_KINDS,
-    OUTPUT_FAMILIES,
-    VALUE_FAMILIES,
-    LayerWeights,
-    draw_inputs,
-    draw_layer_weights,
-)
+from rankcollapse.core.precision import floor_rel, parse_dtype
+from rankcollapse.dynamics.config import SimulationConfig, estimate_memory
+from rankcollapse.dynamics.kernels import KernelPlan, plan_kernel
+from rankcollapse.dynamics.layers import LayerSpec, apply_layer
+from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
+from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_weights
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.metrics import FLOOR_FACTOR, METRIC_NAMES, collapse_metrics, summarize
+from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
 from rankcollapse.runtime import trim_heap_every
 
-DTYPES = {"float64": torch.float64, "f64": torch.float64, "float32": torch.float32, "f32": torch.float32}
-
-
-@dataclass
-class SimulationConfig:
-    """Everything that defines a run (JSON-able unless tensors are given).
-
-    mask: mask spec (``rankcollapse.masks.parse_mask``), e.g. ``"causal"``, ``"window:w=8"``.
-    n, d, layers, batch: tokens, features, depth, independent input samples (same network).
-    preset: layer assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
-    (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip).
-    heads, qk_dim (per-head query/key width, default d // heads), temperature (``d_QK`` in
-    ``logits / sqrt(d_QK)``), value (W_V family) with value_scale (sigma), qk_scale, output (W_O).
-    shared_weights: one layer's weights reused at every depth (else fresh per layer).
-    inputs: ``gaussian``, ``sphere``, ``hemisphere`` (or ``input_tokens``: [n, d] or [b, n, d]).
-    value_matrix: user W_V, [d, d] or [h, d, d] (shared by all layers) or [layers, h, d, d].
-    mask_matrix: a user boolean [n, n] mask instead of ``mask``.
-    dtype ``float64``/``float32``; device ``cpu``/``cuda``; kernel ``auto``/``dense``/``sdpa``/``band``.
-    metrics: column names to compute per layer (None = all of ``METRIC_NAMES``; mu and mu_rel
-    always). stop_below: stop once every sample's mu_rel is below it. track_min_weight: record
-    the smallest attention weight on an edge (None = only for pure attention, where the Theorem 1
-    check uses it; it forces the explicit attention matrix, hence the dense cost).
-    metric_threads: torch intra-op threads while measuring (default 1: the per-layer measures are
-    small reductions, and on a loaded machine every multi-threaded op waits a scheduler slice for
-    its partner thread, measured 16 ms per op on the shared 2-core box; None keeps torch's
-    setting, better for large n with SVD or cosine metrics on a quiet machine).
-    """
-
-    mask: str = "complete"
-    n: int = 32
-    d: int = 16
-    layers: int = 128
-    preset: str = "attn"
-    norm: str | None = None
-    placement: str | None = None
-    skip: float | None = None
-    mlp: bool | None = None
-    heads: int = 1
-    qk_dim: int | None = None
-    temperature: float = 1.0
-    value: str = "gaussian"
-    value_scale: float = 1.0
-    qk_scale: float = 1.0
-    output: str = "mean"
-    shared_weights: bool = False
-    inputs: str = "gaussian"
-    batch: int = 8
-    seed: int = 0
-    dtype: str = "float64"
-    device: str = "cpu"
-    kernel: str = "auto"
-    band_block: int | None = None
-    metrics: tuple[str, ...] | None = None
-    stop_below: float | None = None
-    track_min_weight: bool | None = None
-    metric_threads: int | None = 1
-    value_matrix: Tensor | None = field(default=None, repr=False)
-    input_tokens: Tensor | None = field(default=None, repr=False)
-    mask_matrix: Tensor | None = field(default=None, repr=False)
-
-    def layer_spec(self) -> LayerSpec:
-        """The preset with the explicit overrides applied."""
-        base = get_preset(self.preset)
-        skip = base.skip if self.skip is None else (None if self.skip == 0 else float(self.skip))
-        return LayerSpec(
-            norm=base.norm if self.norm is None else self.norm,
-            placement=base.placement if self.placement is None else self.placement,
-            skip=skip,
-            mlp=base.mlp if self.mlp is None else self.mlp,
-        )
-
-    def validate(self) -> None:
-        """Raise RankCollapseError (one line) on any bad setting."""
-
-        def bad(what: str, value: Any, allowed: str) -> RankCollapseError:
-            return RankCollapseError(f"{what} must be {allowed}, got {value!r}")
-
-        for name in ("n", "d", "layers", "batch", "heads"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < (0 if name == "layers" else 1):
-                raise bad(name, v, "a non-negative integer" if name == "layers" else "a positive integer")
-        if self.n < 2:
-            raise bad("n", self.n, "at least 2 (pairwise measures need two tokens)")
-        if self.qk_dim is not None and (not isinstance(self.qk_dim, int) or self.qk_dim < 1):
-            raise bad("qk_dim", self.qk_dim, "a positive integer")
-        if self.qk_dim is None and self.d % self.heads:
-            raise bad("heads", self.heads, f"a divisor of d = {self.d} (or give qk_dim)")
-        if not (self.temperature > 0 and math.isfinite(self.temperature)):
-            raise bad("temperature", self.temperature, "a positive number")
-        for name, allowed in (("value", VALUE_FAMILIES), ("output", OUTPUT_FAMILIES), ("inputs", INPUT_KINDS),
-                              ("kernel", KERNELS), ("dtype", tuple(DTYPES)), ("preset", tuple(PRESETS))):
-            if getattr(self, name) not in allowed:
-                raise bad(name, getattr(self, name), "one of " + ", ".join(allowed))
-        if self.norm is not None and self.norm not in NORMS:
-            raise bad("norm", self.norm, "one of " + ", ".join(NORMS))
-        if self.placement is not None and self.placement not in PLACEMENTS:
-            raise bad("placement", self.placement, "one of " + ", ".join(PLACEMENTS))
-        for name in ("value_scale", "qk_scale"):
-            if not math.isfinite(getattr(self, name)):
-                raise bad(name, getattr(self, name), "a finite number")
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise RankCollapseError(f"device {self.device!r} requested but torch sees no GPU; use cpu")
-        if self.device != "cpu" and not self.device.startswith("cuda"):
-            raise bad("device", self.device, "cpu or cuda[:k]")
-        if self.metrics is not None:
-            unknown = [m for m in self.metrics if m not in METRIC_NAMES]
-            if unknown:
-                raise bad("metrics", unknown, "names among " + ", ".join(METRIC_NAMES))
-        if self.stop_below is not None and not self.stop_below > 0:
-            raise bad("stop_below", self.stop_below, "a positive number")
-        if self.metric_threads is not None and self.metric_threads < 1:
-            raise bad("metric_threads", self.metric_threads, "a positive integer or None")
-        if self.band_block is not None and self.band_block < 1:
-            raise bad("band_block", self.band_block, "a positive integer")
-        self._check_tensors()
-
-    def _check_tensors(self) -> None:
-        d, h = self.d, self.heads
-        if self.value_matrix is not None:
-            shape = tuple(self.value_matrix.shape)
-            if shape not in ((d, d), (h, d, d), (self.layers, h, d, d)):
-                raise RankCollapseError(
-                    f"value_matrix shape {shape} not allowed; use ({d}, {d}), ({h}, {d}, {d}) or "
-                    f"({self.layers}, {h}, {d}, {d})"
-                )
-        if self.input_tokens is not None:
-            shape = tuple(self.input_tokens.shape)
-            if shape not in ((self.n, d), (self.batch, self.n, d)):
-                raise RankCollapseError(
-                    f"input_tokens shape {shape} not allowed; "
-                    f"use ({self.n}, {d}) or ({self.batch}, {self.n}, {d})"
-                )
-        if self.mask_matrix is not None and tuple(self.mask_matrix.shape) != (self.n, self.n):
-            shape = tuple(self.mask_matrix.shape)
-            raise RankCollapseError(f"mask_matrix shape {shape} must be ({self.n}, {self.n})")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able settings (user tensors reported by shape only)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = list(v) if isinstance(v, tuple) else (
-                {"given_shape": list(v.shape)} if isinstance(v, Tensor) else v)
-        out["layer_spec"] = self.layer_spec().__dict__
-        return out
+__all__ = [
+    "ResolvedMask",
+    "SimulationConfig",
+    "SimulationResult",
+    "estimate_memory",
+    "resolve_mask",
+    "simulate",
+    "with_overrides",
+]
 
 
 @dataclass
 class ResolvedMask:
-    """The mask of a run at length n: dense matrix, band (lo, hi) or None, completeness, radius."""
+    """The mask of a run at length n: the parsed ``Mask`` (None for a user matrix), its dense
+    matrix, band (lo, hi) or None, completeness; ``radius`` from the graph analysis, on demand."""
 
     spec: str
     dense: Tensor
     band: tuple[int, int] | None
     complete: bool
-    _radius: int | str | None = "unknown"
+    mask: Any = None
+    _analysis: Any = None
+
+    @property
+    def analysis(self) -> Any:
+        """The ``MaskAnalysis`` at this length (computed once, from the mask object itself)."""
+        if self._analysis is None:
+            from rankcollapse.masks import analyze_mask
+
+            n = self.dense.shape[0]
+            if self.mask is None:
+                self._analysis = analyze_mask(self.dense.cpu().numpy(), n)
+            elif hasattr(self.mask, "analysis"):
+                self._analysis = self.mask.analysis(n)
+            else:
+                self._analysis = analyze_mask(self.mask, n)
+        return self._analysis
 
     @property
     def radius(self) -> int | None:
-        if self._radius == "unknown":
-            self._radius = _radius_of(self)
-        return self._radius  # type: ignore[return-value]
+        r = self.analysis.radius
+        return None if r is None else int(r)
 
 
-def _radius_of(m: ResolvedMask) -> int | None:
-    """Radius from the masks package (``analyze_mask``); a plain BFS if that is unavailable."""
-    try:
-        from rankcollapse.masks import analyze_mask, parse_mask
-    except ImportError:
-        return radius_of_dense(m.dense.cpu())
-    target = m.dense.cpu().numpy() if m.spec == "<matrix>" else parse_mask(m.spec)
-    r = analyze_mask(target, m.dense.shape[0]).radius
-    return None if r is None else int(r)
+def resolve_mask(mask: Any, n: int) -> ResolvedMask:
+    """A parsed ``Mask``, a spec string (parsed here) or a boolean [n, n] tensor, at length n."""
+    from rankcollapse.masks import Mask, parse_mask
+    from rankcollapse.validate import check_int, check_tensor, type_name
 
-
-def resolve_mask(spec: str | Tensor, n: int) -> ResolvedMask:
-    """A mask spec (via ``rankcollapse.masks.parse_mask``) or a boolean [n, n] matrix, at length n."""
-    if isinstance(spec, Tensor):
-        if spec.dtype != torch.bool or tuple(spec.shape) != (n, n):
-            got = f"{spec.dtype} {tuple(spec.shape)}"
-            raise RankCollapseError(f"mask matrix must be bool ({n}, {n}), got {got}")
-        return ResolvedMask("<matrix>", spec.cpu(), None, bool(spec.all()))
-    from rankcollapse.masks import parse_mask
-
-    mask = parse_mask(spec)
-    return ResolvedMask(mask.spec, mask.dense(n), mask.band(n), bool(mask.is_complete(n)))
+    n = check_int("n", n, low=1)
+    if isinstance(mask, Tensor):
+        check_tensor("mask", mask, shapes=[(n, n)], floating=False, finite=False)
+        if mask.dtype != torch.bool:
+            raise RankCollapseError(f"mask matrix must be torch.bool ({n}, {n}), got {mask.dtype}")
+        return ResolvedMask("<matrix>", mask.cpu(), None, bool(mask.all()))
+    if isinstance(mask, str):
+        mask = parse_mask(mask)
+    if not isinstance(mask, Mask):
+        raise RankCollapseError(f"mask must be a spec string, a Mask or a bool tensor, got {type_name(mask)}")
+    return ResolvedMask(mask.spec, mask.dense(n), mask.band(n), bool(mask.is_complete(n)), mask)
 
 
 @dataclass
@@ -232,11 +100,13 @@ class SimulationResult:
     """What a run keeps.
 
     rows: one dict per layer (row t describes X(t)): ``layer``, the batch mean of every metric,
-    then ``<name>_min``/``<name>_max``, and ``attn_min`` (smallest attention weight on an edge
-    used to produce X(t); NaN for row 0) when tracked. mu, mu_rel: [T+1, b] per sample.
+    then ``<name>_min``/``<name>_max``, ``attn_min`` (smallest attention weight on an edge used to
+    produce X(t); NaN for row 0) when tracked, and ``overflow`` (share of samples whose tokens are
+    no longer finite; their metrics are NaN). mu, mu_rel: [T+1, b] per sample.
     min_weight: [T, b] or None. final: X(T) [b, n, d]; trajectory: [T+1, b, n, d] or None.
     kernel: the attention path used. theory: the Theorem 1 check (pure attention only).
-    stopped: why the run ended before ``layers`` (``""`` if it did not).
+    stopped: why the run ended before ``layers`` (``""`` if it did not); nonfinite_layer: the
+    first layer with a non-finite token (None if none).
     """
 
     config: SimulationConfig
@@ -250,6 +120,7 @@ class SimulationResult:
     theory: TheoryCheck | None = None
     trajectory: Tensor | None = None
     stopped: str = ""
+    nonfinite_layer: int | None = None
 
     def frame(self) -> Any:
         """The rows as a pandas DataFrame (one row per layer)."""
@@ -257,21 +128,37 @@ class SimulationResult:
 
         return pd.DataFrame(self.rows)
 
+    @property
+    def state(self) -> str:
+        """The final state: ``overflow`` (tokens turned non-finite), ``undefined`` (0/0: every token
+        vanished, mu_rel is NaN), ``collapsed`` (every sample at the precision floor) or ``running``."""
+        last = self.rows[-1]
+        if self.nonfinite_layer is not None:
+            return "overflow"
+        if math.isnan(last["mu_rel_max"]):
+            return "undefined"
+        return "collapsed" if last["mu_rel_max"] <= floor_rel(self.config.dtype) else "running"
+
     def summary(self) -> dict[str, Any]:
-        """Final-layer collapse, floor flag and theory check, JSON-able (the CLI's ``--json``).
+        """Final-layer collapse, floor flag, numerical state and theory check, JSON-able (``--json``).
 
         ``at_precision_floor``: every sample's ``mu_rel <= FLOOR_FACTOR * eps(dtype)`` (the
-        ``at_floor`` metric's test), ``precision_floor`` that threshold.
+        ``at_floor`` metric's test), ``precision_floor`` that threshold; ``state`` see :attr:`state`;
+        ``overflow``: the run turned non-finite (at ``nonfinite_layer``).
         """
         last = self.rows[-1]
-        floor = FLOOR_FACTOR * torch.finfo(DTYPES[self.config.dtype]).eps
+        floor = floor_rel(self.config.dtype)
+        state = self.state
         out: dict[str, Any] = {
             "layers_run": int(last["layer"]),
             "final_mu": last["mu"],
             "final_mu_rel": last["mu_rel"],
             "final_mu_rel_max": last["mu_rel_max"],
-            "at_precision_floor": bool(last["mu_rel_max"] <= floor),  # every sample at the floor
+            "at_precision_floor": state == "collapsed",  # every sample at the floor
             "precision_floor": floor,
+            "state": state,
+            "overflow": self.nonfinite_layer is not None,
+            "nonfinite_layer": self.nonfinite_layer,
             "kernel": self.kernel,
             "stopped": self.stopped,
         }
@@ -281,6 +168,7 @@ class SimulationResult:
 
 
 def _measure(x: Tensor, names: tuple[str, ...], threads: int | None) -> dict[str, Tensor]:
+    """``collapse_metrics`` per sample (non-finite samples give NaN, never an SVD failure)."""
     if threads is None or x.device.type != "cpu" or threads == torch.get_num_threads():
         return collapse_metrics(x, names)
     before = torch.get_num_threads()
@@ -296,11 +184,18 @@ def _seeds(seed: int) -> tuple[int, int]:
     return int(inputs.generate_state(1, np.uint64)[0] >> 1), int(weights.generate_state(1, np.uint64)[0] >> 1)
 
 
-def _initial_tokens(cfg: SimulationConfig, gen: torch.Generator) -> Tensor:
+def _initial_tokens(cfg: SimulationConfig, gen: torch.Generator, dtype: torch.dtype) -> Tensor:
     if cfg.input_tokens is not None:
-        x = torch.as_tensor(cfg.input_tokens, dtype=torch.float64)
-        return x.expand(cfg.batch, cfg.n, cfg.d).clone()
-    return draw_inputs(cfg.inputs, cfg.batch, cfg.n, cfg.d, gen)
+        x = cfg.input_tokens.detach().to("cpu", torch.float64)
+        x = x.expand(cfg.batch, cfg.n, cfg.d).clone()
+    else:
+        x = draw_inputs(cfg.inputs, cfg.batch, cfg.n, cfg.d, gen)
+    cast = x.to(dtype=dtype)
+    if not bool(torch.isfinite(cast).all()):
+        big = float(x.abs().max())
+        raise RankCollapseError(f"input_tokens overflow {cfg.dtype} (largest |entry| {big:.3g} > "
+                                f"{torch.finfo(dtype).max:.3g}); allowed: entries finite in {cfg.dtype}")
+    return cast.to(cfg.device)
 
 
 class _WeightStream:
@@ -320,8 +215,8 @@ class _WeightStream:
             given = given[t]
         w = draw_layer_weights(
             d=cfg.d, heads=cfg.heads, qk_dim=cfg.qk_dim or cfg.d // cfg.heads, value=cfg.value,
-            value_scale=cfg.value_scale, qk_scale=cfg.qk_scale, output=cfg.output, mlp=self.spec.mlp,
-            generator=self.gen, value_given=given,
+            value_scale=cfg.scale, qk_scale=cfg.qk_scale, output=cfg.output, mlp=self.spec.mlp,
+            generator=self.gen, value_given=None if given is None else given.detach().cpu(),
         ).to(self.dtype, cfg.device)
         if cfg.shared_weights:
             self.shared = w
@@ -338,21 +233,32 @@ def simulate(
 
     Returns a :class:`SimulationResult`; row t of ``rows`` describes X(t) (row 0 the input).
     Stops early (``stopped`` says why) once every sample's mu_rel is below ``stop_below`` or the
-    tokens stop being finite (over/underflow of a growing/shrinking network).
+    tokens stop being finite (over/underflow of a growing network): that last row carries
+    ``overflow > 0`` and NaN metrics for the non-finite samples, and ``nonfinite_layer`` is set.
     """
+    if not isinstance(config, SimulationConfig):
+        from rankcollapse.errors import RankCollapseTypeError
+        from rankcollapse.validate import type_name
+
+        raise RankCollapseTypeError(f"config must be a SimulationConfig, got {type_name(config)}")
     cfg = config
     cfg.validate()
+    if keep_trajectory:
+        from rankcollapse.validate import check_memory
+
+        size = (cfg.layers + 1.0) * cfg.batch * cfg.n * cfg.d * parse_dtype(cfg.dtype).itemsize
+        check_memory(f"keep_trajectory with layers = {cfg.layers}", size)
     spec = cfg.layer_spec()
-    dtype = DTYPES[cfg.dtype]
+    dtype = parse_dtype(cfg.dtype)
     device = torch.device(cfg.device)
-    mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.mask, cfg.n)
+    mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.parsed_mask, cfg.n)
     plan: KernelPlan = plan_kernel(mask.dense.to(device), kernel=cfg.kernel, band=mask.band,
                                    complete=mask.complete, block=cfg.band_block)
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
     names = METRIC_NAMES if cfg.metrics is None else tuple(
         dict.fromkeys(("mu", "mu_rel", *cfg.metrics)))
     in_seed, w_seed = _seeds(cfg.seed)
-    x = _initial_tokens(cfg, torch.Generator().manual_seed(in_seed)).to(dtype=dtype, device=device)
+    x = _initial_tokens(cfg, torch.Generator().manual_seed(in_seed), dtype)
     weights = _WeightStream(cfg, spec, w_seed, dtype)
 
     rows: list[dict[str, float]] = []
@@ -361,32 +267,36 @@ def simulate(
     mins: list[Tensor] = []
     traj: list[Tensor] = []
     stopped = ""
+    nonfinite: int | None = None
 
-    def measure(t: int, x: Tensor, min_w: Tensor | None) -> dict[str, float]:
+    def measure(t: int, x: Tensor, min_w: Tensor | None) -> bool:
+        """Measure X(t), emit its row; True when some sample is no longer finite."""
         per = _measure(x, names, cfg.metric_threads)
+        bad = ~torch.isfinite(x).flatten(1).all(dim=1)
         mus.append(per["mu"].detach().to("cpu", torch.float64))
         mu_rels.append(per["mu_rel"].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
         if track:
             row["attn_min"] = math.nan if min_w is None else float(min_w.min())
+        row["overflow"] = float(bad.to(torch.float64).mean())
         rows.append(row)
         if keep_trajectory:
             traj.append(x.detach().to("cpu").clone())
         if on_layer is not None:
             on_layer(row)
-        return row
+        return bool(bad.any())
 
     with torch.no_grad():
         measure(0, x, None)
         for t in range(cfg.layers):
-            x, min_w = apply_layer(x, weights.layer(t), spec, plan, cfg.temperature, need_min=track)
+            x, min_w = apply_layer(x, weights.layer(t), spec, plan, cfg.d_qk, need_min=track)
             if min_w is not None:
                 mins.append(min_w.detach().to("cpu", torch.float64))
-            measure(t + 1, x, min_w)
-            trim_heap_every(t + 1)
-            if not bool(torch.isfinite(mus[-1]).all()):
-                stopped = f"tokens not finite at layer {t + 1} (the network over/underflows in {cfg.dtype})"
+            if measure(t + 1, x, min_w):
+                nonfinite = t + 1
+                stopped = f"tokens not finite at layer {t + 1} (the network overflows in {cfg.dtype})"
                 break
+            trim_heap_every(t + 1)
             if cfg.stop_below is not None and bool((mu_rels[-1] < cfg.stop_below).all()):
                 stopped = f"every sample below mu_rel {cfg.stop_below:g} at layer {t + 1}"
                 break
@@ -398,17 +308,20 @@ def simulate(
     if spec.is_pure_attention and min_weight is not None:
         radius = mask.radius
         # theory block (Theorem 1, dynamics/theory.py): the tail rate skips layers at the precision floor
-        theory = check_theorem1(mu_t, float(min_weight.min()), radius, mu_rel=torch.stack(mu_rels),
-                                floor_rel=FLOOR_FACTOR * torch.finfo(DTYPES[cfg.dtype]).eps)
+        eps_edge = float(min_weight[torch.isfinite(min_weight)].min()) if bool(
+            torch.isfinite(min_weight).any()) else math.nan
+        theory = check_theorem1(mu_t, eps_edge, radius, mu_rel=torch.stack(mu_rels),
+                                floor_rel=floor_rel(cfg.dtype))
     elif not spec.is_pure_attention:
         theory = TheoryCheck(False, f"preset is not pure attention ({spec}); Theorem 1 does not apply")
     return SimulationResult(
         config=cfg, rows=rows, mu=mu_t, mu_rel=torch.stack(mu_rels), min_weight=min_weight,
         final=x.detach(), kernel=plan.name, radius=radius, theory=theory,
         trajectory=torch.stack(traj) if keep_trajectory else None, stopped=stopped,
+        nonfinite_layer=nonfinite,
     )
 
 
 def with_overrides(config: SimulationConfig, **changes: Any) -> SimulationConfig:
-    """A copy of ``config`` with some fields changed (dataclasses.replace)."""
+    """A copy of ``config`` with some fields changed (dataclasses.replace, validated again)."""
     return replace(config, **changes)

@@ -1,0 +1,294 @@
+"""``SimulationConfig``: every setting of a simulator run, validated when it is built.
+
+Validation (``__post_init__``, through :mod:`rankcollapse.validate`) checks types, ranges, names,
+user tensors (shape, real dtype, finite entries) and the estimated peak memory against what
+the machine has, before anything is allocated; options that do not apply are refused
+(``value_scale`` with ``value="identity"`` or a user ``value_matrix``, ...). Old spellings are
+accepted for one release with a ``FutureWarning``: ``temperature`` (now ``d_qk``) and the presets
+``attn+ln`` / ``attn+skip+ln`` (now ``attn+sphere`` / ``attn+skip+sphere``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rankcollapse.core.norms import NORMS
+from rankcollapse.core.precision import canonical_dtype_name, parse_dtype
+from rankcollapse.dynamics.kernels import KERNELS, default_band_block
+from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
+from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
+from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.metrics import METRIC_NAMES
+from rankcollapse.validate import (
+    check_choice,
+    check_float,
+    check_int,
+    check_memory,
+    check_tensor,
+    check_threads,
+    quote,
+    type_name,
+)
+
+#: Value families whose ``value_scale`` is meaningful.
+SCALED_VALUES = ("gaussian", "orthogonal", "scaled-identity")
+
+
+@dataclass
+class SimulationConfig:
+    """Everything that defines a run (JSON-able unless tensors are given).
+
+    mask: mask spec (``rankcollapse.masks.parse_mask``), e.g. ``"causal"``, ``"window:w=8"``, or a
+    parsed ``Mask``; parsed once here (``parsed_mask``) and passed down as that object.
+    n, d, layers, batch: tokens, features, depth, independent input samples (same network).
+    preset: layer assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
+    (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip).
+    heads, qk_dim (per-head query/key width, default d // heads), d_qk (the number under the square
+    root in ``logits / sqrt(d_qk)``), value (W_V family) with value_scale (sigma, default 1; only
+    for gaussian, orthogonal, scaled-identity), qk_scale, output (W_O).
+    shared_weights: one layer's weights reused at every depth (else fresh per layer).
+    inputs: ``gaussian``, ``sphere``, ``hemisphere`` (or ``input_tokens``: [n, d] or [b, n, d]).
+    value_matrix: user W_V, [d, d] or [h, d, d] (shared by all layers) or [layers, h, d, d].
+    mask_matrix: a user boolean [n, n] mask instead of ``mask``.
+    dtype ``float64``/``float32`` (``f64``/``f32`` accepted); device ``cpu``/``cuda[:k]``; kernel
+    ``auto``/``dense``/``sdpa``/``band`` (band_block: its query block size).
+    metrics: column names to compute per layer (None = all of ``METRIC_NAMES``; mu and mu_rel
+    always). stop_below: stop once every sample's mu_rel is below it. track_min_weight: record
+    the smallest attention weight on an edge (None = only for pure attention, where the Theorem 1
+    check uses it; it forces the explicit attention matrix, hence the dense cost).
+    metric_threads: torch intra-op threads while measuring (default 1: the per-layer measures are
+    small reductions that only wait for a partner thread on a loaded machine; None keeps torch's).
+    temperature: deprecated spelling of ``d_qk``.
+    """
+
+    mask: Any = "complete"
+    n: int = 32
+    d: int = 16
+    layers: int = 128
+    preset: str = "attn"
+    norm: str | None = None
+    placement: str | None = None
+    skip: float | None = None
+    mlp: bool | None = None
+    heads: int = 1
+    qk_dim: int | None = None
+    d_qk: float = 1.0
+    value: str = "gaussian"
+    value_scale: float | None = None
+    qk_scale: float = 1.0
+    output: str = "mean"
+    shared_weights: bool = False
+    inputs: str = "gaussian"
+    batch: int = 8
+    seed: int = 0
+    dtype: str = "float64"
+    device: str = "cpu"
+    kernel: str = "auto"
+    band_block: int | None = None
+    metrics: tuple[str, ...] | None = None
+    stop_below: float | None = None
+    track_min_weight: bool | None = None
+    metric_threads: int | None = 1
+    value_matrix: Tensor | None = field(default=None, repr=False)
+    input_tokens: Tensor | None = field(default=None, repr=False)
+    mask_matrix: Tensor | None = field(default=None, repr=False)
+    temperature: float | None = field(default=None, repr=False)
+    parsed_mask: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ---- validation ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check (and normalise) every setting; RankCollapseError (one line) on a bad one."""
+        self._check_scalars()
+        self._check_names()
+        self._check_tensors()
+        self._check_mask_and_memory()
+
+    def _check_scalars(self) -> None:
+        for name in ("n", "d", "batch", "heads"):
+            setattr(self, name, check_int(name, getattr(self, name), low=2 if name == "n" else 1))
+        self.layers = check_int("layers", self.layers, low=0)
+        self.seed = check_int("seed", self.seed, low=0)
+        if self.qk_dim is not None:
+            self.qk_dim = check_int("qk_dim", self.qk_dim, low=1)
+        elif self.d % self.heads:
+            raise RankCollapseError(f"heads must divide d = {self.d} (or give qk_dim), got {self.heads}")
+        if self.temperature is not None:
+            t = check_float("temperature", self.temperature, low=0, low_open=True)
+            if self.d_qk != 1.0 and self.d_qk != t:
+                raise RankCollapseError(f"give d_qk or its old name temperature, not both ({self.d_qk}, {t})")
+            warnings.warn("SimulationConfig(temperature=...) is deprecated; use d_qk (the number under "
+                          "the square root)", FutureWarning, stacklevel=5)
+            self.d_qk, self.temperature = t, None
+        self.d_qk = check_float("d_qk", self.d_qk, low=0, low_open=True)
+        self.qk_scale = check_float("qk_scale", self.qk_scale)
+        if self.value_scale is not None:
+            self.value_scale = check_float("value_scale", self.value_scale)
+        if self.skip is not None:
+            self.skip = check_float("skip", self.skip)
+        if self.stop_below is not None:
+            self.stop_below = check_float("stop_below", self.stop_below, low=0, low_open=True)
+        if self.metric_threads is not None:
+            self.metric_threads = check_threads("metric_threads", self.metric_threads)
+        if self.band_block is not None:
+            self.band_block = check_int("band_block", self.band_block, low=1)
+            if self.kernel not in ("auto", "band"):
+                raise RankCollapseError(f"band_block applies to the band kernel, not kernel {self.kernel!r}")
+        for name in ("shared_weights", "mlp", "track_min_weight"):
+            v = getattr(self, name)
+            if not (isinstance(v, bool) or (v is None and name != "shared_weights")):
+                raise RankCollapseTypeError(f"{name} must be True or False, got {quote(v)}")
+
+    def _check_names(self) -> None:
+        self.preset, warning = canonical_preset(self.preset)
+        if warning:
+            warnings.warn(warning, FutureWarning, stacklevel=5)
+        for name, allowed in (("value", VALUE_FAMILIES), ("output", OUTPUT_FAMILIES), ("inputs", INPUT_KINDS),
+                              ("kernel", KERNELS)):
+            check_choice(name, getattr(self, name), allowed)
+        if not isinstance(self.dtype, str | torch.dtype):
+            raise RankCollapseTypeError(f"dtype must be a name (float64), got {type_name(self.dtype)}")
+        self.dtype = canonical_dtype_name(str(self.dtype))
+        if self.norm is not None:
+            check_choice("norm", self.norm, NORMS)
+        if self.placement is not None:
+            check_choice("placement", self.placement, PLACEMENTS)
+        self._check_device()
+        if self.metrics is not None:
+            if isinstance(self.metrics, str) or not all(isinstance(m, str) for m in self.metrics):
+                raise RankCollapseTypeError(f"metrics must be a tuple of names, got {quote(self.metrics)}")
+            self.metrics = tuple(self.metrics)
+            unknown = [m for m in self.metrics if m not in METRIC_NAMES]
+            if unknown:
+                allowed = ", ".join(METRIC_NAMES)
+                raise RankCollapseError(f"metrics {quote(unknown)} unknown; allowed: {allowed}")
+        if self.value_scale is not None and self.value not in SCALED_VALUES:
+            raise RankCollapseError(f"value_scale does not apply to value {self.value!r} (allowed with "
+                                    f"{', '.join(SCALED_VALUES)})")
+
+    def _check_device(self) -> None:
+        if not isinstance(self.device, str):
+            raise RankCollapseTypeError(f"device must be 'cpu' or 'cuda[:k]', got {quote(self.device)}")
+        if self.device != "cpu" and not self.device.startswith("cuda"):
+            raise RankCollapseError(f"device must be cpu or cuda[:k], got {quote(self.device)}")
+        if self.device.startswith("cuda"):
+            if not torch.cuda.is_available():
+                raise RankCollapseError(f"device {quote(self.device)} requested but torch sees no GPU")
+            try:
+                torch.device(self.device)
+            except RuntimeError:
+                raise RankCollapseError(f"device {quote(self.device)} is not a device name") from None
+
+    def _check_tensors(self) -> None:
+        d, h = self.d, self.heads
+        if self.value_matrix is not None:
+            check_tensor("value_matrix", self.value_matrix,
+                         shapes=[(d, d), (h, d, d), (self.layers, h, d, d)])
+            if self.value_scale is not None:
+                raise RankCollapseError("value_scale does not apply to a user value_matrix (scale it)")
+            if self.value != "gaussian":
+                raise RankCollapseError(f"give value {self.value!r} or a value_matrix, not both")
+            if self.shared_weights and self.value_matrix.ndim == 4:
+                raise RankCollapseError("shared_weights reuses one layer; a per-layer value_matrix "
+                                        "[layers, h, d, d] does not apply")
+        if self.input_tokens is not None:
+            check_tensor("input_tokens", self.input_tokens, shapes=[(self.n, d), (self.batch, self.n, d)])
+            if self.inputs != "gaussian":
+                raise RankCollapseError(f"give inputs {self.inputs!r} or input_tokens, not both")
+        if self.mask_matrix is not None:
+            m = check_tensor("mask_matrix", self.mask_matrix, shapes=[(self.n, self.n)], floating=False,
+                             finite=False)
+            if m.dtype != torch.bool:
+                raise RankCollapseError(f"mask_matrix must be a torch.bool tensor, got {m.dtype}")
+            if not bool(m.diagonal().all()):
+                raise RankCollapseError("mask_matrix lacks self-loops: every token must attend to itself")
+            if not (isinstance(self.mask, str) and self.mask == "complete"):
+                raise RankCollapseError("give mask or mask_matrix, not both")
+
+    def _check_mask_and_memory(self) -> None:
+        """Parse the mask once, then refuse a run that would not fit in memory (before any allocation)."""
+        band = None
+        if self.mask_matrix is None:
+            from rankcollapse.masks import Mask, parse_mask
+
+            if isinstance(self.mask, Mask):
+                self.parsed_mask = self.mask
+            elif isinstance(self.mask, str):
+                self.parsed_mask = parse_mask(self.mask)
+            else:
+                raise RankCollapseTypeError(f"mask must be a spec or a Mask, got {type_name(self.mask)}")
+            self.mask = self.parsed_mask.spec
+        itemsize = parse_dtype(self.dtype).itemsize
+        what = f"simulate with n = {self.n}, d = {self.d}, batch = {self.batch}, layers = {self.layers}"
+        check_memory(what, estimate_memory(self, itemsize, band=None, fixed_only=True))
+        if self.parsed_mask is not None:
+            band = self.parsed_mask.band(self.n)
+        check_memory(what, estimate_memory(self, itemsize, band=band))
+
+    # ---- derived -----------------------------------------------------------------------------------
+    @property
+    def scale(self) -> float:
+        """The value family's sigma (``value_scale``, 1 when not given)."""
+        return 1.0 if self.value_scale is None else float(self.value_scale)
+
+    def layer_spec(self) -> LayerSpec:
+        """The preset with the explicit overrides applied."""
+        base = get_preset(self.preset)
+        skip = base.skip if self.skip is None else (None if self.skip == 0 else float(self.skip))
+        return LayerSpec(
+            norm=base.norm if self.norm is None else self.norm,
+            placement=base.placement if self.placement is None else self.placement,
+            skip=skip,
+            mlp=base.mlp if self.mlp is None else self.mlp,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able settings (user tensors reported by shape only; ``temperature`` folded into d_qk)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in ("parsed_mask", "temperature"):
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else (
+                {"given_shape": list(v.shape)} if isinstance(v, Tensor) else v)
+        out["layer_spec"] = self.layer_spec().__dict__
+        return out
+
+
+def estimate_memory(
+    cfg: SimulationConfig, itemsize: int, band: tuple[int, int] | None, fixed_only: bool = False
+) -> float:
+    """Estimated peak bytes of a run (an upper-side estimate, within a small factor).
+
+    Dense boolean mask ``2 n^2`` (built then copied); tokens and per-layer temporaries
+    ``s b n (4 h e + 4 h d + 4 d)`` plus the float64 draw; attention ``2 s b h n W`` with ``W = n``
+    (dense/SDPA) or the band window ``2 B + hi - lo``; cosines ``s b min(n, 1024) n``; kept rows
+    ``(T + 1)(24 b + 120 (3 m + 3))``; the trajectory ``(T + 1) s b n d`` when kept.
+    ``fixed_only``: only the parts that do not depend on the kernel (checked first, so a huge n is
+    refused before the mask is even asked for its band).
+    """
+    n, d, b, h, t = cfg.n, cfg.d, cfg.batch, cfg.heads, cfg.layers
+    e = cfg.qk_dim or d // h
+    s = itemsize
+    mask_bytes = 0 if cfg.mask_matrix is not None else 2.0 * n * n
+    tokens = s * b * n * (4.0 * h * e + 4.0 * h * d + 4.0 * d) + 8.0 * b * n * d
+    names = len(METRIC_NAMES) if cfg.metrics is None else len(cfg.metrics) + 2
+    rows = (t + 1.0) * (24.0 * b + 120.0 * (3 * names + 3))
+    fixed = mask_bytes + tokens + rows
+    if fixed_only:
+        return fixed
+    width = float(n)
+    if band is not None and cfg.kernel in ("auto", "band"):
+        lo, hi = band
+        block = cfg.band_block or default_band_block(lo, hi)
+        width = min(float(n), 2.0 * block + hi - lo)
+    attention = 2.0 * s * b * h * n * width
+    cosines = s * b * min(n, 1024) * float(n)
+    return fixed + attention + cosines

@@ -1,0 +1,227 @@
+"""The validation layer at the edge of the API: types, shapes, finiteness, ranges, sizes.
+
+Every public entry point (a config's ``__post_init__``, a CLI command) checks its arguments
+here before it allocates anything, so a user sees one line naming the bad argument and what is
+allowed, never a traceback from deep inside torch. Each helper returns the checked (and, where
+stated, normalised) value and raises :class:`~rankcollapse.errors.RankCollapseError` (a
+``ValueError``) or :class:`~rankcollapse.errors.RankCollapseTypeError` (also a ``TypeError``).
+
+Sizes: :func:`check_memory` refuses a job whose estimated peak memory exceeds what the machine
+has available now (``MemAvailable`` of ``/proc/meminfo``), naming the estimate.
+
+This module imports no heavy library at import time (torch only inside the tensor helpers).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
+
+#: Longest user string quoted back in an error message.
+QUOTE_LIMIT = 60
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of a user value, truncated to ``limit`` characters (``'...'`` marks a cut)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def type_name(value: object) -> str:
+    """``numpy.ndarray``, ``str``, ``torch.Tensor``: the qualified type name of a value."""
+    cls = type(value)
+    module = cls.__module__
+    return cls.__qualname__ if module == "builtins" else f"{module.split('.')[0]}.{cls.__qualname__}"
+
+
+# ---- scalars -------------------------------------------------------------------------------------
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """An integer (not a bool, not a float) with ``low <= value <= high``; returns it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise RankCollapseTypeError(f"{name} must be an integer, got {quote(value)} ({type_name(value)})")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise RankCollapseError(f"{name} must be {_range_words(low, high)}, got {value}")
+    return value
+
+
+def check_float(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    finite: bool = True,
+) -> float:
+    """A real number (int or float, not a bool); finite unless ``finite=False``; in the range.
+
+    ``low_open=True`` makes the lower bound strict (``value > low``).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise RankCollapseTypeError(f"{name} must be a number, got {quote(value)} ({type_name(value)})")
+    value = float(value)
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise RankCollapseError(f"{name} must be a finite number, got {value}")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    if too_low or (high is not None and value > high):
+        words = f"> {low:g}" if low_open and high is None else _range_words(low, high)
+        raise RankCollapseError(f"{name} must be {words}, got {value:g}")
+    return value
+
+
+def _range_words(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"between {low:g} and {high:g}"
+    if low is not None:
+        return f">= {low:g}"
+    if high is not None:
+        return f"<= {high:g}"
+    return "a number"
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[str]) -> str:
+    """One of ``allowed`` (strings); the message lists them."""
+    options = tuple(allowed)
+    if not isinstance(value, str) or value not in options:
+        raise RankCollapseError(f"{name} {quote(value)} is not allowed; allowed: {', '.join(options)}")
+    return value
+
+
+def check_str(name: str, value: Any, *, empty: bool = False) -> str:
+    """A string (non-empty unless ``empty=True``)."""
+    if not isinstance(value, str):
+        raise RankCollapseTypeError(f"{name} must be a string, got {quote(value)} ({type_name(value)})")
+    if not empty and not value.strip():
+        raise RankCollapseError(f"{name} must be a non-empty string, got {quote(value)}")
+    return value
+
+
+def check_threads(name: str, value: Any) -> int:
+    """A thread count between 1 and the number of CPUs of this machine."""
+    return check_int(name, value, low=1, high=os.cpu_count() or 1)
+
+
+# ---- tensors -------------------------------------------------------------------------------------
+def check_tensor(
+    name: str,
+    value: Any,
+    *,
+    shapes: Sequence[tuple[int, ...]] | None = None,
+    ndim: int | Sequence[int] | None = None,
+    floating: bool = True,
+    finite: bool = True,
+) -> Any:
+    """A ``torch.Tensor`` (a numpy array or a list is refused, naming the argument).
+
+    ``shapes``: the allowed shapes (any one of them); ``ndim``: the allowed numbers of dimensions;
+    ``floating``: a floating-point (real) dtype; ``finite``: no NaN or infinite entry.
+    """
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        hint = " (convert with torch.from_numpy)" if type(value).__module__.startswith("numpy") else ""
+        raise RankCollapseTypeError(f"{name} must be a torch.Tensor, got {type_name(value)}{hint}")
+    shape = tuple(value.shape)
+    if shapes is not None and shape not in [tuple(s) for s in shapes]:
+        allowed = " or ".join(str(tuple(s)) for s in shapes)
+        raise RankCollapseError(f"{name} has shape {shape}; allowed: {allowed}")
+    if ndim is not None:
+        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.ndim not in dims:
+            raise RankCollapseError(f"{name} has {value.ndim} dimensions {shape}; allowed: {dims}")
+    if floating and (not value.is_floating_point() or value.is_complex()):
+        raise RankCollapseError(f"{name} must have a real floating-point dtype, got {value.dtype}")
+    if finite:
+        check_finite(name, value)
+    return value
+
+
+def check_finite(name: str, value: Any) -> Any:
+    """Refuse a tensor with a NaN or infinite entry, saying how many and where the first is."""
+    import torch
+
+    if value.is_floating_point() or value.is_complex():
+        bad = ~torch.isfinite(value)
+        count = int(bad.sum())
+        if count:
+            first = tuple(int(i) for i in bad.nonzero()[0].tolist())
+            raise RankCollapseError(
+                f"{name} has {count} non-finite entr{'y' if count == 1 else 'ies'} (NaN or inf; first at "
+                f"index {first}); allowed: finite values only"
+            )
+    return value
+
+
+# ---- sizes ---------------------------------------------------------------------------------------
+def available_memory() -> int | None:
+    """Bytes the machine can give now: ``MemAvailable`` of ``/proc/meminfo`` (None where unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def human_bytes(nbytes: float) -> str:
+    """``3.2 GB``, ``41 MB``, ``4e+18 B`` beyond exabytes."""
+    for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= size:
+            if nbytes >= 1000 * size and unit == "EB":
+                return f"{nbytes:.1e} B"
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def check_memory(what: str, nbytes: float, available: int | None = None) -> None:
+    """Refuse a job whose estimated peak memory ``nbytes`` exceeds the available memory.
+
+    ``what`` names the job and its size (``"simulate with n = 2000000000, d = 16"``). Nothing is
+    checked where the available memory is unknown (no ``/proc/meminfo``).
+    """
+    free = available_memory() if available is None else available
+    if free is not None and nbytes > free:
+        raise RankCollapseError(
+            f"{what} needs about {human_bytes(nbytes)} of memory, more than the {human_bytes(free)} "
+            "available; allowed: a smaller size"
+        )
+
+
+# ---- paths ---------------------------------------------------------------------------------------
+def check_out_dir(name: str, value: Any, *, overwrite: bool = False) -> Path:
+    """An output folder: not empty text, not an existing file, writable, and, unless ``overwrite``,
+    not an existing non-empty folder (a run never replaces another silently).
+
+    Nothing is created here: the caller creates the folder when it first writes.
+    """
+    if value is None or not str(value).strip():
+        raise RankCollapseError(f"{name} must name a folder, got {quote(str(value or ''))}")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise RankCollapseError(f"{name} {quote(str(path))} is a file; allowed: a folder (new or empty)")
+    if path.is_dir() and any(path.iterdir()) and not overwrite:
+        raise RankCollapseError(
+            f"{name} {quote(str(path))} exists and is not empty; pass --overwrite to replace its files"
+        )
+    parent = path if path.is_dir() else _existing_parent(path)
+    if parent is None or not parent.is_dir():
+        raise RankCollapseError(f"{name} {quote(str(path))} lies under a file; allowed: a folder path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise RankCollapseError(f"{name} {quote(str(path))}: folder {quote(str(parent))} is not writable")
+    return path
+
+
+def _existing_parent(path: Path) -> Path | None:
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return parent
+    return None
