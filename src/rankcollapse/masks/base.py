@@ -40,6 +40,9 @@ CACHE_MAX_ENTRIES = 2**24
 # A vectorised rule: (i, j) index arrays (numpy or torch, broadcastable) -> boolean array.
 Predicate = Callable[[Any, Any], Any]
 
+# Interval form: row i allows keys start[i] <= j < stop[i] (int64 [n] each); see masks/intervals.py.
+Intervals = tuple[np.ndarray, np.ndarray]
+
 
 def check_n(n: object) -> int:
     """Validate a sequence length: an int ``n >= 1``."""
@@ -83,7 +86,16 @@ class Mask(ABC):
         """Sparse form, built without an n x n matrix where the family allows it."""
 
     def _band(self, n: int) -> tuple[int, int] | None:
+        iv = self.intervals(n)
+        if iv is not None:
+            from rankcollapse.masks.intervals import _band
+
+            return _band(*iv)
         return band_of_sparse(self.sparse(n))
+
+    def _intervals(self, n: int) -> Intervals | None:
+        """Closed-form interval form (monotone runs containing the diagonal), or None."""
+        return None
 
     def _nnz_hint(self, n: int) -> float:
         """Rough number of allowed pairs at length n (picks the cheapest part of an ``&``)."""
@@ -128,10 +140,13 @@ class Mask(ABC):
         self.__dict__.pop("_builds", None)
 
     def _check_dense_size(self, n: int) -> None:
-        require_memory(DENSE_BYTES_PER_PAIR * float(n) * n, f"the dense form of mask {self.spec[:60]!r} at n={n}",
-                       "allowed: a smaller n (graph analysis and --json work on the sparse form)")
+        what = f"the dense form of mask {self.spec[:60]!r} at n={n}"
+        require_memory(DENSE_BYTES_PER_PAIR * float(n) * n, what, "allowed: a smaller n (the graph analysis "
+                       "does not need the dense form)")
 
-    def _check_sparse_size(self, n: int, per_edge: float = SPARSE_BYTES_PER_EDGE, what: str = "sparse form") -> None:
+    def _check_sparse_size(
+        self, n: int, per_edge: float = SPARSE_BYTES_PER_EDGE, what: str = "sparse form"
+    ) -> None:
         require_memory(per_edge * (self._nnz_hint(n) + n), f"the {what} of mask {self.spec[:60]!r} at n={n}")
 
     # ---- public API ---------------------------------------------------------------------------
@@ -186,15 +201,42 @@ class Mask(ABC):
         n = check_n(n)
         return self._cached(n, "complete", lambda: self.band(n) == (-(n - 1), n - 1))
 
+    def intervals(self, n: int) -> Intervals | None:
+        """``(start, stop)`` int64 [n] if row ``i`` is the run ``start[i] <= j < stop[i]`` of an
+        interval mask (``masks/intervals.py``), from the family's closed form; else None. Cached."""
+        n = check_n(n)
+
+        def build() -> Intervals | None:
+            from rankcollapse.masks.intervals import check_interval_size
+
+            check_interval_size(n, f"the interval form of mask {self.spec[:60]!r} at n={n}")
+            iv = self._intervals(n)
+            if iv is not None:
+                for a in iv:
+                    a.setflags(write=False)
+            return iv
+
+        return self._cached(n, "intervals", build)
+
     def analysis(self, n: int) -> MaskAnalysis:
-        """Graph facts at length ``n`` (``rankcollapse.masks.graph.analyze_mask``), computed once per n."""
+        """Graph facts at length ``n`` (``rankcollapse.masks.graph.analyze_mask``), computed once per n.
+
+        Interval masks (complete, causal, windows, block, prefix, document and their ``&`` / ``|``)
+        are analysed from their runs in O(n log n) (``masks/intervals.py``), for any n whose O(n)
+        arrays fit; the others on the sparse form.
+        """
         n = check_n(n)
 
         def build() -> MaskAnalysis:
-            from rankcollapse.masks.graph import ANALYSIS_BYTES_PER_EDGE, analyze_sparse
+            from rankcollapse.masks.graph import MaskAnalysis, analyze_sparse
+            from rankcollapse.masks.intervals import interval_analysis
+            from rankcollapse.masks.limits import ANALYSIS_BYTES_PER_EDGE
 
-            self._check_sparse_size(n, ANALYSIS_BYTES_PER_EDGE, "graph analysis")
             spec = None if self.spec.startswith("<") else self.spec  # a matrix has a label, not a spec
+            iv = self.intervals(n)
+            if iv is not None:
+                return MaskAnalysis(spec=spec, **interval_analysis(*iv))
+            self._check_sparse_size(n, ANALYSIS_BYTES_PER_EDGE, "graph analysis")
             return analyze_sparse(self.sparse(n), spec, band=self.band(n))
 
         return self._cached(n, "analysis", build)
@@ -282,8 +324,15 @@ class AndMask(_Combined):
     def _band(self, n: int) -> tuple[int, int] | None:
         bands = [p._band(n) for p in self.parts]
         if any(b is None for b in bands):
-            return band_of_sparse(self.sparse(n))
+            return Mask._band(self, n)
         return max(b[0] for b in bands), min(b[1] for b in bands)  # type: ignore[index]
+
+    def _intervals(self, n: int) -> Intervals | None:
+        """Intersection of runs that all contain ``i``: ``(max start, min stop)``."""
+        forms = [p._intervals(n) for p in self.parts]
+        if any(f is None for f in forms):
+            return None
+        return np.max([f[0] for f in forms], axis=0), np.min([f[1] for f in forms], axis=0)  # type: ignore[index]
 
 
 class OrMask(_Combined):
@@ -308,5 +357,12 @@ class OrMask(_Combined):
     def _band(self, n: int) -> tuple[int, int] | None:
         bands = [p._band(n) for p in self.parts]
         if any(b is None for b in bands):
-            return band_of_sparse(self.sparse(n))
+            return Mask._band(self, n)
         return min(b[0] for b in bands), max(b[1] for b in bands)  # type: ignore[index]
+
+    def _intervals(self, n: int) -> Intervals | None:
+        """Union of runs that all contain ``i`` (so they overlap): ``(min start, max stop)``."""
+        forms = [p._intervals(n) for p in self.parts]
+        if any(f is None for f in forms):
+            return None
+        return np.min([f[0] for f in forms], axis=0), np.max([f[1] for f in forms], axis=0)  # type: ignore[index]

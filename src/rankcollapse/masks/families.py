@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.masks.base import Mask, Predicate
+from rankcollapse.masks.base import Intervals, Mask, Predicate
 from rankcollapse.masks.limits import quote
 from rankcollapse.masks.sparse import SparseMask
 
@@ -74,7 +74,8 @@ class Param:
         if self.kind == "list":
             items = raw.split(",")
             if len(items) > LIST_MAX_ITEMS:
-                raise RankCollapseError(f"{where} has {len(items)} entries; allowed: at most {LIST_MAX_ITEMS}")
+                msg = f"{where} has {len(items)} entries; allowed: at most {LIST_MAX_ITEMS}"
+                raise RankCollapseError(msg)
             one = Param(self.name, minimum=self.minimum, maximum=self.maximum)
             return tuple(int(one.parse(family, item)) for item in items)
         if self.kind == "prob":
@@ -163,6 +164,9 @@ class Complete(Family):
     def _band(self, n: int) -> tuple[int, int]:
         return -(n - 1), n - 1
 
+    def _intervals(self, n: int) -> Intervals:
+        return np.zeros(n, dtype=np.int64), np.full(n, n, dtype=np.int64)
+
 
 class Causal(Family):
     name = "causal"
@@ -179,6 +183,9 @@ class Causal(Family):
 
     def _band(self, n: int) -> tuple[int, int]:
         return -(n - 1), 0
+
+    def _intervals(self, n: int) -> Intervals:
+        return np.zeros(n, dtype=np.int64), _arange(n) + 1
 
 
 class Window(Family):
@@ -200,6 +207,10 @@ class Window(Family):
         w = min(self.values["w"], n - 1)
         return -w, w
 
+    def _intervals(self, n: int) -> Intervals:
+        i, w = _arange(n), self.values["w"]
+        return np.maximum(i - w, 0), np.minimum(i + w + 1, n)
+
 
 class CausalWindow(Family):
     name = "causal-window"
@@ -217,6 +228,10 @@ class CausalWindow(Family):
 
     def _band(self, n: int) -> tuple[int, int]:
         return -min(self.values["w"], n - 1), 0
+
+    def _intervals(self, n: int) -> Intervals:
+        i = _arange(n)
+        return np.maximum(i - self.values["w"], 0), i + 1
 
 
 class Dilated(Family):
@@ -280,6 +295,11 @@ class Block(Family):
         start = (_arange(n) // b) * b
         return SparseMask.from_intervals(start, np.minimum(start + b, n))
 
+    def _intervals(self, n: int) -> Intervals:
+        b = self.values["size"]
+        start = (_arange(n) // b) * b
+        return start, np.minimum(start + b, n)
+
 
 class Prefix(Family):
     name = "prefix"
@@ -296,6 +316,10 @@ class Prefix(Family):
         i = _arange(n)
         stop = np.minimum(np.maximum(i + 1, self.values["k"]), n)
         return SparseMask.from_intervals(np.zeros(n, dtype=np.int64), stop)
+
+    def _intervals(self, n: int) -> Intervals:
+        i = _arange(n)
+        return np.zeros(n, dtype=np.int64), np.minimum(np.maximum(i + 1, self.values["k"]), n)
 
 
 class Longformer(Family):

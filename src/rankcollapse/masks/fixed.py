@@ -1,11 +1,11 @@
 """Masks of one fixed length: packed documents, token trees, a matrix in memory, a ``.npy`` file.
 
-| spec | ``M[i, j]`` iff | length |
-|---|---|---|
-| ``document:lengths=A,B,...`` | ``doc(i) == doc(j)``, documents = consecutive runs of A, B, ... tokens | ``n = A + B + ...`` |
-| ``tree:parents=P0,P1,...`` | ``j == i`` or ``j`` is an ancestor of ``i`` (parent ``P_i < i``; -1 = a root) | ``n`` = number of entries |
-| ``file:PATH`` | the boolean ``.npy`` matrix at PATH (self-loops required) | its size |
-| ``Mask.from_dense(m)`` | the boolean matrix ``m`` (no spec string; self-loops not required) | its size |
+- ``document:lengths=A,B,...``: ``M[i, j]`` iff ``doc(i) == doc(j)``, the documents being
+  consecutive runs of A, B, ... tokens; ``n = A + B + ...``.
+- ``tree:parents=P0,P1,...``: ``M[i, j]`` iff ``j == i`` or ``j`` is an ancestor of ``i`` (parent
+  ``P_i < i``; -1 marks a root); ``n`` = the number of entries.
+- ``file:PATH``: the boolean ``.npy`` matrix at PATH (self-loops required); ``n`` = its size.
+- ``Mask.from_dense(m)``: the boolean matrix ``m`` (no spec string; self-loops not required).
 
 ``document`` is bidirectional inside each document (packed encoder batches); the causal packing of
 decoders is ``document:lengths=...&causal``. Every document is a closed component, so with two or
@@ -83,7 +83,8 @@ class MatrixMask(_TableMask):
         if type(dense).__module__.startswith("torch"):
             dense = dense.detach().cpu().numpy()
         if not isinstance(dense, np.ndarray):
-            raise RankCollapseError(f"mask matrix must be a numpy array or torch tensor, got {type(dense).__name__}")
+            got = type(dense).__name__
+            raise RankCollapseError(f"mask matrix must be a numpy array or torch tensor, got {got}")
         _check_square_bool(dense.shape, dense.dtype, "mask array")
         self._set_table(dense)
         digest = hashlib.sha1(np.packbits(self.table).tobytes() + str(self.size).encode()).hexdigest()[:12]
@@ -135,9 +136,9 @@ class FileMask(_TableMask):
         with path.open("rb") as fh:
             version = np.lib.format.read_magic(fh)
             if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
             else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
             _check_square_bool(shape, dtype, where)
             need = int(shape[0]) * int(shape[1])
             have = path.stat().st_size - fh.tell()
@@ -188,6 +189,11 @@ class Document(Family, _FixedLength):
     def _band(self, n: int) -> tuple[int, int] | None:
         self._check(n)
         return (-(n - 1), n - 1) if self.lengths.size == 1 else None
+
+    def _intervals(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        self._check(n)
+        start = self.starts[self.doc_of]
+        return start, start + self.lengths[self.doc_of]
 
 
 class Tree(Family, _FixedLength):

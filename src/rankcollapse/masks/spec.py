@@ -45,7 +45,8 @@ class _Parser:
         self.depth = 0
 
     def error(self, what: str, allowed: str) -> RankCollapseError:
-        return RankCollapseError(f"bad mask spec {quote(self.text)}: {what} at position {self.pos}; {allowed}")
+        text = quote(self.text)
+        return RankCollapseError(f"bad mask spec {text}: {what} at position {self.pos}; {allowed}")
 
     def skip_space(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -135,7 +136,8 @@ def _parameters(family: type, name: str, sep: str, rest: str, raw: str) -> dict[
                 f"malformed parameter {quote(item.strip(), 40)} in {quote(raw)}; usage: {family.usage()}"
             )
         if key in values:
-            raise RankCollapseError(f"parameter {quote(key, 40)} given twice in {quote(raw)}; usage: {family.usage()}")
+            msg = f"parameter {quote(key, 40)} given twice in {quote(raw)}; usage: {family.usage()}"
+            raise RankCollapseError(msg)
         values[key] = value.strip()
         last = key
     return values
