@@ -24,9 +24,9 @@ from rankcollapse.equilibria.counterexample import (
 from rankcollapse.equilibria.design import build_design, designed_cores, optimise_design
 from rankcollapse.equilibria.finder import (
     Equilibrium,
+    check_value_matrix,
     find_equilibria,
     newton_polish,
-    numerical_rank,
     spectral_radius,
     tangent_jacobian,
     verify_equilibrium,
@@ -38,7 +38,6 @@ from rankcollapse.equilibria.lnmap import (
     causal_mask,
     iterate,
     ln_attention_map,
-    random_sphere_tokens,
     resolve_mask,
 )
 from rankcollapse.equilibria.orthogonal import OrthogonalCollapse, orthogonal_collapse
@@ -61,6 +60,7 @@ __all__ = [
     "basin_arc_moving_sink",
     "build_design",
     "causal_mask",
+    "check_value_matrix",
     "construct_rank_k",
     "constructed_ranks",
     "counterexample_2d",
@@ -71,12 +71,10 @@ __all__ = [
     "iterate",
     "ln_attention_map",
     "newton_polish",
-    "numerical_rank",
     "optimise_design",
     "orthogonal_collapse",
     "plot_figure1",
     "plot_figure5",
-    "random_sphere_tokens",
     "resolve_mask",
     "scan_value_family",
     "simulate_pair",

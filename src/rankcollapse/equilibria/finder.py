@@ -17,8 +17,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from rankcollapse.equilibria.lnmap import iterate, ln_attention_map, random_sphere_tokens, tangent_basis
+from rankcollapse.core.draws import sphere_tokens
+from rankcollapse.equilibria.lnmap import iterate, ln_attention_map, tangent_basis
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.metrics import num_rank, singular_values
 
+#: Relative rank tolerance for states reached by iteration (``num_rank(x, rtol=RANK_TOL)``): orbits that
+#: approach an equilibrium algebraically sit ~1e-8 from it, far above ``max(n, d) eps``.
 RANK_TOL = 1e-6
 
 
@@ -33,10 +38,20 @@ def wilson_interval(successes: int, total: int, z: float = 1.959963984540054) ->
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def numerical_rank(x: Tensor, rank_tol: float = RANK_TOL) -> tuple[int, list[float]]:
-    """(rank, singular values) of x [n, d]: rank counts sigma > rank_tol * sigma_max."""
-    sv = torch.linalg.svdvals(x)
-    return int((sv > rank_tol * sv[0]).sum()), [float(s) for s in sv]
+def check_value_matrix(w_v: object, d: int | None = None) -> Tensor:
+    """A finite, non-zero real [d, d] float64 value matrix, or RankCollapseError naming what is wrong."""
+    if not isinstance(w_v, Tensor):
+        raise RankCollapseError(f"W_V must be a torch tensor, got {type(w_v).__name__}")
+    if w_v.ndim != 2 or w_v.shape[0] != w_v.shape[1] or (d is not None and w_v.shape[0] != d):
+        raise RankCollapseError(f"W_V must be square [d, d], got shape {tuple(w_v.shape)}")
+    if w_v.is_complex() or not w_v.is_floating_point():
+        raise RankCollapseError(f"W_V must be a real floating-point matrix, got {w_v.dtype}")
+    w = w_v.to(torch.float64)
+    if not bool(torch.isfinite(w).all()):
+        raise RankCollapseError("W_V has non-finite entries (NaN or inf)")
+    if not bool((w != 0).any()):
+        raise RankCollapseError("W_V = 0 maps every token to zero: the normalised map is undefined")
+    return w
 
 
 def tangent_jacobian(x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk: Tensor | None = None,
@@ -144,7 +159,7 @@ def sample_final_states(n: int, d: int, w_v: Tensor, samples: int, generator: to
                         mask: Tensor | None = None, w_qk: Tensor | None = None, d_qk: float = 1.0,
                         steps: int = 2000, init: Tensor | None = None) -> Tensor:
     """X(steps) from ``samples`` inputs with tokens i.i.d. uniform on the sphere (or ``init`` [b, n, d])."""
-    x0 = random_sphere_tokens(samples, n, d, generator) if init is None else init
+    x0 = sphere_tokens(samples, n, d, generator) if init is None else init
     return iterate(x0, w_v, steps, mask, w_qk, d_qk)
 
 
@@ -163,7 +178,7 @@ def verify_equilibrium(x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk:
                                            init)
     hits = int(converged_to(final_states, x, w_v, mask, w_qk, d_qk, permutations=perms).sum())
     total = int(final_states.shape[0])
-    rank, sv = numerical_rank(x, rank_tol)
+    rank, sv = int(num_rank(x, rtol=rank_tol)), [float(v) for v in singular_values(x)]
     rho = spectral_radius(x, w_v, mask, w_qk, d_qk)
     return Equilibrium(x=x, residual=residual(x, w_v, mask, w_qk, d_qk), rank=rank, singular_values=sv,
                        spectral_radius=rho, stable=rho < 1.0, basin_fraction=hits / total if total else 0.0,
@@ -185,6 +200,7 @@ def find_equilibria(w_v: Tensor, n: int, mask: Tensor | None = None, w_qk: Tenso
     Results are sorted by basin fraction, largest first.
     """
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    w_v = check_value_matrix(w_v)
     d = int(w_v.shape[0])
     perms = mask is None
     final = sample_final_states(n, d, w_v, starts, gen, mask, w_qk, d_qk, steps, init)
@@ -199,7 +215,7 @@ def find_equilibria(w_v: Tensor, n: int, mask: Tensor | None = None, w_qk: Tenso
                 float(_distance(cand, f, perms)) < 1e-5 for f in found):
             found.append(cand)
     for _ in range(newton_starts):
-        cand = newton_polish(random_sphere_tokens(1, n, d, gen)[0], w_v, mask, w_qk, d_qk, iters=50)
+        cand = newton_polish(sphere_tokens(1, n, d, gen)[0], w_v, mask, w_qk, d_qk, iters=50)
         if residual(cand, w_v, mask, w_qk, d_qk) < 1e-10 and not any(
                 float(_distance(cand, f, perms)) < 1e-5 for f in found):
             found.append(cand)

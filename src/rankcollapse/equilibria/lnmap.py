@@ -1,10 +1,14 @@
-"""The self-attention + LayerNorm map ``X -> D A(X) X W_V`` on a product of unit spheres (SPEC §2).
+"""The self-attention + sphere-normalisation map on a product of unit spheres (the paper's eq. (3)).
 
 Index letters: b batch, n/i/j tokens, d features. Row-vector convention: a token is a row, the
 value matrix acts as ``x -> x W_V``. Attention: ``A = softmax_M(X W_QK X^T / sqrt(d_qk))`` with
-``W_QK = W_Q W_K^T`` (default identity) and the mask ``M`` (bool [n, n], True where query i may
-attend to key j; None = complete). LayerNorm here is the ``sphere`` normalisation
-``D = diag(1 / ||(A X W_V)_i||)``.
+``W_QK = W_Q W_K^T`` (default identity; a zero matrix gives uniform attention over each token's
+context) and the mask ``M`` (bool [n, n], True where query i may attend to key j; None = complete).
+The normalisation is the theory's scaling-only LayerNorm, :func:`rankcollapse.core.norms.sphere_normalize`
+(``D = diag(1 / ||row_i||)``), the same function as the simulator's ``sphere`` norm:
+
+- post-LN (eq. (3)): ``X' = D A(X) X W_V``, ``D`` from ``A X W_V``;
+- pre-LN (§4.2):     ``X' = A(D X) D X W_V``, ``D`` from ``X``.
 """
 
 from __future__ import annotations
@@ -13,81 +17,114 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.attention import attention_weights
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.errors import RankCollapseError
+
+PLACEMENTS = ("post", "pre")
 
 
 def causal_mask(n: int) -> Tensor:
-    """Causal mask, bool [n, n]: query i attends to keys j <= i."""
-    return torch.tril(torch.ones(n, n, dtype=torch.bool))
+    """The causal mask at length n, bool [n, n] (i attends to j <= i), from ``rankcollapse.masks``."""
+    from rankcollapse.masks import parse_mask
+
+    return parse_mask("causal").dense(n).to(torch.bool)
 
 
-def resolve_mask(mask: str | Tensor | None, n: int) -> Tensor | None:
-    """A mask spec (``"causal"``, ``"complete"``, any ``parse_mask`` spec) or a dense bool tensor.
+def resolve_mask(mask: object, n: int) -> Tensor | None:
+    """A mask spec, a ``rankcollapse.masks.Mask`` or a dense bool tensor -> bool [n, n], or None if complete.
 
-    Returns bool [n, n], or None for the complete mask.
+    Specs are parsed here, at the edge, once; everything below takes the tensor.
     """
     if mask is None:
         return None
     if isinstance(mask, Tensor):
         if mask.shape != (n, n) or mask.dtype != torch.bool:
-            raise RankCollapseError(f"mask must be a bool tensor of shape ({n}, {n}), got "
-                                    f"{tuple(mask.shape)} {mask.dtype}")
-        return mask
-    spec = mask.strip()
-    try:
-        from rankcollapse.masks import parse_mask
-    except ImportError:  # masks package not landed yet: the two families this module needs
-        parse_mask = None
-    if parse_mask is not None:
-        dense = parse_mask(spec).dense(n)
-        return None if bool(dense.all()) else dense.to(torch.bool)
-    if spec == "causal":
-        return causal_mask(n)
-    if spec == "complete":
-        return None
-    raise RankCollapseError(f"unknown mask {spec!r}; allowed here: causal, complete")
+            raise RankCollapseError(
+                f"mask must be a bool tensor of shape ({n}, {n}), got {tuple(mask.shape)} {mask.dtype}"
+            )
+        return None if bool(mask.all()) else mask
+    from rankcollapse.masks import Mask, parse_mask
+
+    parsed = mask if isinstance(mask, Mask) else parse_mask(str(mask).strip())
+    dense = parsed.dense(n)
+    return None if bool(dense.all()) else dense.to(torch.bool)
 
 
-def attention_matrix(x: Tensor, mask: Tensor | None = None, w_qk: Tensor | None = None,
-                     d_qk: float = 1.0) -> Tensor:
+def attention_matrix(
+    x: Tensor, mask: Tensor | None = None, w_qk: Tensor | None = None, d_qk: float = 1.0
+) -> Tensor:
     """``A = softmax_M(x W_QK x^T / sqrt(d_qk))``: x [..., n, d] -> A [..., n, n]."""
     q = x if w_qk is None else x @ w_qk
     return attention_weights(q, x, mask, d_qk)
 
 
-def ln_attention_map(x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk: Tensor | None = None,
-                     d_qk: float = 1.0) -> Tensor:
-    """One layer with sphere LayerNorm: ``X' = D A(X) X W_V``, ``D = diag(1/||(A X W_V)_i||)``.
+def ln_attention_map(
+    x: Tensor,
+    w_v: Tensor,
+    mask: Tensor | None = None,
+    w_qk: Tensor | None = None,
+    d_qk: float = 1.0,
+    placement: str = "post",
+) -> Tensor:
+    """One layer with the sphere normalisation, post-LN ``D A X W_V`` or pre-LN ``A(DX) D X W_V``.
 
-    x [..., n, d] -> [..., n, d], every row of the output has unit norm.
+    x [..., n, d] -> [..., n, d] (post-LN: every row of the output has unit norm). A zero or overflowing
+    token raises :class:`RankCollapseError` naming it.
     """
-    y = attention_matrix(x, mask, w_qk, d_qk) @ x @ w_v
-    return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+    if placement == "post":
+        y = attention_matrix(x, mask, w_qk, d_qk) @ x @ w_v
+        _check_finite(y)
+        return sphere_normalize(y)
+    if placement == "pre":
+        z = sphere_normalize(x)
+        y = attention_matrix(z, mask, w_qk, d_qk) @ z @ w_v
+        _check_finite(y)
+        return y
+    raise RankCollapseError(f"placement must be one of {', '.join(PLACEMENTS)}, got {str(placement)[:40]!r}")
 
 
-def attention_map(x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk: Tensor | None = None,
-                  d_qk: float = 1.0) -> Tensor:
-    """One layer without LayerNorm: ``X' = A(X) X W_V`` (pure self-attention), x [..., n, d]."""
+def _check_finite(y: Tensor) -> None:
+    """Refuse tokens whose norm overflows (e.g. ``W_V = 1e300 I``): their direction is not computable."""
+    if y.requires_grad:
+        return
+    norm = torch.linalg.vector_norm(y, dim=-1)
+    if not bool(torch.isfinite(norm).all()):
+        bad = torch.nonzero(~torch.isfinite(norm))[0].tolist()
+        raise RankCollapseError(
+            f"token {bad[-1]} overflows (norm {float(norm[tuple(bad)]):g}) after one layer; scale W_V down"
+        )
+
+
+def attention_map(
+    x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk: Tensor | None = None, d_qk: float = 1.0
+) -> Tensor:
+    """One layer without LayerNorm: ``X' = A(X) X W_V`` (pure self-attention, eq. (2)), x [..., n, d]."""
     return attention_matrix(x, mask, w_qk, d_qk) @ x @ w_v
 
 
-def iterate(x: Tensor, w_v: Tensor, steps: int, mask: Tensor | None = None, w_qk: Tensor | None = None,
-            d_qk: float = 1.0, layer_norm: bool = True, keep_trajectory: bool = False) -> Tensor:
+def iterate(
+    x: Tensor,
+    w_v: Tensor,
+    steps: int,
+    mask: Tensor | None = None,
+    w_qk: Tensor | None = None,
+    d_qk: float = 1.0,
+    layer_norm: bool = True,
+    keep_trajectory: bool = False,
+    placement: str = "post",
+) -> Tensor:
     """Apply the map ``steps`` times. Returns X(steps) [..., n, d], or the trajectory
     [steps + 1, ..., n, d] (X(0) first) when ``keep_trajectory``."""
-    step = ln_attention_map if layer_norm else attention_map
     traj = [x] if keep_trajectory else None
     for _ in range(steps):
-        x = step(x, w_v, mask, w_qk, d_qk)
+        x = (
+            ln_attention_map(x, w_v, mask, w_qk, d_qk, placement)
+            if layer_norm
+            else attention_map(x, w_v, mask, w_qk, d_qk)
+        )
         if traj is not None:
             traj.append(x)
     return torch.stack(traj) if traj is not None else x
-
-
-def random_sphere_tokens(b: int, n: int, d: int, generator: torch.Generator) -> Tensor:
-    """i.i.d. tokens uniform on the unit sphere S^{d-1}: [b, n, d] float64."""
-    x = torch.randn(b, n, d, generator=generator, dtype=torch.float64)
-    return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 
 def tangent_basis(x: Tensor) -> Tensor:
@@ -97,5 +134,5 @@ def tangent_basis(x: Tensor) -> Tensor:
     eye = torch.eye(d, dtype=x.dtype)
     for i in range(n):
         q, _ = torch.linalg.qr(torch.cat([x[i].unsqueeze(1), eye], dim=1))
-        basis[i * d:(i + 1) * d, i * (d - 1):(i + 1) * (d - 1)] = q[:, 1:d]
+        basis[i * d : (i + 1) * d, i * (d - 1) : (i + 1) * (d - 1)] = q[:, 1:d]
     return basis

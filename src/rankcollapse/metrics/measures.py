@@ -37,6 +37,10 @@ _COSINE_CHUNK = 1024
 
 
 def _check(x: Tensor) -> None:
+    if not isinstance(x, Tensor):
+        from rankcollapse.errors import RankCollapseTypeError
+
+        raise RankCollapseTypeError(f"x must be a torch.Tensor of tokens [..., n, d], got {type(x).__name__}")
     if x.ndim < 2:
         raise ValueError(f"expected tokens x of shape [..., n, d], got shape {tuple(x.shape)}")
     if not x.is_floating_point():
@@ -92,7 +96,18 @@ def _at_floor(m: Tensor, norm: Tensor, dtype: torch.dtype) -> Tensor:
 def singular_values(x: Tensor) -> Tensor:
     """Singular values ``s_1 >= ... >= s_k``, ``k = min(n, d)``. [..., n, d] -> [..., k]."""
     _check(x)
-    return torch.linalg.svdvals(x)
+    return _svdvals(x)
+
+
+def _svdvals(x: Tensor) -> Tensor:
+    """``svdvals`` of the finite samples; NaN rows for samples with a NaN/inf entry (no LinAlgError)."""
+    finite = torch.isfinite(x).flatten(-2).all(dim=-1)
+    if bool(finite.all()):
+        return torch.linalg.svdvals(x)
+    out = torch.full((*x.shape[:-2], min(x.shape[-2], x.shape[-1])), math.nan, dtype=x.dtype, device=x.device)
+    if bool(finite.any()):
+        out[finite] = torch.linalg.svdvals(x[finite])
+    return out
 
 
 def rank_tolerance(s: Tensor, n: int, d: int) -> Tensor:
@@ -104,12 +119,16 @@ def _rank_from_sv(s: Tensor, n: int, d: int) -> Tensor:
     return (s > rank_tolerance(s, n, d).unsqueeze(-1)).sum(dim=-1).to(s.dtype)
 
 
-def num_rank(x: Tensor) -> Tensor:
+def num_rank(x: Tensor, rtol: float | None = None) -> Tensor:
     """Number of singular values above ``max(n, d) * eps(dtype) * s_1`` (as torch.linalg.matrix_rank).
 
-    x: [..., n, d] -> [...] (float). The zero matrix has rank 0.
+    x: [..., n, d] -> [...] (float). The zero matrix has rank 0. ``rtol``: count ``s_k > rtol * s_1``
+    instead (a looser relative tolerance, e.g. for states reached by iteration rather than built exactly).
     """
-    return _rank_from_sv(singular_values(x), x.shape[-2], x.shape[-1])
+    s = singular_values(x)
+    if rtol is None:
+        return _rank_from_sv(s, x.shape[-2], x.shape[-1])
+    return (s > rtol * s[..., :1]).sum(dim=-1).to(s.dtype)
 
 
 def full_rank(x: Tensor) -> Tensor:
@@ -261,7 +280,7 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
         elif name == "at_floor":
             out[name] = _at_floor(m, norm, x.dtype)
     if any(k in SVD_METRICS for k in wanted):
-        s = torch.linalg.svdvals(x)
+        s = _svdvals(x)
         derived = {
             "num_rank": lambda: _rank_from_sv(s, n, d),
             "full_rank": lambda: (_rank_from_sv(s, n, d) == min(n, d)).to(x.dtype),
