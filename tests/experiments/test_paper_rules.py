@@ -256,3 +256,12 @@ def test_initial_cos_verdicts() -> None:
 def test_thresholds_from_verdict_ignores_unknown_keys() -> None:
     th = Thresholds.from_verdict({"rate_tol": 0.05, "min_samples": 6, "other_rule": 1})
     assert th.rate_tol == 0.05 and th.min_samples == 6 and isinstance(th.min_samples, int)
+
+
+def test_pool_equals_the_curve_of_all_samples() -> None:
+    a, b = samples(-0.3, n=4, seed=1), samples(-0.6, n=6, seed=2)
+    pooled = Curve.pool([Curve.from_samples(a, "mu", "float64"), Curve.from_samples(b, "mu", "float64")])
+    ref = Curve.from_samples(np.concatenate([a, b]), "mu", "float64")
+    assert pooled.n == 10
+    for field in ("mean", "std", "lo", "hi", "drop", "drop_std", "finite", "floor_share"):
+        np.testing.assert_allclose(getattr(pooled, field), getattr(ref, field), rtol=1e-10, err_msg=field)

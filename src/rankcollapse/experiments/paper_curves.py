@@ -135,6 +135,33 @@ class Curve:
         return cls(q, dtype_name(dtype), int(n), get[0], get[1], get[2], get[3], get[4], get[5],
                    np.asarray(rows["finite"], dtype=np.float64), get[6])
 
+    @classmethod
+    def pool(cls, curves: list[Curve]) -> Curve:
+        """One curve of all samples of several (e.g. one per weight seed): exact pooled mean and std."""
+        if not curves:
+            raise ValueError("pool needs at least one curve")
+        if len(curves) == 1:
+            return curves[0]
+        c0 = curves[0]
+        n = np.array([c.n for c in curves], dtype=float)[:, None]
+        fin = np.stack([c.finite for c in curves])
+        w = n * fin
+        wsum = np.where(w.sum(0) > 0, w.sum(0), np.nan)
+
+        def pooled(means: list[np.ndarray], stds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            m, sd = np.nan_to_num(np.stack(means)), np.nan_to_num(np.stack(stds))
+            mean = (w * m).sum(0) / wsum
+            var = (w * (sd**2 + (m - mean) ** 2)).sum(0) / wsum
+            return mean, np.sqrt(var)
+
+        mean, std = pooled([c.mean for c in curves], [c.std for c in curves])
+        drop, drop_std = pooled([c.drop for c in curves], [c.drop_std for c in curves])
+        return cls(c0.quantity, c0.dtype, int(n.sum()), mean, std,
+                   np.nanmin(np.stack([c.lo for c in curves]), axis=0),
+                   np.nanmax(np.stack([c.hi for c in curves]), axis=0), drop, drop_std,
+                   (n * fin).sum(0) / n.sum(),
+                   (n * np.stack([c.floor_share for c in curves])).sum(0) / n.sum())
+
     def n_at(self, t: int) -> int:
         """Samples still finite at layer t."""
         return round(float(self.finite[t]) * self.n)
@@ -190,3 +217,13 @@ def curve_rows(values: dict[str, Any], dtype: str) -> list[dict[str, Any]]:
             row.update({k: float(a[t]) for k, a in c.columns().items()})
         rows.append(row)
     return rows
+
+
+def sample_stats(name: str, values: Any) -> dict[str, float]:
+    """``{name: mean, name_std, name_min, name_max}`` over the finite entries of ``values`` [b]."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return {name: math.nan, f"{name}_std": math.nan, f"{name}_min": math.nan, f"{name}_max": math.nan}
+    return {name: float(v.mean()), f"{name}_std": float(v.std()), f"{name}_min": float(v.min()),
+            f"{name}_max": float(v.max())}
