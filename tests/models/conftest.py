@@ -20,13 +20,13 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def tiny_models() -> dict[tuple[str, str], object]:
-    """``random:<arch>`` in f32 and f64, loaded once."""
+    """``tiny:<family>`` in float32 and float64, loaded once."""
     cache: dict[tuple[str, str], object] = {}
 
     def get(arch: str, dtype: str = "f32", **kw: object) -> object:
         key = (arch, dtype, tuple(sorted(kw.items())))
         if key not in cache:
-            cache[key] = load_model(f"random:{arch}", dtype, seed=0, **kw)
+            cache[key] = load_model(f"tiny:{arch}", dtype, seed=0, **kw)
         return cache[key]
 
     return get  # type: ignore[return-value]

@@ -11,12 +11,13 @@ import torch
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, hidden_state_name, iter_hidden_states, write_run
+from rankcollapse.models.parts import NO_POSITIONS
 from rankcollapse.models.plot import plot_token_geometry
 
 
 def test_rows_are_named_embeddings_then_layer_outputs_and_cycle_the_model_layers(tiny_models, ids):
     model = tiny_models("bert")
-    result = analyze(AnalyzeConfig(model="random:bert", layers=10, metrics=("mu", "full_rank")),
+    result = analyze(AnalyzeConfig(model="tiny:bert", layers=10, metrics=("mu", "full_rank")),
                      model=model, ids=ids)
     assert [r["layer"] for r in result.rows] == list(range(11))
     assert result.rows[0]["hidden_state"] == "embeddings" and result.rows[3]["hidden_state"] == "layer_3_out"
@@ -30,7 +31,7 @@ def test_cycled_layers_repeat_the_same_functions(tiny_models, ids):
     states = [x.clone() for _, _, x in iter_hidden_states(model, ids, layers=8)]
     # layer 5 is model layer 0 again: X(5) is model layer 0 applied to X(4)
     p0 = model.layers[0]
-    again = p0.hf_forward(states[4], _causal(ids.shape[1]), None)
+    again = p0.hf_forward(states[4], _causal(ids.shape[1]), NO_POSITIONS)
     torch.testing.assert_close(again, states[5], rtol=0, atol=0)
 
 
@@ -49,7 +50,7 @@ def test_no_hidden_state_is_kept_while_streaming(tiny_models, ids, mode):
         refs.append(weakref.ref(x))
         del x  # tensors are freed by reference counting: no gc.collect needed
         assert sum(r() is not None for r in refs) <= 2
-    result = analyze(AnalyzeConfig(model="random:llama", mode=mode, layers=16, metrics=("mu",)),
+    result = analyze(AnalyzeConfig(model="tiny:llama", mode=mode, layers=16, metrics=("mu",)),
                      model=model, ids=ids[:1])
     assert len(result.rows) == 17 and all(isinstance(v, float) for v in result.column("mu"))
 
@@ -57,7 +58,7 @@ def test_no_hidden_state_is_kept_while_streaming(tiny_models, ids, mode):
 def test_analyze_from_text_file_writes_config_and_csv(tiny_models, tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("the quick brown fox jumps over the lazy dog. " * 40)
-    cfg = AnalyzeConfig(model="random:albert", mode="attn+ln", text_file=str(text), samples=3, tokens=16,
+    cfg = AnalyzeConfig(model="tiny:albert", mode="attn+ln", text_file=str(text), samples=3, tokens=16,
                         layers=6, seed=3)
     result = analyze(cfg, model=tiny_models("albert"))
     again = analyze(cfg, model=tiny_models("albert"))
@@ -73,17 +74,17 @@ def test_analyze_from_text_file_writes_config_and_csv(tiny_models, tmp_path):
 
 def test_pure_attention_shrinks_relative_mu(tiny_models, ids):
     model = tiny_models("bert", "f64")
-    cfg = AnalyzeConfig(model="random:bert", mode="attn", layers=40, metrics=("mu_rel", "at_floor"))
+    cfg = AnalyzeConfig(model="tiny:bert", mode="attn", layers=40, metrics=("mu_rel", "at_floor"))
     result = analyze(cfg, model=model, ids=ids)
     assert result.rows[-1]["mu_rel"] < result.rows[0]["mu_rel"]
 
 
-def test_bad_mode_temperature_and_context_are_user_errors(tiny_models, ids):
+def test_bad_mode_d_qk_and_context_are_user_errors(tiny_models, ids):
     model = tiny_models("bert")
     with pytest.raises(RankCollapseError, match="unknown mode 'attn\\+mlp'"):
         list(iter_hidden_states(model, ids, mode="attn+mlp"))
-    with pytest.raises(RankCollapseError, match="temperature"):
-        list(iter_hidden_states(model, ids, temperature=0.0))
+    with pytest.raises(RankCollapseError, match="d_qk must be a positive finite number"):
+        list(iter_hidden_states(model, ids, d_qk=0.0))
     long_ids = torch.zeros(1, model.max_tokens + 1, dtype=torch.long)
     with pytest.raises(RankCollapseError, match="exceeds the context"):
         list(iter_hidden_states(model, long_ids))
@@ -100,3 +101,35 @@ def test_overflowing_samples_are_counted_not_crashing():
     assert finite == pytest.approx(2 / 3) and stats["full_rank"] == 1.0
     finite, stats = measure(torch.full((2, 5, 4), float("nan")), ("mu",))
     assert finite == 0.0 and stats["mu"] != stats["mu"]
+
+
+def test_overflowing_rows_are_marked_overflow_with_a_note(tiny_models, ids):
+    """attn+skip in float32 at depth overflows (token norms grow each layer): such rows say so."""
+    model = tiny_models("bert")
+    big = model.embed(ids) * 1e30  # a huge input overflows within a few layers
+    result = analyze(AnalyzeConfig(model="tiny:bert", mode="attn+skip", layers=6, metrics=("mu",)),
+                     model=_const_embed(model, big), ids=ids)
+    statuses = result.column("status")
+    assert statuses[0] == "ok" and "overflow" in statuses
+    bad = result.overflow_layers
+    assert bad == [int(r["layer"]) for r in result.rows if r["finite"] < 1.0] and bad
+    assert any("non-finite" in note for note in result.notes)
+
+
+def _const_embed(model, x):
+    import copy
+
+    clone = copy.copy(model)
+    clone.embed = lambda ids: x
+    return clone
+
+
+def test_a_repeated_first_token_is_noted_as_an_input_property(tiny_models):
+    model = tiny_models("llama", "f64")
+    ids = torch.tensor([[5, 5, 7, 9, 11, 13]])
+    result = analyze(AnalyzeConfig(model="tiny:llama", mode="attn", layers=3, metrics=("num_rank",)),
+                     model=model, ids=ids)
+    assert any("repeated token" in note for note in result.notes)
+    # and the duplicate really persists: rows 0 and 1 stay equal in every layer
+    for _, _, x in iter_hidden_states(model, ids, mode="attn+skip", layers=5):
+        torch.testing.assert_close(x[:, 0], x[:, 1], rtol=1e-12, atol=1e-12)

@@ -19,8 +19,8 @@ def text_file(tmp_path):
 
 def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
     out = tmp_path / "run"
-    code = main(["analyze", "--model", "random:gpt2", "--mode", "attn+skip", "--mask", "complete",
-                 "--temperature", "2", "--layers", "5", "--text", str(text_file), "--samples", "2",
+    code = main(["analyze", "--model", "tiny:gpt2", "--mode", "attn+skip", "--mask", "complete",
+                 "--d-qk", "2", "--layers", "5", "--text", str(text_file), "--samples", "2",
                  "--tokens", "16", "--dtype", "f64", "--seed", "1", "--out", str(out), "--plot"])
     assert code == 0, capsys.readouterr().err
     rows = list(csv.DictReader((out / "metrics.csv").open()))
@@ -30,13 +30,14 @@ def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
                 "effective_rank"):
         assert col in rows[0]
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["config"]["analyze"]["temperature"] == 2.0 and cfg["config"]["model"]["arch"] == "gpt2"
+    assert cfg["config"]["analyze"]["d_qk"] == 2.0 and cfg["config"]["model"]["arch"] == "gpt2"
+    assert cfg["config"]["model"]["d_qk"] == 2.0 and cfg["config"]["model"]["own_d_qk"] == 16.0
     assert (out / "token_geometry.png").is_file()
 
 
 def test_analyze_with_a_window_mask_on_an_encoder(tmp_path, text_file, capsys):
     out = tmp_path / "w"
-    code = main(["analyze", "--model", "random:bert", "--mode", "attn+ln", "--mask", "window:w=2",
+    code = main(["analyze", "--model", "tiny:bert", "--mode", "attn+ln", "--mask", "window:w=2",
                  "--layers", "3", "--text", str(text_file), "--samples", "2", "--tokens", "16",
                  "--out", str(out)])
     assert code == 0, capsys.readouterr().err
@@ -64,26 +65,27 @@ def test_folder_without_config(tmp_path, text_file, capsys):
     assert "config.json" in err
 
 
-def test_unsupported_architecture_names_supported_ones(tmp_path, text_file, capsys):
+def test_folder_with_config_but_no_weights(tmp_path, text_file, capsys):
     folder = tmp_path / "t5"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "t5",
                                                     "architectures": ["T5ForConditionalGeneration"]}))
+    # a supported family without weights: named as such
     err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
-    assert "T5ForConditionalGeneration" in err and "supported are bert, albert, gpt2, llama" in err
+    assert "config.json but no weights" in err
 
 
 def test_text_shorter_than_tokens(tmp_path, capsys):
     short = tmp_path / "short.txt"
     short.write_text("too short")
-    err = _one_line_error(["analyze", "--model", "random:bert", "--text", str(short), "--tokens", "64",
+    err = _one_line_error(["analyze", "--model", "tiny:bert", "--text", str(short), "--tokens", "64",
                            "--out", str(tmp_path / "o")], capsys)
     assert "fewer than --tokens 64" in err
 
 
 def test_tokens_beyond_context(tmp_path, text_file, capsys):
-    err = _one_line_error(["analyze", "--model", "random:bert", "--text", str(text_file), "--tokens", "600",
+    err = _one_line_error(["analyze", "--model", "tiny:bert", "--text", str(text_file), "--tokens", "600",
                            "--out", str(tmp_path / "o")], capsys)
     assert "exceeds the context" in err and "512" in err
 
@@ -92,8 +94,70 @@ def test_tokens_beyond_context(tmp_path, text_file, capsys):
                                                ("--dtype", "f16", "dtype 'f16'"),
                                                ("--corpus", "lorem", "unknown corpus 'lorem'"),
                                                ("--model", "random:t5", "random model 't5'"),
-                                               ("--temperature", "-1", "temperature"),
+                                               ("--model", "tiny:gemma", "tiny model 'gemma'"),
+                                               ("--d-qk", "-1", "d_qk must be a positive"),
                                                ("--mask", "bogus", "unknown mask family 'bogus'")])
 def test_bad_values(tmp_path, capsys, flag, value, needle):
     err = _one_line_error(["analyze", flag, value, "--out", str(tmp_path / "o")], capsys)
     assert needle in err
+
+
+def test_unsupported_architecture_names_supported_ones(tmp_path, text_file, capsys):
+    folder = tmp_path / "gemma"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "gemma", "architectures": ["GemmaModel"]}))
+    err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
+                           "--out", str(tmp_path / "o")], capsys)
+    assert "GemmaModel" in err and "supported are bert, albert, gpt2, llama, t5, mpnet" in err
+
+
+def test_corrupt_config_json(tmp_path, text_file, capsys):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert", ')
+    err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
+                           "--out", str(tmp_path / "o")], capsys)
+    assert "config.json is not valid JSON" in err
+
+
+def test_corpus_with_text_is_refused(tmp_path, text_file, capsys):
+    err = _one_line_error(["analyze", "--model", "tiny:bert", "--corpus", "kjv", "--text", str(text_file),
+                           "--out", str(tmp_path / "o")], capsys)
+    assert "--corpus does not apply with --text" in err
+
+
+def test_temperature_is_a_deprecated_alias_of_d_qk(tmp_path, text_file, capsys):
+    out = tmp_path / "t"
+    code = main(["analyze", "--model", "tiny:bert", "--mode", "attn", "--temperature", "4", "--layers", "1",
+                 "--text", str(text_file), "--samples", "2", "--tokens", "8", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    warnings = [line for line in captured.err.splitlines() if "deprecated" in line]
+    assert len(warnings) == 1 and "--d-qk" in warnings[0]
+    assert json.loads((out / "config.json").read_text())["config"]["analyze"]["d_qk"] == 4.0
+    err = _one_line_error(["analyze", "--d-qk", "2", "--temperature", "2", "--out", str(tmp_path / "o")],
+                          capsys)
+    assert "not both" in err
+
+
+def test_overflow_is_reported_not_hidden(tmp_path, text_file, capsys, monkeypatch):
+    """A run whose hidden states overflow says so in its summary line and marks the rows."""
+    from rankcollapse.models import loading
+
+    real = loading.load_model
+
+    def huge_inputs(*args, **kwargs):
+        model = real(*args, **kwargs)
+        embed = model.embed
+        model.embed = lambda ids: embed(ids) * 1e30  # overflows float32 within a few layers
+        return model
+
+    monkeypatch.setattr(loading, "load_model", huge_inputs)
+    out = tmp_path / "ovf"
+    code = main(["analyze", "--model", "tiny:bert", "--mode", "attn+skip", "--layers", "6",
+                 "--text", str(text_file), "--samples", "2", "--tokens", "16", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert rows[0]["status"] == "ok" and rows[-1]["status"] == "overflow" and rows[-1]["mu"] == "nan"
+    assert "NON-FINITE (overflow)" in captured.out and "all finite" not in captured.out

@@ -1,4 +1,4 @@
-"""Bundled corpora load offline and token windows are reproducible and exactly `tokens` long."""
+"""Bundled corpora load offline; excerpts are seeded, exactly N tokens, and start as the model reads text."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import torch
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.models import CORPORA, load_corpus, sample_token_batches
+from rankcollapse.models.corpora import TokenStream, token_stream, wikipedia_articles
 
 
 @pytest.mark.parametrize("name", CORPORA)
@@ -17,8 +18,15 @@ def test_each_corpus_loads_nonempty_text(name):
         assert "**" not in text[:5000] and "HAMLET" in text.upper()
 
 
+def test_wikipedia_is_the_lead_sections_in_sorted_title_order():
+    articles = wikipedia_articles()
+    assert len(articles) == 10_033
+    assert 700_000 < sum(len(a.split()) for a in articles) < 850_000
+    assert articles[0].startswith("0 is a number")  # the first title in sorted order is "0"
+
+
 def test_unknown_corpus_names_the_allowed_ones():
-    with pytest.raises(RankCollapseError, match="allowed: shakespeare, kjv, pydocs"):
+    with pytest.raises(RankCollapseError, match="allowed: wikipedia, shakespeare, kjv, pydocs"):
         load_corpus("lorem")
 
 
@@ -28,6 +36,38 @@ def test_windows_are_seeded_consecutive_and_exactly_tokens_long():
     assert a.shape == (8, 32) and torch.equal(a, b)
     assert torch.equal(a[:, 1:] - a[:, :-1], torch.ones(8, 31, dtype=torch.long))
     assert not torch.equal(a, sample_token_batches(ids, 8, 32, seed=6))
+
+
+def test_start_token_comes_first_and_the_excerpt_keeps_n_tokens():
+    ids = torch.arange(100, 1100)
+    rows = sample_token_batches(ids, 5, 16, seed=1, start_token=101)
+    assert rows.shape == (5, 16) and bool((rows[:, 0] == 101).all())
+    assert torch.equal(rows[:, 2:] - rows[:, 1:-1], torch.ones(5, 14, dtype=torch.long))
+
+
+def test_without_a_start_token_no_excerpt_begins_with_a_repeated_token():
+    ids = torch.tensor([7, 7, 7, 1, 2, 3, 4, 4, 5, 6, 8, 9] * 20)
+    rows = sample_token_batches(ids, 40, 4, seed=0)
+    assert bool((rows[:, 0] != rows[:, 1]).all())
+
+
+def test_article_starts_restrict_where_excerpts_begin():
+    stream = TokenStream(torch.arange(200), starts=torch.tensor([0, 50, 120]))
+    rows = sample_token_batches(stream, 3, 10, seed=0, start_token=-1)
+    assert sorted(rows[:, 1].tolist()) == [0, 50, 120]
+
+
+def test_wikipedia_excerpts_start_at_article_starts_with_the_bert_tokenizer():
+    from rankcollapse.models.loading import bert_tokenizer
+
+    tok = bert_tokenizer()
+    stream = token_stream("wikipedia", tok)
+    assert stream.starts is not None and len(stream.starts) == 10_033
+    rows = sample_token_batches(stream, 4, 128, seed=0, start_token=tok.cls_token_id)
+    assert rows.shape == (4, 128) and bool((rows[:, 0] == tok.cls_token_id).all())
+    for row in rows:  # each excerpt is the token stream from some article's first token on
+        hits = [int(s) for s in stream.starts if torch.equal(stream.ids[int(s):int(s) + 127], row[1:])]
+        assert len(hits) >= 1
 
 
 def test_text_shorter_than_tokens_is_a_user_error():

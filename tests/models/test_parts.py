@@ -9,9 +9,9 @@ import torch
 
 from rankcollapse.core.norms import layer_norm, rms_norm
 from rankcollapse.models import iter_hidden_states, run_block
-from rankcollapse.models.parts import LayerParts, attention
+from rankcollapse.models.parts import LayerParts, Positions, attention
 
-ARCHS = ("bert", "albert", "gpt2", "llama")
+ARCHS = ("bert", "albert", "gpt2", "llama", "t5", "mpnet")
 TOL = {"f32": 1e-5, "f64": 1e-10}
 
 
@@ -39,8 +39,9 @@ def test_full_mode_matches_hf_hidden_states(tiny_models, ids, arch, dtype, backe
     assert _max_rel_err(model, ids, backend, _hf_hidden_states(model, ids)) <= TOL[dtype]
 
 
-def test_llama_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_models, ids):
-    model = tiny_models("llama", "f64")  # default in f64: no casts, exact float64
+@pytest.mark.parametrize("arch", ["llama", "t5"])
+def test_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_models, ids, arch):
+    model = tiny_models(arch, "f64")  # default in f64: no casts, exact float64
     assert model.info["hf_casts"] is False
     err = _max_rel_err(model, ids, "parts", _hf_hidden_states(model, ids))
     assert 1e-12 < err < 1e-5
@@ -49,10 +50,11 @@ def test_llama_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_mod
 def test_auto_backend_avoids_hf_for_exact_llama_f64(tiny_models, ids):
     from rankcollapse.models.analyze import choose_backend
 
-    assert choose_backend(tiny_models("llama", "f64"), "full", True, 1.0, "auto") == "parts"
-    assert choose_backend(tiny_models("llama", "f32"), "full", True, 1.0, "auto") == "hf"
-    assert choose_backend(tiny_models("bert", "f64"), "full", True, 1.0, "auto") == "hf"
-    assert choose_backend(tiny_models("bert", "f64"), "attn", True, 1.0, "auto") == "parts"
+    assert choose_backend(tiny_models("llama", "f64"), "full", True, None, "auto") == "parts"
+    assert choose_backend(tiny_models("llama", "f32"), "full", True, None, "auto") == "hf"
+    assert choose_backend(tiny_models("bert", "f64"), "full", True, None, "auto") == "hf"
+    assert choose_backend(tiny_models("bert", "f64"), "full", True, 16.0, "auto") == "hf"  # its own d_qk
+    assert choose_backend(tiny_models("bert", "f64"), "attn", True, None, "auto") == "parts"
     assert choose_backend(tiny_models("bert", "f64"), "full", True, 2.0, "auto") == "parts"
 
 
@@ -63,12 +65,13 @@ def _tiny_parts(placement: str, gen: torch.Generator, bias: bool = True) -> Laye
     return LayerParts(
         w_q=w(h * e, d), b_q=w(h * e) if bias else None, w_k=w(g * e, d), b_k=w(g * e) if bias else None,
         w_v=w(g * e, d), b_v=w(g * e) if bias else None, w_o=w(d, h * e), b_o=w(d) if bias else None,
-        n_heads=h, n_kv_heads=g, head_dim=e, scaling=e**-0.5,
+        n_heads=h, n_kv_heads=g, head_dim=e, d_qk=float(e),
         norm_attn=lambda x: layer_norm(x, gamma, beta, 1e-5), norm_mlp=lambda x: 2 * x,
         norm_placement=placement, mlp=torch.tanh)
 
 
-def _attention_by_hand(p: LayerParts, x: torch.Tensor, mask: torch.Tensor, temperature: float):
+def _attention_by_hand(p: LayerParts, x: torch.Tensor, mask: torch.Tensor, d_qk: float,
+                       bias: torch.Tensor | None = None):
     out = torch.zeros(x.shape[0], x.shape[1], p.w_o.shape[0], dtype=x.dtype)
     for b in range(x.shape[0]):
         for hh in range(p.n_heads):
@@ -78,20 +81,24 @@ def _attention_by_hand(p: LayerParts, x: torch.Tensor, mask: torch.Tensor, tempe
             q = x[b] @ p.w_q[sl_q].T + p.b_q[sl_q]
             k = x[b] @ p.w_k[sl_kv].T + p.b_k[sl_kv]
             v = x[b] @ p.w_v[sl_kv].T + p.b_v[sl_kv]
-            s = q @ k.T * p.scaling / temperature
+            s = q @ k.T / math.sqrt(d_qk) + (0.0 if bias is None else bias[0, hh])
+            s = s - s.masked_fill(~mask, float("-inf")).amax(-1, keepdim=True)
             a = torch.where(mask, s.exp(), torch.zeros_like(s))
             a = a / a.sum(-1, keepdim=True)
             out[b] += a @ v @ p.w_o[:, sl_q].T
     return out + p.b_o
 
 
-def test_attention_with_gqa_mask_and_temperature_matches_formula():
+def test_attention_with_gqa_mask_d_qk_and_bias_matches_formula():
     gen = torch.Generator().manual_seed(0)
     p = _tiny_parts("post", gen)
     x = torch.randn(2, 5, 6, generator=gen, dtype=torch.float64)
     mask = torch.ones(5, 5, dtype=torch.bool).tril()
-    got = attention(p, x, mask, temperature=3.0)
-    torch.testing.assert_close(got, _attention_by_hand(p, x, mask, 3.0), rtol=1e-12, atol=1e-12)
+    got = attention(p, x, mask, d_qk=1 / 64)
+    torch.testing.assert_close(got, _attention_by_hand(p, x, mask, 1 / 64), rtol=1e-12, atol=1e-12)
+    bias = torch.randn(1, 2, 5, 5, generator=gen, dtype=torch.float64)
+    got = attention(p, x, mask, positions=Positions(bias=bias))
+    torch.testing.assert_close(got, _attention_by_hand(p, x, mask, 3.0, bias), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("placement", ["pre", "post"])
@@ -100,7 +107,7 @@ def test_each_mode_matches_its_documented_formula(placement):
     p = _tiny_parts(placement, gen)
     x = torch.randn(2, 5, 6, generator=gen, dtype=torch.float64)
     full_mask = torch.ones(5, 5, dtype=torch.bool)
-    A = lambda z: _attention_by_hand(p, z, full_mask, 1.0)  # noqa: E731
+    A = lambda z: _attention_by_hand(p, z, full_mask, 3.0)  # noqa: E731
     N1, N2 = p.norm_attn, p.norm_mlp
     if placement == "post":
         y = N1(x + A(x))
@@ -146,11 +153,30 @@ def test_mask_override_changes_encoder_and_decoder_outputs(tiny_models, ids, arc
                                else last(mode="full"), rtol=1e-10, atol=1e-10)
 
 
-def test_temperature_divides_logits(tiny_models, ids):
+@pytest.mark.parametrize("arch,own", [("bert", 16.0), ("gpt2", 16.0), ("llama", 16.0), ("mpnet", 16.0),
+                                      ("t5", 1.0), ("albert", 16.0)])
+def test_default_d_qk_is_the_models_own_and_reproduces_its_logits(tiny_models, ids, arch, own):
+    """d_qk is the number under the square root; each family's own value gives its own logits
+    (T5 does not scale: its own d_qk is 1), so passing it explicitly changes nothing."""
+    model = tiny_models(arch, "f64")
+    assert model.own_d_qk == own and all(p.d_qk == own for p in model.layers)
+    default = [x.clone() for _, _, x in iter_hidden_states(model, ids, mode="attn", layers=2)]
+    explicit = [x.clone() for _, _, x in iter_hidden_states(model, ids, mode="attn", layers=2, d_qk=own)]
+    other = list(iter_hidden_states(model, ids, mode="attn", layers=1, d_qk=own * 4))[-1][2]
+    assert all(torch.equal(a, b) for a, b in zip(default, explicit, strict=True))
+    assert not torch.allclose(other, default[1], rtol=1e-6, atol=0)
+
+
+def test_d_qk_is_under_the_square_root(tiny_models, ids):
     model = tiny_models("bert", "f64")
     p = model.layers[0]
     x = model.embed(ids)
-    scaled = LayerParts(**{**p.__dict__, "scaling": p.scaling / 4.0})
-    torch.testing.assert_close(attention(p, x, None, temperature=4.0), attention(scaled, x, None),
+    quarter = LayerParts(**{**p.__dict__, "d_qk": p.d_qk * 16.0})
+    torch.testing.assert_close(attention(p, x, None, d_qk=p.d_qk * 16.0), attention(quarter, x, None),
                                rtol=0, atol=0)
-    assert math.isclose(p.scaling, 16**-0.5)
+    q = torch.nn.functional.linear(x, p.w_q, p.b_q)[..., :16]
+    k = torch.nn.functional.linear(x, p.w_k, p.b_k)[..., :16]
+    logits = q @ k.transpose(-1, -2) / 4.0  # sqrt(16): BERT's own 1/sqrt(head_dim)
+    from rankcollapse.core.attention import attention_logits
+
+    torch.testing.assert_close(attention_logits(q, k, p.d_qk), logits, rtol=0, atol=0)

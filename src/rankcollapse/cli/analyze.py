@@ -1,7 +1,8 @@
-"""`rankcollapse analyze`: layer-by-layer collapse measures of a pretrained model on real text."""
+"""`rankcollapse analyze`: layer-by-layer collapse measures of a model on real text."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,22 +12,42 @@ from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
 
 
+def _warn(message: str) -> None:
+    print(f"rankcollapse: warning: {message}", file=sys.stderr)
+
+
+def resolve_d_qk(d_qk: float | None, temperature: float | None) -> float | None:
+    """``--d-qk``, or its deprecated alias ``--temperature`` (same number; one warning line)."""
+    if temperature is None:
+        return d_qk
+    if d_qk is not None:
+        raise RankCollapseError("give --d-qk or its old name --temperature, not both")
+    _warn("--temperature is deprecated; use --d-qk (the d_qk in logits = q k^T / sqrt(d_qk); "
+          "the model's own is its head_dim)")
+    return temperature
+
+
 @app.command("analyze")
 def analyze_command(
-    model: str = typer.Option("minilm", "--model", help="minilm, smollm2, random:<bert|albert|gpt2|llama>, "
-                              "a local model folder or a cached hub name."),
-    mode: str = typer.Option("full", "--mode", help="full, attn, attn+ln, attn+skip, attn+skip+ln."),
+    model: str = typer.Option("minilm", "--model", help="A paper checkpoint when cached (bert-base-uncased, "
+                              "openai-community/gpt2, google-t5/t5-base, albert/albert-base-v2), "
+                              "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2> (that config, random "
+                              "init), minilm, smollm2, mpnet, tiny:<family>, or a local model folder."),
+    mode: str = typer.Option("full", "--mode", help="attn (SAN), attn+skip (SAN + skip), attn+ln (SAN + "
+                             "LayerNorm), attn+skip+ln (SAN + skip + LayerNorm), full (transformer)."),
     mask: str = typer.Option(None, "--mask", help="Mask spec overriding the model's own "
                              "(complete for encoders, causal for decoders)."),
-    temperature: float = typer.Option(1.0, "--temperature", help="T dividing the attention logits: "
-                                      "S = scaling / T * q k^T (1: the model's own)."),
+    d_qk: float = typer.Option(None, "--d-qk", help="The number under the square root: logits = "
+                               "q k^T / sqrt(d_qk) (default: the model's own, its head_dim; T5: 1)."),
+    temperature: float = typer.Option(None, "--temperature", hidden=True,
+                                      help="Deprecated alias of --d-qk."),
     layers: int = typer.Option(None, "--layers", help="Depth L (default: the model's); cycles its layers."),
-    corpus: str = typer.Option("shakespeare", "--corpus", help="shakespeare, kjv or pydocs."),
-    text: Path = typer.Option(None, "--text", help="UTF-8 text file to sample from instead of --corpus."),
-    samples: int = typer.Option(16, "--samples", help="Number of token windows (batch size)."),
-    tokens: int = typer.Option(64, "--tokens", help="Tokens per window (no special tokens added)."),
-    dtype: str = typer.Option("f32", "--dtype", help="f32 or f64."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the windows (and of random:<arch> weights)."),
+    corpus: str = typer.Option(None, "--corpus", help="wikipedia (default), shakespeare, kjv or pydocs."),
+    text: Path = typer.Option(None, "--text", help="UTF-8 text file to sample from instead of a corpus."),
+    samples: int = typer.Option(16, "--samples", help="Number of excerpts (batch size)."),
+    tokens: int = typer.Option(128, "--tokens", help="Tokens per excerpt, the model's start token included."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 or float64."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the excerpts (and of random-init weights)."),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
                                 "only) or parts (generic blocks)."),
     metric_threads: int = typer.Option(1, "--metric-threads", help="torch threads while measuring "
@@ -43,9 +64,11 @@ def analyze_command(
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
     from rankcollapse.models.loading import load_model
 
-    config = AnalyzeConfig(model=model, mode=mode, mask=mask, temperature=temperature, layers=layers,
-                           corpus=corpus, text_file=str(text) if text is not None else None, samples=samples,
-                           tokens=tokens, dtype=dtype, seed=seed, backend=backend,
+    if corpus is not None and text is not None:
+        raise RankCollapseError("--corpus does not apply with --text (the text file is the corpus); give one")
+    config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=resolve_d_qk(d_qk, temperature),
+                           layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
+                           samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
                            metric_threads=metric_threads)
     if threads is not None:
         if threads < 1:
@@ -61,8 +84,12 @@ def analyze_command(
 
         try:
             plot_token_geometry(result.rows, Path(out) / "token_geometry.png",
-                                title=f"{model} — {mode}, mask {mask or loaded.own_mask}, {dtype}")
+                                title=f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, "
+                                      f"{config.dtype}")
         except OSError as err:
             raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
-    typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} "
-               f"(forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
+    bad = result.overflow_layers
+    state = "all finite" if not bad else (f"NON-FINITE (overflow) in {len(bad)} rows from layer {bad[0]} on; "
+                                          "their metrics cover finite samples only, NaN where none")
+    typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
+               f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")

