@@ -14,9 +14,14 @@ This module imports no heavy library at import time (torch only inside the tenso
 
 from __future__ import annotations
 
+import collections.abc as cabc
+import functools
+import inspect
 import math
 import numbers
 import os
+import types
+import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +34,9 @@ QUOTE_LIMIT = 60
 
 def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
     """``repr`` of a user value, truncated to ``limit`` characters (``'...'`` marks a cut)."""
-    text = repr(value)
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"<{type_name(value)} of shape {tuple(value.shape)}>"
+    text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -225,3 +232,138 @@ def _existing_parent(path: Path) -> Path | None:
         if parent.exists():
             return parent
     return None
+
+
+# ---- the public-function guard -------------------------------------------------------------------
+#: Tensor arguments that hold real floating-point values, and the least number of dimensions each needs.
+FLOAT_TENSORS: dict[str, int] = {"x": 2, "q": 2, "k": 2, "v": 2, "logits": 2, "r": 2, "s": 1, "mu": 1,
+                                 "weight": 1, "bias": 1, "mu_rel": 1}
+#: Tensor arguments that hold booleans (masks).
+BOOL_TENSORS: dict[str, int] = {"mask": 2}
+#: Integer arguments that count something (at least 1).
+SIZES = frozenset({"b", "n", "d", "batch", "heads", "qk_dim", "layers_run"})
+#: Real arguments that must be positive.
+POSITIVE = frozenset({"d_qk", "temperature"})
+#: Real arguments that must not be negative.
+NON_NEGATIVE = frozenset({"std", "margin", "rtol", "eps"})
+
+
+def checked(fn: Any = None, *, ndim: dict[str, int] | None = None) -> Any:
+    """Decorator (``@checked``, ``@checked(ndim={"x": 1})``): check arguments against type hints, by name.
+
+    Each argument must match its annotation (``Tensor``, ``int``, ``float``, ``str``, ``bool``,
+    ``torch.Generator``, a class, ``X | None``, ``tuple[str, ...]``, ``Sequence[int]``, ``dict``);
+    a tensor named in :data:`FLOAT_TENSORS` must be real floating-point with enough dimensions
+    (and, for tokens ``x``, at least one token and one feature), one in :data:`BOOL_TENSORS` boolean;
+    sizes (:data:`SIZES`) are >= 1, :data:`POSITIVE` reals > 0, :data:`NON_NEGATIVE` reals >= 0, and
+    every real is not NaN; ``shape`` sequences hold no negative size. ``ndim`` overrides the least
+    number of dimensions per argument. A failure is a RankCollapseTypeError / RankCollapseError
+    naming the argument.
+    """
+    if fn is None:
+        return functools.partial(checked, ndim=ndim)
+    least = {**FLOAT_TENSORS, **BOOL_TENSORS, **(ndim or {})}
+    sig = inspect.signature(fn)
+    hints: dict[str, Any] | None = None
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal hints
+        if hints is None:
+            try:
+                hints = typing.get_type_hints(fn)
+            except Exception:  # an annotation that cannot be resolved: check nothing
+                hints = {}
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise RankCollapseTypeError(f"{fn.__name__}(): {err}") from None
+        for name, value in bound.arguments.items():
+            if name in hints:
+                _check_argument(fn.__name__, name, value, hints[name], least)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _check_argument(func: str, name: str, value: Any, annotation: Any, least: dict[str, int]) -> None:
+    if not _matches(value, annotation):
+        raise RankCollapseTypeError(
+            f"{func}(): argument {name} must be {_describe(annotation)}, got {quote(value, 40)} "
+            f"({type_name(value)})"
+        )
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if name in FLOAT_TENSORS:
+            if not value.is_floating_point():
+                raise RankCollapseError(f"{func}(): argument {name} must be a real floating-point tensor, "
+                                        f"got {value.dtype}")
+            if value.ndim < least[name]:
+                raise RankCollapseError(f"{func}(): argument {name} needs at least {least[name]} "
+                                        f"dimensions, got shape {tuple(value.shape)}")
+            if least[name] >= 2 and value.ndim >= 2 and (value.shape[-2] == 0 or value.shape[-1] == 0):
+                raise RankCollapseError(f"{func}(): argument {name} [..., n, d] needs n >= 1 rows and d >= 1 "
+                                        f"columns, got shape {tuple(value.shape)}")
+        elif name in BOOL_TENSORS:
+            if value.dtype != torch.bool:
+                raise RankCollapseError(f"{func}(): argument {name} must be a torch.bool tensor, "
+                                        f"got {value.dtype}")
+            if value.ndim < least[name]:
+                raise RankCollapseError(f"{func}(): argument {name} needs at least {least[name]} "
+                                        f"dimensions, got shape {tuple(value.shape)}")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif name == "shape" and isinstance(value, tuple | list) and any(int(v) < 0 for v in value):
+        raise RankCollapseError(f"{func}(): argument shape {quote(value)} has a negative size")
+    elif isinstance(value, numbers.Integral) and name in SIZES and value < 1:
+        raise RankCollapseError(f"{func}(): argument {name} must be an integer >= 1, got {value}")
+    elif isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        if math.isnan(value):
+            raise RankCollapseError(f"{func}(): argument {name} must be a number, got NaN")
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if name in POSITIVE and not (value > 0 and math.isfinite(value)):
+            raise RankCollapseError(f"{func}(): argument {name} must be a finite number > 0, got {value}")
+        if name in NON_NEGATIVE and not (value >= 0 and math.isfinite(value)):
+            raise RankCollapseError(f"{func}(): argument {name} must be a finite number >= 0, got {value}")
+
+
+def _matches(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` fits ``annotation`` (shallow for containers; unknown forms accept)."""
+    if annotation is Any or annotation is inspect.Parameter.empty:
+        return True
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, a) for a in args)
+    if annotation is None or annotation is type(None):
+        return value is None
+    if annotation is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if annotation is bool:
+        return isinstance(value, bool)
+    if origin in (tuple, list, cabc.Sequence):
+        container = {tuple: tuple, list: list}.get(origin, (tuple, list))
+        if not isinstance(value, container) or isinstance(value, str):
+            return False
+        item = args[0] if args else Any
+        return all(_matches(v, item) for v in value)
+    if origin in (dict, cabc.Mapping):
+        return isinstance(value, dict)
+    if origin is cabc.Callable or annotation is cabc.Callable:
+        return callable(value)
+    if origin is typing.Literal:
+        return value in args
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True
+
+
+def _describe(annotation: Any) -> str:
+    text = str(annotation).replace("typing.", "").replace("collections.abc.", "")
+    if isinstance(annotation, type) and typing.get_origin(annotation) is None:
+        text = annotation.__name__
+    text = text.replace("torch.Tensor", "Tensor").replace("Tensor", "a torch.Tensor")
+    return text

@@ -10,7 +10,10 @@ import math
 import torch
 from torch import Tensor
 
+from rankcollapse.validate import checked
 
+
+@checked
 def attention_logits(q: Tensor, k: Tensor, d_qk: float = 1.0) -> Tensor:
     """Scaled scores ``S = q k^T / sqrt(d_qk)``.
 
@@ -22,6 +25,7 @@ def attention_logits(q: Tensor, k: Tensor, d_qk: float = 1.0) -> Tensor:
     return (q @ k.transpose(-1, -2)) / math.sqrt(d_qk)
 
 
+@checked
 def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     """Row-wise softmax over allowed keys: ``A[i, j] = exp(S_ij) / sum_{k: M_ik} exp(S_ik)``.
 
@@ -40,6 +44,7 @@ def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     return torch.softmax(scores, dim=-1)
 
 
+@checked
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None, d_qk: float = 1.0) -> Tensor:
     """Row-stochastic attention matrix ``A = softmax_M(q k^T / sqrt(d_qk))``.
 

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from rankcollapse.validate import checked
+
 _F64 = torch.float64
 
 
@@ -33,6 +35,7 @@ def _need_generator(generator: object) -> torch.Generator:
     return generator
 
 
+@checked
 def gaussian(shape: Sequence[int], generator: torch.Generator, std: float = 1.0) -> Tensor:
     """i.i.d. ``N(0, std^2)`` entries of the given shape (float64, CPU)."""
     g = _need_generator(generator)
@@ -40,6 +43,7 @@ def gaussian(shape: Sequence[int], generator: torch.Generator, std: float = 1.0)
     return x if std == 1.0 else x * std
 
 
+@checked
 def haar_orthogonal(d: int, generator: torch.Generator) -> Tensor:
     """A Haar-distributed orthogonal matrix [d, d] (QR of a Gaussian with R's diagonal made positive)."""
     q, r = torch.linalg.qr(gaussian((d, d), generator))
@@ -50,11 +54,13 @@ def _unit(x: Tensor) -> Tensor:
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 
+@checked
 def sphere_tokens(b: int, n: int, d: int, generator: torch.Generator) -> Tensor:
     """Tokens i.i.d. uniform on the unit sphere ``S^{d-1}``: [b, n, d] float64."""
     return _unit(gaussian((b, n, d), generator))
 
 
+@checked
 def hemisphere_tokens(
     b: int,
     n: int,
@@ -89,6 +95,7 @@ def hemisphere_tokens(
     return x
 
 
+@checked
 def nonnegative_cosine_tokens(b: int, n: int, d: int, generator: torch.Generator) -> Tensor:
     """Tokens uniform on the positive orthant of ``S^{d-1}``: [b, n, d], every pairwise cosine ``>= 0``."""
     return sphere_tokens(b, n, d, generator).abs()

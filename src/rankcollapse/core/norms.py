@@ -18,10 +18,12 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import checked
 
 NORMS = ("none", "sphere", "layernorm", "rmsnorm")
 
 
+@checked(ndim={"x": 1})
 def sphere_normalize(x: Tensor) -> Tensor:
     """``D x`` with ``D = diag(1 / ||x_i||_2)``: every token scaled to unit length. [..., n, d].
 
@@ -36,6 +38,7 @@ def sphere_normalize(x: Tensor) -> Tensor:
     return x / norm
 
 
+@checked(ndim={"x": 1})
 def layer_norm(
     x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
 ) -> Tensor:
@@ -46,6 +49,7 @@ def layer_norm(
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
 
+@checked(ndim={"x": 1})
 def rms_norm(
     x: Tensor, weight: Tensor | None = None, eps: float = 1e-6, compute_dtype: torch.dtype | None = None
 ) -> Tensor:
@@ -66,6 +70,7 @@ def identity(x: Tensor) -> Tensor:
     return x
 
 
+@checked(ndim={"x": 1})
 def get_norm(name: str) -> Callable[[Tensor], Tensor]:
     """The normalisation called ``name`` (one of :data:`NORMS`) with default parameters."""
     table: dict[str, Callable[[Tensor], Tensor]] = {

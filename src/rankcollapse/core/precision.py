@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import checked
 
 #: Canonical dtype names, in the order the CLI lists them.
 DTYPE_NAMES: tuple[str, ...] = ("float64", "float32")
@@ -36,6 +37,7 @@ def canonical_dtype_name(name: str) -> str:
     return key
 
 
+@checked
 def parse_dtype(name: str | torch.dtype) -> torch.dtype:
     """A dtype name (or a torch float64/float32 dtype) -> the torch dtype."""
     if isinstance(name, torch.dtype):
@@ -43,6 +45,7 @@ def parse_dtype(name: str | torch.dtype) -> torch.dtype:
     return _DTYPES[canonical_dtype_name(name)]
 
 
+@checked
 def dtype_name(dtype: torch.dtype | str) -> str:
     """The canonical name (``float64`` / ``float32``) of a torch dtype or of any accepted name."""
     if isinstance(dtype, str):
@@ -53,16 +56,19 @@ def dtype_name(dtype: torch.dtype | str) -> str:
     raise RankCollapseError(f"unsupported dtype {dtype}; allowed: {', '.join(DTYPE_NAMES)}")
 
 
+@checked
 def eps(dtype: torch.dtype | str) -> float:
     """Machine epsilon of a dtype (``2^-52`` for float64, ``2^-23`` for float32)."""
     return float(torch.finfo(parse_dtype(dtype)).eps)
 
 
+@checked
 def floor_rel(dtype: torch.dtype | str) -> float:
     """The relative precision floor ``FLOOR_FACTOR * eps(dtype)`` (a bound on ``mu / ||x||_F``)."""
     return FLOOR_FACTOR * eps(dtype)
 
 
+@checked
 def precision_floor(x: Tensor) -> Tensor:
     """The floor ``FLOOR_FACTOR * eps(dtype) * ||x||_F`` below which ``mu`` is rounding noise.
 

@@ -31,6 +31,7 @@ from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_weights
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import checked
 
 KERNELS = ("auto", "dense", "sdpa", "band")
 
@@ -47,6 +48,7 @@ def _min_on_edges(a: Tensor, allowed: Tensor | None) -> Tensor:
     return a.flatten(1).amin(dim=1)
 
 
+@checked
 def attend_dense(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, d_qk: float, need_min: bool = False
 ) -> tuple[Tensor, Tensor | None]:
@@ -59,6 +61,7 @@ def attend_dense(
     return out, (_min_on_edges(a, mask) if need_min else None)
 
 
+@checked
 def attend_sdpa(
     q: Tensor, k: Tensor, v: Tensor, d_qk: float, causal: bool = False, need_min: bool = False
 ) -> tuple[Tensor, Tensor | None]:
@@ -127,6 +130,7 @@ def plan_band(
     return BandPlan(n, lo, hi, bs, allowed, real_row, ~allowed)
 
 
+@checked
 def attend_band(
     q: Tensor, k: Tensor, v: Tensor, plan: BandPlan, d_qk: float, need_min: bool = False
 ) -> tuple[Tensor, Tensor | None]:
@@ -196,6 +200,7 @@ def band_of_dense(mask: Tensor) -> tuple[int, int] | None:
     return (lo, hi) if torch.equal(mask, (diff >= lo) & (diff <= hi)) else None
 
 
+@checked
 def plan_kernel(
     mask: Tensor,
     *,

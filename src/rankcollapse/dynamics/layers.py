@@ -24,6 +24,7 @@ from rankcollapse.core.norms import NORMS, get_norm
 from rankcollapse.dynamics.kernels import KernelPlan
 from rankcollapse.dynamics.weights import LayerWeights
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import checked
 
 PLACEMENTS = ("post", "pre")
 
@@ -91,11 +92,13 @@ def canonical_preset(name: str) -> tuple[str, str | None]:
     return name, None
 
 
+@checked
 def get_preset(name: str) -> LayerSpec:
     """The :class:`LayerSpec` of a preset (old names accepted, see :data:`DEPRECATED_PRESETS`)."""
     return PRESETS[canonical_preset(name)[0]][0]
 
 
+@checked
 def multihead_attention(
     x: Tensor, w: LayerWeights, kernel: KernelPlan, d_qk: float, need_min: bool = False
 ) -> tuple[Tensor, Tensor | None]:
@@ -137,6 +140,7 @@ def _sublayer(
     return y if spec.skip is None else x + spec.skip * y
 
 
+@checked
 def apply_layer(
     x: Tensor, w: LayerWeights, spec: LayerSpec, kernel: KernelPlan, d_qk: float, need_min: bool = False
 ) -> tuple[Tensor, Tensor | None]:

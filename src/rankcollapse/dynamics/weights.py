@@ -26,6 +26,7 @@ from torch import Tensor
 
 from rankcollapse.core.draws import gaussian, haar_orthogonal, hemisphere_tokens, sphere_tokens
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import checked
 
 VALUE_FAMILIES = ("gaussian", "orthogonal", "identity", "scaled-identity")
 OUTPUT_FAMILIES = ("mean", "gaussian")
@@ -34,6 +35,7 @@ INPUT_KINDS = ("gaussian", "sphere", "hemisphere")
 _F64 = torch.float64
 
 
+@checked
 def value_matrix(family: str, d: int, scale: float, generator: torch.Generator) -> Tensor:
     """One value matrix ``W_V`` [d, d] (float64, CPU) of the given family (module docstring)."""
     if family == "gaussian":
@@ -73,6 +75,7 @@ class LayerWeights:
         return LayerWeights(*(cast(t) for t in (self.w_q, self.w_k, self.w_v, self.w_o, self.w_1, self.w_2)))
 
 
+@checked
 def draw_layer_weights(
     *,
     d: int,
@@ -109,6 +112,7 @@ def draw_layer_weights(
     return LayerWeights(w_q, w_k, w_v, w_o, w_1, w_2)
 
 
+@checked
 def draw_inputs(kind: str, batch: int, n: int, d: int, generator: torch.Generator) -> Tensor:
     """Initial tokens X(0): [batch, n, d] float64 on the CPU.
 
