@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.precision import FLOOR_FACTOR
+from rankcollapse.validate import checked
 
 #: Cosine of a pair that contains a zero token (its direction is undefined) is taken as 0.
 _COSINE_CHUNK = 1024
@@ -47,12 +48,14 @@ def _check(x: Tensor) -> None:
         raise ValueError(f"expected a floating-point tensor, got {x.dtype}")
 
 
+@checked
 def centered(x: Tensor) -> Tensor:
     """``x - 1 gamma_x``: every token minus the mean token. [..., n, d] -> [..., n, d]."""
     _check(x)
     return x - x.mean(dim=-2, keepdim=True)
 
 
+@checked
 def mu(x: Tensor) -> Tensor:
     """Rank-collapse measure ``mu(x) = ||x - 1 gamma_x||_F``, ``gamma_x = 1^T x / n``.
 
@@ -61,6 +64,7 @@ def mu(x: Tensor) -> Tensor:
     return torch.linalg.vector_norm(centered(x), dim=(-2, -1))
 
 
+@checked
 def mu_rel(x: Tensor) -> Tensor:
     """Relative measure ``mu(x) / ||x||_F`` in [0, 1]. [..., n, d] -> [...].
 
@@ -76,6 +80,7 @@ def _ratio(num: Tensor, den: Tensor) -> Tensor:
     return torch.where(den > 0, num / safe, torch.full_like(den, math.nan))
 
 
+@checked
 def at_floor(x: Tensor) -> Tensor:
     """1.0 where ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (collapsed to working precision).
 
@@ -93,6 +98,7 @@ def _at_floor(m: Tensor, norm: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.where(defined, flag, torch.full_like(flag, math.nan))
 
 
+@checked
 def singular_values(x: Tensor) -> Tensor:
     """Singular values ``s_1 >= ... >= s_k``, ``k = min(n, d)``. [..., n, d] -> [..., k]."""
     _check(x)
@@ -110,6 +116,7 @@ def _svdvals(x: Tensor) -> Tensor:
     return out
 
 
+@checked
 def rank_tolerance(s: Tensor, n: int, d: int) -> Tensor:
     """torch.linalg.matrix_rank's default: ``max(n, d) * eps(dtype) * s_1``. s: [..., k] -> [...]."""
     return max(n, d) * torch.finfo(s.dtype).eps * s[..., 0]
@@ -119,6 +126,7 @@ def _rank_from_sv(s: Tensor, n: int, d: int) -> Tensor:
     return (s > rank_tolerance(s, n, d).unsqueeze(-1)).sum(dim=-1).to(s.dtype)
 
 
+@checked
 def num_rank(x: Tensor, rtol: float | None = None) -> Tensor:
     """Number of singular values above ``max(n, d) * eps(dtype) * s_1`` (as torch.linalg.matrix_rank).
 
@@ -131,6 +139,7 @@ def num_rank(x: Tensor, rtol: float | None = None) -> Tensor:
     return (s > rtol * s[..., :1]).sum(dim=-1).to(s.dtype)
 
 
+@checked
 def full_rank(x: Tensor) -> Tensor:
     """1.0 where ``num_rank(x) == min(n, d)``. [..., n, d] -> [...]."""
     return (num_rank(x) == min(x.shape[-2], x.shape[-1])).to(x.dtype)
@@ -141,6 +150,7 @@ def _stable_rank_from_sv(s: Tensor) -> Tensor:
     return (s * s).sum(dim=-1) / torch.where(top > 0, top * top, torch.ones_like(top))
 
 
+@checked
 def stable_rank(x: Tensor) -> Tensor:
     """Stable rank ``||x||_F^2 / ||x||_2^2 = sum_k s_k^2 / s_1^2`` (0 for the zero matrix).
 
@@ -156,6 +166,7 @@ def _effective_rank_from_sv(s: Tensor) -> Tensor:
     return torch.exp(-plogp.sum(dim=-1))
 
 
+@checked
 def effective_rank(x: Tensor) -> Tensor:
     """Effective rank (Roy & Vetterli, EUSIPCO 2007): ``exp(H(p))``, ``p_k = s_k / sum_k s_k``.
 
@@ -170,6 +181,7 @@ def _unit_tokens(x: Tensor) -> Tensor:
     return x / torch.where(norm > 0, norm, torch.ones_like(norm))
 
 
+@checked
 def mean_signed_cos(x: Tensor) -> Tensor:
     """Mean signed pairwise cosine ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``, ``u_i = x_i / ||x_i||``.
 
@@ -186,6 +198,7 @@ def mean_signed_cos(x: Tensor) -> Tensor:
     return ((total * total).sum(dim=-1) - diag) / (n * (n - 1))
 
 
+@checked
 def mean_abs_cos(x: Tensor) -> Tensor:
     """Mean absolute pairwise cosine ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|`` (anisotropy, SPEC §3).
 
@@ -205,6 +218,7 @@ def mean_abs_cos(x: Tensor) -> Tensor:
     return (total - diag) / (n * (n - 1))
 
 
+@checked
 def composite_norm(r: Tensor) -> Tensor:
     """Dong et al.'s ``||r||_{1,inf} = sqrt(||r||_1 ||r||_inf)``. r: [..., n, d] -> [...].
 
@@ -215,6 +229,7 @@ def composite_norm(r: Tensor) -> Tensor:
     return torch.sqrt(a.sum(dim=-2).amax(dim=-1) * a.sum(dim=-1).amax(dim=-1))
 
 
+@checked
 def dong_residual(x: Tensor, relative: bool = False) -> Tensor:
     """Dong et al.'s rank-collapse residual ``||x - 1 gamma_x^T||_{1,inf}``.
 
@@ -256,6 +271,7 @@ SVD_METRICS = frozenset({"num_rank", "full_rank", "sigma_min", "sigma_max", "sta
 CHEAP_METRICS: tuple[str, ...] = ("mu", "mu_rel", "at_floor", "mean_signed_cos", "dong_residual")
 
 
+@checked
 def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None) -> dict[str, Tensor]:
     """Every collapse measure of each sample: x [b, n, d] (or [n, d]) -> {name: [b] (or [])}.
 
@@ -301,6 +317,7 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
     return {k: out[k] for k in wanted}
 
 
+@checked
 def summarize(per_sample: dict[str, Tensor]) -> dict[str, float]:
     """Batch summary of :func:`collapse_metrics`: ``{name: mean, name_min: min, name_max: max}``.
 
