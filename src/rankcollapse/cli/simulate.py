@@ -25,22 +25,22 @@ def warn(message: str) -> None:
     print(f"rankcollapse: warning: {message}", file=sys.stderr)
 
 
-def _d_qk(d_qk: float | None, temperature: float | None) -> float:
-    """``--d-qk``, or its deprecated alias ``--temperature`` (one warning line)."""
+def _d_qk(d_qk: float | None, temperature: float | None, notes: list[str]) -> float:
+    """``--d-qk``, or its deprecated alias ``--temperature`` (a warning line in ``notes``)."""
     if temperature is not None:
         if d_qk is not None:
             raise RankCollapseError("give --d-qk or its old name --temperature, not both")
-        warn("--temperature is deprecated; use --d-qk (the d_qk in logits / sqrt(d_qk))")
+        notes.append("--temperature is deprecated; use --d-qk (the d_qk in logits / sqrt(d_qk))")
         return temperature
     return 1.0 if d_qk is None else d_qk
 
 
-def _preset(preset: str) -> str:
+def _preset(preset: str, notes: list[str]) -> str:
     from rankcollapse.dynamics.layers import canonical_preset
 
     name, warning = canonical_preset(preset)
     if warning:
-        warn(warning)
+        notes.append(warning)
     return name
 
 
@@ -75,8 +75,8 @@ def simulate_command(
     stop_below: float = typer.Option(None, "--stop-below", help="Stop once every sample's mu_rel is below."),
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads, 1..CPUs (default: torch's; "
                                 "1 is much faster for small runs on a loaded machine)."),
-    out: Path = typer.Option(..., "--out", help="Output folder (new or empty): config.json, metrics.csv "
-                             "(+ mu.png)."),
+    out: str = typer.Option(..., "--out", metavar="DIR", help="Output folder (new or empty): config.json, "
+                            "metrics.csv (+ mu.png)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Allow writing into a non-empty --out."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
     plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
@@ -92,13 +92,16 @@ def simulate_command(
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
     from rankcollapse.io import RunWriter
 
+    notes: list[str] = []  # deprecation warnings, printed once the settings are known to be valid
     config = SimulationConfig(
-        mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
-        d_qk=_d_qk(d_qk, temperature), value=value, value_scale=value_scale, qk_scale=qk_scale,
+        mask=mask, n=n, d=d, layers=layers, preset=_preset(preset, notes), heads=heads,
+        d_qk=_d_qk(d_qk, temperature, notes), value=value, value_scale=value_scale, qk_scale=qk_scale,
         shared_weights=shared_weights, inputs=inputs,
         batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=_metric_names(metrics),
         stop_below=stop_below,
     )
+    for note in notes:
+        warn(note)
     if threads is not None:
         import torch
 
