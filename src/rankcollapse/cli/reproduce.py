@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
+from types import FrameType
 
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.errors import Interrupted, RankCollapseError
 
 
 def _split(values: list[str] | None) -> list[str] | None:
-    if not values:
+    """``--only a,b --only c`` -> [a, b, c]; not given -> None; given but empty -> [] (refused later)."""
+    if values is None or len(values) == 0:
         return None
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+class _Interrupt:
+    """SIGINT handler for the whole command: the first Ctrl-C raises KeyboardInterrupt (the sweep
+    stops its workers and keeps every finished run); further ones during that clean-up are ignored."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self.previous = None
+        self.active = threading.current_thread() is threading.main_thread()
+
+    def __enter__(self) -> _Interrupt:
+        if self.active:
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self.hit:
+            self.hit = True
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            signal.signal(signal.SIGINT, self.previous or signal.default_int_handler)
 
 
 @app.command("reproduce")
@@ -39,11 +67,14 @@ def reproduce_command(
     workers: int = typer.Option(
         None, "--workers", help="Local worker processes (default min(2, cpu); 1 = in this process)."
     ),
-    out: Path = typer.Option(
+    out: str = typer.Option(
         None,
         "--out",
         help="Output folder (default results/<profile>). Re-running the "
-        "same command resumes: finished runs are skipped.",
+        "same command resumes: finished runs are skipped. One process writes a folder at a time.",
+    ),
+    wait: bool = typer.Option(
+        False, "--wait", help="If another process is writing --out, wait for it (default: exit 2 at once)."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars (runs and layers)."),
     list_only: bool = typer.Option(
@@ -56,21 +87,65 @@ def reproduce_command(
     ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
-    from rankcollapse.experiments.config import load_experiments
-    from rankcollapse.experiments.reproduce import reproduce, verdict_counts
+    with _Interrupt() as guard:
+        try:
+            _run(
+                quick,
+                full,
+                profile,
+                only,
+                executor,
+                scheduler,
+                workers,
+                out,
+                wait,
+                progress,
+                list_only,
+                config_dir,
+            )
+        except KeyboardInterrupt:
+            guard.hit = True
+            from rankcollapse.experiments.reproduce import finished_runs
 
+            out_dir = Path(out) if out else Path("results") / _profile(quick, full, profile)
+            raise Interrupted(f"{finished_runs(out_dir)} finished runs kept in {out_dir}") from None
+
+
+def _profile(quick: bool, full: bool, profile: str | None) -> str:
     chosen = [name for name, flag in (("quick", quick), ("full", full)) if flag]
     if profile:
         chosen.append(profile)
     if len(set(chosen)) > 1:
         raise RankCollapseError(f"choose one profile, got {' and '.join(chosen)}")
-    name = chosen[0] if chosen else "quick"
+    return chosen[0] if chosen else "quick"
+
+
+def _run(
+    quick: bool,
+    full: bool,
+    profile: str | None,
+    only: list[str] | None,
+    executor: str,
+    scheduler: str | None,
+    workers: int | None,
+    out: str | None,
+    wait: bool,
+    progress: bool,
+    list_only: bool,
+    config_dir: Path | None,
+) -> None:
+    from rankcollapse.experiments.reproduce import reproduce, verdict_counts
+    from rankcollapse.experiments.stories import load_experiments
+
+    name = _profile(quick, full, profile)
     names = _split(only)
+    if out is not None and not out.strip():
+        raise RankCollapseError("--out must name a folder, got ''")
     if list_only:
         for exp in load_experiments(name, names, config_dir):
             typer.echo(f"{exp.name:18s} {len(exp.runs()):4d} runs  {exp.title}")
         return
-    out_dir = out if out is not None else Path("results") / name
+    out_dir = Path(out) if out is not None else Path("results") / name
     result = reproduce(
         out_dir,
         profile=name,
@@ -80,6 +155,7 @@ def reproduce_command(
         workers=workers,
         config_dir=config_dir,
         progress=progress,
+        wait=wait,
     )
     counts = verdict_counts(result.claims)
     sweep = result.sweep

@@ -1,29 +1,27 @@
-"""Experiments: the sweep engine, the paper's experiment configs, and ``reproduce``.
+"""Experiments: the sweep engine, one story per experiment of the paper, and ``reproduce``.
 
-- ``sweep.py``: grid expansion, run identity, atomic per-run storage, local / Dask executors.
-- ``tasks.py``: one adapter per kind of run (simulate, analyze, counterexample, ...).
-- ``config.py``: experiment configs (``configs/*.yaml``) and profiles (quick, full, tiny).
-- ``claims.py``: the paper's claims and the rules that turn measured data into verdicts.
-- ``reproduce.py``: run every experiment, draw every figure, write ``report.html``.
+Floors, lowest first (a module imports only from its own floor or below):
+
+- ``engine/``: grid, run identity, run store, executors, progress, verdicts, the ``Story`` contract;
+  it knows nothing about the paper;
+- ``analysis``, ``tasks``, ``plotting`` (and other helpers): curve statistics, the generic
+  simulate/analyze tasks, plotting with the precision floor -- shared by the stories;
+- ``stories/<name>.py`` + ``stories/<name>.yaml``: one experiment each (task, claim rules, figures);
+- ``reproduce``: run every story, judge every claim, write the report (with ``rankcollapse.reports``).
+
+This package re-exports the engine's public names.
 """
 
-from rankcollapse.experiments.sweep import (
-    RunOutput,
-    RunSpec,
-    RunStore,
-    collect_index,
-    collect_table,
-    expand_grid,
-    make_runs,
-    run_identity,
-    run_sweep,
-    write_tables,
-)
+from rankcollapse.experiments.engine.executors import SweepSummary, run_sweep
+from rankcollapse.experiments.engine.grid import RunSpec, expand_grid, make_runs, run_identity
+from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
+from rankcollapse.experiments.engine.tasks import RunOutput
 
 __all__ = [
     "RunOutput",
     "RunSpec",
     "RunStore",
+    "SweepSummary",
     "collect_index",
     "collect_table",
     "expand_grid",

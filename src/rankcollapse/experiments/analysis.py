@@ -1,7 +1,16 @@
-"""Curve statistics used by the claims: precision floor, fitted collapse rate, layers to the floor.
+"""Curve statistics used by the stories: fitted collapse rate, layers to the floor, curve classes.
 
 All functions take plain sequences (one value per layer, row t = X(t)) so they apply equally to
-the simulator's rows, a model's rows, or a column of ``runs.csv``.
+the simulator's rows, a model's rows, or a column of ``runs.csv``. The precision floor is
+``rankcollapse.core.precision.floor_rel`` (``FLOOR_FACTOR * eps(dtype)``).
+
+A curve of mu_rel against depth is classified by :func:`classify_curve`:
+
+- ``at floor``: the curve reaches the precision floor (or its last decade above it);
+- ``collapsing``: the tail slope of log mu_rel (last half of the pre-floor layers) < -rate_tol;
+- ``kept``: tail slope >= -rate_tol and final mu_rel >= keep_min;
+- ``overflow``: the tokens stopped being finite (a growing network in float32);
+- ``unclear``: anything else (e.g. tiny mu_rel that still drifts slowly).
 """
 
 from __future__ import annotations
@@ -11,28 +20,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rankcollapse.core.precision import floor_rel
+
+__all__ = [
+    "FIT_MARGIN",
+    "MIN_FIT_POINTS",
+    "classify_curve",
+    "fitted_log_rate",
+    "floor_rel",
+    "layers_to_floor",
+    "majority",
+    "pre_floor_length",
+    "spearman",
+]
+
 #: A point counts as "pre-floor" while mu_rel > FIT_MARGIN * floor: the last decade above the
 #: floor is already bent by rounding, so the fit stops there.
 FIT_MARGIN = 10.0
 #: At least this many pre-floor points for a fitted rate (else the rate is undefined: None).
 MIN_FIT_POINTS = 3
-
-
-def floor_rel(dtype: str) -> float:
-    """Relative precision floor ``FLOOR_FACTOR * eps(dtype)`` of ``rankcollapse.metrics``."""
-    from rankcollapse.metrics import FLOOR_FACTOR
-
-    eps = {
-        "float64": 2.0**-52,
-        "f64": 2.0**-52,
-        "float32": 2.0**-23,
-        "f32": 2.0**-23,
-        "bfloat16": 2.0**-7,
-        "bf16": 2.0**-7,
-        "float16": 2.0**-10,
-        "f16": 2.0**-10,
-    }[dtype]
-    return FLOOR_FACTOR * eps
 
 
 def pre_floor_length(mu_rel: Sequence[float], floor: float, margin: float = FIT_MARGIN) -> int:
@@ -78,3 +84,32 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
         return math.nan
     rho = spearmanr(np.asarray(x, dtype=float), np.asarray(y, dtype=float)).statistic
     return float(rho)
+
+
+def classify_curve(
+    mu_rel: list[float], dtype: str, rate_tol: float, keep_min: float
+) -> tuple[str, float | None]:
+    """(class, tail slope) of one mu_rel curve; see the module docstring."""
+    floor = floor_rel(dtype)
+    finite = [v for v in mu_rel if math.isfinite(v)]
+    if len(finite) < len(mu_rel):  # the network over/underflowed: neither kept nor collapsed
+        return "overflow", None
+    if not finite:
+        return "unclear", None
+    if finite[-1] <= floor:
+        return "at floor", None
+    end = pre_floor_length(mu_rel, floor)
+    start = end // 2
+    slope = fitted_log_rate(mu_rel[:end], floor, start=start)
+    if end < len(mu_rel):  # reached the last decade above the floor before the end
+        return "at floor", slope
+    if slope is not None and slope < -rate_tol:
+        return "collapsing", slope
+    if finite[-1] >= keep_min and (slope is None or slope >= -rate_tol):
+        return "kept", slope
+    return "unclear", slope
+
+
+def majority(classes: list[str]) -> str:
+    """The most common curve class (``unclear`` for none; ties broken by first appearance)."""
+    return max(dict.fromkeys(classes), key=classes.count) if classes else "unclear"

@@ -1,10 +1,11 @@
-"""``reproduce``: run every experiment through one sweep, draw every figure, judge every claim.
+"""``reproduce``: run every story's grid through one sweep, draw every figure, judge every claim.
 
 >>> result = reproduce("results/quick", profile="quick")
 >>> result.report            # results/quick/report.html
 
 Output folder::
 
+    .lock                                   held by the process writing the folder
     runs/<experiment>/<run_id>.{csv,json}   one file pair per finished run (resumable)
     runs.csv, index.csv                     the tidy table (run x layer) and the run index
     figures/<name>.{png,pdf,csv}            every figure with its data
@@ -13,7 +14,8 @@ Output folder::
     report.html                             the self-contained report
 
 Re-running the same command skips finished runs; figures, claims and the report are rebuilt
-from all finished runs of the selected experiments.
+from all finished runs of the selected experiments. This module sits above the engine and the
+stories: it takes each story's claims and figures from ``rankcollapse.experiments.stories``.
 """
 
 from __future__ import annotations
@@ -27,18 +29,16 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.experiments.claims import Claim, Data, evaluate
-from rankcollapse.experiments.config import Experiment, load_experiments
-from rankcollapse.experiments.sweep import (
-    RunSpec,
-    RunStore,
-    SweepSummary,
-    collect_index,
-    collect_table,
-    run_sweep,
-    write_tables,
-)
-from rankcollapse.io import package_versions, to_jsonable, write_json
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.config import Experiment
+from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
+from rankcollapse.experiments.engine.grid import RunSpec
+from rankcollapse.experiments.engine.lock import OutputLock
+from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
+from rankcollapse.experiments.engine.verdicts import VERDICTS, Claim, judge, slice_data
+from rankcollapse.experiments.plotting import FigureFile, save_figure
+from rankcollapse.experiments.stories import all_stories, load_experiments
+from rankcollapse.io import atomic_write, package_versions, to_jsonable, write_json
 
 
 @dataclass
@@ -48,7 +48,7 @@ class ReproduceResult:
     out_dir: Path
     report: Path
     claims: list[Claim]
-    figures: list[Any]
+    figures: list[FigureFile]
     sweep: SweepSummary
     wall_s: float
     experiments: list[Experiment] = field(default_factory=list)
@@ -76,6 +76,11 @@ def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
         smollm2_cached()
 
 
+def finished_runs(out_dir: str | Path) -> int:
+    """How many finished runs ``out_dir`` holds (what an interrupted ``reproduce`` kept)."""
+    return RunStore(out_dir).finished()
+
+
 def reproduce(
     out_dir: str | Path,
     *,
@@ -86,34 +91,60 @@ def reproduce(
     workers: int | None = None,
     progress: bool = True,
     config_dir: str | Path | None = None,
+    wait: bool = False,
 ) -> ReproduceResult:
-    """Run the selected experiments of ``profile`` into ``out_dir`` and write the report."""
+    """Run the selected experiments of ``profile`` into ``out_dir`` and write the report.
+
+    Every option is checked before anything is written. ``out_dir`` is locked for the whole call:
+    a second writer gets a RankCollapseError naming the holder's pid, or blocks with ``wait=True``.
+    """
+    if not str(out_dir).strip():
+        raise RankCollapseError("--out must name a folder, got ''")
+    check_executor(executor, scheduler, workers)
+    experiments = load_experiments(profile, only, config_dir)
     start = time.perf_counter()
     out = Path(out_dir)
-    experiments = load_experiments(profile, only, config_dir)
     specs = sorted((s for e in experiments for s in e.runs()), key=_cost)
-    if executor == "local":
-        _prepare_models(specs, RunStore(out))
-    sweep = run_sweep(
-        specs,
-        out,
-        executor=executor,
-        workers=workers,
-        scheduler=scheduler,
-        progress=progress,
-        label=f"reproduce --{profile}",
-    )
-    table, index = collect_table(out), collect_index(out)
-    write_tables(out, table, index)
-    wanted = {s.run_id for s in specs}
-    if not table.empty:
-        table = table[table["run_id"].isin(wanted)]
-    if not index.empty:
-        index = index[index["run_id"].isin(wanted)]
-    claims, figures, described = _analyse(experiments, table, index, out)
-    wall = time.perf_counter() - start
+    with OutputLock(out, wait=wait):
+        if executor == "local":
+            _prepare_models(specs, RunStore(out))
+        sweep = run_sweep(
+            specs,
+            out,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            progress=progress,
+            label=f"reproduce --{profile}",
+        )
+        table, index = collect_table(out), collect_index(out)
+        write_tables(out, table, index)
+        wanted = {s.run_id for s in specs}
+        if not table.empty:
+            table = table[table["run_id"].isin(wanted)]
+        if not index.empty:
+            index = index[index["run_id"].isin(wanted)]
+        claims, figures, described = _analyse(experiments, table, index, out)
+        wall = time.perf_counter() - start
+        meta = _meta(profile, only, executor, workers, sweep, index, wall)
+        from rankcollapse.reports.html import write_report
+
+        report = write_report(claims, figures, described, meta, out)
+        write_json(out / "experiments.json", {"meta": meta, "experiments": described})
+    return ReproduceResult(out, report, claims, figures, sweep, wall, experiments)
+
+
+def _meta(
+    profile: str,
+    only: list[str] | None,
+    executor: str,
+    workers: int | None,
+    sweep: SweepSummary,
+    index: pd.DataFrame,
+    wall: float,
+) -> dict[str, Any]:
     failed = index[index["status"] != "ok"] if not index.empty else index
-    meta = {
+    return {
         "command": " ".join(["rankcollapse", *sys.argv[1:]]) if sys.argv[0].endswith("rankcollapse") else "",
         "profile": profile,
         "only": only or [],
@@ -133,43 +164,35 @@ def reproduce(
             for _, r in failed.iterrows()
         ],
     }
-    from rankcollapse.reports.html import write_report
-
-    report = write_report(claims, figures, described, meta, out)
-    write_json(out / "experiments.json", {"meta": meta, "experiments": described})
-    return ReproduceResult(out, report, claims, figures, sweep, wall, experiments)
 
 
 def _analyse(
     experiments: list[Experiment], table: pd.DataFrame, index: pd.DataFrame, out: Path
-) -> tuple[list[Claim], list[Any], list[dict[str, Any]]]:
-    from rankcollapse.reports.figures import FIGURES, save_figure
-
+) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]]]:
+    """Each story's claims and figures from its slice of the tables; experiments without a story
+    (custom configs) get neither, only data."""
+    stories = all_stories()
     claims: list[Claim] = []
-    figures: list[Any] = []
+    figures: list[FigureFile] = []
     described = []
     for exp in experiments:
-        t = table[table["experiment"] == exp.name] if not table.empty else table
-        i = index[index["experiment"] == exp.name] if not index.empty else index
-        data = Data(exp, t, i)
-        claims.extend(evaluate(exp, table, index))
-        for spec in FIGURES.get(exp.name, lambda d: [])(data):
-            figures.append(save_figure(spec, out / "figures", exp.name))
+        data = slice_data(exp, table, index)
+        found = stories.get(exp.name)
+        if found is not None and found.story.task_name == exp.task:
+            claims.extend(judge(found.story.claims, data))
+            for spec in found.story.figures(data):
+                figures.append(save_figure(spec, out / "figures", exp.name))
         info = exp.describe()
         info["runs"] = len(exp.runs())
-        info["wall_s"] = round(float(i["wall_s"].sum()), 1) if not i.empty else 0.0
+        info["wall_s"] = round(float(data.index["wall_s"].sum()), 1) if not data.index.empty else 0.0
         described.append(info)
-    frame = pd.DataFrame([c.to_dict() for c in claims])
-    tmp = out / ".claims.csv.tmp"
-    frame.to_csv(tmp, index=False)
-    tmp.replace(out / "claims.csv")
-    write_json(out / "claims.json", [c.to_dict() for c in claims])
+    rows = [c.to_dict() for c in claims]
+    atomic_write(out / "claims.csv", pd.DataFrame(rows).to_csv(index=False))
+    write_json(out / "claims.json", rows)
     return claims, figures, to_jsonable(described)
 
 
 def verdict_counts(claims: list[Claim]) -> dict[str, int]:
-    """How many claims got each verdict."""
-    out: dict[str, int] = {}
-    for c in claims:
-        out[c.verdict] = out.get(c.verdict, 0) + 1
-    return out
+    """How many claims got each verdict, in the order of ``VERDICTS``."""
+    counts = {v: sum(1 for c in claims if c.verdict == v) for v in VERDICTS}
+    return {v: n for v, n in counts.items() if n}

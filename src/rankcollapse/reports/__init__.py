@@ -1,5 +1,7 @@
-"""Reports: the paper's figures (PNG + PDF + CSV) and the self-contained ``report.html``.
+"""Reports: the self-contained ``report.html`` of a reproduction.
 
-- ``figures.py``: one drawing function per experiment, from the run tables.
 - ``html.py``: the report page (claims table, disagreements, figures, settings, environment).
+
+The figures themselves belong to the experiments' stories (``rankcollapse.experiments.stories``);
+saving them is ``rankcollapse.experiments.plotting.save_figure``.
 """

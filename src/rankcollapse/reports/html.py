@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.experiments.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim
-from rankcollapse.reports.figures import FigureFile
+from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim
+from rankcollapse.experiments.plotting import FigureFile
+from rankcollapse.io import atomic_write
 
 _CSS = """
 :root { --ok:#1a7f37; --bad:#cf222e; --mid:#9a6700; --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; }
@@ -92,15 +93,18 @@ def render_report(
         "(thresholds in each experiment's YAML config; rules in <code>docs/reproduce.md</code>). "
         "<i>Inconclusive</i> means no data, too few points above the precision floor, or evidence "
         "pointing both ways. mu_rel = mu(X)/||X||_F.</p>",
-        "<h2>Claims</h2><table><thead><tr><th>#</th><th>Claim of the paper</th><th>What we measured</th>"
-        "<th>Verdict</th><th>Config · seeds</th></tr></thead><tbody>",
+        "<h2>Claims</h2><table><thead><tr><th>#</th><th>Claim</th><th>What we measured</th>"
+        "<th>Verdict</th><th>Source · config · seeds</th></tr></thead><tbody>",
     ]
     for i, c in enumerate(claims, 1):
         parts.append(
             f"<tr id='{_e(c.id)}'><td>{i}</td><td>{_e(c.statement)}"
             f"<div class='rule'>rule: {_e(c.rule)}</div></td>"
             f"<td class='ev'>{_e(c.evidence)}</td><td>{_verdict_badge(c.verdict)}</td>"
-            f"<td><code>{_e(c.config)}</code><br>seeds {_e(', '.join(map(str, c.seeds)) or 'n/a')}</td></tr>"
+            f"<td>{_e(c.source)}<br><code>{_e(c.conditions)}</code><br>"
+            f"seeds {_e(', '.join(map(str, c.seeds)) or 'n/a')}"
+            + (f"<br><a href='#fig-{_e(c.figure)}'>figure</a>" if c.figure else "")
+            + "</td></tr>"
         )
     parts.append("</tbody></table>")
     notes = [c for c in claims if c.disagreement]
@@ -116,10 +120,15 @@ def render_report(
         parts.append("<p>No claim came out <i>not reproduced</i> with a disagreement note in this run.</p>")
     failed = meta.get("failed_runs") or []
     if failed:
-        parts.append(f"<h2>Failed runs ({len(failed)})</h2><p>They are retried by the next invocation.</p>"
-                     "<table><thead><tr><th>experiment</th><th>run</th><th>error</th></tr></thead><tbody>")
-        parts.extend(f"<tr><td>{_e(f['experiment'])}</td><td><code>{_e(f['run_id'])}</code></td>"
-                     f"<td class='ev'>{_e(f['error'])}</td></tr>" for f in failed[:50])
+        parts.append(
+            f"<h2>Failed runs ({len(failed)})</h2><p>They are retried by the next invocation.</p>"
+            "<table><thead><tr><th>experiment</th><th>run</th><th>error</th></tr></thead><tbody>"
+        )
+        parts.extend(
+            f"<tr><td>{_e(f['experiment'])}</td><td><code>{_e(f['run_id'])}</code></td>"
+            f"<td class='ev'>{_e(f['error'])}</td></tr>"
+            for f in failed[:50]
+        )
         parts.append("</tbody></table>")
     parts.append("<h2>Figures</h2>")
     for f in figures:
@@ -130,8 +139,8 @@ def render_report(
             "</figcaption></figure>"
         )
     parts.append(
-        "<h2>Experiments and settings</h2><p>Each experiment is one YAML file in "
-        "<code>src/rankcollapse/experiments/configs/</code>; the profile overrides are applied. "
+        "<h2>Experiments and settings</h2><p>Each experiment is one story: a module and a YAML file in "
+        "<code>src/rankcollapse/experiments/stories/</code>; the profile overrides are applied. "
         "All runs are in <code>runs.csv</code> (tidy, one row per run and layer) and "
         "<code>index.csv</code> (one row per run).</p>"
     )
@@ -157,7 +166,5 @@ def write_report(
     """Write ``out_dir/report.html`` atomically and return its path."""
     page = render_report(claims, figures, experiments, meta, out_dir)
     path = out_dir / "report.html"
-    tmp = path.with_name(".report.html.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, page)
     return path

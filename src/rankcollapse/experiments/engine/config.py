@@ -29,7 +29,7 @@ import yaml
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 
-PROFILES = ("quick", "full", "tiny")
+PROFILES = ("quick", "full", "tiny", "paper")
 
 
 @dataclass

@@ -1,0 +1,220 @@
+"""Executors: run every unfinished spec in this process, a local process pool, or on Dask.
+
+``run_sweep(specs, out_dir)`` skips runs already finished in ``out_dir``, stores each result as
+it arrives (``engine.store``) and returns counts. ``local``: ``workers`` spawned processes
+(1 = in this process); they die with the parent, even on ``kill -9`` (``engine.workers``), and
+Ctrl-C stops them at once. ``dask``: a ``distributed`` scheduler address; results come back
+to this process, which writes them, so Dask workers need no shared file system.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.grid import RunSpec
+from rankcollapse.experiments.engine.progress import Progress
+from rankcollapse.experiments.engine.store import RunStore
+from rankcollapse.experiments.engine.tasks import RunResult, execute_run
+from rankcollapse.experiments.engine.workers import init_worker
+
+EXECUTORS = ("local", "dask")
+_ADDRESS = re.compile(r"^((tcp|tls|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$|^inproc://\S+$")
+
+
+@dataclass
+class SweepSummary:
+    """Counts of one ``run_sweep`` call."""
+
+    total: int = 0
+    skipped: int = 0
+    finished: int = 0
+    failed: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def default_workers() -> int:
+    """min(2, cpu count)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def check_executor(executor: str, scheduler: str | None, workers: int | None) -> None:
+    """Refuse options that do not apply (RankCollapseError, one line naming the option)."""
+    if executor not in EXECUTORS:
+        raise RankCollapseError(f"unknown executor {str(executor)[:60]!r}; allowed: {', '.join(EXECUTORS)}")
+    if executor == "local" and scheduler is not None:
+        raise RankCollapseError("--scheduler applies only with --executor dask (the local executor has none)")
+    if executor == "dask":
+        if not scheduler:
+            raise RankCollapseError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+        if not _ADDRESS.match(scheduler):
+            raise RankCollapseError(
+                f"--scheduler {scheduler[:60]!r} is not a scheduler address; expected e.g. tcp://10.0.0.5:8786"
+            )
+        if workers is not None:
+            raise RankCollapseError("--workers applies only with --executor local (Dask has its own workers)")
+    if workers is not None and workers < 1:
+        raise RankCollapseError(f"--workers must be >= 1, got {workers}")
+
+
+def run_sweep(
+    runs: Iterable[RunSpec],
+    out_dir: str | Path,
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    label: str = "sweep",
+) -> SweepSummary:
+    """Run every spec not already finished in ``out_dir``; store each as it completes.
+
+    ``executor="local"``: ``workers`` processes (default ``min(2, cpu)``; 1 runs in this process).
+    ``executor="dask"``: submit to the ``distributed`` scheduler at ``scheduler``
+    (e.g. ``tcp://10.0.0.1:8786``). Returns counts; does not raise on failed runs.
+    """
+    check_executor(executor, scheduler, workers)
+    workers = default_workers() if workers is None else workers
+    store = RunStore(out_dir)
+    specs = list(runs)
+    summary = SweepSummary(total=len(specs))
+    todo = []
+    for spec in specs:
+        if store.is_done(spec):
+            summary.skipped += 1
+        else:
+            todo.append(spec)
+    start = time.perf_counter()
+    bar = Progress(len(todo), sum(s.expected_layers for s in todo), progress and bool(todo), label)
+
+    def store_result(spec: RunSpec, result: RunResult, live_layers: bool) -> None:
+        store.save(spec, result)
+        if result.status == "ok":
+            summary.finished += 1
+        else:
+            summary.failed += 1
+            summary.failures.append((spec.run_id, result.error))
+        if not live_layers:
+            bar.layer(spec.expected_layers)
+        bar.run()
+
+    try:
+        if todo and executor == "dask":
+            _run_dask(todo, scheduler or "", store_result)
+        elif todo and workers > 1:
+            _run_pool(todo, workers, store_result, bar)
+        else:
+            for spec in todo:
+                store_result(spec, execute_run(spec, on_layer=lambda t: bar.layer()), True)
+    finally:
+        bar.close()
+        summary.wall_s = time.perf_counter() - start
+    return summary
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGKILL every worker of ``pool`` (an interrupted sweep must not wait for running tasks)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.kill()
+        except (OSError, ValueError):
+            continue
+
+
+def _run_pool(
+    todo: list[RunSpec],
+    workers: int,
+    store_result: Callable[[RunSpec, RunResult, bool], None],
+    bar: Progress,
+) -> None:
+    ctx = mp.get_context("spawn")
+    ticks = ctx.Queue()
+    stop = threading.Event()
+
+    def drain() -> None:
+        while not stop.is_set():
+            try:
+                ticks.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError, ValueError):
+                return
+            bar.layer()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(todo)),
+        mp_context=ctx,
+        initializer=init_worker,
+        initargs=(ticks, threads, os.getpid()),
+    )
+    pending: dict[Future[RunResult], RunSpec] = {}
+    try:
+        specs = iter(todo)
+        _fill(pool, specs, pending, 2 * workers)
+        while pending:
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                spec = pending.pop(fut)
+                store_result(spec, fut.result(), True)
+            _fill(pool, specs, pending, 2 * workers)
+    except BaseException:
+        for fut in pending:
+            fut.cancel()
+        _kill_workers(pool)
+        raise
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        reader.join(timeout=1)
+        ticks.close()
+        ticks.join_thread()
+
+
+def _fill(pool: ProcessPoolExecutor, specs: Iterator[RunSpec], pending: dict, limit: int) -> None:
+    """Keep at most ``limit`` runs queued, so an interrupt cancels little."""
+    while len(pending) < limit:
+        spec = next(specs, None)
+        if spec is None:
+            return
+        pending[pool.submit(execute_run, spec)] = spec
+
+
+def _run_dask(
+    todo: list[RunSpec], scheduler: str, store_result: Callable[[RunSpec, RunResult, bool], None]
+) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as err:  # pragma: no cover - dask is a declared extra
+        msg = "--executor dask needs dask[distributed]: pip install 'rankcollapse[dask]'"
+        raise RankCollapseError(msg) from err
+    try:
+        client = Client(scheduler, timeout="10s")
+    except Exception as err:  # OSError, TimeoutError, ValueError for a malformed address, ...
+        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        raise RankCollapseError(f"cannot reach Dask scheduler {scheduler[:60]!r}: {reason}") from err
+    futures = {}
+    try:
+        for spec in todo:
+            fut = client.submit(execute_run, spec, key=f"rankcollapse-{spec.run_id}", pure=False)
+            futures[fut.key] = (fut, spec)
+        for fut in as_completed([f for f, _ in futures.values()]):
+            spec = futures[fut.key][1]
+            store_result(spec, fut.result(), False)
+    except BaseException:
+        client.cancel([f for f, _ in futures.values()])
+        raise
+    finally:
+        client.close()
