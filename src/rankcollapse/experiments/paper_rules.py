@@ -144,12 +144,15 @@ def _parts(per_key: Mapping[str, Sequence[Curve]], one: Any) -> Judgement:
     """Apply ``one(curve) -> (verdict, words)`` to every curve, join the evidence, combine verdicts."""
     verdicts, texts = [], []
     for key, curves in per_key.items():
-        bits = []
+        bits: list[tuple[str, str]] = []
         for c in curves:
             v, w = one(c)
             verdicts.append(v)
-            bits.append(f"{c.dtype} {w}")
-        texts.append(f"{key}: " + "; ".join(bits))
+            bits.append((c.dtype, w))
+        if len(bits) > 1 and len({w for _, w in bits}) == 1:  # the same in every dtype: say it once
+            texts.append(f"{key}: {' = '.join(d for d, _ in bits)}: {bits[0][1]}")
+        else:
+            texts.append(f"{key}: " + "; ".join(f"{d} {w}" for d, w in bits))
     if not verdicts:
         return Judgement(INCONCLUSIVE, "no data")
     return Judgement(combine_verdicts(verdicts), " | ".join(texts))

@@ -1,0 +1,160 @@
+"""Figures of the paper's stories: mean ± std bands on log-log axes, the precision floors, words as labels.
+
+Every curve is drawn against ``t + 1`` (so the embeddings X(0) sit at 1) as its mean over samples
+with a ± 1 std band, as the paper plots. Curves of different variants carry different markers
+(placed at staggered layers) so that curves which coincide stay visible; :func:`coincidences`
+names them in the caption. A curve that turns non-finite (overflow) ends with a red ``x`` at the
+first such layer, labelled, and the caption says so. ``mu_rel`` panels show the float32 and
+float64 floors (``32 eps``) as grey lines; values below a floor are drawn on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankcollapse.core.precision import floor_rel
+from rankcollapse.experiments.paper_curves import Curve
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+STYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1)))
+
+
+def pyplot() -> Any:
+    from rankcollapse.experiments.plotting import pyplot as _pyplot
+
+    return _pyplot()
+
+
+def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
+    """Draw curve ``c`` (mean ± std) as the ``i``-th series; return a note if it turned non-finite."""
+    t = np.arange(c.layers + 1) + 1.0
+    lo_clip = c.clamp if floors else np.finfo(float).tiny
+    mean = np.maximum(c.mean, lo_clip)
+    low = np.maximum(c.mean - c.std, lo_clip)
+    high = np.maximum(c.mean + c.std, lo_clip)
+    every = max(1, (c.layers + 1) // 6)
+    (line,) = ax.plot(t, mean, ls=STYLES[i % len(STYLES)], marker=MARKERS[i % len(MARKERS)], ms=3.5,
+                      markevery=(i % every, every), lw=1.2, label=label)
+    ax.fill_between(t, low, high, color=line.get_color(), alpha=0.15, lw=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    bad = c.first_nonfinite()
+    if bad is None:
+        return ""
+    finite_mean = mean[np.isfinite(mean)]
+    y = mean[bad - 1] if bad > 0 and np.isfinite(mean[bad - 1]) else (finite_mean.max() if finite_mean.size
+                                                                        else 1.0)
+    ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2)
+    ax.annotate(f"non-finite t={bad}", (t[bad], y), fontsize=7, color="red", xytext=(3, 3),
+                textcoords="offset points")
+    return f"{label}: non-finite from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
+
+
+def floor_lines(ax: Any, dtypes: Sequence[str]) -> None:
+    for dt, ls in (("float32", ":"), ("float64", "-.")):
+        if dt in dtypes:
+            ax.axhline(floor_rel(dt), color="0.35", lw=0.9, ls=ls, label=f"{dt} floor (32 eps)")
+
+
+def coincidences(series: Sequence[tuple[str, Curve]], rtol: float = 0.05) -> list[str]:
+    """Pairs of curves whose means agree within ``rtol`` at every layer (they would hide each other)."""
+    out = []
+    for i, (la, a) in enumerate(series):
+        for lb, b in series[i + 1:]:
+            if a.layers != b.layers:
+                continue
+            ma, mb = np.maximum(a.mean, a.clamp), np.maximum(b.mean, b.clamp)
+            if np.all(np.isfinite(ma)) and np.all(np.isfinite(mb)) and np.allclose(ma, mb, rtol=rtol):
+                out.append(f"{la} and {lb}")
+    return out
+
+
+Panel = tuple[str, Sequence[tuple[str, Curve]]]
+
+
+def panel_figure(title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]],
+                 xlabel: str = "layer t + 1") -> tuple[Any, list[str]]:
+    """A grid of panels: ``rows`` = [(y label, floors?, [(panel title, [(series label, Curve)])])].
+
+    Returns the figure and the caption notes (coinciding curves, non-finite runs).
+    """
+    plt = pyplot()
+    ncols = max(len(r[2]) for r in rows)
+    fig, axes = plt.subplots(len(rows), ncols, figsize=(3.4 * ncols, 2.9 * len(rows)), squeeze=False)
+    notes: list[str] = []
+    for r, (ylabel, floors, panels) in enumerate(rows):
+        for c in range(ncols):
+            ax = axes[r][c]
+            if c >= len(panels):
+                ax.axis("off")
+                continue
+            ptitle, series = panels[c]
+            for i, (label, curve) in enumerate(series):
+                note = band(ax, curve, label, i, floors)
+                if note:
+                    notes.append(f"{ptitle}, {ylabel}: {note}")
+            if floors:
+                floor_lines(ax, sorted({s[1].dtype for s in series} | {"float32", "float64"}))
+            same = coincidences(series)
+            if same:
+                notes.append(f"{ptitle}, {ylabel}: coincide within 5%: " + "; ".join(same))
+            ax.set_title(ptitle, fontsize=9)
+            ax.set_xlabel(xlabel)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for row in axes:
+        for ax in row:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.0, 1, 0.96))
+    fig.legend(handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8,
+               bbox_to_anchor=(0.5, 0.0))
+    return fig, notes
+
+
+def curve_data(series: dict[str, Curve]) -> pd.DataFrame:
+    """The plotted numbers as a table: one row per (series, layer)."""
+    frames = []
+    for label, c in series.items():
+        cols = {"series": label, "quantity": c.quantity, "dtype": c.dtype, "samples": c.n,
+                "layer": np.arange(c.layers + 1), **c.columns(), "finite": c.finite}
+        q = c.quantity
+        frames.append(pd.DataFrame(cols).rename(columns={k: "value" + k[len(q):] for k in c.columns()}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def slug(text: str) -> str:
+    """A file-name piece of a label: lower case letters, digits and ``_``."""
+    out = "".join(ch if ch.isalnum() else "_" for ch in text.lower())
+    return "_".join(p for p in out.split("_") if p)[:60]
+
+
+def variant_rows(curves_mu: dict[tuple, Curve], curves_rel: dict[tuple, Curve], variants: Sequence[str],
+                 masks: Sequence[str], variant_words: dict[str, str], mask_words: dict[str, str]) -> list:
+    """Panel rows of Figs. 2 / 6: raw mu in float32 (the paper's), then mu_rel in float32 and float64."""
+    rows = []
+    for q, curves, dt, ylabel, floors in (
+        ("mu", curves_mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
+        ("mu", curves_mu, "float64", "raw mu(X(t)), float64", False),
+        ("mu_rel", curves_rel, "float32", "mu_rel = mu / ||X||_F, float32", True),
+        ("mu_rel", curves_rel, "float64", "mu_rel = mu / ||X||_F, float64", True),
+    ):
+        panels = []
+        for m in masks:
+            series = [(variant_words.get(v, v), curves[(v, m, dt)]) for v in variants if (v, m, dt) in curves]
+            if series:
+                panels.append((mask_words.get(m, m), series))
+        if panels and not (q == "mu" and dt == "float64"):
+            rows.append((ylabel, floors, panels))
+    return rows
