@@ -14,15 +14,9 @@ import pandas as pd
 import pytest
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.sweep import (
-    RunStore,
-    collect_table,
-    expand_grid,
-    make_runs,
-    run_identity,
-    run_sweep,
-    write_tables,
-)
+from rankcollapse.experiments.engine.executors import run_sweep
+from rankcollapse.experiments.engine.grid import expand_grid, make_runs, run_identity
+from rankcollapse.experiments.engine.store import RunStore, collect_table, write_tables
 
 
 def toy_runs(experiment: str = "toy", rates=(0.5, 0.9), seeds=(0, 1), layers: int = 4, **base):
@@ -141,7 +135,9 @@ def test_dask_without_scheduler_and_unknown_executor_are_user_errors(tmp_path):
 _SWEEP_SCRIPT = textwrap.dedent(
     """
     import sys
-    from rankcollapse.experiments.sweep import make_runs, run_sweep, write_tables
+    from rankcollapse.experiments.engine.executors import run_sweep
+    from rankcollapse.experiments.engine.grid import make_runs
+    from rankcollapse.experiments.engine.store import write_tables
     if __name__ == "__main__":
         runs = make_runs("kill", "toy", {"layers": 3, "sleep_s": 0.05},
                          {"rate": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], "seed": [0]})
@@ -176,6 +172,7 @@ def test_kill_9_mid_sweep_loses_no_finished_run_and_rerun_completes(tmp_path, wo
     assert len(table) == 8 * 4
     assert not table.duplicated(["run_id", "layer"]).any()
     assert not list(markers.glob(".*tmp"))
+    assert not list(out.glob(".*tmp"))
 
 
 def test_ctrl_c_on_the_cli_exits_130_keeps_finished_runs_and_rerun_completes(tmp_path):
@@ -217,6 +214,7 @@ def test_ctrl_c_on_the_cli_exits_130_keeps_finished_runs_and_rerun_completes(tmp
     assert proc.returncode == 130, err
     done = len(list(markers.glob("*.json")))
     assert 2 <= done < 8
+    assert err.strip() == f"rankcollapse: interrupted; {done} finished runs kept in {out}"
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     assert f"{done} already finished" in rerun.stdout
