@@ -1,4 +1,10 @@
-"""`rankcollapse equilibria` (find and verify LN equilibria) and `rankcollapse portrait` (Figs. 1 and 5)."""
+"""`rankcollapse equilibria` (equilibria of the LayerNorm dynamics) and `rankcollapse portrait` (Figs. 1, 5).
+
+Three modes of `equilibria`: ``--construction paper`` (Theorem 3's bidiagonal W_V: every equilibrium of
+every rank, enumerated), ``--construction ours`` (our designed stable equilibria, one per rank), and
+``--value FILE`` (search any W_V from random starts under ``--mask``). Options that do not apply in a
+mode are refused.
+"""
 
 from __future__ import annotations
 
@@ -12,119 +18,318 @@ import typer
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
 
+CONSTRUCTIONS = ("paper", "ours")
 
-def _load_value(path: Path, d: int):
+
+def _load_value(path: Path, d: int):  # type: ignore[no-untyped-def]
     import numpy as np
     import torch
 
     if not path.is_file():
-        raise RankCollapseError(f"value file {str(path)!r} does not exist")
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise RankCollapseError(f"value file {str(path)[:80]!r} {what}; expected a .npy file")
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as err:
         raise RankCollapseError(
-            f"value file {str(path)!r} is not a .npy array ({type(err).__name__})") from None
+            f"value file {str(path)[:80]!r} is not a .npy array ({type(err).__name__})"
+        ) from None
     if arr.shape != (d, d):
-        raise RankCollapseError(f"value matrix in {str(path)!r} has shape {arr.shape}; expected ({d}, {d})")
-    if not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
-        raise RankCollapseError(f"value matrix in {str(path)!r} must be finite real numbers")
+        raise RankCollapseError(
+            f"value matrix in {str(path)[:80]!r} has shape {arr.shape}; expected ({d}, {d})"
+        )
+    if np.iscomplexobj(arr) or not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
+        raise RankCollapseError(f"value matrix in {str(path)[:80]!r} must be finite real numbers")
     return torch.as_tensor(arr.astype(np.float64))
+
+
+def _refuse(mode: str, **given: object) -> None:
+    """RankCollapseError for the first option given (not None / False) that does not apply in ``mode``."""
+    for flag, value in given.items():
+        if value is not None and value is not False:
+            raise RankCollapseError(f"--{flag.replace('_', '-')} does not apply to {mode}")
 
 
 @app.command("equilibria")
 def equilibria_command(
     n: int = typer.Option(..., "--n", help="Tokens N (>= 1)."),
     d: int = typer.Option(..., "--d", help="Features d (>= 1)."),
-    rank: int = typer.Option(None, "--rank", help="Use the rank-K construction (1 <= K <= min(N, d))."),
-    value: Path = typer.Option(None, "--value", help="Value matrix W_V as a d x d .npy file (row convention "
-                               "x -> x W_V); equilibria are searched from random starts."),
-    mask: str = typer.Option("causal", "--mask", help="Mask spec (see 'rankcollapse mask'); default causal."),
-    starts: int = typer.Option(256, "--starts", help="Random initial inputs (also the basin sample)."),
+    construction: str = typer.Option(
+        "ours",
+        "--construction",
+        help="paper: Theorem 3's bidiagonal W_V "
+        "(needs N = d), every equilibrium enumerated; ours: our designed stable "
+        "equilibrium of each rank. Ignored with --value (refused if given).",
+    ),
+    w: float = typer.Option(None, "--w", help="paper only: the superdiagonal w > 1 of W_V (default N)."),
+    family: str = typer.Option(
+        None,
+        "--family",
+        help="paper only: 'all' branches (default) or the paper's own family (2^k of rank k).",
+    ),
+    rank: int = typer.Option(None, "--rank", help="Only equilibria of rank K (1 <= K <= min(N, d))."),
+    value: Path = typer.Option(
+        None,
+        "--value",
+        help="Search this W_V (a d x d .npy file, row convention "
+        "x -> x W_V) from random starts instead of a construction.",
+    ),
+    mask: str = typer.Option(
+        None, "--mask", help="--value only: mask spec (see 'rankcollapse mask'); default causal."
+    ),
+    d_qk: float = typer.Option(
+        None,
+        "--d-qk",
+        help="--value only: d_QK under the square root of the logits, W_Q W_K^T = I (default 1).",
+    ),
+    temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated alias of --d-qk."),
+    starts: int = typer.Option(
+        None,
+        "--starts",
+        help="Random starts (ours, --value: also the basin sample, "
+        "default 256; paper: nearby starts per equilibrium, default 8).",
+    ),
     steps: int = typer.Option(2000, "--steps", help="Layers iterated from each start."),
-    temperature: float = typer.Option(1.0, "--temperature", help="d_QK (W_Q W_K^T = I)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random starts."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per equilibrium (JSON lines)."),
-    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1: these maps are tiny "
-                                "and extra threads only contend)."),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1)."),
 ) -> None:
-    """Find and verify equilibria of X -> D A(X) X W_V.
-
-    Without --value: for --rank K (or every K in 1..min(N, d)) the documented rank-K construction is used
-    (its own value matrix and mask; see docs/equilibria.md) and its target equilibrium is verified, with
-    the basin estimated from uniformly random inputs and from a small ball of inputs around it.
-    With --value: equilibria reached from --starts
-    random inputs under --mask are reported (sorted by basin fraction).
-    """
+    """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
     import torch
 
-    from rankcollapse.equilibria import construct_rank_k, find_equilibria, resolve_mask, verify_equilibrium
-
-    if n < 1 or d < 1:
-        raise RankCollapseError(f"--n and --d must be >= 1, got n={n}, d={d}")
+    deprecated = temperature is not None
+    if temperature is not None:
+        if d_qk is not None:
+            raise RankCollapseError("give --d-qk or its deprecated alias --temperature, not both")
+        d_qk = temperature
+    if n < 1 or d < 1 or n > 64 or d > 64:
+        raise RankCollapseError(f"--n and --d must be in 1..64, got n={n}, d={d}")
     if rank is not None and not 1 <= rank <= min(n, d):
         raise RankCollapseError(f"--rank must be in 1..min(N, d) = 1..{min(n, d)}, got {rank}")
-    if starts < 1 or steps < 1:
-        raise RankCollapseError(f"--starts and --steps must be >= 1, got {starts}, {steps}")
-    if not (temperature > 0 and math.isfinite(temperature)):
-        raise RankCollapseError(f"--temperature must be positive and finite, got {temperature}")
-    if threads < 1:
-        raise RankCollapseError(f"--threads must be >= 1, got {threads}")
+    if (starts is not None and not 1 <= starts <= 100_000) or not 1 <= steps <= 1_000_000:
+        raise RankCollapseError(
+            f"--starts must be in 1..100000 and --steps in 1..1000000, got {starts}, {steps}"
+        )
+    if d_qk is not None and not (d_qk > 0 and math.isfinite(d_qk)):
+        raise RankCollapseError(f"--d-qk must be positive and finite, got {d_qk}")
+    if not 1 <= threads <= 256:
+        raise RankCollapseError(f"--threads must be in 1..256, got {threads}")
+    if construction not in CONSTRUCTIONS:
+        raise RankCollapseError(
+            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
+        )
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(seed)
-    rows: list[dict] = []
+    if deprecated and value is not None:  # only where --d-qk applies; elsewhere the refusal is the one line
+        print("rankcollapse: warning: --temperature is deprecated; use --d-qk", file=sys.stderr)
+    qk = {"temperature" if deprecated else "d_qk": d_qk}
     if value is not None:
-        w_v = _load_value(value, d)
-        m = resolve_mask(mask, n)
-        for eq in find_equilibria(w_v, n, m, None, temperature, starts=starts, steps=steps, generator=gen):
-            if rank is not None and eq.rank != rank:
-                continue
-            row = eq.to_dict()
-            row.update({"n": n, "d": d, "mask": mask, "value": w_v.tolist(), "source": str(value)})
-            rows.append(row)
+        if construction != "ours":
+            raise RankCollapseError(
+                "--construction does not apply with --value (a search, not a construction)"
+            )
+        _refuse("--value (a search)", w=w, family=family)
+        rows = _search(
+            value, n, d, mask or "causal", 1.0 if d_qk is None else d_qk, starts or 256, steps, gen, rank
+        )
+    elif construction == "paper":
+        _refuse("--construction paper (its mask is causal, W_Q = W_K = 0)", mask=mask, **qk)
+        rows = _paper(n, d, float(n) if w is None else w, family or "all", rank, starts or 8, steps, seed)
     else:
-        from rankcollapse.equilibria.construction import constructed_ranks
-
-        for k in ([rank] if rank is not None else range(1, min(n, d) + 1)):
-            if rank is None and k not in constructed_ranks(n):
-                print(f"rankcollapse: note: no construction for rank {k} (see docs/equilibria.md)",
-                      file=sys.stderr)
-                continue
-            con = construct_rank_k(n, d, k)
-            eq = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, samples=starts,
-                                    steps=steps, generator=gen)
-            local = verify_equilibrium(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, steps=steps,
-                                       init=con.neighbourhood_inputs(starts, con.basin_radius, gen))
-            row = eq.to_dict()
-            row.update({"n": n, "d": d, "target_rank": k, "mask": con.mask, "value": con.w_v.tolist(),
-                        "w_qk": None if con.w_qk is None else con.w_qk.tolist(), "d_qk": con.d_qk,
-                        "local_basin_radius": con.basin_radius, "local_basin_fraction": local.basin_fraction,
-                        "local_basin_ci": list(local.basin_ci), "source": "construction",
-                        "construction": con.notes})
-            rows.append(row)
+        _refuse(
+            "--construction ours (each construction fixes its own mask and W_QK)",
+            mask=mask,
+            **qk,
+            w=w,
+            family=family,
+        )
+        rows = _ours(n, d, rank, starts or 256, steps, gen)
     for row in rows:
         if as_json:
             print(json.dumps(row))
+        elif "unstable" in row:
+            print(
+                f"rank={row['rank']} family={row['family']} signs={row['signs']} "
+                f"residual={row['residual']:.1e} "
+                f"unstable={row['unstable']} neutral={row['neutral']} stable={row['stable']} "
+                f"nearby={row['convergence']['kind']}"
+            )
         else:
-            print(f"rank={row['rank']} residual={row['residual']:.2e} "
-                  f"spectral_radius={row['spectral_radius']:.4f} "
-                  f"stable={row['stable']} basin={row['basin_fraction']:.3f} "
-                  f"CI=[{row['basin_ci'][0]:.3f}, {row['basin_ci'][1]:.3f}] mask={row['mask']}")
-    if not rows and not as_json:
-        print("no settled equilibrium found; raise --steps or --starts")
+            print(
+                f"rank={row['rank']} residual={row['residual']:.2e} "
+                f"spectral_radius={row['spectral_radius']:.4f} "
+                f"stable={row['stable']} basin={row['basin_fraction']:.3f} "
+                f"CI=[{row['basin_ci'][0]:.3f}, {row['basin_ci'][1]:.3f}] mask={row['mask']}"
+            )
+    if not rows:
+        print(
+            "rankcollapse: note: no equilibrium found"
+            + (" of that rank" if rank else "; raise --steps or --starts"),
+            file=sys.stderr,
+        )
+
+
+def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, steps: int, gen, rank):  # type: ignore[no-untyped-def]
+    from rankcollapse.equilibria import find_equilibria, resolve_mask
+
+    w_v = _load_value(value, d)
+    m = resolve_mask(mask, n)
+    rows = []
+    for eq in find_equilibria(w_v, n, m, None, d_qk, starts=starts, steps=steps, generator=gen):
+        if rank is not None and eq.rank != rank:
+            continue
+        row = eq.to_dict()
+        row.update({"n": n, "d": d, "mask": mask, "d_qk": d_qk, "value": w_v.tolist(), "source": str(value)})
+        rows.append(row)
+    return rows
+
+
+def _paper(n: int, d: int, w: float, family: str, rank, starts: int, steps: int, seed: int):  # type: ignore[no-untyped-def]
+    from rankcollapse.equilibria.lnmap import causal_mask
+    from rankcollapse.equilibria.theorem3 import (
+        SOURCE,
+        bidiagonal_value,
+        check_size,
+        enumerate_equilibria,
+        zero_qk,
+    )
+    from rankcollapse.equilibria.theorem3_checks import (
+        NEUTRAL_TOL,
+        convergence_from_nearby,
+        direction_counts,
+        srank_bound,
+        tangent_moduli,
+    )
+    from rankcollapse.metrics import stable_rank
+
+    w = check_size(n, d, w)
+    w_v = bidiagonal_value(d, w)
+    eqs = [e for e in enumerate_equilibria(w_v, n, family) if rank is None or e.rank == rank]
+    mask, qk = causal_mask(n), zero_qk(d)
+    from rankcollapse.equilibria.finder import residual
+
+    conv = convergence_from_nearby(eqs, w_v, starts=starts, steps=steps, seed=seed)
+    rows = []
+    for e, c in zip(eqs, conv, strict=True):
+        mods = tangent_moduli(e.x, w_v, mask, qk, block_triangular=True)
+        row = e.to_dict()
+        row.update(direction_counts(mods))
+        row.update(
+            {
+                "residual": residual(e.x, w_v, mask, qk),
+                "moduli": [float(v) for v in mods],
+                "neutral_tol": NEUTRAL_TOL,
+                "convergence": c,
+                "stable_rank": float(stable_rank(e.x)),
+                "n": n,
+                "d": d,
+                "w": w,
+                "construction": "paper",
+                "mask": "causal",
+                "source": SOURCE,
+            }
+        )
+        if e.rank == min(n, d):
+            row["srank_bound"] = srank_bound(n, w)
+        rows.append(row)
+    return rows
+
+
+def _ours(n: int, d: int, rank, starts: int, steps: int, gen):  # type: ignore[no-untyped-def]
+    from rankcollapse.equilibria import construct_rank_k, verify_equilibrium
+    from rankcollapse.equilibria.construction import constructed_ranks
+
+    rows = []
+    for k in [rank] if rank is not None else range(1, min(n, d) + 1):
+        if rank is None and k not in constructed_ranks(n):
+            print(f"rankcollapse: note: no construction of ours for rank {k}", file=sys.stderr)
+            continue
+        con = construct_rank_k(n, d, k)
+        eq = verify_equilibrium(
+            con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk, samples=starts, steps=steps, generator=gen
+        )
+        local = verify_equilibrium(
+            con.x,
+            con.w_v,
+            con.mask_tensor(),
+            con.w_qk,
+            con.d_qk,
+            steps=steps,
+            init=con.neighbourhood_inputs(starts, con.basin_radius, gen),
+        )
+        row = eq.to_dict()
+        row.update(
+            {
+                "n": n,
+                "d": d,
+                "target_rank": k,
+                "mask": con.mask,
+                "value": con.w_v.tolist(),
+                "w_qk": None if con.w_qk is None else con.w_qk.tolist(),
+                "d_qk": con.d_qk,
+                "local_basin_radius": con.basin_radius,
+                "local_basin_fraction": local.basin_fraction,
+                "local_basin_ci": list(local.basin_ci),
+                "construction": "ours",
+                "source": "ours (designed stable equilibria)",
+                "notes": con.notes,
+            }
+        )
+        rows.append(row)
+    return rows
 
 
 @app.command("portrait")
 def portrait_command(
-    out: Path = typer.Option(..., "--out", help="Output folder for figure1/figure5 (.png, .pdf) and "
-                             "portrait.json."),
-    a: float = typer.Option(0.95, "--a", help="W_V = [[a, s], [0, 1]]: second eigenvalue a (0 < a < 1)."),
-    s: float = typer.Option(1.0, "--s", help="W_V = [[a, s], [0, 1]]: shear s."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output folder for Figs. 1 and 5 (.png, .pdf) and the numbers."
+    ),
+    construction: str = typer.Option(
+        "paper",
+        "--construction",
+        help="paper: W_V = ((1, w), (0, 1)), "
+        "W_Q = W_K = 0; ours: the surrogate W_V = ((a, s), (0, 1)), W_QK = I.",
+    ),
+    w: float = typer.Option(None, "--w", help="paper only: w > 1 in W_V = ((1, w), (0, 1)) (default 2)."),
+    a: float = typer.Option(
+        None, "--a", help="ours only: W_V = ((a, s), (0, 1)), second eigenvalue 0 < a < 1 (default 0.95)."
+    ),
+    s: float = typer.Option(None, "--s", help="ours only: W_V = ((a, s), (0, 1)), shear s (default 1)."),
 ) -> None:
     """Write Figs. 1 and 5 of the N = 2, d = 2 counterexample and its computed numbers."""
-    from rankcollapse.equilibria import counterexample_2d, write_portrait
+    if construction not in CONSTRUCTIONS:
+        raise RankCollapseError(
+            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
+        )
+    if out.exists() and not out.is_dir():
+        raise RankCollapseError(f"--out {str(out)[:80]!r} is a file; give a folder")
+    if construction == "paper":
+        _refuse("--construction paper", a=a, s=s)
+        from rankcollapse.equilibria.counterexample_paper import DEFAULT_W, check_w
+        from rankcollapse.equilibria.plots_paper import write_paper_portrait
 
-    if not (0 < a < 1) or not math.isfinite(s):
-        raise RankCollapseError(f"need 0 < a < 1 and finite s, got a={a}, s={s}")
-    paths = write_portrait(out, counterexample_2d([[a, s], [0.0, 1.0]]))
+        value = check_w(DEFAULT_W if w is None else w)
+        paths = _write(out, lambda: write_paper_portrait(out, value))
+    else:
+        _refuse("--construction ours", w=w)
+        a_v, s_v = 0.95 if a is None else a, 1.0 if s is None else s
+        if not (0 < a_v < 1) or not math.isfinite(s_v):
+            raise RankCollapseError(f"need 0 < a < 1 and finite s, got a={a_v}, s={s_v}")
+        from rankcollapse.equilibria import counterexample_2d, write_portrait
+
+        paths = _write(out, lambda: write_portrait(out, counterexample_2d([[a_v, s_v], [0.0, 1.0]])))
     for key, p in paths.items():
         print(f"{key}: {p}")
+
+
+def _write(out: Path, job):  # type: ignore[no-untyped-def]
+    """Run ``job``; on failure remove ``out`` if this call created it (no empty folder left behind)."""
+    existed = out.exists()
+    try:
+        return job()
+    except PermissionError:
+        raise RankCollapseError(f"cannot write into {str(out)[:80]!r} (permission denied)") from None
+    except BaseException:
+        if not existed and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise

@@ -1,0 +1,253 @@
+"""Checks of Theorem 3's equilibria: tangent spectrum, convergence, App. F.2, F.3 (Lemma 13) and F.4.
+
+- **Tangent spectrum on the product of spheres**: the Jacobian of the LN map restricted to the tangent space
+  ``T_x (S^{d-1})^N`` (``N (d - 1)`` directions; :func:`rankcollapse.equilibria.finder.tangent_jacobian`).
+  With a causal mask it is block lower-triangular in the tokens, so the spectrum is the union of the
+  ``(d - 1) x (d - 1)`` diagonal blocks' spectra. A Jordan block of size ``m`` splits under rounding into
+  ``m`` eigenvalues ``~ eps^{1/m}`` apart, but their mean is accurate: eigenvalues within ``CLUSTER`` of each
+  other are replaced by their mean, and a direction is **neutral** when ``| |lambda| - 1 | <= NEUTRAL_TOL``,
+  **unstable** above, **stable** below.
+- **Convergence from nearby starts**: starts ``radius`` away along random tangent directions, the distance to
+  the equilibrium over the layers, fitted as exponential (``d ~ q^t``) or algebraic (``d ~ t^-p``).
+- **App. F.2**: ``SRank(X*) <= N / (N - (N - 1) / w^2)`` for a full-rank equilibrium.
+- **App. F.3, Lemma 13**: token 1 at ``e_d``, token 2 with negative leading coordinates and
+  ``X_{2, d-1} <= -1/w``: the coordinate stays ``<= -1/w`` and the pair never reaches rank one.
+- **App. F.4** (conjecture: no such equilibria for undirected masks): the complete mask with the same ``W_V``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rankcollapse.core.draws import sphere_tokens
+from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
+from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map
+from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
+from rankcollapse.metrics import num_rank, stable_rank
+
+NEUTRAL_TOL = 1e-9
+CLUSTER = 1e-3
+
+
+def _cluster_moduli(ev: np.ndarray) -> np.ndarray:
+    """|eigenvalue| after replacing each cluster (within CLUSTER of each other) by its mean."""
+    ev = np.asarray(ev, dtype=complex)
+    out = np.empty(len(ev))
+    done = np.zeros(len(ev), dtype=bool)
+    for i in range(len(ev)):
+        if done[i]:
+            continue
+        group = (~done) & (np.abs(ev - ev[i]) < CLUSTER)
+        out[group] = abs(ev[group].mean())
+        done |= group
+    return out
+
+
+def tangent_moduli(
+    x: Tensor, w_v: Tensor, mask: Tensor | None, w_qk: Tensor | None, block_triangular: bool
+) -> np.ndarray:
+    """Moduli of the tangent map's eigenvalues at x [n, d] (clustered), sorted descending."""
+    n, d = x.shape
+    jac = tangent_jacobian(x, w_v, mask, w_qk)
+    if block_triangular:
+        parts = [
+            _cluster_moduli(
+                torch.linalg.eigvals(
+                    jac[i * (d - 1) : (i + 1) * (d - 1), i * (d - 1) : (i + 1) * (d - 1)]
+                ).numpy()
+            )
+            for i in range(n)
+        ]
+        mods = np.concatenate(parts)
+    else:
+        mods = _cluster_moduli(torch.linalg.eigvals(jac).numpy())
+    return np.sort(mods)[::-1]
+
+
+def direction_counts(moduli: np.ndarray, tol: float = NEUTRAL_TOL) -> dict[str, int]:
+    """``unstable`` (> 1 + tol), ``neutral`` (within tol of 1), ``stable`` (< 1 - tol)."""
+    return {
+        "unstable": int((moduli > 1 + tol).sum()),
+        "neutral": int((np.abs(moduli - 1) <= tol).sum()),
+        "stable": int((moduli < 1 - tol).sum()),
+    }
+
+
+def _fit(t: np.ndarray, dist: np.ndarray) -> dict[str, Any]:
+    """Exponential vs algebraic fit of a decaying distance curve (second half of the checkpoints)."""
+    keep = dist > 1e-14
+    t, dist = t[keep], dist[keep]
+    if len(t) < 4:
+        return {"kind": "exponential", "rate": 0.0, "note": "reached the precision floor"}
+    h = len(t) // 2
+    t, y = t[h:], np.log(dist[h:])
+
+    def r2(xv: np.ndarray) -> tuple[float, float]:
+        a, b = np.polyfit(xv, y, 1)
+        res = y - (a * xv + b)
+        tot = float(((y - y.mean()) ** 2).sum()) or 1e-300
+        return float(a), 1.0 - float((res**2).sum()) / tot
+
+    a_exp, r_exp = r2(t)
+    a_alg, r_alg = r2(np.log(t))
+    if r_exp >= r_alg:
+        return {"kind": "exponential", "rate": math.exp(a_exp), "r2": r_exp}
+    return {"kind": "algebraic", "exponent": -a_alg, "r2": r_alg}
+
+
+def convergence_from_nearby(
+    eqs: list[PaperEquilibrium],
+    w_v: Tensor,
+    *,
+    starts: int = 4,
+    radius: float = 1e-3,
+    steps: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Per equilibrium: the share of ``starts`` nearby starts (``radius`` away, random tangent directions)
+    back within ``radius`` after ``steps`` layers, and the fit of their median distance (max over tokens);
+    ``kind = "leaves"`` when none comes back."""
+    if not eqs:
+        return []
+    n, d = eqs[0].x.shape
+    g = torch.Generator().manual_seed(seed)
+    base = torch.stack([e.x for e in eqs]).repeat_interleave(starts, 0)  # [E*s, n, d]
+    noise = torch.randn(base.shape, generator=g, dtype=torch.float64)
+    noise = noise - (noise * base).sum(-1, keepdim=True) * base
+    noise = noise / torch.linalg.vector_norm(noise, dim=(-2, -1), keepdim=True)
+    x = base + radius * noise
+    x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    marks = np.unique(np.geomspace(1, steps, 40).astype(int))
+    dists, t_done = [], 0
+    for t in marks:
+        x = iterate(x, w_v, int(t) - t_done, causal_mask(n), zero_qk(d))
+        t_done = int(t)
+        dists.append(torch.linalg.vector_norm(x - base, dim=-1).amax(-1).reshape(len(eqs), starts))
+    alld = torch.stack(dists).numpy()  # [marks, E, starts]
+    out = []
+    for k in range(len(eqs)):
+        back = alld[-1, k] < radius
+        row: dict[str, Any] = {
+            "share_returning": float(back.mean()),
+            "starts": starts,
+            "radius": radius,
+            "steps": steps,
+        }
+        if back.any():
+            row.update(_fit(marks.astype(float), np.median(alld[:, k, back], axis=-1)))
+        else:
+            row["kind"] = "leaves"
+        row["final_distance_median"] = float(np.median(alld[-1, k]))
+        out.append(row)
+    return out
+
+
+def srank_bound(n: int, w: float) -> float:
+    """App. F.2: ``N / (N - (N - 1) / w^2)``."""
+    return n / (n - (n - 1) / w**2)
+
+
+def check_f2(eqs: list[PaperEquilibrium], w: float) -> list[dict[str, Any]]:
+    """Stable rank of every full-rank equilibrium against the App. F.2 bound."""
+    n = eqs[0].x.shape[0] if eqs else 0
+    bound = srank_bound(n, w) if n else math.nan
+    return [
+        {
+            "signs": e.signs,
+            "family": e.family,
+            "stable_rank": float(stable_rank(e.x)),
+            "bound": bound,
+            "holds": bool(float(stable_rank(e.x)) <= bound * (1 + 1e-12)),
+        }
+        for e in eqs
+        if e.rank == min(e.x.shape)
+    ]
+
+
+def lemma13(
+    d: int, w: float, *, samples: int = 256, steps: int = 3000, seed: int = 0, token1: str = "fixed"
+) -> dict[str, Any]:
+    """Sample N = 2 starts meeting Lemma 13's conditions (token 1 at ``e_d`` (``token1="fixed"``) or within
+    0.05 of it with a positive leading coordinate (``"near"``); token 2 with every leading coordinate
+    ``< 0`` and ``X_{2,d-1} <= -1/w``),
+    iterate, and report the share whose ``X_{2,d-1}`` stays ``<= -1/w`` at every layer and whose pair keeps
+    rank 2 (smallest singular value above 1e-6), and the smallest singular value reached."""
+    from rankcollapse.equilibria.theorem3 import bidiagonal_value
+
+    w_v = bidiagonal_value(d, w)
+    g = torch.Generator().manual_seed(seed)
+    pool = sphere_tokens(1, samples * 64, d, g)[0]
+    ok = (pool[:, : d - 1] < 0).all(-1) & (pool[:, d - 2] <= -1 / w)
+    tok2 = pool[ok][:samples]
+    b = tok2.shape[0]
+    tok1 = torch.zeros(b, d, dtype=torch.float64)
+    tok1[:, -1] = 1.0
+    if token1 == "near":  # a cap around e_d with a positive leading coordinate: token 1 -> +e_d
+        tok1 = tok1 + 0.05 * torch.randn(b, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+        tok1[:, 0] = tok1[:, 0].abs()
+        tok1 = tok1 / torch.linalg.vector_norm(tok1, dim=-1, keepdim=True)
+    x = torch.stack([tok1, tok2], 1)
+    stays = torch.ones(b, dtype=torch.bool)
+    smin = torch.full((b,), math.inf, dtype=torch.float64)
+    for _ in range(steps):
+        x = ln_attention_map(x, w_v, causal_mask(2), zero_qk(d))
+        stays &= x[:, 1, d - 2] <= -1 / w + 1e-12
+        smin = torch.minimum(smin, torch.linalg.svdvals(x)[:, -1])
+    return {
+        "d": d,
+        "w": w,
+        "token1": token1,
+        "samples": b,
+        "steps": steps,
+        "share_stays": float(stays.double().mean()),
+        "share_rank2": float((smin > 1e-6).double().mean()),
+        "min_singular_value": float(smin.min()),
+        "final_rank": [int(v) for v in num_rank(x).unique()],
+        "source": "paper (App. F.3, Lemma 13)",
+    }
+
+
+def check_f4(
+    w_v: Tensor,
+    n: int,
+    *,
+    betas: tuple[float, ...] = (0.0, -1.0, 1.0),
+    starts: int = 64,
+    steps: int = 1500,
+    newton_starts: int = 16,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """App. F.4: equilibria of the complete mask with the same ``W_V`` and ``W_QK = beta I``.
+
+    ``beta = 0``: uniform attention makes every token ``normalize(mean(X) W_V)`` after one layer, so every
+    equilibrium has rank 1 (a proof); the search confirms it. Other ``beta``: random starts + Newton."""
+    out = []
+    d = w_v.shape[0]
+    for beta in betas:
+        g = torch.Generator().manual_seed(seed)
+        eqs = find_equilibria(
+            w_v,
+            n,
+            None,
+            beta * torch.eye(d, dtype=torch.float64),
+            starts=starts,
+            steps=steps,
+            generator=g,
+            newton_starts=newton_starts,
+        )
+        out.append(
+            {
+                "beta": beta,
+                "found": len(eqs),
+                "ranks": sorted({e.rank for e in eqs}),
+                "max_rank": max((e.rank for e in eqs), default=0),
+                "max_residual": max((e.residual for e in eqs), default=0.0),
+                "source": "paper (App. F.4 conjecture), searched by us",
+            }
+        )
+    return out
