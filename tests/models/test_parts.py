@@ -180,3 +180,32 @@ def test_d_qk_is_under_the_square_root(tiny_models, ids):
     from rankcollapse.core.attention import attention_logits
 
     torch.testing.assert_close(attention_logits(q, k, p.d_qk), logits, rtol=0, atol=0)
+
+
+def test_relative_position_buckets_equal_t5_and_mpnet_reference_implementations():
+    from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    from rankcollapse.models.families import relative_position_bucket
+
+    pos = torch.arange(300)
+    rel = pos[None, :] - pos[:, None]
+    ours = relative_position_bucket(rel, 32, 128)
+    t5 = T5Attention._relative_position_bucket(rel, True, 32, 128)
+    torch.testing.assert_close(ours, t5, rtol=0, atol=0)
+    torch.testing.assert_close(ours, MPNetEncoder.relative_position_bucket(rel, 32, 128), rtol=0, atol=0)
+    assert int(ours[0, 0]) == 0 and int(ours[0, 1]) == 17 and int(ours[1, 0]) == 1  # j > i: upper half
+    assert int(ours.max()) == 31 and int(ours[0, 299]) == 31 and int(ours[299, 0]) == 15
+
+
+@pytest.mark.parametrize("arch", ["t5", "mpnet"])
+def test_relative_bias_is_shared_by_every_layer_and_changes_the_output(tiny_models, ids, arch):
+    from rankcollapse.models.parts import NO_POSITIONS
+
+    model = tiny_models(arch, "f64")
+    x = model.embed(ids)
+    pos = model.positions(x)
+    assert pos.bias is not None and pos.bias.shape == (1, 4, ids.shape[1], ids.shape[1])
+    with_bias = run_block(model.layers[2], x, "attn", None, positions=pos)
+    without = run_block(model.layers[2], x, "attn", None, positions=NO_POSITIONS)
+    assert not torch.allclose(with_bias, without, rtol=1e-6, atol=0)
