@@ -96,9 +96,10 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
     per_run = int(frame["samples"].iloc[0]) if "samples" in frame and not frame.empty else 0
     pretrained = bool(frame["pretrained"].iloc[0]) if "pretrained" in frame and not frame.empty else False
-    what = "excerpt seeds" if pretrained else "weight and excerpt seeds"
+    what = "excerpt seed(s)" if pretrained else "weight and excerpt seed(s)"
     return (f"n = {per_run * max(len(seeds), 1)} samples per condition ({len(seeds)} {what} "
-            f"{', '.join(map(str, seeds))} x {per_run} excerpts); ± = {Z:g} standard errors over samples")
+            f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
+            f"± = {Z:g} standard errors over samples")
 
 
 def norm_rates(mu: dict[str, list[Curve]], rel: dict[str, list[Curve]]) -> str:
@@ -132,12 +133,17 @@ def explain(raw: Judgement, rel: Judgement, norms: str) -> str:
 
 def two_way_claim(data: Data, cid: str, statement: str, source: str, rule: str, raw: Judgement,
                   rel: Judgement, runs: pd.DataFrame, frame: pd.DataFrame, figure: str, model_label: str,
-                  norms: str = "") -> Claim:
-    """One claim row from the raw-mu and mu_rel judgements (see the module docstring)."""
+                  norms: str = "", names: tuple[str, str] | None = None) -> Claim:
+    """One claim row from the raw-mu and mu_rel judgements (see the module docstring).
+
+    ``names``: the words for the two quantities (default raw mu and mu_rel with the floor).
+    """
     verdict = combine_verdicts([raw.verdict, rel.verdict])
-    evidence = (f"[{model_label}] {QUANTITY_WORDS['mu']}: {raw.verdict} — {raw.evidence} || "
-                f"{QUANTITY_WORDS['mu_rel']}: {rel.verdict} — {rel.evidence} || {sample_note(runs, frame)}")
-    why = explain(raw, rel, norms)
+    first, second = names or (QUANTITY_WORDS["mu"], QUANTITY_WORDS["mu_rel"])
+    evidence = (f"[{model_label}] {first}: {raw.verdict} — {raw.evidence} || "
+                f"{second}: {rel.verdict} — {rel.evidence} || {sample_note(runs, frame)}")
+    why = explain(raw, rel, norms) if names is None else (
+        f"{first} says {raw.verdict!r}, {second} says {rel.verdict!r}." if raw.verdict != rel.verdict else "")
     claim = data.claim(cid, f"{statement} [{model_label}]", source, rule, evidence, verdict, runs,
                        figure=figure, disagreement=why)
     if why and not claim.disagreement:
@@ -171,3 +177,21 @@ def model_groups(frame: pd.DataFrame) -> list[tuple[str, bool, pd.DataFrame]]:
 def layer_array(frame: pd.DataFrame, column: str) -> np.ndarray:
     """Mean over runs of ``column`` per layer (layer order)."""
     return frame.groupby("layer")[column].mean().sort_index().to_numpy(dtype=float)
+
+
+def pooled_layer(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per layer: mean and std over all samples of all runs (each run: mean ``column``, std
+    ``column_std`` over its ``samples``), and the total number of samples."""
+    means, stds, ns = [], [], []
+    for _, g in frame.groupby("run_id", sort=False):
+        g = g.sort_values("layer")
+        means.append(g[column].to_numpy(dtype=float))
+        stds.append(g[f"{column}_std"].to_numpy(dtype=float))
+        ns.append(float(g["samples"].iloc[0]))
+    depth = min(len(m) for m in means)
+    m = np.stack([a[:depth] for a in means])
+    sd = np.stack([a[:depth] for a in stds])
+    w = np.asarray(ns)[:, None] / sum(ns)
+    mean = (w * m).sum(0)
+    std = np.sqrt((w * (sd**2 + (m - mean) ** 2)).sum(0))
+    return mean, std, int(sum(ns))
