@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,37 @@ def test_console_script_runs_as_module_without_traceback() -> None:
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    import os
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "rankcollapse", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.5, "rows"])
+def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: float | str) -> None:
+    """SIGINT during start-up (imports), during the run, or once rows are being written."""
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    proc = _start(["simulate", "--n", "8", "--d", "4", "--layers", "100000", "--metrics", "mu",
+                   "--no-progress", "--out", str(out)])
+    if delay == "rows":
+        deadline = time.time() + 60
+        while not (out / "metrics.csv").exists() or (out / "metrics.csv").stat().st_size < 200:
+            assert time.time() < deadline and proc.poll() is None, "the run never wrote rows"
+            time.sleep(0.05)
+    else:
+        time.sleep(float(delay))
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == ["rankcollapse: interrupted; results already written are kept"], err
+    if delay == "rows":
+        rows = (out / "metrics.csv").read_text().splitlines()
+        assert len(rows) >= 3 and rows[0].startswith("layer,mu")
