@@ -317,3 +317,43 @@ def _initial_cosines(x: Tensor, cfg: GeometryConfig, info: dict[str, Any]) -> li
                          "bin_hi": float(hi), "count": int(c), **info}
                         for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True))
     return rows
+
+
+#: Measured cost of one layer for one 128-token sample of a BERT-base-sized model (d = 768, 12
+#: heads) on this project's 2-core reference machine, one thread, float32, in seconds, including
+#: the per-sample measures; float64 costs FLOAT64_FACTOR times as much. Used only for estimates.
+LAYER_SAMPLE_S: dict[str, float] = {"attn": 0.0095, "attn+skip": 0.0095, "attn+ln": 0.0095,
+                                    "attn+skip+ln": 0.0095, "full": 0.0235}
+GEOMETRY_EXTRA_S = 0.005  # one SVD and the pairwise cosines of a 128 x 768 sample
+FLOAT64_FACTOR = 2.0
+LOAD_S = 3.0  # loading (or drawing) one 12-layer model
+
+
+def _scale(params: dict[str, Any]) -> float:
+    n = float(params.get("tokens", 128))
+    f = FLOAT64_FACTOR if dtype_name(str(params.get("dtype", "float32"))) == "float64" else 1.0
+    return f * (n / 128.0)
+
+
+def paper_curves_cost(params: dict[str, Any]) -> float:
+    """Estimated seconds of one :func:`paper_curves` run (BERT-base-sized model; see LAYER_SAMPLE_S)."""
+    variants = params.get("variants") or list(LAYER_SAMPLE_S)
+    if params.get("float64_variants") and dtype_name(str(params.get("dtype", "float32"))) == "float64":
+        variants = params["float64_variants"]
+    per_layer = sum(LAYER_SAMPLE_S.get(v, 0.0235) for v in variants)
+    per_layer *= len(params.get("masks") or [1] * 4) * len(params.get("d_qk") or [None])
+    layers = int(params.get("layers") or 12)
+    blocks = -(-layers // 12) if params.get("fresh_layers") else 1
+    return per_layer * layers * int(params.get("samples", 4)) * _scale(params) + LOAD_S * blocks
+
+
+def paper_geometry_cost(params: dict[str, Any]) -> float:
+    """Estimated seconds of one :func:`paper_geometry` run (own depth taken as 12 when null)."""
+    layers = params.get("layers")
+    layers = 12 if layers is None else int(layers)
+    per = (LAYER_SAMPLE_S["full"] * layers + GEOMETRY_EXTRA_S * (layers + 1)) * int(params.get("samples", 8))
+    return per * _scale(params) + LOAD_S
+
+
+paper_curves.cost_s = paper_curves_cost  # type: ignore[attr-defined]
+paper_geometry.cost_s = paper_geometry_cost  # type: ignore[attr-defined]

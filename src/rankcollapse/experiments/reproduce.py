@@ -60,7 +60,7 @@ def _cost(spec: RunSpec) -> tuple[int, float]:
     if spec.task == "analyze":
         return (0, -float(p.get("layers") or 32) * float(p.get("samples", 1)) * float(p.get("tokens", 1)))
     size = (
-        float(p.get("layers", 1))
+        float(p.get("layers") or 12)
         * float(p.get("batch", 1))
         * float(p.get("n", 2)) ** 2
         * float(p.get("d", 2))
@@ -74,6 +74,34 @@ def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
         from rankcollapse.models.loading import smollm2_cached
 
         smollm2_cached()
+
+
+def estimate_seconds(specs: list[RunSpec], store: RunStore | None = None) -> tuple[float, int]:
+    """(estimated CPU seconds, runs estimated) of the unfinished specs whose task has ``cost_s(params)``."""
+    from rankcollapse.experiments.engine.tasks import resolve_target
+
+    total, known = 0.0, 0
+    for spec in specs:
+        if not spec.target or (store is not None and store.is_done(spec)):
+            continue
+        cost = getattr(resolve_target(spec.target, spec.task), "cost_s", None)
+        if cost is not None:
+            total += float(cost(spec.params))
+            known += 1
+    return total, known
+
+
+def print_estimate(specs: list[RunSpec], profile: str, workers: int | None, store: RunStore) -> None:
+    """One line on stderr before a sweep starts: the estimated time of the runs left to do."""
+    from rankcollapse.experiments.engine.executors import default_workers
+
+    total, known = estimate_seconds(specs, store)
+    if known:
+        w = workers or default_workers()
+        print(f"rankcollapse: reproduce --profile {profile}: estimated {total / 3600:.2f} CPU-hours for "
+              f"{known} of {len(specs)} runs, about {total / 3600 / w:.2f} h on {w} local workers (measured "
+              "per-layer costs of the paper's models; more workers or a Dask cluster divide it)",
+              file=sys.stderr)
 
 
 def finished_runs(out_dir: str | Path) -> int:
@@ -106,6 +134,7 @@ def reproduce(
     out = Path(out_dir)
     specs = sorted((s for e in experiments for s in e.runs()), key=_cost)
     with OutputLock(out, wait=wait):
+        print_estimate(specs, profile, workers, RunStore(out))
         if executor == "local":
             _prepare_models(specs, RunStore(out))
         sweep = run_sweep(
