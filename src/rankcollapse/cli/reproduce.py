@@ -55,7 +55,7 @@ def reproduce_command(
         help="Paper scale: 128 layers, several seeds (see docs/reproduce.md for the measured time).",
     ),
     profile: str = typer.Option(
-        None, "--profile", help="Profile by name: quick, full, paper (3000 samples as published) or tiny (tests)."
+        None, "--profile", help="Profile: quick, full, paper (3000 samples, as published) or tiny (tests)."
     ),
     only: list[str] = typer.Option(
         None, "--only", help="Run only these experiments (repeat or comma-separate); see --list."
