@@ -101,7 +101,8 @@ def claims(data: Data) -> list[Claim]:
     ok = data.ok
     if ok.empty:
         return [data.no_data("eq.every_rank", stmt, SOURCE, rule, FIGURE)]
-    rows = data.table.merge(ok[["run_id"]], on="run_id").sort_values("k")
+    rows = data.table.merge(ok[["run_id"]], on="run_id")
+    rows = rows.sort_values("k") if "k" in rows else rows.iloc[0:0]  # finished runs without rows
     parts, verdicts = [], []
     for _, r in rows.iterrows():
         k = int(r["k"])
