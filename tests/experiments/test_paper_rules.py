@@ -265,3 +265,11 @@ def test_pool_equals_the_curve_of_all_samples() -> None:
     assert pooled.n == 10
     for field in ("mean", "std", "lo", "hi", "drop", "drop_std", "finite", "floor_share"):
         np.testing.assert_allclose(getattr(pooled, field), getattr(ref, field), rtol=1e-10, err_msg=field)
+
+
+def test_raw_mu_underflow_to_zero_is_named_in_the_evidence() -> None:
+    v = samples(-3.0, n=4)
+    v[:, 8:] = 0.0  # float32 raw mu rounded to 0
+    c = Curve.from_samples(v, "mu", "float32")
+    status, words = collapse_status(c, TH)
+    assert status == "collapsing" and "underflows to 0 in float32 from t=8" in words

@@ -32,7 +32,7 @@ def pyplot() -> Any:
 def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     """Draw curve ``c`` (mean ± std) as the ``i``-th series; return a note if it turned non-finite."""
     t = np.arange(c.layers + 1) + 1.0
-    lo_clip = c.clamp if floors else np.finfo(float).tiny
+    lo_clip = c.clamp  # the floor for mu_rel; the dtype's smallest normal number for raw mu
     mean = np.maximum(c.mean, lo_clip)
     low = np.maximum(c.mean - c.std, lo_clip)
     high = np.maximum(c.mean + c.std, lo_clip)
@@ -46,15 +46,23 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
 
     ax.xaxis.set_minor_formatter(NullFormatter())
     bad = c.first_nonfinite()
+    under = c.first_at_floor(share=1e-9) if c.quantity == "mu" else None
+    note = ""
+    if under is not None:  # raw mu rounded to 0 in some sample: drawn at the smallest normal number
+        ax.plot([t[under]], [mean[under]], "v", color="black", ms=6)
+        ax.annotate(f"underflow to 0 from t={under}", (t[under], mean[under]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+        note = f"{label}: raw mu underflows to 0 ({c.dtype}) from t = {under}, drawn at {c.clamp:.1e}"
     if bad is None:
-        return ""
+        return note
     finite_mean = mean[np.isfinite(mean)]
     y = mean[bad - 1] if bad > 0 and np.isfinite(mean[bad - 1]) else (finite_mean.max() if finite_mean.size
                                                                         else 1.0)
     ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2)
     ax.annotate(f"non-finite t={bad}", (t[bad], y), fontsize=7, color="red", xytext=(3, 3),
                 textcoords="offset points")
-    return f"{label}: non-finite from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
+    over = f"{label}: non-finite from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
+    return f"{note}; {over}" if note else over
 
 
 def floor_lines(ax: Any, dtypes: Sequence[str]) -> None:

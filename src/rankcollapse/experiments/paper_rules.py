@@ -76,8 +76,21 @@ def _few(c: Curve, th: Thresholds) -> bool:
     return c.n < th.min_samples
 
 
+def underflow_note(c: Curve) -> str:
+    """``"; raw mu underflows to 0 in float32 from t=64"`` where some sample's raw mu rounds to 0."""
+    if c.quantity != "mu":
+        return ""
+    t = c.first_at_floor(share=1e-9)
+    return "" if t is None else f"; raw mu underflows to 0 in {c.dtype} from t={t} (counted at {c.clamp:.1e})"
+
+
 def collapse_status(c: Curve, th: Thresholds) -> tuple[str, str]:
     """(status, words) of the collapse of curve ``c`` over all its layers."""
+    status, words = _collapse_status(c, th)
+    return status, words + underflow_note(c)
+
+
+def _collapse_status(c: Curve, th: Thresholds) -> tuple[str, str]:
     bad = c.first_nonfinite()
     if bad is not None:
         return "non-finite", f"non-finite from t={bad} ({1 - c.finite[-1]:.0%} of samples at the end)"
