@@ -123,7 +123,8 @@ def test_interval_only_schedules_match_networkx() -> None:
     rng = np.random.default_rng(7)
     for _ in range(60):
         n = int(rng.integers(2, 14))
-        pool = ["causal", "complete", f"window:w={int(rng.integers(0, 3))}", f"block:size={int(rng.integers(1, 5))}",
+        pool = ["causal", "complete", f"window:w={int(rng.integers(0, 3))}",
+                f"block:size={int(rng.integers(1, 5))}",
                 f"causal-window:w={int(rng.integers(0, 3))}", f"prefix:k={int(rng.integers(0, 4))}",
                 "causal&window:w=1", "block:size=3|causal-window:w=1"]
         specs = [pool[int(k)] for k in rng.integers(0, len(pool), size=int(rng.integers(1, 6)))]
@@ -166,7 +167,8 @@ def test_schedule_syntax_repeats_groups_and_cycles_to_depth() -> None:
     assert t.depth == 6 and t.spec == "causal-window:w=511*5;causal"
     assert parse_schedule(t.spec).spec == t.spec
     assert "depth 26 = 4 x 6 layers + the first 2" in t.at_depth(26).describe()
-    assert parse_schedule("causal&window:w=2|block:size=3*2").masks[0].spec == "causal&window:w=2|block:size=3"
+    combined = parse_schedule("causal&window:w=2|block:size=3*2")
+    assert combined.depth == 2 and combined.masks[0].spec == "causal&window:w=2|block:size=3"
 
 
 @pytest.mark.parametrize(("text", "fragment"), [

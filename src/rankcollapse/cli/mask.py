@@ -1,4 +1,4 @@
-"""`rankcollapse mask SPEC --n N`: a mask's graph facts (SPEC §4) as text, JSON or a picture."""
+"""`rankcollapse mask SPEC --n N [--layers L]`: graph facts of a mask or a schedule (text, JSON, picture)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from rankcollapse.errors import RankCollapseError
 
 PLOT_MAX_PIXELS = 1024
 """``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
+
+_SCHEDULE_MARKS = ";*[]"
 
 
 def _summary_lines(facts: dict[str, Any]) -> list[str]:
@@ -44,8 +46,8 @@ def _summary_lines(facts: dict[str, Any]) -> list[str]:
     if facts["theorem1_applies"]:
         lines.append(
             f"Theorem 1 applies: self-loops and a center node, so pure masked attention collapses "
-            f"exponentially, mu(X(t)) <= C (1 - eps^r)^(t / (2r)) with radius r = {radius}; "
-            "a larger radius gives a slower rate bound (1 - eps^r)^(1/(2r))."
+            f"exponentially, mu(X(t)) <= C (1 - eps^r)^(t / r) with radius r = {radius}; "
+            "a larger radius gives a slower rate bound (1 - eps^r)^(1/r)."
         )
     else:
         why = []
@@ -63,24 +65,76 @@ def _summary_lines(facts: dict[str, Any]) -> list[str]:
     return lines
 
 
-def plot_mask(sparse: Any, centers: Any, path: Path, title: str) -> None:
+def _runs(values: list[Any]) -> str:
+    """``9 x5, 1, 9 x5`` (run-length text of a list)."""
+    out: list[str] = []
+    k = 0
+    while k < len(values):
+        m = k
+        while m < len(values) and values[m] == values[k]:
+            m += 1
+        value = "none" if values[k] is None else str(values[k])
+        out.append(value + (f" x{m - k}" if m - k > 1 else ""))
+        k = m
+    text = ", ".join(out)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _schedule_lines(facts: dict[str, Any], describe: str) -> list[str]:
+    product = facts["product"]
+    k = facts["layers_to_center"]
+    first = facts["first_centers"]
+    shown = ", ".join(map(str, first[:10])) + (f", ... ({len(first)} in all)" if len(first) > 10 else "")
+    lengths = facts["theorem1_product"]["window_lengths"]
+    centers = product["center_nodes"]
+    lines = [
+        f"schedule {describe}",
+        f"  n = {facts['n']}; composed with the {facts['method']} path",
+        f"  layer radii:              {_runs(facts['layer_radii'])}",
+        f"  self-loops in all layers: {'yes' if facts['self_loops'] else 'NO'}",
+        "  layers to a center:       "
+        + (f"{k} (after {k} layers every token has heard from token(s) {shown})" if k is not None
+           else f"none within {facts['layers']} layers"),
+        f"  composed graph of all {facts['layers']} layers: {product['edges']} pairs, "
+        f"{product['num_closed_components']} closed components, "
+        f"{len(centers)} center nodes, radius "
+        f"{product['radius'] if product['radius'] is not None else 'undefined (no center)'} "
+        "(in passes through the whole stack)",
+    ]
+    if facts["theorem1_product"]["applies"]:
+        lines.append(
+            f"Theorem-1-style bound over the product (ours): {len(lengths)} windows of "
+            f"{_runs(lengths)} layers, each with a token every token attends to through it: "
+            "mu(X(L)) <= C prod_w (1 - eps^k_w)."
+        )
+    else:
+        why = "some layer lacks self-loops" if not facts["self_loops"] else "no window of layers has a center"
+        lines.append(f"Theorem-1-style bound over the product does not apply: {why}.")
+    return lines
+
+
+def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
     """Draw the mask matrix (row = query i, column = key j), centers marked on the diagonal.
 
-    For n > PLOT_MAX_PIXELS each cell is the share of allowed pairs in an f x f block (O(edges)).
+    For n > PLOT_MAX_PIXELS each cell is the share of allowed pairs in an f x f block
+    (``rankcollapse.masks.picture.block_counts``: from the runs of interval masks, else O(edges)).
     """
+    import numpy as np
+
+    from rankcollapse.io import atomic_path
+    from rankcollapse.masks.picture import block_counts
+
+    f = -(-n // PLOT_MAX_PIXELS)
+    cells = -(-n // f)
+    counts = block_counts(mask, n, f)
+    sizes = np.bincount(np.arange(n) // f, minlength=cells).astype(np.float64)
+    share = counts / np.outer(sizes, sizes)
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    n = sparse.n
-    f = -(-n // PLOT_MAX_PIXELS)
-    cells = -(-n // f)
-    rows = sparse.row_ids() // f
-    counts = np.bincount(rows * cells + sparse.indices // f, minlength=cells * cells).reshape(cells, cells)
-    sizes = np.bincount(np.arange(n) // f, minlength=cells).astype(np.float64)
-    share = counts / np.outer(sizes, sizes)
     fig, ax = plt.subplots(figsize=(6, 6))
     extent = (-0.5, n - 0.5, n - 0.5, -0.5)
     ax.imshow(share, cmap="Greys", vmin=0, vmax=1, interpolation="nearest", extent=extent)
@@ -96,56 +150,109 @@ def plot_mask(sparse: Any, centers: Any, path: Path, title: str) -> None:
     ax.set_ylabel("query i")
     ax.set_title(title + (f"\n(each cell: share allowed in {f}x{f} block)" if f > 1 else ""), fontsize=9)
     fig.tight_layout()
+    fmt = path.suffix[1:].lower() or "png"
     try:
-        fig.savefig(path, dpi=120)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=fmt)
     except (OSError, ValueError) as err:
-        msg = f"cannot write plot {str(path)!r} ({err}); allowed: a writable .png path"
+        reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        msg = f"cannot write plot {str(path)[:100]!r} ({reason}); allowed: a writable .png path"
         raise RankCollapseError(msg) from None
     finally:
         plt.close(fig)
 
 
-def _parse_n(text: str | None) -> int:
-    """``--n`` is read here (not by Typer) so a missing or non-integer value is a one-line error."""
+def _parse_int(text: str | None, flag: str, what: str, required: bool = True) -> int | None:
+    """An integer option read here (not by Typer) so a missing or bad value is a one-line error."""
     if text is None:
-        raise RankCollapseError("missing option --n N (sequence length); allowed: an integer >= 1")
+        if required:
+            raise RankCollapseError(f"missing option {flag} N ({what}); allowed: an integer >= 1")
+        return None
+    if len(text.strip().lstrip("+-")) > 40 and text.strip().lstrip("+-").isdigit():
+        msg = f"{flag} {text[:40]!r}... ({len(text)} digits) is too large; allowed: an integer >= 1"
+        raise RankCollapseError(msg)
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise RankCollapseError(f"--n {text!r} is not an integer; allowed: an integer >= 1") from None
+        raise RankCollapseError(f"{flag} {text[:40]!r} is not an integer; allowed: an integer >= 1") from None
+    if value < 1 and flag != "--n":  # --n is checked by the masks package (names "sequence length n")
+        raise RankCollapseError(f"{flag} {value} is invalid; allowed: an integer >= 1")
+    return value
+
+
+def _check_plot_path(plot: str) -> Path:
+    if not plot.strip():
+        raise RankCollapseError("--plot '' is empty; allowed: a file path such as mask.png")
+    path = Path(plot)
+    if path.is_dir():
+        raise RankCollapseError(
+            f"--plot {plot[:100]!r} is a directory; allowed: a file path such as "
+            f"{str(path / 'mask.png')[:100]!r}"
+        )
+    if not path.parent.is_dir():
+        folder = str(path.parent)[:100]
+        raise RankCollapseError(f"cannot write plot {plot[:100]!r}: folder {folder!r} does not exist; "
+                                "allowed: a path in an existing folder")
+    return path
 
 
 @app.command("mask")
 def mask_command(
     spec: str = typer.Argument(..., help="Mask spec, e.g. causal, window:w=4, 'causal&window:w=4', "
-                               "'block:size=8|prefix:k=2'. Families: complete, causal, window:w, "
-                               "causal-window:w, dilated:w,dilation, strided:stride, block:size, prefix:k, "
-                               "longformer:w,global, bigbird:w,global,random,seed, sinks:w,sinks, "
-                               "random:p,seed, file:PATH (docs/masks.md)."),
+                               "'block:size=8|prefix:k=2', 'document:lengths=3,5&causal'. Families: "
+                               "complete, causal, window:w, causal-window:w, dilated:w,dilation, "
+                               "strided:stride, block:size, prefix:k, longformer:w,global, "
+                               "bigbird:w,global,random,seed, sinks:w,sinks, random:p,seed, "
+                               "document:lengths, tree:parents, file:PATH. A schedule (one mask per layer): "
+                               "'causal-window:w=511*5;causal', repeated to --layers (docs/masks.md)."),
     n: str = typer.Option(None, "--n", metavar="N", help="Sequence length N (tokens), an integer >= 1."),
+    layers: str = typer.Option(None, "--layers", metavar="L", help="Analyse SPEC as a per-layer schedule "
+                               "repeated to L layers: the composed graph, layers to a center, the bound."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (keys: docs/masks.md)."),
     full: bool = typer.Option(None, "--full/--summary", help="JSON: list per-token arrays (hop distances, "
                               "center eccentricities, closed components) in full, or only histograms. "
                               "Default: full iff N <= 4096. center_nodes is always listed in full."),
-    plot: Path = typer.Option(None, "--plot", metavar="FILE.png",
-                              help="Draw the mask matrix with its center nodes into FILE.png."),
+    plot: str = typer.Option(None, "--plot", metavar="FILE.png",
+                             help="Draw the mask matrix with its center nodes into FILE.png (one mask, "
+                             "not a schedule)."),
 ) -> None:
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
     from rankcollapse.masks import parse_mask
-    from rankcollapse.masks.graph import analyze_mask
 
-    length = _parse_n(n)
+    length = _parse_int(n, "--n", "sequence length")
+    depth = _parse_int(layers, "--layers", "number of layers", required=False)
+    plot_path = _check_plot_path(plot) if plot is not None else None
+    if depth is not None or any(c in spec for c in _SCHEDULE_MARKS):
+        if plot_path is not None:
+            raise RankCollapseError("--plot does not apply to a schedule (--layers or ';', '*'); "
+                                    "allowed: plot one layer's mask")
+        _schedule_command(spec, length, depth, as_json, full)
+        return
     mask = parse_mask(spec)
-    analysis = analyze_mask(mask, length)
+    analysis = mask.analysis(length)  # type: ignore[arg-type]
     facts = analysis.to_dict(full=full)
-    if plot is not None:
-        title = f"{mask.spec}, n={length}, radius={analysis.radius}"
-        plot_mask(mask.sparse(length), analysis.center_nodes, Path(plot), title)
-        facts["plot"] = str(plot)
+    if plot_path is not None:
+        title = f"{mask.spec[:80]}, n={length}, radius={analysis.radius}"
+        plot_mask(mask, length, analysis.center_nodes, plot_path, title)  # type: ignore[arg-type]
+        facts["plot"] = str(plot_path)
     if as_json:
         typer.echo(json.dumps(facts))
         return
     for line in _summary_lines(facts):
         typer.echo(line)
-    if plot is not None:
-        typer.echo(f"plot: {plot}")
+    if plot_path is not None:
+        typer.echo(f"plot: {plot_path}")
+
+
+def _schedule_command(spec: str, n: int | None, depth: int | None, as_json: bool, full: bool | None) -> None:
+    from rankcollapse.masks.composed import analyze_schedule
+    from rankcollapse.masks.schedule import parse_schedule
+
+    schedule = parse_schedule(spec, depth)
+    analysis = analyze_schedule(schedule, n)  # type: ignore[arg-type]
+    facts = analysis.to_dict(full=full)
+    if as_json:
+        typer.echo(json.dumps(facts))
+        return
+    for line in _schedule_lines(facts, schedule.describe()):
+        typer.echo(line)

@@ -191,7 +191,9 @@ def _path(masks: list[Mask], n: int) -> _IntervalPath | _BitsetPath:
     return _BitsetPath([sparse[m] for m in masks], n)
 
 
-def analyze_schedule(schedule: MaskSchedule | str | Mask, n: int, depth: int | None = None) -> ScheduleAnalysis:
+def analyze_schedule(
+    schedule: MaskSchedule | str | Mask, n: int, depth: int | None = None
+) -> ScheduleAnalysis:
     """Facts of a schedule (spec, ``Mask`` or ``MaskSchedule``) at length ``n`` (module docstring)."""
     n = check_n(n)
     sched = parse_schedule(schedule, depth)

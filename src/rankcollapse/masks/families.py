@@ -90,6 +90,8 @@ class Param:
         text = raw.strip()
         if not text.lstrip("+-").isdigit():
             raise RankCollapseError(f"{where} is not an integer; allowed: an integer >= {self.minimum}")
+        if len(text.lstrip("+-")) > 20:
+            raise RankCollapseError(f"{where} is too large; allowed: an integer <= {self.maximum}")
         value = int(text)
         if value < self.minimum:
             raise RankCollapseError(f"{where} is too small; allowed: an integer >= {self.minimum}")

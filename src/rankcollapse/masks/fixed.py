@@ -222,7 +222,7 @@ class Tree(Family, _FixedLength):
         return float(self.depth.sum())
 
     def predicate(self, n: int) -> Predicate:
-        return _table_predicate(self._sparse(n).to_numpy())
+        return _table_predicate(self.sparse(n).to_numpy())
 
     def _sparse(self, n: int) -> SparseMask:
         self._check(n)
