@@ -195,7 +195,9 @@ def curve_figures(data: Data, stem: str, what: str) -> list[FigureSpec]:
             series[f"mu | {' | '.join(map(str, key))}"] = c
         for key, c in cr.items():
             series[f"mu_rel | {' | '.join(map(str, key))}"] = c
-        out.append(FigureSpec(f"{stem}_{slug(label)}", fig, curve_data(series), caption))
+        table = curve_data(series)
+        table.insert(0, "model", label)
+        out.append(FigureSpec(f"{stem}_{slug(label)}", fig, table, caption))
     return out
 
 

@@ -132,7 +132,9 @@ def figures(data: Data) -> list[FigureSpec]:
             caption += " Notes: " + " | ".join(notes) + "."
         series_map = {f"{q} | {' | '.join(map(str, k))}": c for q, cs in (("mu", cm), ("mu_rel", cr))
                       for k, c in cs.items()}
-        out.append(FigureSpec(f"fig3_dqk_{slug(label)}", fig, curve_data(series_map), caption))
+        table = curve_data(series_map)
+        table.insert(0, "model", label)
+        out.append(FigureSpec(f"fig3_dqk_{slug(label)}", fig, table, caption))
     return out
 
 

@@ -95,8 +95,10 @@ def figures(data: Data) -> list[FigureSpec]:
                                         "samples": n}))
     axes[0].set_ylim(-0.05, 1.05)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.suptitle("Fig. 4 (paper's setting): token geometry per layer, mean ± std over samples", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    stand = [lab for lab in labels if "stand-in" in lab]
+    fig.suptitle("Fig. 4 (paper's setting): token geometry per layer, mean ± std over samples"
+                 + (f"\nstand-ins: {'; '.join(stand)}" if stand else ""), fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     fig.legend(handles, labels, loc="upper center", ncol=2, fontsize=8, bbox_to_anchor=(0.5, 0.0))
     note = "; ".join(f"{label}: {sample_note(runs_of(data, g), g)}" for label, _, g in groups)
     caption = ("Fig. 4 in the paper's setting: the models' own blocks on 128-token Wikipedia excerpts. "

@@ -67,7 +67,7 @@ def figures(data: Data) -> list[FigureSpec]:
         caption = (f"Fig. 8 — {label}: every singular value of X(t) (colour: layer, dark = embeddings, "
                    f"yellow = last layer) of {len(samples)} excerpts, as the paper shows. The claim row is "
                    "judged on the means over all samples of the runs.")
-        table = g[["layer", "sample", "index", "sigma"]].copy()
+        table = g[["model_label", "layer", "sample", "index", "sigma"]].copy()
         out.append(FigureSpec(f"fig8_spectrum_{slug(label)}", fig, table, caption))
     return out
 
