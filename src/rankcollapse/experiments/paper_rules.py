@@ -39,6 +39,28 @@ from rankcollapse.experiments.engine.verdicts import (
 from rankcollapse.experiments.paper_curves import Curve, Rate, Z
 
 
+#: Every term the evidence cells of the paper's stories use, defined once (for the report page).
+GLOSSARY: dict[str, str] = {
+    "raw mu": "mu(X) = ||X - 1 mean(X)||_F, the paper's quantity, plotted as mean ± std over samples",
+    "mu_rel": "mu / ||X||_F: mu without the token norm (1 = no two tokens alike on average, 0 = collapsed)",
+    "floor": "32 eps of the dtype (float32 3.8e-6, float64 7.1e-15): mu_rel at or below it is rounding noise",
+    "log rate": "mean over samples of (log q(b) - log q(a)) / (b - a): the per-layer change of log q; "
+                "x0.3/layer = the curve falls to 30% per layer",
+    "±": "2 standard errors of the mean over samples; 'for sure' = the whole ± interval on one side",
+    "collapsing": "log rate over all layers below -rate_tol for sure",
+    "not collapsing": "log rate over all layers above -rate_tol for sure",
+    "at floor": "at least half of the samples at the precision floor (mu_rel)",
+    "kept": "flat over the last half of the layers (log rate within ±rate_tol for sure) and, for mu_rel, "
+            "at least keep_min",
+    "falling / growing": "log rate over the last half below -rate_tol / above +rate_tol for sure",
+    "low": "flat but below keep_min",
+    "I(t)": "|mean log change since X(0)| + its std over samples: the typical change of a sample's curve",
+    "unstable / stable": "I(L) >= unstable_min or non-finite values / I(L) < unstable_min / 2",
+    "underflow": "raw mu rounded to exactly 0 in the dtype (counted at its smallest normal number)",
+    "n": "samples per condition (weight seeds x excerpts for random init, excerpts for pretrained)",
+}
+
+
 @dataclass(frozen=True)
 class Judgement:
     """A verdict and the evidence behind it, in words."""
