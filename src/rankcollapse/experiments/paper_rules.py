@@ -38,7 +38,6 @@ from rankcollapse.experiments.engine.verdicts import (
 )
 from rankcollapse.experiments.paper_curves import Curve, Rate, Z
 
-
 #: Every term the evidence cells of the paper's stories use, defined once (for the report page).
 GLOSSARY: dict[str, str] = {
     "raw mu": "mu(X) = ||X - 1 mean(X)||_F, the paper's quantity, plotted as mean ± std over samples",
