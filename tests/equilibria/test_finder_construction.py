@@ -90,12 +90,51 @@ def test_construction_full_grid(n, d, k):
     _check_construction(n, d, k, samples=64)
 
 
-def test_stored_design_is_reproduced_by_the_search():
-    from rankcollapse.equilibria.design import designed_cores, optimise_design
+def test_pass1_from_the_stored_seed_finds_a_stable_repulsive_design():
+    """Pass 1 alone (what this checks): stable and repulsive, not the stored numbers (pass 2 refines it)."""
+    from rankcollapse.equilibria.design import PASSES, designed_cores, optimise_design
 
     entry = designed_cores()[(3, 3)]
-    rho, params = optimise_design(3, 3, seed=entry["seed"], beta0=entry["beta0"])
-    assert rho < 0.9 and params[0] < 0  # found again from its seed: stable, repulsive attention
+    rho, params = optimise_design(3, 3, seed=entry["seed"], beta0=entry["beta0"], **PASSES[0])
+    assert rho < 0.9 and params[0] < 0
+
+
+def _stored_entry_is_recomputed_from_its_parameters(n: int, k: int) -> None:
+    from rankcollapse.equilibria.design import (
+        LADDER,
+        designed_cores,
+        entry_basin_fraction,
+        entry_spectral_radius,
+    )
+
+    entry = designed_cores()[(n, k)]
+    assert entry_spectral_radius(entry) == pytest.approx(entry["spectral_radius"], rel=1e-9)
+    frac = entry_basin_fraction(entry, entry["basin_radius"])
+    assert frac == entry["basin_fraction_at_radius"] and frac >= 0.5
+    rung = LADDER.index(entry["basin_radius"])
+    if rung > 0:  # the ladder's rung above fails: the stored radius is the largest that works
+        assert entry_basin_fraction(entry, LADDER[rung - 1]) < 0.5
+
+
+@pytest.mark.parametrize(("n", "k"), [(3, 3), (4, 3)])
+def test_stored_entry_spectral_radius_and_basin_are_recomputed(n, k):
+    _stored_entry_is_recomputed_from_its_parameters(n, k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "k"), [(n, k) for k in range(3, 7) for n in range(k, 7)])
+def test_every_stored_entry_is_recomputed_from_its_parameters(n, k):
+    _stored_entry_is_recomputed_from_its_parameters(n, k)
+
+
+@pytest.mark.slow
+def test_regeneration_from_scratch_gives_the_stored_entry():
+    """scripts/regenerate_designed.py's passes for (3, 3) give the stored parameters (seconds)."""
+    from rankcollapse.equilibria.design import design_entry, designed_cores
+
+    entry = designed_cores()[(3, 3)]
+    again = design_entry(3, 3, entry["seed"], entry["beta0"])
+    assert again is not None and again["params"] == pytest.approx(entry["params"], abs=1e-12)
 
 
 def test_missing_constructions_say_so():

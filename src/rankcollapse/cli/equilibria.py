@@ -197,6 +197,7 @@ def _paper(n: int, d: int, w: float, family: str, rank, starts: int, steps: int,
         NEUTRAL_TOL,
         convergence_from_nearby,
         direction_counts,
+        directional_convergence,
         srank_bound,
         tangent_moduli,
     )
@@ -209,8 +210,9 @@ def _paper(n: int, d: int, w: float, family: str, rank, starts: int, steps: int,
     from rankcollapse.equilibria.finder import residual
 
     conv = convergence_from_nearby(eqs, w_v, starts=starts, steps=steps, seed=seed)
+    directions = directional_convergence(eqs, w_v, steps=steps)
     rows = []
-    for e, c in zip(eqs, conv, strict=True):
+    for e, c, dirs in zip(eqs, conv, directions, strict=True):
         mods = tangent_moduli(e.x, w_v, mask, qk, block_triangular=True)
         row = e.to_dict()
         row.update(direction_counts(mods))
@@ -220,6 +222,7 @@ def _paper(n: int, d: int, w: float, family: str, rank, starts: int, steps: int,
                 "moduli": [float(v) for v in mods],
                 "neutral_tol": NEUTRAL_TOL,
                 "convergence": c,
+                "directions": dirs,
                 "stable_rank": float(stable_rank(e.x)),
                 "n": n,
                 "d": d,

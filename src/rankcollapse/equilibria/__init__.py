@@ -25,6 +25,14 @@ from rankcollapse.equilibria.counterexample import (
     scan_value_family,
     simulate_pair,
 )
+from rankcollapse.equilibria.counterexample_paper import (
+    Arc,
+    PaperCounterexample,
+    arc_limits_by_iteration,
+    moving_token1,
+    paper_counterexample,
+    paper_value_matrix,
+)
 from rankcollapse.equilibria.design import build_design, designed_cores, optimise_design
 from rankcollapse.equilibria.finder import (
     Equilibrium,
@@ -43,14 +51,6 @@ from rankcollapse.equilibria.lnmap import (
     iterate,
     ln_attention_map,
     resolve_mask,
-)
-from rankcollapse.equilibria.counterexample_paper import (
-    Arc,
-    PaperCounterexample,
-    arc_limits_by_iteration,
-    moving_token1,
-    paper_counterexample,
-    paper_value_matrix,
 )
 from rankcollapse.equilibria.orthogonal import (
     LNCollapseRun,

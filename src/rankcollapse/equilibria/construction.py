@@ -87,11 +87,20 @@ def constructed_ranks(n: int | None = None) -> list[int]:
 
 def _construct_designed(n: int, d: int, k: int) -> Construction:
     """Rank k >= 3 from a stored design (rankcollapse.equilibria.design), padded to d features."""
-    from rankcollapse.equilibria.design import build_design, designed_cores
+    from rankcollapse.equilibria.design import designed_cores
 
     entry = designed_cores().get((n, k))
     if entry is None:
         raise RankCollapseError(f"no stored design for rank k={k} with n={n} tokens (see docs/equilibria.md)")
+    return construct_designed(entry, d)
+
+
+def construct_designed(entry: dict, d: int) -> Construction:
+    """The construction of one design entry (``params``, ``n``, ``k``), padded to d features."""
+    from rankcollapse.equilibria.design import build_design
+
+    n, k = int(entry["n"]), int(entry["k"])
+    _check(n, d, k)
     xk, w_core, w_qk_core, lam = build_design(torch.tensor(entry["params"], dtype=torch.float64), n, k)
     beta = float(w_qk_core[0, 0])
     gain = DESIGNED_GAIN * float(lam.min())
@@ -104,11 +113,12 @@ def _construct_designed(n: int, d: int, k: int) -> Construction:
     mask_spec = "causal"
     x = newton_polish(x, w_v, resolve_mask(mask_spec, n), w_qk, 1.0)
     return Construction(n, d, k, w_v, mask_spec, x, w_qk=w_qk, d_qk=1.0,
-                        basin_radius=float(entry["basin_radius"]),
+                        basin_radius=float(entry.get("basin_radius", 0.0)),
                         notes=f"designed equilibrium (tokens 0..{n - k} at u = e_0, {k - 1} more core "
                               f"tokens), W_V = Y^-1 diag(lambda) X on the first {k} coordinates, gain "
                               f"{gain:.3g} elsewhere, W_QK = {beta:.4g} I (repulsive)",
-                        extra={"design_spectral_radius": entry["spectral_radius"], "beta": beta})
+                        extra={"design_spectral_radius": entry.get("spectral_radius"), "beta": beta,
+                               "source": "ours (designed stable equilibrium)"})
 
 
 def construct_rank_k(n: int, d: int, k: int) -> Construction:

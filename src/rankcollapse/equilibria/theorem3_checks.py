@@ -251,3 +251,50 @@ def check_f4(
             }
         )
     return out
+
+
+def directional_convergence(eqs: list[PaperEquilibrium], w_v: Tensor, *, radius: float = 1e-4,
+                            steps: int = 2000) -> list[dict[str, Any]]:
+    """"Stable in certain directions", measured: per equilibrium, a start ``radius`` along each eigenvector
+    (real part) of the tangent map, both signs; each start is classified ``exponential`` / ``algebraic``
+    (fit of its distance curve, when it comes back within ``radius``) or ``leaves``. Returns per equilibrium
+    the counts of each kind over the ``2 N (d - 1)`` starts (``stays``: still more than half the start
+    distance away but not farther than it). Rounding (~1e-16) excites any unstable direction, so at an
+    equilibrium with one, every start eventually leaves."""
+    from rankcollapse.equilibria.lnmap import tangent_basis
+
+    if not eqs:
+        return []
+    n, d = eqs[0].x.shape
+    starts, owners = [], []
+    for k, e in enumerate(eqs):
+        basis = tangent_basis(e.x)
+        jac = tangent_jacobian(e.x, w_v, causal_mask(n), zero_qk(d))
+        _, vecs = torch.linalg.eig(jac)
+        for j in range(vecs.shape[1]):
+            v = vecs[:, j].real
+            v = v if float(v.norm()) > 1e-8 else vecs[:, j].imag
+            amb = (basis @ (v / v.norm())).reshape(n, d)
+            for sgn in (1.0, -1.0):
+                y = e.x + sgn * radius * amb / float(torch.linalg.vector_norm(amb, dim=-1).max())
+                starts.append(y / torch.linalg.vector_norm(y, dim=-1, keepdim=True))
+                owners.append(k)
+    x = torch.stack(starts)
+    base = torch.stack([eqs[k].x for k in owners])
+    marks = np.unique(np.geomspace(1, steps, 30).astype(int))
+    curves, t_done = [], 0
+    for t in marks:
+        x = iterate(x, w_v, int(t) - t_done, causal_mask(n), zero_qk(d))
+        t_done = int(t)
+        curves.append(torch.linalg.vector_norm(x - base, dim=-1).amax(-1))
+    dist = torch.stack(curves).numpy()  # [marks, starts]
+    out = [{"exponential": 0, "algebraic": 0, "stays": 0, "leaves": 0} for _ in eqs]
+    for s, k in enumerate(owners):
+        if dist[-1, s] > radius:
+            kind = "leaves"
+        elif dist[-1, s] > 0.5 * radius:
+            kind = "stays"  # no measurable decay within the horizon (a neutral direction)
+        else:
+            kind = _fit(marks.astype(float), dist[:, s])["kind"]
+        out[k][kind] += 1
+    return out
