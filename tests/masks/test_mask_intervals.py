@@ -106,3 +106,16 @@ def test_tree_attention_roots_are_centers_of_their_trees() -> None:
 def test_bad_list_parameters_are_one_line_errors(spec: str, fragment: str) -> None:
     with pytest.raises(RankCollapseError, match=fragment):
         parse_mask(spec)
+
+
+def test_plot_block_counts_from_runs_equal_counts_from_the_sparse_form() -> None:
+    from rankcollapse.masks.picture import block_counts
+
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        n = int(rng.integers(1, 60))
+        f = int(rng.integers(1, 8))
+        mask = _Parser(_random_interval_spec(rng, n)).parse()
+        s, cells = mask._sparse(n), -(-n // f)
+        ref = np.bincount((s.row_ids() // f) * cells + s.indices // f, minlength=cells * cells)
+        assert np.array_equal(block_counts(mask, n, f), ref.reshape(cells, cells))

@@ -32,17 +32,18 @@ every case; on band-like masks a handful of BFS suffice. BFS is scipy's compiled
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask, band_of_sparse, check_n
 from rankcollapse.masks.limits import ANALYSIS_BYTES_PER_EDGE
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
+
+if TYPE_CHECKING:  # scipy is imported where used: interval masks never need it
+    import scipy.sparse as sp
 
 __all__ = ["ANALYSIS_BYTES_PER_EDGE", "MaskAnalysis", "analyze_dense", "analyze_mask", "analyze_sparse"]
 
@@ -147,6 +148,8 @@ def _csr(indptr: np.ndarray, indices: np.ndarray, n: int) -> sp.csr_matrix:
     """float64 / int32 CSR that scipy.csgraph accepts without copying each call."""
     idx_t = np.int32 if max(n, indices.size) < 2**31 - 1 else np.int64
     data = np.ones(indices.size, dtype=np.float64)
+    import scipy.sparse as sp
+
     return sp.csr_matrix((data, indices.astype(idx_t), indptr.astype(idx_t)), shape=(n, n))
 
 
@@ -158,6 +161,8 @@ def bfs_distances(graph: sp.csr_matrix, source: int) -> np.ndarray:
     (``depth += depth[p]; p = p[p]``, ceil(log2(max depth)) + 1 rounds of O(n)).
     """
     n = graph.shape[0]
+    from scipy.sparse import csgraph
+
     order, pred = csgraph.breadth_first_order(graph, source, directed=True, return_predecessors=True)
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(order.size, dtype=np.int64)
@@ -304,6 +309,8 @@ def analyze_sparse(s: SparseMask, spec: str | None, band: Any = "compute") -> Ma
     # backward[i, j] = M[i, j] (edge j -> i reversed); forward = transpose: forward[j, i] iff M[i, j].
     backward = _csr(s.indptr, keys, n)
     forward = backward.T.tocsr()
+    from scipy.sparse import csgraph
+
     num_components, labels = csgraph.connected_components(backward, directed=True, connection="strong")
     entered = np.zeros(num_components, dtype=bool)
     cross = labels[rows] != labels[keys]

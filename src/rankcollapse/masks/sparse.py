@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # scipy and torch are imported where used (keeps `rankcollapse mask` start-up light)
+    import scipy.sparse as sp
     import torch
 
 
@@ -66,6 +66,8 @@ class SparseMask:
     def to_scipy(self) -> sp.csr_array:
         """scipy CSR array [n, n] with int8 ones at allowed pairs (row = query, column = key)."""
         data = np.ones(self.nnz, dtype=np.int8)
+        import scipy.sparse as sp
+
         return sp.csr_array((data, self.indices, self.indptr), shape=(self.n, self.n))
 
     def transpose(self) -> SparseMask:
@@ -116,6 +118,8 @@ class SparseMask:
     @classmethod
     def from_scipy(cls, matrix: sp.sparray | sp.spmatrix) -> SparseMask:
         """From any scipy sparse matrix; explicit zeros are dropped, indices sorted."""
+        import scipy.sparse as sp
+
         csr = sp.csr_array(matrix)
         csr.sum_duplicates()
         csr.eliminate_zeros()
@@ -182,6 +186,8 @@ class SparseMask:
         n = keys.shape[0]
         rows = np.repeat(np.arange(n), keys.shape[1])
         data = np.ones(rows.shape[0], dtype=np.int32)
+        import scipy.sparse as sp
+
         coo = sp.coo_array((data, (rows, keys.reshape(-1))), shape=(n, n))
         return cls.from_scipy(coo.tocsr())
 
