@@ -146,3 +146,38 @@ def test_rows_carry_the_sample_std_of_each_metric():
     assert stats["mu"] == pytest.approx(float(per.mean()), rel=1e-12)
     _, one = measure(x[:1], ("mu",))
     assert one["mu_std"] != one["mu_std"]  # NaN: no spread from one sample
+
+
+def test_deep_random_models_have_their_own_layers_not_the_stored_ones_cycled():
+    from rankcollapse.models import load_model, resolve_model
+
+    deep, base = load_model("tiny:bert,layers=10", "f64"), load_model("tiny:bert", "f64")
+    assert len(deep.layers) == 10 and resolve_model("tiny:bert,layers=10").depth == 10
+    assert all(torch.equal(deep.layers[i].w_q, base.layers[i].w_q) for i in range(4))  # the L = 4 prefix
+    w_q = [deep.layers[i].w_q for i in range(10)]
+    assert not any(torch.equal(w_q[j], w_q[i]) for j in range(4, 10) for i in range(j))
+    again = load_model("tiny:bert,layers=10", "f64")
+    assert torch.equal(again.layers[7].w_v, deep.layers[7].w_v)  # seeded per layer
+    assert abs(float(deep.layers[8].w_q.std()) - 0.02) < 0.003  # Hugging Face's own init
+    assert len(load_model("tiny:gpt2,layers=2", "f64").layers) == 2  # fewer: the config's first layers
+
+
+@pytest.mark.parametrize("name", ["tiny:bert,layers=7", "tiny:gpt2,layers=6", "tiny:t5,layers=6"])
+def test_fresh_layers_run_the_same_on_hf_modules_and_from_parts(name, ids):
+    from rankcollapse.models import load_model
+
+    model = load_model(name, "f64", hf_casts=True)
+    hf = [x.clone() for _, _, x in iter_hidden_states(model, ids, backend="hf")]
+    parts = [x.clone() for _, _, x in iter_hidden_states(model, ids, backend="parts")]
+    assert len(hf) == len(model.layers) + 1
+    for a, b in zip(hf, parts, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_bad_depth_options_are_one_line_errors():
+    from rankcollapse.models import resolve_model
+
+    for bad, needle in [("tiny:bert,layers=0", "bad model option"), ("tiny:bert,depth=3", "bad model option"),
+                        ("tiny:llama,layers=8", "cannot take layers=")]:
+        with pytest.raises(RankCollapseError, match=needle):
+            resolve_model(bad)

@@ -78,7 +78,7 @@ def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, d_qk: float
     """
     if backend not in BACKENDS:
         raise RankCollapseError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    own_d = d_qk is None or all(float(d_qk) == p.d_qk for p in model.layers)
+    own_d = d_qk is None or float(d_qk) == model.own_d_qk  # every layer of a model has the same d_qk
     hf_ok = mode == "full" and mask_is_own and own_d
     if backend == "hf" and not hf_ok:
         raise RankCollapseError("backend 'hf' runs only mode 'full' with the model's own mask and d_qk")

@@ -124,21 +124,24 @@ def _first(out: Any) -> Tensor:
     return out[0] if isinstance(out, tuple) else out
 
 
+def bert_layer_parts(layer: nn.Module, hf_casts: bool = True) -> LayerParts:
+    """Parts of one ``BertLayer`` (post-LN)."""
+    att = layer.attention
+
+    def mlp(x: Tensor) -> Tensor:
+        return layer.output.dense(layer.intermediate(x))
+
+    def hf_forward(x: Tensor, mask: Tensor | None, pos: Positions) -> Tensor:
+        return _first(layer(x, attention_mask=mask))
+
+    return _post_ln_parts(att.self.query, att.self.key, att.self.value, att.output.dense,
+                          att.self.num_attention_heads, att.self.scaling, att.output.LayerNorm,
+                          layer.output.LayerNorm, mlp, hf_forward)
+
+
 def dissect_bert(model: nn.Module, hf_casts: bool) -> Dissected:
     _check_config(model, add_cross_attention=False, position_embedding_type="absolute")
-    layers = []
-    for layer in model.encoder.layer:
-        att = layer.attention
-
-        def mlp(x: Tensor, layer: nn.Module = layer) -> Tensor:
-            return layer.output.dense(layer.intermediate(x))
-
-        def hf_forward(x: Tensor, mask: Tensor | None, pos: Positions, layer: nn.Module = layer) -> Tensor:
-            return _first(layer(x, attention_mask=mask))
-
-        layers.append(_post_ln_parts(att.self.query, att.self.key, att.self.value, att.output.dense,
-                                     att.self.num_attention_heads, att.self.scaling, att.output.LayerNorm,
-                                     layer.output.LayerNorm, mlp, hf_forward))
+    layers = [bert_layer_parts(layer) for layer in model.encoder.layer]
     return Dissected(embed=lambda ids: model.embeddings(input_ids=ids), layers=layers,
                      is_decoder=bool(model.config.is_decoder),
                      max_tokens=int(model.config.max_position_embeddings))
@@ -196,25 +199,27 @@ def dissect_mpnet(model: nn.Module, hf_casts: bool) -> Dissected:
                      max_tokens=int(model.config.max_position_embeddings) - 2, positions=positions)
 
 
+def gpt2_block_parts(block: nn.Module, hf_casts: bool = True) -> LayerParts:
+    """Parts of one ``GPT2Block`` (pre-LN, fused QKV as Conv1D: ``y = x W + b``, W: [d, 3d])."""
+    att = block.attn
+    d = att.embed_dim
+    w, b = att.c_attn.weight, att.c_attn.bias
+
+    def hf_forward(x: Tensor, mask: Tensor | None, pos: Positions) -> Tensor:
+        return _first(block(x, attention_mask=mask))
+
+    return LayerParts(
+        w_q=w[:, :d].t(), b_q=b[:d], w_k=w[:, d:2 * d].t(), b_k=b[d:2 * d], w_v=w[:, 2 * d:].t(),
+        b_v=b[2 * d:], w_o=att.c_proj.weight.t(), b_o=att.c_proj.bias, n_heads=att.num_heads,
+        n_kv_heads=att.num_heads, head_dim=att.head_dim, d_qk=float(att.head_dim),
+        norm_attn=_ln(block.ln_1), norm_mlp=_ln(block.ln_2), norm_placement="pre", mlp=block.mlp,
+        hf_forward=hf_forward)
+
+
 def dissect_gpt2(model: nn.Module, hf_casts: bool) -> Dissected:
     _check_config(model, add_cross_attention=False, reorder_and_upcast_attn=False,
                   scale_attn_by_inverse_layer_idx=False, scale_attn_weights=True)
-    d = model.config.hidden_size
-    layers = []
-    for block in model.h:
-        att = block.attn
-        w = att.c_attn.weight  # Conv1D: y = x W + b, W: [d, 3d]
-        b = att.c_attn.bias
-
-        def hf_forward(x: Tensor, mask: Tensor | None, pos: Positions, block: nn.Module = block) -> Tensor:
-            return _first(block(x, attention_mask=mask))
-
-        layers.append(LayerParts(
-            w_q=w[:, :d].t(), b_q=b[:d], w_k=w[:, d:2 * d].t(), b_k=b[d:2 * d], w_v=w[:, 2 * d:].t(),
-            b_v=b[2 * d:], w_o=att.c_proj.weight.t(), b_o=att.c_proj.bias, n_heads=att.num_heads,
-            n_kv_heads=att.num_heads, head_dim=att.head_dim, d_qk=float(att.head_dim),
-            norm_attn=_ln(block.ln_1), norm_mlp=_ln(block.ln_2), norm_placement="pre", mlp=block.mlp,
-            hf_forward=hf_forward))
+    layers = [gpt2_block_parts(block) for block in model.h]
 
     def embed(ids: Tensor) -> Tensor:
         pos = torch.arange(ids.shape[1], device=ids.device)
@@ -249,25 +254,27 @@ def dissect_llama(model: nn.Module, hf_casts: bool) -> Dissected:
                      positions=positions)
 
 
+def t5_block_parts(block: nn.Module, hf_casts: bool = True) -> LayerParts:
+    """Parts of one encoder ``T5Block`` (pre-LN, scale-only norms, no logit scaling: own d_qk = 1)."""
+    sa, ff = block.layer[0], block.layer[-1]
+    att = sa.SelfAttention
+
+    def hf_forward(x: Tensor, mask: Tensor | None, pos: Positions) -> Tensor:
+        return _first(block(x, attention_mask=mask, position_bias=pos.bias))
+
+    return LayerParts(
+        *_lin(att.q), *_lin(att.k), *_lin(att.v), *_lin(att.o), n_heads=att.n_heads,
+        n_kv_heads=att.n_heads, head_dim=att.key_value_proj_dim, d_qk=own_d_qk(float(att.scaling)),
+        norm_attn=_t5_norm(sa.layer_norm, hf_casts), norm_mlp=_t5_norm(ff.layer_norm, hf_casts),
+        norm_placement="pre", mlp=ff.DenseReluDense, hf_forward=hf_forward)
+
+
 def dissect_t5(model: nn.Module, hf_casts: bool) -> Dissected:
     stack = getattr(model, "encoder", model)
     cfg = stack.config
     if cfg.is_gated_act:
         raise RankCollapseError("T5 with a gated MLP (T5 v1.1, flan-t5) is not supported; t5-base is")
-    layers = []
-    for block in stack.block:
-        sa, ff = block.layer[0], block.layer[-1]
-        att = sa.SelfAttention
-
-        def hf_forward(x: Tensor, mask: Tensor | None, pos: Positions, block: nn.Module = block) -> Tensor:
-            return _first(block(x, attention_mask=mask, position_bias=pos.bias))
-
-        layers.append(LayerParts(
-            *_lin(att.q), *_lin(att.k), *_lin(att.v), *_lin(att.o), n_heads=att.n_heads,
-            n_kv_heads=att.n_heads,
-            head_dim=att.key_value_proj_dim, d_qk=own_d_qk(float(att.scaling)),
-            norm_attn=_t5_norm(sa.layer_norm, hf_casts), norm_mlp=_t5_norm(ff.layer_norm, hf_casts),
-            norm_placement="pre", mlp=ff.DenseReluDense, hf_forward=hf_forward))
+    layers = [t5_block_parts(block, hf_casts) for block in stack.block]
     first = stack.block[0].layer[0].SelfAttention
     table, buckets, distance = (first.relative_attention_bias, first.relative_attention_num_buckets,
                                 first.relative_attention_max_distance)
@@ -278,6 +285,32 @@ def dissect_t5(model: nn.Module, hf_casts: bool) -> Dissected:
     return Dissected(embed=stack.embed_tokens, layers=layers, is_decoder=False,
                      max_tokens=int(getattr(cfg, "n_positions", None) or 512),
                      final_norm=_t5_norm(stack.final_layer_norm, hf_casts), positions=positions)
+
+
+def _fresh_bert(config: Any) -> nn.Module:
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    return BertLayer(config)
+
+
+def _fresh_gpt2(config: Any) -> nn.Module:
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+
+    return GPT2Block(config)
+
+
+def _fresh_t5(config: Any) -> nn.Module:
+    from transformers.models.t5.modeling_t5 import T5Block
+
+    return T5Block(config, has_relative_attention_bias=False)
+
+
+#: family -> (a new HF layer module from a config, the parts of such a layer): the layers beyond a
+#: random model's stored ones (``random:<checkpoint>,layers=L``).
+FRESH_LAYERS: dict[str, tuple[Callable[[Any], nn.Module], Callable[[nn.Module, bool], LayerParts]]] = {
+    "bert": (_fresh_bert, bert_layer_parts), "gpt2": (_fresh_gpt2, gpt2_block_parts),
+    "t5": (_fresh_t5, t5_block_parts),
+}
 
 
 DISSECTORS: dict[str, Callable[[nn.Module, bool], Dissected]] = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
     smollm2_gguf,
 )
 from rankcollapse.models.checkpoints import TINY_VOCAB
-from rankcollapse.models.families import DISSECTORS, HF_CASTS_FAMILIES
+from rankcollapse.models.families import DISSECTORS, FRESH_LAYERS, HF_CASTS_FAMILIES
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import SUPPORTED, ModelSource, resolve_model
 
@@ -121,9 +121,16 @@ def _model_class(model_type: str) -> Any:
     return T5EncoderModel if model_type == "t5" else AutoModel
 
 
+#: The config field holding the number of layers, per family.
+DEPTH_KEYS: dict[str, str] = {"bert": "num_hidden_layers", "gpt2": "n_layer", "t5": "num_layers"}
+
+
 def _random_model(source: ModelSource, dtype: torch.dtype, seed: int) -> nn.Module:
     config = _hf_config(source)
     config._attn_implementation = "eager"
+    key = DEPTH_KEYS.get(config.model_type)
+    if source.depth is not None and key and source.depth < getattr(config, key):
+        setattr(config, key, source.depth)
     cls = _model_class(config.model_type)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -223,6 +230,8 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     model.requires_grad_(False)
     casts = (torch_dtype == torch.float32) if hf_casts is None else hf_casts
     loaded = dissect(model, name=source.name, tokenizer=tokenizer, hf_casts=casts)
+    if source.depth is not None and source.depth > len(loaded.layers):
+        loaded.layers = FreshLayers(model, loaded.layers, source.depth, seed, casts)  # type: ignore[assignment]
     loaded.source = source
     loaded.info["loaded_from"] = where
     loaded.info["tokenizer"] = ("bundled BERT uncased WordPiece" if source.kind in ("random", "tiny")
@@ -274,3 +283,52 @@ def _folding(embed: Callable[[Tensor], Tensor], vocab: int) -> Callable[[Tensor]
         return embed(ids)
 
     return fold
+
+
+def fresh_layer_seed(seed: int, index: int) -> int:
+    """The torch seed of fresh layer ``index`` (0-based) of a deep random model."""
+    return seed * 100_003 + index
+
+
+class FreshLayers(Sequence[LayerParts]):
+    """The layers of ``random:<checkpoint>,layers=L``: the model's own ``n`` layers, then ``L - n``
+    independent new layers, each initialised by Hugging Face's own ``_init_weights`` under
+    ``torch.manual_seed(fresh_layer_seed(seed, index))`` (RNG state restored after).
+
+    A layer beyond the stored ones is built when asked for and only the last one is kept, so
+    memory does not grow with ``L`` (a 128-layer BERT-base would need 3.6 GB in float32); the same
+    index always gives the same weights. The first ``n`` layers are those of the ``L = n`` model.
+    """
+
+    def __init__(self, model: nn.Module, base: list[LayerParts], depth: int, seed: int,
+                 hf_casts: bool) -> None:
+        family = model.config.model_type
+        if family not in FRESH_LAYERS:
+            raise RankCollapseError(f"deeper random models are not available for family {family!r}")
+        self._model, self._base, self._depth, self._seed, self._casts = model, base, depth, seed, hf_casts
+        self._make, self._parts = FRESH_LAYERS[family]
+        self._last: tuple[int, LayerParts] | None = None
+
+    def __len__(self) -> int:
+        return self._depth
+
+    def __getitem__(self, index: int) -> LayerParts:  # type: ignore[override]
+        if not -self._depth <= index < self._depth:
+            raise IndexError(index)
+        index %= self._depth
+        if index < len(self._base):
+            return self._base[index]
+        if self._last is None or self._last[0] != index:
+            self._last = None  # free the previous layer first
+            self._last = (index, self._build(index))
+        return self._last[1]
+
+    def _build(self, index: int) -> LayerParts:
+        config = self._model.config
+        dtype = next(self._model.parameters()).dtype
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(fresh_layer_seed(self._seed, index))
+            layer = self._make(config)
+            layer.apply(self._model._init_weights)
+        layer = layer.to(dtype).eval().requires_grad_(False)
+        return self._parts(layer, self._casts)

