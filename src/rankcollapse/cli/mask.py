@@ -198,7 +198,7 @@ def _check_plot_path(plot: str) -> Path:
 
 @app.command("mask")
 def mask_command(
-    spec: str = typer.Argument(..., help="Mask spec, e.g. causal, window:w=4, 'causal&window:w=4', "
+    spec: str = typer.Argument(None, help="Mask spec, e.g. causal, window:w=4, 'causal&window:w=4', "
                                "'block:size=8|prefix:k=2', 'document:lengths=3,5&causal'. Families: "
                                "complete, causal, window:w, causal-window:w, dilated:w,dilation, "
                                "strided:stride, block:size, prefix:k, longformer:w,global, "
@@ -208,6 +208,10 @@ def mask_command(
     n: str = typer.Option(None, "--n", metavar="N", help="Sequence length N (tokens), an integer >= 1."),
     layers: str = typer.Option(None, "--layers", metavar="L", help="Analyse SPEC as a per-layer schedule "
                                "repeated to L layers: the composed graph, layers to a center, the bound."),
+    hf_config: str = typer.Option(None, "--hf-config", metavar="CONFIG.json",
+                                  help="Use a Hugging Face model's own per-layer schedule from its "
+                                  "config.json (a file or a model folder) instead of SPEC; --layers must "
+                                  "then be its depth."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (keys: docs/masks.md)."),
     full: bool = typer.Option(None, "--full/--summary", help="JSON: list per-token arrays (hop distances, "
                               "center eccentricities, closed components) in full, or only histograms. "
@@ -222,6 +226,17 @@ def mask_command(
     length = _parse_int(n, "--n", "sequence length")
     depth = _parse_int(layers, "--layers", "number of layers", required=False)
     plot_path = _check_plot_path(plot) if plot is not None else None
+    if hf_config is not None:
+        if spec is not None:
+            raise RankCollapseError("give either SPEC or --hf-config, not both")
+        if plot_path is not None:
+            raise RankCollapseError("--plot does not apply to a schedule (--hf-config); "
+                                    "allowed: plot one mask")
+        _schedule_command(_hf_schedule(hf_config, depth), length, None, as_json, full)
+        return
+    if spec is None:
+        raise RankCollapseError("missing argument SPEC (a mask spec or a schedule); "
+                                "see 'rankcollapse mask --help'")
     if depth is not None or any(c in spec for c in _SCHEDULE_MARKS):
         if plot_path is not None:
             raise RankCollapseError("--plot does not apply to a schedule (--layers or ';', '*'); "
@@ -244,7 +259,19 @@ def mask_command(
         typer.echo(f"plot: {plot_path}")
 
 
-def _schedule_command(spec: str, n: int | None, depth: int | None, as_json: bool, full: bool | None) -> None:
+def _hf_schedule(path: str, depth: int | None) -> Any:
+    from rankcollapse.masks.hf_schedule import schedule_from_hf_config
+
+    schedule = schedule_from_hf_config(path)
+    if depth is not None and depth != schedule.depth:
+        raise RankCollapseError(
+            f"--layers {depth} does not fit the model, which has {schedule.depth} layers; allowed: "
+            f"--layers {schedule.depth} or no --layers"
+        )
+    return schedule
+
+
+def _schedule_command(spec: Any, n: int | None, depth: int | None, as_json: bool, full: bool | None) -> None:
     from rankcollapse.masks.composed import analyze_schedule
     from rankcollapse.masks.schedule import parse_schedule
 
