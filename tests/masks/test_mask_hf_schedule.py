@@ -17,7 +17,8 @@ def _configs() -> list:
     return [
         transformers.Gemma3TextConfig(num_hidden_layers=14, sliding_window=16),
         transformers.Gemma2Config(num_hidden_layers=5, sliding_window=8),
-        transformers.Qwen2Config(num_hidden_layers=6, use_sliding_window=True, max_window_layers=3, sliding_window=8),
+        transformers.Qwen2Config(num_hidden_layers=6, use_sliding_window=True, max_window_layers=3,
+                                 sliding_window=8),
         transformers.Qwen2Config(num_hidden_layers=3),
         transformers.MistralConfig(num_hidden_layers=3, sliding_window=5),
         transformers.LlamaConfig(num_hidden_layers=2),
@@ -48,7 +49,8 @@ def test_encoders_are_complete_in_every_layer_and_unknown_families_are_refused()
 
 def test_cli_reads_a_config_file_and_refuses_a_depth_that_does_not_fit(tmp_path, capsys) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(transformers.Gemma3TextConfig(num_hidden_layers=12, sliding_window=512).to_dict()))
+    config = transformers.Gemma3TextConfig(num_hidden_layers=12, sliding_window=512)
+    path.write_text(json.dumps(config.to_dict()))
     assert main(["mask", "--hf-config", str(tmp_path), "--n", "4096", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     assert facts["layers"] == 12 and facts["layers_to_center"] == 6 and facts["windows"] == [[0, 6], [6, 12]]
