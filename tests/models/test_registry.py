@@ -92,3 +92,37 @@ def test_paper_prefix_names_resolve_to_labelled_stand_ins():
     assert mini.label == "all-MiniLM-L6-v2 (pretrained), stand-in for bert-base-uncased"
     with pytest.raises(RankCollapseError, match="not one of the paper's checkpoints"):
         resolve_model("paper:roberta-base")
+
+
+def _fake_hf_cache(root, repo: str, model, tokenizer) -> None:
+    """The Hugging Face cache layout of one repository: refs/main -> snapshots/<commit>/files."""
+    commit = "0" * 40
+    folder = root / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(commit)
+    snap = folder / "snapshots" / commit
+    model.save_pretrained(snap)
+    tokenizer.save_pretrained(snap)
+
+
+def test_a_cached_paper_checkpoint_is_used_offline_by_its_hub_name(tmp_path, monkeypatch):
+    """A checkpoint in the local cache loads as the paper's (kind 'paper'), without any download."""
+    import huggingface_hub.constants
+    import torch
+
+    from rankcollapse.models import load_model
+    from rankcollapse.models.loading import bert_tokenizer
+
+    tiny = load_model("tiny:bert", "f64")
+    _fake_hf_cache(tmp_path, "albert/albert-base-v2", load_model("tiny:albert").hf_model, bert_tokenizer())
+    _fake_hf_cache(tmp_path, "bert-base-uncased", tiny.hf_model, bert_tokenizer())
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    src = resolve_model("bert-base-uncased")
+    assert src.kind == "paper" and src.pretrained and src.label == "bert-base-uncased (pretrained)"
+    assert paper_model("bert-base-uncased").kind == "paper"  # cached: no stand-in
+    model = load_model("bert-base-uncased", "f64")
+    assert model.source.kind == "paper" and torch.equal(model.layers[1].w_q, tiny.layers[1].w_q)
+    assert resolve_model("albert/albert-base-v2").checkpoint == "albert-base-v2"
+    with pytest.raises(RankCollapseError, match="google-t5/t5-base"):
+        resolve_model("google-t5/t5-base")  # not in this cache

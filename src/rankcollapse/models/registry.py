@@ -107,17 +107,26 @@ def stand_in_hint(checkpoint: str) -> str:
     return ", ".join(STAND_INS.get(checkpoint, ()))
 
 
+def hf_snapshot(hub_name: str) -> Path | None:
+    """The local folder of ``hub_name`` in the Hugging Face cache when its config.json and weights are
+    there (found offline: ``snapshot_download(..., local_files_only=True)``), else None."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        folder = Path(snapshot_download(hub_name, local_files_only=True))
+    except Exception:  # not cached, or not a repository name: the hub raises several kinds
+        return None
+    weights = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
+    if (folder / "config.json").is_file() and any((folder / w).is_file() for w in weights):
+        return folder
+    return None
+
+
 def hf_cached(hub_name: str) -> bool:
     """True when ``hub_name``'s config.json and weights are in the local Hugging Face cache."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return False
-    config = try_to_load_from_cache(hub_name, "config.json")
-    if not isinstance(config, str):
-        return False
-    return any(isinstance(try_to_load_from_cache(hub_name, f), str)
-               for f in ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json"))
+    return hf_snapshot(hub_name) is not None
 
 
 def _bad_name(name: str) -> RankCollapseError:
@@ -173,7 +182,8 @@ def resolve_model(name: str | Path) -> ModelSource:
     ckpt = checkpoint_key(text)
     if ckpt is not None:
         hub = PAPER_CHECKPOINTS[ckpt]
-        if not hf_cached(hub) and not hf_cached(ckpt):
+        folder = hf_snapshot(hub) or hf_snapshot(ckpt)
+        if folder is None:
             offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
             where = "offline, " if offline else ""
             raise RankCollapseError(
@@ -182,14 +192,16 @@ def resolve_model(name: str | Path) -> ModelSource:
                 f"stand-ins: {stand_in_hint(ckpt)}"
             )
         return ModelSource(name=text, kind="paper", label=f"{ckpt} (pretrained)",
-                           family=CHECKPOINT_CONFIGS[ckpt]["model_type"], checkpoint=ckpt,
-                           path=hub if hf_cached(hub) else ckpt)
+                           family=CHECKPOINT_CONFIGS[ckpt]["model_type"], checkpoint=ckpt, path=str(folder))
     if not text:
         raise _bad_name(text)
     path = Path(text).expanduser()
     if path.exists():
         return ModelSource(name=text, kind="local", label=path.name or text, path=str(path))
-    if "/" in text or hf_cached(text):
+    snapshot = hf_snapshot(text)
+    if snapshot is not None:
+        return ModelSource(name=text, kind="hub", label=text, path=str(snapshot))
+    if "/" in text:
         return ModelSource(name=text, kind="hub", label=text, path=text)
     raise _bad_name(text)
 
@@ -233,7 +245,7 @@ def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
             f"allowed: {', '.join(PAPER_CHECKPOINTS)}"
         )
     if hf_cached(PAPER_CHECKPOINTS[ckpt]) or hf_cached(ckpt):
-        return resolve_model(ckpt)
+        return resolve_model(PAPER_CHECKPOINTS[ckpt])
     if stand_in == "random":
         stand_in = f"random:{ckpt}"
     choices = (stand_in,) if stand_in else STAND_INS[ckpt]
