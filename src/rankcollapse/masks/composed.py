@@ -23,7 +23,8 @@ of ``A(b-1) ... A(a)`` is exactly ``P`` when every attention weight on an edge i
 
 Two exact paths: *intervals* (every layer an interval mask, ``masks/intervals.py``: O(n) per
 layer, any n) and *bitset* (rows of ``P`` packed in uint64 words: O(edges * n / 64) per layer,
-refused above ``BITSET_MAX_WORK`` word operations).
+refused above ``BITSET_MAX_WORK`` word operations). With self-loops in every layer a product that
+became complete stays complete, so the product pass stops there.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ from rankcollapse.masks.limits import format_bytes, require_memory
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.masks.sparse import SparseMask
 
-BITSET_MAX_WORK = 5e9
-"""Largest ``sum_t nnz(M_t) * ceil(n / 64)`` (uint64 word operations) the bitset path accepts."""
+BITSET_MAX_WORK = 2e9
+"""Largest ``2 * sum_t (nnz(M_t) + n) * ceil(n / 64)`` (uint64 word operations: the product pass and
+the windows pass) the bitset path accepts; about 25 ns each on a loaded 2-core machine."""
 
 _CHUNK_BYTES = 1 << 26
 
@@ -118,6 +120,9 @@ class _IntervalPath:
     def has_center(self, state: Any) -> bool:
         return has_one_hop_center(state)
 
+    def is_full(self, state: Any) -> bool:
+        return bool((state[0] == 0).all() and (state[1] == self.n).all())
+
     def centers(self, state: Any) -> np.ndarray:
         return one_hop_centers(state)
 
@@ -164,6 +169,9 @@ class _BitsetPath:
     def has_center(self, state: np.ndarray) -> bool:
         return bool(self._column_and(state).any())
 
+    def is_full(self, state: np.ndarray) -> bool:
+        return int(np.bitwise_count(state).sum()) == self.n * self.n
+
     def centers(self, state: np.ndarray) -> np.ndarray:
         bits = np.unpackbits(self._column_and(state).view(np.uint8), bitorder="little")[: self.n]
         return np.flatnonzero(bits).astype(np.int64)
@@ -179,7 +187,7 @@ def _path(masks: list[Mask], n: int) -> _IntervalPath | _BitsetPath:
     if all(f is not None for f in forms.values()):
         return _IntervalPath([forms[m] for m in masks], n)  # type: ignore[misc]
     words = -(-n // 64)
-    work = sum(m._nnz_hint(n) + n for m in masks) * words  # before building anything
+    work = 2 * sum(m._nnz_hint(n) + n for m in masks) * words  # before building anything
     if work > BITSET_MAX_WORK:
         raise RankCollapseError(
             f"composing the schedule at n={n} needs about {work:.3g} word operations (estimate, "
@@ -200,9 +208,12 @@ def analyze_schedule(
     masks = list(sched.masks)
     path = _path(masks, n)
     per_mask = {m: m.analysis(n) for m in dict.fromkeys(masks)}
+    self_loops = all(a.self_loops for a in per_mask.values())
     state = path.identity()
     for t in range(len(masks)):
         state = path.step(state, t)
+        if self_loops and path.is_full(state):  # complete stays complete when every layer has self-loops
+            break
     product = path.analysis(state, f"<product of {len(masks)} layers>")
     windows: list[tuple[int, int]] = []
     first_centers = np.zeros(0, dtype=np.int64)
@@ -220,7 +231,7 @@ def analyze_schedule(
         depth=sched.depth,
         layer_specs=[m.spec for m in masks],
         layer_radii=[per_mask[m].radius for m in masks],
-        self_loops=all(a.self_loops for a in per_mask.values()),
+        self_loops=self_loops,
         product=product,
         layers_to_center=windows[0][1] if windows else None,
         first_centers=first_centers,
