@@ -77,9 +77,9 @@ def main() -> None:
     for spec in specs:
         for n in sizes:
             r = bench(spec, n, args.repeat)
-            print(f"{spec:<46} {n:>6} {r['edges']:>9} {r['build_s']:>8.4f} {r['path']:>9} {r['auto_s']:>10.4f} "
-                  f"{r['sparse_s']:>9.4f} {r['ns_per_edge']:>8.1f} {r['bfs']:>4} {r['radius']:>6} "
-                  f"{r['peak_mb']:>8.1f} {r['dense_mb']:>8.0f}")
+            print(f"{spec:<46} {n:>6} {r['edges']:>9} {r['build_s']:>8.4f} {r['path']:>9} "
+                  f"{r['auto_s']:>10.4f} {r['sparse_s']:>9.4f} {r['ns_per_edge']:>8.1f} {r['bfs']:>4} "
+                  f"{r['radius']:>6} {r['peak_mb']:>8.1f} {r['dense_mb']:>8.0f}")
     print()
     print(f"{'cache: spec':<46} {'n':>8} {'first s':>9} {'again s':>9}")
     for spec, n in (("random:p=0.001,seed=1", 16384), ("longformer:w=8,global=2", 65536), ("causal", 10**6)):
@@ -93,11 +93,12 @@ def main() -> None:
         print(f"{spec:<46} {n:>8} {t1 - t0:>9.4f} {t2 - t1:>9.6f}")
     print()
     print(f"{'schedule':<46} {'n':>8} {'layers':>6} {'path':>9} {'seconds':>8} {'to center':>9}")
-    for spec, n, depth in (("causal-window:w=511*5;causal", 4096, 26), ("causal-window:w=511*5;causal", 200_000, 26),
+    gemma = "causal-window:w=511*5;causal"
+    for spec, n, depth in ((gemma, 4096, 26), (gemma, 200_000, 26),
                            ("random:p=0.01,seed=1;causal-window:w=4", 1024, 12),
                            ("strided:stride=32;window:w=2", 4096, 8)):
         seconds, a = _best(args.repeat, lambda spec=spec, n=n, depth=depth: analyze_schedule(spec, n, depth))
-        print(f"{spec:<46} {n:>8} {depth:>6} {a.method:>9} {seconds:>8.3f} {str(a.layers_to_center):>9}")
+        print(f"{spec:<46} {n:>8} {depth:>6} {a.method:>9} {seconds:>8.3f} {a.layers_to_center!s:>9}")
 
 
 if __name__ == "__main__":
