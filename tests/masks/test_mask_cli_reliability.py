@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rankcollapse.cli.main import main
 
@@ -86,3 +88,24 @@ def test_schedule_json_names_the_composed_graph_and_windows(capsys) -> None:
 def test_schedule_text_summary_says_when_no_center_is_reached(capsys) -> None:
     code, out, _ = _run(capsys, "document:lengths=3,5&causal", "--n", "8", "--layers", "4")
     assert code == 0 and "none within 4 layers" in out and "does not apply" in out
+
+
+_ATOMS = ["causal", "complete", "window:w=2", "causal-window:w=1", "block:size=3", "prefix:k=2",
+          "document:lengths=2,3", "tree:parents=-1,0", "random:p=0.3,seed=1", "strided:stride=2", "nope",
+          "window:w=", "window", "file:/nonexistent.npy", "w=1", ":", ",", "9" * 30]
+_GLUE = ["&", "|", "(", ")", ";", "*2", "*0", "[", "]", " ", "", "=", ","]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(_ATOMS + _GLUE), min_size=0, max_size=8),
+       n=st.sampled_from(["1", "5", "6", "0", "-3", "x", "1e3"]),
+       layers=st.sampled_from([None, "1", "3", "0", "y"]), as_json=st.booleans())
+def test_generated_arguments_exit_0_or_2_with_one_error_line(capsys, parts, n, layers, as_json) -> None:
+    args = ["".join(parts), "--n", n] + (["--layers", layers] if layers is not None else [])
+    code, out, err = _run(capsys, *args, *(["--json"] if as_json else []))
+    assert code in (0, 2), (args, err)
+    assert "Traceback" not in err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, (args, err)
+    elif as_json:
+        json.loads(out)
