@@ -97,3 +97,14 @@ def test_from_dense_refuses_what_is_not_a_square_bool_matrix() -> None:
     for bad in (np.ones((2, 3), dtype=bool), np.ones((3, 3)), [[True]]):
         with pytest.raises(RankCollapseError):
             Mask.from_dense(bad)
+
+
+def test_pickling_keeps_the_rule_and_drops_the_cache() -> None:
+    import pickle
+
+    m = _fresh("document:lengths=3,4&causal")
+    m.analysis(7)
+    m.dense(7)
+    copy = pickle.loads(pickle.dumps(m))
+    assert copy == m and copy.cache_info() == {"lengths": [], "builds": {}}
+    assert torch.equal(copy.dense(7), m.dense(7)) and copy.analysis(7).radius == m.analysis(7).radius

@@ -134,6 +134,10 @@ class Mask(ABC):
         memo = self.__dict__.get("_memo") or {}
         return {"lengths": list(memo), "builds": dict(self.__dict__.get("_builds") or {})}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the rule, not the cache (a worker process rebuilds what it uses)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_memo", "_builds")}
+
     def clear_cache(self) -> None:
         """Forget every cached form (build counts restart at zero)."""
         self.__dict__.pop("_memo", None)
