@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rankcollapse.masks import SparseMask, parse_mask
-from rankcollapse.masks.families import bigbird_random_keys
+from rankcollapse.masks.seeded import bigbird_random_keys
 
 Rule = Callable[[int, int, int], bool]
 

@@ -21,7 +21,8 @@ neighbours on EACH side, self always included. Every family contains all self-lo
 | ``tree:parents=P0,P1,...`` | ``j`` is ``i`` or an ancestor of ``i`` (``P_i < i`` the parent, -1 a root) |
 | ``file:PATH`` | the boolean ``.npy`` matrix at PATH |
 
-The fixed-length families (``document``, ``tree``, ``file:``, matrices) live in ``fixed.py``; the
+The seeded families (``bigbird``, ``random``) live in ``seeded.py``, the fixed-length ones (``document``,
+``tree``, ``file:``, matrices) in ``fixed.py``; the
 registry of names in ``registry.py``.
 
 Large parameters are never an error: each rule is well defined for every ``n`` (e.g. ``window:w=W``
@@ -40,7 +41,6 @@ they may coincide with window or global keys.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -362,113 +362,3 @@ class Sinks(Family):
         i = _arange(n)
         zeros = np.zeros(n, dtype=np.int64)
         return SparseMask.from_two_intervals(zeros, np.full(n, k), np.maximum(i - w, 0), i + 1)
-
-
-def _torch_device(*arrays: Any) -> Any:
-    """The device of the first torch tensor among ``arrays`` (None if torch is not even imported)."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    for a in arrays:
-        if isinstance(a, torch.Tensor):
-            return a.device
-    return None
-
-
-def _lookup(table: np.ndarray, *index: Any) -> Any:
-    """``table[index]`` for numpy or torch indices (torch in, torch out on the indices' device)."""
-    device = _torch_device(*index)
-    if device is None:
-        return table[index]
-    import torch
-
-    values = torch.from_numpy(table) if table.flags.writeable else torch.tensor(table)
-    return values.to(device)[index]
-
-
-def _table_predicate(table: np.ndarray) -> Predicate:
-    """Rule that looks pairs up in a boolean table [n, n] (numpy or torch indices)."""
-
-    def rule(i: Any, j: Any) -> Any:
-        return _lookup(table, i, j)
-
-    return rule
-
-
-def bigbird_random_keys(n: int, r: int, seed: int) -> np.ndarray:
-    """int64 [n, min(r, n)]: distinct uniform keys per row (vectorised Floyd's algorithm)."""
-    r = min(r, n)
-    rng = np.random.default_rng(seed)
-    keys = np.empty((n, r), dtype=np.int64)
-    for step in range(r):
-        top = n - r + step
-        t = rng.integers(0, top + 1, size=n, dtype=np.int64)
-        taken = (keys[:, :step] == t[:, None]).any(axis=1)
-        keys[:, step] = np.where(taken, top, t)
-    return keys
-
-
-class BigBird(Family):
-    name = "bigbird"
-    params = (
-        Param("w"),
-        Param("global"),
-        Param("random", meaning="random keys per query"),
-        Param("seed", maximum=2**63 - 1),
-    )
-    summary = "longformer rule plus `random` seeded random keys per query (BigBird)"
-
-    cheap_rule = False
-
-    def _nnz_hint(self, n: int) -> float:
-        v = self.values
-        return min(n * n, n * (2 * v["w"] + 1 + 2 * v["global"] + v["random"]))
-
-    def _longformer(self) -> Longformer:
-        return Longformer(w=self.values["w"], **{"global": self.values["global"]})
-
-    def _random_part(self, n: int) -> SparseMask:
-        return SparseMask.from_row_keys(bigbird_random_keys(n, self.values["random"], self.values["seed"]))
-
-    def predicate(self, n: int) -> Predicate:
-        return _table_predicate(self._longformer().dense_numpy(n) | self._random_part(n).to_numpy())
-
-    def _sparse(self, n: int) -> SparseMask:
-        return self._longformer()._sparse(n) | self._random_part(n)
-
-
-class RandomMask(Family):
-    name = "random"
-    params = (
-        Param("p", kind="prob", meaning="probability of each non-self pair"),
-        Param("seed", maximum=2**63 - 1),
-    )
-    summary = "self, plus each other pair independently with probability p (seeded)"
-
-    cheap_rule = False
-
-    def _nnz_hint(self, n: int) -> float:
-        return n + self.values["p"] * n * n
-
-    def predicate(self, n: int) -> Predicate:
-        rng = np.random.default_rng(self.values["seed"])
-        table = rng.random((n, n)) < self.values["p"]
-        np.fill_diagonal(table, True)
-        return _table_predicate(table)
-
-    def _sparse(self, n: int) -> SparseMask:
-        rng = np.random.default_rng(self.values["seed"])
-        chunk = max(1, (1 << 22) // n)
-        indptr = [np.zeros(1, dtype=np.int64)]
-        indices = []
-        total = 0
-        for start in range(0, n, chunk):
-            rows = min(chunk, n - start)
-            block = rng.random((rows, n)) < self.values["p"]
-            block[np.arange(rows), np.arange(start, start + rows)] = True
-            r, c = np.nonzero(block)
-            counts = np.bincount(r, minlength=rows)
-            indptr.append(total + np.cumsum(counts))
-            total += int(counts.sum())
-            indices.append(c.astype(np.int64))
-        return SparseMask(n, np.concatenate(indptr), np.concatenate(indices))

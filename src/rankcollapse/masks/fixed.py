@@ -25,8 +25,9 @@ import numpy as np
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask, Predicate
-from rankcollapse.masks.families import Family, Param, _lookup, _table_predicate
+from rankcollapse.masks.families import Family, Param
 from rankcollapse.masks.limits import format_bytes, quote, require_memory
+from rankcollapse.masks.lookup import _lookup, _table_predicate
 from rankcollapse.masks.sparse import SparseMask
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rankcollapse.masks.families import (
-    BigBird,
     Block,
     Causal,
     CausalWindow,
@@ -12,12 +11,12 @@ from rankcollapse.masks.families import (
     Family,
     Longformer,
     Prefix,
-    RandomMask,
     Sinks,
     Strided,
     Window,
 )
 from rankcollapse.masks.fixed import Document, Tree
+from rankcollapse.masks.seeded import BigBird, RandomMask
 
 FAMILIES: dict[str, type[Family]] = {
     f.name: f
