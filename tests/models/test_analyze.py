@@ -181,3 +181,14 @@ def test_bad_depth_options_are_one_line_errors():
                         ("tiny:llama,layers=8", "cannot take layers=")]:
         with pytest.raises(RankCollapseError, match=needle):
             resolve_model(bad)
+
+
+def test_a_mask_without_self_loops_is_refused(tiny_models, ids, tmp_path):
+    import numpy as np
+
+    m = np.tril(np.ones((ids.shape[1], ids.shape[1]), dtype=bool), k=-1)  # strictly causal: no diagonal
+    m[0, 0] = True
+    path = tmp_path / "strict.npy"
+    np.save(path, m)
+    with pytest.raises(RankCollapseError, match="self-loop"):
+        list(iter_hidden_states(tiny_models("bert"), ids, mode="attn", mask=f"file:{path}"))

@@ -120,6 +120,12 @@ def iter_hidden_states(
     the_mask = parse_mask(model.own_mask if mask is None else mask)
     which = choose_backend(model, mode, is_own_mask(model, the_mask, n), d_qk, backend)
     bool_mask = the_mask.dense(n)
+    if not bool(bool_mask.diagonal().all()):
+        i = int((~bool_mask.diagonal()).nonzero()[0])
+        raise RankCollapseError(
+            f"mask {the_mask.spec[:60]!r} has no self-loop at token {i} (n = {n}); every token must attend "
+            "to itself (the paper's assumption A1)"
+        )
     with torch.inference_mode():
         x = model.embed(ids)
         pos = model.positions(x) if model.positions is not None else NO_POSITIONS
