@@ -99,6 +99,9 @@ def test_collapse_status_each_class() -> None:
     assert collapse_status(curve(-5.0, dtype="float32"), TH)[0] == "at floor"
     assert collapse_status(curve(-0.02, noise=0.3), TH)[0] == "unclear"
     assert collapse_status(curve(-0.5, n=3), TH)[0] == "too few samples"
+    # an early drop that levels off is not an exponential collapse
+    status, words = collapse_status(curve(-0.5, late_rate=0.0), TH)
+    assert status == "not collapsing" and "levels off" in words
 
 
 def test_level_status_each_class() -> None:

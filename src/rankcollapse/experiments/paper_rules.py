@@ -9,9 +9,11 @@ one claim row. Partial verdicts (per mask, per dtype, per model) are merged only
 
 Curve statuses (all on per-sample log drops with ``Z`` standard errors, see ``paper_curves``):
 
-- collapse (layers 0..L): ``collapsing`` if the per-layer log rate is below ``-rate_tol`` for
-  sure, ``at floor`` if half the samples sit at the precision floor (mu_rel only),
-  ``not collapsing`` if the rate is above ``-rate_tol`` for sure, else ``unclear``;
+- collapse: ``collapsing`` if the per-layer log rate over layers 0..L and over the last half
+  are both below ``-rate_tol`` for sure (a steady, exponential decay), ``at floor`` if half the
+  samples sit at the precision floor (mu_rel only), ``not collapsing`` if the rate over the last
+  half is above ``-rate_tol`` for sure (no decay, or an early drop that levels off), else
+  ``unclear``;
 - level (the last half of the layers): ``kept`` (flat within ``±rate_tol``, and at least
   ``keep_min`` where a keep level applies), ``falling``, ``growing``, ``low``, ``at floor``;
 - instability ``I(t) = |mean log drop(t)| + its std``: ``unstable`` if ``I(L) >= unstable_min``
@@ -46,8 +48,9 @@ GLOSSARY: dict[str, str] = {
     "log rate": "mean over samples of (log q(b) - log q(a)) / (b - a): the per-layer change of log q; "
                 "x0.3/layer = the curve falls to 30% per layer",
     "±": "2 standard errors of the mean over samples; 'for sure' = the whole ± interval on one side",
-    "collapsing": "log rate over all layers below -rate_tol for sure",
-    "not collapsing": "log rate over all layers above -rate_tol for sure",
+    "collapsing": "log rate over all layers and over the last half below -rate_tol for sure (steady decay)",
+    "not collapsing": "log rate over the last half above -rate_tol for sure ('levels off': after an "
+                      "early drop)",
     "at floor": "at least half of the samples at the precision floor (mu_rel)",
     "kept": "flat over the last half of the layers (log rate within ±rate_tol for sure) and, for mu_rel, "
             "at least keep_min",
@@ -118,14 +121,17 @@ def _collapse_status(c: Curve, th: Thresholds) -> tuple[str, str]:
     floor = c.first_at_floor() if c.quantity == "mu_rel" else None
     r = c.rate(0, c.layers)
     if floor is not None:
-        return "at floor", f"at the {c.dtype} floor from t={floor} ({r.text()} until then)"
+        until = f" ({c.rate(0, floor).text()} until then)" if floor > 0 else ""
+        return "at floor", f"at the {c.dtype} floor from t={floor}{until}"
     if _few(c, th):
         return "too few samples", f"{r.text()}, too few samples"
-    if r.hi < -th.rate_tol:
-        return "collapsing", f"falls {r.text()}"
-    if r.lo > -th.rate_tol:
-        return "not collapsing", f"no collapse: {r.text()}"
-    return "unclear", f"unclear: {r.text()}"
+    tail = c.rate(c.layers // 2, c.layers) if c.layers >= 2 else r
+    if r.hi < -th.rate_tol and tail.hi < -th.rate_tol:
+        return "collapsing", f"falls {r.text()}, last half x{tail.factor:.3g}/layer"
+    if tail.lo > -th.rate_tol:
+        what = "levels off" if r.hi < -th.rate_tol else "no collapse"
+        return "not collapsing", f"{what}: {r.text()}, last half {tail.text()}"
+    return "unclear", f"unclear: {r.text()}, last half {tail.text()}"
 
 
 def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> tuple[str, str]:
