@@ -76,7 +76,7 @@ def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] =
     ax1.set_xlim(-1.35, 1.35)
     ax1.set_ylim(-1.35, 1.35)
     ax1.legend(loc="upper right", fontsize=7)
-    fig.suptitle(f"N = 2, d = 2, causal mask, W_V = {cx.w_v.tolist()}")
+    fig.suptitle(f"Fig. 1, ours (surrogate): N = 2, d = 2, causal mask, W_QK = I, W_V = {cx.w_v.tolist()}")
     fig.tight_layout()
     return fig
 
@@ -123,6 +123,7 @@ def plot_figure5(cx: Counterexample | None = None, starts: tuple[float, ...] = (
     ax1.set_ylabel("θ(t) (unwrapped)")
     ax1.legend(fontsize=7)
     ax1.set_title("convergence of the second token")
+    fig.suptitle(f"Fig. 5, ours (surrogate): W_QK = I, W_V = {cx.w_v.tolist()}", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -1,4 +1,4 @@
-"""Figs. 1 and 5 (paper §4.3.1, App. E): the N = 2, d = 2 counterexample to collapse with LayerNorm.
+"""Figs. 1 and 5 with our surrogate (ours; the paper's own construction is ``counterexample_paper``).
 
 Task ``counterexample``: token 1 started at evenly spaced angles, iterated with and without
 LayerNorm (``rankcollapse.equilibria.counterexample``). Claims: without LN both tokens meet; token 0
@@ -28,7 +28,7 @@ from rankcollapse.experiments.engine.verdicts import (
 )
 from rankcollapse.experiments.plotting import empty
 
-SOURCE = "paper §4.3.1, App. E, Figs. 1 and 5"
+SOURCE = "ours (surrogate of paper §4.3.1: W_V = [[0.95, 1], [0, 1]], W_QK = I)"
 FIG1, FIG5 = "fig1_counterexample", "fig5_second_token"
 
 
@@ -198,12 +198,14 @@ def claims(data: Data) -> list[Claim]:
 def figures(data: Data) -> list[FigureSpec]:
     """Figs. 1 and 5, drawn by ``rankcollapse.equilibria.plots`` for the run's system."""
     cap1 = (
-        "Fig. 1: N = 2, d = 2, causal mask. Left: without LayerNorm, trajectories of both tokens. Right: "
+        "Fig. 1, ours (surrogate W_V = [[0.95, 1], [0, 1]], W_QK = I): N = 2, d = 2, causal mask. Left: "
+        "without LayerNorm, trajectories of both tokens. Right: "
         "with LayerNorm, token 1 converges to B from the red arc (token 0 at A) and to A otherwise. "
         "CSV: every start angle with token 1's limit, the final rank with LN and mu_rel without LN."
     )
     cap5 = (
-        "Fig. 5: convergence of the second token: the angle map f of token 1 (token 0 at A) with its "
+        "Fig. 5, ours (surrogate): convergence of the second token: the angle map f of token 1 (token 0 "
+        "at A) with its "
         "fixed points (filled = stable) and theta(t) for several starts. CSV: theta, f(theta)."
     )
     ok = data.ok

@@ -26,7 +26,7 @@ from rankcollapse.experiments.engine.verdicts import (
 )
 from rankcollapse.experiments.plotting import empty, pyplot
 
-SOURCE = "paper §4.3.2, Thm 3 (stability: ours)"
+SOURCE = "ours (designed stable equilibria, one W_V per rank; the paper's Thm 3 is the story theorem3)"
 FIGURE = "equilibria_ranks"
 
 

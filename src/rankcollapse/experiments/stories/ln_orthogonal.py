@@ -15,7 +15,7 @@ from rankcollapse.experiments.engine.verdicts import NOT_REPRODUCED, REPRODUCED,
 from rankcollapse.experiments.plotting import curves, empty, pyplot
 from rankcollapse.experiments.tasks import simulate
 
-SOURCE = "paper §4.2, Thm 2 and Cor. 1"
+SOURCE = "ours (hemisphere inputs, no bound); the paper's Thm 2 / Cor 1 with their conditions: story theorem2"
 FIGURE = "ln_orthogonal"
 
 
