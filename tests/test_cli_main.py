@@ -84,3 +84,35 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     if delay == "rows":
         rows = (out / "metrics.csv").read_text().splitlines()
         assert len(rows) >= 3 and rows[0].startswith("layer,mu")
+
+
+HEAVY = ("torch", "transformers", "matplotlib", "pandas", "dask", "scipy")
+_PROBE = """
+import sys
+from rankcollapse.cli.main import main
+main({args!r})
+print("HEAVY=" + ",".join(m for m in {heavy!r} if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(("args", "allowed"), [(["--help"], ()), (["mask", "--help"], ()),
+                                               (["simulate", "--help"], ()), (["analyze", "--help"], ()),
+                                               (["mask", "causal", "--n", "32"], ("scipy",))])
+def test_start_up_imports_no_heavy_library(args: list[str], allowed: tuple[str, ...]) -> None:
+    """The front door stays fast: help and a small mask load none of the heavy libraries."""
+    code = _PROBE.format(args=args, heavy=HEAVY)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("HEAVY="), proc.stdout[-500:]
+    loaded = set(filter(None, last[len("HEAVY=") :].split(",")))
+    assert loaded <= set(allowed), f"rankcollapse {' '.join(args)} imported {sorted(loaded)}"
+
+
+def test_lazy_loading_imports_only_the_command_run() -> None:
+    code = ("import sys\nfrom rankcollapse.cli.main import main\nmain(['mask', 'causal', '--n', '4'])\n"
+            "print('LOADED=' + ','.join(m for m in ('simulate', 'analyze', 'equilibria', 'reproduce') "
+            "if 'rankcollapse.cli.' + m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "LOADED="

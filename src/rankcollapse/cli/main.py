@@ -10,9 +10,18 @@ import importlib
 import os
 import signal
 import sys
-from typing import Any
 
 _INTERRUPTED = "results already written are kept"
+_SIGNALLED: list[bool] = []  # a SIGINT arrived (set by the process's handler)
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    """Ctrl-C while the command runs: remember it, then interrupt as Python does by default.
+
+    Remembering matters when the interrupt lands inside an import and the half-imported library
+    then fails in another way (e.g. a RecursionError in torch's lazy attribute loader)."""
+    _SIGNALLED.append(True)
+    raise KeyboardInterrupt
 
 
 def _say(message: str) -> None:
@@ -22,7 +31,7 @@ def _say(message: str) -> None:
         pass
 
 
-def _on_late_sigint(signum: int, frame: Any) -> None:
+def _on_late_sigint(signum: int, frame: object) -> None:
     """Ctrl-C after the command finished (flushing, joining workers, interpreter shutdown)."""
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -83,7 +92,7 @@ def _option_value(args: list[str], opts: list[str]) -> str | None:
 _KINDS = {"int": "integer", "float": "number", "bool": "true/false value", "Path": "path"}
 
 
-def _kind(param: Any) -> str:
+def _kind(param: object) -> str:
     """``integer``, ``number``...: what the option takes, for the error line."""
     annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
     if annotation is None:
@@ -92,7 +101,7 @@ def _kind(param: Any) -> str:
     return _KINDS.get(name, "value")
 
 
-def usage_message(err: Any, args: list[str]) -> str:
+def usage_message(err: object, args: list[str]) -> str:
     """One line for a click usage error; a bad option value is quoted (truncated) with its type."""
     param = getattr(err, "param", None)
     opts = list(getattr(param, "opts", None) or [])
@@ -129,6 +138,8 @@ def _run(args: list[str]) -> int:
         _say(f"interrupted; {err.message}")
         return 130
     except RankCollapseError as err:
+        if _SIGNALLED:
+            raise KeyboardInterrupt from None
         text = " ".join(str(err).split())
         _say(f"error: {text if len(text) <= 400 else text[:397] + '...'}")
         return 2
@@ -144,6 +155,8 @@ def _run(args: list[str]) -> int:
         _say(f"interrupted; {_INTERRUPTED}")
         return 130
     except RecursionError:
+        if _SIGNALLED:
+            raise KeyboardInterrupt from None
         _say("error: the input is nested too deeply; allowed: simpler input")
         return 2
     return int(result) if isinstance(result, int) else 0
@@ -156,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     interpreter shuts down, still prints one line and exits 130.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = _run(args)
     except KeyboardInterrupt as err:
@@ -166,7 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = 1
-    if argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    except BaseException:
+        if not _SIGNALLED:
+            raise
+        _say(f"interrupted; {_INTERRUPTED}")
+        code = 130
+    if argv is None and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_sigint):
         signal.signal(signal.SIGINT, _on_late_sigint)
     return code
 
