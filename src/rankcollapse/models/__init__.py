@@ -9,7 +9,8 @@
 - ``parts``        :class:`LayerParts`, :func:`run_block` (modes ``full``, ``attn``, ``attn+ln``,
                    ``attn+skip``, ``attn+skip+ln``; :data:`PAPER_VARIANTS` gives the paper's names)
 - ``corpora``      :func:`load_corpus`, :func:`sample_token_batches` (``wikipedia`` by default)
-- ``analyze``      :func:`iter_hidden_states`, :func:`excerpts`, :class:`AnalyzeConfig`,
+- ``excerpts``     :func:`excerpts`: seeded excerpts of N tokens as the model reads text (cached tokens)
+- ``analyze``      :func:`iter_hidden_states`, :class:`AnalyzeConfig`,
                    :func:`analyze` -> :class:`AnalyzeResult`
 - ``plot``         :func:`~rankcollapse.models.plot.plot_token_geometry` (paper Figure 4 panels)
 
@@ -20,7 +21,6 @@ from rankcollapse.models.analyze import (
     AnalyzeConfig,
     AnalyzeResult,
     analyze,
-    excerpts,
     hidden_state_name,
     iter_hidden_states,
     token_batch,
@@ -28,6 +28,7 @@ from rankcollapse.models.analyze import (
 )
 from rankcollapse.models.checkpoints import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, TINY_CONFIGS
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS, load_corpus, sample_token_batches, tokenize
+from rankcollapse.models.excerpts import excerpts
 from rankcollapse.models.loading import LoadedModel, dissect, load_model
 from rankcollapse.models.parts import MODES, PAPER_VARIANTS, LayerParts, Positions, attention, run_block
 from rankcollapse.models.registry import STAND_INS, SUPPORTED, ModelSource, paper_model, resolve_model

@@ -14,7 +14,6 @@ with one row of :func:`rankcollapse.metrics.summarize` per hidden state.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -28,15 +27,9 @@ from torch import Tensor
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask, parse_mask
-from rankcollapse.models.corpora import (
-    CORPORA,
-    DEFAULT_CORPUS,
-    TokenStream,
-    read_text_file,
-    sample_token_batches,
-    token_stream,
-)
-from rankcollapse.models.loading import LoadedModel, cache_dir, load_model
+from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
+from rankcollapse.models.excerpts import excerpts
+from rankcollapse.models.loading import LoadedModel, load_model
 from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
 from rankcollapse.runtime import trim_heap_every
 
@@ -230,62 +223,9 @@ class AnalyzeResult:
         return [int(r["layer"]) for r in self.rows if r["status"] != "ok"]
 
 
-def excerpts(model: LoadedModel, corpus: str | None = DEFAULT_CORPUS, samples: int = 16, tokens: int = 128,
-             seed: int = 0, text_file: str | None = None) -> Tensor:
-    """``samples`` excerpts of exactly ``tokens`` ids as the model reads text -> int64 [samples, tokens].
-
-    The model's start token first, then ``tokens - 1`` text tokens (see
-    :mod:`rankcollapse.models.corpora`); seeded by ``seed``.
-    """
-    if tokens > model.max_tokens:
-        raise RankCollapseError(
-            f"--tokens {tokens} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
-        )
-    stream = _stream_cached(corpus if text_file is None else None, model.tokenizer,
-                            read_text_file(text_file) if text_file else None)
-    return sample_token_batches(stream, samples, tokens, seed, start_token=model.start_token)
-
-
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
     """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file)."""
     return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
-
-
-_STREAMS: dict[str, TokenStream] = {}
-
-
-def _stream_cached(corpus: str | None, tokenizer: Any, text: str | None) -> TokenStream:
-    """:func:`token_stream`, cached in memory and under ``cache_dir()/tokens`` (keyed by the corpus or
-    text and the tokenizer's identity), so a corpus is tokenised once per tokenizer."""
-    import hashlib
-
-    if tokenizer is None:
-        raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
-    what = f"corpus:{corpus}:v2" if text is None else "text:" + hashlib.sha1(text.encode()).hexdigest()
-    ident = f"{type(tokenizer).__name__}|{getattr(tokenizer, 'name_or_path', '')}|{len(tokenizer)}"
-    key = hashlib.sha1(f"{what}|{ident}".encode()).hexdigest()[:20]
-    if key in _STREAMS:
-        return _STREAMS[key]
-    path = cache_dir() / "tokens" / f"{key}.pt"
-    stream = None
-    if path.is_file():
-        try:
-            saved = torch.load(path, weights_only=True)
-            stream = TokenStream(saved["ids"], saved.get("starts"))
-        except (OSError, RuntimeError, KeyError, TypeError):
-            stream = None
-    if stream is None:
-        stream = token_stream(corpus, tokenizer, text)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            torch.save({"ids": stream.ids, "starts": stream.starts}, tmp)
-            tmp.replace(path)
-        except OSError:
-            pass  # a read-only cache only costs time
-    _STREAMS.clear()
-    _STREAMS[key] = stream
-    return stream
 
 
 def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
