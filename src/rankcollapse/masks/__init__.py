@@ -1,13 +1,19 @@
-"""Attention masks as rules and as directed graphs (SPEC §1, §4).
+"""Attention masks as rules and as directed graphs (the paper's §3, Definitions 1-5).
 
 ``parse_mask(spec)`` turns a spec string (``"causal"``, ``"window:w=4"``, ``"causal&window:w=4"``)
-into a ``Mask`` giving, for any length ``n``, a dense ``torch.bool [n, n]`` (``M[i, j]`` iff query
-``i`` may attend to key ``j``), a CSR ``SparseMask``, and ``band(n)`` offsets. ``analyze_mask``
-computes the graph facts of Definitions 1-5 (edge ``j -> i`` iff ``M[i, j]``); ``export`` turns a
-mask into Hugging Face, SDPA and FlexAttention forms.
+into ONE ``Mask`` object per spec, which caches per length ``n`` its dense ``torch.bool [n, n]``
+(``M[i, j]`` iff query ``i`` may attend to key ``j``), CSR ``SparseMask``, ``band(n)``,
+``is_complete(n)``, ``intervals(n)`` and ``analysis(n)`` (the graph facts; edge ``j -> i`` iff
+``M[i, j]``). ``analyze_dense(m)`` / ``Mask.from_dense(m)`` analyse a matrix without a spec string.
+``parse_schedule`` / ``analyze_schedule`` handle a mask per layer (composed graph, layers to a
+center); ``schedule_from_hf_config`` reads a model's own schedule; ``check_support`` compares a
+model's attention with its mask; ``export`` turns a mask into Hugging Face, SDPA and FlexAttention
+forms. Neither torch nor scipy is imported until a form needs them.
 """
 
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
+from rankcollapse.masks.composed import ScheduleAnalysis, analyze_schedule
+from rankcollapse.masks.consistency import SupportCheck, check_schedule_support, check_support
 from rankcollapse.masks.export import (
     from_hf_sliding_window,
     from_longformer_attention_window,
@@ -20,7 +26,9 @@ from rankcollapse.masks.export import (
 from rankcollapse.masks.families import Family
 from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree
 from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
+from rankcollapse.masks.hf_schedule import schedule_from_hf_config
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
+from rankcollapse.masks.schedule import MaskSchedule, parse_schedule, schedule_from_masks
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
 
@@ -33,17 +41,26 @@ __all__ = [
     "FileMask",
     "Mask",
     "MaskAnalysis",
+    "MaskSchedule",
     "MatrixMask",
     "OrMask",
+    "ScheduleAnalysis",
     "SparseMask",
+    "SupportCheck",
     "Tree",
     "analyze_dense",
     "analyze_mask",
+    "analyze_schedule",
     "band_of_sparse",
+    "check_schedule_support",
+    "check_support",
     "from_hf_sliding_window",
     "from_longformer_attention_window",
     "hf_sliding_window_mask",
     "parse_mask",
+    "parse_schedule",
+    "schedule_from_hf_config",
+    "schedule_from_masks",
     "to_flex_mask_mod",
     "to_hf_4d",
     "to_hf_sliding_window",
