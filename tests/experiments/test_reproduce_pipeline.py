@@ -16,6 +16,7 @@ import pytest
 
 from rankcollapse.cli.main import main
 from rankcollapse.experiments.engine.config import PROFILES
+from rankcollapse.experiments.engine.store import collect_index, collect_table
 from rankcollapse.experiments.engine.verdicts import NOT_REPRODUCED, REPRODUCED, judge, slice_data
 from rankcollapse.experiments.reproduce import reproduce
 from rankcollapse.experiments.stories import all_stories, load_experiments
@@ -57,8 +58,8 @@ def _check_claims_and_figures(result, names):
 
 
 def rederived(out, profile: str, names: list[str]) -> dict[str, str]:
-    """claim id -> verdict, computed again from the CSV tables ``reproduce`` wrote."""
-    table, index = pd.read_csv(out / "runs.csv"), pd.read_csv(out / "index.csv")
+    """claim id -> verdict, computed again by each story's rules from the runs stored in ``out``."""
+    table, index = collect_table(out), collect_index(out)
     stories = all_stories()
     verdicts = {}
     for exp in load_experiments(profile, names):

@@ -64,7 +64,7 @@ def temperature_claims(data: Data, ok: pd.DataFrame, min_rho: float) -> tuple[Cl
     for mask, grp in data.groups(ok, "mask"):
         rate = grp["summary.fit_log_rate"].astype(float)
         rate = rate.fillna(-np.inf)  # collapsed within < 3 layers: no fitted rate; rank those runs as fastest
-        per_t = rate.groupby(grp["d_qk"]).median()
+        per_t = rate.groupby(grp["d_qk"].astype(float)).median()
         finite = per_t.replace(-np.inf, np.nan).dropna()
         spreads[mask] = float(finite.max() - finite.min()) if len(finite) >= 2 else math.nan
         rho = spearman(grp["d_qk"].astype(float).tolist(), rate.clip(lower=-1e6).tolist())
