@@ -112,15 +112,20 @@ def test_without_layernorm_both_tokens_meet(cx):
         assert np.linalg.norm(x[0] - x[1]) < 1e-8 * np.linalg.norm(x[0])
 
 
-def test_numpy_pair_simulation_equals_the_torch_layers(cx):
+def test_pair_simulation_equals_a_plain_numpy_iteration(cx):
+    """simulate_pair (the project's map) against the two-token map written out here in NumPy."""
     th = np.array([0.4, 2.9, 4.0])
     fast = simulate_pair(np.array([0.6, 0.8]), th, cx, steps=25)
-    x = torch.zeros(3, 2, 2, dtype=torch.float64)
-    x[:, 0] = torch.tensor([0.6, 0.8])
-    x[:, 1, 0] = torch.as_tensor(np.cos(th))
-    x[:, 1, 1] = torch.as_tensor(np.sin(th))
-    ref = iterate(x, cx.torch_w_v(), 25, causal_mask(2)).numpy()
-    np.testing.assert_allclose(fast, ref, atol=1e-13)
+    x0 = np.tile([0.6, 0.8], (3, 1))
+    x1 = np.stack([np.cos(th), np.sin(th)], axis=-1)
+    for _ in range(25):
+        q = x1 @ cx.w_qk
+        s0, s1 = (q * x0).sum(-1), (q * x1).sum(-1)
+        alpha = (1.0 / (1.0 + np.exp(s1 - s0)))[:, None]
+        y0, y1 = x0 @ cx.w_v, (alpha * x0 + (1 - alpha) * x1) @ cx.w_v
+        x0 = y0 / np.linalg.norm(y0, axis=-1, keepdims=True)
+        x1 = y1 / np.linalg.norm(y1, axis=-1, keepdims=True)
+    np.testing.assert_allclose(fast, np.stack([x0, x1], axis=1), atol=1e-13)
 
 
 def test_family_works_exactly_above_the_antipode_threshold():

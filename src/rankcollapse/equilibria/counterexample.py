@@ -259,32 +259,17 @@ def simulate_pair(token0: np.ndarray, theta1: np.ndarray, cx: Counterexample, st
                   layer_norm: bool = True, keep_trajectory: bool = False) -> np.ndarray:
     """Both tokens evolving (causal mask), token 0 from ``token0`` [2] (normalised when ``layer_norm``),
     token 1 from the unit vectors at angles ``theta1`` [b]. Returns X(steps) [b, 2, 2]
-    (or the trajectory [steps + 1, b, 2, 2]). A closed-form NumPy version of
-    ``iterate(x, w_v, steps, causal_mask(2), w_qk, d_qk)`` (tested equal), fast for small systems."""
-    th = np.atleast_1d(np.asarray(theta1, dtype=np.float64))
-    t0 = np.asarray(token0, dtype=np.float64)
+    (or the trajectory [steps + 1, b, 2, 2]) as NumPy, by ``lnmap.iterate`` (causal, ``cx``'s W_QK, d_qk)."""
+    from rankcollapse.equilibria.lnmap import causal_mask, iterate
+
+    th = torch.as_tensor(np.atleast_1d(np.asarray(theta1, dtype=np.float64)))
+    t0 = torch.as_tensor(np.asarray(token0, dtype=np.float64))
     if layer_norm:
-        t0 = t0 / np.linalg.norm(t0)
-    x0 = np.broadcast_to(t0, (len(th), 2)).copy()
-    x1 = np.stack([np.cos(th), np.sin(th)], axis=-1)
-    scale = 1.0 / math.sqrt(cx.d_qk)
-    traj = [np.stack([x0, x1], axis=1)] if keep_trajectory else None
-    for _ in range(steps):
-        q = (x1 @ cx.w_qk) * scale
-        s0 = np.sum(q * x0, axis=-1)
-        s1 = np.sum(q * x1, axis=-1)
-        m = np.maximum(s0, s1)
-        e0, e1 = np.exp(s0 - m), np.exp(s1 - m)
-        alpha = (e0 / (e0 + e1))[:, None]
-        y1 = (alpha * x0 + (1.0 - alpha) * x1) @ cx.w_v
-        y0 = x0 @ cx.w_v
-        if layer_norm:
-            y0 = y0 / np.linalg.norm(y0, axis=-1, keepdims=True)
-            y1 = y1 / np.linalg.norm(y1, axis=-1, keepdims=True)
-        x0, x1 = y0, y1
-        if traj is not None:
-            traj.append(np.stack([x0, x1], axis=1))
-    return np.stack(traj) if traj is not None else np.stack([x0, x1], axis=1)
+        t0 = t0 / torch.linalg.vector_norm(t0)
+    x0 = torch.stack([t0.expand(th.numel(), 2), torch.stack([torch.cos(th), torch.sin(th)], dim=-1)], dim=1)
+    out = iterate(x0, cx.torch_w_v(), steps, causal_mask(2), cx.torch_w_qk(), cx.d_qk, layer_norm=layer_norm,
+                  keep_trajectory=keep_trajectory)
+    return out.numpy()
 
 
 @dataclass(frozen=True)
