@@ -28,6 +28,7 @@ from rankcollapse.experiments.engine.verdicts import (
     fmt,
 )
 from rankcollapse.experiments.plotting import curves, empty, panel_grid
+from rankcollapse.experiments.stories.theorem1 import bound_verdict
 
 SOURCE = "paper §4.2, Thm 2, Cor 1"
 FIGURE = "theorem2_ln_orthogonal"
@@ -85,13 +86,6 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
             }
         )
     return RunOutput(rows, summary)
-
-
-def bound_verdict(verdicts: list[str]) -> str:
-    """Any rate_exceeded -> not reproduced; else some consistent -> reproduced; else inconclusive."""
-    if "rate_exceeded" in verdicts:
-        return NOT_REPRODUCED
-    return REPRODUCED if "consistent" in verdicts else INCONCLUSIVE
 
 
 STATEMENTS = {
