@@ -213,6 +213,8 @@ class Mask(ABC):
         def build() -> Intervals | None:
             from rankcollapse.masks.intervals import check_interval_size
 
+            if type(self)._intervals is Mask._intervals:  # the family has no interval form
+                return None
             check_interval_size(n, f"the interval form of mask {self.spec[:60]!r} at n={n}")
             iv = self._intervals(n)
             if iv is not None:
