@@ -192,3 +192,15 @@ def test_a_mask_without_self_loops_is_refused(tiny_models, ids, tmp_path):
     np.save(path, m)
     with pytest.raises(RankCollapseError, match="self-loop"):
         list(iter_hidden_states(tiny_models("bert"), ids, mode="attn", mask=f"file:{path}"))
+
+
+def test_rows_that_underflow_to_zero_are_marked_underflow_not_collapsed(tiny_models, ids):
+    model = tiny_models("bert")
+    tiny_x = model.embed(ids) * 1e-30  # attention without norms shrinks it to exactly 0 in float32
+    result = analyze(AnalyzeConfig(model="tiny:bert", mode="attn", layers=12, metrics=("mu", "mu_rel")),
+                     model=_const_embed(model, tiny_x), ids=ids)
+    statuses = result.column("status")
+    assert statuses[0] == "ok" and statuses[-1] == "underflow"
+    last = result.rows[-1]
+    assert last["mu"] == 0.0 and last["mu_rel"] != last["mu_rel"]  # 0/0: NaN, not "collapsed"
+    assert any("underflow" in note for note in result.notes) and result.overflow_layers == []

@@ -89,7 +89,10 @@ def analyze_command(
         except OSError as err:
             raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
     bad = result.overflow_layers
+    zero = [int(r["layer"]) for r in result.rows if r["status"] == "underflow"]
     state = "all finite" if not bad else (f"NON-FINITE (overflow) in {len(bad)} rows from layer {bad[0]} on; "
                                           "their metrics cover finite samples only, NaN where none")
+    if zero:
+        state += f"; EXACTLY ZERO (underflow) in {len(zero)} rows from layer {zero[0]} on: mu_rel undefined"
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
                f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")

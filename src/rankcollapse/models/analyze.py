@@ -203,8 +203,9 @@ class AnalyzeResult:
     ``status``, metrics).
 
     ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
-    ``status``: ``ok``, or ``overflow`` where some sample is non-finite (inf / NaN; every metric
-    is NaN when no sample is finite). ``seconds``: ``load``, ``tokenize``, ``forward`` (layers
+    ``status``: ``ok``; ``overflow`` where some sample is non-finite (inf / NaN; every metric is
+    NaN when no sample is finite); ``underflow`` where some sample is exactly zero (float32 at
+    depth: ``mu_rel`` is then 0/0, NaN). ``seconds``: ``load``, ``tokenize``, ``forward`` (layers
     only) and ``metrics``. ``notes``: plain-words remarks about the run.
     """
 
@@ -220,7 +221,7 @@ class AnalyzeResult:
     @property
     def overflow_layers(self) -> list[int]:
         """Layers ``t`` whose hidden state is non-finite in at least one sample."""
-        return [int(r["layer"]) for r in self.rows if r["status"] != "ok"]
+        return [int(r["layer"]) for r in self.rows if r["status"] == "overflow"]
 
 
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
@@ -289,6 +290,17 @@ def load_model_cached(name: str, dtype: str, seed: int) -> LoadedModel:
     return _MODEL_CACHE[key]
 
 
+def row_status(x: Tensor, finite: float) -> str:
+    """``overflow`` if some sample is non-finite, else ``underflow`` if some sample's hidden state is
+    exactly zero (its ``mu_rel`` is then 0/0, undefined), else ``ok``. x: [b, n, d]."""
+    if finite < 1.0:
+        return "overflow"
+    with torch.inference_mode():
+        if bool((x.flatten(1).abs().amax(dim=1) == 0).any()):
+            return "underflow"
+    return "ok"
+
+
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
     same = ids[:, 0] == ids[:, 1] if ids.shape[1] > 1 else torch.zeros(0, dtype=torch.bool)
     if not bool(same.any()):
@@ -337,7 +349,7 @@ def analyze(
         start = time.perf_counter()
         finite, stats = measure(x, config.metrics, config.metric_threads)
         row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
-               "finite": finite, "status": "ok" if finite == 1.0 else "overflow", **stats}
+               "finite": finite, "status": row_status(x, finite), **stats}
         seconds["metrics"] += time.perf_counter() - start
         rows.append(row)
         if on_row is not None:
@@ -348,6 +360,10 @@ def analyze(
     if bad:
         result.notes.append(f"non-finite hidden states (overflow) from layer {bad[0]} on in {len(bad)} of "
                             f"{len(rows)} rows; metrics there cover the finite samples only (NaN if none)")
+    zero = [int(r["layer"]) for r in rows if r["status"] == "underflow"]
+    if zero:
+        result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "
+                            f"rows: mu_rel there is 0/0, undefined (NaN), not collapse")
     return result
 
 
