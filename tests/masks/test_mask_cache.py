@@ -108,3 +108,13 @@ def test_pickling_keeps_the_rule_and_drops_the_cache() -> None:
     copy = pickle.loads(pickle.dumps(m))
     assert copy == m and copy.cache_info() == {"lengths": [], "builds": {}}
     assert torch.equal(copy.dense(7), m.dense(7)) and copy.analysis(7).radius == m.analysis(7).radius
+
+
+def test_threads_sharing_one_mask_get_the_same_facts() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    mask = _fresh("random:p=0.2,seed=9")
+    lengths = [5 + k % 12 for k in range(200)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        radii = list(pool.map(lambda n: mask.analysis(n).radius, lengths))
+    assert radii == [_fresh("random:p=0.2,seed=9").analysis(n).radius for n in lengths]

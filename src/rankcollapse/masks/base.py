@@ -15,6 +15,7 @@ it); cached sparse forms are read-only arrays.
 from __future__ import annotations
 
 import operator
+import threading
 from abc import ABC, abstractmethod
 from collections import Counter, OrderedDict
 from collections.abc import Callable
@@ -36,6 +37,8 @@ CACHE_LENGTHS = 8
 
 CACHE_MAX_ENTRIES = 2**24
 """Largest dense form (``n * n``) or sparse form (``nnz``) kept in the cache."""
+
+_CACHE_LOCK = threading.Lock()  # guards the cache dictionaries (builds run outside it)
 
 # A vectorised rule: (i, j) index arrays (numpy or torch, broadcastable) -> boolean array.
 Predicate = Callable[[Any, Any], Any]
@@ -109,23 +112,25 @@ class Mask(ABC):
         self, n: int, kind: str, build: Callable[[], Any], keep: bool | Callable[[Any], bool] = True
     ) -> Any:
         """The ``kind`` form at length ``n``: from the cache, else ``build()`` (counted), kept if ``keep``."""
-        memo: OrderedDict[int, dict[str, Any]] | None = self.__dict__.get("_memo")
-        if memo is None:
-            memo = self.__dict__["_memo"] = OrderedDict()
-            self.__dict__["_builds"] = Counter()
-        forms = memo.get(n)
-        if forms is None:
-            forms = memo[n] = {}
-            while len(memo) > CACHE_LENGTHS:
-                memo.popitem(last=False)
-        else:
-            memo.move_to_end(n)
-        if kind in forms:
-            return forms[kind]
+        with _CACHE_LOCK:
+            memo: OrderedDict[int, dict[str, Any]] | None = self.__dict__.get("_memo")
+            if memo is None:
+                memo = self.__dict__["_memo"] = OrderedDict()
+                self.__dict__["_builds"] = Counter()
+            forms = memo.get(n)
+            if forms is None:
+                forms = memo[n] = {}
+                while len(memo) > CACHE_LENGTHS:
+                    memo.popitem(last=False)
+            else:
+                memo.move_to_end(n)
+            if kind in forms:
+                return forms[kind]
         value = build()
-        self.__dict__["_builds"][kind] += 1
-        if keep(value) if callable(keep) else keep:
-            forms[kind] = value
+        with _CACHE_LOCK:
+            self.__dict__.setdefault("_builds", Counter())[kind] += 1
+            if keep(value) if callable(keep) else keep:
+                forms[kind] = value
         return value
 
     def cache_info(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ shared by every caller. ``file:`` specs are read afresh each time (the file may 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from rankcollapse.errors import RankCollapseError
@@ -32,6 +33,7 @@ _OPERATORS = "&|()"
 MAX_NESTING = 64
 PARSE_MEMO = 256
 _memo: OrderedDict[str, Mask] = OrderedDict()
+_memo_lock = threading.Lock()
 
 
 def _allowed_families() -> str:
@@ -155,13 +157,16 @@ def parse_mask(spec: str | Mask) -> Mask:
     if not isinstance(spec, str):
         raise RankCollapseError(f"mask spec must be a string, got {type(spec).__name__}")
     memoise = "file" not in spec
-    if memoise and spec in _memo:
-        _memo.move_to_end(spec)
-        return _memo[spec]
+    if memoise:
+        with _memo_lock:
+            if spec in _memo:
+                _memo.move_to_end(spec)
+                return _memo[spec]
     mask = _Parser(spec).parse()
     if memoise:
-        mask = _memo.get(mask.spec, mask)  # one object per canonical spec
-        _memo[spec] = _memo[mask.spec] = mask
-        while len(_memo) > PARSE_MEMO:
-            _memo.popitem(last=False)
+        with _memo_lock:
+            mask = _memo.get(mask.spec, mask)  # one object per canonical spec
+            _memo[spec] = _memo[mask.spec] = mask
+            while len(_memo) > PARSE_MEMO:
+                _memo.popitem(last=False)
     return mask
