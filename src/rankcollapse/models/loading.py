@@ -324,11 +324,24 @@ class FreshLayers(Sequence[LayerParts]):
         return self._last[1]
 
     def _build(self, index: int) -> LayerParts:
+        """Layer ``index``: the module is made on the meta device (no default init, which HF's init
+        overwrites anyway), every parameter set to NaN, then HF's ``_init_weights`` is applied; a
+        parameter it did not set stays NaN and is refused."""
         config = self._model.config
         dtype = next(self._model.parameters()).dtype
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(fresh_layer_seed(self._seed, index))
-            layer = self._make(config)
-            layer.apply(self._model._init_weights)
+            with torch.device("meta"):
+                layer = self._make(config)
+            layer = layer.to_empty(device="cpu")
+            with torch.no_grad():
+                for param in layer.parameters():
+                    param.fill_(float("nan"))
+                layer.apply(self._model._init_weights)
+        missed = [name for name, param in layer.named_parameters() if not bool(torch.isfinite(param).all())]
+        if missed or list(layer.buffers()):
+            raise RankCollapseError(
+                f"fresh {config.model_type} layer: parameters not set by its init: {missed[:3]}"
+            )
         layer = layer.to(dtype).eval().requires_grad_(False)
         return self._parts(layer, self._casts)
