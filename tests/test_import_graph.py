@@ -138,7 +138,8 @@ def test_no_module_imports_from_a_higher_floor():
 
 
 def test_the_import_graph_has_no_cycle():
-    assert find_cycle(graph()) is None
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle (function-level imports count): " + " -> ".join(cycle or [])
 
 
 @pytest.mark.parametrize(
