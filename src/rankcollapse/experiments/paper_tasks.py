@@ -239,17 +239,21 @@ def unit_cosines(x: Tensor) -> Tensor:
     return u @ u.transpose(-1, -2)
 
 
-def geometry_measures(x: Tensor) -> tuple[dict[str, np.ndarray], Tensor]:
+def geometry_measures(x: Tensor, distinct: Tensor | None = None) -> tuple[dict[str, np.ndarray], Tensor]:
     """Per-sample token geometry of x [b, n, d] (NaN for non-finite samples) and the singular values.
 
-    ``full_rank`` (1 if rank = min(n, d) at torch.linalg.matrix_rank's tolerance), ``sigma_min``,
+    ``full_rank`` (1 if the rank at torch.linalg.matrix_rank's tolerance is at least
+    ``min(distinct_b, d)``: ``distinct`` [b] counts the different token ids of each sample, since a
+    model without absolute positions (T5, Llama) embeds a repeated token as the same row, a rank
+    the input lacks, not one the model loses; None: ``min(n, d)``), ``rank``, ``sigma_min``,
     ``sigma_max``, ``sigma_ratio = sigma_min / sigma_max``, ``sigma_dominance = sigma_1 / sigma_2``,
     ``mean_abs_cos``.
     """
     from rankcollapse.metrics import mean_abs_cos, rank_tolerance
 
     b, n, d = x.shape
-    names = ("full_rank", "sigma_min", "sigma_max", "sigma_ratio", "sigma_dominance", "mean_abs_cos")
+    names = ("full_rank", "rank", "sigma_min", "sigma_max", "sigma_ratio", "sigma_dominance", "mean_abs_cos")
+    full = torch.full((b,), min(n, d)) if distinct is None else distinct.clamp(max=min(n, d))
     out = {k: np.full(b, np.nan) for k in names}
     ok = torch.isfinite(x).flatten(1).all(dim=1)
     sv = torch.full((b, min(n, d)), math.nan, dtype=torch.float64)
@@ -259,7 +263,8 @@ def geometry_measures(x: Tensor) -> tuple[dict[str, np.ndarray], Tensor]:
         idx = ok.nonzero().flatten().numpy()
         tol = rank_tolerance(s, n, d)
         vals = {
-            "full_rank": ((s > tol[:, None]).sum(-1) == min(n, d)).to(torch.float64),
+            "full_rank": ((s > tol[:, None]).sum(-1) >= full[ok]).to(torch.float64),
+            "rank": (s > tol[:, None]).sum(-1).to(torch.float64),
             "sigma_min": s[:, -1], "sigma_max": s[:, 0], "sigma_ratio": s[:, -1] / s[:, 0],
             "sigma_dominance": s[:, 0] / s[:, 1] if s.shape[1] > 1 else s[:, 0] * math.nan,
             "mean_abs_cos": mean_abs_cos(xs),
@@ -278,10 +283,11 @@ def paper_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     model = load_cached(cfg.model, cfg.dtype, cfg.seed, cfg.stand_in)
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
     info = model_columns(model)
+    distinct = torch.tensor([len(set(row.tolist())) for row in ids])
     rows: list[dict[str, Any]] = []
     per_layer: dict[str, list[np.ndarray]] = {}
     for t, _, x in iter_hidden_states(model, ids, mode=cfg.mode, layers=cfg.layers):
-        got, sv = geometry_measures(x)
+        got, sv = geometry_measures(x, distinct)
         for k, v in got.items():
             per_layer.setdefault(k, []).append(v)
         for s in range(cfg.spectrum_samples):
@@ -291,7 +297,8 @@ def paper_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
             rows.extend(_initial_cosines(x, cfg, info))
         on_layer(t)
     for t in range(len(per_layer["full_rank"])):
-        row: dict[str, Any] = {"kind": "geometry", "layer": t, "samples": cfg.samples, **info}
+        row: dict[str, Any] = {"kind": "geometry", "layer": t, "samples": cfg.samples, **info,
+                               "distinct_tokens": float(distinct.to(torch.float64).mean())}
         finite = np.isfinite(per_layer["sigma_max"][t])
         row["finite"] = float(finite.mean())
         for k, v in per_layer.items():

@@ -31,8 +31,9 @@ from rankcollapse.experiments.paper_tasks import paper_geometry
 SOURCE = "paper §5, Fig. 4"
 FIGURE = "fig4_geometry_paper"
 S_RANK = ("The token matrix keeps full rank at every layer",
-          "share of samples with rank min(N, d) (torch.linalg.matrix_rank's tolerance) >= full_rank_min at "
-          "every layer -> reproduced, else not reproduced")
+          "share of samples with rank >= min(distinct tokens, d) (torch.linalg.matrix_rank's tolerance; "
+          "a repeated token without absolute positions is one row) >= full_rank_min at every layer "
+          "-> reproduced, else not reproduced")
 S_SIGMA = ("The smallest singular value stays well above 0",
            "absolute: mean sigma_min >= sigma_abs_min at every layer; relative: mean "
            "sigma_min / sigma_max >= ratio_min at every layer; each -> reproduced, else not reproduced; "
@@ -54,7 +55,7 @@ def claims(data: Data) -> list[Claim]:
                 for k, (s, r) in (("full_rank", S_RANK), ("sigma_min", S_SIGMA), ("cos", S_COS))]
     out = []
     for label, _, g in model_groups(frame):
-        runs, tag = runs_of(data, g), str(g["model_name"].iloc[0])
+        runs, tag = runs_of(data, g), str(g["model"].iloc[0])
         share, _, n = pooled_layer(g, "full_rank")
         out.append(one_way_claim(data, f"fig4.full_rank[{tag}]", S_RANK[0], SOURCE, S_RANK[1],
                                  rule_full_rank(share, n, th), runs, g, FIGURE, label))

@@ -30,7 +30,7 @@ def claims(data: Data) -> list[Claim]:
         return [data.no_data("fig9.nonnegative", STATEMENT[0], SOURCE, STATEMENT[1], FIGURE)]
     out = []
     for label, _, g in model_groups(frame):
-        tag = str(g["model_name"].iloc[0])
+        tag = str(g["model"].iloc[0])  # the grid's name: pretrained:<ckpt> or random:<ckpt>
         judged = rule_initial_cos(g["phi0"].to_numpy(dtype=float), th)
         neg = float(g["negative_share"].mean())
         judged = type(judged)(judged.verdict, f"{judged.evidence}; share of negative pairs {neg:.2%}")
