@@ -276,3 +276,14 @@ def test_raw_mu_underflow_to_zero_is_named_in_the_evidence() -> None:
     c = Curve.from_samples(v, "mu", "float32")
     status, words = collapse_status(c, TH)
     assert status == "collapsing" and "underflows to 0 in float32 from t=8" in words
+
+
+def test_explain_names_the_norm_effect_and_the_floor() -> None:
+    from rankcollapse.experiments.paper_data import explain
+    from rankcollapse.experiments.paper_rules import Judgement
+
+    raw = Judgement(REPRODUCED, "complete: float32 with LN kept (level 5.1e-05)")
+    rel = Judgement(NOT_REPRODUCED, "complete: float32 with LN at floor")
+    why = explain(raw, rel, "causal (float32) x0.307")
+    assert "x0.307" in why and "rounding noise" in why
+    assert explain(Judgement(REPRODUCED, "a"), Judgement(REPRODUCED, "b"), "x0.3") == ""

@@ -118,16 +118,18 @@ def norm_rates(mu: dict[str, list[Curve]], rel: dict[str, list[Curve]]) -> str:
 
 
 def explain(raw: Judgement, rel: Judgement, norms: str) -> str:
-    """Plain words when raw mu and mu_rel give different verdicts ("" when they agree)."""
-    if raw.verdict == rel.verdict:
-        return ""
-    parts = [f"Raw mu says {raw.verdict!r}, mu_rel says {rel.verdict!r}."]
-    if norms:
-        parts.append(f"Raw mu = mu_rel x ||X||_F, and the token norm ||X||_F changes per layer by {norms}: "
-                     "that change moves raw mu on its own, without any change in how similar the tokens are.")
-    if "floor" in rel.evidence:
-        parts.append("A mu_rel curve at the precision floor (32 eps of its dtype) has collapsed to rounding "
-                     "noise: raw mu levelling off there is not a stable level above zero.")
+    """Plain words where raw mu and mu_rel tell different stories ("" when nothing differs)."""
+    parts = []
+    if raw.verdict != rel.verdict:
+        parts.append(f"Raw mu says {raw.verdict!r}, mu_rel says {rel.verdict!r}.")
+        if norms:
+            parts.append(f"Raw mu = mu_rel x ||X||_F, and the token norm ||X||_F changes per layer by "
+                         f"{norms}: that change moves raw mu on its own, without any change in how alike "
+                         "the tokens are.")
+    if " kept" in raw.evidence and "at floor" in rel.evidence:
+        parts.append("Where raw mu levels off ('kept') while mu_rel sits at the precision floor (32 eps "
+                     "of its dtype), the tokens have collapsed to rounding noise: raw mu stays level only "
+                     "because the norm does; in float64 the same curve sits 9 orders of magnitude lower.")
     return " ".join(parts)
 
 
