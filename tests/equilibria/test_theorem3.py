@@ -71,7 +71,7 @@ def test_chain_tokens_match_the_printed_closed_form() -> None:
     for w in (3.0, 4.0, 7.5):
         eqs = enumerate_equilibria(bidiagonal_value(3, w), 3, family="paper")
         chain = paper_chain(3, w)
-        match = [e for e in eqs if torch.allclose(e.x, chain, atol=1e-14)]
+        match = [e for e in eqs if torch.allclose(e.x, chain, rtol=0.0, atol=1e-14)]
         assert len(match) == 1 and match[0].rank == 3 and match[0].family == "paper"
 
 
@@ -168,3 +168,17 @@ def test_bad_construction_input_names_the_condition(bad: dict) -> None:
 def test_enumeration_refuses_a_continuum() -> None:
     with pytest.raises(RankCollapseError, match="continuum"):
         enumerate_equilibria(appendix_f1_value(3, 2, 2.0), 3)
+
+
+@pytest.mark.parametrize(("d", "k"), [(3, 1), (3, 2), (4, 2), (4, 3), (4, 4)])
+def test_appendix_f1_examples_have_the_chain_of_rank_k(d: int, k: int) -> None:
+    """App. F.1: W_V with a Jordan block of size k for eigenvalue 1: e_d then the chain (k tokens) is an
+    equilibrium of rank k (closed forms: the bidiagonal block's paper chain in the last k coordinates)."""
+    w = float(max(k, 2))
+    w_v = appendix_f1_value(d, k, w).numpy()
+    x = np.zeros((k, d))
+    x[:, d - k :] = paper_chain(k, w).numpy() if k > 1 else np.array([[1.0]])
+    if k > 3:  # beyond the printed tokens: the enumerated chain of the k x k block
+        x[:, d - k :] = enumerate_equilibria(bidiagonal_value(k, w), k, family="paper")[-1].x.numpy()
+    assert np.abs(plain_step(x, w_v) - x).max() < 1e-13
+    assert np.linalg.matrix_rank(x, tol=1e-9) == k

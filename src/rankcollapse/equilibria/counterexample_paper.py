@@ -188,7 +188,7 @@ def token1_limit(x11: float) -> tuple[float, float]:
     return (0.0, 1.0 if x11 > 0 else -1.0)
 
 
-def pair_inputs(token1: Tensor, theta2: Tensor) -> Tensor:
+def pair_inputs(token1: Tensor | list, theta2: Tensor | list) -> Tensor:
     """X(0) [b, 2, 2]: token 1 [2] or [b, 2] (normalised), token 2 at the angles ``theta2`` [b]."""
     th = torch.as_tensor(theta2, dtype=torch.float64).reshape(-1)
     t1 = torch.as_tensor(token1, dtype=torch.float64)
@@ -222,7 +222,7 @@ def arc_limits_by_iteration(
     out = []
     for arc in cx.arcs:
         th = torch.linspace(arc.start + inset, arc.end - inset, per_arc, dtype=torch.float64)
-        final = run_pair(pair_inputs(torch.tensor([0.0, 1.0]), th), w, steps)
+        final = run_pair(pair_inputs([0.0, 1.0], th), w, steps)
         dist = torch.linalg.vector_norm(final[:, 1] - torch.tensor(arc.limit, dtype=torch.float64), dim=-1)
         out.append(
             {
@@ -260,7 +260,7 @@ def moving_token1(
     sign = lim[1]
     b_pt = torch.tensor(cx.B, dtype=torch.float64) * sign
     th = (torch.arange(grid, dtype=torch.float64) + 0.5) * (TWO_PI / grid)
-    final = run_pair(pair_inputs(torch.tensor(token1), th), w, steps)
+    final = run_pair(pair_inputs(list(token1), th), w, steps)
     at_b = torch.linalg.vector_norm(final[:, 1] - b_pt, dim=-1) < tol
     runs: list[list[float]] = []
     step = TWO_PI / grid

@@ -53,7 +53,7 @@ def plot_paper_figure1(
     _circle(ax0)
     for k, th in enumerate(starts):
         traj = run_pair(
-            pair_inputs(torch.tensor(token1), torch.tensor([th])),
+            pair_inputs(list(token1), [th]),
             w,
             steps,
             keep_trajectory=True,
@@ -89,9 +89,7 @@ def plot_paper_figure1(
     seg = np.linspace(lo, hi, 300)
     ax1.plot(np.cos(seg), np.sin(seg), color="red", lw=4, label=f"red segment ({lo:.4f}, {hi:.4f}) -> B")
     for k, th in enumerate(starts):
-        traj = run_pair(
-            pair_inputs(torch.tensor([0.0, 1.0]), torch.tensor([th])), w, steps, keep_trajectory=True
-        )[:, 0, 1]
+        traj = run_pair(pair_inputs([0.0, 1.0], [th]), w, steps, keep_trajectory=True)[:, 0, 1]
         ax1.plot(
             traj[:, 0],
             traj[:, 1],
@@ -101,9 +99,7 @@ def plot_paper_figure1(
             lw=0.6,
             label="token 2 (token 1 at (0, 1))" if k == 0 else None,
         )
-    traj0 = run_pair(pair_inputs(torch.tensor(token1), torch.zeros(1)), w, steps, keep_trajectory=True)[
-        :, 0, 0
-    ]
+    traj0 = run_pair(pair_inputs(list(token1), [0.0]), w, steps, keep_trajectory=True)[:, 0, 0]
     ax1.plot(
         traj0[:, 0],
         traj0[:, 1],
@@ -151,7 +147,11 @@ def plot_paper_figure5(w: float = DEFAULT_W) -> Figure:
     ax0.set_title("four invariant arcs of token 2, coloured by limit (Lemma 11)", fontsize=9)
     s = math.sqrt(1 - 1 / cx.w**2)
     y = np.linspace(-3 * cx.w, 3 * cx.w, 600)
-    ax1.plot(y, ratio_map(torch.tensor(y), cx.w).numpy(), label="g(y) = y + w - sqrt(1 + y^2)")
+    ax1.plot(
+        y,
+        ratio_map(torch.as_tensor(y, dtype=torch.float64), cx.w).numpy(),
+        label="g(y) = y + w - sqrt(1 + y^2)",
+    )
     ax1.plot(y, y, "k--", lw=0.8, label="identity")
     ax1.plot(
         [-cx.w * s],

@@ -265,7 +265,8 @@ def paper_chain(n: int, w: float, sign: int = 1) -> Tensor:
     x = torch.zeros(n, n, dtype=torch.float64)
     x[0, -1] = 1.0
     if n >= 2:
-        x[1, -2:] = torch.tensor([-1 / w, -math.sqrt(1 - 1 / w**2)])
+        x[1, -2:] = torch.tensor([-1 / w, -math.sqrt(1 - 1 / w**2)], dtype=torch.float64)
     if n >= 3:
-        x[2, -3:] = torch.tensor([1 / w**2, math.sqrt(1 / w**2 - 1 / w**4), math.sqrt(1 - 1 / w**2)])
+        third = [1 / w**2, math.sqrt(1 / w**2 - 1 / w**4), math.sqrt(1 - 1 / w**2)]
+        x[2, -3:] = torch.tensor(third, dtype=torch.float64)
     return sign * x

@@ -64,12 +64,10 @@ def paper_counterexample_run(params: dict[str, Any], on_layer: OnLayer) -> RunOu
     one = run_pair(torch.stack([torch.stack([north, north]), pts], dim=1), w, 1)  # [2 starts, 2 tokens, 2]
     residual = (one[:, 1] - pts).abs().amax(-1)
     limits = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
-    t1 = run_pair(pair_inputs(torch.tensor([[0.3, 0.5], [-0.3, 0.5]]), torch.zeros(2)), w, steps)[:, 0]
+    t1 = run_pair(pair_inputs([[0.3, 0.5], [-0.3, 0.5]], [0.0, 0.0]), w, steps)[:, 0]
     t1_dist = float(torch.linalg.vector_norm(t1 - limits, dim=-1).max())
     noln = run_pair(
-        pair_inputs(
-            torch.tensor(params.get("token1", [0.6, 0.8])), torch.linspace(0.3, 5.9, 8, dtype=torch.float64)
-        ),
+        pair_inputs(list(params.get("token1", [0.6, 0.8])), torch.linspace(0.3, 5.9, 8, dtype=torch.float64)),
         w,
         int(params["noln_steps"]),
         layer_norm=False,
