@@ -17,7 +17,8 @@ def test_curves_cost_is_layers_x_samples_x_conditions() -> None:
     assert paper_curves_cost(p) == pytest.approx(LAYER_SAMPLE_S["attn"] * 30 + 3.0)
     f64 = paper_curves_cost({**p, "dtype": "float64"}) - 3.0
     assert f64 == pytest.approx(2 * LAYER_SAMPLE_S["attn"] * 30)
-    assert paper_geometry_cost({"layers": 0, "samples": 10}) < paper_geometry_cost({"layers": 12, "samples": 10})
+    embeddings_only = paper_geometry_cost({"layers": 0, "samples": 10})
+    assert embeddings_only < paper_geometry_cost({"layers": 12, "samples": 10})
 
 
 def test_paper_profile_estimate_is_printed_and_much_larger_than_quick(capsys: pytest.CaptureFixture) -> None:

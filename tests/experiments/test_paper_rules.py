@@ -287,3 +287,14 @@ def test_explain_names_the_norm_effect_and_the_floor() -> None:
     why = explain(raw, rel, "causal (float32) x0.307")
     assert "x0.307" in why and "rounding noise" in why
     assert explain(Judgement(REPRODUCED, "a"), Judgement(REPRODUCED, "b"), "x0.3") == ""
+
+
+def test_mu_rel_of_an_underflowed_x_is_undefined_not_overflow() -> None:
+    v = samples(-0.5, n=4)
+    v[:, 9:] = np.nan  # mu_rel = 0/0 where X underflowed to exactly 0
+    zero = np.zeros_like(v, dtype=bool)
+    zero[:, 9:] = True
+    c = Curve.from_samples(v, "mu_rel", "float32", zero=zero)
+    status, words = collapse_status(c, TH)
+    assert status == "non-finite" and "X underflowed to 0" in words and "overflow" not in words
+    assert "overflow" in Curve.from_samples(v, "mu_rel", "float32").nonfinite_cause()

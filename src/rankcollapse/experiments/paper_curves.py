@@ -84,6 +84,7 @@ class Curve:
     drop_std: np.ndarray
     finite: np.ndarray
     floor_share: np.ndarray
+    zero_share: np.ndarray | None = None  # share of samples whose X is exactly 0 (mu_rel = 0/0 undefined)
 
     @property
     def layers(self) -> int:
@@ -95,8 +96,11 @@ class Curve:
         return clamp_value(self.quantity, self.dtype)
 
     @classmethod
-    def from_samples(cls, values: Any, quantity: str, dtype: str) -> Curve:
-        """Summarise ``values`` [b, L+1] (sample k, layer t) of ``quantity`` in ``dtype``."""
+    def from_samples(cls, values: Any, quantity: str, dtype: str, zero: Any = None) -> Curve:
+        """Summarise ``values`` [b, L+1] (sample k, layer t) of ``quantity`` in ``dtype``.
+
+        ``zero`` [b, L+1] (optional): True where the sample's X is exactly 0 (an underflow), so a
+        NaN mu_rel there reads "undefined (X = 0)", not "overflow"."""
         v = np.asarray(values, dtype=np.float64)
         if v.ndim != 2 or v.shape[0] < 1 or v.shape[1] < 1:
             raise ValueError(f"values must be [samples, layers] with both >= 1, got shape {v.shape}")
@@ -118,6 +122,7 @@ class Curve:
             drop_std=_nan_stat(lambda a, axis: np.nanstd(a, axis=axis, ddof=0), drops),
             finite=ok.mean(axis=0),
             floor_share=np.where(ok, x <= clamp, False).sum(axis=0) / v.shape[0],
+            zero_share=None if zero is None else np.asarray(zero, dtype=bool).mean(axis=0),
         )
 
     def columns(self) -> dict[str, np.ndarray]:
@@ -133,7 +138,8 @@ class Curve:
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
         return cls(q, dtype_name(dtype), int(n), get[0], get[1], get[2], get[3], get[4], get[5],
-                   np.asarray(rows["finite"], dtype=np.float64), get[6])
+                   np.asarray(rows["finite"], dtype=np.float64), get[6],
+                   np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None)
 
     @classmethod
     def pool(cls, curves: list[Curve]) -> Curve:
@@ -160,7 +166,9 @@ class Curve:
                    np.nanmin(np.stack([c.lo for c in curves]), axis=0),
                    np.nanmax(np.stack([c.hi for c in curves]), axis=0), drop, drop_std,
                    (n * fin).sum(0) / n.sum(),
-                   (n * np.stack([c.floor_share for c in curves])).sum(0) / n.sum())
+                   (n * np.stack([c.floor_share for c in curves])).sum(0) / n.sum(),
+                   None if any(c.zero_share is None for c in curves)
+                   else (n * np.stack([c.zero_share for c in curves])).sum(0) / n.sum())
 
     def n_at(self, t: int) -> int:
         """Samples still finite at layer t."""
@@ -181,6 +189,13 @@ class Curve:
         """First layer where some sample is not finite (None: all finite throughout)."""
         bad = np.nonzero(self.finite < 1.0)[0]
         return int(bad[0]) if bad.size else None
+
+    def nonfinite_cause(self) -> str:
+        """``"overflow"`` or, where X itself underflowed to exactly 0, ``"X underflowed to 0"``."""
+        t = self.first_nonfinite()
+        if t is not None and self.zero_share is not None and self.zero_share[t] > 0:
+            return "X underflowed to 0 (mu_rel = 0/0, undefined)"
+        return "non-finite (overflow)"
 
     def first_at_floor(self, share: float = 0.5) -> int | None:
         """First layer where at least ``share`` of the samples sit at the clamp."""
@@ -205,14 +220,19 @@ def clamp_value(quantity: str, dtype: str) -> float:
     return float(torch.finfo(torch.float64 if dtype_name(dtype) == "float64" else torch.float32).tiny)
 
 
-def curve_rows(values: dict[str, Any], dtype: str) -> list[dict[str, Any]]:
-    """Per-layer rows of several quantities: ``values[q]`` is [b, L+1]; ``layer`` and ``finite`` first."""
+def curve_rows(values: dict[str, Any], dtype: str, zero: Any = None) -> list[dict[str, Any]]:
+    """Per-layer rows of several quantities: ``values[q]`` is [b, L+1]; ``layer`` and ``finite`` first.
+
+    ``zero`` [b, L+1]: where X is exactly 0 (gives the ``zero_share`` column)."""
     curves = {q: Curve.from_samples(v, q, dtype) for q, v in values.items()}
     first = next(iter(curves.values()))
     finite = np.min([c.finite for c in curves.values()], axis=0)
+    zshare = None if zero is None else np.asarray(zero, dtype=bool).mean(axis=0)
     rows = []
     for t in range(first.layers + 1):
         row: dict[str, Any] = {"layer": t, "samples": first.n, "finite": float(finite[t])}
+        if zshare is not None:
+            row["zero_share"] = float(zshare[t])
         for c in curves.values():
             row.update({k: float(a[t]) for k, a in c.columns().items()})
         rows.append(row)

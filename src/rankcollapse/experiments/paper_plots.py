@@ -50,8 +50,8 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     note = ""
     if under is not None:  # raw mu rounded to 0 in some sample: drawn at the smallest normal number
         ax.plot([t[under]], [mean[under]], "v", color="black", ms=6)
-        ax.annotate(f"underflow to 0 from t={under}", (t[under], mean[under]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(f"underflow to 0 from t={under}", (t[under], mean[under]), fontsize=7,
+                    xytext=(3, -10), textcoords="offset points")
         note = f"{label}: raw mu underflows to 0 ({c.dtype}) from t = {under}, drawn at {c.clamp:.1e}"
     if bad is None:
         return note
@@ -59,9 +59,10 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     y = mean[bad - 1] if bad > 0 and np.isfinite(mean[bad - 1]) else (finite_mean.max() if finite_mean.size
                                                                         else 1.0)
     ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2)
-    ax.annotate(f"non-finite t={bad}", (t[bad], y), fontsize=7, color="red", xytext=(3, 3),
-                textcoords="offset points")
-    over = f"{label}: non-finite from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
+    zero = c.zero_share is not None and c.zero_share[bad] > 0
+    text = f"X = 0 from t={bad}" if zero else f"non-finite t={bad}"
+    ax.annotate(text, (t[bad], y), fontsize=7, color="red", xytext=(3, 3), textcoords="offset points")
+    over = f"{label}: {c.nonfinite_cause()} from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
     return f"{note}; {over}" if note else over
 
 

@@ -117,7 +117,8 @@ def collapse_status(c: Curve, th: Thresholds) -> tuple[str, str]:
 def _collapse_status(c: Curve, th: Thresholds) -> tuple[str, str]:
     bad = c.first_nonfinite()
     if bad is not None:
-        return "non-finite", f"non-finite from t={bad} ({1 - c.finite[-1]:.0%} of samples at the end)"
+        share = 1 - c.finite[-1]
+        return "non-finite", f"{c.nonfinite_cause()} from t={bad} ({share:.0%} of samples at the end)"
     floor = c.first_at_floor() if c.quantity == "mu_rel" else None
     r = c.rate(0, c.layers)
     if floor is not None:

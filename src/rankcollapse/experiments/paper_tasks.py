@@ -179,6 +179,7 @@ def paper_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     conds = [(v, m, d) for v in cfg.variants for m in cfg.masks for d in cfg.d_qk]
     streams = [iter_hidden_states(view, ids, mode=v, mask=m, d_qk=d, layers=depth) for v, m, d in conds]
     values = {c: {"mu": [], "mu_rel": []} for c in conds}
+    zeros: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
     for t in range(depth + 1):
         for cond, stream in zip(conds, streams, strict=True):
             t_got, _, x = next(stream)
@@ -186,13 +187,14 @@ def paper_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
             got = per_sample(x, ("mu", "mu_rel"))
             values[cond]["mu"].append(got["mu"])
             values[cond]["mu_rel"].append(got["mu_rel"])
+            zeros[cond].append((x.flatten(1) == 0).all(dim=1).numpy())
         on_layer(t)
     info = model_columns(model)
     rows, nonfinite = [], []
     for (v, m, d), vals in values.items():
         arrays = {q: np.stack(a, axis=1) for q, a in vals.items()}  # [b, L+1]
         d_used = float(model.own_d_qk) if d is None else d
-        for row in curve_rows(arrays, cfg.dtype):
+        for row in curve_rows(arrays, cfg.dtype, np.stack(zeros[(v, m, d)], axis=1)):
             rows.append({"kind": "curve", "variant": v, "mask": m, "d_qk": d_used, **info, **row})
         if not np.isfinite(arrays["mu"]).all():
             nonfinite.append(f"{v} / {m} / d_qk={d_used:g}")

@@ -98,8 +98,11 @@ def print_estimate(specs: list[RunSpec], profile: str, workers: int | None, stor
     total, known = estimate_seconds(specs, store)
     if known:
         w = workers or default_workers()
-        print(f"rankcollapse: reproduce --profile {profile}: estimated {total / 3600:.2f} CPU-hours for "
-              f"{known} of {len(specs)} runs, about {total / 3600 / w:.2f} h on {w} local workers (measured "
+        def span(sec: float) -> str:
+            return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
+
+        print(f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
+              f"{known} of {len(specs)} runs, about {span(total / w)} on {w} local workers (measured "
               "per-layer costs of the paper's models; more workers or a Dask cluster divide it)",
               file=sys.stderr)
 
