@@ -65,6 +65,14 @@ _add(metrics, "collapse_metrics", X, ("mu", "num_rank"))
 _add(metrics, "dong_residual", X, relative=True)
 _add(metrics, "rank_tolerance", torch.tensor([[3.0, 1.0]], dtype=torch.float64), 4, 3)
 _add(metrics, "summarize", {"mu": torch.tensor([1.0, 2.0])})
+ATTN = torch.softmax(_x(2, 2, 4, 4), dim=-1)
+for _name in ("attention_entropy", "first_token_attention"):
+    _add(metrics, _name, ATTN)
+_add(metrics, "normalized_attention_entropy", ATTN, torch.ones(4, 4, dtype=torch.bool))
+_add(metrics, "sink_rate", ATTN, 0.3)
+for _name in ("first_token_norm", "massive_ratio"):
+    _add(metrics, _name, X)
+_add(metrics, "top_activations", X, 2)
 
 _add(core, "attention_logits", Q, Q, 2.0)
 _add(core, "attention_weights", Q, Q, torch.ones(4, 4, dtype=torch.bool), 2.0)

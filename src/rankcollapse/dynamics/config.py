@@ -218,8 +218,11 @@ class SimulationConfig:
         if self.mask_matrix is None:
             from rankcollapse.masks import Mask, parse_mask
 
+            kept = self.parsed_mask is not None and self.parsed_mask.spec == self.mask
             if isinstance(self.mask, Mask):
                 self.parsed_mask = self.mask
+            elif isinstance(self.mask, str) and kept:
+                pass  # validated again (``simulate`` re-checks): keep the mask parsed at construction
             elif isinstance(self.mask, str):
                 self.parsed_mask = parse_mask(self.mask)
             else:

@@ -273,6 +273,8 @@ def simulate(
         """Measure X(t), emit its row; True when some sample is no longer finite."""
         per = _measure(x, names, cfg.metric_threads)
         bad = ~torch.isfinite(x).flatten(1).all(dim=1)
+        if bool(bad.any()):  # a non-finite sample has no metric (NaN), only ``overflow``
+            per = {k: torch.where(bad.to(v.device), torch.full_like(v, math.nan), v) for k, v in per.items()}
         mus.append(per["mu"].detach().to("cpu", torch.float64))
         mu_rels.append(per["mu_rel"].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
