@@ -116,3 +116,25 @@ def test_lazy_loading_imports_only_the_command_run() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "LOADED="
+
+
+@pytest.mark.parametrize("args", [
+    ["equilibria", "--n", "4", "--d", "3", "--starts", "256", "--steps", "20000"],
+    ["mask", "random:p=0.5,seed=1", "--n", "20000"],
+    ["counterexample", "--measure"],
+    pytest.param(["analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64", "--layers", "200",
+                  "--out", "OUT"], marks=pytest.mark.slow),
+    pytest.param(["portrait", "--out", "OUT"], marks=pytest.mark.slow),
+], ids=lambda a: a[0])
+def test_ctrl_c_in_every_command_is_one_line_and_exit_130(args: list[str], tmp_path: Path) -> None:
+    import signal
+    import time
+
+    proc = _start([str(tmp_path / "out") if a == "OUT" else a for a in args])
+    time.sleep(2.0)
+    assert proc.poll() is None, "the command finished before the interrupt; make it longer"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "rankcollapse: interrupted; results already written are kept"], err
