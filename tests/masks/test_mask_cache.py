@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankcollapse.masks import Mask, analyze_dense, analyze_mask, parse_mask
+from rankcollapse.masks import Mask, analyze_dense, analyze_mask, from_dense, parse_mask
 from rankcollapse.masks.base import CACHE_LENGTHS
 from rankcollapse.masks.graph import analyze_sparse
 from rankcollapse.masks.spec import _Parser
@@ -87,8 +87,8 @@ def test_analyze_dense_and_from_dense_match_the_spec_without_a_string_round_trip
         got, ref = analyze_dense(dense), parse_mask(spec).analysis(n)
         assert got.radius == ref.radius and got.center_nodes.tolist() == ref.center_nodes.tolist()
         assert got.spec is None
-        assert Mask.from_dense(dense.numpy()) == Mask.from_dense(dense)  # content hash
-        assert Mask.from_dense(dense).radius(n) == ref.radius
+        assert from_dense(dense.numpy()) == from_dense(dense)  # content hash
+        assert from_dense(dense).radius(n) == ref.radius
 
 
 def test_from_dense_refuses_what_is_not_a_square_bool_matrix() -> None:
@@ -96,7 +96,7 @@ def test_from_dense_refuses_what_is_not_a_square_bool_matrix() -> None:
 
     for bad in (np.ones((2, 3), dtype=bool), np.ones((3, 3)), [[True]]):
         with pytest.raises(RankCollapseError):
-            Mask.from_dense(bad)
+            from_dense(bad)
 
 
 def test_pickling_keeps_the_rule_and_drops_the_cache() -> None:

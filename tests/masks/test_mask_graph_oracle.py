@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankcollapse.masks import SparseMask, parse_mask
-from rankcollapse.masks.graph import _csr, analyze_mask, bfs_distances, bitset_eccentricities
+from rankcollapse.masks.analysis import _csr, bfs_distances, bitset_eccentricities
+from rankcollapse.masks.graph import analyze_mask
 
 
 def _networkx_facts(dense: np.ndarray) -> dict:

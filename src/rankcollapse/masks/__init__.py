@@ -4,7 +4,7 @@
 into ONE ``Mask`` object per spec, which caches per length ``n`` its dense ``torch.bool [n, n]``
 (``M[i, j]`` iff query ``i`` may attend to key ``j``), CSR ``SparseMask``, ``band(n)``,
 ``is_complete(n)``, ``intervals(n)`` and ``analysis(n)`` (the graph facts; edge ``j -> i`` iff
-``M[i, j]``). ``analyze_dense(m)`` / ``Mask.from_dense(m)`` analyse a matrix without a spec string.
+``M[i, j]``). ``analyze_dense(m)`` / ``from_dense(m)`` analyse a matrix without a spec string.
 ``parse_schedule`` / ``analyze_schedule`` handle a mask per layer (composed graph, layers to a
 center); ``schedule_from_hf_config`` reads a model's own schedule; ``check_support`` compares a
 model's attention with its mask; ``export`` turns a mask into Hugging Face, SDPA and FlexAttention
@@ -24,7 +24,7 @@ from rankcollapse.masks.export import (
     to_sdpa,
 )
 from rankcollapse.masks.families import Family
-from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree
+from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree, from_dense
 from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
@@ -54,6 +54,7 @@ __all__ = [
     "band_of_sparse",
     "check_schedule_support",
     "check_support",
+    "from_dense",
     "from_hf_sliding_window",
     "from_longformer_attention_window",
     "hf_sliding_window_mask",

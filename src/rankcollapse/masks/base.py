@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.limits import DENSE_BYTES_PER_PAIR, SPARSE_BYTES_PER_EDGE, require_memory
-from rankcollapse.masks.sparse import SparseMask
+from rankcollapse.masks.sparse import SparseMask, band_of_sparse, check_n
 
 if TYPE_CHECKING:  # torch is imported only where a tensor is made (keeps `rankcollapse mask` light)
     import torch
 
-    from rankcollapse.masks.graph import MaskAnalysis
+    from rankcollapse.masks.analysis import MaskAnalysis
 
 CACHE_LENGTHS = 8
 """Lengths ``n`` whose forms a ``Mask`` keeps (least recently used dropped first)."""
@@ -45,30 +44,6 @@ Predicate = Callable[[Any, Any], Any]
 
 # Interval form: row i allows keys start[i] <= j < stop[i] (int64 [n] each); see masks/intervals.py.
 Intervals = tuple[np.ndarray, np.ndarray]
-
-
-def check_n(n: object) -> int:
-    """Validate a sequence length: an int ``n >= 1``."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) < 1:
-        raise RankCollapseError(f"sequence length n={n!r} is invalid; allowed: an integer >= 1")
-    return int(n)
-
-
-def band_of_sparse(s: SparseMask) -> tuple[int, int] | None:
-    """``(lo, hi)`` if ``M[i, j] iff lo <= j - i <= hi`` (clipped to 0..n-1), else None. O(nnz).
-
-    ``lo``/``hi`` are tight: the smallest / largest offset ``j - i`` that occurs.
-    """
-    counts = np.diff(s.indptr)
-    if (counts == 0).any():
-        return None
-    i = np.arange(s.n, dtype=np.int64)
-    first = s.indices[s.indptr[:-1]]
-    last = s.indices[s.indptr[1:] - 1]
-    lo, hi = int((first - i).min()), int((last - i).max())
-    start, stop = np.clip(i + lo, 0, s.n - 1), np.clip(i + hi, 0, s.n - 1)
-    ok = (first == start) & (last == stop) & (counts == stop - start + 1)
-    return (lo, hi) if bool(ok.all()) else None
 
 
 class Mask(ABC):
@@ -239,7 +214,7 @@ class Mask(ABC):
         n = check_n(n)
 
         def build() -> MaskAnalysis:
-            from rankcollapse.masks.graph import MaskAnalysis, analyze_sparse
+            from rankcollapse.masks.analysis import MaskAnalysis, analyze_sparse
             from rankcollapse.masks.intervals import interval_analysis
             from rankcollapse.masks.limits import ANALYSIS_BYTES_PER_EDGE
 
@@ -255,17 +230,6 @@ class Mask(ABC):
     def radius(self, n: int) -> int | None:
         """Radius of the graph at length ``n`` (None without a center); from the cached analysis."""
         return self.analysis(n).radius
-
-    @staticmethod
-    def from_dense(dense: Any) -> Mask:
-        """A fixed-size ``Mask`` from a boolean ``[n, n]`` numpy array or torch tensor (no spec string).
-
-        Self-loops are not required (the analysis reports them). Use it to get the radius and
-        centers of a matrix the caller already holds: ``Mask.from_dense(m).analysis(n)``.
-        """
-        from rankcollapse.masks.fixed import MatrixMask
-
-        return MatrixMask(dense)
 
     def __and__(self, other: Mask) -> Mask:
         return AndMask((self, other))

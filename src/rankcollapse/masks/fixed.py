@@ -5,7 +5,7 @@
 - ``tree:parents=P0,P1,...``: ``M[i, j]`` iff ``j == i`` or ``j`` is an ancestor of ``i`` (parent
   ``P_i < i``; -1 marks a root); ``n`` = the number of entries.
 - ``file:PATH``: the boolean ``.npy`` matrix at PATH (self-loops required); ``n`` = its size.
-- ``Mask.from_dense(m)``: the boolean matrix ``m`` (no spec string; self-loops not required).
+- ``from_dense(m)``: the boolean matrix ``m`` (no spec string; self-loops not required).
 
 ``document`` is bidirectional inside each document (packed encoder batches); the causal packing of
 decoders is ``document:lengths=...&causal``. Every document is a closed component, so with two or
@@ -74,7 +74,7 @@ def _check_square_bool(shape: tuple[int, ...], dtype: Any, what: str) -> None:
 
 
 class MatrixMask(_TableMask):
-    """``Mask.from_dense(m)``: a boolean ``[n, n]`` numpy array or torch tensor held in memory.
+    """``from_dense(m)``: a boolean ``[n, n]`` numpy array or torch tensor held in memory.
 
     Its ``spec`` is ``<matrix NxN sha1:XXXXXXXXXXXX>`` (a content hash: equal matrices compare equal);
     it is a label, not a spec ``parse_mask`` reads.
@@ -253,3 +253,12 @@ def fixed_length(mask: Mask) -> int | None:
 
 
 __all__ = ["Document", "FileMask", "MatrixMask", "Tree", "fixed_length"]
+
+
+def from_dense(dense: Any) -> Mask:
+    """A fixed-size ``Mask`` from a boolean ``[n, n]`` numpy array or torch tensor (no spec string).
+
+    Self-loops are not required (the analysis reports them). Use it to get the radius and
+    centers of a matrix the caller already holds: ``from_dense(m).analysis(n)``.
+    """
+    return MatrixMask(dense)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rankcollapse.errors import RankCollapseError
+
 if TYPE_CHECKING:  # scipy and torch are imported where used (keeps `rankcollapse mask` start-up light)
     import scipy.sparse as sp
     import torch
@@ -195,3 +197,27 @@ class SparseMask:
 def _check_same_n(a: SparseMask, b: SparseMask) -> None:
     if a.n != b.n:
         raise ValueError(f"cannot combine sparse masks of sizes {a.n} and {b.n}")
+
+
+def check_n(n: object) -> int:
+    """Validate a sequence length: an int ``n >= 1``."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) < 1:
+        raise RankCollapseError(f"sequence length n={n!r} is invalid; allowed: an integer >= 1")
+    return int(n)
+
+
+def band_of_sparse(s: SparseMask) -> tuple[int, int] | None:
+    """``(lo, hi)`` if ``M[i, j] iff lo <= j - i <= hi`` (clipped to 0..n-1), else None. O(nnz).
+
+    ``lo``/``hi`` are tight: the smallest / largest offset ``j - i`` that occurs.
+    """
+    counts = np.diff(s.indptr)
+    if (counts == 0).any():
+        return None
+    i = np.arange(s.n, dtype=np.int64)
+    first = s.indices[s.indptr[:-1]]
+    last = s.indices[s.indptr[1:] - 1]
+    lo, hi = int((first - i).min()), int((last - i).max())
+    start, stop = np.clip(i + lo, 0, s.n - 1), np.clip(i + hi, 0, s.n - 1)
+    ok = (first == start) & (last == stop) & (counts == stop - start + 1)
+    return (lo, hi) if bool(ok.all()) else None
