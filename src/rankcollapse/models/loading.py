@@ -37,7 +37,7 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
     smollm2_gguf,
 )
 from rankcollapse.models.checkpoints import TINY_VOCAB
-from rankcollapse.models.families import DISSECTORS, FRESH_LAYERS, HF_CASTS_FAMILIES
+from rankcollapse.models.families import DISSECTORS, FRESH_LAYERS, HF_CASTS_FAMILIES, fresh_parts
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import SUPPORTED, ModelSource, resolve_model
 
@@ -306,7 +306,8 @@ class FreshLayers(Sequence[LayerParts]):
         if family not in FRESH_LAYERS:
             raise RankCollapseError(f"deeper random models are not available for family {family!r}")
         self._model, self._base, self._depth, self._seed, self._casts = model, base, depth, seed, hf_casts
-        self._make, self._parts = FRESH_LAYERS[family]
+        self._make = FRESH_LAYERS[family]
+        self._family = family
         self._last: tuple[int, LayerParts] | None = None
 
     def __len__(self) -> int:
@@ -344,4 +345,4 @@ class FreshLayers(Sequence[LayerParts]):
                 f"fresh {config.model_type} layer: parameters not set by its init: {missed[:3]}"
             )
         layer = layer.to(dtype).eval().requires_grad_(False)
-        return self._parts(layer, self._casts)
+        return fresh_parts(self._family, layer, config, self._casts)

@@ -45,15 +45,29 @@ PAPER_VARIANTS: dict[str, str] = {
 class Positions:
     """Position information a layer adds inside attention (not in the token rows).
 
-    ``rotary``: ``(cos, sin)`` [b or 1, n, e] applied to q and k (Llama), or None.
+    ``rotary``: ``(cos, sin)`` [b or 1, n, r] applied to the first ``r <= e`` features of q and k
+    (Llama: r = e; GPT-NeoX, Phi-3: partial rotary, r < e), or None.
+    ``rotary_by_type``: one ``(cos, sin)`` per layer type (Gemma 3: ``sliding_attention`` layers use
+    a different base frequency than ``full_attention`` ones); a layer picks ``LayerParts.rotary_type``.
     ``bias``: additive logit bias [1 or b, h, n, n] shared by all layers (T5, MPNet), or None.
     """
 
     rotary: tuple[Tensor, Tensor] | None = None
     bias: Tensor | None = None
+    rotary_by_type: dict[str, tuple[Tensor, Tensor]] | None = None
+
+    def rotary_for(self, layer_type: str | None) -> tuple[Tensor, Tensor] | None:
+        """The rotary angles of a layer of type ``layer_type`` (None: the shared ones)."""
+        if layer_type is not None and self.rotary_by_type is not None:
+            return self.rotary_by_type[layer_type]
+        return self.rotary
 
 
 NO_POSITIONS = Positions()
+
+#: Where a layer's norms sit: ``post`` (BERT), ``pre`` (GPT-2, Llama), ``parallel`` (GPT-NeoX:
+#: attention and MLP on the same normed input), ``sandwich`` (Gemma 2/3: pre and post norms).
+PLACEMENTS: tuple[str, ...] = ("post", "pre", "parallel", "sandwich")
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -63,8 +77,13 @@ def rotate_half(x: Tensor) -> Tensor:
 
 
 def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Rotary embedding ``x cos + rotate_half(x) sin``. x: [b, h, n, e]; cos, sin: [b or 1, n, e]."""
-    return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)
+    """Rotary embedding ``x cos + rotate_half(x) sin`` on the first ``r`` features, the rest passed
+    through (partial rotary, GPT-NeoX / Phi-3). x: [b, h, n, e]; cos, sin: [b or 1, n, r], r <= e."""
+    r = cos.shape[-1]
+    if r == x.shape[-1]:
+        return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)
+    rot, rest = x[..., :r], x[..., r:]
+    return torch.cat((rot * cos.unsqueeze(1) + rotate_half(rot) * sin.unsqueeze(1), rest), dim=-1)
 
 
 def own_d_qk(scaling: float) -> float:
@@ -82,7 +101,13 @@ class LayerParts:
     ``d_qk`` the layer's own (``head_dim`` for BERT, GPT-2, Llama, MPNet; 1 for T5, which does not
     scale) unless overridden, and ``B`` the relative-position bias where the model has one.
     ``norm_attn`` is the normalisation around attention (the layer's own: after the attention
-    residual for ``post``, before attention for ``pre``), ``norm_mlp`` the one around the MLP.
+    residual for ``post``, before attention for ``pre``, ``parallel`` and ``sandwich``),
+    ``norm_mlp`` the one around the MLP. ``parallel`` (GPT-NeoX): attention and MLP read the same
+    input. ``sandwich`` (Gemma 2/3): also ``post_attn_norm`` on the attention output and
+    ``post_mlp_norm`` on the MLP output, before each residual add. ``q_norm``, ``k_norm``: per-head
+    norms of q and k over e (Gemma 3), before the rotary. ``logit_softcap`` c: logits become
+    ``c tanh(S / c)`` before the mask (Gemma 2). ``rotary_type``: which of
+    ``Positions.rotary_by_type`` the layer uses (Gemma 3), None: ``Positions.rotary``.
     ``mlp`` maps [..., d] -> [..., d] without residual or norm. ``softmax_dtype`` reproduces
     Hugging Face's Llama, whose eager softmax runs in float32 (None: the input's dtype).
     ``hf_forward(x, additive_mask, positions)`` is the model's own layer module (the fast path
@@ -103,14 +128,22 @@ class LayerParts:
     d_qk: float
     norm_attn: Norm
     norm_mlp: Norm
-    norm_placement: Literal["pre", "post"]
+    norm_placement: Literal["pre", "post", "parallel", "sandwich"]
     mlp: Callable[[Tensor], Tensor]
     softmax_dtype: torch.dtype | None = None
+    post_attn_norm: Norm | None = None
+    post_mlp_norm: Norm | None = None
+    q_norm: Norm | None = None
+    k_norm: Norm | None = None
+    logit_softcap: float | None = None
+    rotary_type: str | None = None
     hf_forward: Callable[[Tensor, Tensor | None, Positions], Tensor] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if self.norm_placement not in ("pre", "post"):
-            raise ValueError(f"norm_placement must be 'pre' or 'post', got {self.norm_placement!r}")
+        if self.norm_placement not in PLACEMENTS:
+            raise ValueError(f"norm_placement must be one of {PLACEMENTS}, got {self.norm_placement!r}")
+        if self.norm_placement == "sandwich" and (self.post_attn_norm is None or self.post_mlp_norm is None):
+            raise ValueError("norm_placement 'sandwich' needs post_attn_norm and post_mlp_norm")
         if self.n_heads % self.n_kv_heads != 0:
             raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
         if self.w_q.shape[0] != self.n_heads * self.head_dim:
@@ -130,9 +163,11 @@ def attention(
 ) -> Tensor:
     """Multi-head attention from parts: ``Σ_h A_h (x W_V,h + b_V,h) W_O,h + b_O``.
 
-    ``A_h = softmax_M(q_h k_h^T / sqrt(d_qk) + B_h)``, with ``q_h = rot(x W_Q,h + b_Q,h)`` and
-    ``k_h = rot(x W_K,g(h) + b_K,g(h))`` (``g(h) = h // (n_heads / n_kv_heads)`` under GQA; ``rot``
-    the rotary embedding when ``positions.rotary`` is set; ``B`` = ``positions.bias`` or 0).
+    ``A_h = softmax_M(cap(q_h k_h^T / sqrt(d_qk) + B_h))``, with ``q_h = rot(N_q(x W_Q,h + b_Q,h))``
+    and ``k_h = rot(N_k(x W_K,g(h) + b_K,g(h)))`` (``N_q``, ``N_k``: per-head norms, identity unless
+    the model has them; ``cap(S) = c tanh(S / c)`` with soft-capping, else ``S``;
+    ``g(h) = h // (n_heads / n_kv_heads)`` under GQA; ``rot`` the rotary embedding on the first
+    ``r`` features when the layer has rotary angles; ``B`` = ``positions.bias`` or 0).
     ``d_qk`` None: the layer's own. x: [b, n, d]; mask: bool [n, n] (True: query i may attend to
     key j) or None (complete) -> [b, n, d].
     """
@@ -141,8 +176,13 @@ def attention(
     q = F.linear(x, parts.w_q, parts.b_q).view(b, n, h, e).transpose(1, 2)
     k = F.linear(x, parts.w_k, parts.b_k).view(b, n, g, e).transpose(1, 2)
     v = F.linear(x, parts.w_v, parts.b_v).view(b, n, g, e).transpose(1, 2)
-    if positions.rotary is not None:
-        cos, sin = positions.rotary
+    if parts.q_norm is not None:
+        q = parts.q_norm(q)
+    if parts.k_norm is not None:
+        k = parts.k_norm(k)
+    rotary = positions.rotary_for(parts.rotary_type)
+    if rotary is not None:
+        cos, sin = rotary
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
     if g != h:
         k = k.repeat_interleave(h // g, dim=1)
@@ -150,6 +190,8 @@ def attention(
     logits = attention_logits(q, k, parts.d_qk if d_qk is None else d_qk)
     if positions.bias is not None:
         logits = logits + positions.bias
+    if parts.logit_softcap is not None:
+        logits = torch.tanh(logits / parts.logit_softcap) * parts.logit_softcap
     if parts.softmax_dtype is not None:
         weights = masked_softmax(logits.to(parts.softmax_dtype), mask).to(x.dtype)
     else:
@@ -181,23 +223,36 @@ def run_block(
 
     ``N1 = parts.norm_attn`` is the layer's own normalisation around attention, in its own place
     (the paper's "SAN + skip + LayerNorm" puts LN after the skip: that is the post-LN column).
+    ``parallel`` (GPT-NeoX) is pre-LN in the surgery modes; ``full`` is ``x + Attn(N1(x)) + MLP(N2(x))``.
+    ``sandwich`` (Gemma 2/3, post norms P1, P2) reads ``Attn`` as ``P1(Attn(N1(x)))`` in
+    ``attn+ln`` / ``attn+skip+ln``; ``full`` is ``y = x + P1(Attn(N1(x))); y + P2(MLP(N2(y)))``.
     """
     def attn(z: Tensor) -> Tensor:
         return attention(parts, z, mask, d_qk, positions)
 
-    post = parts.norm_placement == "post"
+    place = parts.norm_placement
+    post = place == "post"
+    p1 = parts.post_attn_norm if place == "sandwich" else None
+
+    def normed_attn(z: Tensor) -> Tensor:  # attention with the layer's own norms around it (pre-LN kinds)
+        out = attn(parts.norm_attn(z))
+        return out if p1 is None else p1(out)
+
     if mode == "attn":
         return attn(x)
     if mode == "attn+ln":
-        return parts.norm_attn(attn(x)) if post else attn(parts.norm_attn(x))
+        return parts.norm_attn(attn(x)) if post else normed_attn(x)
     if mode == "attn+skip":
         return x + attn(x)
     if mode == "attn+skip+ln":
-        return parts.norm_attn(x + attn(x)) if post else x + attn(parts.norm_attn(x))
+        return parts.norm_attn(x + attn(x)) if post else x + normed_attn(x)
     if mode == "full":
         if post:
             y = parts.norm_attn(x + attn(x))
             return parts.norm_mlp(y + parts.mlp(y))
-        y = x + attn(parts.norm_attn(x))
-        return y + parts.mlp(parts.norm_mlp(y))
+        if place == "parallel":
+            return x + normed_attn(x) + parts.mlp(parts.norm_mlp(x))
+        y = x + normed_attn(x)
+        out = parts.mlp(parts.norm_mlp(y))
+        return y + (out if parts.post_mlp_norm is None or place != "sandwich" else parts.post_mlp_norm(out))
     raise ValueError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")

@@ -46,7 +46,8 @@ Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
 KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
 
 #: The families ``analyze`` dissects (Hugging Face ``model_type``).
-SUPPORTED: tuple[str, ...] = ("bert", "albert", "gpt2", "llama", "t5", "mpnet")
+SUPPORTED: tuple[str, ...] = ("bert", "roberta", "distilbert", "albert", "mpnet", "t5", "gpt2", "gpt_neox",
+                               "llama", "mistral", "qwen2", "phi3", "gemma2", "gemma3_text")
 
 #: What each bundled name is, and which paper checkpoint it stands in for.
 BUNDLED_INFO: dict[str, dict[str, str]] = {
