@@ -150,7 +150,8 @@ def test_cli_never_overwrites_silently(tmp_path: Path, capsys: pytest.CaptureFix
      (["--seed", "-1"], "seed must be >= 0"), (["--threads", "1000"], "--threads must be between 1 and"),
      (["--n", "2000000000"], "needs about"), (["--n", "99999999999999999999"], "needs about"),
      (["--layers", "2.5"], "--layers '2.5' is not a valid integer"),
-     (["--d-qk", "1", "--temperature", "2"], "not both")],
+     (["--d-qk", "1", "--temperature", "2"], "not both"),
+     (["--kernel", "band", "--mask", "block:size=4"], "needs a band mask")],
 )
 def test_cli_refusals_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], needle: str

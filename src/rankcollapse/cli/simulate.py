@@ -107,15 +107,22 @@ def simulate_command(
 
         torch.set_num_threads(threads)
     bar = _progress_bar(config.layers + 1, enabled=progress)
+    created = not out.exists()
+    written = [0]
     try:
         with RunWriter(out, {"simulate": config.to_dict()}) as writer:
             def on_layer(row: dict[str, float]) -> None:
                 writer.write_row(row)
+                written[0] += 1
                 bar.update(1)
 
             result = simulate(config, on_layer=on_layer)
     except OSError as err:
+        _discard(out, created, written[0])
         raise RankCollapseError(f"cannot write into --out {str(out)[:60]!r}: {err.strerror}") from None
+    except RankCollapseError:
+        _discard(out, created, written[0])
+        raise
     finally:
         bar.close()
     if result.nonfinite_layer is not None:
@@ -135,6 +142,19 @@ def simulate_command(
              "undefined": " (undefined: every token vanished)"}.get(summary["state"], "")
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'}; final mu_rel "
                f"{summary['final_mu_rel']:.3g}{floor}; kernel {result.kernel}{note}")
+
+
+def _discard(out: Path, created: bool, rows: int) -> None:
+    """After a failure before the first row: leave no empty (or config-only) folder behind."""
+    if rows:
+        return
+    import shutil
+
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+    else:
+        for name in ("config.json", "metrics.csv"):
+            (out / name).unlink(missing_ok=True)
 
 
 class _NoBar:

@@ -233,6 +233,12 @@ class SimulationConfig:
         check_memory(what, estimate_memory(self, itemsize, band=None, fixed_only=True))
         if self.parsed_mask is not None:
             band = self.parsed_mask.band(self.n)
+            full, causal = (-(self.n - 1), self.n - 1), (-(self.n - 1), 0)
+            shown = quote(self.mask)
+            if self.kernel == "band" and band is None:
+                raise RankCollapseError(f"kernel 'band' needs a band mask (lo <= j - i <= hi), not {shown}")
+            if self.kernel == "sdpa" and band not in (full, causal):
+                raise RankCollapseError(f"kernel 'sdpa' needs the complete or the causal mask, not {shown}")
         check_memory(what, estimate_memory(self, itemsize, band=band))
 
     # ---- derived -----------------------------------------------------------------------------------
