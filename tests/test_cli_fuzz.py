@@ -22,6 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -329,3 +330,73 @@ def test_equilibria_valid_sizes(n: int, d: int, rank: int, mask: str, value: str
         args += ["--rank", str(rank)]
     with scratch() as root:
         check([*args, *value_file(root, value, d)])
+
+
+# ---- the reported cases, one by one --------------------------------------------------------------
+def _huge_header_npy(path: Path) -> None:
+    """A .npy file whose header claims a 10^6 x 10^6 boolean matrix but holds 16 bytes."""
+    header = "{'descr': '|b1', 'fortran_order': False, 'shape': (1000000, 1000000), }"
+    header += " " * (64 - (len(header) + 11) % 64) + "\n"
+    magic = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little")
+    path.write_bytes(magic + header.encode() + b"\x01" * 16)
+
+
+def _model_dir(path: Path, config: str) -> None:
+    path.mkdir()
+    (path / "config.json").write_text(config)
+
+
+REPORTED = [
+    ("simulate --seed -1", None), ("simulate --threads 1000", None), ("simulate --n 2000000000", None),
+    ("simulate --n 99999999999999999999", None), ("simulate --value identity --value-scale 5", None),
+    ("simulate --layers 2.5", None), ("simulate --out ''", None),
+    ("mask NESTED400 --n 4", None), ("mask LONGSPEC --n 4", None), ("mask causal --n 200000", None),
+    ("mask file:HUGE --n 4", None), ("mask causal --n 8 --plot ''", None),
+    ("mask causal --n 8 --plot DIR", None),
+    ("equilibria --n 2 --d 2 --rank 1 --mask nonsense --temperature 5", None),
+    ("equilibria --n 2 --d 2 --mask nonsense", None),
+    ("portrait --out FILE", None), ("portrait --out NEW --a 5", "no-folder"),
+    ("portrait --out FILE/sub", "known:portrait --out under a file raises NotADirectoryError, exit 1"),
+    ("analyze --model tiny:gpt2 --corpus kjv --text FILE --out NEW", None),
+    ("analyze --model tiny:gpt2 --samples 100000000 --out NEW",
+     "slow-known:analyze --samples 100000000 raises RuntimeError (DefaultCPUAllocator: can't allocate "
+     "101600000000 bytes), exit 1"),
+    ("analyze --model NOWEIGHTS --out NEW", "slow"), ("analyze --model CORRUPT --out NEW", "slow"),
+    ("reproduce --executor dask --scheduler notaurl --profile tiny --only fig2_random --out NEW", None),
+    ("reproduce --scheduler tcp://x:1 --profile tiny --only fig2_random --out NEW", None),
+    ("reproduce --only '' --out NEW", None),
+]
+
+
+def _reported_params() -> Iterator[Any]:
+    for line, note in REPORTED:
+        marks = []
+        if note is not None and note.startswith("slow"):
+            marks.append(pytest.mark.slow)
+        if note is not None and (note.startswith("slow-known:") or note.startswith("known:")):
+            marks.append(known_failure(note.split(":", 1)[1]))
+        yield pytest.param(line, note, marks=marks, id=line[:60])
+
+
+@pytest.mark.parametrize(("line", "note"), list(_reported_params()))
+def test_reported_cases(line: str, note: str | None, tmp_path: Path) -> None:
+    import shlex
+
+    (tmp_path / "file.txt").write_text("x\n")
+    (tmp_path / "dir").mkdir()
+    _huge_header_npy(tmp_path / "huge.npy")
+    _model_dir(tmp_path / "noweights", '{"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 8}')
+    _model_dir(tmp_path / "corrupt", '{"model_type": "gpt2", ')
+    words = {"NESTED400": nested(400), "LONGSPEC": "x" * 100_000, "HUGE": str(tmp_path / "huge.npy"),
+             "DIR": str(tmp_path / "dir"), "FILE": str(tmp_path / "file.txt"), "NEW": str(tmp_path / "new"),
+             "NOWEIGHTS": str(tmp_path / "noweights"), "CORRUPT": str(tmp_path / "corrupt")}
+    args = []
+    for word in shlex.split(line):
+        for key, value in words.items():
+            word = word.replace(key, value)
+        args.append(word)
+    if args[0] == "simulate" and "--out" not in args:
+        args += ["--out", str(tmp_path / "new")]
+    code, _, _ = check(args)
+    if note == "no-folder":
+        assert code == 2 and not (tmp_path / "new").exists(), "a failed run left a folder behind"
