@@ -15,14 +15,16 @@ This module imports no heavy library at import time (torch only inside the tenso
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextlib
 import functools
 import inspect
 import math
 import numbers
 import os
+import threading
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +250,21 @@ POSITIVE = frozenset({"d_qk", "temperature"})
 NON_NEGATIVE = frozenset({"std", "margin", "rtol", "eps"})
 
 
+_TRUST = threading.local()
+
+
+@contextlib.contextmanager
+def trusted() -> Iterator[None]:
+    """Inside this block checked functions skip their checks: the arguments come from code that has
+    already validated its input at the edge (a checked function's body, the simulator's layer loop)."""
+    depth = getattr(_TRUST, "depth", 0)
+    _TRUST.depth = depth + 1
+    try:
+        yield
+    finally:
+        _TRUST.depth = depth
+
+
 def checked(fn: Any = None, *, ndim: dict[str, int] | None = None) -> Any:
     """Decorator (``@checked``, ``@checked(ndim={"x": 1})``): check arguments against type hints, by name.
 
@@ -258,7 +275,8 @@ def checked(fn: Any = None, *, ndim: dict[str, int] | None = None) -> Any:
     sizes (:data:`SIZES`) are >= 1, :data:`POSITIVE` reals > 0, :data:`NON_NEGATIVE` reals >= 0, and
     every real is not NaN; ``shape`` sequences hold no negative size. ``ndim`` overrides the least
     number of dimensions per argument. A failure is a RankCollapseTypeError / RankCollapseError
-    naming the argument.
+    naming the argument. Checks run at the edge only: a checked function called from inside another
+    (or inside :func:`trusted`) runs unchecked.
     """
     if fn is None:
         return functools.partial(checked, ndim=ndim)
@@ -269,6 +287,8 @@ def checked(fn: Any = None, *, ndim: dict[str, int] | None = None) -> Any:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nonlocal hints
+        if getattr(_TRUST, "depth", 0):
+            return fn(*args, **kwargs)
         if hints is None:
             try:
                 hints = typing.get_type_hints(fn)
@@ -281,7 +301,8 @@ def checked(fn: Any = None, *, ndim: dict[str, int] | None = None) -> Any:
         for name, value in bound.arguments.items():
             if name in hints:
                 _check_argument(fn.__name__, name, value, hints[name], least)
-        return fn(*args, **kwargs)
+        with trusted():
+            return fn(*args, **kwargs)
 
     return wrapper
 

@@ -32,6 +32,7 @@ from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
 from rankcollapse.runtime import trim_heap_every
+from rankcollapse.validate import trusted
 
 __all__ = [
     "ResolvedMask",
@@ -288,7 +289,8 @@ def simulate(
             on_layer(row)
         return bool(bad.any())
 
-    with torch.no_grad():
+    # everything below was validated with the config: the layer loop runs the parts unchecked
+    with torch.no_grad(), trusted():
         measure(0, x, None)
         for t in range(cfg.layers):
             x, min_w = apply_layer(x, weights.layer(t), spec, plan, cfg.d_qk, need_min=track)
