@@ -1,12 +1,13 @@
 """Deep self-attention dynamics: attention kernels, normalisations, layers, the simulator, theory.
 
-- ``attention``  masked attention weights, the reference (pure functions)
 - ``kernels``    ``A v`` three ways: dense masked reference, torch SDPA, blocked band
-- ``norms``      sphere (the paper's LayerNorm), LayerNorm, RMSNorm
 - ``weights``    value-matrix families, query/key/output/MLP weights, initial tokens (seeded)
 - ``layers``     one layer from the parts; named presets with their formulas
+- ``config``     ``SimulationConfig``: every setting, validated when built (types, ranges, memory)
 - ``simulate``   ``SimulationConfig`` -> ``simulate`` -> ``SimulationResult`` (metrics per layer)
 - ``theory``     the Theorem 1 bound check
+
+The attention reference and the norms live in :mod:`rankcollapse.core` (re-exported here).
 """
 
 from rankcollapse.core.attention import attention_logits, attention_weights, masked_softmax
