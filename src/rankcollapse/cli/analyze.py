@@ -54,6 +54,19 @@ def analyze_command(
                                        "(1: fastest on a loaded machine; the forward uses torch's setting)."),
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads for the whole run "
                                 "(default: torch's; 1 is much faster on a loaded machine or small batches)."),
+    diagnostics: bool = typer.Option(False, "--diagnostics", help="Also measure, per layer: attention "
+                                     "entropy (per head), sink rate, first-token attention and norm, largest "
+                                     "activations, massive ratio (runs the generic blocks)."),
+    sink_threshold: float = typer.Option(0.3, "--sink-threshold", help="A head is a sink when its mean "
+                                         "attention on the first token exceeds this (with --diagnostics)."),
+    ablation: str = typer.Option(None, "--ablation", help="sinks: damp every query's attention on the first "
+                                 "token by --sink-damping and renormalise."),
+    sink_damping: float = typer.Option(None, "--sink-damping", help="Factor on the first token's attention "
+                                       "with --ablation sinks (0: removed, the default; 1: unchanged)."),
+    check_masks: bool = typer.Option(False, "--check-masks", help="Check, per layer, that the attention "
+                                     "Hugging Face's forward computes has exactly the support of the mask "
+                                     "the model's config defines; writes mask_check.json, exit 1 on a "
+                                     "mismatch."),
     out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ plot)."),
     plot: bool = typer.Option(False, "--plot", help="Also draw token_geometry.png (paper Figure 4 panels)."),
 ) -> None:
@@ -69,7 +82,8 @@ def analyze_command(
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=resolve_d_qk(d_qk, temperature),
                            layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
-                           metric_threads=metric_threads)
+                           metric_threads=metric_threads, diagnostics=diagnostics,
+                           sink_threshold=sink_threshold, ablation=ablation, sink_damping=sink_damping)
     if threads is not None:
         if threads < 1:
             raise RankCollapseError(f"--threads must be a positive integer, got {threads}")
@@ -77,6 +91,8 @@ def analyze_command(
     loaded = load_model(config.model, config.dtype, seed=config.seed)
     ids = token_batch(config, loaded)
     info = model_info(loaded, config)
+    if config.parsed_mask is not None:
+        _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
     with RunWriter(out, {"analyze": asdict(config), "model": info}) as writer:
         result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row)
     if plot:
@@ -96,3 +112,22 @@ def analyze_command(
         state += f"; EXACTLY ZERO (underflow) in {len(zero)} rows from layer {zero[0]} on: mu_rel undefined"
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
                f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
+    if check_masks and _check_masks(loaded, ids, Path(out)):
+        raise typer.Exit(1)
+
+
+def _check_masks(loaded: object, ids: object, out: Path) -> bool:
+    """Run the per-layer mask check, print a line per layer, write ``mask_check.json``; True on a mismatch."""
+    from dataclasses import asdict as as_dict
+
+    from rankcollapse.io import write_json
+    from rankcollapse.models.diagnose import check_masks
+
+    checks = check_masks(loaded, ids)
+    for check in checks:
+        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "mask_check.json", {
+        "source": "ours: support of HF eager attention vs the config's masks",
+        "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]})
+    return not all(c.matches for c in checks)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,115 +26,26 @@ from torch import Tensor
 
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.masks import Mask, parse_mask
+from rankcollapse.masks import Mask
+from rankcollapse.masks.schedule import MaskSchedule
+from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
+from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info
 from rankcollapse.models.excerpts import excerpts
-from rankcollapse.models.loading import LoadedModel, load_model
-from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
-from rankcollapse.runtime import trim_heap_every
-
-BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
-
-
-def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
-    """Hugging Face eager form of a bool mask: 0 where allowed, ``finfo.min`` elsewhere, [1, 1, i, j].
-
-    None for the complete mask (HF passes None too). ``exp(finfo.min - max)`` is exactly 0, so
-    masked weights are exactly 0, as with the reference ``where(M, S, -inf)``.
-    """
-    if bool(mask.all()):
-        return None
-    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)[None, None]
-
-
-def hidden_state_name(t: int) -> str:
-    """``embeddings`` for row 0, ``layer_{t}_out`` for the output of the t-th layer applied (1-based)."""
-    return "embeddings" if t == 0 else f"layer_{t}_out"
-
-
-def is_own_mask(model: LoadedModel, mask: Mask, n: int) -> bool:
-    """True when ``mask`` at length ``n`` is the model's own (complete for encoders, causal for decoders)."""
-    return mask.band(n) == ((-(n - 1), 0) if model.is_decoder else (-(n - 1), n - 1))
-
-
-def check_d_qk(d_qk: float | None) -> None:
-    if d_qk is not None and not (isinstance(d_qk, int | float) and d_qk > 0 and math.isfinite(d_qk)):
-        raise RankCollapseError(f"d_qk must be a positive finite number, got {str(d_qk)[:30]}")
-
-
-def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, d_qk: float | None, backend: str) -> str:
-    """``hf`` (the model's own layer modules) or ``parts`` (:func:`run_block`) for this run.
-
-    ``auto`` picks ``hf`` exactly when it computes the same function as the parts: mode ``full``,
-    the model's own mask and ``d_qk``, and parts extracted with Hugging Face's casts (always
-    except Llama and T5 in float64, where the parts compute in float64 and HF partly in float32).
-    """
-    if backend not in BACKENDS:
-        raise RankCollapseError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    own_d = d_qk is None or float(d_qk) == model.own_d_qk  # every layer of a model has the same d_qk
-    hf_ok = mode == "full" and mask_is_own and own_d
-    if backend == "hf" and not hf_ok:
-        raise RankCollapseError("backend 'hf' runs only mode 'full' with the model's own mask and d_qk")
-    if backend == "auto":
-        return "hf" if hf_ok and model.info.get("hf_casts", True) else "parts"
-    return backend
-
-
-def iter_hidden_states(
-    model: LoadedModel,
-    ids: Tensor,
-    *,
-    mode: str = "full",
-    mask: Mask | str | None = None,
-    d_qk: float | None = None,
-    layers: int | None = None,
-    backend: str = "auto",
-) -> Iterator[tuple[int, str, Tensor]]:
-    """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
-    state is kept (copy a tensor to keep it).
-
-    ids: int64 [b, n]. ``mask``: a :class:`~rankcollapse.masks.Mask` (a spec string is parsed
-    here, once; None: the model's own). ``d_qk``: the number under the square root of the logits,
-    ``S = q k^T / sqrt(d_qk) (+ position bias)`` (None: each layer's own, head_dim; 1 for T5).
-    ``layers``: L (default: the model's depth), cycling the model's layers.
-    """
-    if mode not in MODES:
-        raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
-    check_d_qk(d_qk)
-    n = ids.shape[1]
-    if n > model.max_tokens:
-        raise RankCollapseError(
-            f"--tokens {n} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
-        )
-    n_layers = len(model.layers)
-    depth = n_layers if layers is None else int(layers)
-    if depth < 0:
-        raise RankCollapseError(f"layers must be >= 0, got {layers}")
-    the_mask = parse_mask(model.own_mask if mask is None else mask)
-    which = choose_backend(model, mode, is_own_mask(model, the_mask, n), d_qk, backend)
-    bool_mask = the_mask.dense(n)
-    if not bool(bool_mask.diagonal().all()):
-        i = int((~bool_mask.diagonal()).nonzero()[0])
-        raise RankCollapseError(
-            f"mask {the_mask.spec[:60]!r} has no self-loop at token {i} (n = {n}); every token must attend "
-            "to itself (the paper's assumption A1)"
-        )
-    with torch.inference_mode():
-        x = model.embed(ids)
-        pos = model.positions(x) if model.positions is not None else NO_POSITIONS
-        if which == "hf":
-            add = additive_mask(bool_mask, x.dtype)
-        else:
-            softmax_mask = None if bool(bool_mask.all()) else bool_mask
-        yield 0, hidden_state_name(0), x
-        for t in range(1, depth + 1):
-            parts = model.layers[(t - 1) % n_layers]
-            if which == "hf":
-                x = parts.hf_forward(x, add, pos)
-            else:
-                x = run_block(parts, x, mode, softmax_mask, d_qk, pos)
-            trim_heap_every(t)
-            yield t, hidden_state_name(t), x
+from rankcollapse.models.loading import LoadedModel, dissect, load_model
+from rankcollapse.models.parts import MODES
+from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names of the stream)
+    BACKENDS,
+    additive_mask,
+    check_d_qk,
+    choose_backend,
+    hidden_state_name,
+    is_own_mask,
+    iter_hidden_states,
+    layer_masks,
+    tl_hook_name,
+    user_schedule,
+)
 
 
 @dataclass
@@ -150,6 +61,12 @@ class AnalyzeConfig:
     ``tokens``: N, the excerpt length including the model's start token. ``metrics``: metric
     names (None: all). ``metric_threads``: torch threads while measuring (default 1: the
     per-layer SVDs are small and multi-threaded small ops stall on a loaded machine).
+    ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
+    ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
+    ``sink_threshold``), first-token attention and norm, largest activations and the massive
+    ratio to each row (``rankcollapse.metrics.diagnostics``; parts backend). ``ablation``
+    ``"sinks"``: damp every query's attention on the first token by ``sink_damping`` (0: remove)
+    and renormalise.
     """
 
     model: str = "minilm"
@@ -166,8 +83,26 @@ class AnalyzeConfig:
     backend: str = "auto"
     metrics: tuple[str, ...] | None = None
     metric_threads: int | None = 1
+    diagnostics: bool = False
+    sink_threshold: float = SINK_THRESHOLD
+    ablation: str | None = None
+    sink_damping: float | None = None
 
     def __post_init__(self) -> None:
+        if self.ablation not in ABLATIONS:
+            raise RankCollapseError(f"unknown ablation {str(self.ablation)[:40]!r}; allowed: sinks (or none)")
+        if self.sink_damping is not None and self.ablation != "sinks":
+            raise RankCollapseError("--sink-damping applies only with --ablation sinks")
+        if self.ablation == "sinks":
+            self.sink_damping = 0.0 if self.sink_damping is None else float(self.sink_damping)
+            if not 0.0 <= self.sink_damping <= 1.0:
+                raise RankCollapseError(
+                    f"--sink-damping {self.sink_damping} is invalid; allowed: a number in [0, 1]")
+        if not (isinstance(self.sink_threshold, int | float) and 0.0 <= self.sink_threshold <= 1.0):
+            raise RankCollapseError(
+                f"--sink-threshold {str(self.sink_threshold)[:20]} is invalid; allowed: a number in [0, 1]")
+        if self.sink_threshold != SINK_THRESHOLD and not self.diagnostics:
+            raise RankCollapseError("--sink-threshold applies only with --diagnostics")
         if self.mode not in MODES:
             raise RankCollapseError(f"unknown mode {self.mode!r}; allowed: {', '.join(MODES)}")
         if self.corpus is not None and self.text_file is not None:
@@ -188,12 +123,14 @@ class AnalyzeConfig:
         if self.metric_threads is not None and self.metric_threads < 1:
             raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
         self.dtype = dtype_name(self.dtype)
-        self._mask = None if self.mask is None else parse_mask(self.mask)  # a bad spec fails here
+        self._mask = user_schedule(self.mask)  # a bad spec fails here
+        if self._mask is not None and len(self._mask.period) == 1:
+            self._mask = self._mask.period[0]
         self.mask = None if self._mask is None else self._mask.spec
 
     @property
-    def parsed_mask(self) -> Mask | None:
-        """The mask object (parsed once in ``__post_init__``), or None for the model's own."""
+    def parsed_mask(self) -> Mask | MaskSchedule | None:
+        """The mask (or schedule) object, parsed once in ``__post_init__``; None for the model's own."""
         return self._mask
 
 
@@ -218,6 +155,12 @@ class AnalyzeResult:
     def column(self, name: str) -> list[Any]:
         return [row[name] for row in self.rows]
 
+    def to_frame(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (one row per hidden state, columns as in ``metrics.csv``)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
     @property
     def overflow_layers(self) -> list[int]:
         """Layers ``t`` whose hidden state is non-finite in at least one sample."""
@@ -231,7 +174,7 @@ def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
 
 def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
     """What ``config.json`` records about the model (what it is, its label) and the backend."""
-    mask = config.parsed_mask or parse_mask(model.own_mask)
+    mask = config.parsed_mask
     src = model.source
     return {"name": model.name, "label": model.label, "kind": src.kind if src else "",
             "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
@@ -239,11 +182,20 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "source": model.info.get("loaded_from", ""), "tokenizer": model.info.get("tokenizer", ""),
             "start_token": model.start_token, "n_layers": len(model.layers), "d_model": model.d_model,
             "own_d_qk": model.own_d_qk, "d_qk": config.d_qk if config.d_qk is not None else model.own_d_qk,
-            "is_decoder": model.is_decoder, "own_mask": model.own_mask, "mask": mask.spec,
+            "is_decoder": model.is_decoder, "own_mask": model.own_mask,
+            "mask": model.own_mask if mask is None else mask.spec, "dissected": model.dissected,
+            **layer_schedule_info(model, mask, config.layers),
             "dtype": dtype_name(model.dtype), "max_tokens": model.max_tokens,
             "hf_casts": bool(model.info.get("hf_casts", True)),
             "backend": choose_backend(model, config.mode, is_own_mask(model, mask, config.tokens),
-                                      config.d_qk, config.backend)}
+                                      config.d_qk, "parts" if _surgery(config) else config.backend),
+            "diagnostics": config.diagnostics, "ablation": config.ablation,
+            "sink_damping": config.sink_damping,
+            "note": model.info.get("note")}
+
+
+def _surgery(config: AnalyzeConfig) -> bool:
+    return config.diagnostics or config.ablation is not None
 
 
 def measure(x: Tensor, names: tuple[str, ...] | None = None,
@@ -313,20 +265,24 @@ def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
 def analyze(
     config: AnalyzeConfig,
     *,
-    model: LoadedModel | None = None,
+    model: LoadedModel | Any | None = None,
     ids: Tensor | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
-    ``model``: an already loaded model (else ``load_model(config.model, config.dtype, seed=config.seed)``,
-    the last one kept in memory);
-    ``ids``: token ids [b, n] (else :func:`token_batch`); ``on_row`` gets each row as it is made.
+    ``model``: an already loaded model, or an in-memory Hugging Face model (base or with a head;
+    dissected with :func:`~rankcollapse.models.loading.dissect`, its tokenizer the bundled BERT one
+    unless ``ids`` are given); else ``load_model(config.model, config.dtype, seed=config.seed)``,
+    the last one kept in memory. ``ids``: token ids [b, n] (else :func:`token_batch`); ``on_row``
+    gets each row as it is made.
     """
     seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
     start = time.perf_counter()
     if model is None:
         model = load_model_cached(config.model, config.dtype, config.seed)
+    elif not isinstance(model, LoadedModel):
+        model = _from_memory(model)
     seconds["load"] = time.perf_counter() - start
     start = time.perf_counter()
     if ids is None:
@@ -335,10 +291,14 @@ def analyze(
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
         print(f"rankcollapse: warning: {note}", file=sys.stderr)
-    n_layers = len(model.layers)
+    n_layers = len(model.layers) if model.dissected else model.n_model_layers
+    if model.info.get("note"):
+        notes.append(model.info["note"])
     rows: list[dict[str, Any]] = []
+    record: dict[str, Tensor] | None = {} if config.diagnostics else None
     stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.parsed_mask, d_qk=config.d_qk,
-                                layers=config.layers, backend=config.backend)
+                                layers=config.layers, backend=config.backend,
+                                sink_damping=config.sink_damping, record=record)
     while True:
         start = time.perf_counter()
         try:
@@ -349,7 +309,11 @@ def analyze(
         start = time.perf_counter()
         finite, stats = measure(x, config.metrics, config.metric_threads)
         row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
-               "finite": finite, "status": row_status(x, finite), **stats}
+               "finite": finite, "status": row_status(x, finite), "hook": tl_hook_name(t), **stats}
+        if record is not None:
+            attn = record.pop("attn", None) if t > 0 else None
+            row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]), config.sink_threshold,
+                                        model.layers[0].n_heads))
         seconds["metrics"] += time.perf_counter() - start
         rows.append(row)
         if on_row is not None:
@@ -365,6 +329,31 @@ def analyze(
         result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "
                             f"rows: mu_rel there is 0/0, undefined (NaN), not collapse")
     return result
+
+
+def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor | None:
+    """The bool mask [n, n] of the t-th layer applied in this run (None for row 0)."""
+    if t == 0:
+        return None
+    depth = config.layers if config.layers is not None else len(model.layers)
+    return layer_masks(model, config.parsed_mask, depth)[t - 1].dense(n)
+
+
+def _from_memory(hf_model: Any) -> LoadedModel:
+    """An in-memory Hugging Face model as a :class:`LoadedModel` (eval mode, no gradients)."""
+    from torch import nn
+
+    from rankcollapse.models.loading import bert_tokenizer
+
+    if not isinstance(hf_model, nn.Module) or not hasattr(hf_model, "config"):
+        raise RankCollapseError(
+            f"model must be a LoadedModel or a Hugging Face model, got {type(hf_model).__name__}")
+    hf_model.eval()
+    hf_model.requires_grad_(False)
+    loaded = dissect(hf_model, name=type(hf_model).__name__, tokenizer=bert_tokenizer())
+    loaded.info["loaded_from"] = "in-memory Hugging Face model"
+    loaded.info["tokenizer"] = "bundled BERT uncased WordPiece"
+    return loaded
 
 
 def write_run(result: AnalyzeResult, out_dir: str | Path) -> Path:

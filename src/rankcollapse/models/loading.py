@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,9 @@ from torch import Tensor, nn
 
 from rankcollapse.core.precision import parse_dtype
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks import Mask, parse_mask
+from rankcollapse.masks.hf_schedule import DECODER_TYPES, schedule_from_hf_config
+from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
     BUNDLED,
     cache_dir,
@@ -39,7 +44,8 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
 from rankcollapse.models.checkpoints import TINY_VOCAB
 from rankcollapse.models.families import DISSECTORS, FRESH_LAYERS, HF_CASTS_FAMILIES, fresh_parts
 from rankcollapse.models.parts import LayerParts, Positions
-from rankcollapse.models.registry import SUPPORTED, ModelSource, resolve_model
+from rankcollapse.models.registry import ModelSource, resolve_model
+from rankcollapse.models.spec import Unsupported
 
 WEIGHT_FILES: tuple[str, ...] = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                                  "pytorch_model.bin.index.json")
@@ -73,20 +79,38 @@ class LoadedModel:
     vocab_size: int = 0
     load_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
+    own_schedule: MaskSchedule | None = None
+    dissected: bool = True
+    n_model_layers: int = 0
 
     @property
     def own_mask(self) -> str:
-        """The model's own mask spec: ``causal`` for decoders, ``complete`` for encoders."""
-        return "causal" if self.is_decoder else "complete"
+        """The model's own mask spec: ``causal`` for decoders, ``complete`` for encoders; a model whose
+        layers differ (sliding windows, local/global layers) gives its schedule spec
+        (``causal-window:w=3;causal``, :mod:`rankcollapse.masks.schedule`)."""
+        if self.own_schedule is None:
+            return "causal" if self.is_decoder else "complete"
+        specs = {m.spec for m in self.own_schedule.period}
+        return specs.pop() if len(specs) == 1 else self.own_schedule.spec
+
+    def own_layer_mask(self, index: int) -> Mask:
+        """The mask model layer ``index`` (0-based, cycling) applies by its config."""
+        if self.own_schedule is None:
+            return parse_mask("causal" if self.is_decoder else "complete")
+        period = self.own_schedule.period
+        return period[index % len(period)]
 
     @property
     def d_model(self) -> int:
-        return int(self.layers[0].w_q.shape[1])
+        if self.layers:
+            return int(self.layers[0].w_q.shape[1])
+        return int(getattr(self.hf_model.config, "hidden_size", 0) or 0)
 
     @property
     def own_d_qk(self) -> float:
-        """The model's own ``d_qk`` (logits ``q k^T / sqrt(d_qk)``): head_dim, or 1 for T5."""
-        return float(self.layers[0].d_qk)
+        """The model's own ``d_qk`` (logits ``q k^T / sqrt(d_qk)``): head_dim, or 1 for T5;
+        Gemma: ``query_pre_attn_scalar``. NaN for a model run in full mode only."""
+        return float(self.layers[0].d_qk) if self.layers else math.nan
 
     @property
     def label(self) -> str:
@@ -155,7 +179,7 @@ def check_model_folder(path: Path) -> None:
         raise RankCollapseError(f"model folder {path}: config.json is not valid JSON ({msg})") from err
     if not isinstance(data, dict) or "model_type" not in data:
         raise RankCollapseError(f"model folder {path}: config.json has no 'model_type'")
-    if data["model_type"] in SUPPORTED and not any((path / f).is_file() for f in WEIGHT_FILES):
+    if not any((path / f).is_file() for f in WEIGHT_FILES):
         raise RankCollapseError(
             f"model folder {path} has config.json but no weights ({' or '.join(WEIGHT_FILES[::2])})"
         )
@@ -174,16 +198,10 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
             f"cannot load model {str(path)[:60]!r} (offline: it must be a local folder or in the Hugging "
             f"Face cache); other options: random:<checkpoint>, {', '.join(BUNDLED)}"
         ) from err
-    if config.model_type not in SUPPORTED:
-        arch = (config.architectures or [config.model_type])[0]
-        raise RankCollapseError(
-            f"architecture {arch!r} (model_type {config.model_type!r}) is not supported: "
-            f"supported are {', '.join(SUPPORTED)}"
-        )
     try:
         model = _model_class(config.model_type).from_pretrained(str(path), dtype=dtype,
                                                                 attn_implementation="eager")
-    except (OSError, ValueError, RuntimeError) as err:
+    except (OSError, ValueError, RuntimeError, KeyError, AttributeError) as err:
         msg = str(err).splitlines()[0][:100] if str(err) else type(err).__name__
         raise RankCollapseError(f"cannot read the weights of {str(path)[:60]!r}: {msg}") from err
     try:
@@ -250,26 +268,80 @@ def _start_token(tokenizer: Any) -> int | None:
     return None
 
 
+def own_schedule(config: Any, depth: int) -> MaskSchedule | None:
+    """The per-layer masks ``config`` defines (``masks.hf_schedule.schedule_from_hf_config``), or
+    None when the masks library does not know the model type (then: causal / complete)."""
+    try:
+        sched = schedule_from_hf_config(config.to_dict())
+    except RankCollapseError:
+        return None
+    return sched if sched.depth == depth else sched.at_depth(depth)
+
+
+def _is_decoder(model: nn.Module) -> bool:
+    cfg = model.config
+    archs = getattr(cfg, "architectures", None) or []
+    return (cfg.model_type in DECODER_TYPES or bool(getattr(cfg, "is_decoder", False))
+            or any("CausalLM" in a for a in archs))
+
+
+def base_model(model: nn.Module) -> nn.Module:
+    """The base model of a Hugging Face model with a head (``...ForCausalLM`` -> its ``model``)."""
+    from rankcollapse.models.families import FAMILIES
+
+    if getattr(model.config, "model_type", "") in FAMILIES and hasattr(model, "base_model"):
+        return model.base_model
+    return model
+
+
 def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts: bool = True) -> LoadedModel:
-    """Extract embeddings and per-layer parts of a loaded base model (``AutoModel`` / ``T5EncoderModel``)."""
+    """Extract embeddings and per-layer parts of a loaded Hugging Face model (a base model, or one with
+    a head: its base model is used). An architecture we do not dissect (or a config its family entry
+    does not implement) gives a full-mode-only model (``dissected`` False, no parts): ``full`` runs
+    through Hugging Face's own forward, the surgery modes are refused."""
+    model = base_model(model)
     model_type = getattr(model.config, "model_type", type(model).__name__)
     impl = getattr(model.config, "_attn_implementation", "eager")
+    if impl != "eager" and hasattr(model, "set_attn_implementation"):
+        try:
+            model.set_attn_implementation("eager")
+            impl = "eager"
+        except (ValueError, ImportError, AttributeError):
+            pass
     if impl != "eager":
         raise RankCollapseError(
-            f"model {name!r} uses attention {impl!r}; load it with attn_implementation='eager'"
+            f"model {name[:60]!r} uses attention {impl!r}; load it with attn_implementation='eager'"
         )
     extract = DISSECTORS.get(model_type)
-    if extract is None:
-        raise RankCollapseError(
-            f"architecture {type(model).__name__!r} is not supported: supported are {', '.join(SUPPORTED)}"
-        )
-    parts = extract(model, hf_casts)
-    vocab = int(model.config.vocab_size)
-    loaded = LoadedModel(name=name, arch=model_type, hf_model=model, tokenizer=tokenizer,
-                         dtype=next(model.parameters()).dtype, is_decoder=parts.is_decoder,
-                         max_tokens=parts.max_tokens, embed=_folding(parts.embed, vocab), layers=parts.layers,
+    reason = f"architecture {type(model).__name__} (model_type {model_type!r}) is not dissected"
+    parts = None
+    if extract is not None:
+        try:
+            parts = extract(model, hf_casts)
+        except Unsupported as err:
+            reason = f"{type(model).__name__}: {err} is not dissected"
+    vocab = int(getattr(model.config, "vocab_size", 0) or 0)
+    dtype = next(model.parameters()).dtype
+    if parts is None:
+        depth = int(getattr(model.config, "num_hidden_layers", 0) or 0)
+        loaded = LoadedModel(name=name, arch=model_type, hf_model=model, tokenizer=tokenizer, dtype=dtype,
+                             is_decoder=_is_decoder(model), max_tokens=int(getattr(
+                                 model.config, "max_position_embeddings", 0) or 10**9),
+                             embed=lambda ids: model.get_input_embeddings()(ids), layers=[],
+                             start_token=_start_token(tokenizer), vocab_size=vocab, dissected=False,
+                             n_model_layers=depth, own_schedule=own_schedule(model.config, max(depth, 1)))
+        loaded.info["hf_casts"] = True
+        loaded.info["note"] = (f"{reason}: mode full only, through Hugging Face's own forward (no surgery); "
+                               "its last row is after the model's final norm")
+        print(f"rankcollapse: note: {loaded.info['note']}", file=sys.stderr)
+        return loaded
+    loaded = LoadedModel(name=name, arch=model_type, hf_model=model, tokenizer=tokenizer, dtype=dtype,
+                         is_decoder=parts.is_decoder, max_tokens=parts.max_tokens,
+                         embed=_folding(parts.embed, vocab), layers=parts.layers,
                          final_norm=parts.final_norm, positions=parts.positions,
-                         start_token=_start_token(tokenizer), vocab_size=vocab)
+                         start_token=_start_token(tokenizer), vocab_size=vocab,
+                         n_model_layers=len(parts.layers),
+                         own_schedule=own_schedule(model.config, len(parts.layers)))
     loaded.info["hf_casts"] = hf_casts or model_type not in HF_CASTS_FAMILIES
     return loaded
 

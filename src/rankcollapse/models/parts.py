@@ -160,6 +160,8 @@ def attention(
     mask: Tensor | None,
     d_qk: float | None = None,
     positions: Positions = NO_POSITIONS,
+    sink_damping: float | None = None,
+    record: dict[str, Tensor] | None = None,
 ) -> Tensor:
     """Multi-head attention from parts: ``Σ_h A_h (x W_V,h + b_V,h) W_O,h + b_O``.
 
@@ -170,6 +172,12 @@ def attention(
     ``r`` features when the layer has rotary angles; ``B`` = ``positions.bias`` or 0).
     ``d_qk`` None: the layer's own. x: [b, n, d]; mask: bool [n, n] (True: query i may attend to
     key j) or None (complete) -> [b, n, d].
+
+    ``sink_damping`` λ (the ``sinks`` ablation, ours): every query ``i >= 1`` keeps ``λ A_i0`` of its
+    weight on the first token, and the row is renormalised, ``A'_ij = A_ij / (1 - (1 - λ) A_i0)``
+    (``j >= 1``); λ = 0 removes the sink, λ = 1 changes nothing; query 0 is left alone (under a
+    causal mask token 0 is its only key). ``record``: if given, ``record["attn"]`` gets the
+    weights ``[b, h, n, n]`` actually used.
     """
     b, n, _ = x.shape
     h, g, e = parts.n_heads, parts.n_kv_heads, parts.head_dim
@@ -196,8 +204,21 @@ def attention(
         weights = masked_softmax(logits.to(parts.softmax_dtype), mask).to(x.dtype)
     else:
         weights = masked_softmax(logits, mask)
+    if sink_damping is not None and n > 1:
+        weights = damp_first_token(weights, sink_damping)
+    if record is not None:
+        record["attn"] = weights
     out = torch.matmul(weights, v).transpose(1, 2).reshape(b, n, h * e)
     return F.linear(out, parts.w_o, parts.b_o)
+
+
+def damp_first_token(weights: Tensor, damping: float) -> Tensor:
+    """Rows ``i >= 1`` of ``weights [..., n, n]`` with ``A_i0 -> λ A_i0``, renormalised to sum 1."""
+    scale = torch.ones_like(weights[..., :1, :])
+    scale[..., 0] = damping
+    damped = weights.clone()
+    damped[..., 1:, :] = weights[..., 1:, :] * scale
+    return damped / damped.sum(-1, keepdim=True)
 
 
 def run_block(
@@ -207,6 +228,8 @@ def run_block(
     mask: Tensor | None,
     d_qk: float | None = None,
     positions: Positions = NO_POSITIONS,
+    sink_damping: float | None = None,
+    record: dict[str, Tensor] | None = None,
 ) -> Tensor:
     """One layer in ``mode`` from its parts. x: [b, n, d] -> [b, n, d]. ``Attn`` is :func:`attention`.
 
@@ -228,7 +251,7 @@ def run_block(
     ``attn+ln`` / ``attn+skip+ln``; ``full`` is ``y = x + P1(Attn(N1(x))); y + P2(MLP(N2(y)))``.
     """
     def attn(z: Tensor) -> Tensor:
-        return attention(parts, z, mask, d_qk, positions)
+        return attention(parts, z, mask, d_qk, positions, sink_damping, record)
 
     place = parts.norm_placement
     post = place == "post"

@@ -1,0 +1,98 @@
+"""What ``analyze`` measures next to collapse, and the check that a model applies the masks it should.
+
+- :func:`diagnostic_stats`: the columns ``--diagnostics`` adds to a row, from that layer's
+  attention weights ``A [b, h, n, n]`` and its output ``X [b, n, d]``
+  (:mod:`rankcollapse.metrics.diagnostics`, means over samples): ``attention_entropy`` (mean over
+  heads) and ``attention_entropy_h{k}`` per head, ``normalized_attention_entropy``,
+  ``first_token_attention`` (mean over heads), ``sink_rate`` (share of heads whose mean
+  attention on the first token exceeds the threshold), ``first_token_norm``, ``top_activation``
+  (the largest ``|x|``) and ``massive_ratio`` (largest over median ``|x|``). Row 0 (no attention):
+  the attention columns are NaN.
+- :func:`check_masks`: per model layer, the support of the attention Hugging Face's eager forward
+  computes (``output_attentions``) against the mask that layer's config defines
+  (:func:`rankcollapse.masks.consistency.check_schedule_support`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks.consistency import SupportCheck, check_support
+from rankcollapse.masks.schedule import schedule_from_masks
+from rankcollapse.metrics import diagnostics as dg
+
+#: Ablations of ``analyze`` (None: none). ``sinks``: damp the attention on the first token.
+ABLATIONS: tuple[str | None, ...] = (None, "sinks")
+
+
+def _mean(v: Tensor) -> float:
+    v = v.detach().to(torch.float64).reshape(-1)
+    v = v[torch.isfinite(v)]
+    return float(v.mean()) if v.numel() else math.nan
+
+
+def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
+                     n_heads: int | None = None) -> dict[str, float]:
+    """The diagnostic columns of one row (module docstring). x: [b, n, d]; attn: [b, h, n, n] or None;
+    mask: bool [n, n] the layer's mask (for the normalised entropy), or None (complete)."""
+    row: dict[str, float] = {}
+    heads = attn.shape[1] if attn is not None else (n_heads or 0)
+    if attn is not None:
+        attn = attn.to(torch.float64)
+        ent = dg.attention_entropy(attn)  # [b, h]
+        row["attention_entropy"] = _mean(ent)
+        for h in range(heads):
+            row[f"attention_entropy_h{h}"] = _mean(ent[:, h])
+        row["normalized_attention_entropy"] = _mean(dg.normalized_attention_entropy(attn, mask))
+        row["first_token_attention"] = _mean(dg.first_token_attention(attn))
+        row["sink_rate"] = _mean(dg.sink_rate(attn, threshold))
+    else:
+        row["attention_entropy"] = math.nan
+        row.update({f"attention_entropy_h{h}": math.nan for h in range(heads)})
+        row.update(normalized_attention_entropy=math.nan, first_token_attention=math.nan, sink_rate=math.nan)
+    finite = torch.isfinite(x).flatten(1).all(dim=1)
+    kept = x[finite].to(torch.float64)
+    if kept.shape[0]:
+        row["first_token_norm"] = _mean(dg.first_token_norm(kept))
+        row["top_activation"] = _mean(dg.top_activations(kept, 1)[:, 0])
+        row["massive_ratio"] = _mean(dg.massive_ratio(kept))
+    else:
+        row.update(first_token_norm=math.nan, top_activation=math.nan, massive_ratio=math.nan)
+    return row
+
+
+def layer_schedule_info(model: Any, mask: Any, layers: int | None) -> dict[str, Any]:
+    """``mask_schedule`` (the masks of the layers applied, run-length encoded, with how the period
+    fills the depth) and ``mask_source`` (``own`` per layer from the config, or ``override``)."""
+    from rankcollapse.models.stream import layer_masks
+
+    n_layers = max(model.n_model_layers or len(model.layers), 1)
+    depth = n_layers if layers is None else layers
+    if depth < 1:
+        return {"mask_schedule": "", "mask_source": "own" if mask is None else "override"}
+    if mask is None:
+        sched = schedule_from_masks([model.own_layer_mask(t) for t in range(n_layers)]).at_depth(depth)
+        source = "own: each layer's mask as the model's config defines it"
+    else:
+        sched = schedule_from_masks(layer_masks(model, mask, min(depth, n_layers)))
+        sched = sched.at_depth(depth)
+        source = "override: the given mask applies to every layer" if len(set(map(id, sched.period))) == 1 \
+            else "override: the given schedule, one mask per layer"
+    return {"mask_schedule": sched.describe(), "mask_source": source}
+
+
+def check_masks(model: Any, ids: Tensor) -> list[SupportCheck]:
+    """Per model layer: does the attention Hugging Face's eager forward computes on ``ids`` [b, n]
+    stay inside, and fill, the mask the model's config defines for that layer? One
+    :class:`~rankcollapse.masks.consistency.SupportCheck` per layer (``.matches``, ``.describe()``)."""
+    with torch.inference_mode():
+        out = model.hf_model(input_ids=ids, output_attentions=True)
+    attentions = getattr(out, "attentions", None)
+    if not attentions:
+        raise RankCollapseError(f"{model.arch!r} returns no attention weights; the mask check needs them")
+    return [check_support(a, model.own_layer_mask(t), layer=t) for t, a in enumerate(attentions)]

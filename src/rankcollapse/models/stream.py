@@ -1,0 +1,200 @@
+"""The hidden states ``X(0), X(1), ..., X(L)`` of one batch, layer by layer, each layer with its own mask.
+
+Row ``t = 0`` is the embeddings output (the input of the first layer, named ``embeddings``; the
+TransformerLens hook ``blocks.0.hook_resid_pre``); row ``t >= 1`` is the output of the ``t``-th
+layer applied (``layer_{t}_out``; ``blocks.{t-1}.hook_resid_post``), which is model layer
+``(t - 1) mod n_layers``. For pre-LN decoders and T5 the rows are the residual stream before the
+final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+
+Masks: by default each model layer uses its own, as its config defines it
+(:func:`rankcollapse.masks.hf_schedule.schedule_from_hf_config`: causal or complete, Mistral's and
+Qwen2's sliding windows, Gemma's local/global layers). A user mask applies to every layer; a user
+schedule (``causal-window:w=3;causal``) must have a period of 1, the model's depth or ``L``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks import Mask, parse_mask
+from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
+from rankcollapse.models.loading import LoadedModel
+from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
+from rankcollapse.runtime import trim_heap_every
+
+BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
+
+
+def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
+    """Hugging Face eager form of a bool mask: 0 where allowed, ``finfo.min`` elsewhere, [1, 1, i, j].
+
+    None for the complete mask (HF passes None too). ``exp(finfo.min - max)`` is exactly 0, so
+    masked weights are exactly 0, as with the reference ``where(M, S, -inf)``.
+    """
+    if bool(mask.all()):
+        return None
+    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)[None, None]
+
+
+def hidden_state_name(t: int) -> str:
+    """``embeddings`` for row 0, ``layer_{t}_out`` for the output of the t-th layer applied (1-based)."""
+    return "embeddings" if t == 0 else f"layer_{t}_out"
+
+
+def tl_hook_name(t: int) -> str:
+    """The TransformerLens hook of row ``t``: ``blocks.0.hook_resid_pre`` (the embeddings, position
+    embeddings included: TL's ``hook_embed`` + ``hook_pos_embed``), else ``blocks.{t-1}.hook_resid_post``."""
+    return "blocks.0.hook_resid_pre" if t == 0 else f"blocks.{t - 1}.hook_resid_post"
+
+
+def check_d_qk(d_qk: float | None) -> None:
+    if d_qk is not None and not (isinstance(d_qk, int | float) and d_qk > 0 and math.isfinite(d_qk)):
+        raise RankCollapseError(f"d_qk must be a positive finite number, got {str(d_qk)[:30]}")
+
+
+def user_schedule(mask: Mask | MaskSchedule | str | None) -> MaskSchedule | None:
+    """A user's mask or schedule as a schedule (None: the model's own). A spec with ``;``, ``*`` or
+    ``[`` is a schedule (:mod:`rankcollapse.masks.schedule`), any other a mask."""
+    if mask is None or isinstance(mask, MaskSchedule):
+        return mask
+    if isinstance(mask, str) and not any(c in mask for c in ";*["):
+        mask = parse_mask(mask)
+    return parse_schedule(mask)
+
+
+def layer_masks(model: LoadedModel, mask: Mask | MaskSchedule | str | None, depth: int) -> list[Mask]:
+    """The mask of each layer applied, t = 1..depth (index t - 1). RankCollapseError (one line)
+    when a user schedule's period fits neither 1, the model's depth nor ``depth``."""
+    n_layers = max(model.n_model_layers or len(model.layers), 1)
+    sched = user_schedule(mask)
+    if sched is None:
+        return [model.own_layer_mask(t % n_layers) for t in range(depth)]
+    p = len(sched.period)
+    if p not in (1, n_layers, depth):
+        raise RankCollapseError(
+            f"mask schedule {sched.spec[:60]!r} has period {p}, which fits neither the model's depth "
+            f"({n_layers} layers) nor --layers {depth}; allowed: a period of 1, {n_layers} or {depth}"
+        )
+    return [sched.period[t % p] for t in range(depth)]
+
+
+def is_own_mask(model: LoadedModel, mask: Mask | MaskSchedule | str | None, n: int) -> bool:
+    """True when ``mask`` at length ``n`` gives every model layer its own mask (None: always)."""
+    if mask is None:
+        return True
+    n_layers = max(model.n_model_layers or len(model.layers), 1)
+    given = layer_masks(model, mask, n_layers)
+    return all(bool(torch.equal(g.dense(n), model.own_layer_mask(t).dense(n))) for t, g in enumerate(given))
+
+
+def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, d_qk: float | None, backend: str) -> str:
+    """``hf`` (the model's own layer modules) or ``parts`` (:func:`run_block`) for this run.
+
+    ``auto`` picks ``hf`` exactly when it computes the same function as the parts: mode ``full``,
+    the model's own masks and ``d_qk``, and parts extracted with Hugging Face's casts (always
+    except the RMSNorm / float32-softmax families in float64, where the parts compute in float64
+    and HF partly in float32). A model we do not dissect runs ``hf`` only.
+    """
+    if backend not in BACKENDS:
+        raise RankCollapseError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+    own_d = d_qk is None or float(d_qk) == model.own_d_qk  # every layer of a model has the same d_qk
+    hf_ok = mode == "full" and mask_is_own and own_d
+    if backend == "hf" and not hf_ok:
+        raise RankCollapseError("backend 'hf' runs only mode 'full' with the model's own mask and d_qk")
+    if not model.dissected:
+        if not hf_ok or backend == "parts":
+            what = (f"mode {mode!r}" if mode != "full"
+                    else ("backend 'parts'" if hf_ok else "a mask or d_qk override"))
+            raise RankCollapseError(f"{model.arch!r} is not dissected (full mode through Hugging Face's "
+                                    f"forward only); {what} needs a dissected family")
+        return "hf"
+    if backend == "auto":
+        return "hf" if hf_ok and model.info.get("hf_casts", True) else "parts"
+    return backend
+
+
+def _full_only(model: LoadedModel, ids: Tensor, depth: int) -> Iterator[tuple[int, str, Tensor]]:
+    if depth != model.n_model_layers:
+        raise RankCollapseError(f"{model.arch!r} is not dissected: --layers must be its depth "
+                                f"({model.n_model_layers}), got {depth}")
+    with torch.inference_mode():
+        states = model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
+    for t, x in enumerate(states):
+        yield t, hidden_state_name(t), x
+
+
+def iter_hidden_states(
+    model: LoadedModel,
+    ids: Tensor,
+    *,
+    mode: str = "full",
+    mask: Mask | MaskSchedule | str | None = None,
+    d_qk: float | None = None,
+    layers: int | None = None,
+    backend: str = "auto",
+    sink_damping: float | None = None,
+    record: dict[str, Tensor] | None = None,
+) -> Iterator[tuple[int, str, Tensor]]:
+    """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
+    state is kept (copy a tensor to keep it).
+
+    ids: int64 [b, n]. ``mask``: a :class:`~rankcollapse.masks.Mask` or schedule for every layer
+    (a spec string is parsed here, once; None: each layer's own, module docstring). ``d_qk``: the
+    number under the square root of the logits, ``S = q k^T / sqrt(d_qk) (+ position bias)``
+    (None: each layer's own). ``layers``: L (default: the model's depth), cycling the model's
+    layers. ``sink_damping``: the ``sinks`` ablation (:func:`~rankcollapse.models.parts.attention`).
+    ``record``: a dict that holds, after each layer's row is yielded, that layer's attention
+    weights under ``"attn"`` [b, h, n, n] (forces the parts backend).
+    """
+    if mode not in MODES:
+        raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    check_d_qk(d_qk)
+    n = ids.shape[1]
+    if n > model.max_tokens:
+        raise RankCollapseError(
+            f"--tokens {n} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
+        )
+    n_layers = len(model.layers) if model.dissected else model.n_model_layers
+    depth = n_layers if layers is None else int(layers)
+    if depth < 0:
+        raise RankCollapseError(f"layers must be >= 0, got {layers}")
+    masks = layer_masks(model, mask, depth)
+    surgery = sink_damping is not None or record is not None
+    if surgery and backend == "hf":
+        raise RankCollapseError("backend 'hf' does not apply with diagnostics or the sinks ablation")
+    which = choose_backend(model, mode, is_own_mask(model, mask, n), d_qk, "parts" if surgery else backend)
+    if which == "hf" and not model.dissected:
+        yield from _full_only(model, ids, depth)
+        return
+    dense: dict[int, Tensor | None] = {}
+    for m in masks:
+        if id(m) in dense:
+            continue
+        bool_mask = m.dense(n)
+        if not bool(bool_mask.diagonal().all()):
+            i = int((~bool_mask.diagonal()).nonzero()[0])
+            raise RankCollapseError(
+                f"mask {m.spec[:60]!r} has no self-loop at token {i} (n = {n}); every token must attend "
+                "to itself (the paper's assumption A1)"
+            )
+        dense[id(m)] = bool_mask
+    with torch.inference_mode():
+        x = model.embed(ids)
+        pos = model.positions(x) if model.positions is not None else NO_POSITIONS
+        ready = {k: (additive_mask(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
+                 for k, v in dense.items()}
+        yield 0, hidden_state_name(0), x
+        for t in range(1, depth + 1):
+            parts = model.layers[(t - 1) % n_layers]
+            m = ready[id(masks[t - 1])]
+            if which == "hf":
+                x = parts.hf_forward(x, m, pos)
+            else:
+                x = run_block(parts, x, mode, m, d_qk, pos, sink_damping, record)
+            trim_heap_every(t)
+            yield t, hidden_state_name(t), x
