@@ -244,12 +244,12 @@ def unit_cosines(x: Tensor) -> Tensor:
 def geometry_measures(x: Tensor, distinct: Tensor | None = None) -> tuple[dict[str, np.ndarray], Tensor]:
     """Per-sample token geometry of x [b, n, d] (NaN for non-finite samples) and the singular values.
 
-    ``full_rank`` (1 if the rank at torch.linalg.matrix_rank's tolerance is at least
-    ``min(distinct_b, d)``: ``distinct`` [b] counts the different token ids of each sample, since a
-    model without absolute positions (T5, Llama) embeds a repeated token as the same row, a rank
-    the input lacks, not one the model loses; None: ``min(n, d)``), ``rank``, ``sigma_min``,
-    ``sigma_max``, ``sigma_ratio = sigma_min / sigma_max``, ``sigma_dominance = sigma_1 / sigma_2``,
-    ``mean_abs_cos``.
+    ``distinct`` [b]: the number of different rows of each sample's X(0) (None: n). A model without
+    absolute positions (T5, Llama) embeds a repeated token as the same row: a rank the input lacks,
+    not one the model loses. With ``k_b = min(distinct_b, d)``: ``full_rank`` (1 if the rank at
+    torch.linalg.matrix_rank's tolerance is at least ``k_b``), ``rank``, ``sigma_min`` (the
+    ``k_b``-th singular value: the smallest the input can have above 0), ``sigma_max``,
+    ``sigma_ratio = sigma_min / sigma_max``, ``sigma_dominance = sigma_1 / sigma_2``, ``mean_abs_cos``.
     """
     from rankcollapse.metrics import mean_abs_cos, rank_tolerance
 
@@ -264,10 +264,11 @@ def geometry_measures(x: Tensor, distinct: Tensor | None = None) -> tuple[dict[s
         s = torch.linalg.svdvals(xs)
         idx = ok.nonzero().flatten().numpy()
         tol = rank_tolerance(s, n, d)
+        smin = s.gather(1, (full[ok] - 1).clamp(min=0)[:, None].to(torch.long))[:, 0]
         vals = {
             "full_rank": ((s > tol[:, None]).sum(-1) >= full[ok]).to(torch.float64),
             "rank": (s > tol[:, None]).sum(-1).to(torch.float64),
-            "sigma_min": s[:, -1], "sigma_max": s[:, 0], "sigma_ratio": s[:, -1] / s[:, 0],
+            "sigma_min": smin, "sigma_max": s[:, 0], "sigma_ratio": smin / s[:, 0],
             "sigma_dominance": s[:, 0] / s[:, 1] if s.shape[1] > 1 else s[:, 0] * math.nan,
             "mean_abs_cos": mean_abs_cos(xs),
         }
@@ -285,10 +286,12 @@ def paper_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     model = load_cached(cfg.model, cfg.dtype, cfg.seed, cfg.stand_in)
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
     info = model_columns(model)
-    distinct = torch.tensor([len(set(row.tolist())) for row in ids])
+    distinct: Tensor | None = None
     rows: list[dict[str, Any]] = []
     per_layer: dict[str, list[np.ndarray]] = {}
     for t, _, x in iter_hidden_states(model, ids, mode=cfg.mode, layers=cfg.layers):
+        if distinct is None:  # X(0): rows equal only where the model embeds a repeated token alike
+            distinct = torch.tensor([torch.unique(x[s], dim=0).shape[0] for s in range(x.shape[0])])
         got, sv = geometry_measures(x, distinct)
         for k, v in got.items():
             per_layer.setdefault(k, []).append(v)
@@ -300,7 +303,7 @@ def paper_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         on_layer(t)
     for t in range(len(per_layer["full_rank"])):
         row: dict[str, Any] = {"kind": "geometry", "layer": t, "samples": cfg.samples, **info,
-                               "distinct_tokens": float(distinct.to(torch.float64).mean())}
+                               "distinct_rows": float(distinct.to(torch.float64).mean())}
         finite = np.isfinite(per_layer["sigma_max"][t])
         row["finite"] = float(finite.mean())
         for k, v in per_layer.items():

@@ -31,11 +31,12 @@ from rankcollapse.experiments.paper_tasks import paper_geometry
 SOURCE = "paper §5, Fig. 4"
 FIGURE = "fig4_geometry_paper"
 S_RANK = ("The token matrix keeps full rank at every layer",
-          "share of samples with rank >= min(distinct tokens, d) (torch.linalg.matrix_rank's tolerance; "
-          "a repeated token without absolute positions is one row) >= full_rank_min at every layer "
-          "-> reproduced, else not reproduced")
+          "share of samples with rank >= k = min(distinct rows of X(0), d) (torch.linalg.matrix_rank's "
+          "tolerance; a repeated token without absolute positions is one row) >= full_rank_min at every "
+          "layer -> reproduced, else not reproduced")
 S_SIGMA = ("The smallest singular value stays well above 0",
-           "absolute: mean sigma_min >= sigma_abs_min at every layer; relative: mean "
+           "sigma_min = the k-th singular value (k as for full rank); absolute: mean sigma_min >= "
+           "sigma_abs_min at every layer; relative: mean "
            "sigma_min / sigma_max >= ratio_min at every layer; each -> reproduced, else not reproduced; "
            "the row combines both")
 S_COS = ("The mean |cos| of token pairs grows with depth: tokens concentrate in a narrow region",
