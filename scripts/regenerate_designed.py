@@ -70,8 +70,15 @@ def render(entries: list[dict]) -> str:
     """The text of designed_data.py."""
     lines = [HEADER]
     for e in entries:
-        head = {key: e[key] for key in e if key != "params"}
-        lines.append(f"    {json.dumps(head)[:-1]},\n")
+        head = [f"{json.dumps(key)}: {json.dumps(value)}" for key, value in e.items() if key != "params"]
+        text, row = [], "    {"
+        for item in head:  # wrap the scalar fields at ~100 characters
+            if len(row) + len(item) > 100:
+                text.append(row.rstrip() + "\n")
+                row = "     "
+            row += item + ", "
+        text.append(row.rstrip() + "\n")
+        lines.extend(text)
         lines.append('     "params": [\n')
         for i in range(0, len(e["params"]), 4):
             lines.append("         " + " ".join(f"{v!r}," for v in e["params"][i:i + 4]) + "\n")
