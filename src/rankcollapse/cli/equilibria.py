@@ -299,7 +299,7 @@ def portrait_command(
     ),
     s: float = typer.Option(None, "--s", help="ours only: W_V = ((a, s), (0, 1)), shear s (default 1)."),
 ) -> None:
-    """Write Figs. 1 and 5 of the N = 2, d = 2 counterexample and its computed numbers."""
+    """Draw Figures 1 and 5 of the N = 2, d = 2 counterexample (the paper's, or ours) and their numbers."""
     if construction not in CONSTRUCTIONS:
         raise RankCollapseError(
             f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
