@@ -6,6 +6,7 @@ import csv
 import json
 
 import pytest
+import torch
 
 from rankcollapse.cli.main import main
 
@@ -94,7 +95,7 @@ def test_tokens_beyond_context(tmp_path, text_file, capsys):
                                                ("--dtype", "f16", "dtype 'f16'"),
                                                ("--corpus", "lorem", "unknown corpus 'lorem'"),
                                                ("--model", "random:t5", "random model 't5'"),
-                                               ("--model", "tiny:gemma", "tiny model 'gemma'"),
+                                               ("--model", "tiny:falcon", "tiny model 'falcon'"),
                                                ("--d-qk", "-1", "d_qk must be a positive"),
                                                ("--mask", "bogus", "unknown mask family 'bogus'")])
 def test_bad_values(tmp_path, capsys, flag, value, needle):
@@ -102,13 +103,45 @@ def test_bad_values(tmp_path, capsys, flag, value, needle):
     assert needle in err
 
 
-def test_unsupported_architecture_names_supported_ones(tmp_path, text_file, capsys):
+def test_config_without_weights_is_one_line_for_any_architecture(tmp_path, text_file, capsys):
     folder = tmp_path / "gemma"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "gemma", "architectures": ["GemmaModel"]}))
     err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
-    assert "GemmaModel" in err and "supported are bert, albert, gpt2, llama, t5, mpnet" in err
+    assert "no weights" in err
+
+
+def _saved_undissected_model(tmp_path):
+    """A tiny random OPT (a family we do not dissect), saved as a local folder."""
+    from transformers import OPTConfig, OPTModel
+
+    torch.manual_seed(0)
+    cfg = OPTConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
+                    word_embed_proj_dim=32, max_position_embeddings=64, pad_token_id=0)
+    folder = tmp_path / "opt"
+    OPTModel(cfg).save_pretrained(folder)
+    from rankcollapse.models.loading import bert_tokenizer
+
+    bert_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def test_undissected_architecture_runs_full_mode_and_refuses_surgery(tmp_path, text_file, capsys):
+    folder = _saved_undissected_model(tmp_path)
+    capsys.readouterr()  # the saving progress bar
+    err = _one_line_error(["analyze", "--model", str(folder), "--mode", "attn", "--text", str(text_file),
+                           "--samples", "2", "--tokens", "8", "--out", str(tmp_path / "a")], capsys)
+    assert "'opt' is not dissected" in err and "mode 'attn'" in err
+    code = main(["analyze", "--model", str(folder), "--text", str(text_file), "--samples", "2",
+                 "--tokens", "8", "--out", str(tmp_path / "f")])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "note: " in captured.err and "mode full only, through Hugging Face's own forward" in captured.err
+    rows = list(csv.DictReader((tmp_path / "f" / "metrics.csv").open()))
+    assert len(rows) == 3 and rows[-1]["hook"] == "blocks.1.hook_resid_post"
+    info = json.loads((tmp_path / "f" / "config.json").read_text())["config"]["model"]
+    assert info["dissected"] is False and "not dissected" in info["note"]
 
 
 def test_corrupt_config_json(tmp_path, text_file, capsys):

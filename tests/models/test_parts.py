@@ -9,9 +9,11 @@ import torch
 
 from rankcollapse.core.norms import layer_norm, rms_norm
 from rankcollapse.models import iter_hidden_states, run_block
+from rankcollapse.models.checkpoints import TINY_CONFIGS
+from rankcollapse.models.families import HF_CASTS_FAMILIES
 from rankcollapse.models.parts import LayerParts, Positions, attention
 
-ARCHS = ("bert", "albert", "gpt2", "llama", "t5", "mpnet")
+ARCHS = tuple(TINY_CONFIGS)  # every family we dissect: bert, albert, gpt2, llama, t5, mpnet, roberta, ...
 TOL = {"f32": 1e-5, "f64": 1e-10}
 
 
@@ -39,7 +41,7 @@ def test_full_mode_matches_hf_hidden_states(tiny_models, ids, arch, dtype, backe
     assert _max_rel_err(model, ids, backend, _hf_hidden_states(model, ids)) <= TOL[dtype]
 
 
-@pytest.mark.parametrize("arch", ["llama", "t5"])
+@pytest.mark.parametrize("arch", HF_CASTS_FAMILIES)
 def test_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_models, ids, arch):
     model = tiny_models(arch, "f64")  # default in f64: no casts, exact float64
     assert model.info["hf_casts"] is False

@@ -112,6 +112,9 @@ def analyze_command(
         state += f"; EXACTLY ZERO (underflow) in {len(zero)} rows from layer {zero[0]} on: mu_rel undefined"
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
                f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
+    for note in result.notes:
+        if note == loaded.info.get("note"):
+            print(f"rankcollapse: note: {note}", file=sys.stderr)
     if check_masks and _check_masks(loaded, ids, Path(out)):
         raise typer.Exit(1)
 

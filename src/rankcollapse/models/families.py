@@ -13,7 +13,9 @@ family          place       norm   what is special
 ``llama``       pre         rms    rotary q/k, GQA
 ``mistral``     pre         rms    Llama's layout; sliding window (the mask schedule)
 ``qwen2``       pre         rms    q/k/v biases; sliding window from ``max_window_layers``
+``qwen3``       pre         rms    Llama's layout + per-head q/k RMSNorms
 ``phi3``        pre         rms    fused ``qkv_proj`` [q; k; v], fused ``gate_up_proj``
+``gemma``       pre         gemma  Llama's layout, ``(1 + w)`` RMSNorm, embeddings times sqrt(d)
 ``gemma2``      sandwich    gemma  ``(1 + w)`` RMSNorm before and after attention and MLP,
                                    embeddings times sqrt(d), logit soft-capping,
                                    ``query_pre_attn_scalar``, local/global layers
@@ -224,6 +226,8 @@ FAMILIES: dict[str, Family] = {
         LLAMA,
         replace(LLAMA, model_type="mistral"),
         replace(LLAMA, model_type="qwen2"),
+        replace(LLAMA, model_type="qwen3", q_norm="self_attn.q_norm", k_norm="self_attn.k_norm"),
+        replace(LLAMA, model_type="gemma", norm="gemma"),
         replace(LLAMA, model_type="phi3", q="", k="", v="", qkv="self_attn.qkv_proj", qkv_layout="concat"),
         GEMMA2,
         replace(

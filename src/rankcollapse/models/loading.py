@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -298,8 +297,11 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
     """Extract embeddings and per-layer parts of a loaded Hugging Face model (a base model, or one with
     a head: its base model is used). An architecture we do not dissect (or a config its family entry
     does not implement) gives a full-mode-only model (``dissected`` False, no parts): ``full`` runs
-    through Hugging Face's own forward, the surgery modes are refused."""
+    through Hugging Face's own forward, the surgery modes are refused. Puts the model in eval mode
+    without gradients."""
     model = base_model(model)
+    model.eval()
+    model.requires_grad_(False)
     model_type = getattr(model.config, "model_type", type(model).__name__)
     impl = getattr(model.config, "_attn_implementation", "eager")
     if impl != "eager" and hasattr(model, "set_attn_implementation"):
@@ -333,7 +335,6 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
         loaded.info["hf_casts"] = True
         loaded.info["note"] = (f"{reason}: mode full only, through Hugging Face's own forward (no surgery); "
                                "its last row is after the model's final norm")
-        print(f"rankcollapse: note: {loaded.info['note']}", file=sys.stderr)
         return loaded
     loaded = LoadedModel(name=name, arch=model_type, hf_model=model, tokenizer=tokenizer, dtype=dtype,
                          is_decoder=parts.is_decoder, max_tokens=parts.max_tokens,

@@ -47,7 +47,7 @@ KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
 
 #: The families ``analyze`` dissects (Hugging Face ``model_type``).
 SUPPORTED: tuple[str, ...] = ("bert", "roberta", "distilbert", "albert", "mpnet", "t5", "gpt2", "gpt_neox",
-                               "llama", "mistral", "qwen2", "phi3", "gemma2", "gemma3_text")
+                               "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text")
 
 #: What each bundled name is, and which paper checkpoint it stands in for.
 BUNDLED_INFO: dict[str, dict[str, str]] = {

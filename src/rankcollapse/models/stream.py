@@ -9,7 +9,7 @@ final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of i
 Masks: by default each model layer uses its own, as its config defines it
 (:func:`rankcollapse.masks.hf_schedule.schedule_from_hf_config`: causal or complete, Mistral's and
 Qwen2's sliding windows, Gemma's local/global layers). A user mask applies to every layer; a user
-schedule (``causal-window:w=3;causal``) must have a period of 1, the model's depth or ``L``.
+schedule (``causal-window:w=3;causal``, cycled) must have a period that divides the model's depth or ``L``.
 """
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ def layer_masks(model: LoadedModel, mask: Mask | MaskSchedule | str | None, dept
     if sched is None:
         return [model.own_layer_mask(t % n_layers) for t in range(depth)]
     p = len(sched.period)
-    if p not in (1, n_layers, depth):
+    if n_layers % p and (depth % p or depth == 0):
         raise RankCollapseError(
-            f"mask schedule {sched.spec[:60]!r} has period {p}, which fits neither the model's depth "
-            f"({n_layers} layers) nor --layers {depth}; allowed: a period of 1, {n_layers} or {depth}"
+            f"mask schedule {sched.spec[:60]!r} has period {p}, which does not divide the model's depth "
+            f"({n_layers} layers) nor --layers {depth}; allowed: a period dividing {n_layers} or {depth}"
         )
     return [sched.period[t % p] for t in range(depth)]
 
