@@ -40,8 +40,8 @@ SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthChe
 
 
 def known_failure(reason: str) -> pytest.MarkDecorator:
-    """A finding in a command this test does not own: shown as xfail until fixed (then xpass)."""
-    return pytest.mark.xfail(reason=reason, strict=False)
+    """A known finding: xfail until fixed; strict, so a fix that makes it pass fails until the mark goes."""
+    return pytest.mark.xfail(reason=reason, strict=True)
 
 MAX_ERROR_LINE = 500
 
@@ -246,11 +246,7 @@ REPRODUCE_BAD = [
     ["--executor", "dask", "--scheduler", "notaurl"], ["--scheduler", "tcp://127.0.0.1:1"],
     ["--workers", "0"], ["--workers", "-1"], ["--workers", "2.5"],
     ["--quick", "--full"], ["--config-dir", "/no/such/folder"], ["--list", "--only", "x"],
-    # accepted today: the run starts (slow), see the reason
-    pytest.param(["--workers", "1000"], marks=[pytest.mark.slow, known_failure(
-        "reproduce --workers 1000 is accepted (more workers than CPUs) and runs")]),
-    pytest.param(["--profile", ""], marks=[pytest.mark.slow, known_failure(
-        "reproduce --profile '' is accepted (runs the default profile)")]),
+    ["--workers", "1000"], ["--profile", ""],
 ]
 
 

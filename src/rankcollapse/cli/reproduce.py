@@ -115,7 +115,9 @@ def reproduce_command(
 
 def _profile(quick: bool, full: bool, profile: str | None) -> str:
     chosen = [name for name, flag in (("quick", quick), ("full", full)) if flag]
-    if profile:
+    if profile is not None:
+        if not profile.strip():
+            raise RankCollapseError("--profile must name a profile (quick, full, paper, tiny), got ''")
         chosen.append(profile)
     if len(set(chosen)) > 1:
         raise RankCollapseError(f"choose one profile, got {' and '.join(chosen)}")

@@ -63,8 +63,9 @@ def check_executor(executor: str, scheduler: str | None, workers: int | None) ->
             )
         if workers is not None:
             raise RankCollapseError("--workers applies only with --executor local (Dask has its own workers)")
-    if workers is not None and workers < 1:
-        raise RankCollapseError(f"--workers must be >= 1, got {workers}")
+    cpus = os.cpu_count() or 1
+    if workers is not None and not 1 <= workers <= cpus:
+        raise RankCollapseError(f"--workers must be between 1 and {cpus} (the CPUs here), got {workers}")
 
 
 def run_sweep(
