@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.engine.story import FigureSpec, Story
-from rankcollapse.experiments.engine.verdicts import Claim, Data
+from rankcollapse.experiments.engine.verdicts import NOT_REPRODUCED, Claim, Data
 from rankcollapse.experiments.paper_data import (
     model_groups,
     one_way_claim,
@@ -25,7 +25,13 @@ from rankcollapse.experiments.paper_data import (
     two_way_claim,
 )
 from rankcollapse.experiments.paper_plots import MARKERS, pyplot
-from rankcollapse.experiments.paper_rules import Thresholds, rule_cos_grows, rule_full_rank, rule_sigma_min
+from rankcollapse.experiments.paper_rules import (
+    Judgement,
+    Thresholds,
+    rule_cos_grows,
+    rule_full_rank,
+    rule_sigma_min,
+)
 from rankcollapse.experiments.paper_tasks import paper_geometry
 
 SOURCE = "paper §5, Fig. 4"
@@ -58,8 +64,13 @@ def claims(data: Data) -> list[Claim]:
     for label, _, g in model_groups(frame):
         runs, tag = runs_of(data, g), str(g["model"].iloc[0])
         share, _, n = pooled_layer(g, "full_rank")
-        out.append(one_way_claim(data, f"fig4.full_rank[{tag}]", S_RANK[0], SOURCE, S_RANK[1],
-                                 rule_full_rank(share, n, th), runs, g, FIGURE, label))
+        judged = rule_full_rank(share, n, th)
+        if judged.verdict == NOT_REPRODUCED and share[0] < th.full_rank_min:
+            judged = Judgement(judged.verdict, judged.evidence + "; X(0), the embeddings, already lacks full "
+                               "rank: a property of the embedding layer (e.g. an embedding of width N = 128 "
+                               "after a centring LayerNorm has rank <= 127), not of the layers' dynamics")
+        out.append(one_way_claim(data, f"fig4.full_rank[{tag}]", S_RANK[0], SOURCE, S_RANK[1], judged, runs,
+                                 g, FIGURE, label))
         smin, _, _ = pooled_layer(g, "sigma_min")
         ratio, _, _ = pooled_layer(g, "sigma_ratio")
         absolute, relative = rule_sigma_min(smin, ratio, n, th)
