@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_dynamics.py [--threads N] [--quick] [--device cpu|cuda]
 
-Setting (issue 3): batch 16, n = 512, d = 64, one head, 128 layers, fresh Gaussian weights,
+Setting: batch 16, n = 512, d = 64, one head, 128 layers, fresh Gaussian weights,
 only mu/mu_rel measured per layer, no attention-weight tracking. Figures:
 
 - torch matmul GFLOP/s on the attention's own shapes (``Q K^T``: [b,n,e]x[b,e,n], ``A V``:

@@ -3,7 +3,7 @@
 Index letters: b batch, h heads, n tokens, d features, e query/key features.
 
 Parts: ``Attn(X) = sum_h A_h X W_V,h W_O,h`` (``W_O,h = I/h`` by default: for one head
-``Attn(X) = A X W_V``, SPEC §2), ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(d_QK))``;
+``Attn(X) = A X W_V``, the paper's eq. (2)), ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(d_QK))``;
 ``Norm`` one of :mod:`rankcollapse.core.norms`; ``MLP(Y) = GELU(Y W_1) W_2``.
 
 A sub-layer ``f`` (attention, then the MLP if any) is applied as

@@ -1,6 +1,6 @@
-"""Graph facts of a mask (SPEC §4, Definitions 1-5), computed on the sparse form only.
+"""Graph facts of a mask (the paper's §3, Definitions 1-5), computed on the sparse form only.
 
-Edge convention (SPEC §1): edge ``j -> i`` iff ``M[i, j]`` (token ``i`` attends to ``j``, so
+Edge convention (the paper's §3): edge ``j -> i`` iff ``M[i, j]`` (token ``i`` attends to ``j``, so
 information flows from ``j`` to ``i``). ``dist(u, v)`` is the fewest hops along edges from ``u``
 to ``v``; ``v`` is reachable from ``u`` iff ``(M^k)[v, u] > 0`` for some ``k``.
 

@@ -1,6 +1,6 @@
 """One small factory per mask family: the rule as a vectorised predicate, plus a sparse generator.
 
-Conventions (SPEC §1): ``M[i, j]`` True iff query ``i`` may attend to key ``j``; ``w`` counts
+Conventions (the paper's §3): ``M[i, j]`` True iff query ``i`` may attend to key ``j``; ``w`` counts
 neighbours on EACH side, self always included. Every family contains all self-loops.
 
 | spec | ``M[i, j]`` iff |

@@ -1,32 +1,6 @@
-"""Graph facts of a mask (SPEC §4, Definitions 1-5), computed on the sparse form only.
-
-Edge convention (SPEC §1): edge ``j -> i`` iff ``M[i, j]`` (token ``i`` attends to ``j``, so
-information flows from ``j`` to ``i``). ``dist(u, v)`` is the fewest hops along edges from ``u``
-to ``v``; ``v`` is reachable from ``u`` iff ``(M^k)[v, u] > 0`` for some ``k``.
-
-- *strongly connected*: one strongly connected component (SCC).
-- *closed component*: an SCC with no edge entering it from outside: its tokens attend only
-  within it. In the Markov chain of a row-stochastic ``A`` supported on ``M`` it is a closed
-  class. Every other token eventually feels one or more closed components, never the reverse.
-- *center*: a node from which every node is reachable. Centers exist iff there is exactly one
-  closed component (the unique source of the condensation DAG), and then the centers are exactly
-  its nodes. *Quasi-strongly connected* iff a center exists.
-- *eccentricity* ``ecc(c) = max_v dist(c, v)``; *radius* ``r = min_c ecc(c)`` over centers
-  (0 for n = 1; None without a center). ``hop_distances`` are ``dist(c*, v)`` from the best center
-  ``c*`` (smallest eccentricity, then smallest index).
-
-Eccentricities of ALL centers are exact without one BFS per center (bounding algorithm in the
-spirit of Takes & Kosters, 2011). Centers form one SCC ``C``. For a BFS source ``u`` in ``C``
-(forward BFS gives ``dist(u, .)`` and ``ecc(u)``, backward BFS ``dist(., u)``), every ``v`` in
-``C`` satisfies, by the triangle inequality,
-
-    max(dist(v, u), ecc(u) - dist(u, v))  <=  ecc(v)  <=  dist(v, u) + ecc(u).
-
-Sources are picked alternately as the unresolved center with the largest upper bound and the one
-with the smallest lower bound (ties: larger in+out degree, then smaller index) until every lower
-bound equals its upper bound. Each BFS resolves at least its source, so the result is exact in
-every case; on band-like masks a handful of BFS suffice. BFS is scipy's compiled
-``breadth_first_order``; depths come from the BFS tree by pointer jumping (O(n log depth)).
+"""Entry points of the graph analysis: ``analyze_mask`` (a spec, a ``Mask``, a sparse or dense mask)
+and ``analyze_dense`` (a boolean matrix, no spec string). The analysis itself (the paper's §3,
+Definitions 1-5, on the sparse form only) lives in :mod:`rankcollapse.masks.analysis`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Collapse measures as pure functions of token matrices ``x: [..., n, d]`` (SPEC §3).
+"""Collapse measures as pure functions of token matrices ``x: [..., n, d]`` (the paper's eq. (4)).
 
 Every function maps ``x: [..., n, d]`` (one token per row) to a tensor of shape ``[...]`` in
 x's dtype (counts and flags in float too, so that they average into shares).
@@ -7,7 +7,7 @@ Definitions (``1`` the all-ones column, ``gamma_x = 1^T x / n`` the mean token, 
 singular values of ``x`` in decreasing order, ``u_i = x_i / ||x_i||``):
 
 ================== =====================================================================
-``mu``             ``||x - 1 gamma_x||_F``                                   (SPEC §3)
+``mu``             ``||x - 1 gamma_x||_F``                                   (the paper's eq. (4))
 ``mu_rel``    ``mu(x) / ||x||_F`` (0 for the zero matrix)
 ``at_floor``  ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (1.0 / 0.0)
 ``num_rank`` ``#{k : s_k > max(n, d) * eps(dtype) * s_1}`` (torch.linalg.matrix_rank's
@@ -15,7 +15,7 @@ singular values of ``x`` in decreasing order, ``u_i = x_i / ||x_i||``):
 ``singular_values`` ``s_1 >= ... >= s_min(n, d)`` (shape ``[..., min(n, d)]``)
 ``stable_rank``    ``||x||_F^2 / ||x||_2^2 = sum s_k^2 / s_1^2``
 ``effective_rank`` Roy & Vetterli (2007): ``exp(-sum p_k log p_k)``, ``p_k = s_k / sum s``
-``mean_abs_cos``   ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|``   (anisotropy, SPEC §3)
+``mean_abs_cos``   ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|``   (anisotropy, the paper's Fig. 4)
 ``mean_signed_cos`` ``1/(n(n-1)) sum_{i != j} <u_i, u_j>``
 ``dong_residual``  Dong, Cordonnier & Loukas (ICML 2021, "Attention is not all you need"):
                    ``||x - 1 gamma_x^T||_{1,inf}`` with the composite norm
@@ -59,7 +59,7 @@ def centered(x: Tensor) -> Tensor:
 def mu(x: Tensor) -> Tensor:
     """Rank-collapse measure ``mu(x) = ||x - 1 gamma_x||_F``, ``gamma_x = 1^T x / n``.
 
-    x: [..., n, d] -> [...]. Zero iff all tokens are equal (SPEC §3).
+    x: [..., n, d] -> [...]. Zero iff all tokens are equal (the paper's eq. (4)).
     """
     return torch.linalg.vector_norm(centered(x), dim=(-2, -1))
 
@@ -85,7 +85,7 @@ def at_floor(x: Tensor) -> Tensor:
     """1.0 where ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (collapsed to working precision).
 
     x: [..., n, d] -> [...] (float 0/1, so a mean over samples is the share at the floor).
-    Such a ``mu`` is indistinguishable from 0 in x's dtype (SPEC §3, §6): a curve that stops
+    Such a ``mu`` is indistinguishable from 0 in x's dtype (the paper's §4, §5): a curve that stops
     falling there has collapsed, not stabilised.
     """
     return _at_floor(mu(x), torch.linalg.vector_norm(x, dim=(-2, -1)), x.dtype)
@@ -200,7 +200,7 @@ def mean_signed_cos(x: Tensor) -> Tensor:
 
 @checked
 def mean_abs_cos(x: Tensor) -> Tensor:
-    """Mean absolute pairwise cosine ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|`` (anisotropy, SPEC §3).
+    """Mean absolute pairwise cosine ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|`` (anisotropy, Fig. 4).
 
     x: [..., n, d] -> [...]; needs n >= 2. A zero token counts as cosine 0. Memory
     ``O(... * chunk * n)``: the Gram matrix is formed ``_COSINE_CHUNK`` query rows at a time.
