@@ -32,7 +32,8 @@ from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info
 from rankcollapse.models.excerpts import excerpts
-from rankcollapse.models.loading import LoadedModel, dissect, load_model
+from rankcollapse.models.inputs import from_memory, per_sample, text_batch
+from rankcollapse.models.loading import LoadedModel, load_model
 from rankcollapse.models.parts import MODES
 from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names of the stream)
     BACKENDS,
@@ -199,7 +200,7 @@ def _surgery(config: AnalyzeConfig) -> bool:
 
 
 def measure(x: Tensor, names: tuple[str, ...] | None = None,
-            threads: int | None = None) -> tuple[float, dict[str, float]]:
+            threads: int | None = None, lengths: Tensor | None = None) -> tuple[float, dict[str, float]]:
     """``(finite share, summary)`` of a hidden state x [b, n, d]: for each metric of
     :func:`rankcollapse.metrics.collapse_metrics`, its mean, ``_min``, ``_max`` over samples
     (:func:`rankcollapse.metrics.summarize`) and ``_std``, the sample standard deviation
@@ -207,6 +208,8 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
 
     Samples with a non-finite entry (overflow, e.g. ``attn+skip`` in float32 at depth) are left
     out of the metrics and counted in the finite share; with none finite every metric is NaN.
+    ``lengths`` [b]: sample ``i`` is its first ``lengths[i]`` tokens (right padding left out of
+    mu, ranks and cosines: each sample's metrics are those of its unpadded ``x[i, :lengths[i]]``).
     """
     from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
 
@@ -216,10 +219,11 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
         torch.set_num_threads(threads)
     try:
         with torch.inference_mode():
-            ok = torch.isfinite(x).flatten(1).all(dim=1)
+            if lengths is None:
+                lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.long)
+            ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)])
             finite = 1.0 if bool(ok.all()) else float(ok.to(torch.float64).mean())
-            kept = x if finite == 1.0 else x[ok]
-            per = collapse_metrics(kept, wanted) if kept.shape[0] else {k: x.new_empty(0) for k in wanted}
+            per = per_sample(x, lengths, ok, wanted, collapse_metrics)
             stats = summarize(per)
             for name, values in per.items():
                 v = values.detach().reshape(-1).to(torch.float64)
@@ -268,6 +272,8 @@ def analyze(
     model: LoadedModel | Any | None = None,
     ids: Tensor | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    texts: list[str] | None = None,
+    attention_mask: Tensor | None = None,
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
@@ -275,18 +281,38 @@ def analyze(
     dissected with :func:`~rankcollapse.models.loading.dissect`, its tokenizer the bundled BERT one
     unless ``ids`` are given); else ``load_model(config.model, config.dtype, seed=config.seed)``,
     the last one kept in memory. ``ids``: token ids [b, n] (else :func:`token_batch`); ``on_row``
-    gets each row as it is made.
+    gets each row as it is made. ``texts``: a list of texts instead (``inputs.text_batch``: each cut
+    to ``config.tokens``, right-padded); ``attention_mask`` [b, n] marks real tokens of ``ids``.
+    With padding, no real token attends to padding and the metrics of each sample cover its real
+    tokens only (:func:`measure` with ``lengths``).
     """
     seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
     start = time.perf_counter()
     if model is None:
         model = load_model_cached(config.model, config.dtype, config.seed)
     elif not isinstance(model, LoadedModel):
-        model = _from_memory(model)
+        model = from_memory(model)
     seconds["load"] = time.perf_counter() - start
     start = time.perf_counter()
+    if texts is not None:
+        if ids is not None:
+            raise RankCollapseError("give ids or texts, not both")
+        ids, attention_mask = text_batch(model, list(texts), config.tokens)
     if ids is None:
         ids = token_batch(config, model)
+    lengths = None
+    if attention_mask is not None:
+        attention_mask = attention_mask.to(torch.long)
+        if attention_mask.shape != ids.shape or not bool(attention_mask[:, 0].all()):
+            raise RankCollapseError(
+                "attention_mask must have the shape of ids and mark token 0 of every sample")
+        if not bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
+            raise RankCollapseError("attention_mask must be right padding (1s then 0s in every sample)")
+        lengths = attention_mask.sum(1)
+        if bool((lengths == ids.shape[1]).all()):
+            attention_mask, lengths = None, None
+        elif config.diagnostics:
+            raise RankCollapseError("--diagnostics needs samples of equal length (no padding)")
     seconds["tokenize"] = time.perf_counter() - start
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
@@ -298,7 +324,8 @@ def analyze(
     record: dict[str, Tensor] | None = {} if config.diagnostics else None
     stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.parsed_mask, d_qk=config.d_qk,
                                 layers=config.layers, backend=config.backend,
-                                sink_damping=config.sink_damping, record=record)
+                                sink_damping=config.sink_damping, record=record,
+                                attention_mask=attention_mask)
     while True:
         start = time.perf_counter()
         try:
@@ -307,7 +334,7 @@ def analyze(
             break
         seconds["forward"] += time.perf_counter() - start
         start = time.perf_counter()
-        finite, stats = measure(x, config.metrics, config.metric_threads)
+        finite, stats = measure(x, config.metrics, config.metric_threads, lengths)
         row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
                "finite": finite, "status": row_status(x, finite), "hook": tl_hook_name(t), **stats}
         if record is not None:
@@ -337,23 +364,6 @@ def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor
         return None
     depth = config.layers if config.layers is not None else len(model.layers)
     return layer_masks(model, config.parsed_mask, depth)[t - 1].dense(n)
-
-
-def _from_memory(hf_model: Any) -> LoadedModel:
-    """An in-memory Hugging Face model as a :class:`LoadedModel` (eval mode, no gradients)."""
-    from torch import nn
-
-    from rankcollapse.models.loading import bert_tokenizer
-
-    if not isinstance(hf_model, nn.Module) or not hasattr(hf_model, "config"):
-        raise RankCollapseError(
-            f"model must be a LoadedModel or a Hugging Face model, got {type(hf_model).__name__}")
-    hf_model.eval()
-    hf_model.requires_grad_(False)
-    loaded = dissect(hf_model, name=type(hf_model).__name__, tokenizer=bert_tokenizer())
-    loaded.info["loaded_from"] = "in-memory Hugging Face model"
-    loaded.info["tokenizer"] = "bundled BERT uncased WordPiece"
-    return loaded
 
 
 def write_run(result: AnalyzeResult, out_dir: str | Path) -> Path:

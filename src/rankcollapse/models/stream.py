@@ -41,6 +41,13 @@ def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
     return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)[None, None]
 
 
+def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
+    """:func:`additive_mask` of [n, n] ([1, 1, n, n]) or of a per-sample [b, 1, n, n] mask."""
+    if mask.ndim == 2:
+        return additive_mask(mask, dtype)
+    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)
+
+
 def hidden_state_name(t: int) -> str:
     """``embeddings`` for row 0, ``layer_{t}_out`` for the output of the t-th layer applied (1-based)."""
     return "embeddings" if t == 0 else f"layer_{t}_out"
@@ -118,12 +125,14 @@ def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, d_qk: float
     return backend
 
 
-def _full_only(model: LoadedModel, ids: Tensor, depth: int) -> Iterator[tuple[int, str, Tensor]]:
+def _full_only(model: LoadedModel, ids: Tensor, depth: int,
+               attention_mask: Tensor | None) -> Iterator[tuple[int, str, Tensor]]:
     if depth != model.n_model_layers:
         raise RankCollapseError(f"{model.arch!r} is not dissected: --layers must be its depth "
                                 f"({model.n_model_layers}), got {depth}")
     with torch.inference_mode():
-        states = model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
+        states = model.hf_model(input_ids=ids, attention_mask=attention_mask,
+                                output_hidden_states=True).hidden_states
     for t, x in enumerate(states):
         yield t, hidden_state_name(t), x
 
@@ -139,6 +148,7 @@ def iter_hidden_states(
     backend: str = "auto",
     sink_damping: float | None = None,
     record: dict[str, Tensor] | None = None,
+    attention_mask: Tensor | None = None,
 ) -> Iterator[tuple[int, str, Tensor]]:
     """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
     state is kept (copy a tensor to keep it).
@@ -150,6 +160,10 @@ def iter_hidden_states(
     layers. ``sink_damping``: the ``sinks`` ablation (:func:`~rankcollapse.models.parts.attention`).
     ``record``: a dict that holds, after each layer's row is yielded, that layer's attention
     weights under ``"attn"`` [b, h, n, n] (forces the parts backend).
+    ``attention_mask``: [b, n], 1 for real tokens, 0 for padding (right-padded batches of texts of
+    different lengths): no real token attends to a padding token (each layer's mask becomes
+    ``M_ij and valid_j``, plus ``i = j`` so a padding query always has a key), so the real
+    tokens' states equal those of the unpadded text; the padding rows are meaningless.
     """
     if mode not in MODES:
         raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
@@ -169,7 +183,7 @@ def iter_hidden_states(
         raise RankCollapseError("backend 'hf' does not apply with diagnostics or the sinks ablation")
     which = choose_backend(model, mode, is_own_mask(model, mask, n), d_qk, "parts" if surgery else backend)
     if which == "hf" and not model.dissected:
-        yield from _full_only(model, ids, depth)
+        yield from _full_only(model, ids, depth, attention_mask)
         return
     dense: dict[int, Tensor | None] = {}
     for m in masks:
@@ -183,10 +197,14 @@ def iter_hidden_states(
                 "to itself (the paper's assumption A1)"
             )
         dense[id(m)] = bool_mask
+    if attention_mask is not None and not bool(attention_mask.bool().all()):
+        valid = attention_mask.bool()[:, None, None, :]  # keys [b, 1, 1, n]
+        eye = torch.eye(n, dtype=torch.bool)
+        dense = {k: (v & valid) | eye for k, v in dense.items()}
     with torch.inference_mode():
         x = model.embed(ids)
         pos = model.positions(x) if model.positions is not None else NO_POSITIONS
-        ready = {k: (additive_mask(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
+        ready = {k: (_additive(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
                  for k, v in dense.items()}
         yield 0, hidden_state_name(0), x
         for t in range(1, depth + 1):

@@ -1,0 +1,133 @@
+"""Diagnostics and the sinks ablation in an analyze run; TransformerLens names, DataFrames, in-memory
+models, lists of texts and padding-aware metrics."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.models import AnalyzeConfig, analyze, iter_hidden_states, load_model
+from rankcollapse.models.analyze import measure
+from rankcollapse.models.parts import damp_first_token
+
+
+def _cfg(**kw):
+    base = dict(model="tiny:gemma2", samples=3, tokens=12, dtype="float64", metrics=("mu", "mu_rel"))
+    return AnalyzeConfig(**{**base, **kw})
+
+
+def test_recorded_attention_is_hf_own_attention_per_layer(tiny_models, ids):
+    """The weights the diagnostics read are those HF's eager forward computes (output_attentions)."""
+    model = tiny_models("gemma3_text", "f64", hf_casts=True)
+    with torch.inference_mode():
+        ref = model.hf_model(input_ids=ids, output_attentions=True).attentions
+    record: dict = {}
+    for t, _, _ in iter_hidden_states(model, ids, record=record):
+        if t:
+            torch.testing.assert_close(record["attn"], ref[t - 1], rtol=1e-10, atol=1e-12)
+
+
+def test_diagnostic_columns_equal_their_formulas_on_the_recorded_weights(tiny_models, ids):
+    model = tiny_models("llama", "f64")
+    result = analyze(_cfg(model="tiny:llama", diagnostics=True, sink_threshold=0.2), model=model, ids=ids)
+    record: dict = {}
+    states = iter_hidden_states(model, ids, record=record)
+    next(states)
+    _, _, x1 = next(states)
+    a = record["attn"]
+    row = result.rows[1]
+    h = -(a * torch.where(a > 0, a.log(), 0.0)).sum(-1).mean(-1)  # [b, h]
+    assert math.isclose(row["attention_entropy"], float(h.mean()), rel_tol=1e-12)
+    assert math.isclose(row["attention_entropy_h2"], float(h[:, 2].mean()), rel_tol=1e-12)
+    first = a[..., 0].mean(-1)
+    assert math.isclose(row["first_token_attention"], float(first.mean()), rel_tol=1e-12)
+    assert math.isclose(row["sink_rate"], float((first > 0.2).double().mean()), abs_tol=1e-15)
+    assert math.isclose(row["first_token_norm"], float(x1[:, 0].norm(dim=-1).mean()), rel_tol=1e-12)
+    assert math.isclose(row["top_activation"], float(x1.abs().flatten(1).amax(1).mean()), rel_tol=1e-12)
+    assert math.isnan(result.rows[0]["attention_entropy"]) and "attention_entropy_h3" in result.rows[0]
+
+
+def test_damping_the_first_token_renormalises_rows_and_leaves_query_zero():
+    a = torch.softmax(torch.randn(2, 3, 5, 5, dtype=torch.float64), -1)
+    d = damp_first_token(a, 0.25)
+    torch.testing.assert_close(d.sum(-1), torch.ones(2, 3, 5, dtype=torch.float64))
+    torch.testing.assert_close(d[..., 0, :], a[..., 0, :])
+    want = 0.25 * a[..., 1:, 0] / (1 - 0.75 * a[..., 1:, 0])  # closed form A'_i0
+    torch.testing.assert_close(d[..., 1:, 0], want)
+    assert torch.equal(damp_first_token(a, 1.0), a / a.sum(-1, keepdim=True))
+
+
+def test_the_sinks_ablation_is_one_run_and_damping_one_changes_nothing(tiny_models, ids):
+    model = tiny_models("gemma2", "f64")
+    plain = analyze(_cfg(diagnostics=True), model=model, ids=ids)
+    same = analyze(_cfg(diagnostics=True, ablation="sinks", sink_damping=1.0), model=model, ids=ids)
+    gone = analyze(_cfg(diagnostics=True, ablation="sinks"), model=model, ids=ids)
+    for a, b in zip(plain.rows, same.rows, strict=True):
+        assert math.isclose(a["mu"], b["mu"], rel_tol=1e-12)
+    assert gone.model_info["sink_damping"] == 0.0
+    # only query 0 still attends to token 0, with weight 1: mean over 12 queries is 1/12
+    assert all(math.isclose(r["first_token_attention"], 1 / 12, rel_tol=1e-12) for r in gone.rows[1:])
+    assert gone.rows[-1]["mu"] != plain.rows[-1]["mu"]
+
+
+def test_option_refusals_are_one_line():
+    for kw, needle in (({"sink_damping": 0.5}, "--ablation sinks"),
+                       ({"ablation": "heads"}, "unknown ablation"),
+                       ({"ablation": "sinks", "sink_damping": 2.0}, "--sink-damping"),
+                       ({"sink_threshold": 0.5}, "--diagnostics")):
+        with pytest.raises(RankCollapseError, match=needle):
+            _cfg(**kw)
+
+
+def test_rows_name_transformerlens_hooks_and_make_a_dataframe(tiny_models, ids):
+    result = analyze(_cfg(layers=6), model=tiny_models("gemma2", "f64"), ids=ids)
+    assert [r["hook"] for r in result.rows] == ["blocks.0.hook_resid_pre"] + [
+        f"blocks.{t}.hook_resid_post" for t in range(6)]
+    frame = result.to_frame()
+    assert list(frame["layer"]) == list(range(7)) and frame["mu"].iloc[3] == result.rows[3]["mu"]
+    info = result.model_info
+    assert info["mask_schedule"].startswith("causal-window:w=3;causal;causal-window:w=3;causal (period 4")
+    assert info["mask_source"].startswith("own")
+    over = analyze(_cfg(mask="causal"), model=tiny_models("gemma2", "f64"), ids=ids).model_info
+    assert over["mask_source"].startswith("override: the given mask applies to every layer")
+
+
+def test_an_in_memory_hf_model_with_a_head_gives_the_rows_of_the_loaded_model(tiny_models, ids):
+    from transformers import LlamaForCausalLM
+
+    loaded = tiny_models("llama", "f64")
+    with_head = LlamaForCausalLM(loaded.hf_model.config).to(torch.float64)
+    with_head.model.load_state_dict(loaded.hf_model.state_dict())
+    a = analyze(_cfg(model="tiny:llama"), model=loaded, ids=ids)
+    b = analyze(_cfg(model="tiny:llama"), model=with_head, ids=ids)
+    assert b.model_info["arch"] == "llama" and b.model_info["source"] == "in-memory Hugging Face model"
+    assert [r["mu"] for r in a.rows] == [r["mu"] for r in b.rows]
+
+
+@pytest.mark.parametrize("arch", ["bert", "gemma2", "gpt2"])
+def test_padded_texts_give_the_metrics_of_each_text_alone(arch):
+    """Padding-aware: a batch of texts of different lengths, right-padded, has per-sample metrics
+    equal to each text run alone (mu, ranks and cosines over its real tokens only)."""
+    model = load_model(f"tiny:{arch}", "float64")
+    texts = ["the cat sat on the mat and looked at the dog", "a short one", "it was the best of times"]
+    cfg = _cfg(model=f"tiny:{arch}", metrics=("mu", "num_rank", "mean_abs_cos"), tokens=32)
+    batch = analyze(cfg, model=model, texts=texts)
+    alone = [analyze(cfg, model=model, texts=[t]) for t in texts]
+    for name in ("mu", "num_rank", "mean_abs_cos"):
+        for t in range(len(batch.rows)):
+            want = sum(r.rows[t][name] for r in alone) / len(alone)
+            assert math.isclose(batch.rows[t][name], want, rel_tol=1e-9), (name, t)
+            assert math.isclose(batch.rows[t][f"{name}_max"], max(r.rows[t][name] for r in alone),
+                                rel_tol=1e-9)
+
+
+def test_measure_with_lengths_equals_measuring_the_cut_samples():
+    x = torch.randn(3, 7, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    lengths = torch.tensor([7, 4, 4])
+    _, got = measure(x, ("mu", "effective_rank"), lengths=lengths)
+    _, head = measure(x[:1], ("mu", "effective_rank"))
+    _, tail = measure(x[1:, :4], ("mu", "effective_rank"))
+    assert math.isclose(got["mu"], (head["mu"] + 2 * tail["mu"]) / 3, rel_tol=1e-12)
