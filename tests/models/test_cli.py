@@ -194,3 +194,29 @@ def test_overflow_is_reported_not_hidden(tmp_path, text_file, capsys, monkeypatc
     rows = list(csv.DictReader((out / "metrics.csv").open()))
     assert rows[0]["status"] == "ok" and rows[-1]["status"] == "overflow" and rows[-1]["mu"] == "nan"
     assert "NON-FINITE (overflow)" in captured.out and "all finite" not in captured.out
+
+
+def test_check_masks_writes_one_verdict_per_layer(tmp_path, text_file, capsys):
+    out = tmp_path / "m"
+    code = main(["analyze", "--model", "tiny:qwen2", "--check-masks", "--text", str(text_file),
+                 "--samples", "2", "--tokens", "10", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out.count("ok       layer") == 4 and "causal-window:w=3" in captured.out
+    report = json.loads((out / "mask_check.json").read_text())
+    assert report["matches"] is True and [r["spec"] for r in report["layers"]] == [
+        "causal", "causal", "causal-window:w=3", "causal-window:w=3"]
+
+
+def test_a_mask_override_is_announced_and_a_schedule_must_fit_the_depth(tmp_path, text_file, capsys):
+    code = main(["analyze", "--model", "tiny:gemma2", "--mask", "causal", "--text", str(text_file),
+                 "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "o")])
+    assert code == 0 and "applies to every layer" in capsys.readouterr().err
+    err = _one_line_error(["analyze", "--model", "tiny:gemma2", "--mask", "causal*3", "--text",
+                           str(text_file), "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "p")],
+                          capsys)
+    assert "period 3" in err and "4 layers" in err
+    err = _one_line_error(["analyze", "--model", "tiny:gemma2", "--diagnostics", "--backend", "hf", "--text",
+                           str(text_file), "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "q")],
+                          capsys)
+    assert "backend 'hf'" in err

