@@ -99,8 +99,8 @@ class Curve:
     def from_samples(cls, values: Any, quantity: str, dtype: str, zero: Any = None) -> Curve:
         """Summarise ``values`` [b, L+1] (sample k, layer t) of ``quantity`` in ``dtype``.
 
-        ``zero`` [b, L+1] (optional): True where the sample's X is exactly 0 (an underflow), so a
-        NaN mu_rel there reads "undefined (X = 0)", not "overflow"."""
+        ``zero`` [b, L+1] (optional): True where the sample's ||X||_F is 0 in its dtype (the tokens
+        underflowed), so a NaN mu_rel there reads "undefined (0/0)", not "overflow"."""
         v = np.asarray(values, dtype=np.float64)
         if v.ndim != 2 or v.shape[0] < 1 or v.shape[1] < 1:
             raise ValueError(f"values must be [samples, layers] with both >= 1, got shape {v.shape}")
@@ -129,7 +129,7 @@ class Curve:
         """The per-layer columns ``{q, q_std, q_min, q_max, q_drop, q_drop_std, q_floor_share}``."""
         q = self.quantity
         arrays = (self.mean, self.std, self.lo, self.hi, self.drop, self.drop_std, self.floor_share)
-        return {f"{q}{s}": a for s, a in zip(_SUFFIXES, arrays, strict=True)}
+        return {**{f"{q}{s}": a for s, a in zip(_SUFFIXES, arrays, strict=True)}, f"{q}_finite": self.finite}
 
     @classmethod
     def from_rows(cls, rows: pd.DataFrame, quantity: str, dtype: str, n: int) -> Curve:
@@ -138,7 +138,8 @@ class Curve:
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
         return cls(q, dtype_name(dtype), int(n), get[0], get[1], get[2], get[3], get[4], get[5],
-                   np.asarray(rows["finite"], dtype=np.float64), get[6],
+                   np.asarray(rows[f"{q}_finite" if f"{q}_finite" in rows else "finite"], dtype=np.float64),
+                   get[6],
                    np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None)
 
     @classmethod
@@ -191,10 +192,10 @@ class Curve:
         return int(bad[0]) if bad.size else None
 
     def nonfinite_cause(self) -> str:
-        """``"overflow"`` or, where X itself underflowed to exactly 0, ``"X underflowed to 0"``."""
+        """``"overflow"`` or, where ||X||_F underflowed to 0 in the dtype, ``"||X|| underflowed to 0"``."""
         t = self.first_nonfinite()
         if t is not None and self.zero_share is not None and self.zero_share[t] > 0:
-            return "X underflowed to 0 (mu_rel = 0/0, undefined)"
+            return "||X||_F underflowed to 0 (mu_rel = 0/0, undefined)"
         return "non-finite (overflow)"
 
     def first_at_floor(self, share: float = 0.5) -> int | None:
@@ -223,7 +224,7 @@ def clamp_value(quantity: str, dtype: str) -> float:
 def curve_rows(values: dict[str, Any], dtype: str, zero: Any = None) -> list[dict[str, Any]]:
     """Per-layer rows of several quantities: ``values[q]`` is [b, L+1]; ``layer`` and ``finite`` first.
 
-    ``zero`` [b, L+1]: where X is exactly 0 (gives the ``zero_share`` column)."""
+    ``zero`` [b, L+1]: where ||X||_F is 0 in the dtype (gives the ``zero_share`` column)."""
     curves = {q: Curve.from_samples(v, q, dtype) for q, v in values.items()}
     first = next(iter(curves.values()))
     finite = np.min([c.finite for c in curves.values()], axis=0)

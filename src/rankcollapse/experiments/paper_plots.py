@@ -60,7 +60,7 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
                                                                         else 1.0)
     ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2)
     zero = c.zero_share is not None and c.zero_share[bad] > 0
-    text = f"X = 0 from t={bad}" if zero else f"non-finite t={bad}"
+    text = f"||X|| = 0 from t={bad}" if zero else f"non-finite t={bad}"
     ax.annotate(text, (t[bad], y), fontsize=7, color="red", xytext=(3, 3), textcoords="offset points")
     over = f"{label}: {c.nonfinite_cause()} from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
     return f"{note}; {over}" if note else over

@@ -187,7 +187,8 @@ def paper_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
             got = per_sample(x, ("mu", "mu_rel"))
             values[cond]["mu"].append(got["mu"])
             values[cond]["mu_rel"].append(got["mu_rel"])
-            zeros[cond].append((x.flatten(1) == 0).all(dim=1).numpy())
+            # finite tokens whose norm rounds to 0 in the dtype: mu_rel = 0/0 (an underflow, not an overflow)
+            zeros[cond].append(torch.isfinite(x).flatten(1).all(dim=1).numpy() & np.isnan(got["mu_rel"]))
         on_layer(t)
     info = model_columns(model)
     rows, nonfinite = [], []
