@@ -17,7 +17,7 @@ from rankcollapse.models.diagnose import check_masks
 from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.loading import dissect
 from rankcollapse.models.registry import SUPPORTED
-from rankcollapse.models.spec import Family
+from rankcollapse.models.spec import FamilySpec
 
 WINDOWED = {  # the tiny configs' own schedules (window of 4 keys: causal-window:w=3)
     "mistral": ["causal-window:w=3"] * 4,
@@ -29,7 +29,7 @@ WINDOWED = {  # the tiny configs' own schedules (window of 4 keys: causal-window
 
 def test_every_supported_family_is_one_entry_with_a_tiny_config():
     assert set(SUPPORTED) == set(FAMILIES) == set(TINY_CONFIGS)
-    assert all(isinstance(f, Family) for f in FAMILIES.values())
+    assert all(isinstance(f, FamilySpec) for f in FAMILIES.values())
 
 
 def test_a_bad_entry_is_refused_when_written():
@@ -145,6 +145,8 @@ def test_an_undissected_model_runs_full_mode_through_hf_and_refuses_the_rest(ids
     for kw in ({"mode": "attn"}, {"mask": parse_mask("complete")}, {"layers": 5}, {"backend": "parts"}):
         with pytest.raises(RankCollapseError, match="not dissected"):
             list(iter_hidden_states(model, ids, **kw))
+    with pytest.raises(RankCollapseError, match="diagnostics"):
+        list(iter_hidden_states(model, ids, record={}))
 
 
 def test_a_config_the_entry_does_not_implement_falls_back_to_full_only(capsys):

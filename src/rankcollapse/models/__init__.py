@@ -4,7 +4,7 @@
                    init of its config, a bundled stand-in, a tiny test model), :func:`paper_model`
 - ``checkpoints``  the paper's checkpoints' configs as data (``random:<checkpoint>``), tiny configs
 - ``loading``      :func:`load_model` -> :class:`LoadedModel`, :func:`dissect`
-- ``spec``         :class:`Family` (where a family's parts live, as data) and the one generic dissector
+- ``spec``         :class:`FamilySpec` (where a family's parts live, as data) and the one generic dissector
 - ``families``     :data:`FAMILIES`: one entry per dissected family (BERT, RoBERTa, DistilBERT, ALBERT,
                    MPNet, T5 encoder, GPT-2, GPT-NeoX, Llama, Mistral, Qwen2/3, Phi-3, Gemma 1/2/3)
 - ``stream``       :func:`iter_hidden_states`: each layer with its own mask (the config's schedule)
@@ -39,7 +39,7 @@ from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.loading import LoadedModel, dissect, load_model
 from rankcollapse.models.parts import MODES, PAPER_VARIANTS, LayerParts, Positions, attention, run_block
 from rankcollapse.models.registry import STAND_INS, SUPPORTED, ModelSource, paper_model, resolve_model
-from rankcollapse.models.spec import Family
+from rankcollapse.models.spec import FamilySpec
 
 __all__ = [
     "CHECKPOINT_CONFIGS",
@@ -54,7 +54,7 @@ __all__ = [
     "TINY_CONFIGS",
     "AnalyzeConfig",
     "AnalyzeResult",
-    "Family",
+    "FamilySpec",
     "LayerParts",
     "LoadedModel",
     "ModelSource",

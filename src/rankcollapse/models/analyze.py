@@ -177,6 +177,9 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
     """What ``config.json`` records about the model (what it is, its label) and the backend."""
     mask = config.parsed_mask
     src = model.source
+    if _surgery(config) and not model.dissected:
+        raise RankCollapseError(f"{model.arch!r} is not dissected: --diagnostics and --ablation need the "
+                                "attention weights of a dissected family")
     return {"name": model.name, "label": model.label, "kind": src.kind if src else "",
             "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
             "pretrained": src.pretrained if src else None, "arch": model.arch,

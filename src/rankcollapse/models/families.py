@@ -1,4 +1,4 @@
-"""The families we dissect, one declarative :class:`~rankcollapse.models.spec.Family` entry each.
+"""The families we dissect, one declarative :class:`~rankcollapse.models.spec.FamilySpec` entry each.
 
 ==============  ==========  =====  =========================================================
 family          place       norm   what is special
@@ -39,7 +39,7 @@ from torch import Tensor, nn
 
 from rankcollapse.models.parts import LayerParts
 from rankcollapse.models.relpos import relative_bias, relative_position_bucket
-from rankcollapse.models.spec import Dissected, Family, Unsupported, dissect_family, layer_parts
+from rankcollapse.models.spec import Dissected, FamilySpec, Unsupported, dissect_family, layer_parts
 
 __all__ = [
     "DISSECTORS",
@@ -47,7 +47,7 @@ __all__ = [
     "FRESH_LAYERS",
     "HF_CASTS_FAMILIES",
     "Dissected",
-    "Family",
+    "FamilySpec",
     "Unsupported",
     "relative_bias",
     "relative_position_bucket",
@@ -88,7 +88,7 @@ def _mpnet_relative(model: nn.Module) -> tuple[nn.Embedding, int, int]:
     return model.encoder.relative_attention_bias, 32, 128  # MPNetEncoder.compute_position_bias
 
 
-BERT = Family(
+BERT = FamilySpec(
     "bert",
     layers="encoder.layer",
     q="attention.self.query",
@@ -103,7 +103,7 @@ BERT = Family(
     embed="embeddings",
 )
 
-LLAMA = Family(
+LLAMA = FamilySpec(
     "llama",
     layers="layers",
     q="self_attn.q_proj",
@@ -133,12 +133,12 @@ GEMMA2 = replace(
     post_mlp_norm="post_feedforward_layernorm",
 )
 
-FAMILIES: dict[str, Family] = {
+FAMILIES: dict[str, FamilySpec] = {
     f.model_type: f
     for f in (
         BERT,
         replace(BERT, model_type="roberta", context_offset=-2),
-        Family(
+        FamilySpec(
             "distilbert",
             layers="transformer.layer",
             q="attention.q_lin",
@@ -152,7 +152,7 @@ FAMILIES: dict[str, Family] = {
             placement="post",
             embed="embeddings",
         ),
-        Family(
+        FamilySpec(
             "albert",
             layers=_albert_layers,
             q="attention.query",
@@ -166,7 +166,7 @@ FAMILIES: dict[str, Family] = {
             placement="post",
             embed=_albert_embed,
         ),
-        Family(
+        FamilySpec(
             "mpnet",
             layers="encoder.layer",
             q="attention.attn.q",
@@ -183,7 +183,7 @@ FAMILIES: dict[str, Family] = {
             hf_call="mpnet",
             context_offset=-2,
         ),
-        Family(
+        FamilySpec(
             "gpt2",
             layers="h",
             qkv="attn.c_attn",
@@ -204,7 +204,7 @@ FAMILIES: dict[str, Family] = {
                 scale_attn_weights=True,
             ),
         ),
-        Family(
+        FamilySpec(
             "gpt_neox",
             layers="layers",
             qkv="attention.query_key_value",
@@ -237,7 +237,7 @@ FAMILIES: dict[str, Family] = {
             k_norm="self_attn.k_norm",
             positions="rotary_by_type",
         ),
-        Family(
+        FamilySpec(
             "t5",
             stack="encoder",
             layers="block",
@@ -263,7 +263,7 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def _dissector(fam: Family) -> Callable[[nn.Module, bool], Dissected]:
+def _dissector(fam: FamilySpec) -> Callable[[nn.Module, bool], Dissected]:
     return lambda model, hf_casts: dissect_family(fam, model, hf_casts)
 
 

@@ -321,7 +321,10 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
         try:
             parts = extract(model, hf_casts)
         except Unsupported as err:
-            reason = f"{type(model).__name__}: {err} is not dissected"
+            from rankcollapse.models.families import FAMILIES
+
+            note = FAMILIES[model_type].note
+            reason = f"{type(model).__name__}: {err} is not dissected" + (f" ({note})" if note else "")
     vocab = int(getattr(model.config, "vocab_size", 0) or 0)
     dtype = next(model.parameters()).dtype
     if parts is None:

@@ -1,6 +1,6 @@
 """A family as data: where each part of a Hugging Face layer lives, and one generic dissector.
 
-A :class:`Family` names, as attribute paths (``"attention.self.query"``, ``"layer.0.layer_norm"``;
+A :class:`FamilySpec` names, as attribute paths (``"attention.self.query"``, ``"layer.0.layer_norm"``;
 numbers index module lists), where the attention projections, the norms, the MLP, the embeddings
 and the final norm of a model live, what kind of norm it uses (``layer``, ``rms``, ``gemma``:
 ``(1 + w)`` RMSNorm, ``t5``), where the norms sit (``post``, ``pre``, ``parallel``, ``sandwich``),
@@ -41,7 +41,7 @@ class Unsupported(Exception):  # noqa: N818  (caught inside dissect only)
 
 
 @dataclass(frozen=True)
-class Family:
+class FamilySpec:
     """Where the parts of one Hugging Face ``model_type`` live (module docstring). Paths are
     relative to the base model (``layers``, ``embed``, ``final_norm``, ``rotary``) or to one
     layer module (the rest). ``mlp``: one path, or several applied in turn (BERT: the
@@ -150,7 +150,7 @@ def _mlp(layer: nn.Module, paths: str | tuple[str, ...]) -> Fn:
     return mlp
 
 
-def _qkv(fam: Family, layer: nn.Module, h: int, g: int) -> tuple[Tensor, ...]:
+def _qkv(fam: FamilySpec, layer: nn.Module, h: int, g: int) -> tuple[Tensor, ...]:
     """``(w_q, b_q, w_k, b_k, w_v, b_v)`` in the ``nn.Linear`` convention."""
     if fam.qkv_layout == "separate":
         out: list[Any] = []
@@ -173,7 +173,7 @@ def _qkv(fam: Family, layer: nn.Module, h: int, g: int) -> tuple[Tensor, ...]:
     return ws[0], bs[0], ws[1], bs[1], ws[2], bs[2]
 
 
-def _hf_forward(fam: Family, layer: nn.Module, rotary_type: str | None) -> Callable[..., Tensor]:
+def _hf_forward(fam: FamilySpec, layer: nn.Module, rotary_type: str | None) -> Callable[..., Tensor]:
     def first(out: Any) -> Tensor:
         return out[0] if isinstance(out, tuple) else out
 
@@ -188,7 +188,7 @@ def _hf_forward(fam: Family, layer: nn.Module, rotary_type: str | None) -> Calla
     return lambda x, mask, pos: first(layer(x, attention_mask=mask))
 
 
-def layer_parts(fam: Family, layer: nn.Module, config: Any, hf_casts: bool, index: int = 0) -> LayerParts:
+def layer_parts(fam: FamilySpec, layer: nn.Module, config: Any, hf_casts: bool, index: int = 0) -> LayerParts:
     """The :class:`LayerParts` of one layer module of family ``fam`` (layer ``index`` of the model)."""
     h = int(config.num_attention_heads)
     g = int(getattr(config, "num_key_value_heads", None) or h)
@@ -248,7 +248,7 @@ class Dissected:
     positions: Callable[[Tensor], Positions] | None = None
 
 
-def _positions(fam: Family, root: nn.Module, config: Any) -> Callable[[Tensor], Positions] | None:
+def _positions(fam: FamilySpec, root: nn.Module, config: Any) -> Callable[[Tensor], Positions] | None:
     from rankcollapse.models.relpos import relative_bias
 
     if fam.positions == "rotary":
@@ -269,7 +269,7 @@ def _positions(fam: Family, root: nn.Module, config: Any) -> Callable[[Tensor], 
     return None
 
 
-def dissect_family(fam: Family, model: nn.Module, hf_casts: bool) -> Dissected:
+def dissect_family(fam: FamilySpec, model: nn.Module, hf_casts: bool) -> Dissected:
     """Dissect ``model`` (a base model of ``fam.model_type``) by its entry; :class:`Unsupported` when
     its config asks for something the entry does not implement (``fam.requires``)."""
     root = getattr(model, fam.stack, model) if fam.stack else model

@@ -179,6 +179,9 @@ def iter_hidden_states(
         raise RankCollapseError(f"layers must be >= 0, got {layers}")
     masks = layer_masks(model, mask, depth)
     surgery = sink_damping is not None or record is not None
+    if surgery and not model.dissected:
+        raise RankCollapseError(f"{model.arch!r} is not dissected: diagnostics and the sinks ablation need "
+                                "the attention weights of a dissected family")
     if surgery and backend == "hf":
         raise RankCollapseError("backend 'hf' does not apply with diagnostics or the sinks ablation")
     which = choose_backend(model, mode, is_own_mask(model, mask, n), d_qk, "parts" if surgery else backend)
