@@ -106,10 +106,10 @@ def equilibria_command(
         raise RankCollapseError(f"--n and --d must be in 1..64, got n={n}, d={d}")
     if rank is not None and not 1 <= rank <= min(n, d):
         raise RankCollapseError(f"--rank must be in 1..min(N, d) = 1..{min(n, d)}, got {rank}")
-    if (starts is not None and not 1 <= starts <= 100_000) or not 1 <= steps <= 1_000_000:
-        raise RankCollapseError(
-            f"--starts must be in 1..100000 and --steps in 1..1000000, got {starts}, {steps}"
-        )
+    if starts is not None and not 1 <= starts <= 100_000:
+        raise RankCollapseError(f"--starts must be in 1..100000, got {starts}")
+    if not 1 <= steps <= 1_000_000:
+        raise RankCollapseError(f"--steps must be in 1..1000000, got {steps}")
     if d_qk is not None and not (d_qk > 0 and math.isfinite(d_qk)):
         raise RankCollapseError(f"--d-qk must be positive and finite, got {d_qk}")
     if not 1 <= threads <= 256:
