@@ -89,7 +89,7 @@ def test_rows_name_transformerlens_hooks_and_make_a_dataframe(tiny_models, ids):
     frame = result.to_frame()
     assert list(frame["layer"]) == list(range(7)) and frame["mu"].iloc[3] == result.rows[3]["mu"]
     info = result.model_info
-    assert info["mask_schedule"].startswith("causal-window:w=3;causal;causal-window:w=3;causal (period 4")
+    assert info["mask_schedule"] == "causal-window:w=3;causal (period 2, depth 6 = 3 x 2 layers)"
     assert info["mask_source"].startswith("own")
     over = analyze(_cfg(mask="causal"), model=tiny_models("gemma2", "f64"), ids=ids).model_info
     assert over["mask_source"].startswith("override: the given mask applies to every layer")
