@@ -24,12 +24,8 @@ from pathlib import Path
 
 import torch
 
-from rankcollapse.equilibria.design import (
-    basin_ladder,
-    design_entry,
-    entry_spectral_radius,
-    entry_transient_growth,
-)
+from rankcollapse.equilibria.design import design_entry
+from rankcollapse.equilibria.design_checks import basin_ladder, entry_spectral_radius, entry_transient_growth
 from rankcollapse.io import atomic_write
 
 CELLS = [(n, k) for k in range(3, 7) for n in range(k, 7)]

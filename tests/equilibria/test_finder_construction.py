@@ -100,12 +100,8 @@ def test_pass1_from_the_stored_seed_finds_a_stable_repulsive_design():
 
 
 def _stored_entry_is_recomputed_from_its_parameters(n: int, k: int) -> None:
-    from rankcollapse.equilibria.design import (
-        LADDER,
-        designed_cores,
-        entry_basin_fraction,
-        entry_spectral_radius,
-    )
+    from rankcollapse.equilibria.design import LADDER, designed_cores
+    from rankcollapse.equilibria.design_checks import entry_basin_fraction, entry_spectral_radius
 
     entry = designed_cores()[(n, k)]
     assert entry_spectral_radius(entry) == pytest.approx(entry["spectral_radius"], rel=1e-9)

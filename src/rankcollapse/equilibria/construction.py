@@ -1,4 +1,4 @@
-"""Value matrices with stable equilibria of a prescribed rank (ours; the paper's Theorem 3 is in ``theorem3``).
+"""Value matrices with stable equilibria of a prescribed rank (ours; the paper's Theorem 3: ``theorem3``).
 
 See docs/equilibria.md for the construction and why it works. All matrices use the row convention
 ``x -> x W_V``; attention logits ``x W_QK y^T / sqrt(d_qk)``.

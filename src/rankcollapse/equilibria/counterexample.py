@@ -1,6 +1,6 @@
 """The N = 2, d = 2 counterexample (paper Fig. 1 and Fig. 5), computed rather than only simulated.
 
-System (ours, a surrogate of the paper's §4.3.1): causal mask, sphere LayerNorm, row convention ``x -> x W_V``,
+System (ours, a surrogate of the paper's §4.3.1): causal mask, sphere LayerNorm, row convention x -> x W_V,
 ``A = softmax_M(X W_QK X^T / sqrt(d_qk))``. Token 0 attends only to itself, so it runs the power
 iteration ``x -> x W_V / ||x W_V||`` and converges to ``±u``, ``u`` the dominant left eigenvector of
 ``W_V`` (``(0, 1)`` for the default ``W_V = [[0.95, 1], [0, 1]]``). With token 0 at ``u``, token 1
