@@ -156,3 +156,24 @@ def test_a_config_the_entry_does_not_implement_falls_back_to_full_only(capsys):
                      scale_attn_by_inverse_layer_idx=True)
     model = dissect(GPT2Model(cfg).eval())
     assert not model.dissected and "scale_attn_by_inverse_layer_idx" in model.info["note"]
+
+
+def test_deeper_runs_cycle_each_model_layers_own_mask(tiny_models):
+    from rankcollapse.models.stream import layer_masks
+
+    model = tiny_models("qwen2", "f32")
+    assert [m.spec for m in layer_masks(model, None, 8)] == WINDOWED["qwen2"] * 2
+
+
+def test_gated_t5_runs_in_full_mode_only_with_the_reason(ids):
+    from transformers import T5Config, T5EncoderModel
+
+    cfg = T5Config(d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2, vocab_size=30522,
+                   feed_forward_proj="gated-gelu")
+    hf = T5EncoderModel(cfg).eval()
+    model = dissect(hf)
+    assert not model.dissected and "is_gated_act" in model.info["note"] and "flan-t5" in model.info["note"]
+    rows = [x.clone() for _, _, x in iter_hidden_states(model, ids)]
+    with torch.inference_mode():
+        ref = hf(input_ids=ids, output_hidden_states=True).hidden_states
+    assert len(rows) == 3 and torch.equal(rows[-1], ref[-1])

@@ -236,6 +236,7 @@ FAMILIES: dict[str, FamilySpec] = {
             q_norm="self_attn.q_norm",
             k_norm="self_attn.k_norm",
             positions="rotary_by_type",
+            requires=dict(use_bidirectional_attention=False),
         ),
         FamilySpec(
             "t5",
