@@ -32,11 +32,13 @@ def analyze_command(
     model: str = typer.Option("minilm", "--model", help="A paper checkpoint when cached (bert-base-uncased, "
                               "openai-community/gpt2, google-t5/t5-base, albert/albert-base-v2), "
                               "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2> (that config, random "
-                              "init), minilm, smollm2, mpnet, tiny:<family>, or a local model folder."),
+                              "init), minilm, smollm2, mpnet, tiny:<model_type> (e.g. tiny:gemma3_text), "
+                              "or a local model folder (undissected architectures: full mode only)."),
     mode: str = typer.Option("full", "--mode", help="attn (SAN), attn+skip (SAN + skip), attn+ln (SAN + "
                              "LayerNorm), attn+skip+ln (SAN + skip + LayerNorm), full (transformer)."),
-    mask: str = typer.Option(None, "--mask", help="Mask spec overriding the model's own "
-                             "(complete for encoders, causal for decoders)."),
+    mask: str = typer.Option(None, "--mask", help="Mask spec for every layer, overriding each layer's own "
+                             "(complete / causal / the config's sliding windows), or a schedule "
+                             "'A;B*2' (one mask per layer, period dividing the depth)."),
     d_qk: float = typer.Option(None, "--d-qk", help="The number under the square root: logits = "
                                "q k^T / sqrt(d_qk) (default: the model's own, its head_dim; T5: 1)."),
     temperature: float = typer.Option(None, "--temperature", hidden=True,
