@@ -138,8 +138,7 @@ class Curve:
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
         return cls(q, dtype_name(dtype), int(n), get[0], get[1], get[2], get[3], get[4], get[5],
-                   np.asarray(rows[f"{q}_finite" if f"{q}_finite" in rows else "finite"], dtype=np.float64),
-                   get[6],
+                   _finite_column(rows, q), get[6],
                    np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None)
 
     @classmethod
@@ -202,6 +201,14 @@ class Curve:
         """First layer where at least ``share`` of the samples sit at the clamp."""
         hit = np.nonzero(self.floor_share >= share)[0]
         return int(hit[0]) if hit.size else None
+
+
+def _finite_column(rows: pd.DataFrame, q: str) -> np.ndarray:
+    """``q_finite`` where the rows have it (runs of older versions: the shared ``finite``)."""
+    col = rows[f"{q}_finite"] if f"{q}_finite" in rows else None
+    if col is None or col.isna().any():
+        col = rows["finite"]
+    return np.asarray(col, dtype=np.float64)
 
 
 def _nan_stat(fn: Any, a: np.ndarray) -> np.ndarray:
