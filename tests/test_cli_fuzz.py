@@ -211,8 +211,6 @@ def value_file(root: Path, kind: str, d: int) -> list[str]:
 
 
 @pytest.mark.slow
-@known_failure("equilibria: '--seed 99999999999999999999' raises ValueError (torch manual_seed overflow); "
-               "'--temperature 1 --value missing.npy' prints the deprecation warning and the error (2 lines)")
 @settings(FAST, max_examples=25)
 @given(opts=options(EQUILIBRIA_BAD), value=VALUE_FILES)
 def test_equilibria_refuses_or_runs_small(opts: list[str], value: str) -> None:
@@ -234,7 +232,6 @@ COUNTEREXAMPLE_OPTIONS = {"--w": floats((2.0, 1.5, 1.0, 0.5)),
                           "--construction": st.sampled_from(["paper", "ours", "bogus", ""]), "--json": None}
 
 
-@known_failure("counterexample: '--construction paper --w 1e+308' raises OverflowError in to_dict (w**2)")
 @FAST
 @given(opts=options(COUNTEREXAMPLE_OPTIONS))
 def test_counterexample(opts: list[str]) -> None:
@@ -352,7 +349,7 @@ REPORTED = [
     ("equilibria --n 2 --d 2 --rank 1 --mask nonsense --temperature 5", None),
     ("equilibria --n 2 --d 2 --mask nonsense", None),
     ("portrait --out FILE", None), ("portrait --out NEW --a 5", "no-folder"),
-    ("portrait --out FILE/sub", "known:portrait --out under a file raises NotADirectoryError, exit 1"),
+    ("portrait --out FILE/sub", None),
     ("analyze --model tiny:gpt2 --corpus kjv --text FILE --out NEW", None),
     ("analyze --model tiny:gpt2 --samples 100000000 --out NEW",
      "slow-known:analyze --samples 100000000 raises RuntimeError (DefaultCPUAllocator: can't allocate "

@@ -118,10 +118,10 @@ def equilibria_command(
         raise RankCollapseError(
             f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
         )
+    if not 0 <= seed < 2**63:
+        raise RankCollapseError(f"--seed must be in 0..2^63-1, got {str(seed)[:40]}")
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(seed)
-    if deprecated and value is not None:  # only where --d-qk applies; elsewhere the refusal is the one line
-        print("rankcollapse: warning: --temperature is deprecated; use --d-qk", file=sys.stderr)
     qk = {"temperature" if deprecated else "d_qk": d_qk}
     if value is not None:
         if construction != "ours":
@@ -130,7 +130,8 @@ def equilibria_command(
             )
         _refuse("--value (a search)", w=w, family=family)
         rows = _search(
-            value, n, d, mask or "causal", 1.0 if d_qk is None else d_qk, starts or 256, steps, gen, rank
+            value, n, d, mask or "causal", 1.0 if d_qk is None else d_qk, starts or 256, steps, gen, rank,
+            warn_deprecated=deprecated,
         )
     elif construction == "paper":
         _refuse("--construction paper (its mask is causal, W_Q = W_K = 0)", mask=mask, **qk)
@@ -169,11 +170,14 @@ def equilibria_command(
         )
 
 
-def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, steps: int, gen, rank):  # type: ignore[no-untyped-def]
+def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, steps: int, gen, rank,  # type: ignore[no-untyped-def]
+            warn_deprecated: bool = False):
     from rankcollapse.equilibria import find_equilibria, resolve_mask
 
     w_v = _load_value(value, d)
     m = resolve_mask(mask, n)
+    if warn_deprecated:  # only once the settings are known to be valid: an error stays one line
+        print("rankcollapse: warning: --temperature is deprecated; use --d-qk", file=sys.stderr)
     rows = []
     for eq in find_equilibria(w_v, n, m, None, d_qk, starts=starts, steps=steps, generator=gen):
         if rank is not None and eq.rank != rank:
@@ -306,6 +310,9 @@ def portrait_command(
         )
     if out.exists() and not out.is_dir():
         raise RankCollapseError(f"--out {str(out)[:80]!r} is a file; give a folder")
+    from rankcollapse.validate import check_out_dir
+
+    check_out_dir("--out", out, overwrite=True)  # a path under a file, '' or an unwritable folder: one line
     if construction == "paper":
         _refuse("--construction paper", a=a, s=s)
         from rankcollapse.equilibria.counterexample_paper import DEFAULT_W, check_w

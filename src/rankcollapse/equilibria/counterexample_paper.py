@@ -121,7 +121,7 @@ class PaperCounterexample:
         return paper_value_matrix(self.w)
 
     def to_dict(self) -> dict[str, Any]:
-        s = math.sqrt(1 - 1 / self.w**2)
+        s = math.sqrt(1 - (1 / self.w) ** 2)
         return {
             "w": self.w,
             "A": list(self.A),
