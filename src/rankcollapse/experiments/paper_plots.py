@@ -38,7 +38,7 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     high = np.maximum(c.mean + c.std, lo_clip)
     every = max(1, (c.layers + 1) // 6)
     (line,) = ax.plot(t, mean, ls=STYLES[i % len(STYLES)], marker=MARKERS[i % len(MARKERS)], ms=3.5,
-                      markevery=(i % every, every), lw=1.2, label=label)
+                      markevery=(i % every, every), lw=1.2, label=label, color=f"C{i % 10}")
     ax.fill_between(t, low, high, color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -98,6 +98,11 @@ def panel_figure(title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]],
     ncols = max(len(r[2]) for r in rows)
     fig, axes = plt.subplots(len(rows), ncols, figsize=(3.4 * ncols, 2.9 * len(rows)), squeeze=False)
     notes: list[str] = []
+    style: dict[str, int] = {}  # one style per series label across all panels (legend stays true)
+    for _, _, panels in rows:
+        for _, series in panels:
+            for label, _ in series:
+                style.setdefault(label, len(style))
     for r, (ylabel, floors, panels) in enumerate(rows):
         for c in range(ncols):
             ax = axes[r][c]
@@ -105,8 +110,8 @@ def panel_figure(title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]],
                 ax.axis("off")
                 continue
             ptitle, series = panels[c]
-            for i, (label, curve) in enumerate(series):
-                note = band(ax, curve, label, i, floors)
+            for label, curve in series:
+                note = band(ax, curve, label, style[label], floors)
                 if note:
                     notes.append(f"{ptitle}, {ylabel}: {note}")
             if floors:
