@@ -275,7 +275,7 @@ def test_raw_mu_underflow_to_zero_is_named_in_the_evidence() -> None:
     v[:, 8:] = 0.0  # float32 raw mu rounded to 0
     c = Curve.from_samples(v, "mu", "float32")
     status, words = collapse_status(c, TH)
-    assert status == "collapsing" and "underflows to 0 in float32 from t=8" in words
+    assert status == "at floor" and "underflows to 0 in float32 from t=8" in words
 
 
 def test_explain_names_the_norm_effect_and_the_floor() -> None:
@@ -298,3 +298,12 @@ def test_mu_rel_of_an_underflowed_x_is_undefined_not_overflow() -> None:
     status, words = collapse_status(c, TH)
     assert status == "non-finite" and "underflowed to 0" in words and "overflow" not in words
     assert "overflow" in Curve.from_samples(v, "mu_rel", "float32").nonfinite_cause()
+
+
+def test_raw_mu_that_underflows_to_zero_has_collapsed_not_levelled_off() -> None:
+    v = samples(-3.0, n=4)
+    v[:, 6:] = 0.0  # float32 raw mu rounded to 0 for the last half: not a level
+    c = Curve.from_samples(v, "mu", "float32")
+    assert collapse_status(c, TH)[0] == "at floor"
+    assert level_status(c, TH, None)[0] == "at floor"
+    assert rule_san_collapse({"complete": [c]}, TH).verdict == REPRODUCED

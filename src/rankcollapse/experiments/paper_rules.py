@@ -119,11 +119,12 @@ def _collapse_status(c: Curve, th: Thresholds) -> tuple[str, str]:
     if bad is not None:
         share = 1 - c.finite[-1]
         return "non-finite", f"{c.nonfinite_cause()} from t={bad} ({share:.0%} of samples at the end)"
-    floor = c.first_at_floor() if c.quantity == "mu_rel" else None
+    floor = c.first_at_floor()  # mu_rel: the precision floor; raw mu: an underflow to exactly 0
     r = c.rate(0, c.layers)
     if floor is not None:
         until = f" ({c.rate(0, floor).text()} until then)" if floor > 0 else ""
-        return "at floor", f"at the {c.dtype} floor from t={floor}{until}"
+        where = f"at the {c.dtype} floor" if c.quantity == "mu_rel" else f"underflows to 0 in {c.dtype}"
+        return "at floor", f"{where} from t={floor}{until}"
     if _few(c, th):
         return "too few samples", f"{r.text()}, too few samples"
     tail = c.rate(c.layers // 2, c.layers) if c.layers >= 2 else r
@@ -141,8 +142,9 @@ def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> tuple[str,
     if bad is not None:
         return "non-finite", f"non-finite from t={bad}"
     lvl = f"level {c.mean[-1]:.2g} at t={c.layers}"
-    if c.quantity == "mu_rel" and c.floor_share[-1] >= 0.5:
-        return "at floor", f"at the {c.dtype} floor ({lvl})"
+    if c.floor_share[-1] >= 0.5:
+        where = f"at the {c.dtype} floor" if c.quantity == "mu_rel" else f"underflowed to 0 in {c.dtype}"
+        return "at floor", f"{where} ({lvl})"
     if c.layers < 2:
         return "unclear", f"{lvl}, too few layers"
     r = c.rate(c.layers // 2, c.layers)
