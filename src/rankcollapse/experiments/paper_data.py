@@ -108,7 +108,8 @@ def norm_rates(mu: dict[str, list[Curve]], rel: dict[str, list[Curve]]) -> str:
     for mask, cs in mu.items():
         for c_mu in cs:
             c_rel = next((c for c in rel.get(mask, []) if c.dtype == c_mu.dtype), None)
-            if c_rel is None or c_rel.first_at_floor() is not None or c_mu.first_nonfinite() is not None:
+            if (c_rel is None or c_rel.first_at_floor() is not None or c_mu.first_nonfinite() is not None
+                    or c_mu.first_at_floor() is not None or c_rel.first_nonfinite() is not None):
                 continue
             r = c_mu.rate(0, c_mu.layers).mean - c_rel.rate(0, c_rel.layers).mean
             if math.isfinite(r):

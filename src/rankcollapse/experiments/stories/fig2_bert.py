@@ -135,7 +135,7 @@ def curve_claims(
             variant = {
                 "san_collapse": "attn",
                 "local_slower": "attn",
-                "ln_stops": "attn+ln",
+                "ln_stops": "attn",
                 "ln_skip_stable": "attn+skip+ln",
                 "skip_unstable": "attn+skip",
                 "full_stable": "full",
