@@ -52,12 +52,20 @@ def test_console_script_runs_as_module_without_traceback() -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT back to its default. A job started in the background of a script (as CI
+    may start this suite) inherits SIGINT ignored, and Python then installs no Ctrl-C handler."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str]) -> subprocess.Popen[str]:
     import os
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, "-m", "rankcollapse", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_sigint)
 
 
 @pytest.mark.parametrize("delay", [0.3, 1.5, "rows"])
