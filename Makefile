@@ -25,11 +25,13 @@ $(STAMP): requirements.lock requirements-data.lock pyproject.toml
 reproduce: $(STAMP)
 	$(BIN)/rankcollapse reproduce --quick --out results/quick
 
-# The whole suite, slow tests included (bundled pretrained models, every experiment end to end,
-# the full equilibria grid): about 3 minutes on 2 cores. `make test-fast` skips the slow ones.
+# The whole suite, slow tests included (bundled pretrained models, every experiment end to end),
+# on two worker processes (one per core; a test file stays on one worker, so its shared fixtures
+# run once). `make test-fast` skips the slow ones.
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
