@@ -24,7 +24,7 @@ from rankcollapse.experiments.plotting import curves, empty, mu_rel_panels
 from rankcollapse.experiments.stories._shared import classified
 from rankcollapse.experiments.tasks import analyze
 
-SOURCE = "paper §5, Fig. 2"
+SOURCE = "ours (bundled models, our modes; reading paper §5, Fig. 2 — the paper's setting is fig2_bert)"
 FIGURE = "fig2_models"
 S_PRE = "In pretrained models the full network keeps mu(X(t)) away from zero with depth (Fig. 2)"
 R_PRE = (

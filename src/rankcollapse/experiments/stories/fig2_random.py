@@ -23,7 +23,7 @@ from rankcollapse.experiments.plotting import curves, empty, floor_lines, loglog
 from rankcollapse.experiments.stories._shared import classified
 from rankcollapse.experiments.tasks import simulate
 
-SOURCE = "paper §5, Fig. 2"
+SOURCE = "ours (Gaussian SAN, our sizes; reading paper §5, Fig. 2 — the paper's setting is fig2_bert)"
 FIGURE = "fig2_random"
 S_PURE = "Pure attention: mu(X(t)) collapses exponentially under every mask, at mask-dependent rates (Fig. 2)"
 R_PURE = "every pure-attention curve (majority over seeds) is 'at floor' or 'collapsing' -> reproduced"

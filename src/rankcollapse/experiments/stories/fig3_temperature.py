@@ -26,7 +26,7 @@ from rankcollapse.experiments.engine.verdicts import (
 from rankcollapse.experiments.plotting import curves, empty, mu_rel_panels
 from rankcollapse.experiments.tasks import simulate
 
-SOURCE = "paper §5, Fig. 3"
+SOURCE = "ours (Gaussian SAN, our sizes; reading paper §5, Fig. 3 — the paper's setting is fig3_dqk)"
 FIGURE = "fig3_temperature"
 S_TEMP = "Smaller temperature d_QK (sharper attention) slows rank collapse, for every mask (Fig. 3)"
 S_GLOB = "The temperature effect is larger with global (complete) attention than with sparser masks (Fig. 3)"

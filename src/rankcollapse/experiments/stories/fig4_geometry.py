@@ -16,7 +16,7 @@ from rankcollapse.experiments.engine.verdicts import NOT_REPRODUCED, REPRODUCED,
 from rankcollapse.experiments.plotting import empty, pyplot
 from rankcollapse.experiments.tasks import analyze
 
-SOURCE = "paper §5, Fig. 4"
+SOURCE = "ours (bundled models; reading paper §5, Fig. 4 — the paper's setting is fig4_geometry_paper)"
 FIGURE = "fig4_geometry"
 S_RANK = "Pretrained models keep full-rank token representations at every layer (Fig. 4)"
 S_ANISO = "…yet the representations are anisotropic: high mean |cosine| between tokens (Fig. 4)"
