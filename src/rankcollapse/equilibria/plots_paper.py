@@ -138,7 +138,7 @@ def plot_paper_figure5(w: float = DEFAULT_W) -> Figure:
             color=colours[arc.limit_name],
             lw=5 - k % 2 * 2,
             label=f"arc {k + 1} ({arc.start:.3f}, {arc.end:.3f}) -> "
-            f"{'(0, 1)' if arc.limit_name == 'north' else 'B'}",
+            f"{'(0, 1), token 1' if arc.limit_name == 'token1' else 'B'}",
         )
     for name, pt in (("(0, 1)", (0.0, 1.0)), ("A", cx.A), ("B", cx.B), ("(0, -1): undefined", (0.0, -1.0))):
         ax0.plot(*pt, "ko", ms=5)
