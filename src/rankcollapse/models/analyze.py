@@ -47,6 +47,7 @@ from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names 
     tl_hook_name,
     user_schedule,
 )
+from rankcollapse.validate import check_memory
 
 
 @dataclass
@@ -168,8 +169,33 @@ class AnalyzeResult:
         return [int(r["layer"]) for r in self.rows if r["status"] == "overflow"]
 
 
+def estimate_bytes(model: LoadedModel, samples: int, tokens: int) -> int:
+    """Peak memory of one layer of a run, estimated before anything is allocated (bytes).
+
+    Token ids (int64, a few index temporaries), about eight ``[b, n, d]`` activations alive at once
+    (residual, q, k, v, attention output, MLP hidden at 4d) and two ``[b, h, n, n]`` attention maps.
+    """
+    itemsize = torch.empty((), dtype=model.dtype).element_size()
+    parts = model.layers[0] if model.layers else None
+    cfg = model.hf_model.config
+    width = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0) or 768)
+    heads = parts.n_heads if parts is not None else int(getattr(cfg, "num_attention_heads", 12))
+    ids = 3 * samples * tokens * 8
+    acts = 8 * samples * tokens * width * itemsize
+    maps = 2 * samples * heads * tokens * tokens * itemsize
+    return ids + acts + maps
+
+
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
-    """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file)."""
+    """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file).
+
+    A batch whose estimated memory (:func:`estimate_bytes`) exceeds what this machine has is refused
+    before anything is allocated.
+    """
+    check_memory(
+        f"analyze of {model.name} with {config.samples} samples x {config.tokens} tokens",
+        estimate_bytes(model, config.samples, config.tokens),
+    )
     return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
 
 
