@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.validate import checked
+
 #: Relative slack when comparing a measured tail rate with ``rho``.
 RATE_RTOL = 1e-6
 #: Verdicts of a check.
@@ -201,6 +203,7 @@ def fit_bound(
     )
 
 
+@checked(ndim={"mu": 2})
 def check_theorem1(
     mu: Tensor, epsilon: float, radius: Any, *, mu_rel: Tensor | None = None, floor_rel: float | None = None
 ) -> TheoryCheck:
