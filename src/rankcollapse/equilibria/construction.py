@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from rankcollapse.core.draws import gaussian
 from rankcollapse.equilibria.finder import newton_polish, residual
 from rankcollapse.equilibria.lnmap import iterate, resolve_mask
 from rankcollapse.errors import RankCollapseError
@@ -41,7 +42,7 @@ class Construction:
     def neighbourhood_inputs(self, samples: int, radius: float, generator: torch.Generator) -> Tensor:
         """Inputs [samples, n, d]: ``x`` plus Gaussian noise of scale ``radius`` per token, renormalised
         (an open set of inputs: positive measure)."""
-        noise = torch.randn(samples, self.n, self.d, generator=generator, dtype=torch.float64) * radius
+        noise = gaussian((samples, self.n, self.d), generator) * radius
         y = self.x.unsqueeze(0) + noise
         return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
 

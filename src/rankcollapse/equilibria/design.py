@@ -22,6 +22,7 @@ from functools import cache
 import torch
 from torch import Tensor
 
+from rankcollapse.core.draws import gaussian
 from rankcollapse.equilibria.lnmap import attention_matrix, causal_mask, ln_attention_map, tangent_basis
 
 
@@ -126,7 +127,7 @@ def optimise_design(n: int, k: int, seed: int = 0, iters: int = 800, beta0: floa
     """
     if init is None:
         gen = torch.Generator().manual_seed(seed)
-        p0 = torch.randn(n_params(k), generator=gen, dtype=torch.float64)
+        p0 = gaussian((n_params(k),), gen)
         p0[0] = beta0
         p0[1:k] = -0.3 * torch.arange(1, k, dtype=torch.float64) / k
     else:

@@ -28,6 +28,7 @@ from rankcollapse.equilibria.counterexample import (
     fixed_points_on_circle,
     simulate_pair,
 )
+from rankcollapse.io import atomic_write
 
 
 def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] = (0.6, 0.8),
@@ -159,8 +160,6 @@ def write_portrait(out_dir: str | Path, cx: Counterexample | None = None) -> dic
             paths[f"{name}_{ext}"] = str(p)
         plt.close(fig)
     p = out / "portrait.json"
-    tmp = p.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(portrait_numbers(cx, arc), indent=2))
-    tmp.replace(p)
+    atomic_write(p, json.dumps(portrait_numbers(cx, arc), indent=2))
     paths["numbers"] = str(p)
     return paths

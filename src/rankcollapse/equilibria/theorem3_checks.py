@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rankcollapse.core.draws import sphere_tokens
+from rankcollapse.core.draws import gaussian, sphere_tokens
 from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
 from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map
 from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
@@ -117,7 +117,7 @@ def convergence_from_nearby(
     n, d = eqs[0].x.shape
     g = torch.Generator().manual_seed(seed)
     base = torch.stack([e.x for e in eqs]).repeat_interleave(starts, 0)  # [E*s, n, d]
-    noise = torch.randn(base.shape, generator=g, dtype=torch.float64)
+    noise = gaussian(base.shape, g)
     noise = noise - (noise * base).sum(-1, keepdim=True) * base
     noise = noise / torch.linalg.vector_norm(noise, dim=(-2, -1), keepdim=True)
     x = base + radius * noise
@@ -188,7 +188,7 @@ def lemma13(
     tok1 = torch.zeros(b, d, dtype=torch.float64)
     tok1[:, -1] = 1.0
     if token1 == "near":  # a cap around e_d with a positive leading coordinate: token 1 -> +e_d
-        tok1 = tok1 + 0.05 * torch.randn(b, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+        tok1 = tok1 + 0.05 * gaussian((b, d), g) / math.sqrt(d)
         tok1[:, 0] = tok1[:, 0].abs()
         tok1 = tok1 / torch.linalg.vector_norm(tok1, dim=-1, keepdim=True)
     x = torch.stack([tok1, tok2], 1)

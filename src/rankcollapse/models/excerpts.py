@@ -5,13 +5,13 @@ documents the rules)."""
 from __future__ import annotations
 
 import hashlib
-import os
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.io import atomic_path
 from rankcollapse.models.corpora import (
     DEFAULT_CORPUS,
     TokenStream,
@@ -63,9 +63,8 @@ def _stream_cached(corpus: str | None, tokenizer: Any, text: str | None) -> Toke
         stream = token_stream(corpus, tokenizer, text)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            torch.save({"ids": stream.ids, "starts": stream.starts}, tmp)
-            tmp.replace(path)
+            with atomic_path(path) as tmp:
+                torch.save({"ids": stream.ids, "starts": stream.starts}, tmp)
         except OSError:
             pass  # a read-only cache only costs time
     _STREAMS.clear()
