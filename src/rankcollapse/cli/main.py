@@ -188,6 +188,15 @@ def main(argv: list[str] | None = None) -> int:
         code = 130
     if argv is None and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_sigint):
         signal.signal(signal.SIGINT, _on_late_sigint)
+    if argv is None and code == 130:
+        # interrupted: every result is already on disk; leave now, so that no shutdown step (a
+        # library's atexit hook, a half-imported module) can turn the exit into a death by SIGINT
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
     return code
 
 
