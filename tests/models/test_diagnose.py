@@ -124,6 +124,26 @@ def test_padded_texts_give_the_metrics_of_each_text_alone(arch):
                                 rel_tol=1e-9)
 
 
+@pytest.mark.parametrize("arch", ["bert", "gpt2"])
+def test_padded_texts_give_the_diagnostics_of_each_text_alone(arch):
+    """--diagnostics on a padded batch: each sample's entropy, sink rate, first-token norm and
+    largest activations are those of the text run alone (padding left out), averaged over samples."""
+    model = load_model(f"tiny:{arch}", "float64")
+    texts = ["the cat sat on the mat and looked at the dog", "a short one", "it was the best of times"]
+    cfg = _cfg(model=f"tiny:{arch}", metrics=("mu",), tokens=32, diagnostics=True, sink_threshold=0.1)
+    batch = analyze(cfg, model=model, texts=texts)
+    alone = [analyze(cfg, model=model, texts=[t]) for t in texts]
+    names = ("attention_entropy", "attention_entropy_h0", "normalized_attention_entropy",
+             "first_token_attention", "sink_rate", "first_token_norm", "top_activation", "massive_ratio")
+    for t in range(len(batch.rows)):
+        for name in names:
+            values = [r.rows[t][name] for r in alone]
+            if t == 0 and name in names[:5]:
+                assert math.isnan(batch.rows[t][name])
+                continue
+            assert math.isclose(batch.rows[t][name], sum(values) / len(values), rel_tol=1e-9), (name, t)
+
+
 def test_measure_with_lengths_equals_measuring_the_cut_samples():
     x = torch.randn(3, 7, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     lengths = torch.tensor([7, 4, 4])

@@ -340,8 +340,6 @@ def analyze(
         lengths = attention_mask.sum(1)
         if bool((lengths == ids.shape[1]).all()):
             attention_mask, lengths = None, None
-        elif config.diagnostics:
-            raise RankCollapseError("--diagnostics needs samples of equal length (no padding)")
     seconds["tokenize"] = time.perf_counter() - start
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
@@ -369,7 +367,7 @@ def analyze(
         if record is not None:
             attn = record.pop("attn", None) if t > 0 else None
             row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]), config.sink_threshold,
-                                        model.layers[0].n_heads))
+                                        model.layers[0].n_heads, lengths))
         seconds["metrics"] += time.perf_counter() - start
         rows.append(row)
         if on_row is not None:

@@ -36,33 +36,62 @@ def _mean(v: Tensor) -> float:
     return float(v.mean()) if v.numel() else math.nan
 
 
-def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
-                     n_heads: int | None = None) -> dict[str, float]:
-    """The diagnostic columns of one row (module docstring). x: [b, n, d]; attn: [b, h, n, n] or None;
-    mask: bool [n, n] the layer's mask (for the normalised entropy), or None (complete)."""
-    row: dict[str, float] = {}
-    heads = attn.shape[1] if attn is not None else (n_heads or 0)
+def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float) -> dict[str, Tensor]:
+    """Per-sample diagnostic values of x [b, n, d] and attn [b, h, n, n] (all samples n tokens long):
+    ``[b, h]`` for the per-head ones, ``[b]`` for the others; non-finite samples give NaN."""
+    out: dict[str, Tensor] = {}
     if attn is not None:
         attn = attn.to(torch.float64)
-        ent = dg.attention_entropy(attn)  # [b, h]
+        out["attention_entropy"] = dg.attention_entropy(attn)  # [b, h]
+        out["normalized_attention_entropy"] = dg.normalized_attention_entropy(attn, mask)
+        out["first_token_attention"] = dg.first_token_attention(attn)
+        out["sink_rate"] = dg.sink_rate(attn, threshold)
+    finite = torch.isfinite(x).flatten(1).all(dim=1)
+    safe = torch.where(finite[:, None, None], x, torch.zeros_like(x)).to(torch.float64)
+    nan = torch.full((x.shape[0],), math.nan, dtype=torch.float64)
+    out["first_token_norm"] = torch.where(finite, dg.first_token_norm(safe), nan)
+    out["top_activation"] = torch.where(finite, dg.top_activations(safe, 1)[:, 0], nan)
+    out["massive_ratio"] = torch.where(finite, dg.massive_ratio(safe), nan)
+    return out
+
+
+def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
+                     n_heads: int | None = None, lengths: Tensor | None = None) -> dict[str, float]:
+    """The diagnostic columns of one row (module docstring). x: [b, n, d]; attn: [b, h, n, n] or None;
+    mask: bool [n, n] the layer's mask (for the normalised entropy), or None (complete).
+
+    ``lengths`` [b] (right-padded batches): sample ``i`` is its first ``lengths[i]`` tokens, and its
+    values are those of ``x[i, :m]``, ``attn[i, :, :m, :m]`` and ``mask[:m, :m]`` (``m = lengths[i]``;
+    no real token attends to padding, so those rows still sum to 1). Means are over samples (and
+    heads), non-finite samples left out.
+    """
+    b, n = x.shape[0], x.shape[1]
+    if lengths is None or bool((lengths == n).all()):
+        per = _per_sample(x, attn, mask, threshold)
+    else:
+        groups: dict[str, list[Tensor]] = {}
+        for m in sorted({int(v) for v in lengths}):
+            rows = [i for i in range(b) if int(lengths[i]) == m]
+            part = _per_sample(x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m],
+                               None if mask is None else mask[:m, :m], threshold)
+            for k, v in part.items():
+                groups.setdefault(k, []).append(v)
+        per = {k: torch.cat(v) for k, v in groups.items()}
+    heads = attn.shape[1] if attn is not None else (n_heads or 0)
+    row: dict[str, float] = {}
+    if attn is not None:
+        ent = per["attention_entropy"]
         row["attention_entropy"] = _mean(ent)
         for h in range(heads):
             row[f"attention_entropy_h{h}"] = _mean(ent[:, h])
-        row["normalized_attention_entropy"] = _mean(dg.normalized_attention_entropy(attn, mask))
-        row["first_token_attention"] = _mean(dg.first_token_attention(attn))
-        row["sink_rate"] = _mean(dg.sink_rate(attn, threshold))
+        for k in ("normalized_attention_entropy", "first_token_attention", "sink_rate"):
+            row[k] = _mean(per[k])
     else:
         row["attention_entropy"] = math.nan
         row.update({f"attention_entropy_h{h}": math.nan for h in range(heads)})
         row.update(normalized_attention_entropy=math.nan, first_token_attention=math.nan, sink_rate=math.nan)
-    finite = torch.isfinite(x).flatten(1).all(dim=1)
-    kept = x[finite].to(torch.float64)
-    if kept.shape[0]:
-        row["first_token_norm"] = _mean(dg.first_token_norm(kept))
-        row["top_activation"] = _mean(dg.top_activations(kept, 1)[:, 0])
-        row["massive_ratio"] = _mean(dg.massive_ratio(kept))
-    else:
-        row.update(first_token_norm=math.nan, top_activation=math.nan, massive_ratio=math.nan)
+    for k in ("first_token_norm", "top_activation", "massive_ratio"):
+        row[k] = _mean(per[k])
     return row
 
 
