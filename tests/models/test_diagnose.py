@@ -151,3 +151,22 @@ def test_measure_with_lengths_equals_measuring_the_cut_samples():
     _, head = measure(x[:1], ("mu", "effective_rank"))
     _, tail = measure(x[1:, :4], ("mu", "effective_rank"))
     assert math.isclose(got["mu"], (head["mu"] + 2 * tail["mu"]) / 3, rel_tol=1e-12)
+
+
+def test_a_document_mask_reports_mu_rel_per_document_next_to_the_whole(tiny_models, ids):
+    """Packed sequences: each document's column is mu_rel of its own tokens' hidden states; under
+    pure attention each document collapses while the whole keeps its spread (no center)."""
+    from rankcollapse.metrics import mu_rel
+
+    model = tiny_models("bert", "f64")
+    n = ids.shape[1]
+    spec = f"document:lengths=5,{n - 5}"
+    result = analyze(_cfg(model="tiny:bert", mode="attn", mask=spec, layers=30), model=model, ids=ids)
+    states = list(iter_hidden_states(model, ids, mode="attn", mask=spec, layers=30))
+    for (t, _, x), row in zip(states, result.rows, strict=True):
+        assert math.isclose(row["mu_rel_doc0"], float(mu_rel(x[:, :5]).mean()), rel_tol=1e-12), t
+        assert math.isclose(row["mu_rel_doc1"], float(mu_rel(x[:, 5:]).mean()), rel_tol=1e-12), t
+    last = result.rows[-1]
+    assert last["mu_rel_docs_max"] < 1e-12 < 0.05 < last["mu_rel"]
+    plain = analyze(_cfg(model="tiny:bert", mode="attn", mask="causal", layers=2), model=model, ids=ids)
+    assert not [k for k in plain.rows[0] if "_doc" in k]

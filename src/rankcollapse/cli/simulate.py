@@ -140,8 +140,10 @@ def simulate_command(
     note = f"; stopped: {result.stopped}" if result.stopped else ""
     floor = {"collapsed": " (at the precision floor)", "overflow": " (overflow)",
              "undefined": " (undefined: every token vanished)"}.get(summary["state"], "")
+    docs = (f"; largest per-document mu_rel {summary['final_mu_rel_docs_max']:.3g}"
+            if "final_mu_rel_docs_max" in summary else "")
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'}; final mu_rel "
-               f"{summary['final_mu_rel']:.3g}{floor}; kernel {result.kernel}{note}")
+               f"{summary['final_mu_rel']:.3g}{floor}{docs}; kernel {result.kernel}{note}")
 
 
 def _discard(out: Path, created: bool, rows: int) -> None:

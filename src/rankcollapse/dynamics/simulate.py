@@ -30,7 +30,7 @@ from rankcollapse.dynamics.layers import LayerSpec, apply_layer
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
 from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_weights
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
+from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, document_columns, summarize
 from rankcollapse.runtime import trim_heap_every
 from rankcollapse.validate import trusted
 
@@ -77,6 +77,15 @@ class ResolvedMask:
         r = self.analysis.radius
         return None if r is None else int(r)
 
+    def documents(self) -> list[Tensor]:
+        """The mask's independent parts (``Mask.documents``) as int64 index tensors; one part when
+        the mask is connected (the whole sequence)."""
+        from rankcollapse.masks import from_dense
+
+        n = self.dense.shape[0]
+        mask = self.mask if self.mask is not None else from_dense(self.dense)
+        return [torch.from_numpy(p.copy()) for p in mask.documents(n)]
+
 
 def resolve_mask(mask: Any, n: int) -> ResolvedMask:
     """A parsed ``Mask``, a spec string (parsed here) or a boolean [n, n] tensor, at length n."""
@@ -101,7 +110,9 @@ class SimulationResult:
     """What a run keeps.
 
     rows: one dict per layer (row t describes X(t)): ``layer``, the batch mean of every metric,
-    then ``<name>_min``/``<name>_max``, ``attn_min`` (smallest attention weight on an edge used to
+    then ``<name>_min``/``<name>_max``; for a mask of several independent parts (``document:``,
+    ``block:``) ``mu_rel_doc{k}`` per part and ``mu_rel_docs_max`` (largest part, batch means);
+    ``attn_min`` (smallest attention weight on an edge used to
     produce X(t); NaN for row 0) when tracked, and ``overflow`` (share of samples whose tokens are
     no longer finite; their metrics are NaN). mu, mu_rel: [T+1, b] per sample.
     min_weight: [T, b] or None. final: X(T) [b, n, d]; trajectory: [T+1, b, n, d] or None.
@@ -145,7 +156,8 @@ class SimulationResult:
 
         ``at_precision_floor``: every sample's ``mu_rel <= FLOOR_FACTOR * eps(dtype)`` (the
         ``at_floor`` metric's test), ``precision_floor`` that threshold; ``state`` see :attr:`state`;
-        ``overflow``: the run turned non-finite (at ``nonfinite_layer``).
+        ``overflow``: the run turned non-finite (at ``nonfinite_layer``). With a mask of several
+        independent parts: ``documents`` (columns written, at most 16) and ``final_mu_rel_docs_max``.
         """
         last = self.rows[-1]
         floor = floor_rel(self.config.dtype)
@@ -163,6 +175,9 @@ class SimulationResult:
             "kernel": self.kernel,
             "stopped": self.stopped,
         }
+        if "mu_rel_docs_max" in last:
+            out["documents"] = sum(1 for k in self.rows[0] if k.startswith("mu_rel_doc") and k[10:].isdigit())
+            out["final_mu_rel_docs_max"] = last["mu_rel_docs_max"]
         if self.theory is not None:
             out["theory"] = self.theory.to_dict()
         return out
@@ -258,6 +273,8 @@ def simulate(
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
     names = METRIC_NAMES if cfg.metrics is None else tuple(
         dict.fromkeys(("mu", "mu_rel", *cfg.metrics)))
+    docs = mask.documents() if not mask.complete else []
+    docs = docs if len(docs) > 1 else []
     in_seed, w_seed = _seeds(cfg.seed)
     x = _initial_tokens(cfg, torch.Generator().manual_seed(in_seed), dtype)
     weights = _WeightStream(cfg, spec, w_seed, dtype)
@@ -279,6 +296,9 @@ def simulate(
         mus.append(per["mu"].detach().to("cpu", torch.float64))
         mu_rels.append(per["mu_rel"].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
+        if docs:  # per document: mu_rel of each independent part, and the largest over parts
+            parts = document_columns(torch.where(bad[:, None, None], torch.nan, x), docs)
+            row.update({k: float(v.to(torch.float64).nanmean()) for k, v in parts.items()})
         if track:
             row["attn_min"] = math.nan if min_w is None else float(min_w.min())
         row["overflow"] = float(bad.to(torch.float64).mean())

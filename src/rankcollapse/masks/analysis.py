@@ -31,6 +31,7 @@ every case; on band-like masks a handful of BFS suffice. BFS is scipy's compiled
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -251,6 +252,25 @@ def center_eccentricities(
         np.maximum(lower, np.maximum(to_u, ecc_u - from_u), out=lower)
         np.minimum(upper, to_u + ecc_u, out=upper)
         lower[pos] = upper[pos] = ecc_u
+
+
+def documents(s: SparseMask) -> list[np.ndarray]:
+    """The independent parts of a mask: weakly connected components of its graph, each an int64
+    sorted token array, ordered by first token.
+
+    Tokens in different parts never exchange information in any number of layers, so each part
+    (a ``document:`` document, a ``block:`` block, a ``tree:`` root's subtree) evolves as a sequence
+    of its own; a causal or complete mask is one part.
+    """
+    from scipy.sparse import csgraph
+
+    count, labels = csgraph.connected_components(_csr(s.indptr, s.indices, s.n), directed=True,
+                                                 connection="weak")
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(count + 1))
+    parts = [order[a:b].astype(np.int64) for a, b in itertools.pairwise(bounds)]
+    parts.sort(key=lambda c: int(c[0]))
+    return parts
 
 
 def analyze_sparse(s: SparseMask, spec: str | None, band: Any = "compute") -> MaskAnalysis:

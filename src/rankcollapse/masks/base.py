@@ -231,6 +231,26 @@ class Mask(ABC):
         """Radius of the graph at length ``n`` (None without a center); from the cached analysis."""
         return self.analysis(n).radius
 
+    def documents(self, n: int) -> list[np.ndarray]:
+        """Independent parts at length ``n`` (weakly connected components, ordered by first token;
+        ``rankcollapse.masks.analysis.documents``), computed once per n. One part for a connected
+        mask; one per document of ``document:``, per block of ``block:``."""
+        n = check_n(n)
+
+        def build() -> list[np.ndarray]:
+            from rankcollapse.masks.analysis import documents
+            from rankcollapse.masks.limits import ANALYSIS_BYTES_PER_EDGE
+
+            if self.is_complete(n):
+                return [np.arange(n, dtype=np.int64)]
+            self._check_sparse_size(n, ANALYSIS_BYTES_PER_EDGE, "document split")
+            parts = documents(self.sparse(n))
+            for p in parts:
+                p.setflags(write=False)
+            return parts
+
+        return self._cached(n, "documents", build)
+
     def __and__(self, other: Mask) -> Mask:
         return AndMask((self, other))
 

@@ -18,12 +18,15 @@ from rankcollapse.metrics.diagnostics import (
 )
 from rankcollapse.metrics.measures import (
     CHEAP_METRICS,
+    DOC_COLUMNS,
     METRIC_NAMES,
     SVD_METRICS,
     at_floor,
     centered,
     collapse_metrics,
     composite_norm,
+    document_columns,
+    document_mu_rel,
     dong_residual,
     effective_rank,
     full_rank,
@@ -41,6 +44,7 @@ from rankcollapse.metrics.measures import (
 __all__ = [
     "CHEAP_METRICS",
     "DIAGNOSTIC_NAMES",
+    "DOC_COLUMNS",
     "FLOOR_FACTOR",
     "METRIC_NAMES",
     "SINK_THRESHOLD",
@@ -50,6 +54,8 @@ __all__ = [
     "centered",
     "collapse_metrics",
     "composite_norm",
+    "document_columns",
+    "document_mu_rel",
     "dong_residual",
     "effective_rank",
     "first_token_attention",

@@ -74,6 +74,40 @@ def mu_rel(x: Tensor) -> Tensor:
     return _ratio(mu(x), norm)
 
 
+DOC_COLUMNS = 16
+"""Per-document columns written (``mu_rel_doc0`` ...); ``mu_rel_docs_max`` covers every document."""
+
+
+def document_mu_rel(x: Tensor, docs: list[Tensor]) -> Tensor:
+    """``mu_rel`` per document, ``mu_rel(x[..., D_k, :])`` for token sets ``D_k``: [..., n, d] -> [..., K].
+
+    ``docs``: K int64 index tensors (the mask's independent parts, ``masks.analysis.documents``).
+    A one-token document has ``mu_rel`` 0; an all-zero one NaN (as :func:`mu_rel`).
+    """
+    _check(x)
+    return torch.stack([mu_rel(x.index_select(-2, d.to(x.device))) for d in docs], dim=-1)
+
+
+def document_columns(x: Tensor, docs: list[Tensor], lengths: Tensor | None = None) -> dict[str, Tensor]:
+    """Per-sample ``mu_rel_doc{k}`` (k < :data:`DOC_COLUMNS`) and ``mu_rel_docs_max`` (the largest
+    over all K documents) of x [b, n, d]: ``{name: [b]}``. ``lengths`` [b]: sample ``i`` has its
+    first ``lengths[i]`` tokens (each document cut to them; a document with none is NaN, left out
+    of the max)."""
+    if lengths is None:
+        per = document_mu_rel(x, docs)  # [b, K]
+    else:
+        per = torch.full((x.shape[0], len(docs)), math.nan, dtype=x.dtype)
+        for i, m in enumerate(int(v) for v in lengths):
+            for k, d in enumerate(docs):
+                kept = d[d < m]
+                if kept.numel():
+                    per[i, k] = mu_rel(x[i].index_select(0, kept))
+    out = {f"mu_rel_doc{k}": per[:, k] for k in range(min(len(docs), DOC_COLUMNS))}
+    defined = torch.where(torch.isnan(per), torch.full_like(per, -math.inf), per).amax(dim=-1)
+    out["mu_rel_docs_max"] = torch.where(torch.isinf(defined), torch.full_like(defined, math.nan), defined)
+    return out
+
+
 def _ratio(num: Tensor, den: Tensor) -> Tensor:
     """``num / den`` with NaN where ``den == 0`` (an undefined ratio, not 0)."""
     safe = torch.where(den > 0, den, torch.ones_like(den))

@@ -28,6 +28,7 @@ from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask
 from rankcollapse.masks.schedule import MaskSchedule
+from rankcollapse.metrics import document_columns
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info
@@ -139,7 +140,8 @@ class AnalyzeConfig:
 @dataclass
 class AnalyzeResult:
     """Rows (one per hidden state: ``layer``, ``hidden_state``, ``model_layer``, ``finite``,
-    ``status``, metrics).
+    ``status``, metrics; ``mu_rel_doc{k}`` and ``mu_rel_docs_max`` when the mask splits the tokens
+    into independent parts, e.g. ``document:``).
 
     ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
     ``status``: ``ok``; ``overflow`` where some sample is non-finite (inf / NaN; every metric is
@@ -348,6 +350,7 @@ def analyze(
     if model.info.get("note"):
         notes.append(model.info["note"])
     rows: list[dict[str, Any]] = []
+    docs = run_documents(model, config, ids.shape[1])
     record: dict[str, Tensor] | None = {} if config.diagnostics else None
     stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.parsed_mask, d_qk=config.d_qk,
                                 layers=config.layers, backend=config.backend,
@@ -364,6 +367,10 @@ def analyze(
         finite, stats = measure(x, config.metrics, config.metric_threads, lengths)
         row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
                "finite": finite, "status": row_status(x, finite), "hook": tl_hook_name(t), **stats}
+        if docs:
+            parts = document_columns(torch.where(torch.isfinite(x), x, torch.nan).to(torch.float64), docs,
+                                     lengths)
+            row.update({k: _nanmean(v) for k, v in parts.items()})
         if record is not None:
             attn = record.pop("attn", None) if t > 0 else None
             row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]), config.sink_threshold,
@@ -383,6 +390,30 @@ def analyze(
         result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "
                             f"rows: mu_rel there is 0/0, undefined (NaN), not collapse")
     return result
+
+
+def _nanmean(v: Tensor) -> float:
+    v = v[~torch.isnan(v)]
+    return float(v.mean()) if v.numel() else math.nan
+
+
+def run_documents(model: LoadedModel, config: AnalyzeConfig, n: int) -> list[Tensor]:
+    """The independent parts of a run's tokens (``Mask.documents`` of the union of the masks of
+    every layer applied): empty when there is one part, as for every model's own mask."""
+    from rankcollapse.masks import from_dense
+
+    if config.parsed_mask is None:
+        return []
+    depth = config.layers if config.layers is not None else len(model.layers)
+    masks = {m.spec: m for m in layer_masks(model, config.parsed_mask, max(depth, 1))}
+    if len(masks) == 1:
+        parts = next(iter(masks.values())).documents(n)
+    else:
+        union = torch.zeros(n, n, dtype=torch.bool)
+        for m in masks.values():
+            union |= m.dense(n)
+        parts = from_dense(union).documents(n)
+    return [torch.from_numpy(p.copy()) for p in parts] if len(parts) > 1 else []
 
 
 def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor | None:
