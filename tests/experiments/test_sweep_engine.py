@@ -49,6 +49,36 @@ def test_run_identity_ignores_key_order_and_changes_with_any_value():
     assert a != run_identity("e", "toy", {"x": 1.5, "y": [1, 2], "seed": 0})
 
 
+def test_facts_enter_the_identity_only_when_there_are_some():
+    params = {"x": 1, "seed": 0}
+    assert run_identity("e", "toy", params, {}) == run_identity("e", "toy", params)  # stored runs keep theirs
+    assert run_identity("e", "toy", params, {"weights": "mpnet"}) != run_identity("e", "toy", params)
+    a = make_runs("e", "toy", {}, {"seed": [0]}, facts=lambda p: {"weights": "mpnet"})
+    b = make_runs("e", "toy", {}, {"seed": [0]}, facts=lambda p: {"weights": "bert-base-uncased"})
+    assert a[0].params == b[0].params and a[0].run_id != b[0].run_id and a[0].facts == {"weights": "mpnet"}
+
+
+def test_a_pretrained_run_is_keyed_on_the_weights_it_loads(monkeypatch):
+    """``pretrained:<ckpt>`` runs carry the resolved weights in their identity: once the real
+    checkpoint is cached, the stand-in's stored results are not reused for it."""
+    import rankcollapse.models.registry as registry
+    from rankcollapse.experiments.paper_tasks import model_facts
+    from rankcollapse.experiments.reproduce import load_experiments
+
+    exp = load_experiments("quick", ["fig8_spectrum"])[0]
+    before = {r.params["model"]: r for r in exp.runs()}
+    stand_in = before["pretrained:bert-base-uncased"]
+    assert stand_in.facts == model_facts(stand_in.params) and stand_in.facts["weights"] != "bert-base-uncased"
+    assert before["random:bert-base-uncased"].facts == {}
+    fake = registry.ModelSource(name="bert-base-uncased", kind="paper", label="bert-base-uncased")
+    monkeypatch.setattr(registry, "hf_cached", lambda hub: True)
+    monkeypatch.setattr(registry, "resolve_model", lambda name: fake)
+    after = {r.params["model"]: r for r in exp.runs()}
+    assert after["pretrained:bert-base-uncased"].facts == {"weights": "bert-base-uncased"}
+    assert after["pretrained:bert-base-uncased"].run_id != stand_in.run_id
+    assert after["random:bert-base-uncased"].run_id == before["random:bert-base-uncased"].run_id
+
+
 def test_make_runs_keeps_duplicate_points_once():
     runs = make_runs("e", "toy", {"layers": 2}, {"rate": [0.5, 0.5], "seed": [0]})
     assert len(runs) == 1

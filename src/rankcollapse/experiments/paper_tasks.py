@@ -368,5 +368,20 @@ def paper_geometry_cost(params: dict[str, Any]) -> float:
     return per * _scale(params) + LOAD_S
 
 
+def model_facts(params: dict[str, Any]) -> dict[str, Any]:
+    """What a run's ``model`` loads on this machine: ``{"weights": <resolved name>}`` for
+    ``pretrained:<ckpt>`` (the checkpoint when cached, else its stand-in), nothing for other names.
+    Part of the run identity, so results of a stand-in are not reused once the checkpoint is cached."""
+    name = str(params.get("model", ""))
+    if not name.startswith(PRETRAINED):
+        return {}
+    try:
+        return {"weights": model_source(name, params.get("stand_in")).name}
+    except RankCollapseError:
+        return {"weights": None}  # nothing loads: the run fails with its own one-line error
+
+
 paper_curves.cost_s = paper_curves_cost  # type: ignore[attr-defined]
 paper_geometry.cost_s = paper_geometry_cost  # type: ignore[attr-defined]
+paper_curves.identity_facts = model_facts  # type: ignore[attr-defined]
+paper_geometry.identity_facts = model_facts  # type: ignore[attr-defined]

@@ -58,7 +58,14 @@ class Experiment:
                 raise RankCollapseError(msg[:200])
 
     def runs(self) -> list[RunSpec]:
-        return make_runs(self.name, self.task, self.base, self.grid, target=self.target)
+        """One :class:`RunSpec` per grid point; a task with ``identity_facts(params)`` adds those
+        facts to each run's identity."""
+        facts = None
+        if self.target:
+            from rankcollapse.experiments.engine.tasks import resolve_target
+
+            facts = getattr(resolve_target(self.target, self.task), "identity_facts", None)
+        return make_runs(self.name, self.task, self.base, self.grid, target=self.target, facts=facts)
 
     def describe(self) -> dict[str, Any]:
         """JSON-able settings, for the report and ``experiments.json``."""

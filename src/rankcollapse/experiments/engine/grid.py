@@ -2,7 +2,8 @@
 
 A *run* is one point of a grid: a task name and a flat dict of JSON parameters, seed included.
 Its identity is the first 12 hex digits of SHA-256 of the canonical JSON of
-``(experiment, task, params)``, so the same command finds the same runs again (resume).
+``(experiment, task, params)`` (plus the task's ``identity_facts`` when it has them: what a
+parameter resolves to on this machine), so the same command finds the same runs again (resume).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,9 +45,15 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
-def run_identity(experiment: str, task: str, params: dict[str, Any]) -> str:
-    """12 hex digits of SHA-256 of the canonical ``(experiment, task, params)``."""
-    blob = canonical_json({"experiment": experiment, "task": task, "params": params})
+def run_identity(experiment: str, task: str, params: dict[str, Any],
+                 facts: dict[str, Any] | None = None) -> str:
+    """12 hex digits of SHA-256 of the canonical ``(experiment, task, params)``, plus ``facts`` when
+    there are any (what a parameter resolves to on this machine, e.g. which weights a model name
+    loads: a changed fact is a new run, not a stale result reused)."""
+    key: dict[str, Any] = {"experiment": experiment, "task": task, "params": params}
+    if facts:
+        key["facts"] = facts
+    blob = canonical_json(key)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -57,6 +64,8 @@ class RunSpec:
     ``task``: the task's name (part of the identity). ``target``: ``"module:function"`` where a
     worker finds the task callable (not part of the identity; empty = the engine's toy task
     registry, see ``engine.tasks``). ``axes``: the params that vary in its experiment's grid.
+    ``facts``: what the params resolve to here (the task's ``identity_facts(params)``; part of the
+    identity when not empty).
     """
 
     experiment: str
@@ -65,10 +74,12 @@ class RunSpec:
     axes: tuple[str, ...] = ()
     run_id: str = ""
     target: str = field(default="", compare=False)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.run_id:
-            object.__setattr__(self, "run_id", run_identity(self.experiment, self.task, self.params))
+            object.__setattr__(self, "run_id",
+                               run_identity(self.experiment, self.task, self.params, self.facts))
 
     @property
     def seed(self) -> int | None:
@@ -88,11 +99,14 @@ def make_runs(
     base: dict[str, Any],
     grid: dict[str, Sequence[Any]],
     target: str = "",
+    facts: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> list[RunSpec]:
-    """The runs of one experiment; duplicate points (same identity) are kept once."""
+    """The runs of one experiment; duplicate points (same identity) are kept once. ``facts``: the
+    task's ``identity_facts`` (see :class:`RunSpec`), called once per run."""
     axes = tuple(grid)
     seen: dict[str, RunSpec] = {}
     for params in expand_grid(base, grid):
-        spec = RunSpec(experiment, task, params, axes, target=target)
+        spec = RunSpec(experiment, task, params, axes, target=target,
+                       facts=dict(facts(params)) if facts is not None else {})
         seen.setdefault(spec.run_id, spec)
     return list(seen.values())
