@@ -4,13 +4,15 @@ Task: :func:`~rankcollapse.experiments.paper_tasks.paper_geometry` with ``layers
 embeddings X(0) only) and ``cosine_samples = 3``: BERT and ALBERT, randomly initialised and
 pretrained (or stand-ins). Figure: histograms of the pairwise cosines of 3 samples, as the paper.
 Claim per model: all initial cosines >= 0 (``phi(0) >= 0``, the condition of Corollary 1), as the
-share of ALL samples whose smallest pairwise cosine is >= 0.
+share of ALL samples whose smallest pairwise cosine is >= 0. A ``pretrained:`` row whose only
+stand-in offline is a random init (ALBERT) would repeat the random-init row: its claim is
+inconclusive (untested, said so) and it gets no panel.
 """
 
 from __future__ import annotations
 
 from rankcollapse.experiments.engine.story import FigureSpec, Story
-from rankcollapse.experiments.engine.verdicts import Claim, Data
+from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, Claim, Data
 from rankcollapse.experiments.paper_data import model_groups, one_way_claim, rows_of, runs_of
 from rankcollapse.experiments.paper_plots import pyplot
 from rankcollapse.experiments.paper_rules import Thresholds, rule_initial_cos
@@ -31,6 +33,12 @@ def claims(data: Data) -> list[Claim]:
     out = []
     for label, _, g in model_groups(frame):
         tag = str(g["model"].iloc[0])  # the grid's name: pretrained:<ckpt> or random:<ckpt>
+        if _repeats_random(g):
+            why = (f"[{label}] untested: no pretrained weights of this checkpoint offline, and its "
+                   "stand-in is the random init, the same model as the random-init row (judged there)")
+            out.append(data.claim(f"fig9.nonnegative[{tag}]", f"{STATEMENT[0]} [{label}]", SOURCE,
+                                  STATEMENT[1], why, INCONCLUSIVE, runs_of(data, g), figure=FIGURE))
+            continue
         judged = rule_initial_cos(g["phi0"].to_numpy(dtype=float), th)
         neg = float(g["negative_share"].mean())
         judged = type(judged)(judged.verdict, f"{judged.evidence}; share of negative pairs {neg:.2%}")
@@ -40,12 +48,17 @@ def claims(data: Data) -> list[Claim]:
     return out
 
 
+def _repeats_random(g: object) -> bool:
+    """A ``pretrained:`` group whose weights are a random init (the stand-in of last resort)."""
+    return str(g["model"].iloc[0]).startswith("pretrained:") and not bool(g["pretrained"].iloc[0])  # type: ignore[index]
+
+
 def figures(data: Data) -> list[FigureSpec]:
     hist, phi = rows_of(data, "cos_hist"), rows_of(data, "phi0")
     if hist.empty:
         return []
     plt = pyplot()
-    groups = model_groups(hist)
+    groups = [grp for grp in model_groups(hist) if not _repeats_random(grp[2])]
     fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.0), squeeze=False)
     for ax, (label, _, g) in zip(axes[0], groups, strict=True):
         run = g["run_id"].iloc[0]
@@ -65,7 +78,8 @@ def figures(data: Data) -> list[FigureSpec]:
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     caption = ("Fig. 9: histograms of the pairwise cosines cos(x_i(0), x_j(0)), i != j, of 3 excerpts per "
                "model (red line: 0). Titles give the share of all samples with phi(0) = min cos >= 0, the "
-               "condition of Corollary 1; stand-ins are named.")
+               "condition of Corollary 1; stand-ins are named. A pretrained checkpoint whose only offline "
+               "stand-in is its random init has no panel (it would repeat the random-init one).")
     table = hist[["model_label", "sample", "bin_lo", "bin_hi", "count"]].copy()
     return [FigureSpec(FIGURE, fig, table, caption)]
 
