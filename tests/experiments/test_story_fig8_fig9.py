@@ -39,14 +39,15 @@ def test_a_pretrained_row_whose_stand_in_is_the_random_init_is_untested_and_not_
     from .synthetic import make_data
 
     groups = [("random:albert-base-v2", "albert-base-v2 (random init)", False),
-              ("pretrained:albert-base-v2", "albert-base-v2 (random init), stand-in for albert-base-v2", False),
+              ("pretrained:albert-base-v2", "albert-base-v2 (random init), stand-in for albert", False),
               ("pretrained:bert-base-uncased", "all-mpnet-base-v2, stand-in for bert-base-uncased", True)]
     runs, rows = [], []
     for i, (model, label, pretrained) in enumerate(groups):
         rid = f"r{i}"
         runs.append({"run_id": rid, "model": model})
         common = {"run_id": rid, "model": model, "model_label": label, "pretrained": pretrained}
-        rows += [{**common, "kind": "phi0", "sample": s, "phi0": 0.1, "negative_share": 0.0} for s in range(4)]
+        rows += [{**common, "kind": "phi0", "sample": s, "phi0": 0.1, "negative_share": 0.0}
+                 for s in range(4)]
         rows += [{**common, "kind": "cos_hist", "sample": 0, "bin_lo": b / 10, "bin_hi": (b + 1) / 10,
                   "count": 3} for b in range(10)]
     data = make_data("fig9_cosines", runs, rows=rows, verdict={"min_samples": 4, "share_min": 0.99},
