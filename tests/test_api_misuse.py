@@ -73,6 +73,9 @@ _add(metrics, "sink_rate", ATTN, 0.3)
 for _name in ("first_token_norm", "massive_ratio"):
     _add(metrics, _name, X)
 _add(metrics, "top_activations", X, 2)
+DOCS = [torch.tensor([0, 1]), torch.tensor([2, 3])]
+_add(metrics, "document_mu_rel", X, DOCS)
+_add(metrics, "document_columns", X, DOCS, torch.tensor([4, 3]))
 
 _add(core, "attention_logits", Q, Q, 2.0)
 _add(core, "attention_weights", Q, Q, torch.ones(4, 4, dtype=torch.bool), 2.0)

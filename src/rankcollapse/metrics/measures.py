@@ -78,6 +78,22 @@ DOC_COLUMNS = 16
 """Per-document columns written (``mu_rel_doc0`` ...); ``mu_rel_docs_max`` covers every document."""
 
 
+def _check_docs(docs: object, n: int) -> list[Tensor]:
+    """``docs`` as a list of int64 index tensors into ``n`` tokens (RankCollapseError naming ``docs``)."""
+    from rankcollapse.errors import RankCollapseError
+
+    if not isinstance(docs, list | tuple) or not docs:
+        raise RankCollapseError(
+            f"docs must be a non-empty list of token index tensors, got {type(docs).__name__}")
+    for d in docs:
+        if not isinstance(d, Tensor) or d.ndim != 1 or d.numel() == 0 or d.dtype != torch.int64:
+            raise RankCollapseError("docs must hold non-empty 1-d int64 token index tensors")
+        if int(d.min()) < 0 or int(d.max()) >= n:
+            raise RankCollapseError(f"docs index tokens 0 .. {n - 1}; got one outside")
+    return list(docs)
+
+
+@checked
 def document_mu_rel(x: Tensor, docs: list[Tensor]) -> Tensor:
     """``mu_rel`` per document, ``mu_rel(x[..., D_k, :])`` for token sets ``D_k``: [..., n, d] -> [..., K].
 
@@ -85,14 +101,24 @@ def document_mu_rel(x: Tensor, docs: list[Tensor]) -> Tensor:
     A one-token document has ``mu_rel`` 0; an all-zero one NaN (as :func:`mu_rel`).
     """
     _check(x)
+    docs = _check_docs(docs, x.shape[-2])
     return torch.stack([mu_rel(x.index_select(-2, d.to(x.device))) for d in docs], dim=-1)
 
 
+@checked(ndim={"x": 3})
 def document_columns(x: Tensor, docs: list[Tensor], lengths: Tensor | None = None) -> dict[str, Tensor]:
     """Per-sample ``mu_rel_doc{k}`` (k < :data:`DOC_COLUMNS`) and ``mu_rel_docs_max`` (the largest
     over all K documents) of x [b, n, d]: ``{name: [b]}``. ``lengths`` [b]: sample ``i`` has its
     first ``lengths[i]`` tokens (each document cut to them; a document with none is NaN, left out
     of the max)."""
+    from rankcollapse.errors import RankCollapseError
+
+    _check(x)
+    docs = _check_docs(docs, x.shape[-2])
+    if lengths is not None and (lengths.shape != (x.shape[0],) or lengths.is_floating_point()
+                                or bool((lengths < 1).any()) or bool((lengths > x.shape[1]).any())):
+        raise RankCollapseError(
+            f"lengths must be an integer tensor [{x.shape[0]}] with values 1 .. {x.shape[1]}")
     if lengths is None:
         per = document_mu_rel(x, docs)  # [b, K]
     else:
