@@ -60,3 +60,33 @@ def test_cli_reads_a_config_file_and_refuses_a_depth_that_does_not_fit(tmp_path,
     assert main(["mask", "causal", "--hf-config", str(path), "--n", "8"]) == 2
     assert main(["mask", "--hf-config", str(tmp_path / "nope"), "--n", "8"]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("layers", "period"), [
+    (["a", "b", "a", "b"], ["a", "b"]),
+    (["a"] * 5, ["a"]),
+    (["a", "a", "b"], ["a", "a", "b"]),
+    (["a", "b", "a"], ["a", "b"]),  # repeats to the depth, though 2 does not divide 3
+])
+def test_reduced_keeps_every_layer_with_the_shortest_period(layers, period) -> None:
+    from rankcollapse.masks.schedule import schedule_from_masks
+
+    spec = {"a": "causal", "b": "causal-window:w=3"}
+    sched = schedule_from_masks([spec[x] for x in layers])
+    small = sched.reduced()
+    assert [m.spec for m in small.period] == [spec[x] for x in period]
+    assert [m.spec for m in small.masks] == [m.spec for m in sched.masks] and small.depth == sched.depth
+
+
+def test_mask_model_reads_a_models_schedule_without_its_weights(capsys) -> None:
+    assert main(["mask", "--model", "tiny:gemma3_text", "--n", "64", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["layers"] == 4 and facts["period"] == 2  # sliding, full, sliding, full
+    assert main(["mask", "--model", "random:gpt2,layers=3", "--n", "16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["layers"] == 3
+    assert main(["mask", "--model", "tiny:gemma3_text", "--n", "64", "--layers", "6"]) == 2
+    assert "does not fit the model, which has 4 layers" in capsys.readouterr().err
+    assert main(["mask", "causal", "--model", "tiny:llama", "--n", "8"]) == 2
+    assert "give one of SPEC, --hf-config, --model" in capsys.readouterr().err
+    assert main(["mask", "--model", "no-such-model", "--n", "8"]) == 2
+    assert "unknown model" in capsys.readouterr().err

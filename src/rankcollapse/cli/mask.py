@@ -212,6 +212,10 @@ def mask_command(
                                   help="Use a Hugging Face model's own per-layer schedule from its "
                                   "config.json (a file or a model folder) instead of SPEC; --layers must "
                                   "then be its depth."),
+    model: str = typer.Option(None, "--model", metavar="NAME",
+                              help="Use the per-layer schedule of a model name (as 'analyze --model': "
+                              "random:gpt2, tiny:gemma3_text, gemma3-270m, a folder) read from its "
+                              "config, no weights loaded; --layers must then be its depth."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (keys: docs/masks.md)."),
     full: bool = typer.Option(None, "--full/--summary", help="JSON: list per-token arrays (hop distances, "
                               "center eccentricities, closed components) in full, or only histograms. "
@@ -226,13 +230,20 @@ def mask_command(
     length = _parse_int(n, "--n", "sequence length")
     depth = _parse_int(layers, "--layers", "number of layers", required=False)
     plot_path = _check_plot_path(plot) if plot is not None else None
-    if hf_config is not None:
-        if spec is not None:
-            raise RankCollapseError("give either SPEC or --hf-config, not both")
+    if hf_config is not None or model is not None:
+        given = [f for f, v in (("SPEC", spec), ("--hf-config", hf_config), ("--model", model))
+                 if v is not None]
+        if len(given) > 1:
+            raise RankCollapseError(f"give one of SPEC, --hf-config, --model; got {' and '.join(given)}")
         if plot_path is not None:
-            raise RankCollapseError("--plot does not apply to a schedule (--hf-config); "
+            raise RankCollapseError(f"--plot does not apply to a schedule ({given[0]}); "
                                     "allowed: plot one mask")
-        _schedule_command(_hf_schedule(hf_config, depth), length, None, as_json, full)
+        source: Any = hf_config
+        if model is not None:
+            from rankcollapse.models.registry import model_config
+
+            source = model_config(model)
+        _schedule_command(_hf_schedule(source, depth), length, None, as_json, full)
         return
     if spec is None:
         raise RankCollapseError("missing argument SPEC (a mask spec or a schedule); "
@@ -259,7 +270,7 @@ def mask_command(
         typer.echo(f"plot: {plot_path}")
 
 
-def _hf_schedule(path: str, depth: int | None) -> Any:
+def _hf_schedule(path: Any, depth: int | None) -> Any:
     from rankcollapse.masks.hf_schedule import schedule_from_hf_config
 
     schedule = schedule_from_hf_config(path)

@@ -96,7 +96,7 @@ def schedule_from_hf_config(config: dict[str, Any] | str | Path) -> MaskSchedule
     key = next((k for k in _LAYER_KEYS if k in config), _LAYER_KEYS[0])
     depth = _int_field(config, key, 1)
     if model_type in ENCODER_TYPES:
-        return schedule_from_masks(["complete"] * depth)
+        return schedule_from_masks(["complete"] * depth).reduced()
     if model_type not in DECODER_TYPES:
         raise RankCollapseError(
             f"model_type {quote(model_type, 40)} has no known mask schedule; allowed: "
@@ -105,5 +105,5 @@ def schedule_from_hf_config(config: dict[str, Any] | str | Path) -> MaskSchedule
     sliding = _sliding_layers(config, model_type, depth)
     if any(sliding):
         window = hf_sliding_window_mask(_int_field(config, "sliding_window", 1))
-        return schedule_from_masks([window if s else "causal" for s in sliding])
-    return schedule_from_masks(["causal"] * depth)
+        return schedule_from_masks([window if s else "causal" for s in sliding]).reduced()
+    return schedule_from_masks(["causal"] * depth).reduced()

@@ -66,6 +66,16 @@ class MaskSchedule:
         """The same period at another depth."""
         return MaskSchedule(self.period, depth)
 
+    def reduced(self) -> MaskSchedule:
+        """The same layers with the shortest period that repeats to them (``a;b;a;b`` -> ``a;b``, the
+        depth kept); the layers of the period must fill the depth for a shorter period to count."""
+        layers = self.masks
+        specs = [m.spec for m in layers]
+        for p in range(1, len(layers) + 1):
+            if all(specs[t] == specs[t % p] for t in range(len(specs))):
+                return MaskSchedule(tuple(layers[:p]), self.depth)
+        return self
+
     def describe(self) -> str:
         """One line: the period and how it fills the depth."""
         p = len(self.period)

@@ -105,10 +105,10 @@ def layer_schedule_info(model: Any, mask: Any, layers: int | None) -> dict[str, 
     if depth < 1:
         return {"mask_schedule": "", "mask_source": "own" if mask is None else "override"}
     if mask is None:
-        own = [model.own_layer_mask(t) for t in range(n_layers)]
-        period = next(p for p in range(1, n_layers + 1)
-                      if n_layers % p == 0 and all(own[t].spec == own[t % p].spec for t in range(n_layers)))
-        sched = schedule_from_masks(own[:period]).at_depth(depth)
+        full = schedule_from_masks([model.own_layer_mask(t) for t in range(n_layers)])
+        own = full.reduced()
+        # layers beyond the model's depth cycle its layers: a period that does not divide it is not one
+        sched = (own if n_layers % len(own.period) == 0 else full).at_depth(depth)
         source = "own: each layer's mask as the model's config defines it"
     else:
         sched = schedule_from_masks(layer_masks(model, mask, min(depth, n_layers)))

@@ -259,3 +259,30 @@ def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
             continue
         return resolve_model(choice).as_stand_in(ckpt)
     raise RankCollapseError(f"no stand-in available for {ckpt}; tried {', '.join(choices)}")
+
+
+def model_config(name: str | Path) -> dict[str, Any]:
+    """The Hugging Face config dict of a model name, read without loading any weights: the stored
+    config of ``random:`` / ``tiny:`` names, the cached ``config.json`` of a bundled model (its cache
+    must be built: ``rankcollapse models --prepare NAME``), or the folder's ``config.json``.
+    ``,layers=L`` sets the depth. What ``rankcollapse mask --model`` reads the schedule from."""
+    from rankcollapse.masks.hf_schedule import read_hf_config
+    from rankcollapse.models.bundled import cache_target
+
+    src = resolve_model(name)
+    if src.kind in ("random", "tiny"):
+        cfg = dict(src.config)
+        if src.depth is not None:
+            key = next((k for k in ("num_hidden_layers", "n_layer", "num_layers") if k in cfg),
+                       "num_hidden_layers")
+            cfg[key] = src.depth
+        return cfg
+    if src.kind == "bundled":
+        folder = cache_target(src.name)
+        if not (folder / "config.json").is_file():
+            raise RankCollapseError(
+                f"{src.name!r} is not converted yet; run: rankcollapse models --prepare {src.name}")
+        return read_hf_config(folder)
+    if src.path is None or not Path(src.path).exists():
+        raise RankCollapseError(f"model {str(name)[:60]!r} has no local config.json (not in the cache)")
+    return read_hf_config(src.path)
