@@ -91,6 +91,8 @@ def test_simulation_experiments_end_to_end_on_the_tiny_profile(tmp_path):
     assert rederived(tmp_path, "tiny", SIMULATIONS) == got
     stored = pd.read_csv(tmp_path / "claims.csv")
     assert dict(zip(stored["id"], stored["verdict"], strict=True)) == got
+    frame = result.to_frame()
+    assert list(frame.columns) == list(stored.columns) and list(frame["id"]) == list(stored["id"])
 
 
 @pytest.mark.slow

@@ -134,8 +134,8 @@ class SimulationResult:
     stopped: str = ""
     nonfinite_layer: int | None = None
 
-    def frame(self) -> Any:
-        """The rows as a pandas DataFrame (one row per layer)."""
+    def to_frame(self) -> Any:
+        """The rows as a pandas DataFrame (one row per layer, columns as in ``metrics.csv``)."""
         import pandas as pd
 
         return pd.DataFrame(self.rows)

@@ -53,6 +53,10 @@ class ReproduceResult:
     wall_s: float
     experiments: list[Experiment] = field(default_factory=list)
 
+    def to_frame(self) -> Any:
+        """The claims table as a pandas DataFrame (one row per claim, the columns of ``claims.csv``)."""
+        return pd.DataFrame([c.to_dict() for c in self.claims])
+
 
 def _cost(spec: RunSpec) -> tuple[int, float]:
     """Longest runs first (pretrained models, then the biggest simulations): fewer idle workers at the end."""

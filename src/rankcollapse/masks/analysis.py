@@ -80,6 +80,21 @@ class MaskAnalysis:
         """Theorem 1's graph conditions: self-loops and quasi-strong connectivity."""
         return self.self_loops and self.quasi_strongly_connected
 
+    def to_frame(self) -> Any:
+        """One row per token, a pandas DataFrame: ``token``, ``is_center``, ``center_eccentricity``
+        (NaN for a non-center), ``hop_distance`` (hops from ``best_center``; NaN without a center) and
+        ``closed_component`` (its index in ``closed_components``, -1 outside every one)."""
+        import pandas as pd
+
+        ecc = np.full(self.n, np.nan)
+        ecc[self.center_nodes] = self.center_eccentricities
+        comp = np.full(self.n, -1, dtype=np.int64)
+        for k, c in enumerate(self.closed_components):
+            comp[c] = k
+        hops = self.hop_distances.astype(float) if self.hop_distances is not None else np.full(self.n, np.nan)
+        return pd.DataFrame({"token": np.arange(self.n), "is_center": ~np.isnan(ecc),
+                             "center_eccentricity": ecc, "hop_distance": hops, "closed_component": comp})
+
     def to_dict(self, full: bool | None = None) -> dict[str, Any]:
         """JSON-ready dict.
 

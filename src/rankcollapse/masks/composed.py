@@ -79,6 +79,19 @@ class ScheduleAnalysis:
         return float(sum(math.log1p(-(eps ** (b - a))) if eps ** (b - a) < 1 else -math.inf
                          for a, b in self.windows))
 
+    def to_frame(self) -> Any:
+        """One row per layer, a pandas DataFrame: ``layer`` (1..L), ``spec``, ``radius`` (None
+        without a center) and ``window`` (index of the window of ``windows`` the layer is in, -1
+        after the last). The composed graph's own table: ``product.to_frame()``."""
+        import pandas as pd
+
+        window = [-1] * self.depth
+        for k, (a, b) in enumerate(self.windows):
+            for t in range(a, b):
+                window[t] = k
+        return pd.DataFrame({"layer": range(1, self.depth + 1), "spec": self.layer_specs,
+                             "radius": self.layer_radii, "window": window})
+
     def to_dict(self, full: bool | None = None) -> dict[str, Any]:
         """JSON-ready dict; ``product`` is ``MaskAnalysis.to_dict(full)`` of the composed graph."""
         lengths = [b - a for a, b in self.windows]
