@@ -152,6 +152,27 @@ def test_mask(spec: str, opts: list[str], plot: str) -> None:
         check(["mask", spec, *opts, *extra[plot]])
 
 
+MODEL_NAMES = ["tiny:gemma3_text", "tiny:bert", "random:gpt2", "random:gpt2,layers=3", "tiny:nonsense",
+               "bogus-model", "", "/no/such/dir", "minilm"]
+MASK_MODEL_OPTIONS = {"--model": st.sampled_from(MODEL_NAMES), "--n": ints(1, 64, (0, 10**12)),
+                      "--layers": ints(1, 6, (0, 10**9)), "--json": None, "--summary": None}
+
+
+@FAST
+@given(opts=options(MASK_MODEL_OPTIONS), spec=st.sampled_from([None, "causal"]))
+def test_mask_of_a_model(opts: list[str], spec: str | None) -> None:
+    check(["mask", *([spec] if spec else []), *opts])
+
+
+MODELS_OPTIONS = {"--prepare": st.sampled_from(["minilm", "nonsense", "", "gpt2"]), "--json": None}
+
+
+@FAST
+@given(opts=options(MODELS_OPTIONS))
+def test_models(opts: list[str]) -> None:
+    check(["models", *opts])
+
+
 SIMULATE_OPTIONS = {
     "--mask": SPECS, "--n": ints(2, 24, (1, 0, 10**6, 2 * 10**9, 10**20)),
     "--d": ints(1, 8, (0, 10**9)), "--layers": ints(0, 6, (10**15,)),
@@ -266,7 +287,13 @@ def test_reproduce_bad_out(out: str, tmp_path: Path) -> None:
     assert code == 2
 
 
-COMMANDS = ["mask", "simulate", "equilibria", "portrait", "counterexample", "analyze", "reproduce"]
+def _commands() -> list[str]:
+    from rankcollapse.cli.app import COMMAND_MODULES
+
+    return list(COMMAND_MODULES)
+
+
+COMMANDS = _commands()  # every registered command, a new one included
 
 
 @pytest.mark.parametrize("command", COMMANDS)
