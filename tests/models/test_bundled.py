@@ -76,3 +76,16 @@ def test_mpnet_keeps_full_rank_on_wikipedia_in_float64():
     assert all(row["full_rank"] == 1.0 for row in result.rows)
     assert result.rows[-1]["mean_abs_cos"] > 3 * result.rows[0]["mean_abs_cos"]
     assert result.model_info["stand_in_for"] is None and result.model_info["label"].startswith("all-mpnet")
+
+
+@pytest.mark.parametrize(("name", "own"), [("minilm", "complete"), ("smollm2", "causal"),
+                                           pytest.param("mpnet", "complete", marks=needs_mpnet)])
+def test_real_weights_apply_the_masks_their_configs_define(name, own):
+    """--check-masks on real weights: HF's eager attention has exactly the support of each layer's mask."""
+    from rankcollapse.models.diagnose import check_masks
+
+    model = load_model(name, "float32")
+    ids = token_batch(AnalyzeConfig(model=name, samples=2, tokens=40), model)
+    checks = check_masks(model, ids)
+    assert model.own_mask == own and len(checks) == len(model.layers)
+    assert all(c.matches for c in checks), [c.describe() for c in checks if not c.matches]

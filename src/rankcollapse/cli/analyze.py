@@ -112,6 +112,10 @@ def analyze_command(
                                           "their metrics cover finite samples only, NaN where none")
     if zero:
         state += f"; EXACTLY ZERO (underflow) in {len(zero)} rows from layer {zero[0]} on: mu_rel undefined"
+    last = result.rows[-1] if result.rows else {}
+    if "mu_rel_docs_max" in last:
+        state += (f"; final mu_rel {last['mu_rel']:.3g}, largest per-document mu_rel "
+                  f"{last['mu_rel_docs_max']:.3g}")
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
                f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
     for note in result.notes:
