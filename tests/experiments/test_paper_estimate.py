@@ -32,3 +32,24 @@ def test_paper_profile_estimate_is_printed_and_much_larger_than_quick(capsys: py
     assert 60 < q < 1800 and p > 100 * q  # quick: minutes; paper (3000 samples): days of CPU
     print_estimate(paper, "paper", 2, RunStore("/nonexistent/rankcollapse-estimate"))
     assert "estimated" in capsys.readouterr().err
+
+
+def test_runs_start_longest_first_by_their_estimate_and_bundled_weights_are_built_once_before(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The sweep's order: runs whose task estimates its seconds first, longest first (the paper's
+    128-layer runs), so no worker idles at the end behind one long run; and every bundled model an
+    unfinished run loads is converted once, before the workers start."""
+    import rankcollapse.models.bundled as bundled
+    from rankcollapse.experiments.engine.store import RunStore
+    from rankcollapse.experiments.reproduce import _cost, _prepare_models
+
+    specs = sorted((s for e in load_experiments("full") for s in e.runs()), key=_cost)
+    first = [s.experiment for s in specs[:4]]
+    assert first == ["fig6_deep"] * 4  # 128 layers x 20 conditions: the longest
+    costs = [-_cost(s)[1] for s in specs if _cost(s)[0] == 0]
+    assert costs == sorted(costs, reverse=True) and len(costs) >= 40
+    built: list[str] = []
+    monkeypatch.setattr(bundled, "prepare", lambda name: built.append(name))
+    _prepare_models(specs, RunStore(tmp_path))
+    wanted = {s.facts.get("weights") or s.params.get("model") for s in specs} & set(bundled.BUNDLED)
+    assert built == sorted(wanted) and "smollm2" in built

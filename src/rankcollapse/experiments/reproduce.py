@@ -59,25 +59,42 @@ class ReproduceResult:
 
 
 def _cost(spec: RunSpec) -> tuple[int, float]:
-    """Longest runs first (pretrained models, then the biggest simulations): fewer idle workers at the end."""
+    """Longest runs first: those whose task estimates its seconds (``cost_s``, the paper's models),
+    then pretrained models, then the biggest simulations; fewer idle workers at the end."""
+    from rankcollapse.experiments.engine.tasks import resolve_target
+
     p = spec.params
+    estimate = getattr(resolve_target(spec.target, spec.task), "cost_s", None) if spec.target else None
+    if estimate is not None:
+        return (0, -float(estimate(p)))  # seconds
     if spec.task == "analyze":
-        return (0, -float(p.get("layers") or 32) * float(p.get("samples", 1)) * float(p.get("tokens", 1)))
+        return (1, -float(p.get("layers") or 32) * float(p.get("samples", 1)) * float(p.get("tokens", 1)))
     size = (
         float(p.get("layers") or 12)
         * float(p.get("batch", 1))
         * float(p.get("n", 2)) ** 2
         * float(p.get("d", 2))
     )
-    return (1, -size)
+    return (2, -size)
 
 
 def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
-    """Convert the bundled SmolLM2 once, here, before parallel workers would each try (a first run)."""
-    if any(s.params.get("model") == "smollm2" and not store.is_done(s) for s in specs):
-        from rankcollapse.models.loading import smollm2_cached
+    """Build the cache of every bundled model an unfinished run loads (SmolLM2's GGUF conversion,
+    MPNet's unpacking), here, once, before parallel workers would each wait for it in a run."""
+    from rankcollapse.models.bundled import BUNDLED, prepare
 
-        smollm2_cached()
+    names = set()
+    for spec in specs:
+        if store.is_done(spec):
+            continue
+        name = spec.facts.get("weights") or spec.params.get("model")
+        if isinstance(name, str) and name in BUNDLED:
+            names.add(name)
+    for name in sorted(names):
+        try:
+            prepare(name)
+        except RankCollapseError:
+            pass  # not installed: its runs fail with their own one-line error, the others go on
 
 
 def estimate_seconds(specs: list[RunSpec], store: RunStore | None = None) -> tuple[float, int]:
