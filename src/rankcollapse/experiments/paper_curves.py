@@ -23,6 +23,7 @@ samples of one condition (model, variant, mask, dtype, ...):
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,14 @@ QUANTITIES: tuple[str, ...] = ("mu", "mu_rel")
 Z = 2.0
 #: Suffixes of the per-layer columns of a curve (the mean has none: column ``mu`` is the mean of mu).
 _SUFFIXES = ("", "_std", "_min", "_max", "_drop", "_drop_std", "_floor_share")
+
+
+def _all_nan_ok(reduce: Any, arrays: list[np.ndarray]) -> np.ndarray:
+    """``reduce`` (``np.nanmin`` / ``np.nanmax``) over runs, per layer; a layer where every run is NaN
+    (all samples overflowed) stays NaN without numpy's "All-NaN slice" warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return reduce(np.stack(arrays), axis=0)
 
 
 @dataclass(frozen=True)
@@ -163,8 +172,8 @@ class Curve:
         mean, std = pooled([c.mean for c in curves], [c.std for c in curves])
         drop, drop_std = pooled([c.drop for c in curves], [c.drop_std for c in curves])
         return cls(c0.quantity, c0.dtype, int(n.sum()), mean, std,
-                   np.nanmin(np.stack([c.lo for c in curves]), axis=0),
-                   np.nanmax(np.stack([c.hi for c in curves]), axis=0), drop, drop_std,
+                   _all_nan_ok(np.nanmin, [c.lo for c in curves]),
+                   _all_nan_ok(np.nanmax, [c.hi for c in curves]), drop, drop_std,
                    (n * fin).sum(0) / n.sum(),
                    (n * np.stack([c.floor_share for c in curves])).sum(0) / n.sum(),
                    None if any(c.zero_share is None for c in curves)

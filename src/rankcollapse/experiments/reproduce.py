@@ -112,8 +112,17 @@ def estimate_seconds(specs: list[RunSpec], store: RunStore | None = None) -> tup
     return total, known
 
 
+#: Per-run slowdown of parallel local workers sharing the cores (memory bandwidth), measured: the
+#: paper runs of ``reproduce --full`` on 2 workers and 2 cores took 1.19-1.41x (mean 1.35x) their
+#: one-process estimates (2026-12-01, docs/measurements.md).
+PARALLEL_SLOWDOWN = 1.35
+
+
 def print_estimate(specs: list[RunSpec], profile: str, workers: int | None, store: RunStore) -> None:
-    """One line on stderr before a sweep starts: the estimated time of the runs left to do."""
+    """One line on stderr before a sweep starts: the estimated time of the runs left to do.
+
+    CPU time is the sum of the tasks' ``cost_s`` (one process alone); the wall time on ``w > 1``
+    local workers is ``PARALLEL_SLOWDOWN * cpu / w``."""
     from rankcollapse.experiments.engine.executors import default_workers
 
     total, known = estimate_seconds(specs, store)
@@ -122,8 +131,9 @@ def print_estimate(specs: list[RunSpec], profile: str, workers: int | None, stor
         def span(sec: float) -> str:
             return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
 
+        wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
         print(f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
-              f"{known} of {len(specs)} runs, about {span(total / w)} on {w} local workers (measured "
+              f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
               "per-layer costs of the paper's models; more workers or a Dask cluster divide it)",
               file=sys.stderr)
 
