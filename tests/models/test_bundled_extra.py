@@ -41,7 +41,9 @@ def test_gemma3_keeps_its_local_global_schedule_beyond_the_window(hf_error):
     still equal HF's forward, and HF's eager attention has exactly the support each layer's config
     defines (five sliding-window layers, then one global, three times)."""
     model = load_model("gemma3-270m", "float32", hf_casts=True)
-    assert model.own_mask == ";".join(["causal-window:w=511*5;causal"] * 3)
+    assert model.own_mask == "causal-window:w=511*5;causal"  # the shortest period, 3 times
+    assert [model.own_layer_mask(t).spec for t in (0, 4, 5, 6, 11, 17)] == \
+        ["causal-window:w=511"] * 2 + ["causal", "causal-window:w=511", "causal", "causal"]
     _oracle("gemma3-270m", "float32", 600, hf_error)
     ids = token_batch(AnalyzeConfig(model="gemma3-270m", samples=1, tokens=600), model)
     checks = check_masks(model, ids)
