@@ -10,7 +10,6 @@ import time
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
 
 
 @app.command("models")
@@ -28,9 +27,7 @@ def models_command(
     from rankcollapse.models import bundled
 
     for name in prepare or []:
-        if name not in bundled.BUNDLED:
-            raise RankCollapseError(
-                f"unknown bundled model {name[:40]!r}; allowed: {', '.join(bundled.BUNDLED)}")
+        bundled.check_name(name)  # every name checked before a conversion starts
     for name in prepare or []:
         start = time.perf_counter()
         folder = bundled.prepare(name)

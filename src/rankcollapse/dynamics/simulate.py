@@ -273,8 +273,8 @@ def simulate(
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
     names = METRIC_NAMES if cfg.metrics is None else tuple(
         dict.fromkeys(("mu", "mu_rel", *cfg.metrics)))
-    docs = mask.documents() if not mask.complete else []
-    docs = docs if len(docs) > 1 else []
+    docs = mask.documents()
+    docs = docs if len(docs) > 1 else []  # one part: the whole sequence, no per-document columns
     in_seed, w_seed = _seeds(cfg.seed)
     x = _initial_tokens(cfg, torch.Generator().manual_seed(in_seed), dtype)
     weights = _WeightStream(cfg, spec, w_seed, dtype)

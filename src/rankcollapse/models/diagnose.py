@@ -30,7 +30,9 @@ from rankcollapse.metrics import diagnostics as dg
 ABLATIONS: tuple[str | None, ...] = (None, "sinks")
 
 
-def _mean(v: Tensor) -> float:
+def mean_defined(v: Tensor) -> float:
+    """Mean of the finite entries of ``v`` (NaN when there are none): a batch mean over the samples
+    (and heads) a value is defined for."""
     v = v.detach().to(torch.float64).reshape(-1)
     v = v[torch.isfinite(v)]
     return float(v.mean()) if v.numel() else math.nan
@@ -81,17 +83,17 @@ def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, thresh
     row: dict[str, float] = {}
     if attn is not None:
         ent = per["attention_entropy"]
-        row["attention_entropy"] = _mean(ent)
+        row["attention_entropy"] = mean_defined(ent)
         for h in range(heads):
-            row[f"attention_entropy_h{h}"] = _mean(ent[:, h])
+            row[f"attention_entropy_h{h}"] = mean_defined(ent[:, h])
         for k in ("normalized_attention_entropy", "first_token_attention", "sink_rate"):
-            row[k] = _mean(per[k])
+            row[k] = mean_defined(per[k])
     else:
         row["attention_entropy"] = math.nan
         row.update({f"attention_entropy_h{h}": math.nan for h in range(heads)})
         row.update(normalized_attention_entropy=math.nan, first_token_attention=math.nan, sink_rate=math.nan)
     for k in ("first_token_norm", "top_activation", "massive_ratio"):
-        row[k] = _mean(per[k])
+        row[k] = mean_defined(per[k])
     return row
 
 
