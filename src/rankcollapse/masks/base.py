@@ -241,8 +241,8 @@ class Mask(ABC):
             from rankcollapse.masks.analysis import documents
             from rankcollapse.masks.limits import ANALYSIS_BYTES_PER_EDGE
 
-            if self.is_complete(n):
-                return [np.arange(n, dtype=np.int64)]
+            if self.is_complete(n) or self.analysis(n).quasi_strongly_connected:
+                return [np.arange(n, dtype=np.int64)]  # a center reaches every token: one part
             self._check_sparse_size(n, ANALYSIS_BYTES_PER_EDGE, "document split")
             parts = documents(self.sparse(n))
             for p in parts:
