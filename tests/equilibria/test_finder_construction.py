@@ -104,9 +104,14 @@ def _stored_entry_is_recomputed_from_its_parameters(n: int, k: int) -> None:
     from rankcollapse.equilibria.design_checks import entry_basin_fraction, entry_spectral_radius
 
     entry = designed_cores()[(n, k)]
+    # eigenvalues of one fixed 2n(k-1)-square matrix: backward error ~ eps * ||J||, so 1e-9 is
+    # 1e6 eps of slack for the non-normal Jacobians (transient growth <= 1e3) on any BLAS
     assert entry_spectral_radius(entry) == pytest.approx(entry["spectral_radius"], rel=1e-9)
     frac = entry_basin_fraction(entry, entry["basin_radius"])
-    assert frac == entry["basin_fraction_at_radius"] and frac >= 0.5
+    # what the ladder guarantees: at least half converge at the stored radius. The count itself comes
+    # from 2000 iterated layers per start; a start within rounding of the basin's edge may flip on
+    # another CPU, so the stored share is matched to within 2 of the 64 starts, not bitwise
+    assert frac >= 0.5 and abs(frac - entry["basin_fraction_at_radius"]) <= 2 / 64
     rung = LADDER.index(entry["basin_radius"])
     if rung > 0:  # the ladder's rung above fails: the stored radius is the largest that works
         assert entry_basin_fraction(entry, LADDER[rung - 1]) < 0.5
@@ -124,13 +129,30 @@ def test_every_stored_entry_is_recomputed_from_its_parameters(n, k):
 
 
 @pytest.mark.slow
-def test_regeneration_from_scratch_gives_the_stored_entry():
-    """scripts/regenerate_designed.py's passes for (3, 3) give the stored parameters (seconds)."""
+def test_regeneration_from_scratch_meets_the_stored_entry_guarantees():
+    """scripts/regenerate_designed.py's passes for (3, 3) give a design with the stored entry's properties.
+
+    Not its bits: ~1200 Adam steps amplify last-bit differences of the BLAS kernels (AVX-512 against
+    AVX2 moved the parameters by 1e-9, 1e7 eps). What the passes select is a minimum over iterates
+    (pass 1: the smallest spectral radius; pass 2: the smallest transient growth among iterates with
+    radius < 0.95), continuous in that rounding, so those minima must agree to 1e-6 (1e2 x the observed
+    1e-8 drift); the selected iterate itself must satisfy the selection constraints.
+    """
+    from rankcollapse.equilibria.construction import construct_designed
     from rankcollapse.equilibria.design import design_entry, designed_cores
+    from rankcollapse.equilibria.design_checks import entry_spectral_radius, entry_transient_growth
 
     entry = designed_cores()[(3, 3)]
     again = design_entry(3, 3, entry["seed"], entry["beta0"])
-    assert again is not None and again["params"] == pytest.approx(entry["params"], abs=1e-12)
+    assert again is not None
+    assert again["pass1_spectral_radius"] == pytest.approx(entry["pass1_spectral_radius"], rel=1e-6)
+    regenerated = {**entry, "params": again["params"]}
+    assert entry_transient_growth(regenerated) == pytest.approx(entry["max_transient_growth"], rel=1e-6)
+    assert entry_spectral_radius(regenerated) < 0.95
+    con = construct_designed(regenerated, 3)
+    fx = ln_attention_map(con.x, con.w_v, con.mask_tensor(), con.w_qk, con.d_qk)
+    assert float((fx - con.x).abs().max()) < 1e-12  # an equilibrium by construction, whatever the bits
+    assert int((torch.linalg.svdvals(con.x) > 1e-6).sum()) == 3
 
 
 def test_missing_constructions_say_so():
