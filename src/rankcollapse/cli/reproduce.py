@@ -107,7 +107,7 @@ def reproduce_command(
             )
         except KeyboardInterrupt:
             guard.hit = True
-            from rankcollapse.experiments.reproduce import finished_runs
+            from rankcollapse.pipeline.reproduce import finished_runs
 
             out_dir = Path(out) if out else Path("results") / _profile(quick, full, profile)
             raise Interrupted(f"{finished_runs(out_dir)} finished runs kept in {out_dir}") from None
@@ -138,7 +138,7 @@ def _run(
     list_only: bool,
     config_dir: Path | None,
 ) -> None:
-    from rankcollapse.experiments.reproduce import reproduce, verdict_counts
+    from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
     from rankcollapse.experiments.stories import load_experiments
 
     name = _profile(quick, full, profile)
@@ -147,7 +147,7 @@ def _run(
         raise RankCollapseError("--out must name a folder, got ''")
     if list_only:
         for exp in load_experiments(name, names, config_dir):
-            typer.echo(f"{exp.name:18s} {len(exp.runs()):4d} runs  {exp.title}")
+            typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
         return
     out_dir = Path(out) if out is not None else Path("results") / name
     result = reproduce(
@@ -169,6 +169,8 @@ def _run(
     )
     for run_id, error in sweep.failures[:5]:
         typer.echo(f"  failed {run_id}: {error}", err=True)
-    verdicts = ", ".join(f"{v} {k}" for k, v in counts.items())
-    typer.echo("claims: " + (verdicts or "none (no claim rules for these experiments)"))
+    if not counts:
+        typer.echo("claims: none (no claim rules for these experiments)")
+    for origin, by_class in counts.items():
+        typer.echo(f"claims ({origin}): " + ", ".join(f"{n} {k}" for k, n in by_class.items()))
     typer.echo(f"report: {result.report}")

@@ -1,27 +1,28 @@
-"""Experiments: the sweep engine, one story per experiment of the paper, and ``reproduce``.
+"""Experiments: the sweep engine, the judging kit, and one story per paper result.
 
 Floors, lowest first (a module imports only from its own floor or below):
 
 - ``engine/``: grid, run identity, run store, executors, progress, verdicts, the ``Story`` contract;
   it knows nothing about the paper;
-- ``analysis``, ``tasks``, ``plotting`` (and other helpers): curve statistics, the generic
-  simulate/analyze tasks, plotting with the precision floor -- shared by the stories;
-- ``stories/<name>.py`` + ``stories/<name>.yaml``: one experiment each (task, claim rules, figures);
-- ``reproduce``: run every story, judge every claim, write the report (with ``rankcollapse.reports``).
+- ``kit/``: the one way every story summarises curves, judges statements and draws figures
+  (thresholds, curves, statuses, rules, claim rows, plots, task adapters, the glossary);
+- ``stories/<name>.py`` + ``stories/<name>.yaml``: one paper result each (statements, arms, figures).
 
+``rankcollapse.pipeline`` (above this package) runs them: ``reproduce`` and the report.
 This package re-exports the engine's public names.
 """
 
 from rankcollapse.experiments.engine.executors import SweepSummary, run_sweep
 from rankcollapse.experiments.engine.grid import RunSpec, expand_grid, make_runs, run_identity
 from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
-from rankcollapse.experiments.engine.tasks import RunOutput
+from rankcollapse.experiments.engine.tasks import RunOutput, Task
 
 __all__ = [
     "RunOutput",
     "RunSpec",
     "RunStore",
     "SweepSummary",
+    "Task",
     "collect_index",
     "collect_table",
     "expand_grid",

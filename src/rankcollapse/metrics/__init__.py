@@ -19,6 +19,7 @@ from rankcollapse.metrics.diagnostics import (
 from rankcollapse.metrics.measures import (
     CHEAP_METRICS,
     DOC_COLUMNS,
+    GEOMETRY_NAMES,
     METRIC_NAMES,
     SVD_METRICS,
     at_floor,
@@ -35,10 +36,13 @@ from rankcollapse.metrics.measures import (
     mu,
     mu_rel,
     num_rank,
+    pairwise_cosines,
+    per_sample_metrics,
     rank_tolerance,
     singular_values,
     stable_rank,
     summarize,
+    token_geometry,
 )
 
 __all__ = [
@@ -46,6 +50,7 @@ __all__ = [
     "DIAGNOSTIC_NAMES",
     "DOC_COLUMNS",
     "FLOOR_FACTOR",
+    "GEOMETRY_NAMES",
     "METRIC_NAMES",
     "SINK_THRESHOLD",
     "SVD_METRICS",
@@ -68,11 +73,14 @@ __all__ = [
     "mu_rel",
     "normalized_attention_entropy",
     "num_rank",
+    "pairwise_cosines",
+    "per_sample_metrics",
     "precision_floor",
     "rank_tolerance",
     "singular_values",
     "sink_rate",
     "stable_rank",
     "summarize",
+    "token_geometry",
     "top_activations",
 ]

@@ -236,6 +236,60 @@ def effective_rank(x: Tensor) -> Tensor:
     return _effective_rank_from_sv(singular_values(x))
 
 
+#: The per-sample columns of :func:`token_geometry`.
+GEOMETRY_NAMES: tuple[str, ...] = ("full_rank", "rank", "rank_max", "sigma_min", "sigma_max", "sigma_ratio",
+                                   "sigma_dominance", "rank_tol_rel", "mean_abs_cos")
+
+
+def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str, Tensor], Tensor]:
+    """Token geometry of each sample (Figs. 4 and 8) against the rank it can reach, and its spectrum.
+
+    x: [b, n, d]; ``rank_max`` [b]: the largest rank each sample can have by structure (its number of
+    distinct rows; an embedding's width), capped at ``min(n, d)``; None: ``min(n, d)``. With ``k = rank_max``
+    and the numerical rank at :func:`rank_tolerance` (``max(n, d) eps s_1``): ``full_rank`` (1 where
+    rank >= k), ``rank``, ``rank_max``, ``sigma_min`` (the k-th singular value: the smallest the input
+    allows above 0), ``sigma_max``, ``sigma_ratio = sigma_min / sigma_max``, ``sigma_dominance =
+    s_1 / s_2``, ``rank_tol_rel = max(n, d) eps`` (the rank tolerance relative to ``s_1``: where
+    ``sigma_ratio`` stops being measurable), ``mean_abs_cos``. -> ({name: float64 [b]}, singular values
+    float64 [b, min(n, d)]); NaN for a sample that is not finite.
+    """
+    _check(x)
+    if x.dim() != 3:
+        raise ValueError(f"x must be [b, n, d], got shape {tuple(x.shape)}")
+    b, n, d = x.shape
+    k_all = min(n, d)
+    cap = torch.full((b,), k_all) if rank_max is None else torch.as_tensor(rank_max).clamp(min=1, max=k_all)
+    out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in GEOMETRY_NAMES}
+    sv = torch.full((b, k_all), math.nan, dtype=torch.float64)
+    ok = torch.isfinite(x).flatten(1).all(dim=1)
+    if bool(ok.any()):
+        s = torch.linalg.svdvals(x[ok])
+        tol = rank_tolerance(s, n, d)
+        rank = (s > tol[:, None]).sum(-1)
+        k = cap[ok].to(torch.long)
+        smin = s.gather(1, (k - 1)[:, None])[:, 0]
+        vals = {
+            "full_rank": (rank >= k), "rank": rank, "rank_max": k, "sigma_min": smin, "sigma_max": s[:, 0],
+            "sigma_ratio": smin / s[:, 0],
+            "sigma_dominance": s[:, 0] / s[:, 1] if k_all > 1 else s[:, 0] * math.nan,
+            "rank_tol_rel": torch.full_like(s[:, 0], max(n, d) * torch.finfo(s.dtype).eps),
+            "mean_abs_cos": mean_abs_cos(x[ok]),
+        }
+        for name in GEOMETRY_NAMES:
+            out[name][ok] = vals[name].to(torch.float64)
+        sv[ok] = s.to(torch.float64)
+    return out, sv
+
+
+@checked
+def pairwise_cosines(x: Tensor) -> Tensor:
+    """Pairwise cosines ``<x_i, x_j> / (|x_i| |x_j|)`` in float64: [..., n, d] -> [..., n, n]
+    (a zero token has cosine 0 with every token)."""
+    _check(x)
+    u = _unit_tokens(x.to(torch.float64))
+    return u @ u.transpose(-1, -2)
+
+
 def _unit_tokens(x: Tensor) -> Tensor:
     norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
     return x / torch.where(norm > 0, norm, torch.ones_like(norm))
@@ -375,6 +429,31 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
     if "dong_residual" in wanted:
         out["dong_residual"] = composite_norm(c)
     return {k: out[k] for k in wanted}
+
+
+def per_sample_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None,
+                       lengths: Tensor | None = None) -> dict[str, Tensor]:
+    """:func:`collapse_metrics` of each sample on its own tokens, NaN for a sample that is not finite.
+
+    x: [b, n, d]; lengths: [b] (sample i is ``x[i, :lengths[i]]``, right padding left out; None: all n)
+    -> {name: float64 [b]}. The one per-sample helper every caller uses (model analyses, the paper's
+    experiments): samples of equal length are measured together, one SVD each.
+    """
+    _check(x)
+    b, n = x.shape[0], x.shape[-2]
+    wanted = METRIC_NAMES if names is None else tuple(names)
+    lengths = torch.full((b,), n, dtype=torch.long) if lengths is None else torch.as_tensor(lengths)
+    if lengths.shape != (b,) or bool((lengths < 1).any()) or bool((lengths > n).any()):
+        raise ValueError(f"lengths must be [b] = [{b}] values in 1..{n}, got {tuple(lengths.shape)}")
+    ok = torch.stack([torch.isfinite(x[i, : int(lengths[i])]).all() for i in range(b)]) if b else \
+        torch.zeros(0, dtype=torch.bool)
+    out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in wanted}
+    for m in sorted({int(lengths[i]) for i in range(b) if bool(ok[i])}):
+        rows = [i for i in range(b) if bool(ok[i]) and int(lengths[i]) == m]
+        vals = collapse_metrics(x[rows, :m], wanted)
+        for k in wanted:
+            out[k][rows] = vals[k].detach().to(device="cpu", dtype=torch.float64)
+    return out
 
 
 @checked

@@ -33,7 +33,7 @@ from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info, mean_defined
 from rankcollapse.models.excerpts import excerpts
-from rankcollapse.models.inputs import from_memory, per_sample, text_batch
+from rankcollapse.models.inputs import from_memory, text_batch
 from rankcollapse.models.loading import LoadedModel, load_model
 from rankcollapse.models.parts import MODES
 from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names of the stream)
@@ -242,7 +242,7 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
     ``lengths`` [b]: sample ``i`` is its first ``lengths[i]`` tokens (right padding left out of
     mu, ranks and cosines: each sample's metrics are those of its unpadded ``x[i, :lengths[i]]``).
     """
-    from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, summarize
+    from rankcollapse.metrics import METRIC_NAMES, per_sample_metrics, summarize
 
     wanted = tuple(names) if names else METRIC_NAMES
     before = torch.get_num_threads()
@@ -254,7 +254,7 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
                 lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.long)
             ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)])
             finite = 1.0 if bool(ok.all()) else float(ok.to(torch.float64).mean())
-            per = per_sample(x, lengths, ok, wanted, collapse_metrics)
+            per = {k: v[ok] for k, v in per_sample_metrics(x, wanted, lengths).items()}
             stats = summarize(per)
             for name, values in per.items():
                 v = values.detach().reshape(-1).to(torch.float64)

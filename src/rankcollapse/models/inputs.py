@@ -1,5 +1,4 @@
-"""What ``analyze`` reads besides a corpus: a list of texts (padded), an in-memory Hugging Face model,
-and the per-sample metrics of padded samples (each on its real tokens only)."""
+"""What ``analyze`` reads besides a corpus: a list of texts (padded) and an in-memory Hugging Face model."""
 
 from __future__ import annotations
 
@@ -10,23 +9,6 @@ from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.models.loading import LoadedModel, dissect
-
-
-def per_sample(x: Tensor, lengths: Tensor, ok: Tensor, wanted: tuple[str, ...],
-               metrics: Any) -> dict[str, Tensor]:
-    """Per-sample metric values of the finite samples, each on its own length (grouped by length)."""
-    keep = [i for i in range(x.shape[0]) if bool(ok[i])]
-    if not keep:
-        return {k: x.new_empty(0) for k in wanted}
-    if all(int(lengths[i]) == x.shape[1] for i in keep):
-        return metrics(x if len(keep) == x.shape[0] else x[ok], wanted)
-    out = {k: x.new_empty(len(keep), dtype=torch.float64) for k in wanted}
-    for m in sorted({int(lengths[i]) for i in keep}):
-        rows = [j for j, i in enumerate(keep) if int(lengths[i]) == m]
-        vals = metrics(x[[keep[j] for j in rows], :m], wanted)
-        for k in wanted:
-            out[k][rows] = vals[k].to(torch.float64)
-    return out
 
 
 def text_batch(model: LoadedModel, texts: list[str], tokens: int) -> tuple[Tensor, Tensor]:

@@ -251,6 +251,33 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     return loaded
 
 
+def structural_rank(model: LoadedModel, n: int) -> tuple[int, str]:
+    """(the largest rank X(0) of ``n`` tokens can have by the model's structure, how it was set).
+
+    ``min(n, d)``, unless the embedding is factorised (ALBERT: width ``E = embedding_size < d``, a
+    centring LayerNorm, then a linear map to ``d``): each row of the LayerNorm's output minus its
+    bias lies in the ``(E - 1)``-dimensional subspace orthogonal to ``1``, so X(0) has rank at most
+    ``E - 1`` when the LayerNorm bias and the map's bias are zero (a fresh init), ``E`` otherwise.
+    Later layers are not bounded by it (their MLPs are not linear).
+    """
+    d = model.d_model
+    cap, note = min(n, d), f"min(N, d) = {min(n, d)}"
+    config = getattr(model.hf_model, "config", None)
+    e = int(getattr(config, "embedding_size", 0) or 0)
+    if e and e < d:
+        emb = getattr(model.hf_model, "embeddings", None)
+        ln = getattr(emb, "LayerNorm", None)
+        mapping = getattr(getattr(model.hf_model, "encoder", None), "embedding_hidden_mapping_in", None)
+        shifted = any(bias is not None and bool(bias.detach().abs().max() > 0)
+                      for bias in (getattr(ln, "bias", None), getattr(mapping, "bias", None)))
+        limit = e if shifted else e - 1
+        if limit < cap:
+            cap = limit
+            note = (f"a factorised embedding of width E = {e} with a centring LayerNorm: rank <= "
+                    f"{'E' if shifted else 'E - 1'} = {limit}")
+    return cap, note
+
+
 def _start_token(tokenizer: Any) -> int | None:
     if tokenizer is None:
         return None

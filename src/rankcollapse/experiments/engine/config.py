@@ -1,20 +1,23 @@
-"""Experiment configs: one YAML file per experiment, with profiles.
+"""Experiment configs: one YAML file per story (one or more arms) or per custom sweep, with profiles.
 
-A config file holds::
+A story's file (``stories/<name>.yaml``) holds::
 
-    name: fig2_random            # optional; must equal the file stem (the --only name)
-    title: one line for the report
-    task: simulate               # the task's name (optional where a story supplies the task)
-    base: {...}                  # settings shared by every run (the full-scale defaults)
-    grid: {axis: [values], ...}  # one run per point of the Cartesian product
-    verdict: {...}               # thresholds of the claim rules
-    profiles:                    # overrides; "full" is base + grid as written
-      quick: {base: {...}, grid: {...}}
-      tiny: {...}
+    title: one line for the report section
+    verdict: {...}               # every threshold of the story's rules (no defaults in code)
+    ranges: {name: [lo, hi]}     # the documented range of a threshold: rows say if they depend on it
+    arms:                        # one experiment per arm, e.g. the paper's setting and ours
+      paper:
+        title: one line
+        base: {...}              # settings shared by every run (the full-scale defaults)
+        grid: {axis: [values]}   # one run per point of the Cartesian product
+        profiles:                # overrides; "full" is base + grid as written
+          quick: {base: {...}, grid: {...}}
+          tiny: {skip: true}     # this arm has no runs in this profile
 
-A profile's ``base`` keys replace base keys; its ``grid`` axes replace whole axes (an axis set to
-``null`` is dropped). Every default is in the YAML, commented; nothing is hidden in code.
-This module knows nothing about the paper: it turns a file into an :class:`Experiment`.
+A custom sweep (``--config-dir``) is one experiment: ``title``, ``task`` (a task's name), ``base``,
+``grid``, ``verdict``, ``profiles`` at the top level. A profile's ``base`` keys replace base keys;
+its ``grid`` axes replace whole axes (an axis set to ``null`` is dropped). Every default is in the
+YAML, commented; nothing is hidden in code. This module knows nothing about the paper.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import yaml
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
+from rankcollapse.experiments.engine.tasks import Task
 
 PROFILES = ("quick", "full", "tiny", "paper")
 
@@ -40,32 +44,40 @@ class Experiment:
     title: str
     task: str
     base: dict[str, Any]
-    grid: dict[str, list[Any]]
+    grid: dict[str, list[Any]] | None  # None: an arm skipped in this profile
     verdict: dict[str, Any] = field(default_factory=dict)
     profile: str = "full"
     source: str = ""
-    order: int = 0
     target: str = ""  # "module:function" of the task callable (not part of a run's identity)
+    story: str = ""  # the story this experiment is an arm of ("" for a custom sweep)
+    arm: str = ""
+    extension: bool = False  # an arm in our own setting: its rows are extensions
+    ranges: dict[str, Any] = field(default_factory=dict)
+    task_info: Task | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
             raise RankCollapseError(f"experiment name must be a non-empty string, got {self.name!r}")
         if self.profile not in PROFILES:
             raise RankCollapseError(f"unknown profile {self.profile!r}; allowed: {', '.join(PROFILES)}")
-        for label, value in (("base", self.base), ("grid", self.grid), ("verdict", self.verdict)):
+        for label, value in (("base", self.base), ("grid", self.grid or {}), ("verdict", self.verdict)):
             if not isinstance(value, dict):
                 msg = f"experiment {self.name}: {label} must be a mapping, got {value!r}"
                 raise RankCollapseError(msg[:200])
 
     def runs(self) -> list[RunSpec]:
-        """One :class:`RunSpec` per grid point; a task with ``identity_facts(params)`` adds those
-        facts to each run's identity."""
-        facts = None
-        if self.target:
-            from rankcollapse.experiments.engine.tasks import resolve_target
-
-            facts = getattr(resolve_target(self.target, self.task), "identity_facts", None)
+        """One :class:`RunSpec` per grid point; a task with ``identity_facts`` adds those facts to
+        each run's identity. An arm skipped in this profile has none."""
+        if self.grid is None:
+            return []
+        facts = self.task_info.identity_facts if self.task_info is not None else None
         return make_runs(self.name, self.task, self.base, self.grid, target=self.target, facts=facts)
+
+    def cost_s(self, spec: RunSpec) -> float | None:
+        """The task's estimate of one run's seconds (None: the task gives none)."""
+        if self.task_info is None or self.task_info.cost_s is None:
+            return None
+        return float(self.task_info.cost_s(spec.params))
 
     def describe(self) -> dict[str, Any]:
         """JSON-able settings, for the report and ``experiments.json``."""
@@ -77,15 +89,21 @@ class Experiment:
             "base": self.base,
             "grid": self.grid,
             "verdict": self.verdict,
+            "ranges": self.ranges,
             "source": self.source,
+            "story": self.story,
+            "arm": self.arm,
+            "extension": self.extension,
         }
 
 
-def _apply_profile(raw: dict[str, Any], profile: str) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+def _apply_profile(raw: dict[str, Any], profile: str) -> tuple[dict[str, Any], dict[str, list[Any]] | None]:
     base = copy.deepcopy(raw.get("base") or {})
     grid = copy.deepcopy(raw.get("grid") or {})
     if profile != "full":
         override = (raw.get("profiles") or {}).get(profile) or {}
+        if override.get("skip"):
+            return base, None
         base.update(override.get("base") or {})
         for axis, values in (override.get("grid") or {}).items():
             if values is None:
@@ -106,12 +124,9 @@ def load_experiment(
     if profile not in PROFILES:
         raise RankCollapseError(f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise RankCollapseError(f"cannot read experiment config {path}: {err}"[:300]) from err
-    if not isinstance(raw, dict):
-        raise RankCollapseError(f"experiment config {path} is not a mapping")
+    raw = read_config(path)
+    if "arms" in raw:
+        raise RankCollapseError(f"experiment config {path} has arms: it is a story's file, not a custom sweep")
     name = raw.get("name", path.stem)
     if name != path.stem:
         raise RankCollapseError(f"experiment config {path}: name {name!r} must equal the file stem")
@@ -130,20 +145,65 @@ def load_experiment(
         verdict=dict(raw.get("verdict") or {}),
         profile=profile,
         source=path.name,
-        order=int(raw.get("order", 100)),
         target=target,
     )
 
 
-def select(experiments: list[Experiment], only: list[str] | None) -> list[Experiment]:
-    """Experiments in report order ``(order, name)``; ``only`` keeps those names (unknown: error)."""
-    exps = sorted(experiments, key=lambda e: (e.order, e.name))
+def read_config(path: Path) -> dict[str, Any]:
+    """The mapping in a YAML config file (RankCollapseError, one line, for anything else)."""
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise RankCollapseError(f"cannot read experiment config {path}: {err}"[:300]) from err
+    if not isinstance(raw, dict):
+        raise RankCollapseError(f"experiment config {path} is not a mapping")
+    return raw
+
+
+def load_arms(path: str | Path, profile: str, story: str, tasks: dict[str, tuple[Task, bool]]) -> list[Experiment]:
+    """The experiments of a story's file, one per arm, in the file's order (``<story>.<arm>``).
+
+    ``tasks``: arm name -> (its task, extension?) as the story declares them; the file's ``arms``
+    must name exactly those. The story's ``verdict`` and ``ranges`` apply to every arm.
+    """
+    if profile not in PROFILES:
+        raise RankCollapseError(f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
+    path = Path(path)
+    raw = read_config(path)
+    arms = raw.get("arms")
+    if not isinstance(arms, dict) or not arms:
+        raise RankCollapseError(f"story config {path} needs an 'arms:' mapping (one entry per arm)")
+    if set(arms) != set(tasks):
+        raise RankCollapseError(
+            f"story config {path}: arms {sorted(arms)} but the story declares {sorted(tasks)}")
+    if "title" not in raw:
+        raise RankCollapseError(f"story config {path} lacks title")
+    verdict, ranges = dict(raw.get("verdict") or {}), dict(raw.get("ranges") or {})
+    out = []
+    for arm, spec in arms.items():
+        if not isinstance(spec, dict):
+            raise RankCollapseError(f"story config {path}: arm {arm!r} must be a mapping")
+        task, extension = tasks[arm]
+        base, grid = _apply_profile(spec, profile)
+        out.append(Experiment(
+            name=f"{story}.{arm}", title=str(spec.get("title", raw["title"])), task=task.name, base=base,
+            grid=grid, verdict=verdict, profile=profile, source=path.name, target=task.target,
+            story=story, arm=arm, extension=extension, ranges=ranges, task_info=task,
+        ))
+    return out
+
+
+def select(experiments: list[Experiment], only: list[str] | None, order: list[str] | None = None) -> list[Experiment]:
+    """Experiments in report order: by ``order`` (story names, the paper's order), then by name;
+    ``only`` keeps those stories (or ``<story>.<arm>`` experiments; unknown: error)."""
+    rank = {name: i for i, name in enumerate(order or [])}
+    exps = sorted(experiments, key=lambda e: (rank.get(e.story or e.name, len(rank)), e.story or e.name))
     if only is not None:
         if not only:
             raise RankCollapseError("--only needs at least one experiment name; see --list")
-        names = [e.name for e in exps]
+        names = list(dict.fromkeys([*(e.story or e.name for e in exps), *(e.name for e in exps if e.story)]))
         unknown = [o for o in only if o not in names]
         if unknown:
             raise RankCollapseError(f"unknown experiment {unknown[0][:60]!r}; allowed: {', '.join(names)}")
-        exps = [e for e in exps if e.name in only]
+        exps = [e for e in exps if e.name in only or (e.story and e.story in only)]
     return exps

@@ -1,18 +1,22 @@
-"""The story contract: one experiment = one module defining ``STORY`` + one YAML file beside it.
+"""The story contract: one paper result = one module defining ``STORY`` + one YAML file beside it.
 
 A story module ``rankcollapse/experiments/stories/<name>.py`` defines::
 
     STORY = Story(
-        name="<name>",            # = the module and YAML stem, the --only name
-        task=my_task,             # (params, on_layer) -> RunOutput, a top-level function
-        claims=my_claims,         # (Data) -> list[Claim], see engine.verdicts
-        figures=my_figures,       # (Data) -> list[FigureSpec]
+        name="<name>",                     # = the module and YAML stem, the --only name
+        statements=(Statement(...), ...),  # what the paper (or we) state, each judged once per model
+        arms=(Arm("paper", Task(fn, cost_s=..., identity_facts=...)),
+              Arm("gaussian_san", Task(simulate_curves), extension=True)),
+        claims=my_claims,                  # (StoryData) -> list[Claim]
+        figures=my_figures,                # (StoryData) -> list[FigureSpec]
     )
 
-and ``stories/<name>.yaml`` holds its title, base settings, grid, verdict thresholds and profiles
-(see ``engine.config``). The task's ``__name__`` is the task name recorded with every run (and
-hashed into its identity); it must be importable by name, so process pools and Dask workers can
-call it. Nothing else is registered anywhere: :func:`discover_stories` finds every module.
+and ``stories/<name>.yaml`` holds its title, thresholds and, per arm, base settings, grid and
+profiles (see ``engine.config``). An arm is one experiment (``<name>.<arm>``): the paper's setting,
+or ours (``extension=True``: its rows say so). A statement no row judged gets the engine's
+no-data row; stories never write one. Report order is the one list in ``stories.ORDER``. The
+task's ``__name__`` is hashed into every run's identity; workers find it by ``module:function``.
+Nothing else is registered anywhere: :func:`discover_stories` finds every module.
 """
 
 from __future__ import annotations
@@ -20,15 +24,18 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, task_target
-from rankcollapse.experiments.engine.verdicts import Claim, Data
+from rankcollapse.experiments.engine.config import Experiment
+from rankcollapse.experiments.engine.tasks import Task
+
+#: The evidence of a claim judged on nothing.
+NO_RUNS = "no runs"
 
 
 @dataclass
@@ -41,41 +48,142 @@ class FigureSpec:
     caption: str
 
 
-TaskFn = Callable[[dict[str, Any], OnLayer], RunOutput]
-ClaimsFn = Callable[[Data], list[Claim]]
-FiguresFn = Callable[[Data], list[FigureSpec]]
+@dataclass(frozen=True)
+class Statement:
+    """One statement a story judges: ``key`` (unique in the story), the words, where it comes from
+    (``paper §5, Fig. 2`` or ``ours``) and the rule that turns data into its verdicts, in words."""
+
+    key: str
+    text: str
+    source: str
+    rule: str
+
+    def __post_init__(self) -> None:
+        if not self.key.replace("_", "").isalnum():
+            raise RankCollapseError(f"statement key {self.key!r} must be letters, digits and _")
 
 
-def _no_figures(data: Data) -> list[FigureSpec]:
+@dataclass(frozen=True)
+class Arm:
+    """One setting of a story: the paper's (``extension=False``) or ours, run by ``task``."""
+
+    name: str
+    task: Task
+    extension: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise RankCollapseError(f"arm name {self.name!r} must be a Python identifier")
+
+
+@dataclass
+class Data:
+    """One arm's slice of the run tables, as given to claim rules and figures.
+
+    ``table``: the long rows of finished runs (``runs.csv``: run_id, params, row columns).
+    ``index``: one row per run, finished and failed (``index.csv``: status, error, summary.*).
+    """
+
+    exp: Experiment
+    table: pd.DataFrame
+    index: pd.DataFrame
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        """Index rows of the finished runs."""
+        if self.index.empty:
+            return self.index
+        return self.index[self.index["status"] == "ok"]
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """Table rows of the finished runs."""
+        if self.table.empty or self.ok.empty:
+            return self.table.iloc[0:0]
+        return self.table[self.table["run_id"].isin(set(self.ok["run_id"]))]
+
+    def failures(self) -> str:
+        """``"no runs"``, ``""`` (none failed) or ``"N run(s) failed, e.g. <error>"``."""
+        if self.index.empty:
+            return NO_RUNS
+        bad = self.index[self.index["status"] != "ok"]
+        if bad.empty:
+            return ""
+        return f"{len(bad)} run(s) failed, e.g. {bad['error'].iloc[0]}"
+
+    def seeds(self, runs: pd.DataFrame | None = None) -> list[int]:
+        runs = self.ok if runs is None else runs
+        if runs.empty or "seed" not in runs:
+            return []
+        return sorted({int(s) for s in runs["seed"].dropna()})
+
+    def conditions(self) -> str:
+        return f"{self.exp.source}, arm {self.exp.arm or self.exp.name} (profile {self.exp.profile})"
+
+    def groups(self, frame: pd.DataFrame, key: str) -> list[tuple[Any, pd.DataFrame]]:
+        """``frame.groupby(key)`` in the order of the grid axis ``key`` (rows follow the config)."""
+        order = {v: i for i, v in enumerate((self.exp.grid or {}).get(key, []))}
+        groups = list(frame.groupby(key, sort=False))
+        return sorted(groups, key=lambda g: order.get(g[0], len(order)))
+
+
+@dataclass
+class StoryData:
+    """Every arm's :class:`Data` of one story, and the story's thresholds (the YAML ``verdict:``
+    and ``ranges:``). Arms skipped in the profile, or without runs, are absent from ``arms``."""
+
+    story: str
+    arms: dict[str, Data]
+    verdict: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, Any] = field(default_factory=dict)
+
+    def arm(self, name: str) -> Data | None:
+        """The arm's data when it has finished runs, else None."""
+        data = self.arms.get(name)
+        return data if data is not None and not data.ok.empty else None
+
+
+ClaimsFn = Callable[[StoryData], list[Any]]
+FiguresFn = Callable[[StoryData], list[FigureSpec]]
+
+
+def _no_figures(data: StoryData) -> list[FigureSpec]:
     return []
 
 
 @dataclass(frozen=True)
 class Story:
-    """One experiment's task, claim rules and figures (its settings are in ``<name>.yaml``)."""
+    """One paper result: its statements, arms, claim rules and figures (settings in ``<name>.yaml``)."""
 
     name: str
-    task: TaskFn
+    statements: tuple[Statement, ...]
+    arms: tuple[Arm, ...]
     claims: ClaimsFn
     figures: FiguresFn = _no_figures
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise RankCollapseError(f"story name {self.name!r} must be a Python identifier (the YAML stem)")
-        for label in ("task", "claims", "figures"):
+        for label in ("claims", "figures"):
             if not callable(getattr(self, label)):
                 raise RankCollapseError(f"story {self.name}: {label} must be callable")
-        task_target(self.task)  # a top-level, importable function
+        if not self.arms or not self.statements:
+            raise RankCollapseError(f"story {self.name}: needs at least one arm and one statement")
+        for label, names in (("arm", [a.name for a in self.arms]), ("statement", [s.key for s in self.statements])):
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise RankCollapseError(f"story {self.name}: {label} {sorted(dup)[0]!r} declared twice")
+
+    def statement(self, key: str) -> Statement:
+        for s in self.statements:
+            if s.key == key:
+                return s
+        raise RankCollapseError(f"story {self.name}: no statement {key!r}")
 
     @property
-    def task_name(self) -> str:
-        """The name recorded with every run of this story (part of the run identity)."""
-        return self.task.__name__
-
-    @property
-    def target(self) -> str:
-        """``module:function`` of the task, for workers."""
-        return task_target(self.task)
+    def tasks(self) -> dict[str, tuple[Task, bool]]:
+        """arm name -> (task, extension?), for ``engine.config.load_arms``."""
+        return {a.name: (a.task, a.extension) for a in self.arms}
 
 
 @dataclass(frozen=True)
@@ -109,3 +217,10 @@ def discover_stories(package: str) -> dict[str, Found]:
             raise RankCollapseError(f"story {info.name}: no config {config.name} beside {module.__name__}")
         found[info.name] = Found(story, config)
     return found
+
+
+def slice_data(exp: Experiment, table: pd.DataFrame, index: pd.DataFrame) -> Data:
+    """The rows of ``exp`` in the whole-output tables."""
+    t = table[table["experiment"] == exp.name] if not table.empty else table
+    i = index[index["experiment"] == exp.name] if not index.empty else index
+    return Data(exp, t, i)

@@ -67,12 +67,47 @@ def toy(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 BUILTIN_TASKS: dict[str, Callable[[dict[str, Any], OnLayer], RunOutput]] = {"toy": toy}
 
 
+def toy_cost(params: dict[str, Any]) -> float:
+    """Seconds of one :func:`toy` run: ``sleep_s`` per layer."""
+    return float(params.get("sleep_s", 0.0)) * (int(params["layers"]) + 1)
+
+
 def task_target(fn: Callable[..., Any]) -> str:
     """``"module:function"`` of a top-level function (RankCollapseError for lambdas and closures)."""
     module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
     if not module or not qualname or "<" in qualname or "." in qualname:
         raise RankCollapseError(f"a task must be a top-level function, got {fn!r}"[:200])
     return f"{module}:{qualname}"
+
+
+TaskFn = Callable[[dict[str, Any], OnLayer], RunOutput]
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task and what the engine may ask of it besides running it (declared, never bolted on).
+
+    ``fn``: ``(params, on_layer) -> RunOutput``, a top-level function (workers import it by
+    ``module:function``; its ``__name__`` is the task name hashed into every run's identity).
+    ``cost_s(params)``: estimated seconds of one run on one core (the estimate printed before a
+    sweep and the order runs start in; None: unknown). ``identity_facts(params)``: what a parameter
+    resolves to on this machine (e.g. the weights ``paper:<ckpt>`` loads); part of the run identity.
+    """
+
+    fn: TaskFn
+    cost_s: Callable[[dict[str, Any]], float] | None = None
+    identity_facts: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        task_target(self.fn)  # a top-level, importable function
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    @property
+    def target(self) -> str:
+        return task_target(self.fn)
 
 
 def resolve_target(target: str, task: str) -> Callable[[dict[str, Any], OnLayer], RunOutput]:

@@ -1,213 +1,206 @@
-"""Claims and verdicts: what a claim rule returns, and the one rule that combines verdicts.
+"""Verdicts, origins and claim rows: the one vocabulary every story's rows are written in.
 
-A *claim rule* is a function ``rule(data: Data) -> list[Claim]`` of one experiment's slice of the
-run tables. Every verdict is computed from those tables; nothing is hard-coded. Verdicts:
+A *partial verdict* (:class:`Verdict`) answers one question about one statement: ``reproduced``
+(the data satisfy the rule), ``not reproduced`` (they contradict it) or ``inconclusive`` (no data,
+too few samples, evidence pointing both ways). :func:`combine_verdicts` is the only way to merge
+partial verdicts (per mask, per model, per dtype ...): any ``not reproduced`` wins; ``reproduced``
+needs at least one part and every part reproduced; anything else (an empty list included) is
+``inconclusive``. No evidence never yields ``reproduced``.
 
-- ``reproduced``: the measured data satisfy the rule printed with the claim;
-- ``not reproduced``: the data contradict it;
-- ``inconclusive``: no data, failed runs in the experiment, too few points above the precision
-  floor, or evidence pointing both ways.
-
-:func:`combine_verdicts` is the only way to merge several partial verdicts (one per mask, per
-model, per rank ...) into one: any ``not reproduced`` wins; otherwise ``reproduced`` needs at least
-one part and every part reproduced; anything else (an empty list included) is ``inconclusive``.
-No evidence never yields ``reproduced``.
+Every claim row answers two questions: ``as_plotted`` (the quantity the paper plots, raw μ or σ_min,
+in the paper's dtype) and ``mechanism`` (μ_rel against the precision floor, float64 beside
+float32; ``n/a`` where a statement has no separate mechanism). Its one ``verdict`` word comes from
+the fixed table :func:`verdict_word`, which never reads "not reproduced" where the plotted quantity
+reproduces. Each row has an :class:`Origin`: the paper's setting, a stand-in (other weights in
+place of the paper's, named), or our own extension, whose words are "confirmed (ours)" /
+"refuted (ours)", never the paper's "reproduced". A row whose only stand-in would be a random
+init for a pretrained model is ``untested``.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.config import Experiment
-
-REPRODUCED = "reproduced"
-NOT_REPRODUCED = "not reproduced"
-INCONCLUSIVE = "inconclusive"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
-#: The evidence of a claim judged on nothing.
-NO_RUNS = "no runs"
 
 
-def combine_verdicts(verdicts: Iterable[str]) -> str:
+class Verdict(str, Enum):
+    """A partial verdict on one question (a ``str``: ``Verdict.REPRODUCED == "reproduced"``)."""
+
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, value: str | Verdict) -> Verdict:
+        """The verdict named ``value`` (RankCollapseError for anything else)."""
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(v.value for v in cls)
+            raise RankCollapseError(f"unknown verdict {str(value)[:40]!r}; allowed: {allowed}") from None
+
+
+REPRODUCED = Verdict.REPRODUCED
+NOT_REPRODUCED = Verdict.NOT_REPRODUCED
+INCONCLUSIVE = Verdict.INCONCLUSIVE
+VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
+#: The mechanism column of a statement that has no separate mechanism check.
+NA = "n/a"
+
+
+def combine_verdicts(verdicts: Iterable[str | Verdict]) -> Verdict:
     """One verdict from several partial ones (see the module docstring for the rule).
 
-    >>> combine_verdicts([])
+    >>> str(combine_verdicts([]))
     'inconclusive'
-    >>> combine_verdicts(["reproduced", "inconclusive"])
+    >>> str(combine_verdicts(["reproduced", "inconclusive"]))
     'inconclusive'
-    >>> combine_verdicts(["reproduced", "not reproduced", "inconclusive"])
+    >>> str(combine_verdicts(["reproduced", "not reproduced", "inconclusive"]))
     'not reproduced'
     """
-    parts = list(verdicts)
-    unknown = [v for v in parts if v not in VERDICTS]
-    if unknown:
-        raise RankCollapseError(f"unknown verdict {unknown[0]!r}; allowed: {', '.join(VERDICTS)}")
+    parts = [Verdict.of(v) for v in verdicts]
     if NOT_REPRODUCED in parts:
         return NOT_REPRODUCED
-    if parts and all(v == REPRODUCED for v in parts):
+    if parts and all(v is REPRODUCED for v in parts):
         return REPRODUCED
     return INCONCLUSIVE
 
 
+class Origin(str, Enum):
+    """Where a claim row comes from."""
+
+    PAPER = "paper setting"  # the paper's configuration (experiments) or the theorem's hypotheses
+    STAND_IN = "stand-in"  # other pretrained weights in place of the paper's checkpoint, named
+    EXTENSION = "extension"  # our own setting or our own statement
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ORIGINS: tuple[Origin, ...] = tuple(Origin)
+UNTESTED = "untested"
+
+#: The combined word of a paper row (paper setting or stand-in) from (as_plotted, mechanism);
+#: ``None`` = the statement has no separate mechanism. Pinned by a test; never "not reproduced"
+#: where the plotted quantity reproduces.
+PAPER_WORDS: dict[tuple[Verdict, Verdict | None], str] = {
+    (REPRODUCED, None): "reproduced",
+    (REPRODUCED, REPRODUCED): "reproduced",
+    (REPRODUCED, NOT_REPRODUCED): "reproduced as plotted; mechanism differs",
+    (REPRODUCED, INCONCLUSIVE): "reproduced as plotted; mechanism inconclusive",
+    (NOT_REPRODUCED, None): "not reproduced",
+    (NOT_REPRODUCED, NOT_REPRODUCED): "not reproduced",
+    (NOT_REPRODUCED, REPRODUCED): "not reproduced as plotted; mechanism holds",
+    (NOT_REPRODUCED, INCONCLUSIVE): "not reproduced as plotted; mechanism inconclusive",
+    (INCONCLUSIVE, None): "inconclusive",
+    (INCONCLUSIVE, INCONCLUSIVE): "inconclusive",
+    (INCONCLUSIVE, REPRODUCED): "inconclusive as plotted; mechanism holds",
+    (INCONCLUSIVE, NOT_REPRODUCED): "inconclusive as plotted; mechanism differs",
+}
+#: The same for our own extensions: their own words, never the paper's "reproduced".
+EXTENSION_WORDS: dict[tuple[Verdict, Verdict | None], str] = {
+    (REPRODUCED, None): "confirmed (ours)",
+    (REPRODUCED, REPRODUCED): "confirmed (ours)",
+    (REPRODUCED, NOT_REPRODUCED): "confirmed (ours) as plotted; mechanism differs",
+    (REPRODUCED, INCONCLUSIVE): "confirmed (ours) as plotted; mechanism inconclusive",
+    (NOT_REPRODUCED, None): "refuted (ours)",
+    (NOT_REPRODUCED, NOT_REPRODUCED): "refuted (ours)",
+    (NOT_REPRODUCED, REPRODUCED): "refuted (ours) as plotted; mechanism holds",
+    (NOT_REPRODUCED, INCONCLUSIVE): "refuted (ours) as plotted; mechanism inconclusive",
+    (INCONCLUSIVE, None): "inconclusive (ours)",
+    (INCONCLUSIVE, INCONCLUSIVE): "inconclusive (ours)",
+    (INCONCLUSIVE, REPRODUCED): "inconclusive (ours) as plotted; mechanism holds",
+    (INCONCLUSIVE, NOT_REPRODUCED): "inconclusive (ours) as plotted; mechanism differs",
+}
+#: Every word a row's ``verdict`` can hold.
+WORDS: tuple[str, ...] = (*dict.fromkeys([*PAPER_WORDS.values(), *EXTENSION_WORDS.values()]), UNTESTED)
+
+
+def verdict_word(origin: Origin | str, as_plotted: str | Verdict, mechanism: str | Verdict | None,
+                 untested: bool = False) -> str:
+    """The row's one word (see :data:`PAPER_WORDS`, :data:`EXTENSION_WORDS`); ``untested`` wins."""
+    if untested:
+        return UNTESTED
+    mech = None if mechanism is None or mechanism == NA else Verdict.of(mechanism)
+    table = EXTENSION_WORDS if Origin(origin) is Origin.EXTENSION else PAPER_WORDS
+    return table[(Verdict.of(as_plotted), mech)]
+
+
+def verdict_class(word: str) -> str:
+    """The coarse class of a row's word for the counters: reproduced / not reproduced / inconclusive /
+    untested, by the plotted quantity (``confirmed (ours)`` counts as reproduced)."""
+    if word == UNTESTED:
+        return UNTESTED
+    head = word.split(" as plotted")[0].split(";")[0]
+    if head.startswith(("not reproduced", "refuted")):
+        return NOT_REPRODUCED.value
+    if head.startswith(("reproduced", "confirmed")):
+        return REPRODUCED.value
+    return INCONCLUSIVE.value
+
+
 @dataclass
 class Claim:
-    """One line of the claims table.
+    """One row of the claims table (``claims.csv``): one statement, one model, one origin.
 
-    ``source``: where the claim comes from (``"paper §4, Thm 1"``, ``"paper §5, Fig. 2"``) or
-    ``"ours"``. ``conditions``: the settings it was checked under (config file and profile).
-    ``rule``: the rule that turned the evidence into the verdict, in words. ``figure``: the figure
-    that shows it (file stem, "" if none). ``disagreement``: plain words where the data contradict
-    what the paper reports.
+    ``key``: the statement's key in its story; ``id``: ``<story>.<key>[<model or qualifier>]``.
+    ``as_plotted`` / ``mechanism``: the two partial verdicts (``mechanism`` may be ``n/a``);
+    ``verdict``: their word (:func:`verdict_word`); ``cause``: one sentence saying why a row is not
+    plainly reproduced, of the kind ``cause_kind`` (``kit.causes.CAUSES``). ``evidence`` / ``mechanism_evidence``: the numbers
+    behind each. ``thresholds``: every threshold the rule used, with its documented range;
+    ``threshold_sensitive``: the verdict changes inside those ranges (``sensitivity`` says how).
+    ``n``: samples per condition; ``provisional``: judged at the rule's minimum sample size.
+    ``model``: the weights judged; ``stand_in``: what stood in for what, and why it may differ.
     """
 
     id: str
+    story: str
+    key: str
     experiment: str
     statement: str
     source: str
-    evidence: str
+    origin: str
     verdict: str
+    as_plotted: str
+    mechanism: str
     rule: str
+    evidence: str
+    mechanism_evidence: str = ""
+    cause_kind: str = ""
+    cause: str = ""
+    thresholds: str = ""
+    threshold_sensitive: bool = False
+    sensitivity: str = ""
+    n: int | None = None
+    provisional: bool = False
+    model: str = ""
+    stand_in: str = ""
     conditions: str = ""
     seeds: list[int] = field(default_factory=list)
     figure: str = ""
-    disagreement: str = ""
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"claim {self.id}: unknown verdict {self.verdict!r}; allowed: {VERDICTS}")
-        if self.verdict == REPRODUCED and not self.evidence.strip():
+        Origin(self.origin)
+        if self.verdict not in WORDS:
+            raise ValueError(f"claim {self.id}: unknown verdict word {self.verdict!r}")
+        Verdict.of(self.as_plotted)
+        if self.mechanism != NA:
+            Verdict.of(self.mechanism)
+        self.as_plotted = str(self.as_plotted)
+        self.mechanism = str(self.mechanism)
+        if self.as_plotted == REPRODUCED and not self.evidence.strip():
             raise ValueError(f"claim {self.id}: 'reproduced' needs evidence")
+
+    @property
+    def verdict_class(self) -> str:
+        return verdict_class(self.verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def fmt(x: Any, digits: int = 2) -> str:
-    """A number for evidence text: ``digits`` significant digits, ``n/a`` for None/NaN."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    if isinstance(x, float | np.floating):
-        return f"{x:.{digits}g}" if abs(x) < 1e4 else f"{x:.{digits}e}"
-    return str(x)
-
-
-def column(frame: pd.DataFrame, name: str) -> pd.Series:
-    """``frame[name]``, or a column of None when the table has no such column."""
-    return frame[name] if name in frame else pd.Series([None] * len(frame), index=frame.index, dtype=object)
-
-
-@dataclass
-class Data:
-    """One experiment's slice of the run tables, as given to its claim rules and figures.
-
-    ``table``: the long rows of finished runs (``runs.csv``: run_id, params, row columns).
-    ``index``: one row per run, finished and failed (``index.csv``: status, error, summary.*).
-    """
-
-    exp: Experiment
-    table: pd.DataFrame
-    index: pd.DataFrame
-
-    @property
-    def ok(self) -> pd.DataFrame:
-        """Index rows of the finished runs."""
-        if self.index.empty:
-            return self.index
-        return self.index[self.index["status"] == "ok"]
-
-    def failures(self) -> str:
-        """``"no runs"``, ``""`` (none failed) or ``"N run(s) failed, e.g. <error>"``."""
-        if self.index.empty:
-            return NO_RUNS
-        bad = self.index[self.index["status"] != "ok"]
-        if bad.empty:
-            return ""
-        return f"{len(bad)} run(s) failed, e.g. {bad['error'].iloc[0]}"
-
-    def curve(self, run_id: str, column: str = "mu_rel") -> list[float]:
-        """One run's ``column`` in layer order."""
-        rows = self.table[self.table["run_id"] == run_id].sort_values("layer")
-        return [float(v) for v in rows[column]]
-
-    def seeds(self, runs: pd.DataFrame | None = None) -> list[int]:
-        runs = self.ok if runs is None else runs
-        if runs.empty or "seed" not in runs:
-            return []
-        return sorted({int(s) for s in runs["seed"].dropna()})
-
-    def conditions(self) -> str:
-        return f"{self.exp.source} (profile {self.exp.profile})"
-
-    def v(self, key: str, default: float) -> float:
-        """A threshold from the experiment's ``verdict:`` section."""
-        return float(self.exp.verdict.get(key, default))
-
-    def groups(self, frame: pd.DataFrame, key: str) -> list[tuple[Any, pd.DataFrame]]:
-        """``frame.groupby(key)`` in the order of the grid axis ``key`` (rows follow the config)."""
-        order = {v: i for i, v in enumerate(self.exp.grid.get(key, []))}
-        groups = list(frame.groupby(key, sort=False))
-        return sorted(groups, key=lambda g: order.get(g[0], len(order)))
-
-    def claim(
-        self,
-        cid: str,
-        statement: str,
-        source: str,
-        rule: str,
-        evidence: str,
-        verdict: str,
-        runs: pd.DataFrame | None = None,
-        figure: str = "",
-        disagreement: str = "",
-    ) -> Claim:
-        """A claim of this experiment; a ``not reproduced`` one gets a default disagreement note."""
-        if verdict == NOT_REPRODUCED and not disagreement:
-            disagreement = f"The paper states: {statement}. We measured: {evidence}."
-        return Claim(
-            id=cid,
-            experiment=self.exp.name,
-            statement=statement,
-            source=source,
-            evidence=evidence,
-            verdict=verdict,
-            rule=rule,
-            conditions=self.conditions(),
-            seeds=self.seeds(runs),
-            figure=figure,
-            disagreement=disagreement,
-        )
-
-    def no_data(self, cid: str, statement: str, source: str, rule: str, figure: str = "") -> Claim:
-        """The ``inconclusive`` claim of an experiment without finished runs."""
-        why = self.failures() or "no finished runs"
-        return self.claim(cid, statement, source, rule, f"no data: {why}", INCONCLUSIVE, figure=figure)
-
-
-ClaimRule = Callable[[Data], list[Claim]]
-
-
-def judge(rule: ClaimRule, data: Data) -> list[Claim]:
-    """Apply ``rule``; failed runs in the experiment turn every ``reproduced`` into ``inconclusive``
-    (part of the grid is missing) and are quoted in the evidence."""
-    claims = rule(data)
-    failed = data.failures()
-    if failed and not data.ok.empty:
-        for claim in claims:
-            claim.evidence += f"; {failed}"
-            if claim.verdict == REPRODUCED:
-                claim.verdict = INCONCLUSIVE
-    return claims
-
-
-def slice_data(exp: Experiment, table: pd.DataFrame, index: pd.DataFrame) -> Data:
-    """The rows of ``exp`` in the whole-output tables."""
-    t = table[table["experiment"] == exp.name] if not table.empty else table
-    i = index[index["experiment"] == exp.name] if not index.empty else index
-    return Data(exp, t, i)

@@ -1,8 +1,9 @@
-"""The paper's experiments, one story each: ``<name>.py`` (task, claim rules, figures) + ``<name>.yaml``.
+"""The paper's results, one story each: ``<name>.py`` (statements, arms, claim rules, figures) + ``<name>.yaml``.
 
 Every module here that defines ``STORY = Story(...)`` (see ``rankcollapse.experiments.engine.story``)
-is found by :func:`all_stories`; its YAML beside it holds the settings. Adding an experiment is
-adding those two files, nothing else. Modules starting with ``_`` are helpers, not stories.
+is found by :func:`all_stories`; its YAML beside it holds the settings of each arm. Adding a paper
+result is adding those two files and its name to :data:`ORDER`; a story missing from ``ORDER`` is
+reported after the others. Modules starting with ``_`` are helpers, not stories.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import functools
 from pathlib import Path
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.config import Experiment, load_experiment, select
+from rankcollapse.experiments.engine.config import Experiment, load_arms, load_experiment, select
 from rankcollapse.experiments.engine.story import Found, discover_stories
-from rankcollapse.experiments.engine.tasks import BUILTIN_TASKS, task_target
-from rankcollapse.experiments.tasks import GENERIC_TASKS
+from rankcollapse.experiments.engine.tasks import BUILTIN_TASKS, Task, toy_cost
+from rankcollapse.experiments.kit.tasks import GENERIC_TASKS
+
+#: The report's order: the paper's order (§4.1 Theorem 1, §4.2 Theorem 2, §4.3.1 Figs. 1 and 5,
+#: §4.3.2 Theorem 3, §5 Figs. 2-4, App. G Figs. 6-9 inside their §5 twins, then 8, 9).
+ORDER: tuple[str, ...] = ("theorem1", "theorem2", "fig1_fig5", "theorem3", "fig2", "fig3", "fig4", "fig8", "fig9")
 
 
 @functools.cache
@@ -23,41 +28,43 @@ def all_stories() -> dict[str, Found]:
     return discover_stories(__name__)
 
 
-def task_targets() -> dict[str, str]:
-    """Task name -> ``module:function`` for every task a config may name (``""`` = engine built-in)."""
-    targets = {name: "" for name in BUILTIN_TASKS}
-    targets.update({name: task_target(fn) for name, fn in GENERIC_TASKS.items()})
+def task_registry() -> dict[str, Task]:
+    """Task name -> :class:`Task` for every task a custom config may name."""
+    tasks = {name: Task(fn, cost_s=toy_cost if name == "toy" else None) for name, fn in BUILTIN_TASKS.items()}
+    tasks.update(GENERIC_TASKS)
     for found in all_stories().values():
-        targets.setdefault(found.story.task_name, found.story.target)
-    return targets
+        for arm in found.story.arms:
+            tasks.setdefault(arm.task.name, arm.task)
+    return tasks
 
 
 def load_experiments(
-    profile: str = "full", only: list[str] | None = None, folder: str | Path | None = None
+    profile: str = "full", only: list[str] | None = None, folder: str | Path | None = None,
+    stories: dict[str, Found] | None = None,
 ) -> list[Experiment]:
-    """The experiments of ``profile`` in report order; ``only`` filters by name.
+    """The experiments of ``profile`` (one per arm of each story) in report order; ``only`` filters by
+    story (or ``<story>.<arm>``) name.
 
     ``folder=None``: every story with its YAML. Otherwise every ``*.yaml`` in ``folder`` (custom
-    sweeps): each names its ``task`` (a generic task, a story's task or ``toy``); one named like a
-    story also gets that story's claims and figures.
+    sweeps): each names its ``task`` (a generic task, a story's task or ``toy``) and is judged by no
+    story. ``stories``: the stories to use (default :func:`all_stories`).
     """
+    found = all_stories() if stories is None else stories
     if folder is None:
-        exps = [
-            load_experiment(f.config, profile, task=f.story.task_name, target=f.story.target)
-            for f in all_stories().values()
-        ]
-        return select(exps, only)
+        exps = [e for name, f in found.items() for e in load_arms(f.config, profile, name, f.story.tasks)]
+        return select(exps, only, list(ORDER))
     folder = Path(folder)
     if not folder.is_dir() or not any(folder.glob("*.yaml")):
         raise RankCollapseError(f"no experiment configs (*.yaml) in {folder}")
-    targets = task_targets()
+    tasks = task_registry()
     exps = []
     for path in sorted(folder.glob("*.yaml")):
         exp = load_experiment(path, profile)
-        if exp.task not in targets:
+        if exp.task not in tasks:
             raise RankCollapseError(
-                f"{path.name}: unknown task {exp.task[:60]!r}; allowed: {', '.join(sorted(targets))}"
+                f"{path.name}: unknown task {exp.task[:60]!r}; allowed: {', '.join(sorted(tasks))}"
             )
-        exp.target = targets[exp.task]
+        task = tasks[exp.task]
+        exp.target, exp.task_info = ("" if exp.task in BUILTIN_TASKS else task.target), task
         exps.append(exp)
     return select(exps, only)

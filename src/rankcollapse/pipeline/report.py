@@ -17,12 +17,14 @@ from typing import Any
 from rankcollapse.experiments.engine.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
+    ORIGINS,
     REPRODUCED,
+    UNTESTED,
     Claim,
-    combine_verdicts,
+    verdict_class,
 )
-from rankcollapse.experiments.glossary import terms_used
-from rankcollapse.experiments.plotting import FigureFile
+from rankcollapse.experiments.kit.glossary import terms_used
+from rankcollapse.experiments.kit.plots import FigureFile
 from rankcollapse.io import atomic_write
 
 _CSS = """
@@ -42,7 +44,10 @@ th { background: #f6f8fa; position: sticky; top: 0; }
 td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
 .v { font-weight: 600; white-space: nowrap; padding: 2px 8px; border-radius: 12px; font-size: 12.5px; }
 .v-reproduced { color: var(--ok); background: #dafbe1; } .v-not { color: var(--bad); background: #ffebe9; }
-.v-inconclusive { color: var(--mid); background: #fff8c5; }
+.v-inconclusive { color: var(--mid); background: #fff8c5; } .v-untested { color: #555; background: #eaeef2; }
+.flag { font-size: 11px; border: 1px solid var(--mid); color: var(--mid); border-radius: 10px; padding: 0 6px; }
+.origin { font-weight: 600; margin-bottom: 4px; } .cnt { margin-right: 10px; white-space: nowrap; }
+div.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
 .rule { color: var(--muted); font-size: 12px; margin-top: 3px; }
 .note { border-left: 4px solid var(--bad); background: #fff5f5; padding: 8px 14px; margin: 10px 0; }
 figure { margin: 18px 0 30px; }
@@ -54,16 +59,17 @@ details { margin: 6px 0; } summary { cursor: pointer; }
 """
 
 
-_SHOWN = ("task", "base", "grid", "verdict", "source")
+_SHOWN = ("task", "base", "grid", "verdict", "ranges", "source")
 
 
 def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _verdict_badge(verdict: str) -> str:
-    cls = {REPRODUCED: "v-reproduced", NOT_REPRODUCED: "v-not", INCONCLUSIVE: "v-inconclusive"}[verdict]
-    return f'<span class="v {cls}">{_e(verdict)}</span>'
+def _verdict_badge(word: str) -> str:
+    cls = {REPRODUCED.value: "v-reproduced", NOT_REPRODUCED.value: "v-not", INCONCLUSIVE.value: "v-inconclusive",
+           UNTESTED: "v-untested"}[verdict_class(word)]
+    return f'<span class="v {cls}">{_e(word)}</span>'
 
 
 def _img(path: Path) -> str:
@@ -84,29 +90,44 @@ def _csv_link(path: Path, out_dir: Path) -> str:
     return f"data: <code>{rel}</code> beside this page"
 
 
-def tally(claims: list[Claim]) -> dict[str, int]:
-    """Verdict counts with each statement counted once: rows sharing a claim id are combined first."""
-    by_id: dict[str, list[str]] = {}
-    for c in claims:
-        by_id.setdefault(c.id, []).append(c.verdict)
-    counts = dict.fromkeys((REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE), 0)
-    for verdicts in by_id.values():
-        counts[verdicts[0] if len(verdicts) == 1 else combine_verdicts(verdicts)] += 1
-    return counts
+CLASSES: tuple[str, ...] = (REPRODUCED.value, NOT_REPRODUCED.value, INCONCLUSIVE.value, UNTESTED)
+
+
+def tally(claims: list[Claim]) -> dict[str, dict[str, int]]:
+    """Per origin (paper setting, stand-in, extension), the rows in each verdict class."""
+    out: dict[str, dict[str, int]] = {}
+    for origin in ORIGINS:
+        rows = [c for c in claims if c.origin == origin.value]
+        if rows:
+            out[origin.value] = {k: sum(1 for c in rows if verdict_class(c.verdict) == k) for k in CLASSES}
+    return out
 
 
 def _claims_table(claims: list[Claim], number: dict[str, int]) -> list[str]:
     parts = [
-        "<table><thead><tr><th>#</th><th>Claim</th><th>What we measured</th>"
-        "<th>Verdict</th><th>Source · config · seeds</th></tr></thead><tbody>"
+        "<table><thead><tr><th>#</th><th>Statement</th><th>Verdict</th><th>Why</th>"
+        "<th>Origin · source · n</th></tr></thead><tbody>"
     ]
     for c in claims:
+        flags = []
+        if c.threshold_sensitive:
+            flags.append("<span class='flag'>threshold-sensitive</span>")
+        if c.provisional:
+            flags.append("<span class='flag'>provisional</span>")
         parts.append(
             f"<tr id='{_e(c.id)}'><td>{number[c.id]}</td><td>{_e(c.statement)}"
-            f"<div class='rule'>rule: {_e(c.rule)}</div></td>"
-            f"<td class='ev'>{_e(c.evidence)}</td><td>{_verdict_badge(c.verdict)}</td>"
-            f"<td>{_e(c.source)}<br><code>{_e(c.conditions)}</code><br>"
-            f"seeds {_e(', '.join(map(str, c.seeds)) or 'n/a')}"
+            f"<div class='rule'>rule: {_e(c.rule)}</div>"
+            + (f"<div class='rule'>thresholds: {_e(c.thresholds)}</div>" if c.thresholds else "")
+            + f"<details><summary>evidence</summary><div class='ev'>{_e(c.evidence)}"
+            + (f"<br>{_e(c.mechanism_evidence)}" if c.mechanism_evidence else "")
+            + "</div></details></td>"
+            f"<td>{_verdict_badge(c.verdict)}<div class='rule'>as plotted: {_e(c.as_plotted)}; mechanism: "
+            f"{_e(c.mechanism)}</div>{' '.join(flags)}</td>"
+            f"<td>{_e(c.cause) if c.cause else ''}"
+            + (f"<div class='rule'>{_e(c.sensitivity)}</div>" if c.sensitivity else "")
+            + f"</td><td>{_e(c.origin)}<br>{_e(c.source)}"
+            + (f"<br><i>{_e(c.stand_in)}</i>" if c.stand_in else "")
+            + f"<br>n = {_e(c.n if c.n is not None else 'n/a')}"
             + (f"<br><a href='#fig-{_e(c.figure)}'>figure</a>" if c.figure else "")
             + "</td></tr>"
         )
@@ -122,6 +143,15 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
     )
 
 
+def _counters(counts: dict[str, dict[str, int]]) -> list[str]:
+    parts = ["<div class='cards'>"]
+    for origin, by_class in counts.items():
+        cells = " ".join(f"<span class='cnt'><b>{n}</b> {_verdict_badge(k)}</span>" for k, n in by_class.items() if n)
+        parts.append(f"<div class='card'><div class='origin'>{_e(origin)}</div>{cells}</div>")
+    parts.append("</div>")
+    return parts
+
+
 def render_report(
     claims: list[Claim],
     figures: list[FigureFile],
@@ -129,13 +159,17 @@ def render_report(
     meta: dict[str, Any],
     out_dir: Path,
 ) -> str:
-    """The whole page as a string: one section per experiment, its figures next to its claims.
+    """The whole page as a string: one section per story (the paper's order), its figures next to its rows.
 
     Everything a reader needs is inside the page (figures as base64 PNG, figure data as data-URI
     downloads up to :data:`EMBED_CSV_MAX`), so it works when the HTML file is sent alone.
     """
     counts = tally(claims)
     number = {cid: i for i, cid in enumerate(dict.fromkeys(c.id for c in claims), 1)}
+    stories = list(dict.fromkeys(e.get("story") or e["name"] for e in experiments))
+    titles: dict[str, str] = {}
+    for e in experiments:
+        titles.setdefault(e.get("story") or e["name"], e["title"])
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -147,52 +181,25 @@ def render_report(
         f"({_e(meta.get('runs_failed', 0))} failed) · wall time {_e(meta.get('wall_s', 0))} s"
         + (f" · <code>{_e(meta['command'])}</code>" if meta.get("command") else "")
         + "</p>",
-        f"<p>{len(number)} statements, each counted once:</p><div class='cards'>",
-        *(
-            f"<div class='card'><b>{counts[v]}</b>{_verdict_badge(v)}</div>"
-            for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
-        ),
-        "</div>",
-        "<p>Every verdict is computed from the measured data by the rule printed under the claim "
-        "(thresholds in each experiment's YAML config). <i>Inconclusive</i> means no data, too few "
-        "samples or points above the precision floor, or evidence pointing both ways. Every term used "
-        "in the evidence is defined in the <a href='#glossary'>glossary</a>. Sections: "
-        + " · ".join(f"<a href='#exp-{_e(e['name'])}'>{_e(e['name'])}</a>" for e in experiments)
-        + "</p>",
+        f"<p>{len(number)} rows (one per statement, model and origin), counted per origin by the verdict on "
+        "the quantity the paper plots:</p>",
+        *_counters(counts),
+        "<p>Sections: " + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(n)}</a>" for n in stories) + "</p>",
     ]
-    by_exp_claims: dict[str, list[Claim]] = {}
+    by_story: dict[str, list[Claim]] = {}
     for c in claims:
-        by_exp_claims.setdefault(c.experiment, []).append(c)
-    by_exp_figs: dict[str, list[FigureFile]] = {}
+        by_story.setdefault(c.story, []).append(c)
+    by_figs: dict[str, list[FigureFile]] = {}
     for f in figures:
-        by_exp_figs.setdefault(f.experiment, []).append(f)
-    described = {e["name"] for e in experiments}
-    for e in experiments:
-        name = e["name"]
-        parts.append(f"<h2 id='exp-{_e(name)}'>{_e(e['title'])}</h2>")
-        parts.extend(_figure(f, out_dir) for f in by_exp_figs.get(name, []))
-        if by_exp_claims.get(name):
-            parts.extend(_claims_table(by_exp_claims[name], number))
-    orphans = [c for c in claims if c.experiment not in described]
-    if orphans:
-        parts.append("<h2>Other claims</h2>")
-        parts.extend(_claims_table(orphans, number))
-    notes = [c for c in claims if c.disagreement]
-    parts.append("<h2>Where our runs disagree with the paper</h2>")
-    if notes:
-        parts.append(
-            "<p>Each note explains in plain words why a claim reads differently on the paper's quantity "
-            "(raw mu) and on mu_rel with the precision floor, or why our setting differs.</p>"
-        )
-        parts.extend(
-            f"<div class='note'><a href='#{_e(c.id)}'><b>{_e(c.id)}</b></a>: {_e(c.disagreement)}</div>"
-            for c in notes
-        )
-    else:
-        parts.append("<p>No claim carries a disagreement note in this run.</p>")
-    used = terms_used(
-        [c.evidence for c in claims] + [c.rule for c in claims] + [c.statement for c in claims]
-    )
+        by_figs.setdefault(f.experiment, []).append(f)
+    for name in stories:
+        parts.append(f"<h2 id='exp-{_e(name)}'>{_e(titles[name])}</h2>")
+        parts.extend(_figure(f, out_dir) for f in by_figs.get(name, []))
+        if by_story.get(name):
+            parts.extend(_claims_table(by_story[name], number))
+    used = terms_used([c.evidence for c in claims] + [c.rule for c in claims] + [c.statement for c in claims]
+                      + [c.cause for c in claims] + [c.verdict for c in claims] + [f.caption for f in figures]
+                      + [c.origin for c in claims] + ["as plotted", "mechanism", "±", "std"])
     parts.append("<h2 id='glossary'>Glossary</h2><table><tbody>")
     parts.extend(f"<tr><td><b>{_e(term)}</b></td><td>{_e(text)}</td></tr>" for term, text in used.items())
     parts.append("</tbody></table>")
@@ -209,16 +216,16 @@ def render_report(
         )
         parts.append("</tbody></table>")
     parts.append(
-        "<h2>Experiments and settings</h2><p>Each experiment is one story: a module and a YAML file in "
-        "<code>src/rankcollapse/experiments/stories/</code>; the profile overrides are applied. "
-        "All runs are in <code>runs.csv</code> (tidy, one row per run and layer) and "
+        "<h2>Experiments and settings</h2><p>Each paper result is one story: a module and a YAML file in "
+        "<code>src/rankcollapse/experiments/stories/</code>, one experiment per arm; the profile overrides are "
+        "applied. All runs are in <code>runs.csv</code> (tidy, one row per run and layer) and "
         "<code>index.csv</code> (one row per run) beside this page.</p>"
     )
     for e in experiments:
         parts.append(
             f"<details><summary><b>{_e(e['name'])}</b> — {_e(e['title'])} "
             f"({_e(e.get('runs', '?'))} runs, {_e(e.get('wall_s', '?'))} s of run time)</summary>"
-            f"<pre>{_e(json.dumps({k: e[k] for k in _SHOWN}, indent=1))}"
+            f"<pre>{_e(json.dumps({k: e.get(k) for k in _SHOWN}, indent=1))}"
             "</pre></details>"
         )
     parts.append("<h2>Environment</h2><pre>" + _e(json.dumps(meta, indent=1, default=str)) + "</pre>")

@@ -1,32 +1,90 @@
-"""Figures of the paper's stories: mean ± std bands on log-log axes, the precision floors, words as labels.
+"""Every figure helper: log-log mean ± std bands with the precision floors, panel grids, saving.
 
 Every curve is drawn against ``t + 1`` (so the embeddings X(0) sit at 1) as its mean over samples
-with a ± 1 std band, as the paper plots. Curves of different variants carry different markers
+with a ± 1 std band, as the paper plots. Curves of different series carry different markers
 (placed at staggered layers) so that curves which coincide stay visible; :func:`coincidences`
 names them in the caption. A curve that turns non-finite (overflow) ends with a red ``x`` at the
 first such layer, labelled, and the caption says so. ``mu_rel`` panels show the float32 and
 float64 floors (``32 eps``) as grey lines; values below a floor are drawn on it.
+:func:`save_figure` writes PNG, PDF and the data CSV, each through ``rankcollapse.io``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.paper_curves import Curve
+from rankcollapse.experiments.engine.story import FigureSpec
+from rankcollapse.experiments.kit.curves import Curve
+from rankcollapse.io import atomic_path, atomic_write
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 STYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1)))
 
 
-def pyplot() -> Any:
-    from rankcollapse.experiments.plotting import pyplot as _pyplot
+@dataclass
+class FigureFile:
+    """A saved figure: paths of PNG, PDF, CSV and its caption."""
 
-    return _pyplot()
+    name: str
+    experiment: str
+    png: Path
+    pdf: Path
+    csv: Path
+    caption: str
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend with the report's style."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
+                         "figure.dpi": 110, "savefig.bbox": "tight"})
+    return plt
+
+
+def save_figure(spec: FigureSpec, out_dir: Path, experiment: str) -> FigureFile:
+    """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.csv`` into ``out_dir``; close the figure."""
+    plt = pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, pdf, csv = (out_dir / f"{spec.name}.{ext}" for ext in ("png", "pdf", "csv"))
+    for path in (png, pdf):
+        with atomic_path(path) as tmp:
+            spec.figure.savefig(tmp, format=path.suffix[1:], dpi=130)
+    atomic_write(csv, spec.data.to_csv(index=False))
+    plt.close(spec.figure)
+    return FigureFile(spec.name, experiment, png, pdf, csv, spec.caption)
+
+
+def empty(name: str, caption: str, why: str) -> FigureSpec:
+    """A figure that says why there is no data."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5, 1.6))
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"no data: {why}", ha="center", va="center")
+    return FigureSpec(name, fig, pd.DataFrame(), caption)
+
+
+def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[Any, list[Any]]:
+    """A figure with ``n`` panels in rows of ``ncols`` (spare axes hidden)."""
+    plt = pyplot()
+    ncols = min(ncols, max(n, 1))
+    nrows = math.ceil(max(n, 1) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, constrained_layout=True)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.axis("off")
+    return fig, flat[:n]
 
 
 def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
@@ -156,7 +214,8 @@ def slug(text: str) -> str:
 
 def variant_rows(curves_mu: dict[tuple, Curve], curves_rel: dict[tuple, Curve], variants: Sequence[str],
                  masks: Sequence[str], variant_words: dict[str, str], mask_words: dict[str, str]) -> list:
-    """Panel rows of Figs. 2 / 6: raw mu in float32 (the paper's), then mu_rel in float32 and float64."""
+    """Panel rows of Figs. 2 / 6: raw mu in float32 (the paper's) and float64, then mu_rel in float32 and
+    float64 (a row whose dtype was not run is left out)."""
     rows = []
     for q, curves, dt, ylabel, floors in (
         ("mu", curves_mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
@@ -169,6 +228,6 @@ def variant_rows(curves_mu: dict[tuple, Curve], curves_rel: dict[tuple, Curve], 
             series = [(variant_words.get(v, v), curves[(v, m, dt)]) for v in variants if (v, m, dt) in curves]
             if series:
                 panels.append((mask_words.get(m, m), series))
-        if panels and not (q == "mu" and dt == "float64"):
+        if panels:
             rows.append((ylabel, floors, panels))
     return rows

@@ -1,5 +1,6 @@
 """``reproduce``: run every story's grid through one sweep, draw every figure, judge every claim.
 
+>>> from rankcollapse.pipeline import reproduce
 >>> result = reproduce("results/quick", profile="quick")
 >>> result.report            # results/quick/report.html
 
@@ -14,8 +15,8 @@ Output folder::
     report.html                             the self-contained report
 
 Re-running the same command skips finished runs; figures, claims and the report are rebuilt
-from all finished runs of the selected experiments. This module sits above the engine and the
-stories: it takes each story's claims and figures from ``rankcollapse.experiments.stories``.
+from all finished runs of the selected experiments. Each story (one paper result) is judged once
+on all its arms (``StoryData``); a statement no row judged gets the no-data row written here.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ from rankcollapse.experiments.engine.executors import SweepSummary, check_execut
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
 from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
-from rankcollapse.experiments.engine.verdicts import VERDICTS, Claim, judge, slice_data
-from rankcollapse.experiments.plotting import FigureFile, save_figure
-from rankcollapse.experiments.stories import all_stories, load_experiments
+from rankcollapse.experiments.engine.story import Found, StoryData, slice_data
+from rankcollapse.experiments.engine.verdicts import ORIGINS, UNTESTED, VERDICTS, Claim, verdict_class
+from rankcollapse.experiments.kit.claims import no_data_row, with_failures
+from rankcollapse.experiments.kit.plots import FigureFile, save_figure
+from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
 from rankcollapse.io import atomic_write, package_versions, to_jsonable, write_json
 
 
@@ -58,24 +61,12 @@ class ReproduceResult:
         return pd.DataFrame([c.to_dict() for c in self.claims])
 
 
-def _cost(spec: RunSpec) -> tuple[int, float]:
-    """Longest runs first: those whose task estimates its seconds (``cost_s``, the paper's models),
-    then pretrained models, then the biggest simulations; fewer idle workers at the end."""
-    from rankcollapse.experiments.engine.tasks import resolve_target
-
-    p = spec.params
-    estimate = getattr(resolve_target(spec.target, spec.task), "cost_s", None) if spec.target else None
-    if estimate is not None:
-        return (0, -float(estimate(p)))  # seconds
-    if spec.task == "analyze":
-        return (1, -float(p.get("layers") or 32) * float(p.get("samples", 1)) * float(p.get("tokens", 1)))
-    size = (
-        float(p.get("layers") or 12)
-        * float(p.get("batch", 1))
-        * float(p.get("n", 2)) ** 2
-        * float(p.get("d", 2))
-    )
-    return (2, -size)
+def _cost(spec: RunSpec, exps: dict[str, Experiment]) -> tuple[int, float]:
+    """Longest runs first (fewer idle workers at the end): runs whose task estimates its seconds,
+    largest estimate first, then the others in grid order."""
+    exp = exps.get(spec.experiment)
+    estimate = exp.cost_s(spec) if exp is not None else None
+    return (0, -estimate) if estimate is not None else (1, 0.0)
 
 
 def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
@@ -97,17 +88,17 @@ def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
             pass  # not installed: its runs fail with their own one-line error, the others go on
 
 
-def estimate_seconds(specs: list[RunSpec], store: RunStore | None = None) -> tuple[float, int]:
-    """(estimated CPU seconds, runs estimated) of the unfinished specs whose task has ``cost_s(params)``."""
-    from rankcollapse.experiments.engine.tasks import resolve_target
-
+def estimate_seconds(specs: list[RunSpec], exps: dict[str, Experiment],
+                     store: RunStore | None = None) -> tuple[float, int]:
+    """(estimated CPU seconds, runs estimated) of the unfinished specs whose task has ``cost_s``."""
     total, known = 0.0, 0
     for spec in specs:
-        if not spec.target or (store is not None and store.is_done(spec)):
+        if store is not None and store.is_done(spec):
             continue
-        cost = getattr(resolve_target(spec.target, spec.task), "cost_s", None)
+        exp = exps.get(spec.experiment)
+        cost = exp.cost_s(spec) if exp is not None else None
         if cost is not None:
-            total += float(cost(spec.params))
+            total += cost
             known += 1
     return total, known
 
@@ -118,14 +109,15 @@ def estimate_seconds(specs: list[RunSpec], store: RunStore | None = None) -> tup
 PARALLEL_SLOWDOWN = 1.35
 
 
-def print_estimate(specs: list[RunSpec], profile: str, workers: int | None, store: RunStore) -> None:
+def print_estimate(specs: list[RunSpec], exps: dict[str, Experiment], profile: str, workers: int | None,
+                   store: RunStore) -> None:
     """One line on stderr before a sweep starts: the estimated time of the runs left to do.
 
     CPU time is the sum of the tasks' ``cost_s`` (one process alone); the wall time on ``w > 1``
     local workers is ``PARALLEL_SLOWDOWN * cpu / w``."""
     from rankcollapse.experiments.engine.executors import default_workers
 
-    total, known = estimate_seconds(specs, store)
+    total, known = estimate_seconds(specs, exps, store)
     if known:
         w = workers or default_workers()
         def span(sec: float) -> str:
@@ -134,7 +126,7 @@ def print_estimate(specs: list[RunSpec], profile: str, workers: int | None, stor
         wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
         print(f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
               f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
-              "per-layer costs of the paper's models; more workers or a Dask cluster divide it)",
+              "per-layer costs; more workers or a Dask cluster divide it)",
               file=sys.stderr)
 
 
@@ -154,21 +146,25 @@ def reproduce(
     progress: bool = True,
     config_dir: str | Path | None = None,
     wait: bool = False,
+    stories: dict[str, Found] | None = None,
 ) -> ReproduceResult:
     """Run the selected experiments of ``profile`` into ``out_dir`` and write the report.
 
     Every option is checked before anything is written. ``out_dir`` is locked for the whole call:
     a second writer gets a RankCollapseError naming the holder's pid, or blocks with ``wait=True``.
+    ``stories``: the stories to judge with (default: every story of ``rankcollapse.experiments.stories``).
     """
     if not str(out_dir).strip():
         raise RankCollapseError("--out must name a folder, got ''")
     check_executor(executor, scheduler, workers)
-    experiments = load_experiments(profile, only, config_dir)
+    stories = all_stories() if stories is None else stories
+    experiments = load_experiments(profile, only, config_dir, stories)
     start = time.perf_counter()
     out = Path(out_dir)
-    specs = sorted((s for e in experiments for s in e.runs()), key=_cost)
+    by_name = {e.name: e for e in experiments}
+    specs = sorted((s for e in experiments for s in e.runs()), key=lambda s: _cost(s, by_name))
     with OutputLock(out, wait=wait):
-        print_estimate(specs, profile, workers, RunStore(out))
+        print_estimate(specs, by_name, profile, workers, RunStore(out))
         if executor == "local":
             _prepare_models(specs, RunStore(out))
         sweep = run_sweep(
@@ -187,10 +183,10 @@ def reproduce(
             table = table[table["run_id"].isin(wanted)]
         if not index.empty:
             index = index[index["run_id"].isin(wanted)]
-        claims, figures, described = _analyse(experiments, table, index, out)
+        claims, figures, described = _analyse(experiments, table, index, out, stories)
         wall = time.perf_counter() - start
         meta = _meta(profile, only, executor, workers, sweep, index, wall)
-        from rankcollapse.reports.html import write_report
+        from rankcollapse.pipeline.report import write_report
 
         report = write_report(claims, figures, described, meta, out)
         write_json(out / "experiments.json", {"meta": meta, "experiments": described})
@@ -230,32 +226,57 @@ def _meta(
 
 
 def _analyse(
-    experiments: list[Experiment], table: pd.DataFrame, index: pd.DataFrame, out: Path
+    experiments: list[Experiment], table: pd.DataFrame, index: pd.DataFrame, out: Path,
+    stories: dict[str, Found],
 ) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]]]:
-    """Each story's claims and figures from its slice of the tables; experiments without a story
-    (custom configs) get neither, only data."""
-    stories = all_stories()
+    """Each story's rows and figures from all its arms' slices of the tables, in report order; a
+    statement no row judged gets a no-data row; experiments without a story (custom sweeps) get neither."""
     claims: list[Claim] = []
     figures: list[FigureFile] = []
     described = []
+    by_story: dict[str, list[Experiment]] = {}
     for exp in experiments:
+        by_story.setdefault(exp.story or exp.name, []).append(exp)
         data = slice_data(exp, table, index)
-        found = stories.get(exp.name)
-        if found is not None and found.story.task_name == exp.task:
-            claims.extend(judge(found.story.claims, data))
-            for spec in found.story.figures(data):
-                figures.append(save_figure(spec, out / "figures", exp.name))
         info = exp.describe()
         info["runs"] = len(exp.runs())
         info["wall_s"] = round(float(data.index["wall_s"].sum()), 1) if not data.index.empty else 0.0
         described.append(info)
-    rows = [c.to_dict() for c in claims]
-    atomic_write(out / "claims.csv", pd.DataFrame(rows).to_csv(index=False))
-    write_json(out / "claims.json", rows)
+    for name, exps in by_story.items():
+        found = stories.get(name)
+        if found is None or not exps[0].story:
+            continue
+        arms = {e.arm: slice_data(e, table, index) for e in exps}
+        sd = StoryData(name, arms, dict(exps[0].verdict), dict(exps[0].ranges))
+        rows = [with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in found.story.claims(sd)]
+        judged = {c.key for c in rows}
+        for statement in found.story.statements:
+            if statement.key not in judged:
+                why = "; ".join(f"arm {a}: {d.failures() or 'no finished runs'}" for a, d in arms.items()
+                                if d.ok.empty) or "no arm of this profile measures it"
+                first = next(iter(arms.values()), None)
+                rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
+        claims.extend(rows)
+        for spec in found.story.figures(sd):
+            figures.append(save_figure(spec, out / "figures", name))
+    frame = pd.DataFrame([c.to_dict() for c in claims])
+    atomic_write(out / "claims.csv", frame.to_csv(index=False))
+    write_json(out / "claims.json", [c.to_dict() for c in claims])
     return claims, figures, to_jsonable(described)
 
 
-def verdict_counts(claims: list[Claim]) -> dict[str, int]:
-    """How many claims got each verdict, in the order of ``VERDICTS``."""
-    counts = {v: sum(1 for c in claims if c.verdict == v) for v in VERDICTS}
-    return {v: n for v, n in counts.items() if n}
+def verdict_counts(claims: list[Claim]) -> dict[str, dict[str, int]]:
+    """Per origin (paper setting first), how many rows fall in each verdict class
+    (reproduced / not reproduced / inconclusive / untested, by the plotted quantity)."""
+    classes = [v.value for v in VERDICTS] + [UNTESTED]
+    out: dict[str, dict[str, int]] = {}
+    for origin in ORIGINS:
+        rows = [c for c in claims if c.origin == origin.value]
+        if rows:
+            counts = {k: sum(1 for c in rows if verdict_class(c.verdict) == k) for k in classes}
+            out[origin.value] = {k: n for k, n in counts.items() if n}
+    return out
+
+
+#: The report's section order: the stories in the paper's order.
+SECTION_ORDER: tuple[str, ...] = ORDER

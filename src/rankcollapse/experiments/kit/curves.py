@@ -1,11 +1,11 @@
-"""Curves over samples for the paper's experiments: mean ± std per layer, per-sample log drops, rates.
+"""One curve summary for every story: mean ± std per layer, per-sample log drops, the one "rate".
 
 The paper plots raw ``mu(X(t))`` as the mean ± std over its text samples [paper §5]; the claim
 rules need more than that band: how much each sample's curve fell, with an uncertainty. A
 :class:`Curve` keeps, per layer ``t`` (row t = X(t), t = 0 the embeddings) and over the ``n``
 samples of one condition (model, variant, mask, dtype, ...):
 
-- ``mean, std, lo, hi``: the raw values' mean, standard deviation, minimum and maximum;
+- ``mean, std, lo, hi``: the raw values' mean, sample standard deviation, minimum and maximum;
 - ``drop, drop_std``: mean and std of the per-sample log drop ``log q_k(t) - log q_k(0)``, with
   ``q`` clamped from below at :meth:`Curve.clamp` (``floor_rel(dtype)`` for ``mu_rel``, the
   dtype's smallest normal number for raw ``mu``), so a curve at the floor counts as having fallen
@@ -15,9 +15,12 @@ samples of one condition (model, variant, mask, dtype, ...):
 - ``floor_share``: share of samples at or below the clamp (the precision floor for ``mu_rel``,
   an underflow to 0 for ``mu``).
 
-:meth:`Curve.rate` gives the mean per-layer log rate between two layers with a standard error
-(ours): ``(drop(b) - drop(a)) / (b - a)``, standard error ``(sd(b) + sd(a)) / sqrt(n) / (b - a)``
-(an upper bound on the std of the difference; exact for ``a = 0``).
+**One std**: every ``std`` here is the sample standard deviation ``sqrt(sum (v - mean)^2 / (n - 1))``
+(:func:`sample_std`; NaN for one sample), stored so in every curve row and pooled exactly.
+**One rate**: :meth:`Curve.rate` gives the mean per-layer log rate between two layers with a
+standard error (ours): ``(drop(b) - drop(a)) / (b - a)``, standard error
+``(sd(b) + sd(a)) / sqrt(n) / (b - a)`` (an upper bound on the std of the difference; exact for
+``a = 0``); it is printed as the per-layer factor ``x exp(rate)`` with the log rate beside it.
 """
 
 from __future__ import annotations
@@ -39,6 +42,19 @@ QUANTITIES: tuple[str, ...] = ("mu", "mu_rel")
 Z = 2.0
 #: Suffixes of the per-layer columns of a curve (the mean has none: column ``mu`` is the mean of mu).
 _SUFFIXES = ("", "_std", "_min", "_max", "_drop", "_drop_std", "_floor_share")
+
+
+def sample_std(values: Any, axis: int = 0) -> np.ndarray:
+    """The one std of the project: ``sqrt(sum (v - mean)^2 / (n - 1))`` over the finite entries along
+    ``axis`` (NaN where fewer than 2 are finite)."""
+    a = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(a)
+    n = finite.sum(axis=axis)
+    mean = np.where(finite, a, 0.0).sum(axis=axis) / np.maximum(n, 1)
+    dev = np.where(finite, a - np.expand_dims(mean, axis), 0.0)
+    ss = (dev**2).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n >= 2, np.sqrt(ss / np.maximum(n - 1, 1)), np.nan)
 
 
 def _all_nan_ok(reduce: Any, arrays: list[np.ndarray]) -> np.ndarray:
@@ -124,11 +140,11 @@ class Curve:
             dtype=dtype,
             n=v.shape[0],
             mean=_nan_stat(np.nanmean, x),
-            std=_nan_stat(lambda a, axis: np.nanstd(a, axis=axis, ddof=0), x),
+            std=sample_std(x),
             lo=_nan_stat(np.nanmin, x),
             hi=_nan_stat(np.nanmax, x),
             drop=_nan_stat(np.nanmean, drops),
-            drop_std=_nan_stat(lambda a, axis: np.nanstd(a, axis=axis, ddof=0), drops),
+            drop_std=sample_std(drops),
             finite=ok.mean(axis=0),
             floor_share=np.where(ok, x <= clamp, False).sum(axis=0) / v.shape[0],
             zero_share=None if zero is None else np.asarray(zero, dtype=bool).mean(axis=0),
@@ -164,10 +180,13 @@ class Curve:
         wsum = np.where(w.sum(0) > 0, w.sum(0), np.nan)
 
         def pooled(means: list[np.ndarray], stds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            # sample std of the union: (sum_k (w_k - 1) sd_k^2 + sum_k w_k (m_k - m)^2) / (W - 1)
             m, sd = np.nan_to_num(np.stack(means)), np.nan_to_num(np.stack(stds))
             mean = (w * m).sum(0) / wsum
-            var = (w * (sd**2 + (m - mean) ** 2)).sum(0) / wsum
-            return mean, np.sqrt(var)
+            ss = (np.maximum(w - 1, 0) * sd**2 + w * (m - mean) ** 2).sum(0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                std = np.where(wsum >= 2, np.sqrt(ss / np.maximum(wsum - 1, 1)), np.nan)
+            return mean, std
 
         mean, std = pooled([c.mean for c in curves], [c.std for c in curves])
         drop, drop_std = pooled([c.drop for c in curves], [c.drop_std for c in curves])
@@ -257,10 +276,11 @@ def curve_rows(values: dict[str, Any], dtype: str, zero: Any = None) -> list[dic
 
 
 def sample_stats(name: str, values: Any) -> dict[str, float]:
-    """``{name: mean, name_std, name_min, name_max}`` over the finite entries of ``values`` [b]."""
+    """``{name: mean, name_std, name_min, name_max}`` over the finite entries of ``values`` [b]
+    (``name_std``: :func:`sample_std`)."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size == 0:
         return {name: math.nan, f"{name}_std": math.nan, f"{name}_min": math.nan, f"{name}_max": math.nan}
-    return {name: float(v.mean()), f"{name}_std": float(v.std()), f"{name}_min": float(v.min()),
+    return {name: float(v.mean()), f"{name}_std": float(sample_std(v)), f"{name}_min": float(v.min()),
             f"{name}_max": float(v.max())}

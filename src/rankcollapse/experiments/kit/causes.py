@@ -1,0 +1,88 @@
+"""Why a row is not plainly reproduced, in one sentence from a small, tested set.
+
+Each kind of cause has one sentence builder; a claim row carries the kind (``cause_kind``) and its
+sentence (``cause``). The kinds:
+
+- ``precision floor``: μ_rel sits at the dtype's precision floor: collapsed to rounding noise;
+- ``norm effect``: raw μ moves with the token norm ‖X‖_F while μ_rel does not (or the reverse);
+- ``stand-in differs``: the weights that stood in behave differently from what the paper describes;
+- ``not testable``: the statement's precondition fails in this setting (e.g. the SAN does not collapse);
+- ``sample too small``: an interval still straddles its threshold; the n that would decide it;
+- ``threshold``: the verdict changes inside the documented range of a threshold the paper never gives;
+- ``bound vacuous``: a theorem's bound falls by less than 2x over the run at this radius;
+- ``structural limit``: the layer that produced X cannot exceed this rank;
+- ``untested``: the paper's weights are not available and no pretrained stand-in exists;
+- ``no data`` / ``failed runs``: nothing (or not everything) was measured;
+- ``measured otherwise``: the data contradict the statement (the numbers are in the evidence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rankcollapse.core.precision import floor_rel
+from rankcollapse.experiments.kit.curves import Z
+from rankcollapse.experiments.kit.judgement import Margin
+
+CAUSES: tuple[str, ...] = ("precision floor", "norm effect", "stand-in differs", "not testable",
+                           "sample too small", "threshold", "bound vacuous", "structural limit", "untested",
+                           "no data", "failed runs", "measured otherwise")
+
+
+def precision_floor(where: str, dtype: str, t: int | None) -> str:
+    at = f" from t = {t}" if t is not None else ""
+    return (f"{where}: μ_rel sits at the {dtype} precision floor ({floor_rel(dtype):.1e}){at}, so the tokens "
+            "have collapsed to rounding noise; a raw μ that stays level there does so only because the token "
+            "norm does (in float64 the same curve sits about 9 decades lower)")
+
+
+def norm_effect(where: str, norm_factor: str, rel_word: str) -> str:
+    return (f"{where}: raw μ = μ_rel · ‖X‖_F, and the token norm ‖X‖_F changes by {norm_factor} per layer, "
+            f"so raw μ follows the norm while μ_rel (how alike the tokens are) {rel_word}")
+
+
+def stand_in_differs(stand_in: str, checkpoint: str, how: str) -> str:
+    return f"the stand-in {stand_in} is not {checkpoint}: {how}"
+
+
+def not_testable(why: str) -> str:
+    return f"{why}: the statement is not testable there"
+
+
+def sample_too_small(margins: Sequence[Margin]) -> str:
+    """The undecided comparisons and the n that would decide the first of them."""
+    m = margins[0]
+    need = m.needed_n()
+    tail = f"; n ≈ {need} would decide it at the observed spread" if need else ""
+    more = f" (and {len(margins) - 1} more)" if len(margins) > 1 else ""
+    return (f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {Z * m.se:.2g} against {m.threshold:g}"
+            f"{more}{tail}")
+
+
+def threshold(name_range: str, alternatives: str) -> str:
+    return f"decided by a threshold the paper does not give: {alternatives} within {name_range}"
+
+
+def bound_vacuous(detail: str) -> str:
+    return f"the bound falls by less than 2x over the run ({detail}): it says nothing about the rate there"
+
+
+def structural_limit(detail: str) -> str:
+    return f"a structural limit, not the dynamics: {detail}"
+
+
+def untested(checkpoint: str) -> str:
+    return (f"the paper's {checkpoint} weights are not in the local Hugging Face cache and no pretrained "
+            "stand-in exists offline; a random init cannot stand in for pretrained weights")
+
+
+def no_data(why: str) -> str:
+    return f"nothing measured: {why}"
+
+
+def failed_runs(why: str) -> str:
+    return f"part of the grid is missing: {why}"
+
+
+def measured_otherwise(detail: str) -> str:
+    return f"the data contradict the statement: {detail}"

@@ -1,0 +1,224 @@
+"""Claim rows: a statement judged on the plotted quantity and on the mechanism, with its origin.
+
+:func:`judged` runs a rule at the story's thresholds and again at each end of the documented range of
+every threshold the rule read, so a row can say whether its verdict depends on a number the paper
+never gives. :func:`claim_row` turns one or two :class:`Judged` into a
+:class:`~rankcollapse.experiments.engine.verdicts.Claim`: its origin (paper setting / stand-in /
+extension; a random init never stands in for pretrained weights: that row is ``untested``), the
+combined word (``engine.verdicts.verdict_word``), one cause sentence, the thresholds it used, the
+sample size and whether the verdict is provisional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rankcollapse.experiments.engine.story import Data, Statement
+from rankcollapse.experiments.engine.verdicts import (
+    INCONCLUSIVE,
+    NA,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+    Origin,
+    Verdict,
+    verdict_word,
+)
+from rankcollapse.experiments.kit import causes
+from rankcollapse.experiments.kit.judgement import Judgement
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A judgement at the story's thresholds, the thresholds the rule read, and the verdicts it gives
+    at the ends of their documented ranges where those differ (``flips``: (name, value, verdict))."""
+
+    judgement: Judgement
+    used: frozenset[str]
+    flips: tuple[tuple[str, float, Verdict], ...] = field(default_factory=tuple)
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
+
+
+def judged(rule: Callable[[Thresholds], Judgement], th: Thresholds) -> Judged:
+    """Run ``rule`` at ``th``, then once per end of each used threshold's range."""
+    probe = th.fresh()
+    base = rule(probe)
+    used = frozenset(probe.used)
+    flips = []
+    for name in sorted(used & set(th.ranges)):
+        for value in th.ranges[name]:
+            if value == float(th.values[name]):
+                continue
+            other = rule(th.with_value(name, value)).verdict
+            if other is not base.verdict:
+                flips.append((name, value, other))
+    return Judged(base, used, tuple(flips))
+
+
+def judge_plain(verdict: Verdict | str, evidence: str, cause_kind: str = "", cause: str = "") -> Judged:
+    """A :class:`Judged` of a check that reads no threshold (a closed form, a count)."""
+    return Judged(Judgement(Verdict.of(verdict), evidence, cause, cause_kind), frozenset())
+
+
+@dataclass(frozen=True)
+class Model:
+    """What a row says about the weights it judged (from a run's ``model_*`` columns)."""
+
+    label: str = ""
+    name: str = ""
+    pretrained: bool = True
+    stand_in_for: str = ""
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Model:
+        if frame.empty or "model_label" not in frame:
+            return cls()
+        first = frame.iloc[0]
+
+        def text(key: str) -> str:
+            value = first.get(key, "")
+            return value if isinstance(value, str) else ""
+
+        return cls(text("model_label"), text("model_name"), bool(first.get("pretrained", True)),
+                   text("stand_in_for"))
+
+    @property
+    def untested(self) -> bool:
+        """A random init labelled as standing in for a pretrained checkpoint: it tests nothing."""
+        return bool(self.stand_in_for) and not self.pretrained
+
+
+def origin_of(statement: Statement, data: Data, model: Model) -> Origin:
+    """Extension for our own arms and statements; stand-in where other pretrained weights stood in."""
+    if data.exp.extension or statement.source.startswith("ours"):
+        return Origin.EXTENSION
+    if model.stand_in_for and model.pretrained:
+        return Origin.STAND_IN
+    return Origin.PAPER
+
+
+def _flip_words(j: Judged, th: Thresholds) -> str:
+    bits = [f"{v} at {name} = {value:g}" for name, value, v in j.flips]
+    return "; ".join(bits)
+
+
+def _cause(plotted: Judged, mechanism: Judged | None, origin: Origin, model: Model, th: Thresholds,
+           norm_words: str) -> tuple[str, str]:
+    """(kind, sentence) of a row that is not plainly reproduced (see ``kit.causes``)."""
+    p = plotted.judgement
+    m = mechanism.judgement if mechanism is not None else None
+    sensitive = plotted.flips or (mechanism.flips if mechanism is not None else ())
+    if p.verdict is REPRODUCED and (m is None or m.verdict is REPRODUCED):
+        return "", ""
+    if sensitive and (p.verdict is not REPRODUCED or (m is not None and m.verdict is not REPRODUCED)):
+        which = plotted if plotted.flips else mechanism
+        assert which is not None
+        names = sorted({name for name, _, _ in which.flips})
+        span = ", ".join(f"{n} {th.ranges[n][0]:g}-{th.ranges[n][1]:g}" for n in names)
+        return "threshold", causes.threshold(span, f"{which.verdict} at the YAML's value, "
+                                             f"{_flip_words(which, th)}")
+    if p.verdict is REPRODUCED and m is not None:
+        if m.cause_kind in ("measured otherwise", "") and norm_words:
+            return "norm effect", causes.norm_effect("raw μ reproduces", norm_words,
+                                                     f"says {m.verdict}")
+        return m.cause_kind or "measured otherwise", m.cause or causes.measured_otherwise(m.evidence[:200])
+    kind, sentence = p.cause_kind, p.cause
+    if origin is Origin.STAND_IN and kind == "measured otherwise":
+        return "stand-in differs", causes.stand_in_differs(model.label, model.stand_in_for, sentence)
+    if not kind:
+        kind = "measured otherwise" if p.verdict is NOT_REPRODUCED else "sample too small"
+        sentence = causes.measured_otherwise(p.evidence[:200]) if p.verdict is NOT_REPRODUCED else p.evidence[:200]
+    return kind, sentence
+
+
+def claim_row(
+    story: str,
+    statement: Statement,
+    data: Data,
+    th: Thresholds,
+    plotted: Judged,
+    mechanism: Judged | None = None,
+    *,
+    qualifier: str = "",
+    frame: pd.DataFrame | None = None,
+    runs: pd.DataFrame | None = None,
+    figure: str = "",
+    sample_note: str = "",
+    norm_words: str = "",
+    names: tuple[str, str] = ("raw mu (the paper's quantity)", "mu_rel with the precision floor"),
+) -> Claim:
+    """One claims-table row (see the module docstring).
+
+    ``frame``: the table rows behind it (gives the model); ``runs``: the index rows (gives seeds);
+    ``names``: the words for the plotted quantity and the mechanism in the evidence.
+    """
+    frame = frame if frame is not None else pd.DataFrame()
+    model = Model.of(frame)
+    origin = origin_of(statement, data, model)
+    untested = model.untested and origin is not Origin.EXTENSION
+    mech_verdict = mechanism.verdict if mechanism is not None else None
+    word = verdict_word(origin, plotted.verdict, mech_verdict, untested=untested)
+    if untested:
+        kind, cause = "untested", causes.untested(model.stand_in_for)
+    else:
+        kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words)
+    used = set(plotted.used) | (set(mechanism.used) if mechanism is not None else set())
+    flips = [*plotted.flips, *(mechanism.flips if mechanism is not None else ())]
+    sensitivity = "; ".join(f"{v} at {name} = {value:g}" for name, value, v in flips)
+    ns = [j.judgement.n for j in (plotted, mechanism) if j is not None and j.judgement.n is not None]
+    n = min(ns) if ns else None
+    provisional = bool(n is not None and "min_samples" in th.values and n <= th.count("min_samples"))
+    label = f"[{model.label}] " if model.label else ""
+    evidence = f"{label}{names[0]}: {plotted.verdict} — {plotted.judgement.evidence}"
+    if sample_note:
+        evidence += f" || {sample_note}"
+    mech_evidence = (f"{names[1]}: {mechanism.verdict} — {mechanism.judgement.evidence}"
+                     if mechanism is not None else "")
+    qual = qualifier or (data.exp.arm if data.exp.extension else "")
+    cid = f"{story}.{statement.key}" + (f"[{qual}]" if qual else "")
+    seeds = data.seeds(runs) if runs is not None else data.seeds()
+    stand = (f"{model.label} stands in for {model.stand_in_for}" if model.stand_in_for and not untested else "")
+    return Claim(
+        id=cid, story=story, key=statement.key, experiment=data.exp.name,
+        statement=statement.text + (f" [{model.label}]" if model.label else ""),
+        source=statement.source, origin=origin.value, verdict=word, as_plotted=plotted.verdict.value,
+        mechanism=mech_verdict.value if mech_verdict is not None else NA, rule=statement.rule,
+        evidence=evidence, mechanism_evidence=mech_evidence, cause_kind=kind, cause=cause,
+        thresholds=th.describe(used) if used else "", threshold_sensitive=bool(flips), sensitivity=sensitivity,
+        n=n, provisional=provisional, model=model.label, stand_in=stand, conditions=data.conditions(),
+        seeds=seeds, figure=figure,
+    )
+
+
+def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
+    """The engine's row for a statement nothing judged (no runs, all failed, arm skipped)."""
+    origin = Origin.EXTENSION if extension or statement.source.startswith("ours") else Origin.PAPER
+    return Claim(
+        id=f"{story}.{statement.key}", story=story, key=statement.key,
+        experiment=data.exp.name if data is not None else story, statement=statement.text,
+        source=statement.source, origin=origin.value,
+        verdict=verdict_word(origin, INCONCLUSIVE, None), as_plotted=INCONCLUSIVE.value, mechanism=NA,
+        rule=statement.rule, evidence=f"no data: {why}", cause_kind="no data", cause=causes.no_data(why),
+        conditions=data.conditions() if data is not None else "",
+    )
+
+
+def with_failures(claim: Claim, failures: str) -> Claim:
+    """Failed runs in the arm: part of the grid is missing, so nothing there counts as reproduced."""
+    if not failures:
+        return claim
+    claim.evidence += f"; {failures}"
+    if claim.as_plotted == REPRODUCED.value:
+        claim.as_plotted = INCONCLUSIVE.value
+        mech: Any = None if claim.mechanism == NA else claim.mechanism
+        claim.verdict = verdict_word(claim.origin, INCONCLUSIVE, mech)
+        claim.cause_kind, claim.cause = "failed runs", causes.failed_runs(failures)
+    return claim

@@ -1,0 +1,161 @@
+"""From an arm's run tables to curves and per-layer arrays (every story reads its data through these).
+
+- :func:`rows_of`: the rows of one ``kind`` (``curve``, ``geometry``, ``sv``, ``cos_hist``, ``phi0``)
+  of the finished runs;
+- :func:`curves_by`: ``kind = curve`` rows as :class:`~rankcollapse.experiments.kit.curves.Curve`
+  objects, pooled over runs (weight seeds);
+- :func:`model_groups`: one group per model, random init first; :func:`pooled_layer`: per-layer
+  mean and sample std over all samples of all runs;
+- :func:`sample_note`: the samples, seeds and uncertainty behind a verdict, in words;
+- :func:`norm_rates`: the per-layer change of the token norm, raw μ's rate minus μ_rel's;
+- the words for variants and masks, as the paper names them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankcollapse.experiments.engine.story import Data
+from rankcollapse.experiments.kit.curves import Curve, Z
+
+#: Words for the variants (modes of ``rankcollapse.models``), as the paper names them.
+VARIANT_WORDS: dict[str, str] = {
+    "attn": "SAN (attention only)",
+    "attn+skip": "SAN + skip",
+    "attn+ln": "SAN + LayerNorm",
+    "attn+skip+ln": "SAN + skip + LayerNorm (post-LN)",
+    "full": "full transformer",
+    "attn+sphere": "SAN + the theory's LayerNorm (x / ||x||)",
+}
+#: Words for the paper's four masks.
+MASK_WORDS: dict[str, str] = {
+    "complete": "complete",
+    "causal": "causal",
+    "window:w=1": "sliding window (w = 1)",
+    "causal-window:w=1": "uni-directional sliding window (w = 1)",
+    "own": "the model's own mask",
+}
+QUANTITY_WORDS: dict[str, str] = {"mu": "raw mu (the paper's quantity)", "mu_rel": "mu_rel with the floor"}
+
+
+def words(mapping: dict[str, str], key: Any) -> str:
+    return mapping.get(str(key), str(key))
+
+
+def mask_radius(mask: str, n: int) -> float:
+    """The graph radius of ``mask`` at ``n`` tokens (Definition 5); ``n`` where there is no center, NaN for
+    a model's own mask (not one graph)."""
+    from rankcollapse.masks import parse_mask
+
+    if mask == "own":
+        return math.nan
+    radius = parse_mask(mask).radius(n)
+    return float(n if radius is None else radius)
+
+
+def rows_of(data: Data, kind: str) -> pd.DataFrame:
+    """Rows of ``kind`` of the finished runs (empty frame if none)."""
+    t = data.table
+    if t.empty or "kind" not in t or data.ok.empty:
+        return pd.DataFrame()
+    t = t[t["run_id"].isin(set(data.ok["run_id"]))]
+    return t[t["kind"] == kind]
+
+
+def curves_by(frame: pd.DataFrame, quantity: str, keys: Sequence[str]) -> dict[tuple, Curve]:
+    """``{key tuple: Curve}`` of ``quantity``, one per group of ``keys`` (+ dtype), pooled over runs."""
+    out: dict[tuple, Curve] = {}
+    if frame.empty:
+        return out
+    for key, grp in frame.groupby([*keys, "dtype"], sort=False, dropna=False):
+        per_run = [
+            Curve.from_rows(g, quantity, str(key[-1]), int(g["samples"].iloc[0]))
+            for _, g in grp.groupby("run_id", sort=False)
+        ]
+        out[tuple(key)] = Curve.pool(per_run)
+    return out
+
+
+def by_label(curves: dict[tuple, Curve], variant: str, masks: Sequence[str],
+             dtypes: Sequence[str]) -> dict[str, Curve]:
+    """``{"<mask>, <dtype>": Curve}`` of one variant, keys ``(variant, mask, dtype)`` of ``curves``."""
+    out: dict[str, Curve] = {}
+    for dt in dtypes:
+        for m in masks:
+            c = curves.get((variant, m, dt))
+            if c is not None:
+                out[f"{m}, {dt}"] = c
+    return out
+
+
+def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
+    """``n = 8 per condition (2 weight seeds x 4 excerpts; seeds 0, 1); ± = 2 standard errors``."""
+    if runs.empty:
+        return "no runs"
+    seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
+    per_run = int(frame["samples"].iloc[0]) if "samples" in frame and not frame.empty else 0
+    pretrained = bool(frame["pretrained"].iloc[0]) if "pretrained" in frame and not frame.empty else False
+    what = "excerpt seed(s)" if pretrained else "weight and excerpt seed(s)"
+    return (f"n = {per_run * max(len(seeds), 1)} samples per condition ({len(seeds)} {what} "
+            f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
+            f"± = {Z:g} standard errors over samples")
+
+
+def norm_rates(mu: dict[str, Curve], rel: dict[str, Curve]) -> str:
+    """Per-layer factor of ``||X||_F`` per condition: ``exp(rate of log mu - rate of log mu_rel)`` over all
+    layers, where both curves stay finite and off their clamps ("" when none does)."""
+    bits = []
+    for label, c_mu in mu.items():
+        c_rel = rel.get(label)
+        if (c_rel is None or c_rel.first_at_floor() is not None or c_mu.first_nonfinite() is not None
+                or c_mu.first_at_floor() is not None or c_rel.first_nonfinite() is not None):
+            continue
+        r = c_mu.rate(0, c_mu.layers).mean - c_rel.rate(0, c_rel.layers).mean
+        if math.isfinite(r):
+            bits.append(f"x{math.exp(r):.3g} ({label})")
+    return ", ".join(bits)
+
+
+def runs_of(data: Data, frame: pd.DataFrame) -> pd.DataFrame:
+    """Index rows of the runs behind ``frame``."""
+    ok = data.ok
+    return ok[ok["run_id"].isin(set(frame["run_id"]))] if not frame.empty else ok.iloc[0:0]
+
+
+def model_groups(frame: pd.DataFrame) -> list[tuple[str, bool, pd.DataFrame]]:
+    """``(model_label, pretrained, rows)`` per model, random-init first."""
+    if frame.empty:
+        return []
+    out = [(str(label), bool(g["pretrained"].iloc[0]), g)
+           for label, g in frame.groupby("model_label", sort=False)]
+    return sorted(out, key=lambda x: (x[1], x[0]))
+
+
+def layer_array(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """Mean over runs of ``column`` per layer (layer order)."""
+    return frame.groupby("layer")[column].mean().sort_index().to_numpy(dtype=float)
+
+
+def pooled_layer(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per layer: mean and sample std over all samples of all runs (each run stores the mean
+    ``column`` and the sample std ``column_std`` of its ``samples``), and the total number of samples."""
+    means, stds, ns = [], [], []
+    for _, g in frame.groupby("run_id", sort=False):
+        g = g.sort_values("layer")
+        means.append(g[column].to_numpy(dtype=float))
+        stds.append(g[f"{column}_std"].to_numpy(dtype=float))
+        ns.append(float(g["samples"].iloc[0]))
+    depth = min(len(m) for m in means)
+    m = np.stack([a[:depth] for a in means])
+    sd = np.nan_to_num(np.stack([a[:depth] for a in stds]))
+    w = np.asarray(ns)[:, None]
+    total = float(w.sum())
+    mean = (w * m).sum(0) / total
+    ss = (np.maximum(w - 1, 0) * sd**2 + w * (m - mean) ** 2).sum(0)
+    std = np.sqrt(ss / (total - 1)) if total > 1 else np.full(depth, np.nan)
+    return mean, std, int(total)

@@ -1,0 +1,63 @@
+"""What a rule returns: a :class:`Judgement` (a verdict, its evidence, the comparisons it turned on).
+
+A :class:`Margin` is one comparison of a measured statistic with a threshold, ``value ± Z se``
+against ``threshold`` over ``n`` samples. It is *decided* when the whole interval lies on one side.
+When it is not, :meth:`Margin.needed_n` says how many samples would decide it at the observed
+spread: ``se`` shrinks like ``1 / sqrt(n)``, so ``|value - threshold| > Z se sqrt(n / m)`` needs
+``m > n (Z se / |value - threshold|)^2`` (documented in the glossary under "needed n").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rankcollapse.experiments.engine.verdicts import Verdict
+from rankcollapse.experiments.kit.curves import Z
+
+
+@dataclass(frozen=True)
+class Margin:
+    """``value ± Z se`` (over ``n`` samples) against ``threshold``; ``what`` names the statistic."""
+
+    what: str
+    value: float
+    se: float
+    threshold: float
+    n: int
+
+    @property
+    def decided(self) -> bool:
+        if not (math.isfinite(self.value) and math.isfinite(self.se)):
+            return False
+        return abs(self.value - self.threshold) > Z * self.se
+
+    def needed_n(self) -> int | None:
+        """Samples that would decide this comparison at the observed spread (None: never, e.g. the
+        value sits exactly on the threshold, or the spread is unknown)."""
+        gap = abs(self.value - self.threshold)
+        if not (math.isfinite(gap) and math.isfinite(self.se)) or gap == 0 or self.n < 1:
+            return None
+        return max(self.n + 1, math.ceil(self.n * (Z * self.se / gap) ** 2))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A partial verdict, the evidence in words, a cause sentence where it is not plainly
+    reproduced (``kit.causes``), the samples it rests on and the comparisons it turned on."""
+
+    verdict: Verdict
+    evidence: str
+    cause: str = ""
+    cause_kind: str = ""
+    n: int | None = None
+    margins: tuple[Margin, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verdict", Verdict.of(self.verdict))
+        if bool(self.cause) != bool(self.cause_kind):
+            raise ValueError("a cause needs its kind and a kind its sentence")
+
+    @property
+    def undecided(self) -> list[Margin]:
+        return [m for m in self.margins if not m.decided]

@@ -1,0 +1,133 @@
+"""Curve statuses: what one :class:`~rankcollapse.experiments.kit.curves.Curve` does, in one word.
+
+All on per-sample log drops with ``Z`` standard errors (``kit.curves``); thresholds by name from the
+story's YAML (``kit.thresholds``):
+
+- collapse (all layers): ``collapsing`` if the per-layer log rate over layers 0..L and over the last
+  half are both below ``-rate_tol`` for sure (a steady, exponential decay); ``at floor`` if half the
+  samples sit at the clamp (μ_rel: the precision floor; raw μ: an underflow to 0); ``not collapsing``
+  if the rate over the last half is above ``-rate_tol`` for sure (no decay, or an early drop that
+  levels off); else ``unclear``;
+- level (the last half of the layers): ``kept`` (flat within ±``rate_tol`` for sure, and at least
+  ``keep_min`` where a keep level applies), ``falling``, ``growing``, ``low``, ``at floor``;
+- stability: ``I(t) = |mean log change since X(0)| + its std``; ``unstable`` if ``I(L) >= unstable_min``
+  or a sample turned non-finite, ``stable`` if ``I(L) < unstable_min / 2``, else ``unclear``.
+
+Fewer than ``min_samples`` samples: ``too few samples``. Each status comes with its words and the
+comparisons (:class:`~rankcollapse.experiments.kit.judgement.Margin`) it turned on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rankcollapse.experiments.kit.curves import Curve, Rate
+from rankcollapse.experiments.kit.judgement import Margin
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+
+@dataclass(frozen=True)
+class Status:
+    """One word for a curve, its evidence, the comparisons it turned on, and where it hit the clamp."""
+
+    name: str
+    words: str
+    margins: tuple[Margin, ...] = field(default_factory=tuple)
+    floor_t: int | None = None
+
+
+def few(c: Curve, th: Thresholds) -> bool:
+    return c.n < th.count("min_samples")
+
+
+def _m(what: str, r: Rate, threshold: float) -> Margin:
+    return Margin(what, r.mean, r.se, threshold, r.n)
+
+
+def underflow_note(c: Curve) -> str:
+    """``"; raw mu underflows to 0 in float32 from t=64"`` where some sample's raw mu rounds to 0."""
+    if c.quantity != "mu":
+        return ""
+    t = c.first_at_floor(share=1e-9)
+    return "" if t is None else f"; raw mu underflows to 0 in {c.dtype} from t={t} (counted at {c.clamp:.1e})"
+
+
+def collapse_status(c: Curve, th: Thresholds) -> Status:
+    """The collapse of ``c`` over all its layers (see the module docstring)."""
+    s = _collapse_status(c, th)
+    return Status(s.name, s.words + underflow_note(c), s.margins, s.floor_t)
+
+
+def _collapse_status(c: Curve, th: Thresholds) -> Status:
+    bad = c.first_nonfinite()
+    if bad is not None:
+        share = 1 - c.finite[-1]
+        return Status("non-finite", f"{c.nonfinite_cause()} from t={bad} ({share:.0%} of samples at the end)")
+    floor = c.first_at_floor()
+    r = c.rate(0, c.layers)
+    if floor is not None:
+        until = f" ({c.rate(0, floor).text()} until then)" if floor > 0 else ""
+        where = f"at the {c.dtype} floor" if c.quantity == "mu_rel" else f"underflows to 0 in {c.dtype}"
+        return Status("at floor", f"{where} from t={floor}{until}", floor_t=floor)
+    if few(c, th):
+        return Status("too few samples", f"{r.text()}, too few samples")
+    tol = th["rate_tol"]
+    tail = c.rate(c.layers // 2, c.layers) if c.layers >= 2 else r
+    margins = (_m("log rate", r, -tol), _m("last-half log rate", tail, -tol))
+    if r.hi < -tol and tail.hi < -tol:
+        return Status("collapsing", f"falls {r.text()}, last half x{tail.factor:.3g}/layer", margins)
+    if tail.lo > -tol:
+        what = "levels off" if r.hi < -tol else "no collapse"
+        return Status("not collapsing", f"{what}: {r.text()}, last half {tail.text()}", margins)
+    return Status("unclear", f"unclear: {r.text()}, last half {tail.text()}", margins)
+
+
+def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
+    """The level of ``c`` over the last half of its layers; ``keep_min``: the level it must keep (μ_rel)."""
+    bad = c.first_nonfinite()
+    if bad is not None:
+        return Status("non-finite", f"non-finite from t={bad}")
+    lvl = f"level {c.mean[-1]:.2g} at t={c.layers}"
+    if c.floor_share[-1] >= 0.5:
+        where = f"at the {c.dtype} floor" if c.quantity == "mu_rel" else f"underflowed to 0 in {c.dtype}"
+        return Status("at floor", f"{where} ({lvl})", floor_t=c.first_at_floor())
+    if c.layers < 2:
+        return Status("unclear", f"{lvl}, too few layers")
+    r = c.rate(c.layers // 2, c.layers)
+    words = f"{lvl}, last half {r.text()}; x{math.exp(r.mean * (c.layers - c.layers // 2)):.3g} over it"
+    if few(c, th):
+        return Status("too few samples", words)
+    tol = th["rate_tol"]
+    margins = (_m("last-half log rate", r, -tol), _m("last-half log rate", r, tol))
+    if r.hi < -tol:
+        return Status("falling", words, margins[:1])
+    if r.lo > tol:
+        return Status("growing", words, margins[1:])
+    if r.lo > -tol and r.hi < tol:
+        if keep_min is not None and c.mean[-1] < keep_min:
+            return Status("low", f"{words} (below {keep_min:g})", margins)
+        return Status("kept", words, margins)
+    return Status("unclear", words, tuple(m for m in margins if not m.decided))
+
+
+def instability(c: Curve, t: int) -> float:
+    """``I(t) = |mean log drop(t)| + std``: the typical log change of a sample since layer 0."""
+    return abs(float(c.drop[t])) + float(c.drop_std[t])
+
+
+def stability_status(c: Curve, th: Thresholds) -> Status:
+    """``unstable``, ``stable`` or ``unclear`` (see the module docstring)."""
+    bad = c.first_nonfinite()
+    if bad is not None:
+        return Status("unstable", f"non-finite from t={bad}")
+    i_end = instability(c, c.layers)
+    words = f"I(t={c.layers}) = {i_end:.2g} (x{math.exp(min(i_end, 700)):.3g} change)"
+    if few(c, th):
+        return Status("too few samples", words)
+    limit = th["unstable_min"]
+    if i_end >= limit:
+        return Status("unstable", words)
+    if i_end < limit / 2:
+        return Status("stable", words)
+    return Status("unclear", words)

@@ -1,0 +1,208 @@
+"""Fig. 2 (paper §5) and its 128-layer twin Fig. 6 (App. G.1): masks x LayerNorm, raw μ and μ_rel.
+
+Arms: ``paper`` (BERT, random init and pretrained: ``paper:bert-base-uncased``, the checkpoint when
+cached, else its stand-in; five variants x four masks, 12 layers), ``deep`` (the paper's 128-layer
+random BERT-base, every layer its own init: Fig. 6), and our own settings ``gaussian_san`` (the
+simulator: Gaussian SAN against the theory's LayerNorm) and ``bundled_models`` (MiniLM and SmolLM2,
+their own masks, cycled to 64 layers). Every statement is judged once per model and arm, on raw μ in
+float32 as the paper plots it and on μ_rel against the precision floor in float32 and float64.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import Judged, claim_row, judged
+from rankcollapse.experiments.kit.curves import Curve
+from rankcollapse.experiments.kit.data import (
+    MASK_WORDS,
+    VARIANT_WORDS,
+    by_label,
+    curves_by,
+    mask_radius,
+    model_groups,
+    norm_rates,
+    rows_of,
+    runs_of,
+    sample_note,
+)
+from rankcollapse.experiments.kit.plots import curve_data, panel_figure, slug, variant_rows
+from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+FIG2, FIG6 = "paper §5, Fig. 2", "paper App. G.1, Fig. 6"
+STATEMENTS = (
+    Statement("san_collapse", "In SANs mu(X(t)) converges to 0 exponentially under every mask", FIG2,
+              "every SAN curve (each mask, each dtype) 'collapsing' (per-layer log rate below -rate_tol for "
+              "sure) or 'at floor' -> reproduced; any 'not collapsing' -> not reproduced"),
+    Statement("local_slower", "More local masks slow the collapse (complete/causal fastest, sliding windows "
+              "slowest)", FIG2,
+              "for every pair of masks with different graph radius (complete 1, causal 1, window:w=1 64, "
+              "causal-window:w=1 127 at N = 128): SAN log rate of the more local mask higher for sure -> "
+              "reproduced; lower for sure -> not reproduced"),
+    Statement("ln_stops", "Random init: adding LayerNorm stops mu from converging to 0; it stays at a stable "
+              "level well above 0", FIG2,
+              "per mask and dtype: SAN + LayerNorm 'kept' over the last half of the layers (flat within "
+              "±rate_tol; mu_rel also >= keep_min, off the floor) while the SAN collapses -> reproduced; LN "
+              "curve falling, low or at the floor, or SAN not collapsing either -> not reproduced"),
+    Statement("ln_stops_deep", "Random init, 128 layers: with LayerNorm mu shows no decreasing trend even after "
+              "128 layers", FIG6, "as ln_stops, on the 128-layer model"),
+    Statement("ln_skip_stable", "Pretrained: LayerNorm together with the skip connection prevents collapse and "
+              "stabilises mu", FIG2,
+              "per mask and dtype: SAN + skip + LayerNorm 'not collapsing' over all layers and 'kept' over the "
+              "last half -> reproduced; collapsing, falling, growing or at the floor -> not reproduced"),
+    Statement("skip_unstable", "Skip connections alone make mu unstable, more so in deeper layers",
+              f"{FIG2}; deeper: {FIG6}",
+              "per mask and dtype, at the deepest depth run (128 layers for the random init, with I(t=12) "
+              "beside it): SAN + skip 'unstable' (I(L) >= unstable_min, or non-finite) and I growing from the "
+              "middle layer to the last for sure -> reproduced; 'stable' (I(L) < unstable_min / 2) -> not"),
+    Statement("full_stable", "The full transformer keeps mu stable", f"{FIG2}; {FIG6}",
+              "per mask and dtype: full transformer 'stable' (I(L) < unstable_min / 2) and, for mu_rel, never "
+              "at the floor -> reproduced; unstable or at the floor -> not reproduced"),
+)
+ARMS = (Arm("paper", MODEL_CURVES), Arm("deep", MODEL_CURVES),
+        Arm("gaussian_san", SIMULATE_CURVES, extension=True), Arm("bundled_models", MODEL_CURVES, extension=True))
+#: Which statements each arm judges (random init / pretrained models of the arm).
+JUDGED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "paper": (("san_collapse", "local_slower", "ln_stops", "skip_unstable", "full_stable"),
+              ("san_collapse", "local_slower", "ln_skip_stable", "skip_unstable", "full_stable")),
+    "deep": (("ln_stops_deep", "skip_unstable", "full_stable"), ()),
+    "gaussian_san": (("san_collapse", "local_slower", "ln_stops"), ()),
+    "bundled_models": ((), ("san_collapse", "full_stable")),
+}
+#: The variant each statement reads (the LayerNorm one: the model's own LN, or the theory's).
+VARIANT = {"san_collapse": "attn", "local_slower": "attn", "ln_stops": "ln", "ln_stops_deep": "ln",
+           "ln_skip_stable": "attn+skip+ln", "skip_unstable": "attn+skip", "full_stable": "full"}
+PAPER_DTYPE = "float32"
+
+
+class Group:
+    """One model of one arm: its curves of raw mu and mu_rel, masks and dtypes, in config order."""
+
+    def __init__(self, data: Data, label: str, pretrained: bool, frame: pd.DataFrame) -> None:
+        self.data, self.label, self.pretrained, self.frame = data, label, pretrained, frame
+        self.mu = curves_by(frame, "mu", ["variant", "mask"])
+        self.rel = curves_by(frame, "mu_rel", ["variant", "mask"])
+        wanted = list((data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or []))
+        present = list(dict.fromkeys(frame["mask"]))
+        self.masks = [m for m in wanted if m in present] + [m for m in present if m not in wanted]
+        self.dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
+        self.variants = set(frame["variant"])
+        self.ln = "attn+sphere" if "attn+sphere" in self.variants else "attn+ln"
+        self.tokens = int(data.exp.base.get("tokens", data.exp.base.get("n", 128)))
+
+    def variant(self, key: str) -> str:
+        v = VARIANT[key]
+        return self.ln if v == "ln" else v
+
+    def plotted(self, variant: str) -> dict[str, Curve]:
+        dt = PAPER_DTYPE if PAPER_DTYPE in self.dtypes else self.dtypes[:1]
+        return by_label(self.mu, variant, self.masks, [dt] if isinstance(dt, str) else dt)
+
+    def mechanism(self, variant: str) -> dict[str, Curve]:
+        return by_label(self.rel, variant, self.masks, self.dtypes)
+
+
+def _judge(key: str, g: Group, th: Thresholds, deeper: Group | None = None) -> tuple[Judged, Judged] | None:
+    """(plotted, mechanism) judgements of statement ``key`` on one model, or None when it does not apply."""
+    v = g.variant(key)
+    if v not in g.variants or (key in ("ln_stops", "ln_stops_deep") and "attn" not in g.variants):
+        return None
+    raw, rel = g.plotted(v), g.mechanism(v)
+    if key == "san_collapse":
+        return judged(lambda t: rules.san_collapse(raw, t), th), judged(lambda t: rules.san_collapse(rel, t), th)
+    if key == "local_slower":
+        radius = {m: mask_radius(m, g.tokens) for m in g.masks}
+        if len({r for r in radius.values() if r == r}) < 2:  # NaN: a model's own mask
+            return None
+
+        return (judged(lambda t: rules.local_slower(raw, radius, t), th),
+                judged(lambda t: rules.local_slower(rel, radius, t), th))
+    if key in ("ln_stops", "ln_stops_deep"):
+        san_raw, san_rel = g.plotted("attn"), g.mechanism("attn")
+        return (judged(lambda t: rules.ln_stops(san_raw, raw, t, None), th),
+                judged(lambda t: rules.ln_stops(san_rel, rel, t, t["keep_min"]), th))
+    if key == "ln_skip_stable":
+        return (judged(lambda t: rules.kept_stable(raw, t, None), th),
+                judged(lambda t: rules.kept_stable(rel, t, t["keep_min"]), th))
+    if key == "skip_unstable":
+        return judged(lambda t: rules.skip_unstable(raw, t), th), judged(lambda t: rules.skip_unstable(rel, t), th)
+    return judged(lambda t: rules.full_stable(raw, t), th), judged(lambda t: rules.full_stable(rel, t), th)
+
+
+def _figure_stem(arm: str, label: str) -> str:
+    return {"paper": "fig2", "deep": "fig6"}.get(arm, "ext_fig2") + f"_{slug(label)}"
+
+
+def claims(sd: StoryData) -> list[Claim]:
+    th = Thresholds.of("fig2", sd.verdict, sd.ranges)
+    out: list[Claim] = []
+    deep = sd.arm("deep")
+    for arm in ("paper", "deep", "gaussian_san", "bundled_models"):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for label, pretrained, frame in model_groups(rows_of(data, "curve")):
+            g = Group(data, label, pretrained, frame)
+            keys = JUDGED[arm][1 if pretrained else 0]
+            for key in keys:
+                if key == "skip_unstable" and arm == "paper" and not pretrained and deep is not None:
+                    continue  # judged on the 128-layer run, which holds these 12 layers' answer too
+                got = _judge(key, g, th)
+                if got is None:
+                    continue
+                qualifier = {"paper": "pretrained" if pretrained else "random",
+                             "deep": "random, 128 layers"}.get(arm, f"{arm}: {frame['model_name'].iloc[0]}")
+                if arm == "gaussian_san":
+                    qualifier = arm
+                norms = norm_rates(g.plotted(g.variant(key)), {k: c for k, c in g.mechanism(g.variant(key)).items()
+                                                              if k.endswith(PAPER_DTYPE)})
+                out.append(claim_row("fig2", _statement(key), data, th, got[0], got[1], qualifier=qualifier,
+                                     frame=frame, runs=runs_of(data, frame), figure=_figure_stem(arm, label),
+                                     sample_note=sample_note(runs_of(data, frame), frame), norm_words=norms))
+    return out
+
+
+def _statement(key: str) -> Statement:
+    return next(s for s in STATEMENTS if s.key == key)
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    """Per arm and model: raw mu (float32 as the paper plots it, then float64) and mu_rel in float32 and
+    float64 with both precision floors; one column per mask."""
+    out = []
+    for arm in ("paper", "deep", "gaussian_san", "bundled_models"):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for label, _, frame in model_groups(rows_of(data, "curve")):
+            g = Group(data, label, False, frame)
+            variants = [v for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
+                        if v in g.variants]
+            rows = variant_rows(g.mu, g.rel, variants, g.masks, VARIANT_WORDS, MASK_WORDS)
+            if not rows:
+                continue
+            depth = int(frame["layer"].max())
+            note = sample_note(runs_of(data, frame), frame)
+            what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting, 128 layers)"}.get(
+                arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})")
+            title = f"{what}: {label}, {depth} layers, N = {g.tokens}; mean ± std over samples"
+            fig, notes = panel_figure(title, rows)
+            caption = (f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in "
+                       "float64, then mu_rel = mu / ||X||_F in float32 and float64 with both precision floors "
+                       "(grey: float32 dotted, float64 dash-dot; a curve on a floor has collapsed to rounding "
+                       f"noise). Log-log against t + 1. {note}.")
+            if notes:
+                caption += " Notes: " + " | ".join(notes) + "."
+            series = {f"{q} | {' | '.join(map(str, k))}": c for q, cs in (("mu", g.mu), ("mu_rel", g.rel))
+                      for k, c in cs.items()}
+            table = curve_data(series)
+            table.insert(0, "model", label)
+            out.append(FigureSpec(_figure_stem(arm, label), fig, table, caption))
+    return out
+
+
+STORY = Story(name="fig2", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)

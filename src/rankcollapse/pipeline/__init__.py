@@ -1,0 +1,11 @@
+"""The pipeline: run every story's arms through one sweep, judge every statement, write the report.
+
+Above ``experiments`` (it imports the engine, the kit and the stories; nothing imports it but the CLI):
+
+- ``reproduce``: :func:`reproduce` -> :class:`ReproduceResult` (runs, figures, the claims table);
+- ``report``: ``report.html``, one self-contained page.
+"""
+
+from rankcollapse.pipeline.reproduce import ReproduceResult, finished_runs, reproduce
+
+__all__ = ["ReproduceResult", "finished_runs", "reproduce"]
