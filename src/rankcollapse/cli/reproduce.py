@@ -138,8 +138,8 @@ def _run(
     list_only: bool,
     config_dir: Path | None,
 ) -> None:
-    from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
     from rankcollapse.experiments.stories import load_experiments
+    from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
 
     name = _profile(quick, full, profile)
     names = _split(only)

@@ -24,10 +24,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rankcollapse.core.draws import gaussian, sphere_tokens
+from rankcollapse.core.draws import gaussian
 from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
 from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map
 from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
+from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import num_rank, stable_rank
 
 NEUTRAL_TOL = 1e-9
@@ -169,21 +170,58 @@ def check_f2(eqs: list[PaperEquilibrium], w: float) -> list[dict[str, Any]]:
     ]
 
 
+def lemma13_sum(r: Tensor, w: float) -> Tensor:
+    """The left side of Lemma 13's ratio condition, for ratios ``r`` [b, d-2] = ``r_2 .. r_{d-1}``:
+    ``sum_{k=1}^{d-3} w^{-2k} (r_{d-1-k} / r_{d-1})^2 + w^{-2(d-2)} (1 / r_{d-1})^2`` (App. F.3); the
+    condition is that it is at most ``sqrt(w^2 - 1)``."""
+    d = r.shape[-1] + 2
+    last = r[..., -1]
+    total = (w ** (-2 * (d - 2))) * (1.0 / last) ** 2
+    for k in range(1, d - 2):
+        total = total + (w ** (-2 * k)) * (r[..., d - 2 - k - 1] / last) ** 2  # r_{d-1-k} is r[..., d-3-k]
+    return total
+
+
+def lemma13_starts(d: int, w: float, samples: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Second-token starts inside ALL of Lemma 13's hypotheses (App. F.3), by rejection: ratios
+    ``X_{2,i} / X_{2,1} = r_i w^{i-1}`` with ``r_i = exp(N(0, 1)) > 0`` (i = 2..d-1), ``X_{2,1} < 0`` (so
+    every leading coordinate is < 0), a Gaussian last coordinate, then normalised; kept when
+    ``X_{2,d-1} <= -1/w`` and :func:`lemma13_sum` ``<= sqrt(w^2 - 1)``. Returns (starts [b, d], sums [b])."""
+    if d < 3 or not w > 1:
+        raise RankCollapseError(f"Lemma 13 needs d >= 3 and w > 1, got d = {d}, w = {w}")
+    out, sums, tries = [], [], 0
+    while sum(len(o) for o in out) < samples and tries < 200:
+        tries += 1
+        m = 4 * samples
+        r = torch.exp(gaussian((m, d - 2), g))
+        v = torch.empty(m, d, dtype=torch.float64)
+        v[:, 0] = -1.0
+        v[:, 1: d - 1] = -r * w ** torch.arange(1, d - 1, dtype=torch.float64)
+        v[:, d - 1] = gaussian((m,), g) * torch.linalg.vector_norm(v[:, : d - 1], dim=-1)
+        u = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+        total = lemma13_sum(r, w)
+        keep = (u[:, d - 2] <= -1 / w) & (total <= math.sqrt(w * w - 1))
+        out.append(u[keep])
+        sums.append(total[keep])
+    starts, totals = torch.cat(out)[:samples], torch.cat(sums)[:samples]
+    if starts.shape[0] == 0:
+        raise RankCollapseError(f"no start meets Lemma 13's hypotheses for d = {d}, w = {w}")
+    return starts, totals
+
+
 def lemma13(
     d: int, w: float, *, samples: int = 256, steps: int = 3000, seed: int = 0, token1: str = "fixed"
 ) -> dict[str, Any]:
-    """Sample N = 2 starts meeting Lemma 13's conditions (token 1 at ``e_d`` (``token1="fixed"``) or within
-    0.05 of it with a positive leading coordinate (``"near"``); token 2 with every leading coordinate
-    ``< 0`` and ``X_{2,d-1} <= -1/w``),
-    iterate, and report the share whose ``X_{2,d-1}`` stays ``<= -1/w`` at every layer and whose pair keeps
-    rank 2 (smallest singular value above 1e-6), and the smallest singular value reached."""
+    """Sample N = 2 starts inside every hypothesis of Lemma 13 (:func:`lemma13_starts`; token 1 at ``e_d``
+    (``token1="fixed"``) or within 0.05 of it with a positive leading coordinate (``"near"``)), iterate,
+    and report the share whose ``X_{2,d-1}`` stays ``<= -1/w`` at every layer (the lemma's conclusion) and
+    whose pair keeps rank 2 (smallest singular value above 1e-6), the smallest singular value reached,
+    and the largest left side of the ratio condition among the starts (at most ``sqrt(w^2 - 1)``)."""
     from rankcollapse.equilibria.theorem3 import bidiagonal_value
 
     w_v = bidiagonal_value(d, w)
     g = torch.Generator().manual_seed(seed)
-    pool = sphere_tokens(1, samples * 64, d, g)[0]
-    ok = (pool[:, : d - 1] < 0).all(-1) & (pool[:, d - 2] <= -1 / w)
-    tok2 = pool[ok][:samples]
+    tok2, sums = lemma13_starts(d, w, samples, g)
     b = tok2.shape[0]
     tok1 = torch.zeros(b, d, dtype=torch.float64)
     tok1[:, -1] = 1.0
@@ -208,7 +246,9 @@ def lemma13(
         "share_rank2": float((smin > 1e-6).double().mean()),
         "min_singular_value": float(smin.min()),
         "final_rank": [int(v) for v in num_rank(x).unique()],
-        "source": "paper (App. F.3, Lemma 13)",
+        "max_condition": float(sums.max()),
+        "condition_limit": math.sqrt(w * w - 1),
+        "source": "paper (App. F.3, Lemma 13, every hypothesis)",
     }
 
 

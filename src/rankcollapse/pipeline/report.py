@@ -45,7 +45,8 @@ td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 
 .v { font-weight: 600; white-space: nowrap; padding: 2px 8px; border-radius: 12px; font-size: 12.5px; }
 .v-reproduced { color: var(--ok); background: #dafbe1; } .v-not { color: var(--bad); background: #ffebe9; }
 .v-inconclusive { color: var(--mid); background: #fff8c5; } .v-untested { color: #555; background: #eaeef2; }
-.flag { font-size: 11px; border: 1px solid var(--mid); color: var(--mid); border-radius: 10px; padding: 0 6px; }
+.flag { font-size: 11px; border: 1px solid var(--mid); color: var(--mid); border-radius: 10px;
+        padding: 0 6px; }
 .origin { font-weight: 600; margin-bottom: 4px; } .cnt { margin-right: 10px; white-space: nowrap; }
 div.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
 .rule { color: var(--muted); font-size: 12px; margin-top: 3px; }
@@ -67,8 +68,12 @@ def _e(text: Any) -> str:
 
 
 def _verdict_badge(word: str) -> str:
-    cls = {REPRODUCED.value: "v-reproduced", NOT_REPRODUCED.value: "v-not", INCONCLUSIVE.value: "v-inconclusive",
-           UNTESTED: "v-untested"}[verdict_class(word)]
+    cls = {
+        REPRODUCED.value: "v-reproduced",
+        NOT_REPRODUCED.value: "v-not",
+        INCONCLUSIVE.value: "v-inconclusive",
+        UNTESTED: "v-untested",
+    }[verdict_class(word)]
     return f'<span class="v {cls}">{_e(word)}</span>'
 
 
@@ -146,7 +151,9 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
 def _counters(counts: dict[str, dict[str, int]]) -> list[str]:
     parts = ["<div class='cards'>"]
     for origin, by_class in counts.items():
-        cells = " ".join(f"<span class='cnt'><b>{n}</b> {_verdict_badge(k)}</span>" for k, n in by_class.items() if n)
+        cells = " ".join(
+            f"<span class='cnt'><b>{n}</b> {_verdict_badge(k)}</span>" for k, n in by_class.items() if n
+        )
         parts.append(f"<div class='card'><div class='origin'>{_e(origin)}</div>{cells}</div>")
     parts.append("</div>")
     return parts
@@ -197,9 +204,16 @@ def render_report(
         parts.extend(_figure(f, out_dir) for f in by_figs.get(name, []))
         if by_story.get(name):
             parts.extend(_claims_table(by_story[name], number))
-    used = terms_used([c.evidence for c in claims] + [c.rule for c in claims] + [c.statement for c in claims]
-                      + [c.cause for c in claims] + [c.verdict for c in claims] + [f.caption for f in figures]
-                      + [c.origin for c in claims] + ["as plotted", "mechanism", "±", "std"])
+    used = terms_used(
+        [c.evidence for c in claims]
+        + [c.rule for c in claims]
+        + [c.statement for c in claims]
+        + [c.cause for c in claims]
+        + [c.verdict for c in claims]
+        + [f.caption for f in figures]
+        + [c.origin for c in claims]
+        + ["as plotted", "mechanism", "±", "std"]
+    )
     parts.append("<h2 id='glossary'>Glossary</h2><table><tbody>")
     parts.extend(f"<tr><td><b>{_e(term)}</b></td><td>{_e(text)}</td></tr>" for term, text in used.items())
     parts.append("</tbody></table>")
@@ -217,7 +231,8 @@ def render_report(
         parts.append("</tbody></table>")
     parts.append(
         "<h2>Experiments and settings</h2><p>Each paper result is one story: a module and a YAML file in "
-        "<code>src/rankcollapse/experiments/stories/</code>, one experiment per arm; the profile overrides are "
+        "<code>src/rankcollapse/experiments/stories/</code>, one experiment per arm; the profile overrides "
+        "are "
         "applied. All runs are in <code>runs.csv</code> (tidy, one row per run and layer) and "
         "<code>index.csv</code> (one row per run) beside this page.</p>"
     )

@@ -88,8 +88,9 @@ def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
             pass  # not installed: its runs fail with their own one-line error, the others go on
 
 
-def estimate_seconds(specs: list[RunSpec], exps: dict[str, Experiment],
-                     store: RunStore | None = None) -> tuple[float, int]:
+def estimate_seconds(
+    specs: list[RunSpec], exps: dict[str, Experiment], store: RunStore | None = None
+) -> tuple[float, int]:
     """(estimated CPU seconds, runs estimated) of the unfinished specs whose task has ``cost_s``."""
     total, known = 0.0, 0
     for spec in specs:
@@ -109,8 +110,9 @@ def estimate_seconds(specs: list[RunSpec], exps: dict[str, Experiment],
 PARALLEL_SLOWDOWN = 1.35
 
 
-def print_estimate(specs: list[RunSpec], exps: dict[str, Experiment], profile: str, workers: int | None,
-                   store: RunStore) -> None:
+def print_estimate(
+    specs: list[RunSpec], exps: dict[str, Experiment], profile: str, workers: int | None, store: RunStore
+) -> None:
     """One line on stderr before a sweep starts: the estimated time of the runs left to do.
 
     CPU time is the sum of the tasks' ``cost_s`` (one process alone); the wall time on ``w > 1``
@@ -120,14 +122,17 @@ def print_estimate(specs: list[RunSpec], exps: dict[str, Experiment], profile: s
     total, known = estimate_seconds(specs, exps, store)
     if known:
         w = workers or default_workers()
+
         def span(sec: float) -> str:
             return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
 
         wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
-        print(f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
-              f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
-              "per-layer costs; more workers or a Dask cluster divide it)",
-              file=sys.stderr)
+        print(
+            f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
+            f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
+            "per-layer costs; more workers or a Dask cluster divide it)",
+            file=sys.stderr,
+        )
 
 
 def finished_runs(out_dir: str | Path) -> int:
@@ -226,7 +231,10 @@ def _meta(
 
 
 def _analyse(
-    experiments: list[Experiment], table: pd.DataFrame, index: pd.DataFrame, out: Path,
+    experiments: list[Experiment],
+    table: pd.DataFrame,
+    index: pd.DataFrame,
+    out: Path,
     stories: dict[str, Found],
 ) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]]]:
     """Each story's rows and figures from all its arms' slices of the tables, in report order; a
@@ -248,12 +256,20 @@ def _analyse(
             continue
         arms = {e.arm: slice_data(e, table, index) for e in exps}
         sd = StoryData(name, arms, dict(exps[0].verdict), dict(exps[0].ranges))
-        rows = [with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in found.story.claims(sd)]
+        rows = [
+            with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in found.story.claims(sd)
+        ]
         judged = {c.key for c in rows}
         for statement in found.story.statements:
             if statement.key not in judged:
-                why = "; ".join(f"arm {a}: {d.failures() or 'no finished runs'}" for a, d in arms.items()
-                                if d.ok.empty) or "no arm of this profile measures it"
+                why = (
+                    "; ".join(
+                        f"arm {a}: {d.failures() or 'no finished runs'}"
+                        for a, d in arms.items()
+                        if d.ok.empty
+                    )
+                    or "no arm of this profile measures it"
+                )
                 first = next(iter(arms.values()), None)
                 rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
         claims.extend(rows)

@@ -25,7 +25,14 @@ from rankcollapse.experiments.engine.story import (
     discover_stories,
     slice_data,
 )
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, RunResult, Task, config_from, execute_run
+from rankcollapse.experiments.engine.tasks import (
+    OnLayer,
+    RunOutput,
+    RunResult,
+    Task,
+    config_from,
+    execute_run,
+)
 from rankcollapse.experiments.engine.verdicts import (
     INCONCLUSIVE,
     NA,

@@ -126,7 +126,9 @@ def load_experiment(
     path = Path(path)
     raw = read_config(path)
     if "arms" in raw:
-        raise RankCollapseError(f"experiment config {path} has arms: it is a story's file, not a custom sweep")
+        raise RankCollapseError(
+            f"experiment config {path} has arms: it is a story's file, not a custom sweep"
+        )
     name = raw.get("name", path.stem)
     if name != path.stem:
         raise RankCollapseError(f"experiment config {path}: name {name!r} must equal the file stem")
@@ -160,7 +162,9 @@ def read_config(path: Path) -> dict[str, Any]:
     return raw
 
 
-def load_arms(path: str | Path, profile: str, story: str, tasks: dict[str, tuple[Task, bool]]) -> list[Experiment]:
+def load_arms(
+    path: str | Path, profile: str, story: str, tasks: dict[str, tuple[Task, bool]]
+) -> list[Experiment]:
     """The experiments of a story's file, one per arm, in the file's order (``<story>.<arm>``).
 
     ``tasks``: arm name -> (its task, extension?) as the story declares them; the file's ``arms``
@@ -175,7 +179,8 @@ def load_arms(path: str | Path, profile: str, story: str, tasks: dict[str, tuple
         raise RankCollapseError(f"story config {path} needs an 'arms:' mapping (one entry per arm)")
     if set(arms) != set(tasks):
         raise RankCollapseError(
-            f"story config {path}: arms {sorted(arms)} but the story declares {sorted(tasks)}")
+            f"story config {path}: arms {sorted(arms)} but the story declares {sorted(tasks)}"
+        )
     if "title" not in raw:
         raise RankCollapseError(f"story config {path} lacks title")
     verdict, ranges = dict(raw.get("verdict") or {}), dict(raw.get("ranges") or {})
@@ -185,15 +190,30 @@ def load_arms(path: str | Path, profile: str, story: str, tasks: dict[str, tuple
             raise RankCollapseError(f"story config {path}: arm {arm!r} must be a mapping")
         task, extension = tasks[arm]
         base, grid = _apply_profile(spec, profile)
-        out.append(Experiment(
-            name=f"{story}.{arm}", title=str(spec.get("title", raw["title"])), task=task.name, base=base,
-            grid=grid, verdict=verdict, profile=profile, source=path.name, target=task.target,
-            story=story, arm=arm, extension=extension, ranges=ranges, task_info=task,
-        ))
+        out.append(
+            Experiment(
+                name=f"{story}.{arm}",
+                title=str(spec.get("title", raw["title"])),
+                task=task.name,
+                base=base,
+                grid=grid,
+                verdict=verdict,
+                profile=profile,
+                source=path.name,
+                target=task.target,
+                story=story,
+                arm=arm,
+                extension=extension,
+                ranges=ranges,
+                task_info=task,
+            )
+        )
     return out
 
 
-def select(experiments: list[Experiment], only: list[str] | None, order: list[str] | None = None) -> list[Experiment]:
+def select(
+    experiments: list[Experiment], only: list[str] | None, order: list[str] | None = None
+) -> list[Experiment]:
     """Experiments in report order: by ``order`` (story names, the paper's order), then by name;
     ``only`` keeps those stories (or ``<story>.<arm>`` experiments; unknown: error)."""
     rank = {name: i for i, name in enumerate(order or [])}

@@ -169,7 +169,10 @@ class Story:
                 raise RankCollapseError(f"story {self.name}: {label} must be callable")
         if not self.arms or not self.statements:
             raise RankCollapseError(f"story {self.name}: needs at least one arm and one statement")
-        for label, names in (("arm", [a.name for a in self.arms]), ("statement", [s.key for s in self.statements])):
+        for label, names in (
+            ("arm", [a.name for a in self.arms]),
+            ("statement", [s.key for s in self.statements]),
+        ):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise RankCollapseError(f"story {self.name}: {label} {sorted(dup)[0]!r} declared twice")

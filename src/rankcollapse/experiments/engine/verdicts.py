@@ -123,8 +123,9 @@ EXTENSION_WORDS: dict[tuple[Verdict, Verdict | None], str] = {
 WORDS: tuple[str, ...] = (*dict.fromkeys([*PAPER_WORDS.values(), *EXTENSION_WORDS.values()]), UNTESTED)
 
 
-def verdict_word(origin: Origin | str, as_plotted: str | Verdict, mechanism: str | Verdict | None,
-                 untested: bool = False) -> str:
+def verdict_word(
+    origin: Origin | str, as_plotted: str | Verdict, mechanism: str | Verdict | None, untested: bool = False
+) -> str:
     """The row's one word (see :data:`PAPER_WORDS`, :data:`EXTENSION_WORDS`); ``untested`` wins."""
     if untested:
         return UNTESTED
@@ -153,9 +154,10 @@ class Claim:
     ``key``: the statement's key in its story; ``id``: ``<story>.<key>[<model or qualifier>]``.
     ``as_plotted`` / ``mechanism``: the two partial verdicts (``mechanism`` may be ``n/a``);
     ``verdict``: their word (:func:`verdict_word`); ``cause``: one sentence saying why a row is not
-    plainly reproduced, of the kind ``cause_kind`` (``kit.causes.CAUSES``). ``evidence`` / ``mechanism_evidence``: the numbers
-    behind each. ``thresholds``: every threshold the rule used, with its documented range;
-    ``threshold_sensitive``: the verdict changes inside those ranges (``sensitivity`` says how).
+    plainly reproduced, of the kind ``cause_kind`` (``kit.causes.CAUSES``). ``evidence`` /
+    ``mechanism_evidence``: the numbers behind each. ``thresholds``: every threshold the rule used, with
+    its documented range; ``threshold_sensitive``: the verdict changes inside those ranges
+    (``sensitivity`` says how).
     ``n``: samples per condition; ``provisional``: judged at the rule's minimum sample size.
     ``model``: the weights judged; ``stand_in``: what stood in for what, and why it may differ.
     """

@@ -24,21 +24,36 @@ from rankcollapse.core.precision import floor_rel
 from rankcollapse.experiments.kit.curves import Z
 from rankcollapse.experiments.kit.judgement import Margin
 
-CAUSES: tuple[str, ...] = ("precision floor", "norm effect", "stand-in differs", "not testable",
-                           "sample too small", "threshold", "bound vacuous", "structural limit", "untested",
-                           "no data", "failed runs", "measured otherwise")
+CAUSES: tuple[str, ...] = (
+    "precision floor",
+    "norm effect",
+    "stand-in differs",
+    "not testable",
+    "sample too small",
+    "threshold",
+    "bound vacuous",
+    "structural limit",
+    "untested",
+    "no data",
+    "failed runs",
+    "measured otherwise",
+)
 
 
 def precision_floor(where: str, dtype: str, t: int | None) -> str:
     at = f" from t = {t}" if t is not None else ""
-    return (f"{where}: μ_rel sits at the {dtype} precision floor ({floor_rel(dtype):.1e}){at}, so the tokens "
-            "have collapsed to rounding noise; a raw μ that stays level there does so only because the token "
-            "norm does (in float64 the same curve sits about 9 decades lower)")
+    return (
+        f"{where}: μ_rel sits at the {dtype} precision floor ({floor_rel(dtype):.1e}){at}, so the tokens "
+        "have collapsed to rounding noise; a raw μ that stays level there does so only because the token "
+        "norm does (in float64 the same curve sits about 9 decades lower)"
+    )
 
 
 def norm_effect(where: str, norm_factor: str, rel_word: str) -> str:
-    return (f"{where}: raw μ = μ_rel · ‖X‖_F, and the token norm ‖X‖_F changes by {norm_factor} per layer, "
-            f"so raw μ follows the norm while μ_rel (how alike the tokens are) {rel_word}")
+    return (
+        f"{where}: raw μ = μ_rel · ‖X‖_F, and the token norm ‖X‖_F changes by {norm_factor} per layer, "
+        f"so raw μ follows the norm while μ_rel (how alike the tokens are) {rel_word}"
+    )
 
 
 def stand_in_differs(stand_in: str, checkpoint: str, how: str) -> str:
@@ -55,8 +70,10 @@ def sample_too_small(margins: Sequence[Margin]) -> str:
     need = m.needed_n()
     tail = f"; n ≈ {need} would decide it at the observed spread" if need else ""
     more = f" (and {len(margins) - 1} more)" if len(margins) > 1 else ""
-    return (f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {Z * m.se:.2g} against {m.threshold:g}"
-            f"{more}{tail}")
+    return (
+        f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {Z * m.se:.2g} against {m.threshold:g}"
+        f"{more}{tail}"
+    )
 
 
 def threshold(name_range: str, alternatives: str) -> str:
@@ -72,8 +89,10 @@ def structural_limit(detail: str) -> str:
 
 
 def untested(checkpoint: str) -> str:
-    return (f"the paper's {checkpoint} weights are not in the local Hugging Face cache and no pretrained "
-            "stand-in exists offline; a random init cannot stand in for pretrained weights")
+    return (
+        f"the paper's {checkpoint} weights are not in the local Hugging Face cache and no pretrained "
+        "stand-in exists offline; a random init cannot stand in for pretrained weights"
+    )
 
 
 def no_data(why: str) -> str:

@@ -87,8 +87,9 @@ class Model:
             value = first.get(key, "")
             return value if isinstance(value, str) else ""
 
-        return cls(text("model_label"), text("model_name"), bool(first.get("pretrained", True)),
-                   text("stand_in_for"))
+        return cls(
+            text("model_label"), text("model_name"), bool(first.get("pretrained", True)), text("stand_in_for")
+        )
 
     @property
     def untested(self) -> bool:
@@ -110,8 +111,9 @@ def _flip_words(j: Judged, th: Thresholds) -> str:
     return "; ".join(bits)
 
 
-def _cause(plotted: Judged, mechanism: Judged | None, origin: Origin, model: Model, th: Thresholds,
-           norm_words: str) -> tuple[str, str]:
+def _cause(
+    plotted: Judged, mechanism: Judged | None, origin: Origin, model: Model, th: Thresholds, norm_words: str
+) -> tuple[str, str]:
     """(kind, sentence) of a row that is not plainly reproduced (see ``kit.causes``)."""
     p = plotted.judgement
     m = mechanism.judgement if mechanism is not None else None
@@ -123,19 +125,21 @@ def _cause(plotted: Judged, mechanism: Judged | None, origin: Origin, model: Mod
         assert which is not None
         names = sorted({name for name, _, _ in which.flips})
         span = ", ".join(f"{n} {th.ranges[n][0]:g}-{th.ranges[n][1]:g}" for n in names)
-        return "threshold", causes.threshold(span, f"{which.verdict} at the YAML's value, "
-                                             f"{_flip_words(which, th)}")
+        return "threshold", causes.threshold(
+            span, f"{which.verdict} at the YAML's value, {_flip_words(which, th)}"
+        )
     if p.verdict is REPRODUCED and m is not None:
         if m.cause_kind in ("measured otherwise", "") and norm_words:
-            return "norm effect", causes.norm_effect("raw μ reproduces", norm_words,
-                                                     f"says {m.verdict}")
+            return "norm effect", causes.norm_effect("raw μ reproduces", norm_words, f"says {m.verdict}")
         return m.cause_kind or "measured otherwise", m.cause or causes.measured_otherwise(m.evidence[:200])
     kind, sentence = p.cause_kind, p.cause
     if origin is Origin.STAND_IN and kind == "measured otherwise":
         return "stand-in differs", causes.stand_in_differs(model.label, model.stand_in_for, sentence)
     if not kind:
         kind = "measured otherwise" if p.verdict is NOT_REPRODUCED else "sample too small"
-        sentence = causes.measured_otherwise(p.evidence[:200]) if p.verdict is NOT_REPRODUCED else p.evidence[:200]
+        sentence = (
+            causes.measured_otherwise(p.evidence[:200]) if p.verdict is NOT_REPRODUCED else p.evidence[:200]
+        )
     return kind, sentence
 
 
@@ -180,21 +184,39 @@ def claim_row(
     evidence = f"{label}{names[0]}: {plotted.verdict} — {plotted.judgement.evidence}"
     if sample_note:
         evidence += f" || {sample_note}"
-    mech_evidence = (f"{names[1]}: {mechanism.verdict} — {mechanism.judgement.evidence}"
-                     if mechanism is not None else "")
+    mech_evidence = (
+        f"{names[1]}: {mechanism.verdict} — {mechanism.judgement.evidence}" if mechanism is not None else ""
+    )
     qual = qualifier or (data.exp.arm if data.exp.extension else "")
     cid = f"{story}.{statement.key}" + (f"[{qual}]" if qual else "")
     seeds = data.seeds(runs) if runs is not None else data.seeds()
-    stand = (f"{model.label} stands in for {model.stand_in_for}" if model.stand_in_for and not untested else "")
+    stand = f"{model.label} stands in for {model.stand_in_for}" if model.stand_in_for and not untested else ""
     return Claim(
-        id=cid, story=story, key=statement.key, experiment=data.exp.name,
+        id=cid,
+        story=story,
+        key=statement.key,
+        experiment=data.exp.name,
         statement=statement.text + (f" [{model.label}]" if model.label else ""),
-        source=statement.source, origin=origin.value, verdict=word, as_plotted=plotted.verdict.value,
-        mechanism=mech_verdict.value if mech_verdict is not None else NA, rule=statement.rule,
-        evidence=evidence, mechanism_evidence=mech_evidence, cause_kind=kind, cause=cause,
-        thresholds=th.describe(used) if used else "", threshold_sensitive=bool(flips), sensitivity=sensitivity,
-        n=n, provisional=provisional, model=model.label, stand_in=stand, conditions=data.conditions(),
-        seeds=seeds, figure=figure,
+        source=statement.source,
+        origin=origin.value,
+        verdict=word,
+        as_plotted=plotted.verdict.value,
+        mechanism=mech_verdict.value if mech_verdict is not None else NA,
+        rule=statement.rule,
+        evidence=evidence,
+        mechanism_evidence=mech_evidence,
+        cause_kind=kind,
+        cause=cause,
+        thresholds=th.describe(used) if used else "",
+        threshold_sensitive=bool(flips),
+        sensitivity=sensitivity,
+        n=n,
+        provisional=provisional,
+        model=model.label,
+        stand_in=stand,
+        conditions=data.conditions(),
+        seeds=seeds,
+        figure=figure,
     )
 
 
@@ -202,11 +224,20 @@ def no_data_row(story: str, statement: Statement, data: Data | None, why: str, e
     """The engine's row for a statement nothing judged (no runs, all failed, arm skipped)."""
     origin = Origin.EXTENSION if extension or statement.source.startswith("ours") else Origin.PAPER
     return Claim(
-        id=f"{story}.{statement.key}", story=story, key=statement.key,
-        experiment=data.exp.name if data is not None else story, statement=statement.text,
-        source=statement.source, origin=origin.value,
-        verdict=verdict_word(origin, INCONCLUSIVE, None), as_plotted=INCONCLUSIVE.value, mechanism=NA,
-        rule=statement.rule, evidence=f"no data: {why}", cause_kind="no data", cause=causes.no_data(why),
+        id=f"{story}.{statement.key}",
+        story=story,
+        key=statement.key,
+        experiment=data.exp.name if data is not None else story,
+        statement=statement.text,
+        source=statement.source,
+        origin=origin.value,
+        verdict=verdict_word(origin, INCONCLUSIVE, None),
+        as_plotted=INCONCLUSIVE.value,
+        mechanism=NA,
+        rule=statement.rule,
+        evidence=f"no data: {why}",
+        cause_kind="no data",
+        cause=causes.no_data(why),
         conditions=data.conditions() if data is not None else "",
     )
 

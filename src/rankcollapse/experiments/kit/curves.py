@@ -162,9 +162,20 @@ class Curve:
         rows = rows.sort_values("layer")
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
-        return cls(q, dtype_name(dtype), int(n), get[0], get[1], get[2], get[3], get[4], get[5],
-                   _finite_column(rows, q), get[6],
-                   np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None)
+        return cls(
+            q,
+            dtype_name(dtype),
+            int(n),
+            get[0],
+            get[1],
+            get[2],
+            get[3],
+            get[4],
+            get[5],
+            _finite_column(rows, q),
+            get[6],
+            np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None,
+        )
 
     @classmethod
     def pool(cls, curves: list[Curve]) -> Curve:
@@ -190,13 +201,22 @@ class Curve:
 
         mean, std = pooled([c.mean for c in curves], [c.std for c in curves])
         drop, drop_std = pooled([c.drop for c in curves], [c.drop_std for c in curves])
-        return cls(c0.quantity, c0.dtype, int(n.sum()), mean, std,
-                   _all_nan_ok(np.nanmin, [c.lo for c in curves]),
-                   _all_nan_ok(np.nanmax, [c.hi for c in curves]), drop, drop_std,
-                   (n * fin).sum(0) / n.sum(),
-                   (n * np.stack([c.floor_share for c in curves])).sum(0) / n.sum(),
-                   None if any(c.zero_share is None for c in curves)
-                   else (n * np.stack([c.zero_share for c in curves])).sum(0) / n.sum())
+        return cls(
+            c0.quantity,
+            c0.dtype,
+            int(n.sum()),
+            mean,
+            std,
+            _all_nan_ok(np.nanmin, [c.lo for c in curves]),
+            _all_nan_ok(np.nanmax, [c.hi for c in curves]),
+            drop,
+            drop_std,
+            (n * fin).sum(0) / n.sum(),
+            (n * np.stack([c.floor_share for c in curves])).sum(0) / n.sum(),
+            None
+            if any(c.zero_share is None for c in curves)
+            else (n * np.stack([c.zero_share for c in curves])).sum(0) / n.sum(),
+        )
 
     def n_at(self, t: int) -> int:
         """Samples still finite at layer t."""
@@ -282,5 +302,9 @@ def sample_stats(name: str, values: Any) -> dict[str, float]:
     v = v[np.isfinite(v)]
     if v.size == 0:
         return {name: math.nan, f"{name}_std": math.nan, f"{name}_min": math.nan, f"{name}_max": math.nan}
-    return {name: float(v.mean()), f"{name}_std": float(sample_std(v)), f"{name}_min": float(v.min()),
-            f"{name}_max": float(v.max())}
+    return {
+        name: float(v.mean()),
+        f"{name}_std": float(sample_std(v)),
+        f"{name}_min": float(v.min()),
+        f"{name}_max": float(v.max()),
+    }

@@ -81,8 +81,9 @@ def curves_by(frame: pd.DataFrame, quantity: str, keys: Sequence[str]) -> dict[t
     return out
 
 
-def by_label(curves: dict[tuple, Curve], variant: str, masks: Sequence[str],
-             dtypes: Sequence[str]) -> dict[str, Curve]:
+def by_label(
+    curves: dict[tuple, Curve], variant: str, masks: Sequence[str], dtypes: Sequence[str]
+) -> dict[str, Curve]:
     """``{"<mask>, <dtype>": Curve}`` of one variant, keys ``(variant, mask, dtype)`` of ``curves``."""
     out: dict[str, Curve] = {}
     for dt in dtypes:
@@ -101,9 +102,11 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
     per_run = int(frame["samples"].iloc[0]) if "samples" in frame and not frame.empty else 0
     pretrained = bool(frame["pretrained"].iloc[0]) if "pretrained" in frame and not frame.empty else False
     what = "excerpt seed(s)" if pretrained else "weight and excerpt seed(s)"
-    return (f"n = {per_run * max(len(seeds), 1)} samples per condition ({len(seeds)} {what} "
-            f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
-            f"± = {Z:g} standard errors over samples")
+    return (
+        f"n = {per_run * max(len(seeds), 1)} samples per condition ({len(seeds)} {what} "
+        f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
+        f"± = {Z:g} standard errors over samples"
+    )
 
 
 def norm_rates(mu: dict[str, Curve], rel: dict[str, Curve]) -> str:
@@ -112,8 +115,13 @@ def norm_rates(mu: dict[str, Curve], rel: dict[str, Curve]) -> str:
     bits = []
     for label, c_mu in mu.items():
         c_rel = rel.get(label)
-        if (c_rel is None or c_rel.first_at_floor() is not None or c_mu.first_nonfinite() is not None
-                or c_mu.first_at_floor() is not None or c_rel.first_nonfinite() is not None):
+        if (
+            c_rel is None
+            or c_rel.first_at_floor() is not None
+            or c_mu.first_nonfinite() is not None
+            or c_mu.first_at_floor() is not None
+            or c_rel.first_nonfinite() is not None
+        ):
             continue
         r = c_mu.rate(0, c_mu.layers).mean - c_rel.rate(0, c_rel.layers).mean
         if math.isfinite(r):
@@ -131,8 +139,10 @@ def model_groups(frame: pd.DataFrame) -> list[tuple[str, bool, pd.DataFrame]]:
     """``(model_label, pretrained, rows)`` per model, random-init first."""
     if frame.empty:
         return []
-    out = [(str(label), bool(g["pretrained"].iloc[0]), g)
-           for label, g in frame.groupby("model_label", sort=False)]
+    out = [
+        (str(label), bool(g["pretrained"].iloc[0]), g)
+        for label, g in frame.groupby("model_label", sort=False)
+    ]
     return sorted(out, key=lambda x: (x[1], x[0]))
 
 

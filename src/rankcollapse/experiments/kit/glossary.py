@@ -11,92 +11,104 @@ from collections.abc import Iterable
 
 GLOSSARY: dict[str, str] = {
     # verdicts and rows
-    "as plotted": "the verdict on the quantity the paper plots (raw mu, sigma_min, ...), in the paper's dtype "
-                  "(float32)",
+    "as plotted": "the verdict on the quantity the paper plots (raw mu, sigma_min, ...), in the paper's "
+    "dtype "
+    "(float32)",
     "mechanism": "the verdict on what drives it: mu_rel against the precision floor, float64 beside float32 "
-                 "(n/a where a statement has no separate mechanism)",
+    "(n/a where a statement has no separate mechanism)",
     "reproduced": "the measured data satisfy the rule printed with the statement",
     "not reproduced": "the measured data contradict the rule",
     "inconclusive": "no data, too few samples, or evidence pointing both ways",
     "mechanism differs": "the plotted quantity behaves as the paper says, but mu_rel shows another cause "
-                         "(the token norm, or the precision floor)",
+    "(the token norm, or the precision floor)",
     "confirmed (ours) / refuted (ours)": "the verdict words of our own extensions, never the paper's "
-                                         "'reproduced'",
+    "'reproduced'",
     "untested": "the paper's weights are not available here and no pretrained stand-in exists; a random init "
-                "never stands in for pretrained weights",
+    "never stands in for pretrained weights",
     "paper setting": "origin of a row: the paper's own configuration (a theorem: an instance that meets its "
-                     "hypotheses)",
-    "stand-in": "origin of a row: other pretrained weights judged in place of the paper's checkpoint (named in "
-                "the row, with why they may differ)",
+    "hypotheses)",
+    "stand-in": "origin of a row: other pretrained weights judged in place of the paper's checkpoint "
+    "(named in "
+    "the row, with why they may differ)",
     "extension": "origin of a row: our own setting (Gaussian SAN, bundled models at our sizes) or our own "
-                 "statement",
+    "statement",
     "threshold-sensitive": "the verdict changes when a threshold the paper never gives moves inside its "
-                           "documented range (ranges: in the story's YAML)",
+    "documented range (ranges: in the story's YAML)",
     "provisional": "judged at the rule's minimum sample size (min_samples): more samples may change it",
     "needed n": "the samples that would decide an undecided comparison at the observed spread: "
-                "n (2 se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n)",
+    "n (2 se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n)",
     "cause": "why a row is not plainly reproduced, one of: precision floor, norm effect, stand-in differs, "
-             "not testable, sample too small, threshold, bound vacuous, structural limit, untested, no data, "
-             "failed runs, measured otherwise",
+    "not testable, sample too small, threshold, bound vacuous, structural limit, untested, no data, "
+    "failed runs, measured otherwise",
     # quantities
     "raw mu": "mu(X) = ||X - 1 mean(X)||_F, the paper's quantity, plotted as mean ± std over samples",
     "mu_rel": "mu / ||X||_F: mu without the token norm (1 = no two tokens alike on average, 0 = collapsed)",
     "floor": "the precision floor, 32 eps of the dtype (float32 3.8e-6, float64 7.1e-15): mu_rel at or below "
-             "it is rounding noise, a collapsed curve, never a stable level",
+    "it is rounding noise, a collapsed curve, never a stable level",
     "underflow": "raw mu rounded to exactly 0 in the dtype (counted at its smallest normal number)",
-    "rate": "the mean per-layer log rate of a curve, (log q(b) - log q(a)) / (b - a) over samples, printed as "
-            "the per-layer factor x exp(rate) with the log rate beside it: x0.3/layer = falls to 30% per layer",
+    "rate": "the mean per-layer log rate of a curve, (log q(b) - log q(a)) / (b - a) over samples, printed "
+    "as "
+    "the per-layer factor x exp(rate) with the log rate beside it: x0.3/layer = falls to 30% per layer",
     "±": "after a number: 2 standard errors of the mean over samples; 'for sure' = the whole ± interval on "
-         "one side. A band in a figure is ± 1 sample std",
+    "one side. A band in a figure is ± 1 sample std",
     "std": "the sample standard deviation over samples, sqrt(sum (v - mean)^2 / (n - 1)), everywhere",
     "n": "samples per condition (weight seeds x excerpts for random init, excerpts for pretrained, the batch "
-         "for a simulation)",
-    "I(t)": "|mean log change of mu since X(0)| + its std over samples: the typical change of a sample's curve",
+    "for a simulation)",
+    "I(t)": "|mean log change of mu since X(0)| + its std over samples: the typical change of a sample's "
+    "curve",
     "SRank": "stable rank ||X||_F^2 / ||X||_2^2 (App. F.2): between 1 and the rank",
     "phi(0)": "the smallest pairwise cosine of the initial embeddings X(0); Corollary 1 needs phi(0) >= 0",
-    "full-rank share": "the share of samples whose numerical rank reaches rank_max, the largest rank the input "
-                       "allows (distinct rows; an embedding's width): a structural limit is not a failure",
+    "full-rank share": "the share of samples whose numerical rank reaches rank_max, the largest rank the "
+    "input "
+    "allows (distinct rows; an embedding's width): a structural limit is not a failure",
     "rank tolerance": "torch.linalg.matrix_rank's: a singular value counts above max(N, d) eps sigma_max; "
-                      "relative to sigma_max it is 9e-5 in float32 and 1.7e-13 in float64 (N = 128, d = 768)",
+    "relative to sigma_max it is 9e-5 in float32 and 1.7e-13 in float64 (N = 128, d = 768)",
     "isotropic": "the mean |cos| of independent Gaussian tokens of the same size, sqrt(2 / (pi d))",
     # curve statuses
     "collapsing": "log rate over all layers and over the last half below -rate_tol for sure (steady decay)",
-    "not collapsing": "log rate over the last half above -rate_tol for sure ('levels off' after an early drop)",
+    "not collapsing": "log rate over the last half above -rate_tol for sure ('levels off' after an early "
+    "drop)",
     "at floor": "at least half of the samples at the precision floor (mu_rel) or underflowed to 0 (raw mu)",
     "kept": "flat over the last half of the layers (log rate within ±rate_tol for sure) and, for mu_rel, at "
-            "least keep_min",
+    "least keep_min",
     "falling / growing": "log rate over the last half below -rate_tol / above +rate_tol for sure",
     "low": "flat but below keep_min",
     "stable / unstable (curve)": "I(L) < unstable_min / 2 / I(L) >= unstable_min or non-finite values",
     "overflow": "some value turned non-finite (inf or NaN) in the run's dtype; never counted as collapse",
     # models, variants, masks
     "SAN": "self-attention network: attention layers only (the variant attn)",
-    "attn / attn+skip / attn+ln / attn+skip+ln / full": "the paper's five variants: SAN; SAN + skip; SAN + the "
-        "model's own LayerNorm; SAN + skip + LayerNorm after the skip (post-LN); the standard transformer",
-    "attn+sphere": "the theory's LayerNorm (x / ||x||, no centring, no gain) after attention, in the simulator",
+    "attn / attn+skip / attn+ln / attn+skip+ln / full": "the paper's five variants: SAN; SAN + skip; SAN + "
+    "the "
+    "model's own LayerNorm; SAN + skip + LayerNorm after the skip (post-LN); the standard transformer",
+    "attn+sphere": "the theory's LayerNorm (x / ||x||, no centring, no gain) after attention, in the "
+    "simulator",
     "window:w=W": "token i attends to j iff |i - j| <= W (the paper's sliding window is w = 1); "
-                  "causal-window:w=W: 0 <= i - j <= W",
+    "causal-window:w=W: 0 <= i - j <= W",
     "radius": "the longest distance from a center node to any node (Definition 5); smallest over centers",
     "Gaussian SAN": "our simulator: Gaussian tokens, Gaussian W_Q, W_K, W_V per layer (extension)",
     # theorems and equilibria
     "eps": "epsilon of Theorem 1: the smallest attention weight on a mask edge over the whole run",
     "ρ": "a bound's per-layer rate: (1 - eps^r)^{1/r} (Theorem 1) or (1 - n eps^{2r})^{1/(2r)} "
-         "(Theorem 2, Corollary 1)",
-    "vacuous": "rho^T > 1/2: the bound falls by less than a factor 2 over the run's T layers: it says nothing",
+    "(Theorem 2, Corollary 1)",
+    "vacuous": "rho^T > 1/2: the bound falls by less than a factor 2 over the run's T layers: it says "
+    "nothing",
     "consistent": "the measured tail rate of mu is no slower than rho (a run at the floor tests no rate)",
     "rate_exceeded": "mu falls more slowly than the bound allows: C would have to grow with depth",
     "tail rate": "the measured per-layer factor of mu over the second half of the layers above the floor",
     "residual": "||F(X*) - X*||_F: how far a claimed equilibrium X* is from being fixed by the map F",
-    "spectral radius": "the largest |eigenvalue| of the map's Jacobian on the tangent space of the product of "
-                       "spheres; < 1 means locally attracting",
+    "spectral radius": "the largest |eigenvalue| of the map's Jacobian on the tangent space of the product "
+    "of "
+    "spheres; < 1 means locally attracting",
     "unstable / neutral / stable direction": "tangent directions whose eigenvalue has |lambda| > 1, = 1 "
-                                             "(within 1e-9) and < 1",
-    "hyperbolic": "an equilibrium with no neutral direction (no |lambda| = 1): its stability is decided by the "
-                  "linearisation",
+    "(within 1e-9) and < 1",
+    "hyperbolic": "an equilibrium with no neutral direction (no |lambda| = 1): its stability is decided by "
+    "the "
+    "linearisation",
     "algebraic": "convergence like t^(-a) (a power of the depth), not exponential: what a neutral direction "
-                 "gives",
-    "paper family": "Theorem 3's equilibria as the paper builds them: the first N - k + 1 tokens at e_d, then "
-                    "the Jordan chain with a free sign per token (2^k of rank k)",
+    "gives",
+    "paper family": "Theorem 3's equilibria as the paper builds them: the first N - k + 1 tokens at e_d, "
+    "then "
+    "the Jordan chain with a free sign per token (2^k of rank k)",
     "returning share": "the share of starts 1e-3 away from an equilibrium that converge back to it",
     "red segment": "the arc of token 2's starts (token 1 at (0, 1)) that converges to B: Fig. 1's red arc",
     "meet": "both tokens end at the same point (mu_rel below the floor): the pair collapsed",

@@ -48,8 +48,16 @@ def pyplot() -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
-                         "figure.dpi": 110, "savefig.bbox": "tight"})
+    plt.rcParams.update(
+        {
+            "font.size": 9,
+            "axes.titlesize": 10,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "figure.dpi": 110,
+            "savefig.bbox": "tight",
+        }
+    )
     return plt
 
 
@@ -80,7 +88,9 @@ def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[
     plt = pyplot()
     ncols = min(ncols, max(n, 1))
     nrows = math.ceil(max(n, 1) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, constrained_layout=True
+    )
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.axis("off")
@@ -95,8 +105,17 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     low = np.maximum(c.mean - c.std, lo_clip)
     high = np.maximum(c.mean + c.std, lo_clip)
     every = max(1, (c.layers + 1) // 6)
-    (line,) = ax.plot(t, mean, ls=STYLES[i % len(STYLES)], marker=MARKERS[i % len(MARKERS)], ms=3.5,
-                      markevery=(i % every, every), lw=1.2, label=label, color=f"C{i % 10}")
+    (line,) = ax.plot(
+        t,
+        mean,
+        ls=STYLES[i % len(STYLES)],
+        marker=MARKERS[i % len(MARKERS)],
+        ms=3.5,
+        markevery=(i % every, every),
+        lw=1.2,
+        label=label,
+        color=f"C{i % 10}",
+    )
     ax.fill_between(t, low, high, color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -108,14 +127,22 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     note = ""
     if under is not None:  # raw mu rounded to 0 in some sample: drawn at the smallest normal number
         ax.plot([t[under]], [mean[under]], "v", color="black", ms=6)
-        ax.annotate(f"underflow to 0 from t={under}", (t[under], mean[under]), fontsize=7,
-                    xytext=(3, -10), textcoords="offset points")
+        ax.annotate(
+            f"underflow to 0 from t={under}",
+            (t[under], mean[under]),
+            fontsize=7,
+            xytext=(3, -10),
+            textcoords="offset points",
+        )
         note = f"{label}: raw mu underflows to 0 ({c.dtype}) from t = {under}, drawn at {c.clamp:.1e}"
     if bad is None:
         return note
     finite_mean = mean[np.isfinite(mean)]
-    y = mean[bad - 1] if bad > 0 and np.isfinite(mean[bad - 1]) else (finite_mean.max() if finite_mean.size
-                                                                        else 1.0)
+    y = (
+        mean[bad - 1]
+        if bad > 0 and np.isfinite(mean[bad - 1])
+        else (finite_mean.max() if finite_mean.size else 1.0)
+    )
     ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2)
     zero = c.zero_share is not None and c.zero_share[bad] > 0
     text = f"||X|| = 0 from t={bad}" if zero else f"non-finite t={bad}"
@@ -134,7 +161,7 @@ def coincidences(series: Sequence[tuple[str, Curve]], rtol: float = 0.05) -> lis
     """Pairs of curves whose means agree within ``rtol`` at every layer (they would hide each other)."""
     out = []
     for i, (la, a) in enumerate(series):
-        for lb, b in series[i + 1:]:
+        for lb, b in series[i + 1 :]:
             if a.layers != b.layers:
                 continue
             ma, mb = np.maximum(a.mean, a.clamp), np.maximum(b.mean, b.clamp)
@@ -146,8 +173,9 @@ def coincidences(series: Sequence[tuple[str, Curve]], rtol: float = 0.05) -> lis
 Panel = tuple[str, Sequence[tuple[str, Curve]]]
 
 
-def panel_figure(title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]],
-                 xlabel: str = "layer t + 1") -> tuple[Any, list[str]]:
+def panel_figure(
+    title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]], xlabel: str = "layer t + 1"
+) -> tuple[Any, list[str]]:
     """A grid of panels: ``rows`` = [(y label, floors?, [(panel title, [(series label, Curve)])])].
 
     Returns the figure and the caption notes (coinciding curves, non-finite runs).
@@ -190,8 +218,9 @@ def panel_figure(title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]],
                     labels.append(lab)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.0, 1, 0.96))
-    fig.legend(handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8,
-               bbox_to_anchor=(0.5, 0.0))
+    fig.legend(
+        handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8, bbox_to_anchor=(0.5, 0.0)
+    )
     return fig, notes
 
 
@@ -199,10 +228,17 @@ def curve_data(series: dict[str, Curve]) -> pd.DataFrame:
     """The plotted numbers as a table: one row per (series, layer)."""
     frames = []
     for label, c in series.items():
-        cols = {"series": label, "quantity": c.quantity, "dtype": c.dtype, "samples": c.n,
-                "layer": np.arange(c.layers + 1), **c.columns(), "finite": c.finite}
+        cols = {
+            "series": label,
+            "quantity": c.quantity,
+            "dtype": c.dtype,
+            "samples": c.n,
+            "layer": np.arange(c.layers + 1),
+            **c.columns(),
+            "finite": c.finite,
+        }
         q = c.quantity
-        frames.append(pd.DataFrame(cols).rename(columns={k: "value" + k[len(q):] for k in c.columns()}))
+        frames.append(pd.DataFrame(cols).rename(columns={k: "value" + k[len(q) :] for k in c.columns()}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -212,12 +248,18 @@ def slug(text: str) -> str:
     return "_".join(p for p in out.split("_") if p)[:60]
 
 
-def variant_rows(curves_mu: dict[tuple, Curve], curves_rel: dict[tuple, Curve], variants: Sequence[str],
-                 masks: Sequence[str], variant_words: dict[str, str], mask_words: dict[str, str]) -> list:
+def variant_rows(
+    curves_mu: dict[tuple, Curve],
+    curves_rel: dict[tuple, Curve],
+    variants: Sequence[str],
+    masks: Sequence[str],
+    variant_words: dict[str, str],
+    mask_words: dict[str, str],
+) -> list:
     """Panel rows of Figs. 2 / 6: raw mu in float32 (the paper's) and float64, then mu_rel in float32 and
     float64 (a row whose dtype was not run is left out)."""
     rows = []
-    for q, curves, dt, ylabel, floors in (
+    for _q, curves, dt, ylabel, floors in (
         ("mu", curves_mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
         ("mu", curves_mu, "float64", "raw mu(X(t)), float64", False),
         ("mu_rel", curves_rel, "float32", "mu_rel = mu / ||X||_F, float32", True),

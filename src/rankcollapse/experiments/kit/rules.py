@@ -63,12 +63,20 @@ def _sample_part(verdict: Verdict, words: str, margins: Sequence[Margin], n: int
 
 def _few_part(label: str, c_n: int, th: Thresholds, words: str) -> Part:
     need = th.count("min_samples")
-    return Part(INCONCLUSIVE, words, (), "sample too small",
-                f"{label}: n = {c_n} samples, fewer than min_samples = {need}", c_n)
+    return Part(
+        INCONCLUSIVE,
+        words,
+        (),
+        "sample too small",
+        f"{label}: n = {c_n} samples, fewer than min_samples = {need}",
+        c_n,
+    )
 
 
 def _floor_part(verdict: Verdict, label: str, c: Curve, st: Status, words: str) -> Part:
-    return Part(verdict, words, (), "precision floor", causes.precision_floor(label, c.dtype, st.floor_t), c.n)
+    return Part(
+        verdict, words, (), "precision floor", causes.precision_floor(label, c.dtype, st.floor_t), c.n
+    )
 
 
 def combine_parts(parts: Sequence[tuple[str, Part]], empty: str = "no data") -> Judgement:
@@ -89,9 +97,22 @@ def combine_parts(parts: Sequence[tuple[str, Part]], empty: str = "no data") -> 
     kind, sentence = part.cause_kind, part.cause
     if not kind:
         kind = "measured otherwise" if verdict is NOT_REPRODUCED else "sample too small"
-        sentence = (causes.measured_otherwise(f"{label}: {part.words}") if verdict is NOT_REPRODUCED
-                    else f"{label}: {part.words}: the evidence does not decide")
+        sentence = (
+            causes.measured_otherwise(f"{label}: {part.words}")
+            if verdict is NOT_REPRODUCED
+            else f"{label}: {part.words}: the evidence does not decide"
+        )
     return Judgement(verdict, evidence, sentence, kind, n, margins)
+
+
+def as_part(j: Judgement) -> Part:
+    """A judgement as one part of a larger one (e.g. one dtype of a statement judged per dtype)."""
+    return Part(j.verdict, j.evidence, j.margins, j.cause_kind, j.cause, j.n)
+
+
+def per_group(groups: Mapping[str, Callable[[Thresholds], Judgement]], th: Thresholds) -> Judgement:
+    """One judgement from a rule applied per group (e.g. per dtype), combined by ``combine_parts``."""
+    return combine_parts([(label, as_part(fn(th))) for label, fn in groups.items()])
 
 
 # --- collapse curves (Figs. 2, 3, 6, 7) -----------------------------------------------------------
@@ -107,9 +128,16 @@ def san_collapse(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
             parts.append((label, _few_part(label, c.n, th, st.words)))
             continue
         v = {"collapsing": REPRODUCED, "at floor": REPRODUCED, "not collapsing": NOT_REPRODUCED}.get(
-            st.name, INCONCLUSIVE)
-        parts.append((label, _sample_part(v, f"{st.name}: {st.words}" if v is not REPRODUCED else st.words,
-                                          st.margins, c.n)))
+            st.name, INCONCLUSIVE
+        )
+        parts.append(
+            (
+                label,
+                _sample_part(
+                    v, f"{st.name}: {st.words}" if v is not REPRODUCED else st.words, st.margins, c.n
+                ),
+            )
+        )
     return combine_parts(parts)
 
 
@@ -131,7 +159,7 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
     keyed.sort(key=lambda k: radius[k[0]])
     parts: list[tuple[str, Part]] = []
     for i, (a, _, ca) in enumerate(keyed):
-        for b, _, cb in keyed[i + 1:]:
+        for b, _, cb in keyed[i + 1 :]:
             if radius[a] == radius[b] or ca.dtype != cb.dtype:
                 continue
             label = f"{b} vs {a} ({ca.dtype})"
@@ -142,18 +170,29 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
             v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
             word = {1: "slower", -1: "faster", 0: "not distinguishable"}[sign]
             margin = Margin(f"log-rate difference {b} - {a}", diff, se, 0.0, min(ca.n, cb.n))
-            parts.append((label, _sample_part(v, f"{word} (log rate {diff:+.2g} ± {Z * se:.2g})", [margin],
-                                              min(ca.n, cb.n))))
+            parts.append(
+                (
+                    label,
+                    _sample_part(
+                        v, f"{word} (log rate {diff:+.2g} ± {Z * se:.2g})", [margin], min(ca.n, cb.n)
+                    ),
+                )
+            )
     if not parts:
-        return Judgement(INCONCLUSIVE, "fewer than two masks with different radii", "not testable",
-                         causes.not_testable("fewer than two masks with different graph radii"))
+        return Judgement(
+            INCONCLUSIVE,
+            "fewer than two masks with different radii",
+            "not testable",
+            causes.not_testable("fewer than two masks with different graph radii"),
+        )
     rates = "; ".join(f"{label} (r={radius[m]:g}): {c.rate(0, c.layers).text()}" for m, label, c in keyed)
     j = combine_parts(parts)
     return Judgement(j.verdict, f"{rates} || {j.evidence}", j.cause, j.cause_kind, j.n, j.margins)
 
 
-def ln_stops(san: Mapping[str, Curve], ln: Mapping[str, Curve], th: Thresholds,
-             keep_min: float | None) -> Judgement:
+def ln_stops(
+    san: Mapping[str, Curve], ln: Mapping[str, Curve], th: Thresholds, keep_min: float | None
+) -> Judgement:
     """Adding LN stops the collapse at a stable level well above 0: per condition the LN curve is
     ``kept`` while the curve without LN collapses (reproduced); LN ``falling``, ``low`` or ``at floor``,
     or ``kept`` with the curve without LN not collapsing either (not reproduced). ``keep_min``: the
@@ -170,9 +209,19 @@ def ln_stops(san: Mapping[str, Curve], ln: Mapping[str, Curve], th: Thresholds,
         elif s_ln.name == "kept" and s_san.name in ("collapsing", "at floor"):
             parts.append((label, Part(REPRODUCED, words, s_ln.margins, n=c_ln.n)))
         elif s_ln.name == "kept" and s_san.name == "not collapsing":
-            parts.append((label, Part(NOT_REPRODUCED, words + "; without LN it does not collapse either",
-                                      s_ln.margins, "measured otherwise",
-                                      causes.measured_otherwise(f"{label}: LN makes no difference"), c_ln.n)))
+            parts.append(
+                (
+                    label,
+                    Part(
+                        NOT_REPRODUCED,
+                        words + "; without LN it does not collapse either",
+                        s_ln.margins,
+                        "measured otherwise",
+                        causes.measured_otherwise(f"{label}: LN makes no difference"),
+                        c_ln.n,
+                    ),
+                )
+            )
         elif s_ln.name == "at floor":
             parts.append((label, _floor_part(NOT_REPRODUCED, f"{label}, with LN", c_ln, s_ln, words)))
         elif s_ln.name in ("falling", "low"):
@@ -194,8 +243,9 @@ def kept_stable(curves: Mapping[str, Curve], th: Thresholds, keep_min: float | N
         elif s_c.name == "not collapsing" and s_l.name == "kept":
             parts.append((label, Part(REPRODUCED, f"{s_c.words}; {s_l.words}", n=c.n)))
         elif "at floor" in (s_c.name, s_l.name):
-            parts.append((label, _floor_part(NOT_REPRODUCED, label, c, s_l if s_l.name == "at floor" else s_c,
-                                             words)))
+            parts.append(
+                (label, _floor_part(NOT_REPRODUCED, label, c, s_l if s_l.name == "at floor" else s_c, words))
+            )
         elif s_c.name == "collapsing" or s_l.name in ("falling", "low", "growing"):
             parts.append((label, Part(NOT_REPRODUCED, words, n=c.n)))
         else:
@@ -224,13 +274,30 @@ def skip_unstable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
             se = float(c.drop_std[end]) / math.sqrt(max(c.n_at(end), 1))
             margin = Margin(f"growth of I from t={mid} to t={end}", grow, se, 0.0, c.n)
             words += f"; I grows by {grow:.2g} from t={mid} (± {Z * se:.2g})"
-            parts.append((label, _sample_part(REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE,
-                                              words, [margin], c.n)))
+            parts.append(
+                (
+                    label,
+                    _sample_part(
+                        REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE, words, [margin], c.n
+                    ),
+                )
+            )
         elif st.name == "stable":
             parts.append((label, Part(NOT_REPRODUCED, f"stable: {words}", n=c.n)))
         else:
-            parts.append((label, Part(INCONCLUSIVE, f"{st.name}: {words}", (), "sample too small",
-                                      f"{label}: I(L) between unstable_min / 2 and unstable_min", c.n)))
+            parts.append(
+                (
+                    label,
+                    Part(
+                        INCONCLUSIVE,
+                        f"{st.name}: {words}",
+                        (),
+                        "sample too small",
+                        f"{label}: I(L) between unstable_min / 2 and unstable_min",
+                        c.n,
+                    ),
+                )
+            )
     return combine_parts(parts)
 
 
@@ -241,8 +308,14 @@ def full_stable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         st = stability_status(c, th)
         if c.quantity == "mu_rel" and c.first_at_floor() is not None:
             floor = Status("at floor", "", floor_t=c.first_at_floor())
-            parts.append((label, _floor_part(NOT_REPRODUCED, label, c, floor,
-                                             f"at the {c.dtype} floor from t={c.first_at_floor()}")))
+            parts.append(
+                (
+                    label,
+                    _floor_part(
+                        NOT_REPRODUCED, label, c, floor, f"at the {c.dtype} floor from t={c.first_at_floor()}"
+                    ),
+                )
+            )
         elif st.name == "too few samples":
             parts.append((label, _few_part(label, c.n, th, st.words)))
         elif st.name == "stable":
@@ -250,8 +323,19 @@ def full_stable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         elif st.name == "unstable":
             parts.append((label, Part(NOT_REPRODUCED, f"unstable: {st.words}", n=c.n)))
         else:
-            parts.append((label, Part(INCONCLUSIVE, f"{st.name}: {st.words}", (), "sample too small",
-                                      f"{label}: I(L) between unstable_min / 2 and unstable_min", c.n)))
+            parts.append(
+                (
+                    label,
+                    Part(
+                        INCONCLUSIVE,
+                        f"{st.name}: {st.words}",
+                        (),
+                        "sample too small",
+                        f"{label}: I(L) between unstable_min / 2 and unstable_min",
+                        c.n,
+                    ),
+                )
+            )
     return combine_parts(parts)
 
 
@@ -260,6 +344,45 @@ def _effect(curves: Mapping[float, Curve], start: int, end: int) -> Rate:
     lo, hi = curves[min(curves)], curves[max(curves)]
     a, b = lo.rate(start, end), hi.rate(start, end)
     return Rate(a.mean - b.mean, math.sqrt(a.se**2 + b.se**2), min(a.n, b.n))
+
+
+def dqk_testable(
+    per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds
+) -> tuple[dict[str, Mapping[float, Curve]], list[str]]:
+    """The masks where a d_qk rate claim can be tested: the SAN at the largest d_qk (the model's own)
+    collapses (``collapsing`` or ``at floor``). A SAN whose μ grows is not a collapse-rate experiment:
+    those masks are left out, each with the reason."""
+    kept: dict[str, Mapping[float, Curve]] = {}
+    notes = []
+    for mask, curves in per_mask.items():
+        own = curves[max(curves)]
+        st = collapse_status(own, th)
+        if st.name in ("collapsing", "at floor", "too few samples"):
+            kept[mask] = curves
+        else:
+            r = own.rate(0, own.layers)
+            notes.append(
+                f"{mask}: the SAN at d_qk = {max(curves):g} does not collapse ({st.name}, x{r.factor:.3g}/"
+                "layer)"
+            )
+    return kept, notes
+
+
+def dqk(kind: str, per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> Judgement:
+    """One of the d_qk rules (``slows``, ``global``, ``shallow``) on the masks where it is testable
+    (:func:`dqk_testable`); none testable: inconclusive, ``not testable``."""
+    kept, notes = dqk_testable(per_mask, th)
+    if not kept:
+        why = "; ".join(notes) or "no mask with two d_qk values"
+        return Judgement(INCONCLUSIVE, why, causes.not_testable(why), "not testable")
+    fn = {"slows": dqk_slows, "global": dqk_global, "shallow": dqk_shallow}[kind]
+    j = fn(kept, th)
+    if not notes:
+        return j
+    left = "; ".join(notes)
+    return Judgement(
+        j.verdict, f"{j.evidence} || left out (not a collapse): {left}", j.cause, j.cause_kind, j.n, j.margins
+    )
 
 
 def dqk_slows(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> Judgement:
@@ -301,7 +424,10 @@ def dqk_global(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) ->
             margin = Margin(f"{label}: difference of d_qk effects", diff, se, 0.0, min(eff[g].n, eff[s].n))
             parts.append((label, _sample_part(v, f"{diff:+.2g} ± {Z * se:.2g}", [margin], margin.n)))
     shown = "; ".join(f"{m}: effect {e.mean:+.2g} ± {Z * e.se:.2g}" for m, e in eff.items())
-    j = combine_parts(parts, empty=f"{shown} || no (global, sparse) pair measured")
+    if not parts:
+        why = "no (global, sparse) pair of masks measured"
+        return Judgement(INCONCLUSIVE, f"{shown} || {why}", causes.not_testable(why), "not testable")
+    j = combine_parts(parts)
     return Judgement(j.verdict, f"{shown} || {j.evidence}", j.cause, j.cause_kind, j.n, j.margins)
 
 
@@ -313,8 +439,18 @@ def dqk_shallow(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -
         depth = min(c.layers for c in curves.values())
         k = min(k0, depth // 2)
         if k < 1:
-            parts.append((mask, Part(INCONCLUSIVE, "too few layers", (), "not testable",
-                                     causes.not_testable(f"{mask}: fewer than 2 layers"))))
+            parts.append(
+                (
+                    mask,
+                    Part(
+                        INCONCLUSIVE,
+                        "too few layers",
+                        (),
+                        "not testable",
+                        causes.not_testable(f"{mask}: fewer than 2 layers"),
+                    ),
+                )
+            )
             continue
         shallow, deep = _effect(curves, 0, k), _effect(curves, depth - k, depth)
         if min(c.n for c in curves.values()) < th.count("min_samples"):
@@ -323,11 +459,16 @@ def dqk_shallow(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -
         sign, diff, se = _compare(deep, shallow)
         v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
         margin = Margin(f"{mask}: shallow minus deep d_qk effect", diff, se, 0.0, shallow.n)
-        parts.append((mask, _sample_part(v, f"shallow minus deep effect {diff:+.2g} ± {Z * se:.2g}", [margin],
-                                         shallow.n)))
+        parts.append(
+            (
+                mask,
+                _sample_part(v, f"shallow minus deep effect {diff:+.2g} ± {Z * se:.2g}", [margin], shallow.n),
+            )
+        )
     j = combine_parts(parts)
-    return Judgement(j.verdict, f"layers 0..k vs L-k..L, k <= {k0} | {j.evidence}", j.cause, j.cause_kind, j.n,
-                     j.margins)
+    return Judgement(
+        j.verdict, f"layers 0..k vs L-k..L, k <= {k0} | {j.evidence}", j.cause, j.cause_kind, j.n, j.margins
+    )
 
 
 # --- token geometry (Figs. 4, 8, 9) ----------------------------------------------------------------
@@ -341,11 +482,18 @@ def full_rank(share: Sequence[float], n: int, th: Thresholds, limit_note: str = 
     t = int(np.nanargmin(s)) if np.isfinite(s).any() else 0
     words = f"lowest full-rank share {s[t]:.0%} (t={t}) of n={n}" + (f"; {limit_note}" if limit_note else "")
     if n < th.count("min_samples") or not np.isfinite(s).any():
-        return Judgement(INCONCLUSIVE, words, f"n = {n} samples, fewer than min_samples", "sample too small", n)
+        return Judgement(
+            INCONCLUSIVE, words, f"n = {n} samples, fewer than min_samples", "sample too small", n
+        )
     if s[t] >= th["full_rank_min"]:
         return Judgement(REPRODUCED, words, n=n)
-    return Judgement(NOT_REPRODUCED, words, causes.measured_otherwise(f"full-rank share {s[t]:.0%} at t={t}"),
-                     "measured otherwise", n)
+    return Judgement(
+        NOT_REPRODUCED,
+        words,
+        causes.measured_otherwise(f"full-rank share {s[t]:.0%} at t={t}"),
+        "measured otherwise",
+        n,
+    )
 
 
 def sigma_ratio(ratio: Sequence[float], tolerance: Sequence[float], n: int, th: Thresholds) -> Judgement:
@@ -356,15 +504,23 @@ def sigma_ratio(ratio: Sequence[float], tolerance: Sequence[float], n: int, th: 
     factor = th["ratio_margin"]
     head = v / np.where(tol > 0, tol, np.nan)
     t = int(np.nanargmin(head)) if np.isfinite(head).any() else 0
-    words = (f"smallest mean sigma_min/sigma_max {v[t]:.3g} at t={t}, {head[t]:.3g} x the rank tolerance "
-             f"{tol[t]:.2g} (needs {factor:g} x; n={n})")
+    words = (
+        f"smallest mean sigma_min/sigma_max {v[t]:.3g} at t={t}, {head[t]:.3g} x the rank tolerance "
+        f"{tol[t]:.2g} (needs {factor:g} x; n={n})"
+    )
     if n < th.count("min_samples") or not np.isfinite(head).all():
-        return Judgement(INCONCLUSIVE, words, f"n = {n}: too few samples or non-finite values",
-                         "sample too small", n)
+        return Judgement(
+            INCONCLUSIVE, words, f"n = {n}: too few samples or non-finite values", "sample too small", n
+        )
     if head[t] >= factor:
         return Judgement(REPRODUCED, words, n=n)
-    return Judgement(NOT_REPRODUCED, words, causes.measured_otherwise(f"sigma_min/sigma_max {v[t]:.3g} at t={t}"),
-                     "measured otherwise", n)
+    return Judgement(
+        NOT_REPRODUCED,
+        words,
+        causes.measured_otherwise(f"sigma_min/sigma_max {v[t]:.3g} at t={t}"),
+        "measured otherwise",
+        n,
+    )
 
 
 def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: Thresholds) -> Judgement:
@@ -374,19 +530,33 @@ def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: T
     diff = m[-1] - m[0]
     se = math.sqrt((s[-1] ** 2 + s[0] ** 2) / max(n, 1))
     iso = math.sqrt(2.0 / (math.pi * d))
-    words = (f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {Z * se:.2g}); "
-             f"isotropic level {iso:.2g}; n={n}")
+    words = (
+        f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {Z * se:.2g}); "
+        f"isotropic level {iso:.2g}; n={n}"
+    )
     margin = Margin("growth of mean |cos|", diff, se, 0.0, n)
     if n < th.count("min_samples") or not np.isfinite([diff, se]).all():
         return Judgement(INCONCLUSIVE, words, f"n = {n}: too few samples", "sample too small", n)
     if diff < -Z * se:
-        return Judgement(NOT_REPRODUCED, words, causes.measured_otherwise(f"mean |cos| falls by {-diff:.2g}"),
-                         "measured otherwise", n, (margin,))
+        return Judgement(
+            NOT_REPRODUCED,
+            words,
+            causes.measured_otherwise(f"mean |cos| falls by {-diff:.2g}"),
+            "measured otherwise",
+            n,
+            (margin,),
+        )
     if diff > Z * se and m[-1] >= th["aniso_factor"] * iso:
         return Judgement(REPRODUCED, words, n=n, margins=(margin,))
     if diff > Z * se:
-        return Judgement(INCONCLUSIVE, words, f"grows, but ends below {th['aniso_factor']:g} x the isotropic level",
-                         "measured otherwise", n, (margin,))
+        return Judgement(
+            INCONCLUSIVE,
+            words,
+            f"grows, but ends below {th['aniso_factor']:g} x the isotropic level",
+            "measured otherwise",
+            n,
+            (margin,),
+        )
     return Judgement(INCONCLUSIVE, words, causes.sample_too_small([margin]), "sample too small", n, (margin,))
 
 
@@ -394,17 +564,26 @@ def dominant_sv(dominance: Sequence[float], ratio: Sequence[float], n: int, th: 
     """One dominant singular value and the smallest never near 0: mean sigma_1/sigma_2 >= dominance_min
     and mean sigma_min/sigma_max >= ratio_min at every layer (reproduced), else not reproduced."""
     dom, low = np.asarray(dominance, dtype=float), np.asarray(ratio, dtype=float)
-    words = (f"smallest mean sigma_1/sigma_2 {np.nanmin(dom):.3g} (t={int(np.nanargmin(dom))}); "
-             f"smallest mean sigma_min/sigma_max {np.nanmin(low):.3g} (t={int(np.nanargmin(low))}); n={n}")
+    words = (
+        f"smallest mean sigma_1/sigma_2 {np.nanmin(dom):.3g} (t={int(np.nanargmin(dom))}); "
+        f"smallest mean sigma_min/sigma_max {np.nanmin(low):.3g} (t={int(np.nanargmin(low))}); n={n}"
+    )
     if n < th.count("min_samples") or not (np.isfinite(dom).all() and np.isfinite(low).all()):
-        return Judgement(INCONCLUSIVE, words, f"n = {n}: too few samples or non-finite values",
-                         "sample too small", n)
-    weak = [f"sigma_1/sigma_2 {np.min(dom):.3g} < {th['dominance_min']:g}"] if np.min(dom) < th["dominance_min"] else []
+        return Judgement(
+            INCONCLUSIVE, words, f"n = {n}: too few samples or non-finite values", "sample too small", n
+        )
+    weak = (
+        [f"sigma_1/sigma_2 {np.min(dom):.3g} < {th['dominance_min']:g}"]
+        if np.min(dom) < th["dominance_min"]
+        else []
+    )
     if np.min(low) < th["ratio_min"]:
         weak.append(f"sigma_min/sigma_max {np.min(low):.3g} < {th['ratio_min']:g}")
     if not weak:
         return Judgement(REPRODUCED, words, n=n)
-    return Judgement(NOT_REPRODUCED, words, causes.measured_otherwise("; ".join(weak)), "measured otherwise", n)
+    return Judgement(
+        NOT_REPRODUCED, words, causes.measured_otherwise("; ".join(weak)), "measured otherwise", n
+    )
 
 
 def initial_cos(min_cos: Sequence[float], th: Thresholds, pairs: str = "") -> Judgement:
@@ -418,11 +597,18 @@ def initial_cos(min_cos: Sequence[float], th: Thresholds, pairs: str = "") -> Ju
     if pairs:
         words += f"; most negative pairs: {pairs}"
     if n < th.count("min_samples"):
-        return Judgement(INCONCLUSIVE, words, f"n = {n} samples, fewer than min_samples", "sample too small", n)
+        return Judgement(
+            INCONCLUSIVE, words, f"n = {n} samples, fewer than min_samples", "sample too small", n
+        )
     if share >= th["share_min"]:
         return Judgement(REPRODUCED, words, n=n)
-    return Judgement(NOT_REPRODUCED, words, causes.measured_otherwise(f"phi(0) < 0 in {1 - share:.0%} of samples"),
-                     "measured otherwise", n)
+    return Judgement(
+        NOT_REPRODUCED,
+        words,
+        causes.measured_otherwise(f"phi(0) < 0 in {1 - share:.0%} of samples"),
+        "measured otherwise",
+        n,
+    )
 
 
 # --- theorems: per-run checks ----------------------------------------------------------------------
@@ -462,20 +648,38 @@ def bound_holds(runs: Sequence[tuple[str, str, bool]]) -> Judgement:
     tested = [(lab, v) for lab, v, floor in runs if not floor and v != "vacuous"]
     vacuous = [lab for lab, v, floor in runs if v == "vacuous"]
     floored = [lab for lab, v, floor in runs if floor and v != "vacuous"]
-    counts = (f"{len(runs)} runs: {len(tested)} test the rate (non-vacuous, above the floor), "
-              f"{len(vacuous)} vacuous, {len(floored)} reached the floor (no rate to test)")
+    counts = (
+        f"{len(runs)} runs: {len(tested)} test the rate (non-vacuous, above the floor), "
+        f"{len(vacuous)} vacuous, {len(floored)} reached the floor (no rate to test)"
+    )
     exceeded = [lab for lab, v in tested if v == "rate_exceeded"]
     if exceeded:
-        return Judgement(NOT_REPRODUCED, f"{counts}; rate exceeded in {', '.join(exceeded[:4])}",
-                         causes.measured_otherwise(f"the measured rate is slower than the bound in {len(exceeded)} "
-                                                   "run(s)"), "measured otherwise", len(runs))
+        return Judgement(
+            NOT_REPRODUCED,
+            f"{counts}; rate exceeded in {', '.join(exceeded[:4])}",
+            causes.measured_otherwise(
+                f"the measured rate is slower than the bound in {len(exceeded)} run(s)"
+            ),
+            "measured otherwise",
+            len(runs),
+        )
     if tested:
         return Judgement(REPRODUCED, f"{counts}; consistent in all {len(tested)}", n=len(runs))
     if vacuous:
-        return Judgement(INCONCLUSIVE, counts, causes.bound_vacuous(f"{len(vacuous)} of {len(runs)} runs"),
-                         "bound vacuous", len(runs))
-    return Judgement(INCONCLUSIVE, counts, causes.not_testable("every run reached the precision floor"),
-                     "not testable", len(runs))
+        return Judgement(
+            INCONCLUSIVE,
+            counts,
+            causes.bound_vacuous(f"{len(vacuous)} of {len(runs)} runs"),
+            "bound vacuous",
+            len(runs),
+        )
+    return Judgement(
+        INCONCLUSIVE,
+        counts,
+        causes.not_testable("every run reached the precision floor"),
+        "not testable",
+        len(runs),
+    )
 
 
 def at_least(values: Sequence[tuple[str, float]], th: Thresholds, name: str) -> Judgement:
@@ -491,8 +695,18 @@ def spearman_order(per_family: Mapping[str, tuple[float, str]], th: Thresholds) 
     parts = []
     for fam, (rho, words) in per_family.items():
         if not math.isfinite(rho):
-            parts.append((fam, Part(INCONCLUSIVE, f"{words}; too few points", (), "not testable",
-                                    causes.not_testable(f"{fam}: fewer than 3 fitted rates"))))
+            parts.append(
+                (
+                    fam,
+                    Part(
+                        INCONCLUSIVE,
+                        f"{words}; too few points",
+                        (),
+                        "not testable",
+                        causes.not_testable(f"{fam}: fewer than 3 fitted rates"),
+                    ),
+                )
+            )
         else:
             v = REPRODUCED if rho >= limit else NOT_REPRODUCED if rho <= 0 else INCONCLUSIVE
             parts.append((fam, Part(v, f"{words}; Spearman {rho:.2g}")))
@@ -501,8 +715,9 @@ def spearman_order(per_family: Mapping[str, tuple[float, str]], th: Thresholds) 
 
 def pairs_ordered(pairs: Sequence[tuple[str, float, float]]) -> Judgement:
     """In every (label, a, b) pair ``b > a`` (reproduced); any not (not reproduced); none: inconclusive."""
-    return every_run([(label, bool(b > a), f"{a:.3g} vs {b:.3g}") for label, a, b in pairs],
-                     empty="no pair measured")
+    return every_run(
+        [(label, bool(b > a), f"{a:.3g} vs {b:.3g}") for label, a, b in pairs], empty="no pair measured"
+    )
 
 
 RuleFn = Callable[[Thresholds], Judgement]

@@ -101,8 +101,10 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     depth = len(model.layers) if cfg.layers is None else cfg.layers
     loaded = time.perf_counter() - start
     conds = [(v, m, d) for v in cfg.variants for m in cfg.masks for d in cfg.d_qk]
-    streams = [iter_hidden_states(model, ids, mode=v, mask=None if m == OWN_MASK else m, d_qk=d, layers=depth)
-               for v, m, d in conds]
+    streams = [
+        iter_hidden_states(model, ids, mode=v, mask=None if m == OWN_MASK else m, d_qk=d, layers=depth)
+        for v, m, d in conds
+    ]
     values: dict[tuple, dict[str, list[np.ndarray]]] = {c: {"mu": [], "mu_rel": []} for c in conds}
     zeros: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
     for t in range(depth + 1):
@@ -121,11 +123,18 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         arrays = {q: np.stack(a, axis=1) for q, a in vals.items()}  # [b, L+1]
         d_used = float(model.own_d_qk) if d is None else d
         for row in curve_rows(arrays, cfg.dtype, np.stack(zeros[(v, m, d)], axis=1)):
-            rows.append({"kind": "curve", "variant": v, "mask": m, "d_qk": d_used, **info, **row})
+            rows.append(
+                {"kind": "curve", "variant": v, "mask": m, "d_qk": d_used, "dtype": cfg.dtype, **info, **row}
+            )
         if not np.isfinite(arrays["mu"]).all():
             nonfinite.append(f"{v} / {m} / d_qk={d_used:g}")
-    summary = {**info, "conditions": len(conds), "layers_run": depth, "load_s": round(loaded, 2),
-               "nonfinite_conditions": "; ".join(nonfinite)}
+    summary = {
+        **info,
+        "conditions": len(conds),
+        "layers_run": depth,
+        "load_s": round(loaded, 2),
+        "nonfinite_conditions": "; ".join(nonfinite),
+    }
     return RunOutput(rows, summary)
 
 
@@ -184,8 +193,10 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         if distinct is None:  # X(0): rows equal only where the model embeds a repeated token alike
             distinct = torch.tensor([torch.unique(x[s], dim=0).shape[0] for s in range(x.shape[0])])
             cap, why = structural_rank(model, cfg.tokens)
-            note = (f"rank_max = distinct rows of X(0) (mean {float(distinct.double().mean()):.4g}), capped "
-                    f"at X(0) by {why}")
+            note = (
+                f"rank_max = distinct rows of X(0) (mean {float(distinct.double().mean()):.4g}), capped "
+                f"at X(0) by {why}"
+            )
             limit = distinct.clamp(max=cap)
         else:
             limit = distinct
@@ -193,14 +204,30 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         for k, v in got.items():
             per_layer.setdefault(k, []).append(v.numpy())
         for s in range(cfg.spectrum_samples):
-            rows.extend({"kind": "sv", "layer": t, "sample": s, "index": i, "sigma": float(v), "dtype": cfg.dtype,
-                         **info} for i, v in enumerate(sv[s].tolist()))
+            rows.extend(
+                {
+                    "kind": "sv",
+                    "layer": t,
+                    "sample": s,
+                    "index": i,
+                    "sigma": float(v),
+                    "dtype": cfg.dtype,
+                    **info,
+                }
+                for i, v in enumerate(sv[s].tolist())
+            )
         if t == 0:
             rows.extend(_initial_cosines(x, ids, model, cfg, info))
         on_layer(t)
     for t in range(len(per_layer["full_rank"])):
-        row: dict[str, Any] = {"kind": "geometry", "layer": t, "samples": cfg.samples, "dtype": cfg.dtype, **info,
-                               "rank_limit": note}
+        row: dict[str, Any] = {
+            "kind": "geometry",
+            "layer": t,
+            "samples": cfg.samples,
+            "dtype": cfg.dtype,
+            **info,
+            "rank_limit": note,
+        }
         row["finite"] = float(np.isfinite(per_layer["sigma_max"][t]).mean())
         for k in GEOMETRY_NAMES:
             row.update(sample_stats(k, per_layer[k][t]))
@@ -208,8 +235,9 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     return RunOutput(rows, {**info, "layers_run": len(per_layer["full_rank"]) - 1, "rank_limit": note})
 
 
-def _initial_cosines(x: Tensor, ids: Tensor, model: Any, cfg: GeometryConfig,
-                     info: dict[str, Any]) -> list[dict[str, Any]]:
+def _initial_cosines(
+    x: Tensor, ids: Tensor, model: Any, cfg: GeometryConfig, info: dict[str, Any]
+) -> list[dict[str, Any]]:
     """``phi0`` rows of every sample (with its most negative token pair, decoded) and ``cos_hist`` rows."""
     from rankcollapse.metrics import pairwise_cosines
 
@@ -228,13 +256,34 @@ def _initial_cosines(x: Tensor, ids: Tensor, model: Any, cfg: GeometryConfig,
             words = tok.convert_ids_to_tokens([int(ids[s, i]), int(ids[s, j])])
             pair = f"{words[0]} / {words[1]}"
         pairs = cos[s][off].numpy()
-        rows.append({"kind": "phi0", "layer": 0, "sample": s, "phi0": float(pairs.min()), "pair": pair,
-                     "pair_positions": f"{i},{j}", "negative_share": float((pairs < 0).mean()),
-                     "mean_cos": float(pairs.mean()), "tokenizer": str(model.info.get("tokenizer", "")), **info})
+        rows.append(
+            {
+                "kind": "phi0",
+                "layer": 0,
+                "sample": s,
+                "phi0": float(pairs.min()),
+                "pair": pair,
+                "pair_positions": f"{i},{j}",
+                "negative_share": float((pairs < 0).mean()),
+                "mean_cos": float(pairs.mean()),
+                "tokenizer": str(model.info.get("tokenizer", "")),
+                **info,
+            }
+        )
         if s < cfg.cosine_samples:
             counts, _ = np.histogram(pairs, bins=edges)
-            rows.extend({"kind": "cos_hist", "layer": 0, "sample": s, "bin_lo": float(lo), "bin_hi": float(hi),
-                         "count": int(k), **info} for lo, hi, k in zip(edges[:-1], edges[1:], counts, strict=True))
+            rows.extend(
+                {
+                    "kind": "cos_hist",
+                    "layer": 0,
+                    "sample": s,
+                    "bin_lo": float(lo),
+                    "bin_hi": float(hi),
+                    "count": int(k),
+                    **info,
+                }
+                for lo, hi, k in zip(edges[:-1], edges[1:], counts, strict=True)
+            )
     return rows
 
 
@@ -256,16 +305,35 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
     zero = np.isnan(arrays["mu_rel"]) & np.isfinite(arrays["mu"])
-    info = {"model_label": f"Gaussian SAN (N = {config.n}, d = {config.d}, ours)", "model_name": "simulator",
-            "model_kind": "simulated", "pretrained": False, "stand_in_for": "", "d_model": config.d}
+    info = {
+        "model_label": f"Gaussian SAN (N = {config.n}, d = {config.d}, ours)",
+        "model_name": "simulator",
+        "model_kind": "simulated",
+        "pretrained": False,
+        "stand_in_for": "",
+        "d_model": config.d,
+    }
     theory = result.theory
-    bound = (theory.bound(list(range(len(result.rows)))).tolist()
-             if theory is not None and theory.applicable and theory.log_rate is not None else None)
+    bound = (
+        theory.bound(list(range(len(result.rows)))).tolist()
+        if theory is not None and theory.applicable and theory.log_rate is not None
+        else None
+    )
     rows = []
     for row in curve_rows(arrays, config.dtype, zero):
         extra = {"bound": bound[row["layer"]]} if bound is not None else {}
-        rows.append({"kind": "curve", "variant": config.preset, "mask": str(params.get("mask", "complete")),
-                     "d_qk": float(config.d_qk), **info, **row, **extra})
+        rows.append(
+            {
+                "kind": "curve",
+                "variant": config.preset,
+                "mask": str(params.get("mask", "complete")),
+                "d_qk": float(config.d_qk),
+                "dtype": config.dtype,
+                **info,
+                **row,
+                **extra,
+            }
+        )
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
     return RunOutput(rows, summary)
@@ -319,8 +387,13 @@ def analyze(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 #: Measured cost of one layer for one 128-token sample of a BERT-base-sized model (d = 768, 12
 #: heads) on this project's 2-core reference machine, one thread, float32, in seconds, including
 #: the per-sample measures; float64 costs FLOAT64_FACTOR times as much. Used only for estimates.
-LAYER_SAMPLE_S: dict[str, float] = {"attn": 0.0095, "attn+skip": 0.0095, "attn+ln": 0.0095,
-                                    "attn+skip+ln": 0.0095, "full": 0.0235}
+LAYER_SAMPLE_S: dict[str, float] = {
+    "attn": 0.0095,
+    "attn+skip": 0.0095,
+    "attn+ln": 0.0095,
+    "attn+skip+ln": 0.0095,
+    "full": 0.0235,
+}
 GEOMETRY_EXTRA_S = 0.005  # one SVD and the pairwise cosines of a 128 x 768 sample
 FLOAT64_FACTOR = 2.0
 LOAD_S = 3.0  # loading (or drawing) one 12-layer model
@@ -366,8 +439,12 @@ def model_geometry_cost(params: dict[str, Any]) -> float:
 
 def simulate_cost(params: dict[str, Any]) -> float:
     """Estimated seconds of one simulator run: ``SIM_UNIT_S x layers x batch x n^2 d`` (float32 half)."""
-    size = (float(params.get("layers") or 128) * float(params.get("batch", 8)) * float(params.get("n", 32)) ** 2
-            * float(params.get("d", 16)))
+    size = (
+        float(params.get("layers") or 128)
+        * float(params.get("batch", 8))
+        * float(params.get("n", 32)) ** 2
+        * float(params.get("d", 16))
+    )
     half = 0.5 if dtype_name(str(params.get("dtype", "float64"))) == "float32" else 1.0
     return SIM_UNIT_S * size * half + 0.05
 

@@ -34,12 +34,15 @@ class Thresholds:
             if name not in self.values:
                 raise RankCollapseError(f"{self.story}.yaml: range for {name!r}, which verdict: does not set")
             if not (isinstance(span, list | tuple) and len(span) == 2):
-                raise RankCollapseError(f"{self.story}.yaml: range of {name!r} must be [lo, hi], got {span!r}")
+                raise RankCollapseError(
+                    f"{self.story}.yaml: range of {name!r} must be [lo, hi], got {span!r}"
+                )
             lo, hi = float(span[0]), float(span[1])
             value = float(self.values[name])
             if not (lo <= value <= hi):
                 raise RankCollapseError(
-                    f"{self.story}.yaml: {name} = {value:g} lies outside its range [{lo:g}, {hi:g}]")
+                    f"{self.story}.yaml: {name} = {value:g} lies outside its range [{lo:g}, {hi:g}]"
+                )
             ranges[name] = (lo, hi)
         for name, value in self.values.items():
             if isinstance(value, int | float) and not math.isfinite(float(value)):
@@ -47,14 +50,17 @@ class Thresholds:
         object.__setattr__(self, "ranges", ranges)
 
     @classmethod
-    def of(cls, story: str, verdict: Mapping[str, Any], ranges: Mapping[str, Any] | None = None) -> Thresholds:
+    def of(
+        cls, story: str, verdict: Mapping[str, Any], ranges: Mapping[str, Any] | None = None
+    ) -> Thresholds:
         return cls(story, dict(verdict), dict(ranges or {}))
 
     def _get(self, name: str) -> Any:
         if name not in self.values:
             raise RankCollapseError(
                 f"{self.story}.yaml: threshold {name!r} is missing from its verdict: section "
-                "(thresholds have no defaults in code)")
+                "(thresholds have no defaults in code)"
+            )
         self.used.add(name)
         return self.values[name]
 

@@ -1,4 +1,4 @@
-"""The paper's results, one story each: ``<name>.py`` (statements, arms, claim rules, figures) + ``<name>.yaml``.
+"""The paper's results, one story each: ``<name>.py`` (statements, arms, rules, figures) + ``<name>.yaml``.
 
 Every module here that defines ``STORY = Story(...)`` (see ``rankcollapse.experiments.engine.story``)
 is found by :func:`all_stories`; its YAML beside it holds the settings of each arm. Adding a paper
@@ -19,7 +19,17 @@ from rankcollapse.experiments.kit.tasks import GENERIC_TASKS
 
 #: The report's order: the paper's order (§4.1 Theorem 1, §4.2 Theorem 2, §4.3.1 Figs. 1 and 5,
 #: §4.3.2 Theorem 3, §5 Figs. 2-4, App. G Figs. 6-9 inside their §5 twins, then 8, 9).
-ORDER: tuple[str, ...] = ("theorem1", "theorem2", "fig1_fig5", "theorem3", "fig2", "fig3", "fig4", "fig8", "fig9")
+ORDER: tuple[str, ...] = (
+    "theorem1",
+    "theorem2",
+    "fig1_fig5",
+    "theorem3",
+    "fig2",
+    "fig3",
+    "fig4",
+    "fig8",
+    "fig9",
+)
 
 
 @functools.cache
@@ -39,7 +49,9 @@ def task_registry() -> dict[str, Task]:
 
 
 def load_experiments(
-    profile: str = "full", only: list[str] | None = None, folder: str | Path | None = None,
+    profile: str = "full",
+    only: list[str] | None = None,
+    folder: str | Path | None = None,
     stories: dict[str, Found] | None = None,
 ) -> list[Experiment]:
     """The experiments of ``profile`` (one per arm of each story) in report order; ``only`` filters by

@@ -35,47 +35,85 @@ from rankcollapse.experiments.kit.thresholds import Thresholds
 
 FIG2, FIG6 = "paper §5, Fig. 2", "paper App. G.1, Fig. 6"
 STATEMENTS = (
-    Statement("san_collapse", "In SANs mu(X(t)) converges to 0 exponentially under every mask", FIG2,
-              "every SAN curve (each mask, each dtype) 'collapsing' (per-layer log rate below -rate_tol for "
-              "sure) or 'at floor' -> reproduced; any 'not collapsing' -> not reproduced"),
-    Statement("local_slower", "More local masks slow the collapse (complete/causal fastest, sliding windows "
-              "slowest)", FIG2,
-              "for every pair of masks with different graph radius (complete 1, causal 1, window:w=1 64, "
-              "causal-window:w=1 127 at N = 128): SAN log rate of the more local mask higher for sure -> "
-              "reproduced; lower for sure -> not reproduced"),
-    Statement("ln_stops", "Random init: adding LayerNorm stops mu from converging to 0; it stays at a stable "
-              "level well above 0", FIG2,
-              "per mask and dtype: SAN + LayerNorm 'kept' over the last half of the layers (flat within "
-              "±rate_tol; mu_rel also >= keep_min, off the floor) while the SAN collapses -> reproduced; LN "
-              "curve falling, low or at the floor, or SAN not collapsing either -> not reproduced"),
-    Statement("ln_stops_deep", "Random init, 128 layers: with LayerNorm mu shows no decreasing trend even after "
-              "128 layers", FIG6, "as ln_stops, on the 128-layer model"),
-    Statement("ln_skip_stable", "Pretrained: LayerNorm together with the skip connection prevents collapse and "
-              "stabilises mu", FIG2,
-              "per mask and dtype: SAN + skip + LayerNorm 'not collapsing' over all layers and 'kept' over the "
-              "last half -> reproduced; collapsing, falling, growing or at the floor -> not reproduced"),
-    Statement("skip_unstable", "Skip connections alone make mu unstable, more so in deeper layers",
-              f"{FIG2}; deeper: {FIG6}",
-              "per mask and dtype, at the deepest depth run (128 layers for the random init, with I(t=12) "
-              "beside it): SAN + skip 'unstable' (I(L) >= unstable_min, or non-finite) and I growing from the "
-              "middle layer to the last for sure -> reproduced; 'stable' (I(L) < unstable_min / 2) -> not"),
-    Statement("full_stable", "The full transformer keeps mu stable", f"{FIG2}; {FIG6}",
-              "per mask and dtype: full transformer 'stable' (I(L) < unstable_min / 2) and, for mu_rel, never "
-              "at the floor -> reproduced; unstable or at the floor -> not reproduced"),
+    Statement(
+        "san_collapse",
+        "In SANs mu(X(t)) converges to 0 exponentially under every mask",
+        FIG2,
+        "every SAN curve (each mask, each dtype) 'collapsing' (per-layer log rate below -rate_tol for "
+        "sure) or 'at floor' -> reproduced; any 'not collapsing' -> not reproduced",
+    ),
+    Statement(
+        "local_slower",
+        "More local masks slow the collapse (complete/causal fastest, sliding windows slowest)",
+        FIG2,
+        "for every pair of masks with different graph radius (complete 1, causal 1, window:w=1 64, "
+        "causal-window:w=1 127 at N = 128): SAN log rate of the more local mask higher for sure -> "
+        "reproduced; lower for sure -> not reproduced",
+    ),
+    Statement(
+        "ln_stops",
+        "Random init: adding LayerNorm stops mu from converging to 0; it stays at a stable "
+        "level well above 0",
+        FIG2,
+        "per mask and dtype: SAN + LayerNorm 'kept' over the last half of the layers (flat within "
+        "±rate_tol; mu_rel also >= keep_min, off the floor) while the SAN collapses -> reproduced; LN "
+        "curve falling, low or at the floor, or SAN not collapsing either -> not reproduced",
+    ),
+    Statement(
+        "ln_stops_deep",
+        "Random init, 128 layers: with LayerNorm mu shows no decreasing trend even after 128 layers",
+        FIG6,
+        "as ln_stops, on the 128-layer model",
+    ),
+    Statement(
+        "ln_skip_stable",
+        "Pretrained: LayerNorm together with the skip connection prevents collapse and stabilises mu",
+        FIG2,
+        "per mask and dtype: SAN + skip + LayerNorm 'not collapsing' over all layers and 'kept' over the "
+        "last half -> reproduced; collapsing, falling, growing or at the floor -> not reproduced",
+    ),
+    Statement(
+        "skip_unstable",
+        "Skip connections alone make mu unstable, more so in deeper layers",
+        f"{FIG2}; deeper: {FIG6}",
+        "per mask and dtype, at the deepest depth run (128 layers for the random init, with I(t=12) "
+        "beside it): SAN + skip 'unstable' (I(L) >= unstable_min, or non-finite) and I growing from the "
+        "middle layer to the last for sure -> reproduced; 'stable' (I(L) < unstable_min / 2) -> not",
+    ),
+    Statement(
+        "full_stable",
+        "The full transformer keeps mu stable",
+        f"{FIG2}; {FIG6}",
+        "per mask and dtype: full transformer 'stable' (I(L) < unstable_min / 2) and, for mu_rel, never "
+        "at the floor -> reproduced; unstable or at the floor -> not reproduced",
+    ),
 )
-ARMS = (Arm("paper", MODEL_CURVES), Arm("deep", MODEL_CURVES),
-        Arm("gaussian_san", SIMULATE_CURVES, extension=True), Arm("bundled_models", MODEL_CURVES, extension=True))
+ARMS = (
+    Arm("paper", MODEL_CURVES),
+    Arm("deep", MODEL_CURVES),
+    Arm("gaussian_san", SIMULATE_CURVES, extension=True),
+    Arm("bundled_models", MODEL_CURVES, extension=True),
+)
 #: Which statements each arm judges (random init / pretrained models of the arm).
 JUDGED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "paper": (("san_collapse", "local_slower", "ln_stops", "skip_unstable", "full_stable"),
-              ("san_collapse", "local_slower", "ln_skip_stable", "skip_unstable", "full_stable")),
+    "paper": (
+        ("san_collapse", "local_slower", "ln_stops", "skip_unstable", "full_stable"),
+        ("san_collapse", "local_slower", "ln_skip_stable", "skip_unstable", "full_stable"),
+    ),
     "deep": (("ln_stops_deep", "skip_unstable", "full_stable"), ()),
     "gaussian_san": (("san_collapse", "local_slower", "ln_stops"), ()),
     "bundled_models": ((), ("san_collapse", "full_stable")),
 }
 #: The variant each statement reads (the LayerNorm one: the model's own LN, or the theory's).
-VARIANT = {"san_collapse": "attn", "local_slower": "attn", "ln_stops": "ln", "ln_stops_deep": "ln",
-           "ln_skip_stable": "attn+skip+ln", "skip_unstable": "attn+skip", "full_stable": "full"}
+VARIANT = {
+    "san_collapse": "attn",
+    "local_slower": "attn",
+    "ln_stops": "ln",
+    "ln_stops_deep": "ln",
+    "ln_skip_stable": "attn+skip+ln",
+    "skip_unstable": "attn+skip",
+    "full_stable": "full",
+}
 PAPER_DTYPE = "float32"
 
 
@@ -86,7 +124,7 @@ class Group:
         self.data, self.label, self.pretrained, self.frame = data, label, pretrained, frame
         self.mu = curves_by(frame, "mu", ["variant", "mask"])
         self.rel = curves_by(frame, "mu_rel", ["variant", "mask"])
-        wanted = list((data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or []))
+        wanted = list(data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or [])
         present = list(dict.fromkeys(frame["mask"]))
         self.masks = [m for m in wanted if m in present] + [m for m in present if m not in wanted]
         self.dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
@@ -113,23 +151,33 @@ def _judge(key: str, g: Group, th: Thresholds, deeper: Group | None = None) -> t
         return None
     raw, rel = g.plotted(v), g.mechanism(v)
     if key == "san_collapse":
-        return judged(lambda t: rules.san_collapse(raw, t), th), judged(lambda t: rules.san_collapse(rel, t), th)
+        return judged(lambda t: rules.san_collapse(raw, t), th), judged(
+            lambda t: rules.san_collapse(rel, t), th
+        )
     if key == "local_slower":
         radius = {m: mask_radius(m, g.tokens) for m in g.masks}
         if len({r for r in radius.values() if r == r}) < 2:  # NaN: a model's own mask
             return None
 
-        return (judged(lambda t: rules.local_slower(raw, radius, t), th),
-                judged(lambda t: rules.local_slower(rel, radius, t), th))
+        return (
+            judged(lambda t: rules.local_slower(raw, radius, t), th),
+            judged(lambda t: rules.local_slower(rel, radius, t), th),
+        )
     if key in ("ln_stops", "ln_stops_deep"):
         san_raw, san_rel = g.plotted("attn"), g.mechanism("attn")
-        return (judged(lambda t: rules.ln_stops(san_raw, raw, t, None), th),
-                judged(lambda t: rules.ln_stops(san_rel, rel, t, t["keep_min"]), th))
+        return (
+            judged(lambda t: rules.ln_stops(san_raw, raw, t, None), th),
+            judged(lambda t: rules.ln_stops(san_rel, rel, t, t["keep_min"]), th),
+        )
     if key == "ln_skip_stable":
-        return (judged(lambda t: rules.kept_stable(raw, t, None), th),
-                judged(lambda t: rules.kept_stable(rel, t, t["keep_min"]), th))
+        return (
+            judged(lambda t: rules.kept_stable(raw, t, None), th),
+            judged(lambda t: rules.kept_stable(rel, t, t["keep_min"]), th),
+        )
     if key == "skip_unstable":
-        return judged(lambda t: rules.skip_unstable(raw, t), th), judged(lambda t: rules.skip_unstable(rel, t), th)
+        return judged(lambda t: rules.skip_unstable(raw, t), th), judged(
+            lambda t: rules.skip_unstable(rel, t), th
+        )
     return judged(lambda t: rules.full_stable(raw, t), th), judged(lambda t: rules.full_stable(rel, t), th)
 
 
@@ -154,15 +202,32 @@ def claims(sd: StoryData) -> list[Claim]:
                 got = _judge(key, g, th)
                 if got is None:
                     continue
-                qualifier = {"paper": "pretrained" if pretrained else "random",
-                             "deep": "random, 128 layers"}.get(arm, f"{arm}: {frame['model_name'].iloc[0]}")
+                qualifier = {
+                    "paper": "pretrained" if pretrained else "random",
+                    "deep": "random, 128 layers",
+                }.get(arm, f"{arm}: {frame['model_name'].iloc[0]}")
                 if arm == "gaussian_san":
                     qualifier = arm
-                norms = norm_rates(g.plotted(g.variant(key)), {k: c for k, c in g.mechanism(g.variant(key)).items()
-                                                              if k.endswith(PAPER_DTYPE)})
-                out.append(claim_row("fig2", _statement(key), data, th, got[0], got[1], qualifier=qualifier,
-                                     frame=frame, runs=runs_of(data, frame), figure=_figure_stem(arm, label),
-                                     sample_note=sample_note(runs_of(data, frame), frame), norm_words=norms))
+                norms = norm_rates(
+                    g.plotted(g.variant(key)),
+                    {k: c for k, c in g.mechanism(g.variant(key)).items() if k.endswith(PAPER_DTYPE)},
+                )
+                out.append(
+                    claim_row(
+                        "fig2",
+                        _statement(key),
+                        data,
+                        th,
+                        got[0],
+                        got[1],
+                        qualifier=qualifier,
+                        frame=frame,
+                        runs=runs_of(data, frame),
+                        figure=_figure_stem(arm, label),
+                        sample_note=sample_note(runs_of(data, frame), frame),
+                        norm_words=norms,
+                    )
+                )
     return out
 
 
@@ -180,25 +245,34 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             continue
         for label, _, frame in model_groups(rows_of(data, "curve")):
             g = Group(data, label, False, frame)
-            variants = [v for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
-                        if v in g.variants]
+            variants = [
+                v
+                for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
+                if v in g.variants
+            ]
             rows = variant_rows(g.mu, g.rel, variants, g.masks, VARIANT_WORDS, MASK_WORDS)
             if not rows:
                 continue
             depth = int(frame["layer"].max())
             note = sample_note(runs_of(data, frame), frame)
             what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting, 128 layers)"}.get(
-                arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})")
+                arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})"
+            )
             title = f"{what}: {label}, {depth} layers, N = {g.tokens}; mean ± std over samples"
             fig, notes = panel_figure(title, rows)
-            caption = (f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in "
-                       "float64, then mu_rel = mu / ||X||_F in float32 and float64 with both precision floors "
-                       "(grey: float32 dotted, float64 dash-dot; a curve on a floor has collapsed to rounding "
-                       f"noise). Log-log against t + 1. {note}.")
+            caption = (
+                f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in "
+                "float64, then mu_rel = mu / ||X||_F in float32 and float64 with both precision floors "
+                "(grey: float32 dotted, float64 dash-dot; a curve on a floor has collapsed to rounding "
+                f"noise). Log-log against t + 1. {note}."
+            )
             if notes:
                 caption += " Notes: " + " | ".join(notes) + "."
-            series = {f"{q} | {' | '.join(map(str, k))}": c for q, cs in (("mu", g.mu), ("mu_rel", g.rel))
-                      for k, c in cs.items()}
+            series = {
+                f"{q} | {' | '.join(map(str, k))}": c
+                for q, cs in (("mu", g.mu), ("mu_rel", g.rel))
+                for k, c in cs.items()
+            }
             table = curve_data(series)
             table.insert(0, "model", label)
             out.append(FigureSpec(_figure_stem(arm, label), fig, table, caption))

@@ -1,0 +1,439 @@
+"""Figs. 1 and 5 (paper §4.3.1, App. E, Lemma 11): the N = d = 2 counterexample to collapse with LayerNorm.
+
+Arm ``paper``: the paper's construction, causal mask, ``W_Q = W_K = 0``, ``W_V = [[1, w], [0, 1]]``:
+the closed forms of ``rankcollapse.equilibria.counterexample_paper`` (A, B, the four arcs and their
+limits, the red segment) checked against the iterated map, token 1's limit by the sign of X11(0), the
+no-LayerNorm collapse (drawn as X / ||X||_F: this W_V violates A3), and, ours, the basin of B while
+token 1 has not converged. Arm ``surrogate`` (ours): ``W_V = [[0.95, 1], [0, 1]]``, ``W_QK = I``.
+Every verdict is a check of computed numbers against a tolerance of the YAML (``kit.rules.every_run``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+SOURCE = "paper §4.3.1, App. E, Lemma 11, Figs. 1 and 5"
+OURS = "ours (surrogate of paper §4.3.1: W_V = [[0.95, 1], [0, 1]], W_QK = I)"
+FIG1, FIG5 = "fig1", "fig5"
+EXT1, EXT5 = "ext_fig1_surrogate", "ext_fig5_surrogate"
+
+
+def paper_counterexample_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """Params: w, per_arc, steps, token1, moving_grid, noln_steps, seed (recorded). Rows: one per arc (start,
+    end, closed-form limit, share of starts measured there). Summary: A, B, red segment, residuals of A and
+    B, token 1's limits from X11 = +-0.3, the no-LN token distance, the moving-token-1 measurement."""
+    import torch
+
+    from rankcollapse.equilibria.counterexample_paper import (
+        arc_limits_by_iteration,
+        moving_token1,
+        pair_inputs,
+        paper_counterexample,
+        run_pair,
+    )
+
+    w, steps = float(params["w"]), int(params["steps"])
+    cx = paper_counterexample(w)
+    measured = arc_limits_by_iteration(w, per_arc=int(params["per_arc"]), steps=steps)
+    rows = []
+    for k, (a, m) in enumerate(zip(cx.arcs, measured, strict=True)):
+        row = {
+            **a.to_dict(),
+            "limit_x": a.limit[0],
+            "limit_y": a.limit[1],
+            "arc": k + 1,
+            "share_at_limit": m["share_at_limit"],
+            "max_distance": m["max_distance"],
+        }
+        row.pop("limit")
+        rows.append(row)
+    north = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    pts = torch.tensor([cx.A, cx.B], dtype=torch.float64)
+    one = run_pair(torch.stack([torch.stack([north, north]), pts], dim=1), w, 1)  # [2 starts, 2 tokens, 2]
+    residual = (one[:, 1] - pts).abs().amax(-1)
+    limits = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
+    t1 = run_pair(pair_inputs([[0.3, 0.5], [-0.3, 0.5]], [0.0, 0.0]), w, steps)[:, 0]
+    t1_dist = float(torch.linalg.vector_norm(t1 - limits, dim=-1).max())
+    noln = run_pair(
+        pair_inputs(list(params.get("token1", [0.6, 0.8])), torch.linspace(0.3, 5.9, 8, dtype=torch.float64)),
+        w,
+        int(params["noln_steps"]),
+        layer_norm=False,
+    )
+    noln = noln / torch.linalg.vector_norm(noln, dim=(-2, -1), keepdim=True)
+    moving = moving_token1(
+        w, tuple(params.get("token1", [0.6, 0.8])), grid=int(params["moving_grid"]), steps=steps
+    )
+    on_layer(steps)
+    red = cx.red_segment
+    summary = {
+        "A_x": cx.A[0],
+        "A_y": cx.A[1],
+        "B_x": cx.B[0],
+        "B_y": cx.B[1],
+        "theta_a": cx.theta_a,
+        "theta_b": cx.theta_b,
+        "red_start": red[0],
+        "red_end": red[1],
+        "red_share": (red[1] - red[0]) / (2 * math.pi),
+        "A_residual": float(residual[0]),
+        "B_residual": float(residual[1]),
+        "token1_limit_pos_y": float(t1[0, 1]),
+        "token1_limit_neg_y": float(t1[1, 1]),
+        "token1_limit_distance": t1_dist,
+        "token1_distance_times_wt": t1_dist * w * steps,
+        "noln_token_distance": float(torch.linalg.vector_norm(noln[:, 0] - noln[:, 1], dim=-1).max()),
+        "moving_share_to_B": moving["share_to_B_measured"],
+        "moving_arcs": str(moving["arcs_to_B_measured"]),
+        "moving_token1_distance": moving["token1_distance_after_steps"],
+        "source": "paper (W_V = [[1, w], [0, 1]], W_Q = W_K = 0)",
+    }
+    return RunOutput(rows, summary)
+
+
+def counterexample(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """Our surrogate N = 2, d = 2 counterexample (``rankcollapse.equilibria.counterexample``).
+
+    Params: ``w_v`` (2x2, row convention), ``w_qk`` (2x2 or None = I), ``d_qk``, ``token0``, ``angles``
+    (token-1 starts, evenly spaced), ``steps``, ``rank_tol``, ``arc_grid``, ``arc_steps``, ``seed``
+    (recorded). Rows: one per start angle with token 1's limit, the final rank and |det| with LayerNorm,
+    the final mu_rel without it. Summary: the fixed points, point B and its basin arc.
+    """
+    import torch
+
+    from rankcollapse.equilibria.counterexample import (
+        basin_arc,
+        counterexample_2d,
+        fixed_points_on_circle,
+        simulate_pair,
+    )
+    from rankcollapse.equilibria.lnmap import attention_matrix, causal_mask
+
+    cx = counterexample_2d(params["w_v"], params.get("w_qk"), float(params.get("d_qk", 1.0)))
+    token0 = np.asarray(params.get("token0", [0.6, 0.8]), dtype=np.float64)
+    steps = int(params.get("steps", 4000))
+    tol = float(params.get("rank_tol", 1e-6))
+    theta = (np.arange(int(params["angles"])) + 0.5) * (2 * math.pi / int(params["angles"]))
+    with_ln = simulate_pair(token0, theta, cx, steps=steps, layer_norm=True)  # [b, 2, 2]
+    without = simulate_pair(token0, theta, cx, steps=steps, layer_norm=False)
+    on_layer(steps)
+    sv = np.linalg.svd(with_ln, compute_uv=False)  # [b, 2]
+    centred = without - without.mean(axis=1, keepdims=True)
+    mu_rel = np.linalg.norm(centred, axis=(1, 2)) / np.maximum(np.linalg.norm(without, axis=(1, 2)), 1e-300)
+    # weight of token 1 on token 0 in the last layer without LN: ~0 means token 1 no longer moves
+    attn = attention_matrix(torch.as_tensor(without), causal_mask(2), cx.torch_w_qk(), cx.d_qk)[:, 1, 0]
+    rows = [
+        {
+            "theta": float(th),
+            "ln_x": float(x[1, 0]),
+            "ln_y": float(x[1, 1]),
+            "ln_token0_x": float(x[0, 0]),
+            "ln_token0_y": float(x[0, 1]),
+            "ln_rank": int((s > tol * s[0]).sum()),
+            "ln_abs_det": float(abs(np.linalg.det(x))),
+            "noln_mu_rel": float(m),
+            "noln_attn_10": float(a),
+        }
+        for th, x, s, m, a in zip(theta, with_ln, sv, mu_rel, attn.tolist(), strict=True)
+    ]
+    fps = fixed_points_on_circle(cx)
+    summary: dict[str, Any] = {
+        "sink_x": float(cx.sink[0]),
+        "sink_y": float(cx.sink[1]),
+        "fixed_points": len(fps),
+        "stable_fixed_points": sum(p.stable for p in fps),
+    }
+    try:
+        arc = basin_arc(cx, grid=int(params.get("arc_grid", 4096)), steps=int(params.get("arc_steps", 4000)))
+        summary.update(
+            {
+                "B_x": arc.target_point[0],
+                "B_y": arc.target_point[1],
+                "arc_start": arc.start,
+                "arc_end": arc.end,
+                "arc_length": arc.length,
+            }
+        )
+    except RankCollapseError as err:  # no off-axis stable point: token 1 always collapses
+        summary.update({"arc_length": 0.0, "arc_error": str(err)})
+    return RunOutput(rows, summary)
+
+
+STATEMENTS = (
+    Statement(
+        "arcs",
+        "The four arcs cut by A, B, (0, +-1) are invariant, and each converges to one end, decided by "
+        "the sign of X21 + 1/w (Lemma 11; Fig. 5)",
+        SOURCE,
+        "every start (per_arc per arc, 1e-3 inside the ends) ends within limit_tol of its arc's closed-form "
+        "limit -> reproduced; any other -> not reproduced",
+    ),
+    Statement(
+        "fixed_points",
+        "A = (-1/w, +sqrt(1 - 1/w^2)) and B = (-1/w, -sqrt(1 - 1/w^2)) are the fixed points of token 2",
+        SOURCE,
+        "closed-form A and B map to themselves within residual_max -> reproduced",
+    ),
+    Statement(
+        "rank2",
+        "With LayerNorm, starts in the red segment (theta_A, 3pi/2) converge to [(0, 1); B], of "
+        "rank 2: no collapse for a set of positive measure (Fig. 1 right)",
+        SOURCE,
+        "the red segment's arcs converge to B (share 1) and it has positive length -> reproduced",
+    ),
+    Statement(
+        "token1",
+        "Token 1 converges to (0, 1) if X11(0) > 0 and to (0, -1) if X11(0) < 0",
+        SOURCE,
+        "X11(0) = +0.3 / -0.3 end within 2 / (w t) of (0, 1) / (0, -1) after t layers (X12/X11 grows by w "
+        "per "
+        "layer: algebraic convergence) -> reproduced",
+    ),
+    Statement(
+        "no_ln",
+        "Without LayerNorm both tokens collapse to the same point (Fig. 1 left; X / ||X||_F, since "
+        "this W_V violates A3)",
+        SOURCE,
+        "8 starts: token distance of X / ||X||_F below meet_tol at the end -> reproduced",
+    ),
+    Statement(
+        "token1_moving",
+        "Token 1 not yet converged: starts of token 2 still reach B from a set of positive "
+        "measure, smaller than the red segment",
+        "ours (measured; the paper assumes token 1 converged)",
+        "measured share of token-2 starts ending at B > 0 and below the red segment's share -> confirmed",
+    ),
+    Statement(
+        "surrogate_meet",
+        "Surrogate, N = 2, d = 2 without LayerNorm: both tokens converge to the same point",
+        OURS,
+        "every start ends with mu_rel <= meet_tol -> confirmed; starts that stalled (last attention weight "
+        "of token 1 on token 0 x depth < meet_tol) -> inconclusive; others -> refuted",
+    ),
+    Statement(
+        "surrogate_token0",
+        "Surrogate: token 0 (attending only to itself) converges to +-A, the dominant left "
+        "eigenvector of W_V",
+        OURS,
+        "every LN run ends with token 0 within limit_tol of +-A -> confirmed",
+    ),
+    Statement(
+        "surrogate_rank2",
+        "Surrogate: with LayerNorm, token 1 converges to a point B != +-A from an arc of "
+        "starts: the tokens keep full rank",
+        OURS,
+        "some starts end with numerical rank 2 and their token-1 limits agree (limit_tol) at a point B with "
+        "|<B, A>| < 1 - limit_tol -> confirmed; no start keeps rank 2 -> refuted",
+    ),
+)
+ARMS = (Arm("paper", Task(paper_counterexample_run)), Arm("surrogate", Task(counterexample), extension=True))
+
+
+def _paper_checks(data: Data, th: Thresholds) -> dict[str, list[tuple[str, bool | None, str]]]:
+    ok, table = data.ok, data.rows
+    tol, meet, res_max = th["limit_tol"], th["meet_tol"], th["residual_max"]
+    checks: dict[str, list[tuple[str, bool | None, str]]] = {
+        k: [] for k in ("arcs", "fixed_points", "rank2", "token1", "no_ln", "token1_moving")
+    }
+    for w, g in table.groupby("w", sort=False):
+        for r in g.itertuples():
+            checks["arcs"].append(
+                (
+                    f"w={w}, arc ({r.start:.4f}, {r.end:.4f})",
+                    bool(r.max_distance <= tol),
+                    f"-> {r.limit_name}: share {r.share_at_limit:.2f}, max distance {r.max_distance:.2g}",
+                )
+            )
+        red = g[g["red"].astype(bool)]
+        run = ok[ok["w"] == w].iloc[0]
+        checks["rank2"].append(
+            (
+                f"w={w}",
+                bool(not red.empty and (red["share_at_limit"] == 1.0).all()),
+                f"red segment ({run['summary.red_start']:.6f}, {run['summary.red_end']:.6f}), "
+                f"{run['summary.red_share']:.4f} of the circle",
+            )
+        )
+    for _, r in ok.iterrows():
+        res = max(float(r["summary.A_residual"]), float(r["summary.B_residual"]))
+        checks["fixed_points"].append(
+            (
+                f"w={r['w']}",
+                res <= res_max,
+                f"A = ({r['summary.A_x']:.6f}, {r['summary.A_y']:.6f}), B = ({r['summary.B_x']:.6f}"
+                f", {r['summary.B_y']:.6f}), residual {res:.2g}",
+            )
+        )
+        scaled = float(r["summary.token1_distance_times_wt"])
+        checks["token1"].append((f"w={r['w']}", scaled < 2, f"distance to (0, +-1) x w t = {scaled:.4g}"))
+        nd = float(r["summary.noln_token_distance"])
+        checks["no_ln"].append((f"w={r['w']}", nd < meet, f"largest token distance of X / ||X||_F {nd:.2g}"))
+        ms, rs = float(r["summary.moving_share_to_B"]), float(r["summary.red_share"])
+        checks["token1_moving"].append(
+            (
+                f"w={r['w']}",
+                0 < ms < rs,
+                f"{ms:.4f} of the circle reaches B (arcs {r['summary.moving_arcs']}) vs {rs:.4f} "
+                "with token 1 converged",
+            )
+        )
+    return checks
+
+
+def _surrogate_checks(data: Data, th: Thresholds) -> dict[str, list[tuple[str, bool | None, str]]]:
+    run = data.ok.iloc[0]
+    rows = data.table[data.table["run_id"] == run["run_id"]]
+    tol, meet = th["limit_tol"], th["meet_tol"]
+    depth = float(data.exp.base.get("steps", 1))
+    met = rows["noln_mu_rel"] <= meet
+    stalled = rows["noln_attn_10"] * depth < meet
+    meet_checks: list[tuple[str, bool | None, str]] = (
+        [
+            (
+                f"{int(met.sum())}/{len(rows)} starts meet",
+                True,
+                f"max final mu_rel {rows['noln_mu_rel'][met].max():.2g}",
+            )
+        ]
+        if met.any()
+        else []
+    )
+    apart = rows[~met]
+    if not apart.empty:
+        holds = None if bool(stalled[~met].all()) else False
+        meet_checks.append(
+            (
+                f"{len(apart)} starts apart (theta {apart['theta'].min():.2f}..{apart['theta'].max():.2f})",
+                holds,
+                f"mu_rel up to {apart['noln_mu_rel'].max():.2g}, attention of token 1 on token 0 <= "
+                f"{apart['noln_attn_10'].max():.2g}" + (" (stalled)" if holds is None else ""),
+            )
+        )
+    a = np.array([run["summary.sink_x"], run["summary.sink_y"]], dtype=float)
+    t0 = rows[["ln_token0_x", "ln_token0_y"]].to_numpy(dtype=float)
+    dist = float(np.minimum(np.linalg.norm(t0 - a, axis=1), np.linalg.norm(t0 + a, axis=1)).max())
+    full = rows[rows["ln_rank"] >= 2]
+    if full.empty:
+        rank2 = [("every start", False, f"0/{len(rows)} starts keep rank 2")]
+    else:
+        pts = full[["ln_x", "ln_y"]].to_numpy(dtype=float)
+        b = np.median(pts, axis=0)
+        spread = float(np.linalg.norm(pts - b, axis=1).max())
+        off = abs(float(b @ a))
+        arc = (
+            f"; basin arc of B ({run['summary.arc_start']:.3f}, {run['summary.arc_end']:.3f}) rad"
+            if "summary.arc_start" in run and not pd.isna(run["summary.arc_start"])
+            else ""
+        )
+        rank2 = [
+            (
+                f"{len(full)}/{len(rows)} starts keep rank 2",
+                spread < tol and off < 1 - tol,
+                f"token 1 ends at B = ({b[0]:.4f}, {b[1]:.4f}), |<B, A>| = {off:.4f}, spread "
+                f"{spread:.2g}{arc}",
+            )
+        ]
+    return {
+        "surrogate_meet": meet_checks,
+        "surrogate_token0": [
+            (f"A = ({a[0]:.4f}, {a[1]:.4f})", dist < tol, f"max distance of token 0 to +-A {dist:.2g}")
+        ],
+        "surrogate_rank2": rank2,
+    }
+
+
+def claims(sd: StoryData) -> list[Claim]:
+    th = Thresholds.of("fig1_fig5", sd.verdict, sd.ranges)
+    out: list[Claim] = []
+    for arm, checks_of, figure in (("paper", _paper_checks, FIG1), ("surrogate", _surrogate_checks, EXT1)):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        keys = list(checks_of(data, th))
+        for key in keys:
+            st = next(s for s in STATEMENTS if s.key == key)
+            j = judged(lambda t, key=key, data=data, fn=checks_of: rules.every_run(fn(data, t)[key]), th)
+            out.append(
+                claim_row(
+                    "fig1_fig5",
+                    st,
+                    data,
+                    th,
+                    j,
+                    runs=data.ok,
+                    figure=FIG5 if key == "arcs" else figure,
+                    names=("closed form against the iterated map", ""),
+                )
+            )
+    return out
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    out = []
+    data = sd.arm("paper")
+    if data is not None:
+        from rankcollapse.equilibria.plots_paper import plot_paper_figure1, plot_paper_figure5
+
+        w = float(data.ok.iloc[0]["w"])
+        arcs = data.rows.dropna(axis=1, how="all")
+        token1 = tuple(data.exp.base.get("token1", (0.6, 0.8)))
+        out += [
+            FigureSpec(
+                FIG1,
+                plot_paper_figure1(w, token1=token1),
+                arcs,
+                "Fig. 1, the paper's construction (w of the first run): left, without LayerNorm, X(t) / "
+                "||X(t)||_F (W_V violates A3): both tokens meet; right, with LayerNorm, the red segment "
+                "converging to B. CSV: the four arcs with their measured limits.",
+            ),
+            FigureSpec(
+                FIG5,
+                plot_paper_figure5(w),
+                arcs,
+                "Fig. 5, the paper's construction: the four invariant arcs coloured by limit, and the ratio "
+                "map g(y).",
+            ),
+        ]
+    data = sd.arm("surrogate")
+    if data is not None:
+        from rankcollapse.equilibria.counterexample import angle_map, counterexample_2d
+        from rankcollapse.equilibria.plots import plot_figure1, plot_figure5
+
+        p = data.exp.base
+        cx = counterexample_2d(p["w_v"], p.get("w_qk"), float(p.get("d_qk", 1.0)))
+        rows = data.table[data.table["run_id"] == data.ok.iloc[0]["run_id"]].dropna(axis=1, how="all")
+        theta = np.linspace(0, 2 * math.pi, 721)
+        f5 = pd.DataFrame({"theta": theta, "f_theta": np.mod(angle_map(theta, cx), 2 * math.pi)})
+        out += [
+            FigureSpec(
+                EXT1,
+                plot_figure1(cx, token0=tuple(p.get("token0", (0.6, 0.8)))),
+                rows,
+                "Ours, Fig. 1 reading (surrogate W_V = [[0.95, 1], [0, 1]], W_QK = I): N = 2, d = 2, causal "
+                "mask. Left: without LayerNorm, trajectories of both tokens. Right: with LayerNorm, token 1 "
+                "converges to B from the red arc (token 0 at A) and to A otherwise.",
+            ),
+            FigureSpec(
+                EXT5,
+                plot_figure5(cx),
+                f5,
+                "Ours, Fig. 5 reading (surrogate): the angle map f of token 1 (token 0 at A) with its fixed "
+                "points (filled = stable) and theta(t) for several starts.",
+            ),
+        ]
+    return out
+
+
+STORY = Story(name="fig1_fig5", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)

@@ -1,0 +1,177 @@
+"""Figs. 3 and 7 (paper §5, App. G.2): d_QK, the number under the square root of the logits, in SANs.
+
+Arms: ``paper`` (the SAN of BERT, pretrained (Fig. 3; ``paper:bert-base-uncased``, the checkpoint when
+cached, else its stand-in) and at initialisation (Fig. 7); ``d_qk`` in {1/64, 1, 64}, BERT's own being
+64; the four masks) and ours, ``gaussian_san`` (the simulator's Gaussian SAN, the same d_qk). Each
+statement is judged per model on raw μ as the paper plots it and on μ_rel with the floor, float32 and
+float64. A mask whose SAN does not collapse at the model's own d_qk is left out, with the reason: its
+curves are not a collapse-rate experiment.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.curves import Curve
+from rankcollapse.experiments.kit.data import (
+    MASK_WORDS,
+    curves_by,
+    model_groups,
+    rows_of,
+    runs_of,
+    sample_note,
+)
+from rankcollapse.experiments.kit.plots import curve_data, panel_figure, slug
+from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+FIG3, FIG7 = "paper §5, Fig. 3", "paper App. G.2, Fig. 7"
+STATEMENTS = (
+    Statement(
+        "slows",
+        "A smaller d_QK slows the (initial) rate of rank collapse",
+        f"{FIG3}; {FIG7}",
+        "per mask and dtype: mean per-layer log rate over the first k = initial_layers layers at the "
+        "smallest d_QK minus at the largest > 0 for sure (2 standard errors) -> reproduced; < 0 for sure "
+        "-> not reproduced; a mask whose SAN does not collapse at the model's own d_QK is left out",
+    ),
+    Statement(
+        "global",
+        "The d_QK effect is larger with global attention than with sparse masks",
+        f"{FIG3}; {FIG7}",
+        "per dtype, for every (global, sparse) pair of masks (global_masks, sparse_masks): initial-rate "
+        "effect of d_QK larger under the global mask for sure -> reproduced; smaller for sure -> not",
+    ),
+    Statement(
+        "shallow",
+        "The d_QK effect is larger in shallow than in deep layers",
+        f"{FIG3}; {FIG7}",
+        "per mask and dtype: d_QK effect on the rate over the first k layers minus over the last k "
+        "layers > 0 for sure -> reproduced; < 0 for sure -> not reproduced",
+    ),
+)
+ARMS = (Arm("paper", MODEL_CURVES), Arm("gaussian_san", SIMULATE_CURVES, extension=True))
+PAPER_DTYPE = "float32"
+
+
+def dqk_words(d: float) -> str:
+    frac = Fraction(d).limit_denominator(4096)
+    text = str(frac) if frac.denominator > 1 else f"{int(frac)}"
+    return f"d_QK = {text}"
+
+
+def per_mask(curves: dict[tuple, Curve], masks: list[str], dtype: str) -> dict[str, dict[float, Curve]]:
+    """``{mask: {d_qk: Curve}}`` of the SAN in one dtype (masks with at least two d_qk values)."""
+    out: dict[str, dict[float, Curve]] = {}
+    for (variant, mask, d, dt), c in curves.items():
+        if variant == "attn" and dt == dtype and mask in masks:
+            out.setdefault(mask, {})[float(d)] = c
+    return {m: out[m] for m in masks if m in out and len(out[m]) >= 2}
+
+
+def _masks(frame, base_masks: list[str]) -> list[str]:
+    present = list(dict.fromkeys(frame["mask"]))
+    return [m for m in base_masks if m in present] + [m for m in present if m not in base_masks]
+
+
+def claims(sd: StoryData) -> list[Claim]:
+    th = Thresholds.of("fig3", sd.verdict, sd.ranges)
+    out: list[Claim] = []
+    for arm in ("paper", "gaussian_san"):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for label, pretrained, frame in model_groups(rows_of(data, "curve")):
+            keys = ["variant", "mask", "d_qk"]
+            mu, rel = curves_by(frame, "mu", keys), curves_by(frame, "mu_rel", keys)
+            masks = _masks(frame, list(data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or []))
+            dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
+            plotted_dt = PAPER_DTYPE if PAPER_DTYPE in dtypes else dtypes[0]
+            for st in STATEMENTS:
+                plotted_curves = per_mask(mu, masks, plotted_dt)
+                mech_curves = {dt: per_mask(rel, masks, dt) for dt in dtypes}
+                plotted = judged(lambda t, k=st.key, c=plotted_curves: rules.dqk(k, c, t), th)
+                mech = judged(
+                    lambda t, k=st.key, m=mech_curves: rules.per_group(
+                        {dt: (lambda tt, c=c: rules.dqk(k, c, tt)) for dt, c in m.items()}, t
+                    ),
+                    th,
+                )
+                qualifier = ("pretrained" if pretrained else "random") if arm == "paper" else arm
+                stem = ("fig3" if pretrained else "fig7") if arm == "paper" else "ext_fig3"
+                out.append(
+                    claim_row(
+                        "fig3",
+                        st,
+                        data,
+                        th,
+                        plotted,
+                        mech,
+                        qualifier=qualifier,
+                        frame=frame,
+                        runs=runs_of(data, frame),
+                        figure=f"{stem}_{slug(label)}",
+                        sample_note=sample_note(runs_of(data, frame), frame),
+                    )
+                )
+    return out
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    out = []
+    for arm in ("paper", "gaussian_san"):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for label, pretrained, frame in model_groups(rows_of(data, "curve")):
+            keys = ["variant", "mask", "d_qk"]
+            mu, rel = curves_by(frame, "mu", keys), curves_by(frame, "mu_rel", keys)
+            masks = _masks(frame, list(data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or []))
+            rows = []
+            for curves, dt, ylabel, floors in (
+                (mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
+                (mu, "float64", "raw mu(X(t)), float64", False),
+                (rel, "float32", "mu_rel, float32", True),
+                (rel, "float64", "mu_rel, float64", True),
+            ):
+                panels = []
+                for m in masks:
+                    series = sorted(
+                        ((d, c) for (v, mm, d, t), c in curves.items() if mm == m and t == dt),
+                        key=lambda p: p[0],
+                    )
+                    if series:
+                        panels.append((MASK_WORDS.get(m, m), [(dqk_words(d), c) for d, c in series]))
+                if panels:
+                    rows.append((ylabel, floors, panels))
+            if not rows:
+                continue
+            if arm == "paper":
+                which = "Fig. 3 (pretrained SAN)" if pretrained else "Fig. 7 (SAN at initialisation)"
+                stem = f"{'fig3' if pretrained else 'fig7'}_{slug(label)}"
+            else:
+                which, stem = "Ours, Fig. 3 reading (Gaussian SAN)", f"ext_fig3_{slug(label)}"
+            fig, notes = panel_figure(f"{which}: {label}, attention only, d_QK varied; mean ± std", rows)
+            caption = (
+                f"{which} — {label}: the SAN (attention layers only) with logits q k^T / sqrt(d_QK), d_QK in "
+                "1/64, 1, 64 (BERT's own: 64). Raw mu as the paper plots it, and mu_rel with the float32 "
+                f"and float64 floors. {sample_note(runs_of(data, frame), frame)}."
+            )
+            if notes:
+                caption += " Notes: " + " | ".join(notes) + "."
+            series_map = {
+                f"{q} | {' | '.join(map(str, k))}": c
+                for q, cs in (("mu", mu), ("mu_rel", rel))
+                for k, c in cs.items()
+            }
+            table = curve_data(series_map)
+            table.insert(0, "model", label)
+            out.append(FigureSpec(stem, fig, table, caption))
+    return out
+
+
+STORY = Story(name="fig3", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)

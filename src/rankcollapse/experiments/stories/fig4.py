@@ -1,0 +1,215 @@
+"""Fig. 4 (paper §5): token geometry of pretrained BERT, GPT-2, T5 and ALBERT, layer by layer.
+
+Arms: ``paper`` (``paper:<checkpoint>``: the checkpoint when it is in the local Hugging Face cache,
+else a pretrained stand-in, named; a checkpoint whose only offline stand-in is its random init is
+``untested``), float32 (the paper's) and float64; and ours, ``bundled_models`` (MiniLM and SmolLM2 on
+Shakespeare, N = 64). Each model's own blocks at its own depth. Statements: full rank at every layer
+(against the structural maximum of the layer that produced X), sigma_min well above 0 (relative to
+sigma_max, against the rank tolerance of the dtype), mean |cos| grows into a narrow region.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import Model, claim_row, judged
+from rankcollapse.experiments.kit.data import model_groups, pooled_layer, rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.plots import MARKERS, pyplot
+from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+SOURCE = "paper §5, Fig. 4"
+STATEMENTS = (
+    Statement(
+        "full_rank",
+        "The token matrix keeps full rank at every layer",
+        SOURCE,
+        "share of samples whose numerical rank (torch.linalg.matrix_rank's tolerance, max(N, d) eps "
+        "sigma_max) reaches rank_max, the largest rank the input allows (distinct rows of X(0); at t = 0 "
+        "also an embedding's width), >= full_rank_min at every layer -> reproduced, else not; as plotted "
+        "in float32, mechanism in float64",
+    ),
+    Statement(
+        "sigma_min",
+        "The smallest singular value stays well above 0",
+        SOURCE,
+        "mean sigma_min / sigma_max (sigma_min = the rank_max-th singular value) >= ratio_margin x the "
+        "rank tolerance of the dtype at every layer -> reproduced, else not; as plotted in float32 (the "
+        "paper's dtype; absolute sigma_min shown), mechanism in float64",
+    ),
+    Statement(
+        "cos_grows",
+        "The mean |cos| of token pairs grows with depth: tokens concentrate in a narrow region",
+        SOURCE,
+        "mean |cos| at the last layer minus at the first > 2 standard errors and the last >= aniso_factor x "
+        "sqrt(2 / (pi d)) (independent isotropic tokens) -> reproduced; falls for sure -> not reproduced",
+    ),
+)
+ARMS = (Arm("paper", MODEL_GEOMETRY), Arm("bundled_models", MODEL_GEOMETRY, extension=True))
+
+
+def _by_dtype(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {dt: frame[frame["dtype"] == dt] for dt in ("float32", "float64") if (frame["dtype"] == dt).any()}
+
+
+def claims(sd: StoryData) -> list[Claim]:
+    th = Thresholds.of("fig4", sd.verdict, sd.ranges)
+    out: list[Claim] = []
+    for arm in ("paper", "bundled_models"):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for label, _, frame in model_groups(rows_of(data, "geometry")):
+            per = _by_dtype(frame)
+            plotted_dt = "float32" if "float32" in per else next(iter(per))
+            mech_dt = "float64" if "float64" in per else None
+            tag = str(frame["model"].iloc[0]) if "model" in frame else label
+            qualifier = tag if arm == "paper" else f"{arm}: {tag}"
+            runs, note = runs_of(data, frame), sample_note(runs_of(data, frame), per[plotted_dt])
+            limit = str(per[plotted_dt]["rank_limit"].iloc[0]) if "rank_limit" in frame else ""
+
+            def rank(g: pd.DataFrame, t: Thresholds, limit: str = limit) -> rules.Judgement:
+                share, _, n = pooled_layer(g, "full_rank")
+                return rules.full_rank(share, n, t, limit)
+
+            def ratio(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
+                r, _, n = pooled_layer(g, "sigma_ratio")
+                tol, _, _ = pooled_layer(g, "rank_tol_rel")
+                smin, _, _ = pooled_layer(g, "sigma_min")
+                j = rules.sigma_ratio(r, tol, n, t)
+                return rules.Judgement(
+                    j.verdict,
+                    f"{j.evidence}; absolute sigma_min {np.nanmin(smin):.3g} at its "
+                    f"lowest (as the paper plots it)",
+                    j.cause,
+                    j.cause_kind,
+                    j.n,
+                    j.margins,
+                )
+
+            def cos(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
+                mean, std, n = pooled_layer(g, "mean_abs_cos")
+                return rules.cos_grows(mean, std, n, int(g["d_model"].iloc[0]), t)
+
+            for st, fn, two in (
+                (STATEMENTS[0], rank, True),
+                (STATEMENTS[1], ratio, True),
+                (STATEMENTS[2], cos, False),
+            ):
+                g_plot, g_mech = per[plotted_dt], per[mech_dt] if mech_dt else None
+                plotted = judged(lambda t, fn=fn, g=g_plot: fn(g, t), th)
+                mech = judged(lambda t, fn=fn, g=g_mech: fn(g, t), th) if two and g_mech is not None else None
+                out.append(
+                    claim_row(
+                        "fig4",
+                        st,
+                        data,
+                        th,
+                        plotted,
+                        mech,
+                        qualifier=qualifier,
+                        frame=frame,
+                        runs=runs,
+                        figure="fig4" if arm == "paper" else "ext_fig4",
+                        sample_note=note,
+                        names=(f"{plotted_dt} (the paper's dtype)", "float64"),
+                    )
+                )
+    return out
+
+
+PANELS = (
+    ("full_rank", "share of samples with full rank", False),
+    ("sigma_ratio", "sigma_min / sigma_max (rank tolerance dotted)", True),
+    ("sigma_min", "sigma_min (absolute, as the paper plots it)", True),
+    ("mean_abs_cos", "mean |cos| of token pairs", False),
+)
+
+
+def _figure(sd: StoryData, arm: str, stem: str, what: str) -> FigureSpec | None:
+    data = sd.arm(arm)
+    if data is None:
+        return None
+    groups = [g for g in model_groups(rows_of(data, "geometry")) if not Model.of(g[2]).untested]
+    if not groups:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(3.7 * len(PANELS), 3.3))
+    tables = []
+    for i, (label, _, frame) in enumerate(groups):
+        for dt, g in _by_dtype(frame).items():
+            for ax, (col, title, logy) in zip(axes, PANELS, strict=True):
+                mean, std, n = pooled_layer(g, col)
+                depth = len(mean) - 1
+                x = np.arange(len(mean)) / max(depth, 1)
+                ls = "-" if dt == "float32" else "--"
+                (line,) = ax.plot(
+                    x,
+                    mean,
+                    ls=ls,
+                    marker=MARKERS[i % len(MARKERS)],
+                    ms=3,
+                    color=f"C{i}",
+                    label=f"{label}, {depth} layers ({dt})",
+                )
+                if dt == "float32":
+                    low = np.maximum(mean - std, mean * 1e-3) if logy else mean - std
+                    ax.fill_between(x, low, mean + std, color=line.get_color(), alpha=0.12, lw=0)
+                if col == "sigma_ratio":
+                    tol, _, _ = pooled_layer(g, "rank_tol_rel")
+                    ax.plot(x, tol, ":", color="0.4", lw=0.8)
+                if logy:
+                    ax.set_yscale("log")
+                ax.set_title(title, fontsize=9)
+                ax.set_xlabel("relative depth t / L (0 = embeddings)")
+                tables.append(
+                    pd.DataFrame(
+                        {
+                            "model": label,
+                            "dtype": dt,
+                            "quantity": col,
+                            "layer": np.arange(len(mean)),
+                            "relative_depth": x,
+                            "mean": mean,
+                            "std": std,
+                            "samples": n,
+                        }
+                    )
+                )
+    axes[0].set_ylim(-0.05, 1.05)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.suptitle(
+        f"{what}: token geometry per layer, mean ± std over samples (solid float32, dashed float64)",
+        fontsize=9,
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 0.93))
+    fig.legend(handles, labels, loc="upper center", ncol=2, fontsize=7, bbox_to_anchor=(0.5, 0.02))
+    notes = "; ".join(f"{label}: {sample_note(runs_of(data, g), g)}" for label, _, g in groups)
+    untested = [lab for lab, _, g in model_groups(rows_of(data, "geometry")) if Model.of(g).untested]
+    caption = (
+        f"{what}: each model's own blocks on its corpus's excerpts, x = relative depth so models of "
+        "different depths align. Full-rank share, sigma_min / sigma_max with the rank tolerance of each "
+        "dtype (dotted), absolute sigma_min as the paper plots it, mean |cos| of token pairs. "
+        f"{notes}."
+        + (
+            f" Not drawn (untested: no pretrained weights offline): {', '.join(untested)}."
+            if untested
+            else ""
+        )
+    )
+    return FigureSpec(stem, fig, pd.concat(tables, ignore_index=True), caption)
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    out = [
+        _figure(sd, "paper", "fig4", "Fig. 4 (paper's setting, stand-ins named)"),
+        _figure(sd, "bundled_models", "ext_fig4", "Ours, Fig. 4 reading (bundled models)"),
+    ]
+    return [f for f in out if f is not None]
+
+
+STORY = Story(name="fig4", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)

@@ -1,0 +1,109 @@
+"""Fig. 8 (paper App. G.3): every singular value of X(t) per layer, random init and pretrained.
+
+Arm ``paper``: BERT, GPT-2 and T5 with their own blocks and depth, at initialisation (the exact
+configs) and pretrained where a pretrained stand-in exists offline (named); the figure shows the
+whole spectrum of 3 samples per layer, as the paper. The statement (one dominant singular value, the
+smallest never near 0) is judged on the per-layer means over ALL samples of the runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import Model, claim_row, judged
+from rankcollapse.experiments.kit.data import model_groups, pooled_layer, rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.plots import pyplot, slug
+from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+STATEMENTS = (
+    Statement(
+        "dominant",
+        "The spectrum of X(t) has one dominant singular value, and the smallest is never near 0",
+        "paper App. G.3, Fig. 8",
+        "mean sigma_1 / sigma_2 >= dominance_min and mean sigma_min / sigma_max >= ratio_min at every "
+        "layer (means over all samples of the runs) -> reproduced, else not reproduced",
+    ),
+)
+ARMS = (Arm("paper", MODEL_GEOMETRY),)
+
+
+def claims(sd: StoryData) -> list[Claim]:
+    th = Thresholds.of("fig8", sd.verdict, sd.ranges)
+    data = sd.arm("paper")
+    if data is None:
+        return []
+    out = []
+    for label, _pretrained, frame in model_groups(rows_of(data, "geometry")):
+
+        def rule(t: Thresholds, frame=frame) -> rules.Judgement:
+            dom, _, n = pooled_layer(frame, "sigma_dominance")
+            ratio, _, _ = pooled_layer(frame, "sigma_ratio")
+            return rules.dominant_sv(dom, ratio, n, t)
+
+        out.append(
+            claim_row(
+                "fig8",
+                STATEMENTS[0],
+                data,
+                th,
+                judged(rule, th),
+                qualifier=str(frame["model"].iloc[0]),
+                frame=frame,
+                runs=runs_of(data, frame),
+                figure=f"fig8_{slug(label)}",
+                sample_note=sample_note(runs_of(data, frame), frame),
+                names=("float32 (the paper's dtype)", ""),
+            )
+        )
+    return out
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    data = sd.arm("paper")
+    out: list[FigureSpec] = []
+    if data is None:
+        return out
+    sv = rows_of(data, "sv")
+    if sv.empty:
+        return out
+    plt = pyplot()
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    for label, _, g in model_groups(sv):
+        if Model.of(g).untested:
+            continue
+        run = g["run_id"].iloc[0]  # the 3 plotted samples come from one run
+        g = g[g["run_id"] == run]
+        samples = sorted(g["sample"].unique())
+        fig, axes = plt.subplots(1, len(samples), figsize=(3.6 * len(samples) + 0.8, 3.2), squeeze=False)
+        layers = sorted(int(t) for t in g["layer"].unique())
+        cmap, norm = plt.get_cmap("viridis"), Normalize(vmin=0, vmax=max(layers[-1], 1))
+        for ax, s in zip(axes[0], samples, strict=True):
+            for t in layers:
+                one = g[(g["sample"] == s) & (g["layer"] == t)].sort_values("index")
+                ax.plot(one["index"] + 1, one["sigma"], color=cmap(norm(t)), lw=1)
+            ax.set_yscale("log")
+            ax.set_xscale("log")
+            ax.set_title(f"excerpt {int(s) + 1}", fontsize=9)
+            ax.set_xlabel("index i of sigma_i (largest first)")
+        axes[0][0].set_ylabel("singular value sigma_i of X(t)")
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]), pad=0.02)
+        bar.set_label("layer t (0 = embeddings)")
+        bar.set_ticks(np.unique(np.linspace(0, layers[-1], min(len(layers), 7)).round().astype(int)))
+        fig.suptitle(f"Fig. 8 (paper's setting): all singular values per layer — {label}", fontsize=10)
+        caption = (
+            f"Fig. 8 — {label}: every singular value of X(t) of {len(samples)} excerpts, one curve per layer "
+            "(colour: layer t, colour bar), as the paper shows. The row is judged on the means over all "
+            "samples of the runs."
+        )
+        table = g[["model_label", "layer", "sample", "index", "sigma"]].copy()
+        out.append(FigureSpec(f"fig8_{slug(label)}", fig, table, caption))
+    return out
+
+
+STORY = Story(name="fig8", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
