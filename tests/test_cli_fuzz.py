@@ -273,7 +273,7 @@ def test_reproduce_bad_options(opts: list[str], tmp_path: Path) -> None:
     (tmp_path / "file.txt").write_text("x")
     # should a bad option be accepted, the run stays the smallest there is
     small = [] if "--profile" in opts or "--quick" in opts else ["--profile", "tiny"]
-    small += [] if "--only" in opts or "--list" in opts else ["--only", "fig2_random"]
+    small += [] if "--only" in opts or "--list" in opts else ["--only", "theorem2.hemisphere"]
     code, _, _ = check(["reproduce", *opts, *small, "--out", str(tmp_path / "out"), "--no-progress"])
     assert code == 2, f"reproduce {opts} was not refused"
 
@@ -282,7 +282,7 @@ def test_reproduce_bad_options(opts: list[str], tmp_path: Path) -> None:
 def test_reproduce_bad_out(out: str, tmp_path: Path) -> None:
     (tmp_path / "file.txt").write_text("x")
     target = {"": "", "file": str(tmp_path / "file.txt"), "under-file": str(tmp_path / "file.txt" / "o")}[out]
-    code, _, _ = check(["reproduce", "--profile", "tiny", "--only", "fig2_random", "--out", target,
+    code, _, _ = check(["reproduce", "--profile", "tiny", "--only", "theorem2.hemisphere", "--out", target,
                         "--no-progress"])
     assert code == 2
 
@@ -380,8 +380,8 @@ REPORTED = [
     ("analyze --model tiny:gpt2 --corpus kjv --text FILE --out NEW", None),
     ("analyze --model tiny:gpt2 --samples 100000000 --out NEW", None),
     ("analyze --model NOWEIGHTS --out NEW", "slow"), ("analyze --model CORRUPT --out NEW", "slow"),
-    ("reproduce --executor dask --scheduler notaurl --profile tiny --only fig2_random --out NEW", None),
-    ("reproduce --scheduler tcp://x:1 --profile tiny --only fig2_random --out NEW", None),
+    ("reproduce --executor dask --scheduler notaurl --profile tiny --only theorem2.hemisphere --out NEW", None),
+    ("reproduce --scheduler tcp://x:1 --profile tiny --only theorem2.hemisphere --out NEW", None),
     ("reproduce --only '' --out NEW", None),
 ]
 

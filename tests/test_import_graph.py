@@ -28,10 +28,10 @@ FLOORS: list[tuple[str, ...]] = [
     ),
     ("rankcollapse.masks", "rankcollapse.metrics"),
     ("rankcollapse.dynamics", "rankcollapse.models", "rankcollapse.equilibria"),
-    ("rankcollapse.experiments.engine",),
-    ("rankcollapse.experiments",),  # helpers shared by the stories: analysis, tasks, plotting, ...
+    ("rankcollapse.experiments", "rankcollapse.experiments.engine"),
+    ("rankcollapse.experiments.kit",),  # the judging kit: one way to summarise, judge and draw
     ("rankcollapse.experiments.stories",),
-    ("rankcollapse.experiments.reproduce", "rankcollapse.reports"),
+    ("rankcollapse.pipeline",),  # reproduce and the report, above every story
     ("rankcollapse.cli",),
 ]
 #: Allowed exceptions: (importer, imported) with the reason. ``__main__`` runs the CLI.
@@ -161,6 +161,28 @@ def test_the_import_graph_has_no_cycle():
 def test_the_checks_catch_an_upward_import_and_a_cycle(edges, upward, cycle):
     assert bool(upward_imports(edges)) is upward
     assert (find_cycle(edges) is not None) is cycle
+
+
+def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between top-level packages (``rankcollapse.<x>``): a module edge a -> b is a package
+    edge when they sit in different packages."""
+    def top(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for a, targets in edges.items():
+        for b in targets:
+            if top(a) != top(b) and top(b) != PACKAGE:
+                out.setdefault(top(a), set()).add(top(b))
+    return out
+
+
+def test_no_two_packages_import_each_other():
+    """e.g. experiments and the report importing each other, even through different modules."""
+    cycle = find_cycle(package_edges(graph()))
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+    assert find_cycle(package_edges({"rankcollapse.experiments.a": {"rankcollapse.pipeline.b"},
+                                     "rankcollapse.pipeline.c": {"rankcollapse.experiments.d"}})) is not None
 
 
 def test_function_level_and_relative_imports_are_seen():

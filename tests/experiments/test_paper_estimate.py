@@ -1,36 +1,38 @@
-"""The cost estimate that reproduce prints before a sweep of the paper's stories."""
+"""The cost estimate that reproduce prints before a sweep, and the order runs start in."""
 
 from __future__ import annotations
 
 import pytest
 
-from rankcollapse.experiments.paper_tasks import LAYER_SAMPLE_S, paper_curves_cost, paper_geometry_cost
-from rankcollapse.experiments.reproduce import estimate_seconds, print_estimate
+from rankcollapse.experiments.kit.tasks import LAYER_SAMPLE_S, model_curves_cost, model_geometry_cost
 from rankcollapse.experiments.stories import load_experiments
+from rankcollapse.pipeline.reproduce import _cost, _prepare_models, estimate_seconds, print_estimate
 
-PAPER_STORIES = ["fig2_bert", "fig6_deep", "fig3_dqk", "fig4_geometry_paper", "fig8_spectrum", "fig9_cosines"]
+PAPER_STORIES = ["fig2", "fig3", "fig4", "fig8", "fig9"]
 
 
 def test_curves_cost_is_layers_x_samples_x_conditions() -> None:
     p = {"variants": ["attn"], "masks": ["complete"], "d_qk": [None], "layers": 10, "samples": 3,
          "dtype": "float32", "tokens": 128}
-    assert paper_curves_cost(p) == pytest.approx(LAYER_SAMPLE_S["attn"] * 30 + 3.0)
-    f64 = paper_curves_cost({**p, "dtype": "float64"}) - 3.0
+    assert model_curves_cost(p) == pytest.approx(LAYER_SAMPLE_S["attn"] * 30 + 3.0)
+    f64 = model_curves_cost({**p, "dtype": "float64"}) - 3.0
     assert f64 == pytest.approx(2 * LAYER_SAMPLE_S["attn"] * 30)
-    embeddings_only = paper_geometry_cost({"layers": 0, "samples": 10})
-    assert embeddings_only < paper_geometry_cost({"layers": 12, "samples": 10})
+    deep = {**p, "layers": None, "model": "random:bert-base-uncased,layers=128"}
+    assert model_curves_cost(deep) > 128 / 10 * (model_curves_cost(p) - 3.0)  # the model's own depth
+    assert model_geometry_cost({"layers": 0, "samples": 10}) < model_geometry_cost({"layers": 12, "samples": 10})
 
 
 def test_paper_profile_estimate_is_printed_and_much_larger_than_quick(capsys: pytest.CaptureFixture) -> None:
     from rankcollapse.experiments.engine.store import RunStore
 
-    quick = [s for e in load_experiments("quick", PAPER_STORIES) for s in e.runs()]
-    paper = [s for e in load_experiments("paper", PAPER_STORIES) for s in e.runs()]
-    q, nq = estimate_seconds(quick)
-    p, npaper = estimate_seconds(paper)
-    assert nq == len(quick) and npaper == len(paper)
-    assert 60 < q < 1800 and p > 100 * q  # quick: minutes; paper (3000 samples): days of CPU
-    print_estimate(paper, "paper", 2, RunStore("/nonexistent/rankcollapse-estimate"))
+    quick = load_experiments("quick", PAPER_STORIES)
+    paper = load_experiments("paper", PAPER_STORIES)
+    qs, ps = [s for e in quick for s in e.runs()], [s for e in paper for s in e.runs()]
+    q, nq = estimate_seconds(qs, {e.name: e for e in quick})
+    p, npaper = estimate_seconds(ps, {e.name: e for e in paper})
+    assert nq == len(qs) and npaper == len(ps)
+    assert 60 < q < 3600 and p > 100 * q  # quick: minutes; paper (3000 samples): days of CPU
+    print_estimate(ps, {e.name: e for e in paper}, "paper", 2, RunStore("/nonexistent/rankcollapse-estimate"))
     assert "estimated" in capsys.readouterr().err
 
 
@@ -41,12 +43,11 @@ def test_runs_start_longest_first_by_their_estimate_and_bundled_weights_are_buil
     unfinished run loads is converted once, before the workers start."""
     import rankcollapse.models.bundled as bundled
     from rankcollapse.experiments.engine.store import RunStore
-    from rankcollapse.experiments.reproduce import _cost, _prepare_models
 
-    specs = sorted((s for e in load_experiments("full") for s in e.runs()), key=_cost)
-    first = [s.experiment for s in specs[:4]]
-    assert first == ["fig6_deep"] * 4  # 128 layers x 20 conditions: the longest
-    costs = [-_cost(s)[1] for s in specs if _cost(s)[0] == 0]
+    exps = {e.name: e for e in load_experiments("full")}
+    specs = sorted((s for e in exps.values() for s in e.runs()), key=lambda s: _cost(s, exps))
+    assert [s.experiment for s in specs[:4]] == ["fig2.deep"] * 4  # 128 layers x 20 conditions: the longest
+    costs = [-_cost(s, exps)[1] for s in specs if _cost(s, exps)[0] == 0]
     assert costs == sorted(costs, reverse=True) and len(costs) >= 40
     built: list[str] = []
     monkeypatch.setattr(bundled, "prepare", lambda name: built.append(name))

@@ -78,7 +78,7 @@ def test_kill_9_of_reproduce_leaves_no_process_of_its_run(tmp_path):
         "--profile",
         "tiny",
         "--only",
-        "fig2_random",
+        "fig2.gaussian_san",
         "--workers",
         "2",
         "--out",

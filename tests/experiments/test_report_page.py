@@ -1,15 +1,14 @@
-"""The report page: self-contained, figures next to their claims, every evidence term defined, each
-statement counted once."""
+"""The report page: self-contained, figures next to their rows, every term defined, counters per origin."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim
-from rankcollapse.experiments.glossary import GLOSSARY, terms_used
-from rankcollapse.experiments.plotting import FigureFile
-from rankcollapse.reports.html import render_report, tally
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit.glossary import GLOSSARY, terms_used
+from rankcollapse.experiments.kit.plots import FigureFile
+from rankcollapse.pipeline.report import render_report, tally
 
 _PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -17,26 +16,34 @@ _PNG = bytes.fromhex(
 )
 
 
-def _claim(cid: str, exp: str, verdict: str, evidence: str, figure: str = "") -> Claim:
-    return Claim(cid, exp, f"statement {cid}", "paper §5", evidence, verdict, "rule", figure=figure)
+def _claim(cid: str, story: str, origin: str, verdict: str, evidence: str, figure: str = "", cause: str = "",
+           kind: str = "") -> Claim:
+    plotted = {"reproduced": "reproduced", "confirmed (ours)": "reproduced", "untested": "inconclusive"}.get(
+        verdict, verdict.split(" as plotted")[0].replace(" (ours)", "").replace("refuted", "not reproduced"))
+    return Claim(id=cid, story=story, key=cid.split(".")[1].split("[")[0], experiment=f"{story}.a",
+                 statement=f"statement {cid}", source="paper §5", origin=origin, verdict=verdict,
+                 as_plotted=plotted, mechanism="n/a", rule="rule", evidence=evidence, figure=figure, cause=cause,
+                 cause_kind=kind)
 
 
 def _page(tmp_path: Path) -> tuple[str, list[Claim]]:
     figs = []
-    for name, exp in (("fa", "exp_a"), ("fb", "exp_b")):
+    for name, story in (("fa", "sa"), ("fb", "sb")):
         (tmp_path / "figures").mkdir(exist_ok=True)
         png, pdf, csv = (tmp_path / "figures" / f"{name}.{ext}" for ext in ("png", "pdf", "csv"))
         png.write_bytes(_PNG)
         pdf.write_bytes(b"%PDF-1.4")
         csv.write_text("layer,mu\n0,1.0\n")
-        figs.append(FigureFile(name, exp, png, pdf, csv, f"caption {name}"))
+        figs.append(FigureFile(name, story, png, pdf, csv, f"caption {name}"))
     claims = [
-        _claim("a.1", "exp_a", REPRODUCED, "complete: at floor; vacuous in 2 runs", "fa"),
-        _claim("a.2", "exp_a", NOT_REPRODUCED, "kept (level 0.4)", "fa"),
-        _claim("b.1", "exp_b", INCONCLUSIVE, "t_0.1 = 8", "fb"),
+        _claim("sa.one", "sa", "paper setting", "reproduced", "complete: at floor; vacuous in 2 runs", "fa"),
+        _claim("sa.two", "sa", "stand-in", "not reproduced", "kept (level 0.4)", "fa", "the stand-in differs",
+               "stand-in differs"),
+        _claim("sb.one[x]", "sb", "extension", "inconclusive (ours)", "SRank 1.2", "fb", "n too small",
+               "sample too small"),
     ]
-    experiments = [{"name": n, "title": f"title {n}", "task": "t", "base": {}, "grid": {}, "verdict": {},
-                    "source": "paper"} for n in ("exp_a", "exp_b")]
+    experiments = [{"name": f"{n}.a", "story": n, "title": f"title {n}", "task": "t", "base": {}, "grid": {},
+                    "verdict": {}, "source": "paper"} for n in ("sa", "sb")]
     return render_report(claims, figs, experiments, {"profile": "tiny"}, tmp_path), claims
 
 
@@ -49,24 +56,27 @@ def test_the_page_links_only_inside_itself_or_to_embedded_data(tmp_path):
     assert "src=\"data:image/png;base64," in page or "src='data:image/png;base64," in page
 
 
-def test_each_experiment_shows_its_figures_next_to_its_claims(tmp_path):
+def test_each_story_shows_its_figures_next_to_its_rows(tmp_path):
     page, _ = _page(tmp_path)
-    a, b = page.index("id='exp-exp_a'"), page.index("id='exp-exp_b'")
+    a, b = page.index("id='exp-sa'"), page.index("id='exp-sb'")
     section_a, section_b = page[a:b], page[b:page.index("id='glossary'")]
-    assert "id='fig-fa'" in section_a and "<tr id='a.1'>" in section_a and "<tr id='b.1'>" not in section_a
-    assert "id='fig-fb'" in section_b and "<tr id='b.1'>" in section_b
+    assert "id='fig-fa'" in section_a and "<tr id='sa.one'>" in section_a and "<tr id='sb.one[x]'>" not in section_a
+    assert "id='fig-fb'" in section_b and "<tr id='sb.one[x]'>" in section_b
+    assert "the stand-in differs" in section_a  # the cause sits in the row
 
 
-def test_every_glossary_term_used_in_the_evidence_is_defined_on_the_page(tmp_path):
+def test_every_glossary_term_used_on_the_page_is_defined_there(tmp_path):
     page, _ = _page(tmp_path)
     glossary = page[page.index("id='glossary'"):]
-    for term in ("at floor", "vacuous", "kept", "t_0.1"):
-        assert f"<b>{term}</b>" in glossary, term
-    assert "<b>Spearman</b>" not in glossary  # not used on this page
+    for term in ("at floor", "vacuous", "kept", "SRank", "stand-in", "extension", "as plotted"):
+        assert f"<b>{term}" in glossary, term
+    assert "<b>phi(0)</b>" not in glossary  # not used on this page
     assert set(terms_used(["at floor"], GLOSSARY)) >= {"at floor"}
 
 
-def test_the_tally_counts_each_statement_once():
-    rows = [_claim("x", "e", REPRODUCED, "ev"), _claim("x", "e", NOT_REPRODUCED, "ev"),
-            _claim("y", "e", REPRODUCED, "ev")]
-    assert tally(rows) == {REPRODUCED: 1, NOT_REPRODUCED: 1, INCONCLUSIVE: 0}
+def test_the_counters_are_per_origin_paper_setting_first(tmp_path):
+    _, claims = _page(tmp_path)
+    counts = tally(claims)
+    assert list(counts) == ["paper setting", "stand-in", "extension"]
+    assert counts["paper setting"]["reproduced"] == 1 and counts["stand-in"]["not reproduced"] == 1
+    assert counts["extension"]["inconclusive"] == 1

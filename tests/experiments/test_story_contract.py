@@ -1,4 +1,4 @@
-"""The story contract: one module with STORY + one YAML beside it is a whole experiment."""
+"""The story contract: one module with STORY + one YAML beside it is a whole paper result, using the kit only."""
 
 from __future__ import annotations
 
@@ -8,37 +8,56 @@ import textwrap
 import pytest
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.story import Story, discover_stories
-from rankcollapse.experiments.engine.tasks import toy
-from rankcollapse.experiments.engine.verdicts import REPRODUCED
-from rankcollapse.experiments.reproduce import reproduce
+from rankcollapse.experiments.engine.story import Arm, Statement, Story, discover_stories
+from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.stories import all_stories, load_experiments
+from rankcollapse.pipeline import reproduce
 
+#: A whole story, written with the engine and the kit only: a statement judged from a curve by a kit
+#: rule, and a second statement no row judges (the engine writes its no-data row).
 _MODULE = """
-from rankcollapse.experiments.engine.story import Story
-from rankcollapse.experiments.engine.tasks import toy
-from rankcollapse.experiments.engine.verdicts import REPRODUCED, combine_verdicts
+from rankcollapse.experiments.engine.story import Arm, Statement, Story
+from rankcollapse.experiments.engine.tasks import Task, toy
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.curves import Curve
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+STATEMENTS = (
+    Statement("falls", "x(t) falls exponentially", "paper §0, Fig. 0", "every curve collapsing -> reproduced"),
+    Statement("never", "something nobody measures", "paper §0", "none"),
+)
 
 
-def claims(data):
-    final = [data.curve(r, "mu")[-1] for r in data.ok["run_id"]]
-    verdicts = [REPRODUCED if f < 0.1 else "not reproduced" for f in final]
-    verdict = combine_verdicts(verdicts)
-    return [data.claim("toy.falls", "x(t) falls", "ours", "final < 0.1", str(final), verdict)]
+def claims(sd):
+    th = Thresholds.of("{name}", sd.verdict, sd.ranges)
+    data = sd.arm("main")
+    if data is None:
+        return []
+    rows = data.rows.sort_values(["run_id", "layer"])
+    import numpy as np
+    values = np.stack([g["mu"].to_numpy() for _, g in rows.groupby("run_id")])
+    curves = {{"toy": Curve.from_samples(values, "mu", "float64")}}
+    j = judged(lambda t: rules.san_collapse(curves, t), th)
+    return [claim_row("{name}", STATEMENTS[0], data, th, j)]
 
 
-STORY = Story(name="{name}", task=toy, claims=claims)
+STORY = Story(name="{name}", statements=STATEMENTS, arms=(Arm("main", Task(toy)),), claims=claims)
 """
 _YAML = """
 title: a toy story
-base: {layers: 4}
-grid: {rate: [0.1, 0.2], seed: [0]}
+verdict: {rate_tol: 0.02, min_samples: 4}
+ranges: {rate_tol: [0.01, 0.05]}
+arms:
+  main:
+    base: {layers: 6, rate: 0.5}
+    grid: {seed: [0, 1, 2, 3]}
 """
 
 
 @pytest.fixture
 def package(tmp_path, monkeypatch):
-    """A fresh importable package ``pkg_<n>`` under tmp_path; returns (name, folder)."""
+    """A fresh importable package ``storypkg_<n>`` under tmp_path; returns (name, folder)."""
     name = f"storypkg_{abs(hash(tmp_path)) % 10**8}"
     folder = tmp_path / name
     folder.mkdir()
@@ -49,22 +68,30 @@ def package(tmp_path, monkeypatch):
         del sys.modules[mod]
 
 
-def test_a_module_and_a_yaml_are_a_whole_experiment(package):
+def test_a_module_and_a_yaml_are_a_whole_story_judged_with_the_kit(package, tmp_path):
     name, folder = package
-    (folder / "toy_story.py").write_text(textwrap.dedent(_MODULE.format(name="toy_story")))
+    (folder / "toy_story.py").write_text(textwrap.dedent(_MODULE.replace("{name}", "toy_story")
+                                                         .replace("{{", "{").replace("}}", "}")))
     (folder / "toy_story.yaml").write_text(textwrap.dedent(_YAML))
     (folder / "_helpers.py").write_text("X = 1\n")  # helpers are not stories
     found = discover_stories(name)
     assert list(found) == ["toy_story"]
-    assert found["toy_story"].story.task_name == "toy" and found["toy_story"].config.name == "toy_story.yaml"
+    result = reproduce(tmp_path / "out", profile="full", workers=1, progress=False, stories=found)
+    rows = {c.id: c for c in result.claims}
+    assert rows["toy_story.falls"].verdict == "reproduced" and rows["toy_story.falls"].origin == "paper setting"
+    assert "rate_tol = 0.02 (range 0.01-0.05)" in rows["toy_story.falls"].thresholds
+    never = rows["toy_story.never"]  # written by the engine, not by the story
+    assert never.verdict == "inconclusive" and never.cause_kind == "no data"
+    frame = result.to_frame()
+    assert {"as_plotted", "mechanism", "verdict", "origin", "cause", "threshold_sensitive", "n"} <= set(frame)
 
 
 @pytest.mark.parametrize(
     "module,yaml,match",
     [
         ("X = 1\n", True, "defines no STORY"),
-        (_MODULE.format(name="other"), True, "!= 'toy_story'"),
-        (_MODULE.format(name="toy_story"), False, "no config toy_story.yaml"),
+        (_MODULE.replace("{name}", "other").replace("{{", "{").replace("}}", "}"), True, "!= 'toy_story'"),
+        (_MODULE.replace("{name}", "toy_story").replace("{{", "{").replace("}}", "}"), False, "no config toy_story.yaml"),
     ],
 )
 def test_a_broken_story_is_named(package, module, yaml, match):
@@ -76,39 +103,40 @@ def test_a_broken_story_is_named(package, module, yaml, match):
         discover_stories(name)
 
 
-def test_a_task_must_be_an_importable_top_level_function():
+def test_the_yaml_must_name_exactly_the_arms_the_story_declares(package, tmp_path):
+    name, folder = package
+    (folder / "toy_story.py").write_text(textwrap.dedent(_MODULE.replace("{name}", "toy_story")
+                                                         .replace("{{", "{").replace("}}", "}")))
+    (folder / "toy_story.yaml").write_text(textwrap.dedent(_YAML).replace("  main:", "  other:"))
+    with pytest.raises(RankCollapseError, match=r"arms \['other'\] but the story declares \['main'\]"):
+        load_experiments("full", stories=discover_stories(name))
+
+
+def test_the_contract_declares_what_stories_used_to_bolt_on():
     with pytest.raises(RankCollapseError, match="top-level"):
-        Story(name="x", task=lambda p, o: None, claims=lambda d: [])
-    assert (
-        Story(name="x", task=toy, claims=lambda d: []).target == "rankcollapse.experiments.engine.tasks:toy"
-    )
+        Task(lambda p, o: None)
+    task = Task(toy, cost_s=lambda p: 1.0, identity_facts=lambda p: {"weights": "w"})
+    assert task.target == "rankcollapse.experiments.engine.tasks:toy" and task.name == "toy"
+    st = Statement("k", "s", "ours", "r")
+    with pytest.raises(RankCollapseError, match="declared twice"):
+        Story(name="x", statements=(st, st), arms=(Arm("a", task),), claims=lambda d: [])
+    with pytest.raises(RankCollapseError, match="at least one arm"):
+        Story(name="x", statements=(st,), arms=(), claims=lambda d: [])
+    exp = load_experiments("quick", ["fig9"])[0]
+    spec = exp.runs()[0]
+    assert exp.cost_s(spec) > 0 and spec.facts == (exp.task_info.identity_facts(spec.params) or {})
 
 
-def test_every_bundled_story_has_its_yaml_and_keeps_its_run_identity():
-    stories = all_stories()
-    assert {
-        "theorem1",
-        "radius_rate",
-        "fig2_random",
-        "fig3_temperature",
-        "ln_orthogonal",
-        "fig2_models",
-        "fig4_geometry",
-        "counterexample",
-        "equilibria_ranks",
-    } <= set(stories)
-    for exp in load_experiments("quick"):
-        assert exp.source == f"{exp.name}.yaml"
-        assert exp.task == stories[exp.name].story.task_name
-    # the task name (not the module it moved to) is hashed: stored runs keep their identity
-    cx = load_experiments("quick", ["counterexample"])[0]
-    assert cx.runs()[0].task == "counterexample"
+def test_every_bundled_story_has_its_yaml_arms_and_statements():
+    for name, found in all_stories().items():
+        exps = [e for e in load_experiments("quick") if e.story == name]
+        assert [e.arm for e in exps] == [a.name for a in found.story.arms]
+        assert all(e.source == f"{name}.yaml" and e.name == f"{name}.{e.arm}" for e in exps)
+        assert found.story.statements
 
 
 def test_a_custom_config_names_a_task_and_unknown_tasks_are_refused(tmp_path):
-    (tmp_path / "mine.yaml").write_text(
-        "title: t\ntask: toy\nbase: {layers: 2, rate: 0.5}\ngrid: {seed: [0, 1]}\n"
-    )
+    (tmp_path / "mine.yaml").write_text("title: t\ntask: toy\nbase: {layers: 2, rate: 0.5}\ngrid: {seed: [0, 1]}\n")
     exps = load_experiments("full", folder=tmp_path)
     result = reproduce(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False)
     assert [e.name for e in exps] == ["mine"] and result.sweep.finished == 2 and result.claims == []
@@ -117,12 +145,27 @@ def test_a_custom_config_names_a_task_and_unknown_tasks_are_refused(tmp_path):
         load_experiments("full", folder=tmp_path)
 
 
-def test_a_story_claim_goes_through_the_pipeline(package, tmp_path, monkeypatch):
-    name, folder = package
-    (folder / "toy_story.py").write_text(textwrap.dedent(_MODULE.format(name="toy_story")))
-    (folder / "toy_story.yaml").write_text(textwrap.dedent(_YAML))
-    found = discover_stories(name)
-    monkeypatch.setattr("rankcollapse.experiments.reproduce.all_stories", lambda: found)
-    monkeypatch.setattr("rankcollapse.experiments.stories.all_stories", lambda: found)
-    result = reproduce(tmp_path / "out", profile="full", workers=1, progress=False)
-    assert [(c.id, c.verdict) for c in result.claims] == [("toy.falls", REPRODUCED)]
+def test_thresholds_live_in_the_yaml_not_in_python():
+    """No rule of the kit or a story carries a default threshold: every number it compares with comes
+    from the story's YAML (read by name), so a YAML without it is an error, not a silent default."""
+    import ast
+    from pathlib import Path
+
+    import rankcollapse.experiments as pkg
+
+    root = Path(pkg.__file__).parent
+    names = {"rate_tol", "keep_min", "min_samples", "unstable_min", "initial_layers", "full_rank_min", "ratio_margin",
+             "ratio_min", "aniso_factor", "dominance_min", "share_min", "min_log_rate", "min_rho", "limit_tol",
+             "meet_tol", "residual_max"}
+    offenders = []
+    for path in [*root.glob("kit/*.py"), *root.glob("stories/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args.args[-len(node.args.defaults):] if node.args.defaults else []
+                offenders += [f"{path.name}:{node.name}({a.arg}=...)" for a in args if a.arg in names]
+                offenders += [f"{path.name}:{node.name}({a.arg}=...)" for a, d in
+                              zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d is not None
+                              and a.arg in names]
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names:
+                offenders.append(f"{path.name}: {node.target.id} = ...")
+    assert offenders == []

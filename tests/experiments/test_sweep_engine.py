@@ -59,23 +59,23 @@ def test_facts_enter_the_identity_only_when_there_are_some():
 
 
 def test_a_pretrained_run_is_keyed_on_the_weights_it_loads(monkeypatch):
-    """``pretrained:<ckpt>`` runs carry the resolved weights in their identity: once the real
-    checkpoint is cached, the stand-in's stored results are not reused for it."""
+    """``paper:<ckpt>`` runs carry the resolved weights in their identity: once the real checkpoint is
+    cached, the stand-in's stored results are not reused for it."""
     import rankcollapse.models.registry as registry
-    from rankcollapse.experiments.paper_tasks import model_facts
-    from rankcollapse.experiments.reproduce import load_experiments
+    from rankcollapse.experiments.kit.tasks import model_facts
+    from rankcollapse.experiments.stories import load_experiments
 
-    exp = load_experiments("quick", ["fig8_spectrum"])[0]
+    exp = load_experiments("quick", ["fig8"])[0]
     before = {r.params["model"]: r for r in exp.runs()}
-    stand_in = before["pretrained:bert-base-uncased"]
+    stand_in = before["paper:bert-base-uncased"]
     assert stand_in.facts == model_facts(stand_in.params) and stand_in.facts["weights"] != "bert-base-uncased"
     assert before["random:bert-base-uncased"].facts == {}
     fake = registry.ModelSource(name="bert-base-uncased", kind="paper", label="bert-base-uncased")
     monkeypatch.setattr(registry, "hf_cached", lambda hub: True)
     monkeypatch.setattr(registry, "resolve_model", lambda name: fake)
     after = {r.params["model"]: r for r in exp.runs()}
-    assert after["pretrained:bert-base-uncased"].facts == {"weights": "bert-base-uncased"}
-    assert after["pretrained:bert-base-uncased"].run_id != stand_in.run_id
+    assert after["paper:bert-base-uncased"].facts == {"weights": "bert-base-uncased"}
+    assert after["paper:bert-base-uncased"].run_id != stand_in.run_id
     assert after["random:bert-base-uncased"].run_id == before["random:bert-base-uncased"].run_id
 
 
@@ -244,7 +244,9 @@ def test_ctrl_c_on_the_cli_exits_130_keeps_finished_runs_and_rerun_completes(tmp
     assert proc.returncode == 130, err
     done = len(list(markers.glob("*.json")))
     assert 2 <= done < 8
-    assert err.strip() == f"rankcollapse: interrupted; {done} finished runs kept in {out}"
+    lines = err.strip().splitlines()  # the estimate printed before the sweep, then one line for the interrupt
+    assert lines[-1] == f"rankcollapse: interrupted; {done} finished runs kept in {out}"
+    assert len(lines) == 2 and "estimated" in lines[0]
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     assert f"{done} already finished" in rerun.stdout

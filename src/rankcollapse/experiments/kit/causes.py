@@ -3,7 +3,8 @@
 Each kind of cause has one sentence builder; a claim row carries the kind (``cause_kind``) and its
 sentence (``cause``). The kinds:
 
-- ``precision floor``: μ_rel sits at the dtype's precision floor: collapsed to rounding noise;
+- ``precision floor``: μ_rel sits at the dtype's precision floor: collapsed to rounding noise (or a
+  float32 measurement sits at its dtype's precision while float64 resolves it);
 - ``norm effect``: raw μ moves with the token norm ‖X‖_F while μ_rel does not (or the reverse);
 - ``stand-in differs``: the weights that stood in behave differently from what the paper describes;
 - ``not testable``: the statement's precondition fails in this setting (e.g. the SAN does not collapse);
@@ -46,6 +47,13 @@ def precision_floor(where: str, dtype: str, t: int | None) -> str:
         f"{where}: μ_rel sits at the {dtype} precision floor ({floor_rel(dtype):.1e}){at}, so the tokens "
         "have collapsed to rounding noise; a raw μ that stays level there does so only because the token "
         "norm does (in float64 the same curve sits about 9 decades lower)"
+    )
+
+
+def dtype_precision(plotted: str, mechanism: str, detail: str) -> str:
+    return (
+        f"{plotted} sits at the precision of its dtype ({detail}); measured in {mechanism} the statement "
+        "holds: the paper's dtype cannot resolve it"
     )
 
 

@@ -112,26 +112,44 @@ def _flip_words(j: Judged, th: Thresholds) -> str:
 
 
 def _cause(
-    plotted: Judged, mechanism: Judged | None, origin: Origin, model: Model, th: Thresholds, norm_words: str
+    plotted: Judged,
+    mechanism: Judged | None,
+    origin: Origin,
+    model: Model,
+    th: Thresholds,
+    norm_words: str,
+    names: tuple[str, str],
 ) -> tuple[str, str]:
-    """(kind, sentence) of a row that is not plainly reproduced (see ``kit.causes``)."""
+    """(kind, sentence) of a row that is not plainly reproduced (see ``kit.causes``), in this order: a
+    verdict that moves inside a threshold's documented range; a plotted quantity that reproduces while
+    the mechanism does not (the norm, the floor); a mechanism that holds while the plotted quantity does
+    not (the norm, or the plotted dtype's precision); the plotted judgement's own cause (a stand-in's
+    measured difference named as such)."""
     p = plotted.judgement
     m = mechanism.judgement if mechanism is not None else None
-    sensitive = plotted.flips or (mechanism.flips if mechanism is not None else ())
     if p.verdict is REPRODUCED and (m is None or m.verdict is REPRODUCED):
         return "", ""
-    if sensitive and (p.verdict is not REPRODUCED or (m is not None and m.verdict is not REPRODUCED)):
-        which = plotted if plotted.flips else mechanism
-        assert which is not None
-        names = sorted({name for name, _, _ in which.flips})
-        span = ", ".join(f"{n} {th.ranges[n][0]:g}-{th.ranges[n][1]:g}" for n in names)
+    flipped = [(names[0], plotted)] if plotted.flips else []
+    if mechanism is not None and mechanism.flips:
+        flipped.append((names[1], mechanism))
+    if flipped:
+        label, which = flipped[0]
+        span = ", ".join(
+            f"{n} {th.ranges[n][0]:g}-{th.ranges[n][1]:g}" for n in sorted({f[0] for f in which.flips})
+        )
         return "threshold", causes.threshold(
-            span, f"{which.verdict} at the YAML's value, {_flip_words(which, th)}"
+            span, f"{label}: {which.verdict} at the YAML's value, {_flip_words(which, th)}"
         )
     if p.verdict is REPRODUCED and m is not None:
         if m.cause_kind in ("measured otherwise", "") and norm_words:
             return "norm effect", causes.norm_effect("raw μ reproduces", norm_words, f"says {m.verdict}")
         return m.cause_kind or "measured otherwise", m.cause or causes.measured_otherwise(m.evidence[:200])
+    if m is not None and m.verdict is REPRODUCED:
+        if norm_words:
+            return "norm effect", causes.norm_effect(
+                f"{names[0]} says {p.verdict}", norm_words, "behaves as the statement says"
+            )
+        return "precision floor", causes.dtype_precision(names[0], names[1], p.cause or p.evidence[:160])
     kind, sentence = p.cause_kind, p.cause
     if origin is Origin.STAND_IN and kind == "measured otherwise":
         return "stand-in differs", causes.stand_in_differs(model.label, model.stand_in_for, sentence)
@@ -167,25 +185,33 @@ def claim_row(
     frame = frame if frame is not None else pd.DataFrame()
     model = Model.of(frame)
     origin = origin_of(statement, data, model)
-    untested = model.untested and origin is not Origin.EXTENSION
+    untested = model.untested  # a random init never stands in for pretrained weights, in any row
     mech_verdict = mechanism.verdict if mechanism is not None else None
     word = verdict_word(origin, plotted.verdict, mech_verdict, untested=untested)
     if untested:
         kind, cause = "untested", causes.untested(model.stand_in_for)
     else:
-        kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words)
+        kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words, names)
     used = set(plotted.used) | (set(mechanism.used) if mechanism is not None else set())
     flips = [*plotted.flips, *(mechanism.flips if mechanism is not None else ())]
-    sensitivity = "; ".join(f"{v} at {name} = {value:g}" for name, value, v in flips)
+    sensitivity = "; ".join(
+        f"{label}: {_flip_words(j, th)}"
+        for label, j in zip(names, (plotted, mechanism), strict=True)
+        if j is not None and j.flips
+    )
     ns = [j.judgement.n for j in (plotted, mechanism) if j is not None and j.judgement.n is not None]
     n = min(ns) if ns else None
     provisional = bool(n is not None and "min_samples" in th.values and n <= th.count("min_samples"))
     label = f"[{model.label}] " if model.label else ""
-    evidence = f"{label}{names[0]}: {plotted.verdict} — {plotted.judgement.evidence}"
+    evidence = (
+        f"{label}{names[0]}: {verdict_word(origin, plotted.verdict, None)} — {plotted.judgement.evidence}"
+    )
     if sample_note:
         evidence += f" || {sample_note}"
     mech_evidence = (
-        f"{names[1]}: {mechanism.verdict} — {mechanism.judgement.evidence}" if mechanism is not None else ""
+        f"{names[1]}: {verdict_word(origin, mechanism.verdict, None)} — {mechanism.judgement.evidence}"
+        if mechanism is not None
+        else ""
     )
     qual = qualifier or (data.exp.arm if data.exp.extension else "")
     cid = f"{story}.{statement.key}" + (f"[{qual}]" if qual else "")

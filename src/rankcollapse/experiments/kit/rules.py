@@ -84,7 +84,7 @@ def combine_parts(parts: Sequence[tuple[str, Part]], empty: str = "no data") -> 
     that decided the verdict (``not reproduced``: the first such part; ``inconclusive``: the first
     undecided one); the evidence lists every part."""
     if not parts:
-        return Judgement(INCONCLUSIVE, empty, "no data", causes.no_data(empty))
+        return Judgement(INCONCLUSIVE, empty, causes.no_data(empty), "no data")
     verdict = combine_verdicts(p.verdict for _, p in parts)
     evidence = " | ".join(f"{label}: {p.words}" for label, p in parts)
     margins = tuple(m for _, p in parts for m in p.margins)
@@ -182,8 +182,8 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
         return Judgement(
             INCONCLUSIVE,
             "fewer than two masks with different radii",
-            "not testable",
             causes.not_testable("fewer than two masks with different graph radii"),
+            "not testable",
         )
     rates = "; ".join(f"{label} (r={radius[m]:g}): {c.rate(0, c.layers).text()}" for m, label, c in keyed)
     j = combine_parts(parts)
@@ -619,8 +619,11 @@ def every_run(checks: Sequence[tuple[str, bool | None, str]], empty: str = "no r
     made (None) or no check at all: inconclusive. ``checks``: (label, holds, words)."""
     parts = []
     for label, holds, words in checks:
-        v = INCONCLUSIVE if holds is None else REPRODUCED if holds else NOT_REPRODUCED
-        parts.append((label, Part(v, words)))
+        if holds is None:
+            parts.append((label, Part(INCONCLUSIVE, words, (), "not testable",
+                                      causes.not_testable(f"{label}: {words}"))))
+        else:
+            parts.append((label, Part(REPRODUCED if holds else NOT_REPRODUCED, words)))
     return combine_parts(parts, empty)
 
 

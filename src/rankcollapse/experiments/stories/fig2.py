@@ -198,13 +198,13 @@ def claims(sd: StoryData) -> list[Claim]:
             keys = JUDGED[arm][1 if pretrained else 0]
             for key in keys:
                 if key == "skip_unstable" and arm == "paper" and not pretrained and deep is not None:
-                    continue  # judged on the 128-layer run, which holds these 12 layers' answer too
+                    continue  # judged on the deep run, whose first 12 layers are this model's
                 got = _judge(key, g, th)
                 if got is None:
                     continue
                 qualifier = {
                     "paper": "pretrained" if pretrained else "random",
-                    "deep": "random, 128 layers",
+                    "deep": f"random, {int(frame['layer'].max())} layers",
                 }.get(arm, f"{arm}: {frame['model_name'].iloc[0]}")
                 if arm == "gaussian_san":
                     qualifier = arm

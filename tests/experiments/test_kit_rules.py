@@ -1,0 +1,385 @@
+"""The judging kit's rules on synthetic curves and checks: every verdict each rule can give is pinned."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankcollapse.core.precision import floor_rel
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.kit import causes, rules
+from rankcollapse.experiments.kit.curves import Curve, curve_rows, sample_std
+from rankcollapse.experiments.kit.judgement import Margin
+from rankcollapse.experiments.kit.statuses import collapse_status, level_status, stability_status
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+#: The values the stories' YAMLs use (no defaults in code: a rule reads what it is given).
+TH = Thresholds.of("test", {
+    "rate_tol": 0.02, "keep_min": 0.05, "min_samples": 4, "unstable_min": math.log(10.0), "initial_layers": 3,
+    "full_rank_min": 0.99, "ratio_margin": 10.0, "ratio_min": 1e-3, "aniso_factor": 3.0, "dominance_min": 2.0,
+    "share_min": 0.99, "min_log_rate": 1e-3, "min_rho": 0.8,
+    "global_masks": ["complete"], "sparse_masks": ["window:w=1"],
+})
+
+
+def samples(rate: float, *, layers: int = 12, n: int = 8, start: float = 0.5, noise: float = 0.01,
+            seed: int = 0, late_rate: float | None = None) -> np.ndarray:
+    """[n, layers+1] values start * exp(rate t + noise random walk); ``late_rate`` from the middle on."""
+    gen = np.random.default_rng(seed)
+    slope = np.full(layers + 1, rate)
+    if late_rate is not None:
+        slope[layers // 2 + 1:] = late_rate
+    steps = np.concatenate([[0.0], slope[1:]])
+    walk = np.cumsum(steps) + noise * np.cumsum(gen.standard_normal((n, layers + 1)), axis=1)
+    walk -= walk[:, :1]
+    return start * np.exp(walk)
+
+
+def curve(rate: float, q: str = "mu_rel", dtype: str = "float64", **kw: object) -> Curve:
+    return Curve.from_samples(samples(rate, **kw), q, dtype)
+
+
+# ----------------------------------------------------------------------------- curves: one std, one rate
+
+
+def test_sample_std_is_the_n_minus_1_std_and_nan_for_one_sample() -> None:
+    v = np.array([[1.0, 2.0], [3.0, 2.0], [5.0, np.nan]])
+    np.testing.assert_allclose(sample_std(v), [2.0, 0.0])
+    assert np.isnan(sample_std(np.array([[1.0]]))).all()
+
+
+def test_curve_drop_is_mean_log_change_and_rate_recovers_slope() -> None:
+    c = curve(-0.5, noise=0.0)
+    assert c.drop[-1] == pytest.approx(-0.5 * 12)
+    r = c.rate(0, 12)
+    assert r.mean == pytest.approx(-0.5) and r.se == pytest.approx(0.0, abs=1e-12)
+    assert r.factor == pytest.approx(math.exp(-0.5))
+    assert r.text().startswith("x0.607/layer (log rate -0.5")
+
+
+def test_rate_standard_error_is_the_sample_std_over_root_n() -> None:
+    v = samples(-0.3, noise=0.2, n=10)
+    c = Curve.from_samples(v, "mu", "float64")
+    drops = np.log(v[:, -1]) - np.log(v[:, 0])
+    assert c.rate(0, 12).se == pytest.approx(np.std(drops, ddof=1) / math.sqrt(10) / 12, rel=1e-12)
+
+
+def test_curve_clamps_mu_rel_at_the_floor_and_marks_it() -> None:
+    c = Curve.from_samples(samples(-5.0, layers=12), "mu_rel", "float32")
+    assert c.floor_share[-1] == 1.0
+    assert c.drop[-1] == pytest.approx(math.log(floor_rel("float32") / 0.5), rel=1e-6)
+
+
+def test_curve_marks_nonfinite_samples_from_then_on() -> None:
+    v = samples(0.0, n=4)
+    v[1, 5] = np.inf
+    v[1, 6:] = 1.0  # finite again later: still counted as non-finite (an overflow is never cut)
+    c = Curve.from_samples(v, "mu", "float32")
+    assert c.first_nonfinite() == 5 and c.finite[-1] == pytest.approx(0.75) and c.n_at(12) == 3
+
+
+def test_curve_rows_round_trip() -> None:
+    v = samples(-0.3)
+    rows = pd.DataFrame(curve_rows({"mu": v * 10, "mu_rel": v}, "float32"))
+    back = Curve.from_rows(rows, "mu_rel", "float32", n=8)
+    ref = Curve.from_samples(v, "mu_rel", "float32")
+    np.testing.assert_allclose(back.drop_std, ref.drop_std)
+    assert back.rate(0, 12) == ref.rate(0, 12)
+
+
+def test_pool_equals_the_curve_of_all_samples() -> None:
+    a, b = samples(-0.3, n=4, seed=1), samples(-0.6, n=6, seed=2)
+    pooled = Curve.pool([Curve.from_samples(a, "mu", "float64"), Curve.from_samples(b, "mu", "float64")])
+    ref = Curve.from_samples(np.concatenate([a, b]), "mu", "float64")
+    assert pooled.n == 10
+    for name in ("mean", "std", "lo", "hi", "drop", "drop_std", "finite", "floor_share"):
+        np.testing.assert_allclose(getattr(pooled, name), getattr(ref, name), rtol=1e-10, err_msg=name)
+
+
+# ----------------------------------------------------------------------------- thresholds
+
+
+def test_a_threshold_the_yaml_lacks_is_an_error_not_a_default() -> None:
+    th = Thresholds.of("fig2", {"rate_tol": 0.02})
+    with pytest.raises(RankCollapseError, match=r"fig2.yaml: threshold 'min_samples' is missing"):
+        rules.san_collapse({"complete": curve(-1.0)}, th)
+
+
+def test_ranges_must_contain_their_value_and_name_a_set_threshold() -> None:
+    with pytest.raises(RankCollapseError, match="outside its range"):
+        Thresholds.of("s", {"rate_tol": 0.02}, {"rate_tol": [0.03, 0.05]})
+    with pytest.raises(RankCollapseError, match="which verdict: does not set"):
+        Thresholds.of("s", {"rate_tol": 0.02}, {"keep_min": [0.01, 0.1]})
+    with pytest.raises(RankCollapseError, match="whole number"):
+        Thresholds.of("s", {"min_samples": 2.5}).count("min_samples")
+
+
+def test_judged_records_the_thresholds_a_rule_read_and_flips_inside_their_ranges() -> None:
+    from rankcollapse.experiments.kit.claims import judged
+
+    th = Thresholds.of("s", dict(TH.values), {"rate_tol": [0.01, 0.05]})
+    # LN curve falling at -0.03/layer: 'falling' at rate_tol 0.02, 'kept' at 0.05 -> a threshold-sensitive row
+    san, ln = {"causal": curve(-0.5)}, {"causal": curve(-0.03, noise=0.0)}
+    j = judged(lambda t: rules.ln_stops(san, ln, t, t["keep_min"]), th)
+    assert j.verdict is NOT_REPRODUCED
+    assert {"rate_tol", "keep_min", "min_samples"} <= j.used
+    assert ("rate_tol", 0.05, REPRODUCED) in j.flips
+    steady = judged(lambda t: rules.ln_stops(san, {"causal": curve(0.0, noise=0.0)}, t, t["keep_min"]), th)
+    assert steady.flips == ()
+
+
+# ----------------------------------------------------------------------------- statuses
+
+
+def test_collapse_status_each_class() -> None:
+    assert collapse_status(curve(-0.5), TH).name == "collapsing"
+    assert collapse_status(curve(0.0), TH).name == "not collapsing"
+    assert collapse_status(curve(-5.0, dtype="float32"), TH).name == "at floor"
+    assert collapse_status(curve(-0.02, noise=0.3), TH).name == "unclear"
+    assert collapse_status(curve(-0.5, n=3), TH).name == "too few samples"
+    st = collapse_status(curve(-0.5, late_rate=0.0), TH)  # an early drop that levels off
+    assert st.name == "not collapsing" and "levels off" in st.words
+
+
+def test_level_status_each_class() -> None:
+    assert level_status(curve(0.0), TH, 0.05).name == "kept"
+    assert level_status(curve(0.0, start=0.01), TH, 0.05).name == "low"
+    assert level_status(curve(0.0, start=0.01), TH, None).name == "kept"
+    assert level_status(curve(-0.5), TH, None).name == "falling"
+    assert level_status(curve(0.3, q="mu"), TH, None).name == "growing"
+    assert level_status(curve(-0.5, late_rate=0.0), TH, None).name == "kept"
+    assert "over it" in level_status(curve(-0.5), TH, None).words  # the effect over the last half, in words
+
+
+def test_stability_status_each_class() -> None:
+    assert stability_status(curve(0.0, q="mu"), TH).name == "stable"
+    assert stability_status(curve(0.5, q="mu"), TH).name == "unstable"
+    assert stability_status(curve(0.15, q="mu"), TH).name == "unclear"
+
+
+# ----------------------------------------------------------------------------- Figs. 2 / 6
+
+
+def test_san_collapse_verdicts_and_causes() -> None:
+    assert rules.san_collapse({"complete": curve(-1.0), "window": curve(-0.3)}, TH).verdict == REPRODUCED
+    j = rules.san_collapse({"complete": curve(-1.0), "window": curve(0.0)}, TH)
+    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "measured otherwise" and "window" in j.cause
+    j = rules.san_collapse({"complete": curve(-1.0, n=2)}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small" and "min_samples = 4" in j.cause
+
+
+def test_an_undecided_comparison_names_the_samples_that_would_decide_it() -> None:
+    j = rules.san_collapse({"causal": curve(-0.02, noise=0.3)}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+    assert "n ≈" in j.cause and j.undecided
+
+
+def test_margin_needed_n_is_the_documented_formula() -> None:
+    m = Margin("x", value=-0.016, se=0.0073 / 2, threshold=-0.02, n=64)
+    assert not m.decided
+    assert m.needed_n() == math.ceil(64 * (2 * 0.0073 / 2 / 0.004) ** 2)
+    assert Margin("x", -0.02, 0.01, -0.02, 8).needed_n() is None  # on the threshold: never decided
+    assert Margin("x", -0.1, 0.01, -0.02, 8).decided
+
+
+def test_local_slower_verdicts() -> None:
+    radius = {"complete": 1, "causal-window:w=1": 127}
+    right = {"complete, float64": curve(-1.0), "causal-window:w=1, float64": curve(-0.1)}
+    assert rules.local_slower(right, radius, TH).verdict == REPRODUCED
+    wrong = {"complete, float64": curve(-0.1), "causal-window:w=1, float64": curve(-1.0)}
+    assert rules.local_slower(wrong, radius, TH).verdict == NOT_REPRODUCED
+    same = {"complete, float64": curve(-0.5, seed=1), "causal-window:w=1, float64": curve(-0.5, seed=2)}
+    assert rules.local_slower(same, radius, TH).verdict == INCONCLUSIVE
+    # pairs are compared within a dtype only
+    mixed = {"complete, float32": curve(-1.0, dtype="float32"), "causal-window:w=1, float64": curve(-0.1)}
+    assert rules.local_slower(mixed, radius, TH).cause_kind == "not testable"
+
+
+def test_ln_stops_verdicts() -> None:
+    san = {"causal": curve(-0.5)}
+    assert rules.ln_stops(san, {"causal": curve(0.0)}, TH, 0.05).verdict == REPRODUCED
+    j = rules.ln_stops({"causal": curve(0.0)}, {"causal": curve(0.0)}, TH, 0.05)  # LN makes no difference
+    assert j.verdict == NOT_REPRODUCED and "does not collapse either" in j.evidence
+    j = rules.ln_stops(san, {"causal": curve(-5.0, dtype="float32")}, TH, 0.05)  # collapsed, not stabilised
+    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "precision floor" and "float32 precision floor" in j.cause
+    assert rules.ln_stops(san, {"causal": curve(-0.5)}, TH, 0.05).verdict == NOT_REPRODUCED
+    assert rules.ln_stops(san, {"causal": curve(0.0, noise=0.4)}, TH, 0.05).verdict == INCONCLUSIVE
+
+
+def test_kept_stable_verdicts() -> None:
+    assert rules.kept_stable({"causal": curve(0.0)}, TH, 0.05).verdict == REPRODUCED
+    assert rules.kept_stable({"causal": curve(-0.4)}, TH, 0.05).verdict == NOT_REPRODUCED
+    assert rules.kept_stable({"causal": curve(-5.0, dtype="float32")}, TH, 0.05).cause_kind == "precision floor"
+    assert rules.kept_stable({"causal": curve(-0.03, noise=0.2)}, TH, 0.05).verdict == INCONCLUSIVE
+
+
+def test_skip_unstable_verdicts() -> None:
+    assert rules.skip_unstable({"causal": curve(0.5, q="mu")}, TH).verdict == REPRODUCED
+    assert rules.skip_unstable({"causal": curve(0.0, q="mu")}, TH).verdict == NOT_REPRODUCED
+    early = curve(1.0, q="mu", late_rate=0.0, noise=0.0)  # unstable early, flat later: not "more so deeper"
+    assert rules.skip_unstable({"causal": early}, TH).verdict == INCONCLUSIVE
+    v = samples(0.0)
+    v[0, 7:] = np.inf
+    j = rules.skip_unstable({"causal": Curve.from_samples(v, "mu", "float32")}, TH)
+    assert j.verdict == REPRODUCED and "non-finite from t=7" in j.evidence
+    deep = curve(0.05, q="mu", layers=128, noise=0.0)
+    assert "I(t=12)" in rules.skip_unstable({"causal": deep}, TH).evidence  # the 12-layer answer beside
+
+
+def test_full_stable_verdicts() -> None:
+    assert rules.full_stable({"complete": curve(0.0)}, TH).verdict == REPRODUCED
+    assert rules.full_stable({"complete": curve(0.5, q="mu")}, TH).verdict == NOT_REPRODUCED
+    j = rules.full_stable({"complete": curve(-5.0, dtype="float32")}, TH)
+    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "precision floor"
+    assert rules.full_stable({"complete": curve(0.15, q="mu")}, TH).verdict == INCONCLUSIVE
+
+
+def test_raw_mu_that_underflows_to_zero_has_collapsed_not_levelled_off() -> None:
+    v = samples(-3.0, n=4)
+    v[:, 6:] = 0.0  # float32 raw mu rounded to 0 for the last half: not a level
+    c = Curve.from_samples(v, "mu", "float32")
+    st = collapse_status(c, TH)
+    assert st.name == "at floor" and "underflows to 0 in float32 from t=6" in st.words
+    assert level_status(c, TH, None).name == "at floor"
+    assert rules.san_collapse({"complete": c}, TH).verdict == REPRODUCED
+
+
+def test_mu_rel_of_an_underflowed_x_is_undefined_not_overflow() -> None:
+    v = samples(-0.5, n=4)
+    v[:, 9:] = np.nan  # mu_rel = 0/0 where X underflowed to exactly 0
+    zero = np.zeros_like(v, dtype=bool)
+    zero[:, 9:] = True
+    st = collapse_status(Curve.from_samples(v, "mu_rel", "float32", zero=zero), TH)
+    assert st.name == "non-finite" and "underflowed to 0" in st.words and "overflow" not in st.words
+
+
+# ----------------------------------------------------------------------------- Figs. 3 / 7
+
+
+def dqk(rates: dict[float, float], **kw: object) -> dict[float, Curve]:
+    return {d: curve(r, seed=i, **kw) for i, (d, r) in enumerate(rates.items())}
+
+
+def test_dqk_slows_verdicts() -> None:
+    assert rules.dqk_slows({"complete": dqk({1 / 64: -0.1, 1.0: -0.5, 64.0: -1.0})}, TH).verdict == REPRODUCED
+    assert rules.dqk_slows({"complete": dqk({1 / 64: -1.0, 1.0: -0.5, 64.0: -0.1})}, TH).verdict == NOT_REPRODUCED
+    flat = {"complete": dqk({1 / 64: -0.5, 64.0: -0.5}, noise=0.1)}
+    assert rules.dqk_slows(flat, TH).verdict == INCONCLUSIVE
+
+
+def test_dqk_global_verdicts() -> None:
+    big, small = dqk({1 / 64: -0.1, 64.0: -1.0}), dqk({1 / 64: -0.4, 64.0: -0.5})
+    assert rules.dqk_global({"complete": big, "window:w=1": small}, TH).verdict == REPRODUCED
+    assert rules.dqk_global({"complete": small, "window:w=1": big}, TH).verdict == NOT_REPRODUCED
+    j = rules.dqk_global({"complete": big}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "not testable"
+
+
+def test_dqk_shallow_verdicts() -> None:
+    shallow = {"complete": {1 / 64: curve(-0.1, late_rate=-0.5, seed=1), 64.0: curve(-1.0, late_rate=-0.5)}}
+    assert rules.dqk_shallow(shallow, TH).verdict == REPRODUCED
+    deep = {"complete": {1 / 64: curve(-0.5, late_rate=-0.1, seed=1), 64.0: curve(-0.5, late_rate=-1.0)}}
+    assert rules.dqk_shallow(deep, TH).verdict == NOT_REPRODUCED
+    none = {"complete": {1 / 64: curve(-0.5, seed=1, noise=0.1), 64.0: curve(-0.5, noise=0.1)}}
+    assert rules.dqk_shallow(none, TH).verdict == INCONCLUSIVE
+
+
+def test_a_sans_that_grows_is_left_out_of_the_dqk_rules_as_not_testable() -> None:
+    growing = {"causal": dqk({1 / 64: 0.6, 64.0: 0.3}, q="mu")}
+    j = rules.dqk("slows", growing, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "not testable" and "does not collapse" in j.cause
+    mixed = {"complete": dqk({1 / 64: -0.1, 64.0: -1.0}, q="mu"), **growing}
+    j = rules.dqk("slows", mixed, TH)
+    assert j.verdict == REPRODUCED and "left out (not a collapse): causal" in j.evidence
+
+
+# ----------------------------------------------------------------------------- Figs. 4, 8, 9
+
+
+def test_full_rank_verdicts() -> None:
+    assert rules.full_rank([1.0] * 13, 8, TH).verdict == REPRODUCED
+    assert rules.full_rank([1.0] * 12 + [0.5], 8, TH).verdict == NOT_REPRODUCED
+    assert rules.full_rank([1.0] * 13, 2, TH).verdict == INCONCLUSIVE
+    assert "E - 1" in rules.full_rank([1.0] * 3, 8, TH, "rank <= E - 1 = 127").evidence
+
+
+def test_sigma_ratio_verdicts_are_relative_to_the_rank_tolerance() -> None:
+    tol32, tol64 = 768 * 1.19e-7, 768 * 2.2e-16
+    assert rules.sigma_ratio([0.1, 0.05], [tol32, tol32], 8, TH).verdict == REPRODUCED
+    # the same ratio is measurable in float64 and not in float32: the dtype decides, not an absolute number
+    assert rules.sigma_ratio([1e-4, 1e-4], [tol32, tol32], 8, TH).verdict == NOT_REPRODUCED
+    assert rules.sigma_ratio([1e-4, 1e-4], [tol64, tol64], 8, TH).verdict == REPRODUCED
+    assert rules.sigma_ratio([0.1, 0.1], [tol32, tol32], 2, TH).verdict == INCONCLUSIVE
+
+
+def test_cos_grows_verdicts() -> None:
+    d = 768  # isotropic level sqrt(2/(pi d)) = 0.029
+    assert rules.cos_grows([0.05, 0.3, 0.6], [0.01, 0.02, 0.02], 8, d, TH).verdict == REPRODUCED
+    assert rules.cos_grows([0.6, 0.3, 0.05], [0.01, 0.02, 0.02], 8, d, TH).verdict == NOT_REPRODUCED
+    assert rules.cos_grows([0.03, 0.05], [0.001, 0.001], 8, d, TH).verdict == INCONCLUSIVE  # not narrow
+    assert rules.cos_grows([0.3, 0.3], [0.1, 0.1], 8, d, TH).cause_kind == "sample too small"
+
+
+def test_dominant_sv_verdicts() -> None:
+    assert rules.dominant_sv([5.0, 8.0], [0.01, 0.02], 8, TH).verdict == REPRODUCED
+    assert rules.dominant_sv([1.1, 8.0], [0.01, 0.02], 8, TH).verdict == NOT_REPRODUCED
+    assert rules.dominant_sv([5.0, 8.0], [1e-6, 0.02], 8, TH).verdict == NOT_REPRODUCED
+    assert rules.dominant_sv([5.0, 8.0], [0.01, 0.02], 3, TH).verdict == INCONCLUSIVE
+
+
+def test_initial_cos_verdicts_name_the_offending_pairs() -> None:
+    assert rules.initial_cos([0.1] * 8, TH).verdict == REPRODUCED
+    j = rules.initial_cos([0.1] * 7 + [-0.2], TH, "'the / ##ule' (-0.2)")
+    assert j.verdict == NOT_REPRODUCED and "'the / ##ule'" in j.evidence
+    assert rules.initial_cos([0.1] * 3, TH).verdict == INCONCLUSIVE
+
+
+# ----------------------------------------------------------------------------- theorem checks
+
+
+def test_every_run_verdicts() -> None:
+    assert rules.every_run([("a", True, ""), ("b", True, "")]).verdict == REPRODUCED
+    assert rules.every_run([("a", True, ""), ("b", False, "x")]).verdict == NOT_REPRODUCED
+    j = rules.every_run([("a", True, ""), ("b", None, "stalled")])
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "not testable"
+    assert rules.every_run([]).verdict == INCONCLUSIVE
+
+
+def test_collapses_verdicts() -> None:
+    assert rules.collapses([("a", -0.5, False), ("b", None, True)], TH).verdict == REPRODUCED
+    assert rules.collapses([("a", -1e-4, False)], TH).verdict == NOT_REPRODUCED
+    assert rules.collapses([("a", None, False)], TH).verdict == INCONCLUSIVE
+
+
+def test_a_bound_is_tested_only_by_runs_above_the_floor_and_not_vacuous() -> None:
+    j = rules.bound_holds([("a", "consistent", False), ("b", "consistent", True), ("c", "vacuous", False)])
+    assert j.verdict == REPRODUCED and "1 test the rate" in j.evidence and "1 reached the floor" in j.evidence
+    assert rules.bound_holds([("a", "rate_exceeded", False)]).verdict == NOT_REPRODUCED
+    j = rules.bound_holds([("a", "consistent", True), ("b", "consistent", True)])
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "not testable"  # floor-reaching runs test no rate
+    j = rules.bound_holds([("a", "vacuous", False)])
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "bound vacuous"
+
+
+def test_at_least_spearman_and_pair_rules() -> None:
+    assert rules.at_least([("a", 0.5)], TH, "keep_min").verdict == REPRODUCED
+    assert rules.at_least([("a", 0.01)], TH, "keep_min").verdict == NOT_REPRODUCED
+    assert rules.spearman_order({"window": (1.0, "")}, TH).verdict == REPRODUCED
+    assert rules.spearman_order({"window": (-0.5, "")}, TH).verdict == NOT_REPRODUCED
+    assert rules.spearman_order({"window": (0.5, "")}, TH).verdict == INCONCLUSIVE
+    assert rules.spearman_order({"window": (math.nan, "")}, TH).cause_kind == "not testable"
+    assert rules.pairs_ordered([("p", 0.1, 0.5)]).verdict == REPRODUCED
+    assert rules.pairs_ordered([("p", 0.5, 0.1)]).verdict == NOT_REPRODUCED
+    assert rules.pairs_ordered([]).verdict == INCONCLUSIVE
+
+
+def test_every_cause_kind_has_a_builder_and_the_set_is_closed() -> None:
+    assert set(causes.CAUSES) == {
+        "precision floor", "norm effect", "stand-in differs", "not testable", "sample too small", "threshold",
+        "bound vacuous", "structural limit", "untested", "no data", "failed runs", "measured otherwise"}
+    for kind in causes.CAUSES:
+        assert callable(getattr(causes, kind.replace(" ", "_").replace("-", "_")))

@@ -1,0 +1,153 @@
+"""The one verdict vocabulary: the combined-word table, origins, and how a claim row is built."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.config import Experiment
+from rankcollapse.experiments.engine.story import Data, Statement
+from rankcollapse.experiments.engine.verdicts import (
+    EXTENSION_WORDS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PAPER_WORDS,
+    REPRODUCED,
+    UNTESTED,
+    Claim,
+    Origin,
+    Verdict,
+    combine_verdicts,
+    verdict_class,
+    verdict_word,
+)
+from rankcollapse.experiments.kit.claims import claim_row, judge_plain, no_data_row, with_failures
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+R, N, I = REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE
+
+#: The whole table, written out: a change to the words is a change to this test.
+PINNED = {
+    (R, None): ("reproduced", "confirmed (ours)"),
+    (R, R): ("reproduced", "confirmed (ours)"),
+    (R, N): ("reproduced as plotted; mechanism differs", "confirmed (ours) as plotted; mechanism differs"),
+    (R, I): ("reproduced as plotted; mechanism inconclusive", "confirmed (ours) as plotted; mechanism inconclusive"),
+    (N, None): ("not reproduced", "refuted (ours)"),
+    (N, N): ("not reproduced", "refuted (ours)"),
+    (N, R): ("not reproduced as plotted; mechanism holds", "refuted (ours) as plotted; mechanism holds"),
+    (N, I): ("not reproduced as plotted; mechanism inconclusive", "refuted (ours) as plotted; mechanism inconclusive"),
+    (I, None): ("inconclusive", "inconclusive (ours)"),
+    (I, I): ("inconclusive", "inconclusive (ours)"),
+    (I, R): ("inconclusive as plotted; mechanism holds", "inconclusive (ours) as plotted; mechanism holds"),
+    (I, N): ("inconclusive as plotted; mechanism differs", "inconclusive (ours) as plotted; mechanism differs"),
+}
+
+
+def test_the_word_table_is_pinned() -> None:
+    assert {k: (PAPER_WORDS[k], EXTENSION_WORDS[k]) for k in PAPER_WORDS} == PINNED
+    assert set(PAPER_WORDS) == set(EXTENSION_WORDS) == set(PINNED)
+
+
+@pytest.mark.parametrize("key", list(PINNED))
+def test_a_plotted_quantity_that_reproduces_never_reads_not_reproduced(key: tuple) -> None:
+    plotted, mech = key
+    for origin in Origin:
+        word = verdict_word(origin, plotted, mech)
+        if plotted is R:
+            assert not word.startswith(("not reproduced", "refuted"))
+            assert verdict_class(word) == "reproduced"
+        if origin is Origin.EXTENSION:
+            assert "(ours)" in word and not word.startswith(("reproduced", "not reproduced"))
+        else:
+            assert "(ours)" not in word
+
+
+def test_untested_wins_and_classes_count_it_apart() -> None:
+    assert verdict_word(Origin.PAPER, R, R, untested=True) == UNTESTED
+    assert verdict_class(UNTESTED) == UNTESTED
+    assert verdict_class("not reproduced as plotted; mechanism holds") == "not reproduced"
+    assert verdict_class("inconclusive (ours) as plotted; mechanism holds") == "inconclusive"
+
+
+def test_combine_verdicts_is_the_one_combiner() -> None:
+    assert combine_verdicts([]) is I
+    assert combine_verdicts([R, R]) is R
+    assert combine_verdicts([R, I]) is I
+    assert combine_verdicts(["reproduced", "not reproduced", "inconclusive"]) is N
+    with pytest.raises(RankCollapseError, match="unknown verdict 'maybe'"):
+        combine_verdicts(["maybe"])
+    assert str(Verdict.REPRODUCED) == "reproduced" and Verdict.REPRODUCED == "reproduced"
+
+
+def test_a_claim_refuses_unknown_words_and_reproduced_without_evidence() -> None:
+    base = dict(id="s.k", story="s", key="k", experiment="s.a", statement="x", source="paper §5", rule="r")
+    with pytest.raises(ValueError, match="unknown verdict word"):
+        Claim(**base, origin="paper setting", verdict="sort of", as_plotted="reproduced", mechanism="n/a", evidence="e")
+    with pytest.raises(ValueError, match="needs evidence"):
+        Claim(**base, origin="paper setting", verdict="reproduced", as_plotted="reproduced", mechanism="n/a",
+              evidence=" ")
+    with pytest.raises(ValueError):
+        Claim(**base, origin="somewhere", verdict="reproduced", as_plotted="reproduced", mechanism="n/a", evidence="e")
+
+
+def _data(extension: bool = False) -> Data:
+    exp = Experiment(name="s.a", title="t", task="toy", base={}, grid={"seed": [0]}, verdict={}, source="s.yaml",
+                     story="s", arm="a", extension=extension)
+    index = pd.DataFrame([{"run_id": "r1", "experiment": "s.a", "status": "ok", "error": "", "seed": 0}])
+    return Data(exp, pd.DataFrame({"run_id": ["r1"], "experiment": ["s.a"]}), index)
+
+
+def _frame(label: str, pretrained: bool, stand_in_for: str) -> pd.DataFrame:
+    return pd.DataFrame([{"model_label": label, "model_name": label, "pretrained": pretrained,
+                          "stand_in_for": stand_in_for}])
+
+
+STATEMENT = Statement("k", "a statement", "paper §5, Fig. 2", "the rule")
+TH = Thresholds.of("s", {"min_samples": 4})
+
+
+def test_origin_paper_stand_in_untested_and_extension() -> None:
+    j = judge_plain(R, "evidence")
+    paper = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("bert (random init)", False, ""))
+    assert paper.origin == "paper setting" and paper.verdict == "reproduced" and paper.mechanism == "n/a"
+    stand = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased"))
+    assert stand.origin == "stand-in" and "stands in for bert-base-uncased" in stand.stand_in
+    untested = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("t5 (random init)", False, "t5-base"))
+    assert untested.verdict == UNTESTED and untested.cause_kind == "untested" and "t5-base" in untested.cause
+    ext = claim_row("s", STATEMENT, _data(extension=True), TH, j)
+    assert ext.origin == "extension" and ext.verdict == "confirmed (ours)" and ext.id == "s.k[a]"
+    ours = claim_row("s", Statement("o", "ours too", "ours (measured)", "r"), _data(), TH, j)
+    assert ours.origin == "extension"
+
+
+def test_a_stand_in_that_fails_says_the_stand_in_differs() -> None:
+    j = judge_plain(N, "grows", "measured otherwise", "raw mu grows x1.4/layer")
+    row = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased"))
+    assert row.cause_kind == "stand-in differs" and "bert-base-uncased" in row.cause and "x1.4" in row.cause
+
+
+def test_plotted_reproduced_with_a_differing_mechanism_names_the_norm_effect() -> None:
+    plotted = judge_plain(R, "raw mu kept")
+    mech = judge_plain(N, "mu_rel falls", "measured otherwise", "mu_rel falls")
+    row = claim_row("s", STATEMENT, _data(), TH, plotted, mech, norm_words="x0.31 (causal, float32)")
+    assert row.verdict == "reproduced as plotted; mechanism differs"
+    assert row.cause_kind == "norm effect" and "x0.31" in row.cause
+
+
+def test_no_data_rows_and_failed_runs_never_read_reproduced() -> None:
+    row = no_data_row("s", STATEMENT, _data(), "arm a: no runs", extension=False)
+    assert row.verdict == "inconclusive" and row.cause_kind == "no data" and row.id == "s.k"
+    ok = claim_row("s", STATEMENT, _data(), TH, judge_plain(R, "e"))
+    failed = with_failures(ok, "1 run(s) failed, e.g. boom")
+    assert failed.verdict == "inconclusive" and failed.cause_kind == "failed runs" and "boom" in failed.evidence
+
+
+def test_a_row_at_the_minimum_sample_size_is_provisional() -> None:
+    from rankcollapse.experiments.kit.claims import Judged
+    from rankcollapse.experiments.kit.judgement import Judgement
+
+    j4 = Judged(Judgement(R, "e", n=4), frozenset({"min_samples"}))
+    j9 = Judged(Judgement(R, "e", n=9), frozenset({"min_samples"}))
+    assert claim_row("s", STATEMENT, _data(), TH, j4).provisional
+    assert not claim_row("s", STATEMENT, _data(), TH, j9).provisional
