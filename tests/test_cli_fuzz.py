@@ -380,7 +380,7 @@ REPORTED = [
     ("analyze --model tiny:gpt2 --corpus kjv --text FILE --out NEW", None),
     ("analyze --model tiny:gpt2 --samples 100000000 --out NEW", None),
     ("analyze --model NOWEIGHTS --out NEW", "slow"), ("analyze --model CORRUPT --out NEW", "slow"),
-    ("reproduce --executor dask --scheduler notaurl --profile tiny --only theorem2.hemisphere --out NEW", None),
+    ("reproduce --executor dask --scheduler notaurl --profile tiny --only theorem2 --out NEW", None),
     ("reproduce --scheduler tcp://x:1 --profile tiny --only theorem2.hemisphere --out NEW", None),
     ("reproduce --only '' --out NEW", None),
 ]

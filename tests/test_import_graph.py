@@ -166,6 +166,7 @@ def test_the_checks_catch_an_upward_import_and_a_cycle(edges, upward, cycle):
 def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph between top-level packages (``rankcollapse.<x>``): a module edge a -> b is a package
     edge when they sit in different packages."""
+
     def top(name: str) -> str:
         return ".".join(name.split(".")[:2])
 
@@ -181,8 +182,17 @@ def test_no_two_packages_import_each_other():
     """e.g. experiments and the report importing each other, even through different modules."""
     cycle = find_cycle(package_edges(graph()))
     assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
-    assert find_cycle(package_edges({"rankcollapse.experiments.a": {"rankcollapse.pipeline.b"},
-                                     "rankcollapse.pipeline.c": {"rankcollapse.experiments.d"}})) is not None
+    assert (
+        find_cycle(
+            package_edges(
+                {
+                    "rankcollapse.experiments.a": {"rankcollapse.pipeline.b"},
+                    "rankcollapse.pipeline.c": {"rankcollapse.experiments.d"},
+                }
+            )
+        )
+        is not None
+    )
 
 
 def test_function_level_and_relative_imports_are_seen():

@@ -18,9 +18,17 @@ def arm_data(exp: Any) -> Data:
     frames, index = [], []
     for spec in exp.runs():
         res = execute_run(spec, on_layer=lambda t: None)
-        index.append({"run_id": spec.run_id, "experiment": exp.name, "status": res.status, "error": res.error,
-                      "seed": spec.seed, **{k: canonical_or_plain(v) for k, v in spec.params.items()},
-                      **{f"summary.{k}": v for k, v in res.summary.items()}})
+        index.append(
+            {
+                "run_id": spec.run_id,
+                "experiment": exp.name,
+                "status": res.status,
+                "error": res.error,
+                "seed": spec.seed,
+                **{k: canonical_or_plain(v) for k, v in spec.params.items()},
+                **{f"summary.{k}": v for k, v in res.summary.items()},
+            }
+        )
         if res.status == "ok" and res.rows:
             frame = pd.DataFrame(res.rows)
             for k, v in spec.params.items():

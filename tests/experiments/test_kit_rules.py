@@ -18,21 +18,43 @@ from rankcollapse.experiments.kit.statuses import collapse_status, level_status,
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The values the stories' YAMLs use (no defaults in code: a rule reads what it is given).
-TH = Thresholds.of("test", {
-    "rate_tol": 0.02, "keep_min": 0.05, "min_samples": 4, "unstable_min": math.log(10.0), "initial_layers": 3,
-    "full_rank_min": 0.99, "ratio_margin": 10.0, "ratio_min": 1e-3, "aniso_factor": 3.0, "dominance_min": 2.0,
-    "share_min": 0.99, "min_log_rate": 1e-3, "min_rho": 0.8,
-    "global_masks": ["complete"], "sparse_masks": ["window:w=1"],
-})
+TH = Thresholds.of(
+    "test",
+    {
+        "rate_tol": 0.02,
+        "keep_min": 0.05,
+        "min_samples": 4,
+        "unstable_min": math.log(10.0),
+        "initial_layers": 3,
+        "full_rank_min": 0.99,
+        "ratio_margin": 10.0,
+        "ratio_min": 1e-3,
+        "aniso_factor": 3.0,
+        "dominance_min": 2.0,
+        "share_min": 0.99,
+        "min_log_rate": 1e-3,
+        "min_rho": 0.8,
+        "global_masks": ["complete"],
+        "sparse_masks": ["window:w=1"],
+    },
+)
 
 
-def samples(rate: float, *, layers: int = 12, n: int = 8, start: float = 0.5, noise: float = 0.01,
-            seed: int = 0, late_rate: float | None = None) -> np.ndarray:
+def samples(
+    rate: float,
+    *,
+    layers: int = 12,
+    n: int = 8,
+    start: float = 0.5,
+    noise: float = 0.01,
+    seed: int = 0,
+    late_rate: float | None = None,
+) -> np.ndarray:
     """[n, layers+1] values start * exp(rate t + noise random walk); ``late_rate`` from the middle on."""
     gen = np.random.default_rng(seed)
     slope = np.full(layers + 1, rate)
     if late_rate is not None:
-        slope[layers // 2 + 1:] = late_rate
+        slope[layers // 2 + 1 :] = late_rate
     steps = np.concatenate([[0.0], slope[1:]])
     walk = np.cumsum(steps) + noise * np.cumsum(gen.standard_normal((n, layers + 1)), axis=1)
     walk -= walk[:, :1]
@@ -205,7 +227,11 @@ def test_ln_stops_verdicts() -> None:
     j = rules.ln_stops({"causal": curve(0.0)}, {"causal": curve(0.0)}, TH, 0.05)  # LN makes no difference
     assert j.verdict == NOT_REPRODUCED and "does not collapse either" in j.evidence
     j = rules.ln_stops(san, {"causal": curve(-5.0, dtype="float32")}, TH, 0.05)  # collapsed, not stabilised
-    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "precision floor" and "float32 precision floor" in j.cause
+    assert (
+        j.verdict == NOT_REPRODUCED
+        and j.cause_kind == "precision floor"
+        and "float32 precision floor" in j.cause
+    )
     assert rules.ln_stops(san, {"causal": curve(-0.5)}, TH, 0.05).verdict == NOT_REPRODUCED
     assert rules.ln_stops(san, {"causal": curve(0.0, noise=0.4)}, TH, 0.05).verdict == INCONCLUSIVE
 
@@ -213,7 +239,9 @@ def test_ln_stops_verdicts() -> None:
 def test_kept_stable_verdicts() -> None:
     assert rules.kept_stable({"causal": curve(0.0)}, TH, 0.05).verdict == REPRODUCED
     assert rules.kept_stable({"causal": curve(-0.4)}, TH, 0.05).verdict == NOT_REPRODUCED
-    assert rules.kept_stable({"causal": curve(-5.0, dtype="float32")}, TH, 0.05).cause_kind == "precision floor"
+    assert (
+        rules.kept_stable({"causal": curve(-5.0, dtype="float32")}, TH, 0.05).cause_kind == "precision floor"
+    )
     assert rules.kept_stable({"causal": curve(-0.03, noise=0.2)}, TH, 0.05).verdict == INCONCLUSIVE
 
 
@@ -266,7 +294,10 @@ def dqk(rates: dict[float, float], **kw: object) -> dict[float, Curve]:
 
 def test_dqk_slows_verdicts() -> None:
     assert rules.dqk_slows({"complete": dqk({1 / 64: -0.1, 1.0: -0.5, 64.0: -1.0})}, TH).verdict == REPRODUCED
-    assert rules.dqk_slows({"complete": dqk({1 / 64: -1.0, 1.0: -0.5, 64.0: -0.1})}, TH).verdict == NOT_REPRODUCED
+    assert (
+        rules.dqk_slows({"complete": dqk({1 / 64: -1.0, 1.0: -0.5, 64.0: -0.1})}, TH).verdict
+        == NOT_REPRODUCED
+    )
     flat = {"complete": dqk({1 / 64: -0.5, 64.0: -0.5}, noise=0.1)}
     assert rules.dqk_slows(flat, TH).verdict == INCONCLUSIVE
 
@@ -379,7 +410,18 @@ def test_at_least_spearman_and_pair_rules() -> None:
 
 def test_every_cause_kind_has_a_builder_and_the_set_is_closed() -> None:
     assert set(causes.CAUSES) == {
-        "precision floor", "norm effect", "stand-in differs", "not testable", "sample too small", "threshold",
-        "bound vacuous", "structural limit", "untested", "no data", "failed runs", "measured otherwise"}
+        "precision floor",
+        "norm effect",
+        "stand-in differs",
+        "not testable",
+        "sample too small",
+        "threshold",
+        "bound vacuous",
+        "structural limit",
+        "untested",
+        "no data",
+        "failed runs",
+        "measured otherwise",
+    }
     for kind in causes.CAUSES:
         assert callable(getattr(causes, kind.replace(" ", "_").replace("-", "_")))

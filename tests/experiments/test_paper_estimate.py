@@ -12,14 +12,23 @@ PAPER_STORIES = ["fig2", "fig3", "fig4", "fig8", "fig9"]
 
 
 def test_curves_cost_is_layers_x_samples_x_conditions() -> None:
-    p = {"variants": ["attn"], "masks": ["complete"], "d_qk": [None], "layers": 10, "samples": 3,
-         "dtype": "float32", "tokens": 128}
+    p = {
+        "variants": ["attn"],
+        "masks": ["complete"],
+        "d_qk": [None],
+        "layers": 10,
+        "samples": 3,
+        "dtype": "float32",
+        "tokens": 128,
+    }
     assert model_curves_cost(p) == pytest.approx(LAYER_SAMPLE_S["attn"] * 30 + 3.0)
     f64 = model_curves_cost({**p, "dtype": "float64"}) - 3.0
     assert f64 == pytest.approx(2 * LAYER_SAMPLE_S["attn"] * 30)
     deep = {**p, "layers": None, "model": "random:bert-base-uncased,layers=128"}
     assert model_curves_cost(deep) > 128 / 10 * (model_curves_cost(p) - 3.0)  # the model's own depth
-    assert model_geometry_cost({"layers": 0, "samples": 10}) < model_geometry_cost({"layers": 12, "samples": 10})
+    assert model_geometry_cost({"layers": 0, "samples": 10}) < model_geometry_cost(
+        {"layers": 12, "samples": 10}
+    )
 
 
 def test_paper_profile_estimate_is_printed_and_much_larger_than_quick(capsys: pytest.CaptureFixture) -> None:
@@ -37,7 +46,8 @@ def test_paper_profile_estimate_is_printed_and_much_larger_than_quick(capsys: py
 
 
 def test_runs_start_longest_first_by_their_estimate_and_bundled_weights_are_built_once_before(
-        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
     """The sweep's order: runs whose task estimates its seconds first, longest first (the paper's
     128-layer runs), so no worker idles at the end behind one long run; and every bundled model an
     unfinished run loads is converted once, before the workers start."""

@@ -16,14 +16,36 @@ _PNG = bytes.fromhex(
 )
 
 
-def _claim(cid: str, story: str, origin: str, verdict: str, evidence: str, figure: str = "", cause: str = "",
-           kind: str = "") -> Claim:
+def _claim(
+    cid: str,
+    story: str,
+    origin: str,
+    verdict: str,
+    evidence: str,
+    figure: str = "",
+    cause: str = "",
+    kind: str = "",
+) -> Claim:
     plotted = {"reproduced": "reproduced", "confirmed (ours)": "reproduced", "untested": "inconclusive"}.get(
-        verdict, verdict.split(" as plotted")[0].replace(" (ours)", "").replace("refuted", "not reproduced"))
-    return Claim(id=cid, story=story, key=cid.split(".")[1].split("[")[0], experiment=f"{story}.a",
-                 statement=f"statement {cid}", source="paper §5", origin=origin, verdict=verdict,
-                 as_plotted=plotted, mechanism="n/a", rule="rule", evidence=evidence, figure=figure, cause=cause,
-                 cause_kind=kind)
+        verdict, verdict.split(" as plotted")[0].replace(" (ours)", "").replace("refuted", "not reproduced")
+    )
+    return Claim(
+        id=cid,
+        story=story,
+        key=cid.split(".")[1].split("[")[0],
+        experiment=f"{story}.a",
+        statement=f"statement {cid}",
+        source="paper §5",
+        origin=origin,
+        verdict=verdict,
+        as_plotted=plotted,
+        mechanism="n/a",
+        rule="rule",
+        evidence=evidence,
+        figure=figure,
+        cause=cause,
+        cause_kind=kind,
+    )
 
 
 def _page(tmp_path: Path) -> tuple[str, list[Claim]]:
@@ -37,13 +59,40 @@ def _page(tmp_path: Path) -> tuple[str, list[Claim]]:
         figs.append(FigureFile(name, story, png, pdf, csv, f"caption {name}"))
     claims = [
         _claim("sa.one", "sa", "paper setting", "reproduced", "complete: at floor; vacuous in 2 runs", "fa"),
-        _claim("sa.two", "sa", "stand-in", "not reproduced", "kept (level 0.4)", "fa", "the stand-in differs",
-               "stand-in differs"),
-        _claim("sb.one[x]", "sb", "extension", "inconclusive (ours)", "SRank 1.2", "fb", "n too small",
-               "sample too small"),
+        _claim(
+            "sa.two",
+            "sa",
+            "stand-in",
+            "not reproduced",
+            "kept (level 0.4)",
+            "fa",
+            "the stand-in differs",
+            "stand-in differs",
+        ),
+        _claim(
+            "sb.one[x]",
+            "sb",
+            "extension",
+            "inconclusive (ours)",
+            "SRank 1.2",
+            "fb",
+            "n too small",
+            "sample too small",
+        ),
     ]
-    experiments = [{"name": f"{n}.a", "story": n, "title": f"title {n}", "task": "t", "base": {}, "grid": {},
-                    "verdict": {}, "source": "paper"} for n in ("sa", "sb")]
+    experiments = [
+        {
+            "name": f"{n}.a",
+            "story": n,
+            "title": f"title {n}",
+            "task": "t",
+            "base": {},
+            "grid": {},
+            "verdict": {},
+            "source": "paper",
+        }
+        for n in ("sa", "sb")
+    ]
     return render_report(claims, figs, experiments, {"profile": "tiny"}, tmp_path), claims
 
 
@@ -53,21 +102,25 @@ def test_the_page_links_only_inside_itself_or_to_embedded_data(tmp_path):
     assert hrefs and all(h.startswith(("#", "data:")) for h in hrefs), hrefs
     anchors = set(re.findall(r"id='([^']+)'", page))
     assert all(h[1:] in anchors for h in hrefs if h.startswith("#")), "a link points at a missing anchor"
-    assert "src=\"data:image/png;base64," in page or "src='data:image/png;base64," in page
+    assert 'src="data:image/png;base64,' in page or "src='data:image/png;base64," in page
 
 
 def test_each_story_shows_its_figures_next_to_its_rows(tmp_path):
     page, _ = _page(tmp_path)
     a, b = page.index("id='exp-sa'"), page.index("id='exp-sb'")
-    section_a, section_b = page[a:b], page[b:page.index("id='glossary'")]
-    assert "id='fig-fa'" in section_a and "<tr id='sa.one'>" in section_a and "<tr id='sb.one[x]'>" not in section_a
+    section_a, section_b = page[a:b], page[b : page.index("id='glossary'")]
+    assert (
+        "id='fig-fa'" in section_a
+        and "<tr id='sa.one'>" in section_a
+        and "<tr id='sb.one[x]'>" not in section_a
+    )
     assert "id='fig-fb'" in section_b and "<tr id='sb.one[x]'>" in section_b
     assert "the stand-in differs" in section_a  # the cause sits in the row
 
 
 def test_every_glossary_term_used_on_the_page_is_defined_there(tmp_path):
     page, _ = _page(tmp_path)
-    glossary = page[page.index("id='glossary'"):]
+    glossary = page[page.index("id='glossary'") :]
     for term in ("at floor", "vacuous", "kept", "SRank", "stand-in", "extension", "as plotted"):
         assert f"<b>{term}" in glossary, term
     assert "<b>phi(0)</b>" not in glossary  # not used on this page

@@ -37,7 +37,9 @@ def test_every_story_config_loads_in_every_profile_with_seeds():
         exps = load_experiments(profile)
         assert {e.story for e in exps} == set(STORIES)
         for exp in exps:
-            assert all(r.seed is not None for r in exp.runs()), f"{exp.name}: every run needs an explicit seed"
+            assert all(r.seed is not None for r in exp.runs()), (
+                f"{exp.name}: every run needs an explicit seed"
+            )
     tiny = sum(len(e.runs()) for e in load_experiments("tiny"))
     full = sum(len(e.runs()) for e in load_experiments("full"))
     assert tiny < full
@@ -45,8 +47,9 @@ def test_every_story_config_loads_in_every_profile_with_seeds():
 
 def rederived(out, profile: str, names: list[str], tmp) -> dict[str, str]:
     """claim id -> verdict, judged again by each story's rules from the tables stored in ``out``."""
-    claims, _, _ = _analyse(load_experiments(profile, names), collect_table(out), collect_index(out), tmp,
-                            all_stories())
+    claims, _, _ = _analyse(
+        load_experiments(profile, names), collect_table(out), collect_index(out), tmp, all_stories()
+    )
     return {c.id: c.verdict for c in claims}
 
 
@@ -87,7 +90,9 @@ def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(ti
     result, out = tiny_all, tiny_all.out_dir
     assert result.sweep.failed == 0 and result.sweep.finished == result.sweep.total
     claims = json.loads((out / "claims.json").read_text())
-    assert [c["story"] for c in claims] == sorted((c["story"] for c in claims), key=STORIES.index)  # paper order
+    assert [c["story"] for c in claims] == sorted(
+        (c["story"] for c in claims), key=STORIES.index
+    )  # paper order
     page = (out / "report.html").read_text()
     assert len(re.findall(r"<tr id='[^']+'>", page)) == len(claims)
     assert rederived(out, "tiny", STORIES, tmp_path) == {c["id"]: c["verdict"] for c in claims}
@@ -100,8 +105,20 @@ def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(ti
 
 
 def test_cli_reproduce_writes_report_and_unknown_experiment_is_one_line_exit_2(tmp_path, capsys):
-    code = main(["reproduce", "--profile", "tiny", "--only", "theorem2.hemisphere", "--workers", "1",
-                 "--no-progress", "--out", str(tmp_path)])
+    code = main(
+        [
+            "reproduce",
+            "--profile",
+            "tiny",
+            "--only",
+            "theorem2.hemisphere",
+            "--workers",
+            "1",
+            "--no-progress",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     assert (tmp_path / "report.html").exists()
     printed = capsys.readouterr().out

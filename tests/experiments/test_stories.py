@@ -13,36 +13,72 @@ from .story_run import run_story
 #: What the tiny runs give (tiny:bert, 4 layers, N = 16, 4 samples; small simulations). Rows that read
 #: 'inconclusive' do so for the tiny sample (their cause says so), not by rule.
 PINNED = {
-    "theorem1": {"theorem1.collapse": "inconclusive", "theorem1.bound": "reproduced",
-                 "theorem1.no_center": "reproduced", "theorem1.radius_slows": "reproduced"},
-    "theorem2": {"theorem2.thm2": "reproduced", "theorem2.cor1": "reproduced", "theorem2.cor1n": "reproduced",
-                 "theorem2.collapse": "reproduced", "theorem2.causal_advantage[post-LN]": "reproduced",
-                 "theorem2.causal_advantage[pre-LN]": "reproduced",
-                 "theorem2.hemisphere[hemisphere]": "confirmed (ours)"},
-    "fig1_fig5": {"fig1_fig5.arcs": "reproduced", "fig1_fig5.fixed_points": "reproduced",
-                  "fig1_fig5.rank2": "reproduced", "fig1_fig5.token1": "reproduced", "fig1_fig5.no_ln": "reproduced",
-                  "fig1_fig5.token1_moving": "confirmed (ours)",
-                  "fig1_fig5.surrogate_meet[surrogate]": "inconclusive (ours)",
-                  "fig1_fig5.surrogate_token0[surrogate]": "confirmed (ours)",
-                  "fig1_fig5.surrogate_rank2[surrogate]": "confirmed (ours)"},
-    "theorem3": {"theorem3.every_rank": "reproduced", "theorem3.below_w": "confirmed (ours)",
-                 "theorem3.srank": "reproduced", "theorem3.lemma13": "reproduced", "theorem3.complete": "reproduced",
-                 "theorem3.attracts[rank 1]": "not reproduced", "theorem3.attracts[rank 2]": "not reproduced",
-                 "theorem3.attracts[rank 3]": "not reproduced", "theorem3.not_hyperbolic": "confirmed (ours)",
-                 "theorem3.designed[designed]": "confirmed (ours)"},
-    "fig2": {"fig2.san_collapse[random]": "reproduced as plotted; mechanism inconclusive",
-             "fig2.local_slower[random]": "reproduced", "fig2.ln_stops[random]": "not reproduced",
-             "fig2.full_stable[random]": "reproduced", "fig2.ln_stops_deep[random, 8 layers]": "not reproduced",
-             "fig2.skip_unstable[random, 8 layers]": "not reproduced",
-             "fig2.full_stable[random, 8 layers]": "reproduced", "fig2.san_collapse[gaussian_san]": "confirmed (ours)",
-             "fig2.local_slower[gaussian_san]": "inconclusive (ours)", "fig2.ln_stops[gaussian_san]": "refuted (ours)"},
-    "fig3": {"fig3.slows[random]": "inconclusive", "fig3.global[random]": "inconclusive",
-             "fig3.shallow[random]": "inconclusive", "fig3.slows[gaussian_san]": "confirmed (ours)",
-             "fig3.global[gaussian_san]": "inconclusive (ours)",
-             "fig3.shallow[gaussian_san]": "inconclusive (ours) as plotted; mechanism holds"},
-    "fig4": {"fig4.full_rank[tiny:bert]": "reproduced", "fig4.sigma_min[tiny:bert]": "reproduced",
-             "fig4.cos_grows[tiny:bert]": "inconclusive", "fig4.full_rank[tiny:gpt2]": "reproduced",
-             "fig4.sigma_min[tiny:gpt2]": "reproduced", "fig4.cos_grows[tiny:gpt2]": "inconclusive"},
+    "theorem1": {
+        "theorem1.collapse": "inconclusive",
+        "theorem1.bound": "reproduced",
+        "theorem1.no_center": "reproduced",
+        "theorem1.radius_slows": "reproduced",
+    },
+    "theorem2": {
+        "theorem2.thm2": "reproduced",
+        "theorem2.cor1": "reproduced",
+        "theorem2.cor1n": "reproduced",
+        "theorem2.collapse": "reproduced",
+        "theorem2.causal_advantage[post-LN]": "reproduced",
+        "theorem2.causal_advantage[pre-LN]": "reproduced",
+        "theorem2.hemisphere[hemisphere]": "confirmed (ours)",
+    },
+    "fig1_fig5": {
+        "fig1_fig5.arcs": "reproduced",
+        "fig1_fig5.fixed_points": "reproduced",
+        "fig1_fig5.rank2": "reproduced",
+        "fig1_fig5.token1": "reproduced",
+        "fig1_fig5.no_ln": "reproduced",
+        "fig1_fig5.token1_moving": "confirmed (ours)",
+        "fig1_fig5.surrogate_meet[surrogate]": "inconclusive (ours)",
+        "fig1_fig5.surrogate_token0[surrogate]": "confirmed (ours)",
+        "fig1_fig5.surrogate_rank2[surrogate]": "confirmed (ours)",
+    },
+    "theorem3": {
+        "theorem3.every_rank": "reproduced",
+        "theorem3.below_w": "confirmed (ours)",
+        "theorem3.srank": "reproduced",
+        "theorem3.lemma13": "reproduced",
+        "theorem3.complete": "reproduced",
+        "theorem3.attracts[rank 1]": "not reproduced",
+        "theorem3.attracts[rank 2]": "not reproduced",
+        "theorem3.attracts[rank 3]": "not reproduced",
+        "theorem3.not_hyperbolic": "confirmed (ours)",
+        "theorem3.designed[designed]": "confirmed (ours)",
+    },
+    "fig2": {
+        "fig2.san_collapse[random]": "reproduced as plotted; mechanism inconclusive",
+        "fig2.local_slower[random]": "reproduced",
+        "fig2.ln_stops[random]": "not reproduced",
+        "fig2.full_stable[random]": "reproduced",
+        "fig2.ln_stops_deep[random, 8 layers]": "not reproduced",
+        "fig2.skip_unstable[random, 8 layers]": "not reproduced",
+        "fig2.full_stable[random, 8 layers]": "reproduced",
+        "fig2.san_collapse[gaussian_san]": "confirmed (ours)",
+        "fig2.local_slower[gaussian_san]": "inconclusive (ours)",
+        "fig2.ln_stops[gaussian_san]": "refuted (ours)",
+    },
+    "fig3": {
+        "fig3.slows[random]": "inconclusive",
+        "fig3.global[random]": "inconclusive",
+        "fig3.shallow[random]": "inconclusive",
+        "fig3.slows[gaussian_san]": "confirmed (ours)",
+        "fig3.global[gaussian_san]": "inconclusive (ours)",
+        "fig3.shallow[gaussian_san]": "inconclusive (ours) as plotted; mechanism holds",
+    },
+    "fig4": {
+        "fig4.full_rank[tiny:bert]": "reproduced",
+        "fig4.sigma_min[tiny:bert]": "reproduced",
+        "fig4.cos_grows[tiny:bert]": "inconclusive",
+        "fig4.full_rank[tiny:gpt2]": "reproduced",
+        "fig4.sigma_min[tiny:gpt2]": "reproduced",
+        "fig4.cos_grows[tiny:gpt2]": "inconclusive",
+    },
     "fig8": {"fig8.dominant[tiny:bert]": "reproduced"},
     "fig9": {"fig9.nonnegative[tiny:albert]": "not reproduced", "fig9.nonnegative[tiny:bert]": "reproduced"},
 }
@@ -51,7 +87,11 @@ FIGURES = {
     "theorem2": ["theorem2_ln_orthogonal", "ext_theorem2_hemisphere"],
     "fig1_fig5": ["fig1", "fig5", "ext_fig1_surrogate", "ext_fig5_surrogate"],
     "theorem3": ["theorem3_equilibria", "ext_theorem3_designed"],
-    "fig2": ["fig2_tiny_bert_random_init", "fig6_tiny_bert_8_layers_random_init", "ext_fig2_gaussian_san_n_8_d_8_ours"],
+    "fig2": [
+        "fig2_tiny_bert_random_init",
+        "fig6_tiny_bert_8_layers_random_init",
+        "ext_fig2_gaussian_san_n_8_d_8_ours",
+    ],
     "fig3": ["fig7_tiny_bert_random_init", "ext_fig3_gaussian_san_n_8_d_8_ours"],
     "fig4": ["fig4"],
     "fig8": ["fig8_tiny_bert_random_init"],
@@ -94,7 +134,9 @@ def test_figures_are_named_as_the_papers_twins_or_as_ours(story: tuple) -> None:
     name, _, _, figures = story
     assert [f.name for f in figures] == FIGURES[name]
     for f in figures:
-        title = " ".join(t.get_text() for t in f.figure.texts) + " ".join(ax.get_title() for ax in f.figure.axes)
+        title = " ".join(t.get_text() for t in f.figure.texts) + " ".join(
+            ax.get_title() for ax in f.figure.axes
+        )
         if f.name.startswith("ext_"):
             assert "ours" in (title + f.caption).lower(), f.name
         assert not f.data.empty and f.caption

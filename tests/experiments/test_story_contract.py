@@ -1,4 +1,4 @@
-"""The story contract: one module with STORY + one YAML beside it is a whole paper result, using the kit only."""
+"""The story contract: one module with STORY + one YAML beside it is a whole paper result (kit only)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 STATEMENTS = (
-    Statement("falls", "x(t) falls exponentially", "paper §0, Fig. 0", "every curve collapsing -> reproduced"),
+    Statement("falls", "x(t) falls exponentially", "paper §0, Fig. 0", "every curve collapsing"),
     Statement("never", "something nobody measures", "paper §0", "none"),
 )
 
@@ -70,15 +70,18 @@ def package(tmp_path, monkeypatch):
 
 def test_a_module_and_a_yaml_are_a_whole_story_judged_with_the_kit(package, tmp_path):
     name, folder = package
-    (folder / "toy_story.py").write_text(textwrap.dedent(_MODULE.replace("{name}", "toy_story")
-                                                         .replace("{{", "{").replace("}}", "}")))
+    (folder / "toy_story.py").write_text(
+        textwrap.dedent(_MODULE.replace("{name}", "toy_story").replace("{{", "{").replace("}}", "}"))
+    )
     (folder / "toy_story.yaml").write_text(textwrap.dedent(_YAML))
     (folder / "_helpers.py").write_text("X = 1\n")  # helpers are not stories
     found = discover_stories(name)
     assert list(found) == ["toy_story"]
     result = reproduce(tmp_path / "out", profile="full", workers=1, progress=False, stories=found)
     rows = {c.id: c for c in result.claims}
-    assert rows["toy_story.falls"].verdict == "reproduced" and rows["toy_story.falls"].origin == "paper setting"
+    assert (
+        rows["toy_story.falls"].verdict == "reproduced" and rows["toy_story.falls"].origin == "paper setting"
+    )
     assert "rate_tol = 0.02 (range 0.01-0.05)" in rows["toy_story.falls"].thresholds
     never = rows["toy_story.never"]  # written by the engine, not by the story
     assert never.verdict == "inconclusive" and never.cause_kind == "no data"
@@ -91,7 +94,11 @@ def test_a_module_and_a_yaml_are_a_whole_story_judged_with_the_kit(package, tmp_
     [
         ("X = 1\n", True, "defines no STORY"),
         (_MODULE.replace("{name}", "other").replace("{{", "{").replace("}}", "}"), True, "!= 'toy_story'"),
-        (_MODULE.replace("{name}", "toy_story").replace("{{", "{").replace("}}", "}"), False, "no config toy_story.yaml"),
+        (
+            _MODULE.replace("{name}", "toy_story").replace("{{", "{").replace("}}", "}"),
+            False,
+            "no config toy_story.yaml",
+        ),
     ],
 )
 def test_a_broken_story_is_named(package, module, yaml, match):
@@ -105,8 +112,9 @@ def test_a_broken_story_is_named(package, module, yaml, match):
 
 def test_the_yaml_must_name_exactly_the_arms_the_story_declares(package, tmp_path):
     name, folder = package
-    (folder / "toy_story.py").write_text(textwrap.dedent(_MODULE.replace("{name}", "toy_story")
-                                                         .replace("{{", "{").replace("}}", "}")))
+    (folder / "toy_story.py").write_text(
+        textwrap.dedent(_MODULE.replace("{name}", "toy_story").replace("{{", "{").replace("}}", "}"))
+    )
     (folder / "toy_story.yaml").write_text(textwrap.dedent(_YAML).replace("  main:", "  other:"))
     with pytest.raises(RankCollapseError, match=r"arms \['other'\] but the story declares \['main'\]"):
         load_experiments("full", stories=discover_stories(name))
@@ -136,7 +144,9 @@ def test_every_bundled_story_has_its_yaml_arms_and_statements():
 
 
 def test_a_custom_config_names_a_task_and_unknown_tasks_are_refused(tmp_path):
-    (tmp_path / "mine.yaml").write_text("title: t\ntask: toy\nbase: {layers: 2, rate: 0.5}\ngrid: {seed: [0, 1]}\n")
+    (tmp_path / "mine.yaml").write_text(
+        "title: t\ntask: toy\nbase: {layers: 2, rate: 0.5}\ngrid: {seed: [0, 1]}\n"
+    )
     exps = load_experiments("full", folder=tmp_path)
     result = reproduce(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False)
     assert [e.name for e in exps] == ["mine"] and result.sweep.finished == 2 and result.claims == []
@@ -154,18 +164,39 @@ def test_thresholds_live_in_the_yaml_not_in_python():
     import rankcollapse.experiments as pkg
 
     root = Path(pkg.__file__).parent
-    names = {"rate_tol", "keep_min", "min_samples", "unstable_min", "initial_layers", "full_rank_min", "ratio_margin",
-             "ratio_min", "aniso_factor", "dominance_min", "share_min", "min_log_rate", "min_rho", "limit_tol",
-             "meet_tol", "residual_max"}
+    names = {
+        "rate_tol",
+        "keep_min",
+        "min_samples",
+        "unstable_min",
+        "initial_layers",
+        "full_rank_min",
+        "ratio_margin",
+        "ratio_min",
+        "aniso_factor",
+        "dominance_min",
+        "share_min",
+        "min_log_rate",
+        "min_rho",
+        "limit_tol",
+        "meet_tol",
+        "residual_max",
+    }
     offenders = []
     for path in [*root.glob("kit/*.py"), *root.glob("stories/*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                args = node.args.args[-len(node.args.defaults):] if node.args.defaults else []
+                args = node.args.args[-len(node.args.defaults) :] if node.args.defaults else []
                 offenders += [f"{path.name}:{node.name}({a.arg}=...)" for a in args if a.arg in names]
-                offenders += [f"{path.name}:{node.name}({a.arg}=...)" for a, d in
-                              zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d is not None
-                              and a.arg in names]
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names:
+                offenders += [
+                    f"{path.name}:{node.name}({a.arg}=...)"
+                    for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
+                    if d is not None and a.arg in names
+                ]
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id in names
+            ):
                 offenders.append(f"{path.name}: {node.target.id} = ...")
     assert offenders == []

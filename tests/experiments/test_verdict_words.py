@@ -32,15 +32,24 @@ PINNED = {
     (R, None): ("reproduced", "confirmed (ours)"),
     (R, R): ("reproduced", "confirmed (ours)"),
     (R, N): ("reproduced as plotted; mechanism differs", "confirmed (ours) as plotted; mechanism differs"),
-    (R, I): ("reproduced as plotted; mechanism inconclusive", "confirmed (ours) as plotted; mechanism inconclusive"),
+    (R, I): (
+        "reproduced as plotted; mechanism inconclusive",
+        "confirmed (ours) as plotted; mechanism inconclusive",
+    ),
     (N, None): ("not reproduced", "refuted (ours)"),
     (N, N): ("not reproduced", "refuted (ours)"),
     (N, R): ("not reproduced as plotted; mechanism holds", "refuted (ours) as plotted; mechanism holds"),
-    (N, I): ("not reproduced as plotted; mechanism inconclusive", "refuted (ours) as plotted; mechanism inconclusive"),
+    (N, I): (
+        "not reproduced as plotted; mechanism inconclusive",
+        "refuted (ours) as plotted; mechanism inconclusive",
+    ),
     (I, None): ("inconclusive", "inconclusive (ours)"),
     (I, I): ("inconclusive", "inconclusive (ours)"),
     (I, R): ("inconclusive as plotted; mechanism holds", "inconclusive (ours) as plotted; mechanism holds"),
-    (I, N): ("inconclusive as plotted; mechanism differs", "inconclusive (ours) as plotted; mechanism differs"),
+    (I, N): (
+        "inconclusive as plotted; mechanism differs",
+        "inconclusive (ours) as plotted; mechanism differs",
+    ),
 }
 
 
@@ -83,24 +92,55 @@ def test_combine_verdicts_is_the_one_combiner() -> None:
 def test_a_claim_refuses_unknown_words_and_reproduced_without_evidence() -> None:
     base = dict(id="s.k", story="s", key="k", experiment="s.a", statement="x", source="paper §5", rule="r")
     with pytest.raises(ValueError, match="unknown verdict word"):
-        Claim(**base, origin="paper setting", verdict="sort of", as_plotted="reproduced", mechanism="n/a", evidence="e")
+        Claim(
+            **base,
+            origin="paper setting",
+            verdict="sort of",
+            as_plotted="reproduced",
+            mechanism="n/a",
+            evidence="e",
+        )
     with pytest.raises(ValueError, match="needs evidence"):
-        Claim(**base, origin="paper setting", verdict="reproduced", as_plotted="reproduced", mechanism="n/a",
-              evidence=" ")
+        Claim(
+            **base,
+            origin="paper setting",
+            verdict="reproduced",
+            as_plotted="reproduced",
+            mechanism="n/a",
+            evidence=" ",
+        )
     with pytest.raises(ValueError):
-        Claim(**base, origin="somewhere", verdict="reproduced", as_plotted="reproduced", mechanism="n/a", evidence="e")
+        Claim(
+            **base,
+            origin="somewhere",
+            verdict="reproduced",
+            as_plotted="reproduced",
+            mechanism="n/a",
+            evidence="e",
+        )
 
 
 def _data(extension: bool = False) -> Data:
-    exp = Experiment(name="s.a", title="t", task="toy", base={}, grid={"seed": [0]}, verdict={}, source="s.yaml",
-                     story="s", arm="a", extension=extension)
+    exp = Experiment(
+        name="s.a",
+        title="t",
+        task="toy",
+        base={},
+        grid={"seed": [0]},
+        verdict={},
+        source="s.yaml",
+        story="s",
+        arm="a",
+        extension=extension,
+    )
     index = pd.DataFrame([{"run_id": "r1", "experiment": "s.a", "status": "ok", "error": "", "seed": 0}])
     return Data(exp, pd.DataFrame({"run_id": ["r1"], "experiment": ["s.a"]}), index)
 
 
 def _frame(label: str, pretrained: bool, stand_in_for: str) -> pd.DataFrame:
-    return pd.DataFrame([{"model_label": label, "model_name": label, "pretrained": pretrained,
-                          "stand_in_for": stand_in_for}])
+    return pd.DataFrame(
+        [{"model_label": label, "model_name": label, "pretrained": pretrained, "stand_in_for": stand_in_for}]
+    )
 
 
 STATEMENT = Statement("k", "a statement", "paper §5, Fig. 2", "the rule")
@@ -111,7 +151,9 @@ def test_origin_paper_stand_in_untested_and_extension() -> None:
     j = judge_plain(R, "evidence")
     paper = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("bert (random init)", False, ""))
     assert paper.origin == "paper setting" and paper.verdict == "reproduced" and paper.mechanism == "n/a"
-    stand = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased"))
+    stand = claim_row(
+        "s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased")
+    )
     assert stand.origin == "stand-in" and "stands in for bert-base-uncased" in stand.stand_in
     untested = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("t5 (random init)", False, "t5-base"))
     assert untested.verdict == UNTESTED and untested.cause_kind == "untested" and "t5-base" in untested.cause
@@ -123,7 +165,9 @@ def test_origin_paper_stand_in_untested_and_extension() -> None:
 
 def test_a_stand_in_that_fails_says_the_stand_in_differs() -> None:
     j = judge_plain(N, "grows", "measured otherwise", "raw mu grows x1.4/layer")
-    row = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased"))
+    row = claim_row(
+        "s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased")
+    )
     assert row.cause_kind == "stand-in differs" and "bert-base-uncased" in row.cause and "x1.4" in row.cause
 
 
@@ -140,7 +184,9 @@ def test_no_data_rows_and_failed_runs_never_read_reproduced() -> None:
     assert row.verdict == "inconclusive" and row.cause_kind == "no data" and row.id == "s.k"
     ok = claim_row("s", STATEMENT, _data(), TH, judge_plain(R, "e"))
     failed = with_failures(ok, "1 run(s) failed, e.g. boom")
-    assert failed.verdict == "inconclusive" and failed.cause_kind == "failed runs" and "boom" in failed.evidence
+    assert (
+        failed.verdict == "inconclusive" and failed.cause_kind == "failed runs" and "boom" in failed.evidence
+    )
 
 
 def test_a_row_at_the_minimum_sample_size_is_provisional() -> None:
