@@ -62,6 +62,9 @@ for _name in ("at_floor", "centered", "effective_rank", "full_rank", "mean_abs_c
               "mu_rel", "num_rank", "precision_floor", "singular_values", "stable_rank", "composite_norm"):
     _add(metrics, _name, X)
 _add(metrics, "collapse_metrics", X, ("mu", "num_rank"))
+_add(metrics, "per_sample_metrics", X, ("mu", "mu_rel"), torch.tensor([4, 3]))
+_add(metrics, "token_geometry", X, torch.tensor([3, 2]))
+_add(metrics, "pairwise_cosines", X)
 _add(metrics, "dong_residual", X, relative=True)
 _add(metrics, "rank_tolerance", torch.tensor([[3.0, 1.0]], dtype=torch.float64), 4, 3)
 _add(metrics, "summarize", {"mu": torch.tensor([1.0, 2.0])})

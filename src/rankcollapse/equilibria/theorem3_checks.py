@@ -175,6 +175,8 @@ def lemma13_sum(r: Tensor, w: float) -> Tensor:
     ``sum_{k=1}^{d-3} w^{-2k} (r_{d-1-k} / r_{d-1})^2 + w^{-2(d-2)} (1 / r_{d-1})^2`` (App. F.3); the
     condition is that it is at most ``sqrt(w^2 - 1)``."""
     d = r.shape[-1] + 2
+    if d == 2:  # no ratios: the condition is only X_{2,1} <= -1/w (the N = d = 2 counterexample)
+        return torch.zeros(r.shape[:-1], dtype=torch.float64)
     last = r[..., -1]
     total = (w ** (-2 * (d - 2))) * (1.0 / last) ** 2
     for k in range(1, d - 2):
@@ -187,8 +189,8 @@ def lemma13_starts(d: int, w: float, samples: int, g: torch.Generator) -> tuple[
     ``X_{2,i} / X_{2,1} = r_i w^{i-1}`` with ``r_i = exp(N(0, 1)) > 0`` (i = 2..d-1), ``X_{2,1} < 0`` (so
     every leading coordinate is < 0), a Gaussian last coordinate, then normalised; kept when
     ``X_{2,d-1} <= -1/w`` and :func:`lemma13_sum` ``<= sqrt(w^2 - 1)``. Returns (starts [b, d], sums [b])."""
-    if d < 3 or not w > 1:
-        raise RankCollapseError(f"Lemma 13 needs d >= 3 and w > 1, got d = {d}, w = {w}")
+    if d < 2 or not w > 1:
+        raise RankCollapseError(f"Lemma 13 needs d >= 2 and w > 1, got d = {d}, w = {w}")
     out, sums, tries = [], [], 0
     while sum(len(o) for o in out) < samples and tries < 200:
         tries += 1

@@ -241,6 +241,7 @@ GEOMETRY_NAMES: tuple[str, ...] = ("full_rank", "rank", "rank_max", "sigma_min",
                                    "sigma_dominance", "rank_tol_rel", "mean_abs_cos")
 
 
+@checked
 def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str, Tensor], Tensor]:
     """Token geometry of each sample (Figs. 4 and 8) against the rank it can reach, and its spectrum.
 
@@ -258,7 +259,13 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
         raise ValueError(f"x must be [b, n, d], got shape {tuple(x.shape)}")
     b, n, d = x.shape
     k_all = min(n, d)
-    cap = torch.full((b,), k_all) if rank_max is None else torch.as_tensor(rank_max).clamp(min=1, max=k_all)
+    if rank_max is None:
+        cap = torch.full((b,), k_all)
+    else:
+        cap = torch.as_tensor(rank_max)
+        if cap.shape != (b,) or (cap.is_floating_point() and not bool(torch.isfinite(cap).all())):
+            raise ValueError(f"rank_max must be [b] = [{b}] finite whole numbers, got {tuple(cap.shape)}")
+        cap = cap.clamp(min=1, max=k_all)
     out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in GEOMETRY_NAMES}
     sv = torch.full((b, k_all), math.nan, dtype=torch.float64)
     ok = torch.isfinite(x).flatten(1).all(dim=1)
@@ -431,6 +438,7 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
     return {k: out[k] for k in wanted}
 
 
+@checked
 def per_sample_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None,
                        lengths: Tensor | None = None) -> dict[str, Tensor]:
     """:func:`collapse_metrics` of each sample on its own tokens, NaN for a sample that is not finite.
