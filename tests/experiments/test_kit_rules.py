@@ -175,12 +175,15 @@ def test_level_status_each_class() -> None:
     assert level_status(curve(0.3, q="mu"), TH, None).name == "growing"
     assert level_status(curve(-0.5, late_rate=0.0), TH, None).name == "kept"
     assert "over it" in level_status(curve(-0.5), TH, None).words  # the effect over the last half, in words
+    # growing, but not surely past +rate_tol: not flat for sure either -> unclear, never kept
+    assert level_status(curve(0.02, q="mu", noise=0.05, seed=3), TH, None).name == "unclear"
 
 
 def test_stability_status_each_class() -> None:
     assert stability_status(curve(0.0, q="mu"), TH).name == "stable"
     assert stability_status(curve(0.5, q="mu"), TH).name == "unstable"
     assert stability_status(curve(0.15, q="mu"), TH).name == "unclear"
+    assert stability_status(curve(0.25, q="mu", noise=0.0), TH).name == "unstable"  # I(12) = 3 >= ln 10
 
 
 # ----------------------------------------------------------------------------- Figs. 2 / 6
@@ -224,6 +227,8 @@ def test_local_slower_verdicts() -> None:
 def test_ln_stops_verdicts() -> None:
     san = {"causal": curve(-0.5)}
     assert rules.ln_stops(san, {"causal": curve(0.0)}, TH, 0.05).verdict == REPRODUCED
+    san_floor = {"causal": curve(-5.0, dtype="float32")}  # a SAN at the floor has collapsed too
+    assert rules.ln_stops(san_floor, {"causal": curve(0.0, dtype="float32")}, TH, 0.05).verdict == REPRODUCED
     j = rules.ln_stops({"causal": curve(0.0)}, {"causal": curve(0.0)}, TH, 0.05)  # LN makes no difference
     assert j.verdict == NOT_REPRODUCED and "does not collapse either" in j.evidence
     j = rules.ln_stops(san, {"causal": curve(-5.0, dtype="float32")}, TH, 0.05)  # collapsed, not stabilised
@@ -239,6 +244,7 @@ def test_ln_stops_verdicts() -> None:
 def test_kept_stable_verdicts() -> None:
     assert rules.kept_stable({"causal": curve(0.0)}, TH, 0.05).verdict == REPRODUCED
     assert rules.kept_stable({"causal": curve(-0.4)}, TH, 0.05).verdict == NOT_REPRODUCED
+    assert rules.kept_stable({"causal": curve(0.3, q="mu")}, TH, None).verdict == NOT_REPRODUCED  # growing
     assert (
         rules.kept_stable({"causal": curve(-5.0, dtype="float32")}, TH, 0.05).cause_kind == "precision floor"
     )
@@ -334,6 +340,7 @@ def test_a_sans_that_grows_is_left_out_of_the_dqk_rules_as_not_testable() -> Non
 def test_full_rank_verdicts() -> None:
     assert rules.full_rank([1.0] * 13, 8, TH).verdict == REPRODUCED
     assert rules.full_rank([1.0] * 12 + [0.5], 8, TH).verdict == NOT_REPRODUCED
+    assert rules.full_rank([1.0, 0.5, 1.0], 8, TH).verdict == NOT_REPRODUCED  # at every layer, not the last
     assert rules.full_rank([1.0] * 13, 2, TH).verdict == INCONCLUSIVE
     assert "E - 1" in rules.full_rank([1.0] * 3, 8, TH, "rank <= E - 1 = 127").evidence
 
