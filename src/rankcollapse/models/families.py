@@ -197,6 +197,7 @@ FAMILIES: dict[str, FamilySpec] = {
             embed=_gpt2_embed,
             final_norm="ln_f",
             context=("n_positions",),
+            depth_key="n_layer",
             requires=dict(
                 add_cross_attention=False,
                 reorder_and_upcast_attn=False,
@@ -257,6 +258,7 @@ FAMILIES: dict[str, FamilySpec] = {
             relative=_t5_relative,
             hf_call="t5",
             context=("n_positions",),
+            depth_key="num_layers",
             requires=dict(is_gated_act=False),
             note="T5 v1.1 / flan-t5 (gated MLP) run in full mode only",
         ),

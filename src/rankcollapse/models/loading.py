@@ -42,7 +42,7 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
     smollm2_gguf,
 )
 from rankcollapse.models.checkpoints import TINY_VOCAB
-from rankcollapse.models.families import DISSECTORS, HF_CASTS_FAMILIES
+from rankcollapse.models.families import DISSECTORS, FAMILIES, HF_CASTS_FAMILIES
 from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F401  (re-exported)
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
@@ -146,14 +146,13 @@ def _model_class(model_type: str) -> Any:
     return T5EncoderModel if model_type == "t5" else AutoModel
 
 
-#: The config field holding the number of layers, per family.
-DEPTH_KEYS: dict[str, str] = {"bert": "num_hidden_layers", "gpt2": "n_layer", "t5": "num_layers"}
 
 
 def _random_model(source: ModelSource, dtype: torch.dtype, seed: int) -> nn.Module:
     config = _hf_config(source)
     config._attn_implementation = "eager"
-    key = DEPTH_KEYS.get(config.model_type)
+    spec = FAMILIES.get(config.model_type)
+    key = spec.depth_key if spec is not None else None
     if source.depth is not None and key and source.depth < getattr(config, key):
         setattr(config, key, source.depth)
     cls = _model_class(config.model_type)

@@ -42,13 +42,13 @@ from rankcollapse.models.checkpoints import (
     TINY_CONFIGS,
     checkpoint_key,
 )
+from rankcollapse.models.families import FAMILIES, FRESH_LAYERS
 
 Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
 KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
 
-#: The families ``analyze`` dissects (Hugging Face ``model_type``).
-SUPPORTED: tuple[str, ...] = ("bert", "roberta", "distilbert", "albert", "mpnet", "t5", "gpt2", "gpt_neox",
-                               "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text")
+#: The families ``analyze`` dissects (Hugging Face ``model_type``): one per entry of ``families.FAMILIES``.
+SUPPORTED: tuple[str, ...] = tuple(FAMILIES)
 
 #: What each bundled name is, and which paper checkpoint it stands in for.
 BUNDLED_INFO: dict[str, dict[str, str]] = {
@@ -211,8 +211,8 @@ def resolve_model(name: str | Path) -> ModelSource:
     raise _bad_name(text)
 
 
-#: Families whose random models can have more layers than stored (``,layers=L``).
-DEEP_FAMILIES: tuple[str, ...] = ("bert", "gpt2", "t5")
+#: Families whose random models can have more layers than stored (``,layers=L``): ``families.FRESH_LAYERS``.
+DEEP_FAMILIES: tuple[str, ...] = tuple(FRESH_LAYERS)
 
 
 def _with_depth(text: str) -> ModelSource:
@@ -273,9 +273,7 @@ def model_config(name: str | Path) -> dict[str, Any]:
     if src.kind in ("random", "tiny"):
         cfg = dict(src.config)
         if src.depth is not None:
-            key = next((k for k in ("num_hidden_layers", "n_layer", "num_layers") if k in cfg),
-                       "num_hidden_layers")
-            cfg[key] = src.depth
+            cfg[FAMILIES[str(src.family)].depth_key] = src.depth
         return cfg
     if src.kind == "bundled":
         folder = cache_target(src.name)

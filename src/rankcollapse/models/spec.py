@@ -75,6 +75,7 @@ class FamilySpec:
     softmax_f32: bool = False
     stack: str = ""
     context: tuple[str, ...] = ("max_position_embeddings",)
+    depth_key: str = "num_hidden_layers"  # the config field holding the number of layers
     context_offset: int = 0
     parallel_key: str = ""
     requires: dict[str, Any] = field(default_factory=dict)
