@@ -45,8 +45,9 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
-def run_identity(experiment: str, task: str, params: dict[str, Any],
-                 facts: dict[str, Any] | None = None) -> str:
+def run_identity(
+    experiment: str, task: str, params: dict[str, Any], facts: dict[str, Any] | None = None
+) -> str:
     """12 hex digits of SHA-256 of the canonical ``(experiment, task, params)``, plus ``facts`` when
     there are any (what a parameter resolves to on this machine, e.g. which weights a model name
     loads: a changed fact is a new run, not a stale result reused)."""
@@ -78,8 +79,9 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         if not self.run_id:
-            object.__setattr__(self, "run_id",
-                               run_identity(self.experiment, self.task, self.params, self.facts))
+            object.__setattr__(
+                self, "run_id", run_identity(self.experiment, self.task, self.params, self.facts)
+            )
 
     @property
     def seed(self) -> int | None:
@@ -106,7 +108,13 @@ def make_runs(
     axes = tuple(grid)
     seen: dict[str, RunSpec] = {}
     for params in expand_grid(base, grid):
-        spec = RunSpec(experiment, task, params, axes, target=target,
-                       facts=dict(facts(params)) if facts is not None else {})
+        spec = RunSpec(
+            experiment,
+            task,
+            params,
+            axes,
+            target=target,
+            facts=dict(facts(params)) if facts is not None else {},
+        )
         seen.setdefault(spec.run_id, spec)
     return list(seen.values())

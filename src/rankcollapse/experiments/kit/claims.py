@@ -246,6 +246,69 @@ def claim_row(
     )
 
 
+def model_row(
+    story: str,
+    statement: Statement,
+    data: Data,
+    th: Thresholds,
+    plotted: Judged,
+    mechanism: Judged | None,
+    frame: pd.DataFrame,
+    *,
+    qualifier: str,
+    figure: str,
+    names: tuple[str, str] = ("raw mu (the paper's quantity)", "mu_rel with the precision floor"),
+    norm_words: str = "",
+) -> Claim:
+    """:func:`claim_row` for one model's rows ``frame`` of an arm: its runs, seeds and sample note."""
+    from rankcollapse.experiments.kit.data import runs_of, sample_note
+
+    runs = runs_of(data, frame)
+    return claim_row(
+        story,
+        statement,
+        data,
+        th,
+        plotted,
+        mechanism,
+        qualifier=qualifier,
+        frame=frame,
+        runs=runs,
+        figure=figure,
+        sample_note=sample_note(runs, frame),
+        norm_words=norm_words,
+        names=names,
+    )
+
+
+def checks_row(
+    story: str,
+    statement: Statement,
+    data: Data,
+    th: Thresholds,
+    checks: list[tuple[str, bool | None, str]],
+    *,
+    names: tuple[str, str],
+    runs: pd.DataFrame | None = None,
+    figure: str = "",
+    qualifier: str = "",
+) -> Claim:
+    """:func:`claim_row` for a statement judged by labelled checks (``kit.rules.every_run``)."""
+    from rankcollapse.experiments.kit.rules import every_run
+
+    return claim_row(
+        story,
+        statement,
+        data,
+        th,
+        judged(lambda t: every_run(checks), th),
+        runs=runs,
+        figure=figure,
+        qualifier=qualifier,
+        names=names,
+    )
+
+
 def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
     """The engine's row for a statement nothing judged (no runs, all failed, arm skipped)."""
     origin = Origin.EXTENSION if extension or statement.source.startswith("ours") else Origin.PAPER

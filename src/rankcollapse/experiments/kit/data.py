@@ -14,13 +14,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Data
+from rankcollapse.experiments.engine.story import Data, StoryData
 from rankcollapse.experiments.kit.curves import Curve, Z
 
 #: Words for the variants (modes of ``rankcollapse.models``), as the paper names them.
@@ -99,7 +99,10 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
     if runs.empty:
         return "no runs"
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
-    per_run = int(frame["samples"].iloc[0]) if "samples" in frame and not frame.empty else 0
+    if "samples" in frame and not frame.empty and pd.notna(frame["samples"].iloc[0]):
+        per_run = int(frame["samples"].iloc[0])
+    else:  # rows of one sample each (phi0): count them
+        per_run = len(frame) // max(int(frame["run_id"].nunique()), 1) if not frame.empty else 0
     pretrained = bool(frame["pretrained"].iloc[0]) if "pretrained" in frame and not frame.empty else False
     what = "excerpt seed(s)" if pretrained else "weight and excerpt seed(s)"
     return (
@@ -144,6 +147,26 @@ def model_groups(frame: pd.DataFrame) -> list[tuple[str, bool, pd.DataFrame]]:
         for label, g in frame.groupby("model_label", sort=False)
     ]
     return sorted(out, key=lambda x: (x[1], x[0]))
+
+
+def arm_models(
+    sd: StoryData, arms: Sequence[str], kind: str
+) -> Iterator[tuple[str, Data, str, bool, pd.DataFrame]]:
+    """``(arm, data, model label, pretrained?, rows)`` for every model of every arm (in ``arms``' order)
+    that has finished runs with rows of ``kind``; random-init models first within an arm."""
+    for arm in arms:
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for label, pretrained, frame in model_groups(rows_of(data, kind)):
+            yield arm, data, label, pretrained, frame
+
+
+def ordered_masks(frame: pd.DataFrame, exp: Any) -> list[str]:
+    """The masks of ``frame`` in the order of the experiment's config (``masks`` or the ``mask`` axis)."""
+    wanted = list(exp.base.get("masks") or (exp.grid or {}).get("mask") or [])
+    present = list(dict.fromkeys(frame["mask"]))
+    return [m for m in wanted if m in present] + [m for m in present if m not in wanted]
 
 
 def layer_array(frame: pd.DataFrame, column: str) -> np.ndarray:

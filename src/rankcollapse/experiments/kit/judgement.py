@@ -10,7 +10,7 @@ spread: ``se`` shrinks like ``1 / sqrt(n)``, so ``|value - threshold| > Z se sqr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rankcollapse.experiments.engine.verdicts import Verdict
 from rankcollapse.experiments.kit.curves import Z
@@ -57,6 +57,10 @@ class Judgement:
         object.__setattr__(self, "verdict", Verdict.of(self.verdict))
         if bool(self.cause) != bool(self.cause_kind):
             raise ValueError("a cause needs its kind and a kind its sentence")
+
+    def amended(self, before: str = "", after: str = "") -> Judgement:
+        """The same judgement with words added before and after its evidence."""
+        return replace(self, evidence=f"{before}{self.evidence}{after}")
 
     @property
     def undecided(self) -> list[Margin]:

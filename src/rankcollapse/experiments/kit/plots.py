@@ -273,3 +273,40 @@ def variant_rows(
         if panels:
             rows.append((ylabel, floors, panels))
     return rows
+
+
+def curves_figure(
+    stem: str,
+    title: str,
+    caption: str,
+    rows: Sequence[tuple[str, bool, Sequence[Panel]]],
+    curves: dict[str, dict[tuple, Curve]],
+    model: str,
+) -> FigureSpec:
+    """A :func:`panel_figure` of ``rows`` as a :class:`FigureSpec`: notes (coinciding or non-finite curves)
+    appended to ``caption``, the data of every curve in ``curves`` (quantity -> {key: Curve}) as its table."""
+    fig, notes = panel_figure(title, rows)
+    if notes:
+        caption += " Notes: " + " | ".join(notes) + "."
+    table = curve_data(
+        {f"{q} | {' | '.join(map(str, k))}": c for q, cs in curves.items() for k, c in cs.items()}
+    )
+    table.insert(0, "model", model)
+    return FigureSpec(stem, fig, table, caption)
+
+
+def curve_axes(
+    ax: Any,
+    series: Sequence[tuple[str, Curve]],
+    ylabel: str,
+    dtypes: Sequence[str] = ("float64",),
+    floors: bool = True,
+) -> None:
+    """One log-log panel: each (label, curve) as a mean ± std band, the precision floors, axis labels."""
+    for i, (label, c) in enumerate(series):
+        band(ax, c, label, i, floors)
+    if floors:
+        floor_lines(ax, dtypes)
+    ax.set_xlabel("layer t + 1")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=6, ncol=2 if len(series) > 5 else 1)

@@ -253,6 +253,18 @@ def kept_stable(curves: Mapping[str, Curve], th: Thresholds, keep_min: float | N
     return combine_parts(parts)
 
 
+def _unclear_stability(label: str, status: str, words: str, n: int) -> Part:
+    """A curve whose I(L) lies between unstable_min / 2 and unstable_min: neither stable nor unstable."""
+    return Part(
+        INCONCLUSIVE,
+        f"{status}: {words}",
+        (),
+        "sample too small",
+        f"{label}: I(L) between unstable_min / 2 and unstable_min",
+        n,
+    )
+
+
 def skip_unstable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
     """Skip alone makes μ unstable, more so deeper: ``unstable`` at the last layer with ``I`` larger
     there than at the middle layer for sure, or non-finite values (reproduced); ``stable`` (not)."""
@@ -285,19 +297,7 @@ def skip_unstable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         elif st.name == "stable":
             parts.append((label, Part(NOT_REPRODUCED, f"stable: {words}", n=c.n)))
         else:
-            parts.append(
-                (
-                    label,
-                    Part(
-                        INCONCLUSIVE,
-                        f"{st.name}: {words}",
-                        (),
-                        "sample too small",
-                        f"{label}: I(L) between unstable_min / 2 and unstable_min",
-                        c.n,
-                    ),
-                )
-            )
+            parts.append((label, _unclear_stability(label, st.name, words, c.n)))
     return combine_parts(parts)
 
 
@@ -323,19 +323,7 @@ def full_stable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         elif st.name == "unstable":
             parts.append((label, Part(NOT_REPRODUCED, f"unstable: {st.words}", n=c.n)))
         else:
-            parts.append(
-                (
-                    label,
-                    Part(
-                        INCONCLUSIVE,
-                        f"{st.name}: {st.words}",
-                        (),
-                        "sample too small",
-                        f"{label}: I(L) between unstable_min / 2 and unstable_min",
-                        c.n,
-                    ),
-                )
-            )
+            parts.append((label, _unclear_stability(label, st.name, st.words, c.n)))
     return combine_parts(parts)
 
 
@@ -620,8 +608,12 @@ def every_run(checks: Sequence[tuple[str, bool | None, str]], empty: str = "no r
     parts = []
     for label, holds, words in checks:
         if holds is None:
-            parts.append((label, Part(INCONCLUSIVE, words, (), "not testable",
-                                      causes.not_testable(f"{label}: {words}"))))
+            parts.append(
+                (
+                    label,
+                    Part(INCONCLUSIVE, words, (), "not testable", causes.not_testable(f"{label}: {words}")),
+                )
+            )
         else:
             parts.append((label, Part(REPRODUCED if holds else NOT_REPRODUCED, words)))
     return combine_parts(parts, empty)

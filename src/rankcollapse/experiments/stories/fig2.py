@@ -15,21 +15,21 @@ import pandas as pd
 from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import rules
-from rankcollapse.experiments.kit.claims import Judged, claim_row, judged
+from rankcollapse.experiments.kit.claims import Judged, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import (
     MASK_WORDS,
     VARIANT_WORDS,
+    arm_models,
     by_label,
     curves_by,
     mask_radius,
-    model_groups,
     norm_rates,
-    rows_of,
+    ordered_masks,
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import curve_data, panel_figure, slug, variant_rows
+from rankcollapse.experiments.kit.plots import curves_figure, slug, variant_rows
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -124,9 +124,7 @@ class Group:
         self.data, self.label, self.pretrained, self.frame = data, label, pretrained, frame
         self.mu = curves_by(frame, "mu", ["variant", "mask"])
         self.rel = curves_by(frame, "mu_rel", ["variant", "mask"])
-        wanted = list(data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or [])
-        present = list(dict.fromkeys(frame["mask"]))
-        self.masks = [m for m in wanted if m in present] + [m for m in present if m not in wanted]
+        self.masks = ordered_masks(frame, data.exp)
         self.dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
         self.variants = set(frame["variant"])
         self.ln = "attn+sphere" if "attn+sphere" in self.variants else "attn+ln"
@@ -185,49 +183,45 @@ def _figure_stem(arm: str, label: str) -> str:
     return {"paper": "fig2", "deep": "fig6"}.get(arm, "ext_fig2") + f"_{slug(label)}"
 
 
+ARM_ORDER = ("paper", "deep", "gaussian_san", "bundled_models")
+
+
+def _qualifier(arm: str, pretrained: bool, frame: pd.DataFrame) -> str:
+    if arm == "paper":
+        return "pretrained" if pretrained else "random"
+    if arm == "deep":
+        return f"random, {int(frame['layer'].max())} layers"
+    return arm if arm == "gaussian_san" else f"{arm}: {frame['model_name'].iloc[0]}"
+
+
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("fig2", sd.verdict, sd.ranges)
     out: list[Claim] = []
     deep = sd.arm("deep")
-    for arm in ("paper", "deep", "gaussian_san", "bundled_models"):
-        data = sd.arm(arm)
-        if data is None:
-            continue
-        for label, pretrained, frame in model_groups(rows_of(data, "curve")):
-            g = Group(data, label, pretrained, frame)
-            keys = JUDGED[arm][1 if pretrained else 0]
-            for key in keys:
-                if key == "skip_unstable" and arm == "paper" and not pretrained and deep is not None:
-                    continue  # judged on the deep run, whose first 12 layers are this model's
-                got = _judge(key, g, th)
-                if got is None:
-                    continue
-                qualifier = {
-                    "paper": "pretrained" if pretrained else "random",
-                    "deep": f"random, {int(frame['layer'].max())} layers",
-                }.get(arm, f"{arm}: {frame['model_name'].iloc[0]}")
-                if arm == "gaussian_san":
-                    qualifier = arm
-                norms = norm_rates(
-                    g.plotted(g.variant(key)),
-                    {k: c for k, c in g.mechanism(g.variant(key)).items() if k.endswith(PAPER_DTYPE)},
+    for arm, data, label, pretrained, frame in arm_models(sd, ARM_ORDER, "curve"):
+        g = Group(data, label, pretrained, frame)
+        for key in JUDGED[arm][1 if pretrained else 0]:
+            if key == "skip_unstable" and arm == "paper" and not pretrained and deep is not None:
+                continue  # judged on the deep run, whose first 12 layers are this model's
+            got = _judge(key, g, th)
+            if got is None:
+                continue
+            v = g.variant(key)
+            f32 = {k: c for k, c in g.mechanism(v).items() if k.endswith(PAPER_DTYPE)}
+            out.append(
+                model_row(
+                    "fig2",
+                    _statement(key),
+                    data,
+                    th,
+                    got[0],
+                    got[1],
+                    frame,
+                    qualifier=_qualifier(arm, pretrained, frame),
+                    figure=_figure_stem(arm, label),
+                    norm_words=norm_rates(g.plotted(v), f32),
                 )
-                out.append(
-                    claim_row(
-                        "fig2",
-                        _statement(key),
-                        data,
-                        th,
-                        got[0],
-                        got[1],
-                        qualifier=qualifier,
-                        frame=frame,
-                        runs=runs_of(data, frame),
-                        figure=_figure_stem(arm, label),
-                        sample_note=sample_note(runs_of(data, frame), frame),
-                        norm_words=norms,
-                    )
-                )
+            )
     return out
 
 
@@ -239,43 +233,33 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     """Per arm and model: raw mu (float32 as the paper plots it, then float64) and mu_rel in float32 and
     float64 with both precision floors; one column per mask."""
     out = []
-    for arm in ("paper", "deep", "gaussian_san", "bundled_models"):
-        data = sd.arm(arm)
-        if data is None:
+    for arm, data, label, _, frame in arm_models(sd, ARM_ORDER, "curve"):
+        g = Group(data, label, False, frame)
+        variants = [
+            v
+            for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
+            if v in g.variants
+        ]
+        rows = variant_rows(g.mu, g.rel, variants, g.masks, VARIANT_WORDS, MASK_WORDS)
+        if not rows:
             continue
-        for label, _, frame in model_groups(rows_of(data, "curve")):
-            g = Group(data, label, False, frame)
-            variants = [
-                v
-                for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
-                if v in g.variants
-            ]
-            rows = variant_rows(g.mu, g.rel, variants, g.masks, VARIANT_WORDS, MASK_WORDS)
-            if not rows:
-                continue
-            depth = int(frame["layer"].max())
-            note = sample_note(runs_of(data, frame), frame)
-            what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting, 128 layers)"}.get(
-                arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})"
+        what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting)"}.get(
+            arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})"
+        )
+        title = (
+            f"{what}: {label}, {int(frame['layer'].max())} layers, N = {g.tokens}; mean ± std over samples"
+        )
+        caption = (
+            f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in float64, "
+            "then mu_rel = mu / ||X||_F in float32 and float64 with both precision floors (grey: float32 "
+            "dotted, float64 dash-dot; a curve on a floor has collapsed to rounding noise). Log-log against "
+            f"t + 1. {sample_note(runs_of(data, frame), frame)}."
+        )
+        out.append(
+            curves_figure(
+                _figure_stem(arm, label), title, caption, rows, {"mu": g.mu, "mu_rel": g.rel}, label
             )
-            title = f"{what}: {label}, {depth} layers, N = {g.tokens}; mean ± std over samples"
-            fig, notes = panel_figure(title, rows)
-            caption = (
-                f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in "
-                "float64, then mu_rel = mu / ||X||_F in float32 and float64 with both precision floors "
-                "(grey: float32 dotted, float64 dash-dot; a curve on a floor has collapsed to rounding "
-                f"noise). Log-log against t + 1. {note}."
-            )
-            if notes:
-                caption += " Notes: " + " | ".join(notes) + "."
-            series = {
-                f"{q} | {' | '.join(map(str, k))}": c
-                for q, cs in (("mu", g.mu), ("mu_rel", g.rel))
-                for k, c in cs.items()
-            }
-            table = curve_data(series)
-            table.insert(0, "model", label)
-            out.append(FigureSpec(_figure_stem(arm, label), fig, table, caption))
+        )
     return out
 
 

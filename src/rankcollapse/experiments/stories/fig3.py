@@ -15,17 +15,17 @@ from fractions import Fraction
 from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import rules
-from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import (
     MASK_WORDS,
+    arm_models,
     curves_by,
-    model_groups,
-    rows_of,
+    ordered_masks,
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import curve_data, panel_figure, slug
+from rankcollapse.experiments.kit.plots import curves_figure, slug
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -73,104 +73,93 @@ def per_mask(curves: dict[tuple, Curve], masks: list[str], dtype: str) -> dict[s
     return {m: out[m] for m in masks if m in out and len(out[m]) >= 2}
 
 
-def _masks(frame, base_masks: list[str]) -> list[str]:
-    present = list(dict.fromkeys(frame["mask"]))
-    return [m for m in base_masks if m in present] + [m for m in present if m not in base_masks]
+ARM_ORDER = ("paper", "gaussian_san")
+KEYS = ["variant", "mask", "d_qk"]
+
+
+def _stem(arm: str, pretrained: bool, label: str) -> str:
+    return (("fig3" if pretrained else "fig7") if arm == "paper" else "ext_fig3") + f"_{slug(label)}"
 
 
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("fig3", sd.verdict, sd.ranges)
     out: list[Claim] = []
-    for arm in ("paper", "gaussian_san"):
-        data = sd.arm(arm)
-        if data is None:
-            continue
-        for label, pretrained, frame in model_groups(rows_of(data, "curve")):
-            keys = ["variant", "mask", "d_qk"]
-            mu, rel = curves_by(frame, "mu", keys), curves_by(frame, "mu_rel", keys)
-            masks = _masks(frame, list(data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or []))
-            dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
-            plotted_dt = PAPER_DTYPE if PAPER_DTYPE in dtypes else dtypes[0]
-            for st in STATEMENTS:
-                plotted_curves = per_mask(mu, masks, plotted_dt)
-                mech_curves = {dt: per_mask(rel, masks, dt) for dt in dtypes}
-                plotted = judged(lambda t, k=st.key, c=plotted_curves: rules.dqk(k, c, t), th)
-                mech = judged(
-                    lambda t, k=st.key, m=mech_curves: rules.per_group(
-                        {dt: (lambda tt, c=c: rules.dqk(k, c, tt)) for dt, c in m.items()}, t
-                    ),
+    for arm, data, label, pretrained, frame in arm_models(sd, ARM_ORDER, "curve"):
+        mu, rel = curves_by(frame, "mu", KEYS), curves_by(frame, "mu_rel", KEYS)
+        masks = ordered_masks(frame, data.exp)
+        dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
+        plotted_curves = per_mask(mu, masks, PAPER_DTYPE if PAPER_DTYPE in dtypes else dtypes[0])
+        mech_curves = {dt: per_mask(rel, masks, dt) for dt in dtypes}
+        for st in STATEMENTS:
+            plotted = judged(lambda t, k=st.key, c=plotted_curves: rules.dqk(k, c, t), th)
+            mech = judged(
+                lambda t, k=st.key, m=mech_curves: rules.per_group(
+                    {dt: (lambda tt, c=c: rules.dqk(k, c, tt)) for dt, c in m.items()}, t
+                ),
+                th,
+            )
+            qualifier = ("pretrained" if pretrained else "random") if arm == "paper" else arm
+            out.append(
+                model_row(
+                    "fig3",
+                    st,
+                    data,
                     th,
+                    plotted,
+                    mech,
+                    frame,
+                    qualifier=qualifier,
+                    figure=_stem(arm, pretrained, label),
                 )
-                qualifier = ("pretrained" if pretrained else "random") if arm == "paper" else arm
-                stem = ("fig3" if pretrained else "fig7") if arm == "paper" else "ext_fig3"
-                out.append(
-                    claim_row(
-                        "fig3",
-                        st,
-                        data,
-                        th,
-                        plotted,
-                        mech,
-                        qualifier=qualifier,
-                        frame=frame,
-                        runs=runs_of(data, frame),
-                        figure=f"{stem}_{slug(label)}",
-                        sample_note=sample_note(runs_of(data, frame), frame),
-                    )
-                )
+            )
     return out
 
 
 def figures(sd: StoryData) -> list[FigureSpec]:
     out = []
-    for arm in ("paper", "gaussian_san"):
-        data = sd.arm(arm)
-        if data is None:
+    for arm, data, label, pretrained, frame in arm_models(sd, ARM_ORDER, "curve"):
+        mu, rel = curves_by(frame, "mu", KEYS), curves_by(frame, "mu_rel", KEYS)
+        masks = ordered_masks(frame, data.exp)
+        rows = []
+        for curves, dt, ylabel, floors in (
+            (mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
+            (mu, "float64", "raw mu(X(t)), float64", False),
+            (rel, "float32", "mu_rel, float32", True),
+            (rel, "float64", "mu_rel, float64", True),
+        ):
+            panels = []
+            for m in masks:
+                series = sorted(
+                    ((d, c) for (v, mm, d, t), c in curves.items() if mm == m and t == dt), key=lambda p: p[0]
+                )
+                if series:
+                    panels.append((MASK_WORDS.get(m, m), [(dqk_words(d), c) for d, c in series]))
+            if panels:
+                rows.append((ylabel, floors, panels))
+        if not rows:
             continue
-        for label, pretrained, frame in model_groups(rows_of(data, "curve")):
-            keys = ["variant", "mask", "d_qk"]
-            mu, rel = curves_by(frame, "mu", keys), curves_by(frame, "mu_rel", keys)
-            masks = _masks(frame, list(data.exp.base.get("masks") or (data.exp.grid or {}).get("mask") or []))
-            rows = []
-            for curves, dt, ylabel, floors in (
-                (mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
-                (mu, "float64", "raw mu(X(t)), float64", False),
-                (rel, "float32", "mu_rel, float32", True),
-                (rel, "float64", "mu_rel, float64", True),
-            ):
-                panels = []
-                for m in masks:
-                    series = sorted(
-                        ((d, c) for (v, mm, d, t), c in curves.items() if mm == m and t == dt),
-                        key=lambda p: p[0],
-                    )
-                    if series:
-                        panels.append((MASK_WORDS.get(m, m), [(dqk_words(d), c) for d, c in series]))
-                if panels:
-                    rows.append((ylabel, floors, panels))
-            if not rows:
-                continue
-            if arm == "paper":
-                which = "Fig. 3 (pretrained SAN)" if pretrained else "Fig. 7 (SAN at initialisation)"
-                stem = f"{'fig3' if pretrained else 'fig7'}_{slug(label)}"
-            else:
-                which, stem = "Ours, Fig. 3 reading (Gaussian SAN)", f"ext_fig3_{slug(label)}"
-            fig, notes = panel_figure(f"{which}: {label}, attention only, d_QK varied; mean ± std", rows)
-            caption = (
-                f"{which} — {label}: the SAN (attention layers only) with logits q k^T / sqrt(d_QK), d_QK in "
-                "1/64, 1, 64 (BERT's own: 64). Raw mu as the paper plots it, and mu_rel with the float32 "
-                f"and float64 floors. {sample_note(runs_of(data, frame), frame)}."
+        which = (
+            "Ours, Fig. 3 reading (Gaussian SAN)"
+            if arm != "paper"
+            else "Fig. 3 (pretrained SAN)"
+            if pretrained
+            else "Fig. 7 (SAN at initialisation)"
+        )
+        caption = (
+            f"{which} — {label}: the SAN (attention layers only) with logits q k^T / sqrt(d_QK), d_QK in "
+            "1/64, 1, 64 (BERT's own: 64). Raw mu as the paper plots it, and mu_rel with the float32 and "
+            f"float64 floors. {sample_note(runs_of(data, frame), frame)}."
+        )
+        out.append(
+            curves_figure(
+                _stem(arm, pretrained, label),
+                f"{which}: {label}, attention only, d_QK varied; mean ± std",
+                caption,
+                rows,
+                {"mu": mu, "mu_rel": rel},
+                label,
             )
-            if notes:
-                caption += " Notes: " + " | ".join(notes) + "."
-            series_map = {
-                f"{q} | {' | '.join(map(str, k))}": c
-                for q, cs in (("mu", mu), ("mu_rel", rel))
-                for k, c in cs.items()
-            }
-            table = curve_data(series_map)
-            table.insert(0, "model", label)
-            out.append(FigureSpec(stem, fig, table, caption))
+        )
     return out
 
 

@@ -16,8 +16,15 @@ import pandas as pd
 from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import rules
-from rankcollapse.experiments.kit.claims import Model, claim_row, judged
-from rankcollapse.experiments.kit.data import model_groups, pooled_layer, rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.claims import Model, judged, model_row
+from rankcollapse.experiments.kit.data import (
+    arm_models,
+    model_groups,
+    pooled_layer,
+    rows_of,
+    runs_of,
+    sample_note,
+)
 from rankcollapse.experiments.kit.plots import MARKERS, pyplot
 from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -56,69 +63,57 @@ def _by_dtype(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {dt: frame[frame["dtype"] == dt] for dt in ("float32", "float64") if (frame["dtype"] == dt).any()}
 
 
+def _rank(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
+    share, _, n = pooled_layer(g, "full_rank")
+    limit = str(g["rank_limit"].iloc[0]) if "rank_limit" in g else ""
+    return rules.full_rank(share, n, t, limit)
+
+
+def _ratio(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
+    r, _, n = pooled_layer(g, "sigma_ratio")
+    tol, _, _ = pooled_layer(g, "rank_tol_rel")
+    smin, _, _ = pooled_layer(g, "sigma_min")
+    j = rules.sigma_ratio(r, tol, n, t)
+    return j.amended(
+        after=f"; absolute sigma_min {np.nanmin(smin):.3g} at its lowest (as the paper plots it)"
+    )
+
+
+def _cos(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
+    mean, std, n = pooled_layer(g, "mean_abs_cos")
+    return rules.cos_grows(mean, std, n, int(g["d_model"].iloc[0]), t)
+
+
+#: statement -> (its rule on one dtype's rows, judged again in float64 as the mechanism?)
+RULES = ((STATEMENTS[0], _rank, True), (STATEMENTS[1], _ratio, True), (STATEMENTS[2], _cos, False))
+
+
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("fig4", sd.verdict, sd.ranges)
     out: list[Claim] = []
-    for arm in ("paper", "bundled_models"):
-        data = sd.arm(arm)
-        if data is None:
-            continue
-        for label, _, frame in model_groups(rows_of(data, "geometry")):
-            per = _by_dtype(frame)
-            plotted_dt = "float32" if "float32" in per else next(iter(per))
-            mech_dt = "float64" if "float64" in per else None
-            tag = str(frame["model"].iloc[0]) if "model" in frame else label
-            qualifier = tag if arm == "paper" else f"{arm}: {tag}"
-            runs, note = runs_of(data, frame), sample_note(runs_of(data, frame), per[plotted_dt])
-            limit = str(per[plotted_dt]["rank_limit"].iloc[0]) if "rank_limit" in frame else ""
-
-            def rank(g: pd.DataFrame, t: Thresholds, limit: str = limit) -> rules.Judgement:
-                share, _, n = pooled_layer(g, "full_rank")
-                return rules.full_rank(share, n, t, limit)
-
-            def ratio(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
-                r, _, n = pooled_layer(g, "sigma_ratio")
-                tol, _, _ = pooled_layer(g, "rank_tol_rel")
-                smin, _, _ = pooled_layer(g, "sigma_min")
-                j = rules.sigma_ratio(r, tol, n, t)
-                return rules.Judgement(
-                    j.verdict,
-                    f"{j.evidence}; absolute sigma_min {np.nanmin(smin):.3g} at its "
-                    f"lowest (as the paper plots it)",
-                    j.cause,
-                    j.cause_kind,
-                    j.n,
-                    j.margins,
+    for arm, data, _, _, frame in arm_models(sd, ("paper", "bundled_models"), "geometry"):
+        per = _by_dtype(frame)
+        plotted_dt = "float32" if "float32" in per else next(iter(per))
+        tag = str(frame["model"].iloc[0])
+        for st, fn, two in RULES:
+            plotted = judged(lambda t, fn=fn, g=per[plotted_dt]: fn(g, t), th)
+            mech = (
+                judged(lambda t, fn=fn, g=per["float64"]: fn(g, t), th) if two and "float64" in per else None
+            )
+            out.append(
+                model_row(
+                    "fig4",
+                    st,
+                    data,
+                    th,
+                    plotted,
+                    mech,
+                    per[plotted_dt],
+                    qualifier=tag if arm == "paper" else f"{arm}: {tag}",
+                    figure="fig4" if arm == "paper" else "ext_fig4",
+                    names=(f"{plotted_dt} (the paper's dtype)", "float64"),
                 )
-
-            def cos(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
-                mean, std, n = pooled_layer(g, "mean_abs_cos")
-                return rules.cos_grows(mean, std, n, int(g["d_model"].iloc[0]), t)
-
-            for st, fn, two in (
-                (STATEMENTS[0], rank, True),
-                (STATEMENTS[1], ratio, True),
-                (STATEMENTS[2], cos, False),
-            ):
-                g_plot, g_mech = per[plotted_dt], per[mech_dt] if mech_dt else None
-                plotted = judged(lambda t, fn=fn, g=g_plot: fn(g, t), th)
-                mech = judged(lambda t, fn=fn, g=g_mech: fn(g, t), th) if two and g_mech is not None else None
-                out.append(
-                    claim_row(
-                        "fig4",
-                        st,
-                        data,
-                        th,
-                        plotted,
-                        mech,
-                        qualifier=qualifier,
-                        frame=frame,
-                        runs=runs,
-                        figure="fig4" if arm == "paper" else "ext_fig4",
-                        sample_note=note,
-                        names=(f"{plotted_dt} (the paper's dtype)", "float64"),
-                    )
-                )
+            )
     return out
 
 

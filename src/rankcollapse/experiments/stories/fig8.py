@@ -9,12 +9,13 @@ smallest never near 0) is judged on the per-layer means over ALL samples of the 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import rules
-from rankcollapse.experiments.kit.claims import Model, claim_row, judged
-from rankcollapse.experiments.kit.data import model_groups, pooled_layer, rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.claims import Model, judged, model_row
+from rankcollapse.experiments.kit.data import arm_models, model_groups, pooled_layer, rows_of
 from rankcollapse.experiments.kit.plots import pyplot, slug
 from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -31,35 +32,29 @@ STATEMENTS = (
 ARMS = (Arm("paper", MODEL_GEOMETRY),)
 
 
+def _dominant(frame: pd.DataFrame, t: Thresholds) -> rules.Judgement:
+    dom, _, n = pooled_layer(frame, "sigma_dominance")
+    ratio, _, _ = pooled_layer(frame, "sigma_ratio")
+    return rules.dominant_sv(dom, ratio, n, t)
+
+
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("fig8", sd.verdict, sd.ranges)
-    data = sd.arm("paper")
-    if data is None:
-        return []
-    out = []
-    for label, _pretrained, frame in model_groups(rows_of(data, "geometry")):
-
-        def rule(t: Thresholds, frame=frame) -> rules.Judgement:
-            dom, _, n = pooled_layer(frame, "sigma_dominance")
-            ratio, _, _ = pooled_layer(frame, "sigma_ratio")
-            return rules.dominant_sv(dom, ratio, n, t)
-
-        out.append(
-            claim_row(
-                "fig8",
-                STATEMENTS[0],
-                data,
-                th,
-                judged(rule, th),
-                qualifier=str(frame["model"].iloc[0]),
-                frame=frame,
-                runs=runs_of(data, frame),
-                figure=f"fig8_{slug(label)}",
-                sample_note=sample_note(runs_of(data, frame), frame),
-                names=("float32 (the paper's dtype)", ""),
-            )
+    return [
+        model_row(
+            "fig8",
+            STATEMENTS[0],
+            data,
+            th,
+            judged(lambda t, f=frame: _dominant(f, t), th),
+            None,
+            frame,
+            qualifier=str(frame["model"].iloc[0]),
+            figure=f"fig8_{slug(label)}",
+            names=("float32 (the paper's dtype)", ""),
         )
-    return out
+        for _, data, label, _, frame in arm_models(sd, ("paper",), "geometry")
+    ]
 
 
 def figures(sd: StoryData) -> list[FigureSpec]:

@@ -14,8 +14,8 @@ import pandas as pd
 from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import rules
-from rankcollapse.experiments.kit.claims import Model, claim_row, judged
-from rankcollapse.experiments.kit.data import model_groups, rows_of, runs_of
+from rankcollapse.experiments.kit.claims import Model, judged, model_row
+from rankcollapse.experiments.kit.data import arm_models, model_groups, rows_of, runs_of
 from rankcollapse.experiments.kit.plots import pyplot
 from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -54,45 +54,35 @@ def _pairs(g: pd.DataFrame) -> str:
     )
 
 
+def _nonnegative(g: pd.DataFrame, seeds: int, t: Thresholds) -> rules.Judgement:
+    j = rules.initial_cos(g["phi0"].to_numpy(dtype=float), t, _pairs(g))
+    tok = str(g["tokenizer"].iloc[0]) if "tokenizer" in g else ""
+    return j.amended(
+        after=f"; share of negative pairs {float(g['negative_share'].mean()):.2%}; {seeds} weight "
+        f"seed(s); tokenizer: {tok}"
+    )
+
+
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("fig9", sd.verdict, sd.ranges)
     out = []
-    for arm in ("random_init", "pretrained"):
-        data = sd.arm(arm)
-        if data is None:
-            continue
-        for _label, _, g in model_groups(rows_of(data, "phi0")):
-            statement = STATEMENTS[0] if _family(g) in PAPER_FAMILIES else STATEMENTS[1]
-            tok = str(g["tokenizer"].iloc[0]) if "tokenizer" in g else ""
-            neg = float(g["negative_share"].mean())
-            seeds = sorted({int(s) for s in runs_of(data, g)["seed"]})
-
-            def rule(t: Thresholds, g=g, tok=tok, neg=neg, seeds=seeds) -> rules.Judgement:
-                j = rules.initial_cos(g["phi0"].to_numpy(dtype=float), t, _pairs(g))
-                return rules.Judgement(
-                    j.verdict,
-                    f"{j.evidence}; share of negative pairs {neg:.2%}; "
-                    f"{len(seeds)} weight seed(s); tokenizer: {tok}",
-                    j.cause,
-                    j.cause_kind,
-                    j.n,
-                    j.margins,
-                )
-
-            out.append(
-                claim_row(
-                    "fig9",
-                    statement,
-                    data,
-                    th,
-                    judged(rule, th),
-                    qualifier=str(g["model"].iloc[0]),
-                    frame=g,
-                    runs=runs_of(data, g),
-                    figure="fig9",
-                    names=("float32 (the paper's dtype)", ""),
-                )
+    for _, data, _, _, g in arm_models(sd, ("random_init", "pretrained"), "phi0"):
+        statement = STATEMENTS[0] if _family(g) in PAPER_FAMILIES else STATEMENTS[1]
+        seeds = len({int(s) for s in runs_of(data, g)["seed"]})
+        out.append(
+            model_row(
+                "fig9",
+                statement,
+                data,
+                th,
+                judged(lambda t, g=g, k=seeds: _nonnegative(g, k, t), th),
+                None,
+                g,
+                qualifier=str(g["model"].iloc[0]),
+                figure="fig9",
+                names=("float32 (the paper's dtype)", ""),
             )
+        )
     return out
 
 

@@ -21,7 +21,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import band, floor_lines, panel_grid, pyplot
+from rankcollapse.experiments.kit.plots import band, curve_axes, panel_grid, pyplot
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -123,13 +123,7 @@ def claims(sd: StoryData) -> list[Claim]:
                 )
                 for m, g in centered.groupby("mask", sort=False)
             )
-            j = rules.Judgement(
-                bound.verdict,
-                f"{bound.evidence}; {by_mask}; eps {eps.min():.2g}..{eps.max():.2g}",
-                bound.cause,
-                bound.cause_kind,
-                bound.n,
-            )
+            j = bound.amended(after=f"; {by_mask}; eps {eps.min():.2g}..{eps.max():.2g}")
             out.append(
                 claim_row(
                     "theorem1",
@@ -253,12 +247,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         ax.set_xlabel("radius r")
         ax.set_ylabel("per-layer factor of mu_rel (above the floor)")
         ax.legend(fontsize=7)
-        for i, (label, c) in enumerate(sorted(rel.items(), key=lambda kv: radius[kv[0].split(", ")[0]])):
-            band(ax2, c, label.split(", ")[0], i, True)
-        floor_lines(ax2, ["float64"])
-        ax2.set_xlabel("layer t + 1")
-        ax2.set_ylabel("mu_rel")
-        ax2.legend(fontsize=6, ncol=2)
+        ordered = sorted(rel.items(), key=lambda kv: radius[kv[0].split(", ")[0]])
+        curve_axes(ax2, [(label.split(", ")[0], c) for label, c in ordered], "mu_rel")
         caption = (
             "Local masks slow collapse (Theorem 1's rate (1 - eps^r)^{1/r} grows with r): left, the measured "
             "per-layer factor of mu_rel over the layers above the floor against the mask radius; right, the "

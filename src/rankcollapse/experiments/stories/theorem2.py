@@ -22,7 +22,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import curve_rows
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import band, floor_lines, panel_grid
+from rankcollapse.experiments.kit.plots import curve_axes, panel_grid
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -162,13 +162,7 @@ def _bound_row(data: Data, th: Thresholds, st: Statement) -> Claim:
     if checks:
         j = rules.bound_holds(checks)
         rates = runs[f"summary.{st.key}_rate"].astype(float)
-        j = rules.Judgement(
-            j.verdict,
-            f"{j.evidence}; bound rate {rates.min():.4g}..{rates.max():.4g}{na}",
-            j.cause,
-            j.cause_kind,
-            j.n,
-        )
+        j = j.amended(after=f"; bound rate {rates.min():.4g}..{rates.max():.4g}{na}")
     else:
         j = rules.Judgement(
             rules.INCONCLUSIVE,
@@ -277,13 +271,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         fig, axes = panel_grid(len(keys), ncols=4, w=3.2)
         for ax, (pl, inp) in zip(axes, keys, strict=True):
             sub = frame[(frame["placement"] == pl) & (frame["inputs"] == inp)]
-            for i, (k, c) in enumerate(curves_by(sub, "mu_rel", ["mask"]).items()):
-                band(ax, c, k[0], i, True)
-            floor_lines(ax, ["float64"])
+            curve_axes(ax, [(k[0], c) for k, c in curves_by(sub, "mu_rel", ["mask"]).items()], "mu_rel")
             ax.set_title(f"{pl}-LN, {inp} inputs", fontsize=9)
-            ax.set_xlabel("layer t + 1")
-        axes[0].set_ylabel("mu_rel")
-        axes[0].legend(fontsize=7)
         fig.suptitle(
             "Theorem 2 / Corollary 1 (paper's setting): the theory's LN, orthogonal W_V; mu_rel per mask",
             fontsize=10,
@@ -300,12 +289,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is not None:
         frame = rows_of(data, "curve")
         fig, axes = panel_grid(1, ncols=1, w=5.0, h=3.4)
-        for i, (k, c) in enumerate(curves_by(frame, "mu_rel", ["mask"]).items()):
-            band(axes[0], c, k[0], i, True)
-        floor_lines(axes[0], ["float64"])
-        axes[0].set_xlabel("layer t + 1")
-        axes[0].set_ylabel("mu_rel")
-        axes[0].legend(fontsize=7)
+        curve_axes(axes[0], [(k[0], c) for k, c in curves_by(frame, "mu_rel", ["mask"]).items()], "mu_rel")
         axes[0].set_title("Ours: theory's LN + orthogonal W_V, hemisphere inputs", fontsize=9)
         caption = (
             "Ours: the theory's LayerNorm + orthogonal W_V, inputs in one open hemisphere (weaker than "

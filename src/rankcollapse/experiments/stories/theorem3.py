@@ -20,8 +20,7 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.engine.verdicts import Claim
-from rankcollapse.experiments.kit import rules
-from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.claims import checks_row
 from rankcollapse.experiments.kit.plots import panel_grid, pyplot
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -234,12 +233,12 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         )
     if checks:
         out.append(
-            claim_row(
+            checks_row(
                 "theorem3",
                 st["every_rank"],
                 data,
                 th,
-                judged(lambda t: rules.every_run(checks), th),
+                checks,
                 runs=above,
                 figure=FIGURE,
                 names=("enumerated equilibria", ""),
@@ -259,12 +258,12 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         )
     if checks:
         out.append(
-            claim_row(
+            checks_row(
                 "theorem3",
                 st["below_w"],
                 data,
                 th,
-                judged(lambda t: rules.every_run(checks), th),
+                checks,
                 runs=below,
                 figure=FIGURE,
                 names=("enumerated equilibria", ""),
@@ -279,12 +278,12 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         for _, r in ok.iterrows()
     ]
     out.append(
-        claim_row(
+        checks_row(
             "theorem3",
             st["srank"],
             data,
             th,
-            judged(lambda t: rules.every_run(f2), th),
+            f2,
             runs=ok,
             figure=FIGURE,
             names=("stable rank of the full-rank equilibria", ""),
@@ -303,15 +302,8 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         for _, r in ok.iterrows()
     ]
     out.append(
-        claim_row(
-            "theorem3",
-            st["lemma13"],
-            data,
-            th,
-            judged(lambda t: rules.every_run(l13), th),
-            runs=ok,
-            figure=FIGURE,
-            names=("iterated starts", ""),
+        checks_row(
+            "theorem3", st["lemma13"], data, th, l13, runs=ok, figure=FIGURE, names=("iterated starts", "")
         )
     )
     f4 = [
@@ -323,12 +315,12 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         for _, r in ok.iterrows()
     ]
     out.append(
-        claim_row(
+        checks_row(
             "theorem3",
             st["complete"],
             data,
             th,
-            judged(lambda t: rules.every_run(f4), th),
+            f4,
             runs=ok,
             figure=FIGURE,
             names=("complete-mask search", ""),
@@ -346,12 +338,12 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         )
         check = [(f"rank {int(k)}", bool((share > 0).any()), words)]
         out.append(
-            claim_row(
+            checks_row(
                 "theorem3",
                 st["attracts"],
                 data,
                 th,
-                judged(lambda t, c=check: rules.every_run(c), th),
+                check,
                 qualifier=f"rank {int(k)}",
                 runs=ok,
                 figure=FIGURE,
@@ -368,12 +360,12 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         for k, g in table.groupby("rank", sort=True)
     ]
     out.append(
-        claim_row(
+        checks_row(
             "theorem3",
             st["not_hyperbolic"],
             data,
             th,
-            judged(lambda t: rules.every_run(neutral), th),
+            neutral,
             runs=ok,
             figure=FIGURE,
             names=("tangent spectra", ""),
@@ -406,17 +398,7 @@ def _designed_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
             )
         )
     st = next(s for s in STATEMENTS if s.key == "designed")
-    return [
-        claim_row(
-            "theorem3",
-            st,
-            data,
-            th,
-            judged(lambda t: rules.every_run(checks), th),
-            figure=DESIGNED,
-            names=("designed equilibria", ""),
-        )
-    ]
+    return [checks_row("theorem3", st, data, th, checks, figure=DESIGNED, names=("designed equilibria", ""))]
 
 
 def claims(sd: StoryData) -> list[Claim]:
