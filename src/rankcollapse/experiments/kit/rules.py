@@ -118,27 +118,36 @@ def per_group(groups: Mapping[str, Callable[[Thresholds], Judgement]], th: Thres
 # --- collapse curves (Figs. 2, 3, 6, 7) -----------------------------------------------------------
 
 
-def san_collapse(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
-    """SANs collapse exponentially: every curve ``collapsing`` or ``at floor`` (reproduced); any ``not
-    collapsing`` (not reproduced); else inconclusive."""
+def _each(
+    curves: Mapping[str, Curve],
+    th: Thresholds,
+    status: Callable[[Curve, Thresholds], Status],
+    decide: Callable[[str, Curve, Status], Part],
+) -> Judgement:
+    """A curve status for every labelled curve, then ``decide`` its part (too few samples: inconclusive)."""
     parts = []
     for label, c in curves.items():
-        st = collapse_status(c, th)
-        if st.name == "too few samples":
-            parts.append((label, _few_part(label, c.n, th, st.words)))
-            continue
-        v = {"collapsing": REPRODUCED, "at floor": REPRODUCED, "not collapsing": NOT_REPRODUCED}.get(
-            st.name, INCONCLUSIVE
-        )
+        st = status(c, th)
         parts.append(
             (
                 label,
-                _sample_part(
-                    v, f"{st.name}: {st.words}" if v is not REPRODUCED else st.words, st.margins, c.n
-                ),
+                _few_part(label, c.n, th, st.words) if st.name == "too few samples" else decide(label, c, st),
             )
         )
     return combine_parts(parts)
+
+
+def san_collapse(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
+    """SANs collapse exponentially: every curve ``collapsing`` or ``at floor`` (reproduced); any ``not
+    collapsing`` (not reproduced); else inconclusive."""
+
+    def decide(label: str, c: Curve, st: Status) -> Part:
+        v = {"collapsing": REPRODUCED, "at floor": REPRODUCED, "not collapsing": NOT_REPRODUCED}.get(
+            st.name, INCONCLUSIVE
+        )
+        return _sample_part(v, f"{st.name}: {st.words}" if v is not REPRODUCED else st.words, st.margins, c.n)
+
+    return _each(curves, th, collapse_status, decide)
 
 
 def _compare(a: Rate, b: Rate) -> tuple[int, float, float]:
@@ -268,63 +277,42 @@ def _unclear_stability(label: str, status: str, words: str, n: int) -> Part:
 def skip_unstable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
     """Skip alone makes μ unstable, more so deeper: ``unstable`` at the last layer with ``I`` larger
     there than at the middle layer for sure, or non-finite values (reproduced); ``stable`` (not)."""
-    parts = []
-    for label, c in curves.items():
-        st = stability_status(c, th)
-        if st.name == "too few samples":
-            parts.append((label, _few_part(label, c.n, th, st.words)))
-            continue
+
+    def decide(label: str, c: Curve, st: Status) -> Part:
         words = st.words
         if c.layers > 12 and c.first_nonfinite() is None:
             words += f"; I(t=12) = {instability(c, 12):.2g}"
-        if st.name == "unstable":
-            if c.first_nonfinite() is not None:
-                parts.append((label, Part(REPRODUCED, words, n=c.n)))
-                continue
-            mid, end = c.layers // 2, c.layers
-            grow = instability(c, end) - instability(c, mid)
-            se = float(c.drop_std[end]) / math.sqrt(max(c.n_at(end), 1))
-            margin = Margin(f"growth of I from t={mid} to t={end}", grow, se, 0.0, c.n)
-            words += f"; I grows by {grow:.2g} from t={mid} (± {Z * se:.2g})"
-            parts.append(
-                (
-                    label,
-                    _sample_part(
-                        REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE, words, [margin], c.n
-                    ),
-                )
-            )
-        elif st.name == "stable":
-            parts.append((label, Part(NOT_REPRODUCED, f"stable: {words}", n=c.n)))
-        else:
-            parts.append((label, _unclear_stability(label, st.name, words, c.n)))
-    return combine_parts(parts)
+        if st.name == "stable":
+            return Part(NOT_REPRODUCED, f"stable: {words}", n=c.n)
+        if st.name != "unstable":
+            return _unclear_stability(label, st.name, words, c.n)
+        if c.first_nonfinite() is not None:
+            return Part(REPRODUCED, words, n=c.n)
+        mid, end = c.layers // 2, c.layers
+        grow = instability(c, end) - instability(c, mid)
+        se = float(c.drop_std[end]) / math.sqrt(max(c.n_at(end), 1))
+        margin = Margin(f"growth of I from t={mid} to t={end}", grow, se, 0.0, c.n)
+        words += f"; I grows by {grow:.2g} from t={mid} (± {Z * se:.2g})"
+        return _sample_part(REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE, words, [margin], c.n)
+
+    return _each(curves, th, stability_status, decide)
 
 
 def full_stable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
     """The full transformer keeps μ stable: ``stable`` (and, for μ_rel, never at the floor)."""
-    parts = []
-    for label, c in curves.items():
-        st = stability_status(c, th)
-        if c.quantity == "mu_rel" and c.first_at_floor() is not None:
-            floor = Status("at floor", "", floor_t=c.first_at_floor())
-            parts.append(
-                (
-                    label,
-                    _floor_part(
-                        NOT_REPRODUCED, label, c, floor, f"at the {c.dtype} floor from t={c.first_at_floor()}"
-                    ),
-                )
-            )
-        elif st.name == "too few samples":
-            parts.append((label, _few_part(label, c.n, th, st.words)))
-        elif st.name == "stable":
-            parts.append((label, Part(REPRODUCED, st.words, n=c.n)))
-        elif st.name == "unstable":
-            parts.append((label, Part(NOT_REPRODUCED, f"unstable: {st.words}", n=c.n)))
-        else:
-            parts.append((label, _unclear_stability(label, st.name, st.words, c.n)))
-    return combine_parts(parts)
+
+    def decide(label: str, c: Curve, st: Status) -> Part:
+        floor = c.first_at_floor() if c.quantity == "mu_rel" else None
+        if floor is not None:
+            at = Status("at floor", "", floor_t=floor)
+            return _floor_part(NOT_REPRODUCED, label, c, at, f"at the {c.dtype} floor from t={floor}")
+        if st.name == "stable":
+            return Part(REPRODUCED, st.words, n=c.n)
+        if st.name == "unstable":
+            return Part(NOT_REPRODUCED, f"unstable: {st.words}", n=c.n)
+        return _unclear_stability(label, st.name, st.words, c.n)
+
+    return _each(curves, th, stability_status, decide)
 
 
 def _effect(curves: Mapping[float, Curve], start: int, end: int) -> Rate:
