@@ -83,9 +83,15 @@ def test_option_refusals_are_one_line():
 
 
 def test_rows_name_transformerlens_hooks_and_make_a_dataframe(tiny_models, ids):
+    """TransformerLens names the model's own 4 layers; the cycled layers 5 and 6 are not its tensors,
+    nor is any row of a surgery mode or a mask override (tests/models/test_transformerlens.py checks
+    the names against TransformerLens itself)."""
     result = analyze(_cfg(layers=6), model=tiny_models("gemma2", "f64"), ids=ids)
     assert [r["hook"] for r in result.rows] == ["blocks.0.hook_resid_pre"] + [
-        f"blocks.{t}.hook_resid_post" for t in range(6)]
+        f"blocks.{t}.hook_resid_post" for t in range(4)] + ["", ""]
+    for kw in ({"mode": "attn+ln"}, {"mask": "causal"}, {"d_qk": 3.0}, {"ablation": "sinks"}):
+        other = analyze(_cfg(**kw, diagnostics="ablation" in kw), model=tiny_models("gemma2", "f64"), ids=ids)
+        assert {r["hook"] for r in other.rows} == {""}, kw
     frame = result.to_frame()
     assert list(frame["layer"]) == list(range(7)) and frame["mu"].iloc[3] == result.rows[3]["mu"]
     info = result.model_info
