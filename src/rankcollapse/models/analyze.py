@@ -155,7 +155,7 @@ class AnalyzeResult:
     ``hook``: the TransformerLens name of the same tensor, ``""`` where TransformerLens has no such
     tensor (:func:`rankcollapse.models.names.tl_hook_names`). ``samples``: per row, each metric's
     value per sample (float64 [b], NaN for a non-finite sample): :meth:`per_sample_rows`,
-    ``to_frame(per_sample=True)``.
+    ``to_frame(per_sample=True)``. ``ids``: the token ids read, int64 [b, n] (right padding: 0).
 
     ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
     ``status``: ``ok``; ``overflow`` where some sample is non-finite (inf / NaN; every metric is
@@ -170,6 +170,7 @@ class AnalyzeResult:
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     samples: list[dict[str, Tensor]] = field(default_factory=list, repr=False)
+    ids: Tensor | None = field(default=None, repr=False)
 
     def column(self, name: str) -> list[Any]:
         return [row[name] for row in self.rows]
@@ -460,7 +461,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     finally:
         bar.close()
     result = AnalyzeResult(config=config, rows=rows, model_info=model_info(model, config), seconds=seconds,
-                           notes=notes, samples=samples)
+                           notes=notes, samples=samples, ids=ids)
     bad = result.overflow_layers
     if bad:
         result.notes.append(f"non-finite hidden states (overflow) from layer {bad[0]} on in {len(bad)} of "
