@@ -41,28 +41,30 @@ def _seconds(s: float) -> str:
 class Progress:
     """Counts done units out of ``total``; shown as plain lines (module docstring) or a tqdm bar.
 
-    ``desc`` names the work (``"analyze minilm"``), ``unit`` what is counted (``"layers"``).
+    ``desc`` names the work (``"analyze minilm"``), ``unit`` what is counted (``"layers"``);
+    ``delay`` and ``every`` default to :data:`DELAY_S` and :data:`EVERY_S`.
     """
 
     def __init__(self, total: int, desc: str, unit: str = "layers", *, stream: TextIO | None = None,
-                 enabled: bool = True, delay: float = DELAY_S, every: float = EVERY_S,
+                 enabled: bool = True, delay: float | None = None, every: float | None = None,
                  bar: bool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.total = max(int(total), 0)
         self.desc, self.unit = desc, unit
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled
-        self.delay, self.every = delay, every
+        self.delay = DELAY_S if delay is None else delay
+        self.every = EVERY_S if every is None else every
         self.clock = clock
         self.done = 0
         self.lines = 0
         self._start = clock()
-        self._next = self._start + delay
+        self._next = self._start + self.delay
         self._bar: Any = None
         if enabled and (is_terminal(self.stream) if bar is None else bar):
             from tqdm import tqdm
 
             self._bar = tqdm(total=self.total, desc=desc, unit=unit.rstrip("s") or unit, file=self.stream,
-                             delay=delay, leave=False, dynamic_ncols=True)
+                             delay=self.delay, leave=False, dynamic_ncols=True)
 
     def line(self) -> str:
         """The plain progress line for the current count (no newline)."""
@@ -71,7 +73,8 @@ class Progress:
         left = ""
         if 0 < self.done < self.total:
             left = f", about {_seconds(elapsed * (self.total - self.done) / self.done)} left"
-        return f"rankcollapse: {self.desc}: {self.done}/{self.total} {self.unit}{share}, {_seconds(elapsed)}{left}"
+        count = f"{self.done}/{self.total} {self.unit}{share}"
+        return f"rankcollapse: {self.desc}: {count}, {_seconds(elapsed)}{left}"
 
     def _write(self) -> None:
         try:

@@ -12,17 +12,7 @@ from rankcollapse.models import AnalyzeConfig, analyze
 from rankcollapse.models.loading import bert_tokenizer
 
 TEXTS = ["the cat sat on the mat", "a dog ran after the cat and the mat fell"]
-WORDS = "<s> </s> <unk> the cat sat on mat a dog ran after and fell".split()
-
-
-def small_tokenizer():
-    """A word-level tokenizer of 14 words (``<s>`` = 0 its start token): its ids are nobody else's."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    inner = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    inner.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=inner, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+WORDS = "<s> </s> <unk> the cat sat on mat a dog ran after and fell".split()  # the word_tokenizer's
 
 
 def gpt2(vocab: int = len(WORDS)) -> nn.Module:
@@ -78,11 +68,12 @@ def expected_ids(tokenizer, start: int) -> torch.Tensor:
     return ids
 
 
-def test_an_in_memory_gpt2_reads_texts_with_the_given_tokenizer_and_is_left_as_it_came():
+def test_an_in_memory_gpt2_reads_texts_with_the_given_tokenizer_and_is_left_as_it_came(word_tokenizer):
     model = touched_by_the_user(gpt2())
     before = state(model)
-    tok = small_tokenizer()
-    result = analyze(AnalyzeConfig(tokens=32, metrics=("mu", "mu_rel")), model=model, texts=TEXTS, tokenizer=tok)
+    tok = word_tokenizer()
+    config = AnalyzeConfig(tokens=32, metrics=("mu", "mu_rel"))
+    result = analyze(config, model=model, texts=TEXTS, tokenizer=tok)
     assert torch.equal(result.ids, expected_ids(tok, start=0))
     assert result.model_info["tokenizer"].startswith("given ") and result.model_info["start_token"] == 0
     assert [r["hook"] for r in result.rows] == ["blocks.0.hook_resid_pre", "blocks.0.hook_resid_post",
@@ -99,16 +90,17 @@ def test_an_in_memory_bert_reads_texts_with_the_bundled_tokenizer_of_its_vocabul
     assert_unchanged(model, before)
 
 
-def test_a_model_saved_with_its_tokenizer_reads_texts_with_that_tokenizer(tmp_path):
+def test_a_model_saved_with_its_tokenizer_reads_texts_with_that_tokenizer(tmp_path, word_tokenizer):
     from transformers import AutoModelForCausalLM
 
     gpt2().save_pretrained(tmp_path)
-    small_tokenizer().save_pretrained(tmp_path)
+    word_tokenizer().save_pretrained(tmp_path)
     model = AutoModelForCausalLM.from_pretrained(tmp_path)
     result = analyze(AnalyzeConfig(tokens=32, metrics=("mu",)), model=model, texts=TEXTS)
     assert result.model_info["tokenizer"] == f"{tmp_path} (the model's own)"
-    assert torch.equal(result.ids, expected_ids(small_tokenizer(), start=0))
-    named = analyze(AnalyzeConfig(tokens=32, metrics=("mu",)), model=gpt2(), texts=TEXTS, tokenizer=str(tmp_path))
+    assert torch.equal(result.ids, expected_ids(word_tokenizer(), start=0))
+    named = analyze(AnalyzeConfig(tokens=32, metrics=("mu",)), model=gpt2(), texts=TEXTS,
+                    tokenizer=str(tmp_path))
     assert torch.equal(named.ids, result.ids) and named.model_info["tokenizer"] == str(tmp_path)
 
 
@@ -121,7 +113,8 @@ def test_texts_without_a_tokenizer_are_refused_unless_the_vocabulary_is_the_bund
         assert "\n" not in str(err.value)
     assert_unchanged(model, before)
     ids = torch.tensor([[0, 5, 6, 7]])
-    assert len(analyze(AnalyzeConfig(metrics=("mu",)), model=model, ids=ids).rows) == 3  # ids need no tokenizer
+    # token ids need no tokenizer
+    assert len(analyze(AnalyzeConfig(metrics=("mu",)), model=model, ids=ids).rows) == 3
 
 
 def test_a_tokenizer_larger_than_the_vocabulary_and_a_missing_one_are_one_line_errors():

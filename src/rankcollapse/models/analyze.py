@@ -508,12 +508,35 @@ def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor
     return layer_masks(model, config.parsed_mask, depth)[t - 1].dense(n)
 
 
-def write_run(result: AnalyzeResult, out_dir: str | Path) -> Path:
-    """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI)."""
+def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False) -> Path:
+    """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI);
+    ``per_sample``: also ``per_sample.csv`` (:func:`write_per_sample`)."""
     from rankcollapse.io import RunWriter
 
     with RunWriter(out_dir, {"analyze": asdict(result.config), "model": result.model_info,
                              "notes": result.notes}) as writer:
         for row in result.rows:
             writer.write_row(row)
-        return writer.metrics_path
+    if per_sample:
+        write_per_sample(result, Path(out_dir) / "per_sample.csv")
+    return writer.metrics_path
+
+
+def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
+    """Write :meth:`AnalyzeResult.per_sample_rows` as a CSV (atomically)."""
+    import csv
+    import io
+
+    from rankcollapse.io import atomic_write
+
+    rows = result.per_sample_rows()
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    try:
+        atomic_write(path, buf.getvalue())
+    except OSError as err:
+        raise RankCollapseError(f"cannot write {str(path)[:60]!r}: {err.strerror}") from None
+    return Path(path)

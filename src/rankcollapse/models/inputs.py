@@ -158,7 +158,8 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
         if own is not None:
             tokenizer, what = own
         elif bundled_vocabulary(model.hf_model.config):
-            tokenizer, what = bert_tokenizer(), "bundled BERT uncased WordPiece (the model's vocabulary is its)"
+            tokenizer = bert_tokenizer()
+            what = "bundled BERT uncased WordPiece (the model's vocabulary is its)"
         else:
             return model
     elif isinstance(tokenizer, str | Path):
@@ -166,13 +167,13 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
         tokenizer = load_tokenizer(tokenizer)
     else:
         if not callable(tokenizer) or not hasattr(tokenizer, "__len__"):
-            raise RankCollapseError(
-                f"tokenizer must be a Hugging Face tokenizer or its name or folder, got {type(tokenizer).__name__}")
+            raise RankCollapseError("tokenizer must be a Hugging Face tokenizer or its name or folder, got "
+                                    f"{type(tokenizer).__name__}")
         what = str(getattr(tokenizer, "name_or_path", "") or f"given {type(tokenizer).__name__}")
     vocab = model.vocab_size or int(getattr(model.hf_model.config, "vocab_size", 0) or 0)
     if vocab and len(tokenizer) > vocab:
-        raise RankCollapseError(f"tokenizer {what[:60]!r} has {len(tokenizer)} tokens but the model's vocabulary "
-                                f"has {vocab}; allowed: the model's own tokenizer")
+        raise RankCollapseError(f"tokenizer {what[:60]!r} has {len(tokenizer)} tokens but the model's "
+                                f"vocabulary has {vocab}; allowed: the model's own tokenizer")
     out = replace(model, tokenizer=tokenizer, start_token=_start_token(tokenizer), info=dict(model.info))
     out.info["tokenizer"] = what
     return out
@@ -181,5 +182,6 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
 def no_tokenizer_message(model: LoadedModel) -> str:
     """Why an in-memory model without a tokenizer cannot read text (one line)."""
     vocab = int(getattr(model.hf_model.config, "vocab_size", 0) or 0)
-    return (f"{model.name} has no tokenizer: pass tokenizer= (a Hugging Face tokenizer, or its name or folder) "
-            f"or token ids; its vocabulary ({vocab} tokens) is not the bundled BERT tokenizer's (30522)")
+    return (f"{model.name} has no tokenizer: pass tokenizer= (a Hugging Face tokenizer, or its name or "
+            f"folder) or token ids; its vocabulary ({vocab} tokens) is not the bundled BERT tokenizer's "
+            "(30522)")

@@ -76,7 +76,7 @@ def crosswalk() -> list[dict[str, str]]:
             "row t (`layer_{t}_out`)": f"`hidden_states[t]`, t < L; t = L: {hf_last}",
             "TransformerLens": (f"`{tl_hook_name(0, fam.tl_blocks)}`, `{fam.tl_blocks}.{{l}}.hook_resid_post`"
                                 if fam.tl_blocks else "— (no adapter)"),
-            "nnsight": (f"`{nnsight_path(name, 0)}`, `{nnsight_path(name, 1).replace('[0].output', '[l].output')}`"
+            "nnsight": (f"`{nnsight_path(name, 0)}`, `{nnsight_path(name, 1).replace('[0].', '[l].')}`"
                         if nnsight_path(name, 0) else "— (one shared module called L times)"),
         })
     merged: list[dict[str, str]] = []

@@ -2,8 +2,9 @@
 
 Row ``t = 0`` is the embeddings output (the input of the first layer, named ``embeddings``);
 row ``t >= 1`` is the output of the ``t``-th layer applied (``layer_{t}_out``), which is model
-layer ``(t - 1) mod n_layers``. What other tools call them: :mod:`rankcollapse.models.names`. For pre-LN decoders and T5 the rows are the residual stream before the
-final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+layer ``(t - 1) mod n_layers``. For pre-LN decoders and T5 the rows are the residual stream
+before the final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+What other tools call each row: :mod:`rankcollapse.models.names`.
 
 Masks: by default each model layer uses its own, as its config defines it
 (:func:`rankcollapse.masks.hf_schedule.schedule_from_hf_config`: causal or complete, Mistral's and
