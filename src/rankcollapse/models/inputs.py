@@ -159,7 +159,7 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
             tokenizer, what = own
         elif bundled_vocabulary(model.hf_model.config):
             tokenizer = bert_tokenizer()
-            what = "bundled BERT uncased WordPiece (the model's vocabulary is its)"
+            what = "bundled BERT uncased WordPiece (the model's vocabulary is BERT's)"
         else:
             return model
     elif isinstance(tokenizer, str | Path):
