@@ -69,11 +69,12 @@ def crosswalk() -> list[dict[str, str]]:
     nnsight (``l`` = t - 1, ``L`` the depth). The table of ``docs/models.md`` is this list."""
     out: list[dict[str, str]] = []
     for name, fam in FAMILIES.items():
-        hf_last = "`hidden_states[L]`" if fam.placement == "post" else f"`{fam.final_norm}` of it"
+        hf_rows = ("`hidden_states[t]`, t ≤ L" if fam.placement == "post"
+                   else f"`hidden_states[t]`, t < L; `hidden_states[L]` = `{fam.final_norm}`(row L)")
         out.append({
             "family": f"`{name}`",
             "row 0 (`embeddings`)": "`hidden_states[0]`",
-            "row t (`layer_{t}_out`)": f"`hidden_states[t]`, t < L; t = L: {hf_last}",
+            "row t (`layer_{t}_out`)": hf_rows,
             "TransformerLens": (f"`{tl_hook_name(0, fam.tl_blocks)}`, `{fam.tl_blocks}.{{l}}.hook_resid_post`"
                                 if fam.tl_blocks else "— (no adapter)"),
             "nnsight": (f"`{nnsight_path(name, 0)}`, `{nnsight_path(name, 1).replace('[0].', '[l].')}`"
