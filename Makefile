@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.rankcollapse-installed
+TL_STAMP := $(VENV)/.rankcollapse-tl-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
@@ -22,6 +23,11 @@ $(STAMP): requirements.lock requirements-data.lock pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
+# Test-only extra: TransformerLens (the oracle of the hook names), with --no-deps from its own pins.
+$(TL_STAMP): requirements-tl.lock $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps -r requirements-tl.lock
+	@touch $(TL_STAMP)
+
 reproduce: $(STAMP)
 	$(BIN)/rankcollapse reproduce --quick --out results/quick
 
@@ -29,11 +35,11 @@ reproduce: $(STAMP)
 # on two worker processes (one per core; a test file stays on one worker, so its shared fixtures
 # run once). `make test-fast` skips the slow ones.
 TEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(STAMP) $(TL_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(TL_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q -m "not slow"
 

@@ -22,6 +22,7 @@ FLOORS: list[tuple[str, ...]] = [
         "rankcollapse.core",
         "rankcollapse.errors",
         "rankcollapse.io",
+        "rankcollapse.progress",
         "rankcollapse.runtime",
         "rankcollapse.validate",
         "rankcollapse.__main__",

@@ -55,3 +55,21 @@ def hf_errors(model: object, ids: torch.Tensor, backend: str) -> list[float]:
 def hf_error():
     """:func:`hf_errors` as a fixture (the hidden-state oracle of the real-weight tests)."""
     return hf_errors
+
+
+@pytest.fixture(scope="session")
+def word_tokenizer():
+    """A factory of a word-level tokenizer of 14 words (``<s>`` = 0, its start token): ids nobody else
+    gives, so a test can tell which tokenizer read a text."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = "<s> </s> <unk> the cat sat on mat a dog ran after and fell".split()
+
+    def make():
+        inner = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+        inner.pre_tokenizer = pre_tokenizers.Whitespace()
+        return PreTrainedTokenizerFast(tokenizer_object=inner, bos_token="<s>", eos_token="</s>",
+                                       unk_token="<unk>")
+
+    return make

@@ -204,3 +204,16 @@ def test_rows_that_underflow_to_zero_are_marked_underflow_not_collapsed(tiny_mod
     last = result.rows[-1]
     assert last["mu"] == 0.0 and last["mu_rel"] != last["mu_rel"]  # 0/0: NaN, not "collapsed"
     assert any("underflow" in note for note in result.notes) and result.overflow_layers == []
+
+
+def test_analyze_reports_progress_in_plain_lines_when_stderr_is_not_a_terminal(tiny_models, ids, capsys,
+                                                                                monkeypatch):
+    from rankcollapse import progress as module
+    from rankcollapse.models import AnalyzeConfig, analyze
+
+    monkeypatch.setattr(module, "DELAY_S", 0.0)
+    analyze(AnalyzeConfig(model="tiny:bert", layers=3, metrics=("mu",)), model=tiny_models("bert"), ids=ids,
+            progress=True)
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.splitlines()[-1].startswith("rankcollapse: analyze tiny bert")
+    assert err.splitlines()[-1].split(": ")[2].startswith("4/4 layers (100%)")

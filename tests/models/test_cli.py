@@ -33,7 +33,7 @@ def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["config"]["analyze"]["d_qk"] == 2.0 and cfg["config"]["model"]["arch"] == "gpt2"
     assert cfg["config"]["model"]["d_qk"] == 2.0 and cfg["config"]["model"]["own_d_qk"] == 16.0
-    assert (out / "token_geometry.png").is_file()
+    assert (out / "mu.png").is_file()
 
 
 def test_analyze_with_a_window_mask_on_an_encoder(tmp_path, text_file, capsys):
@@ -139,7 +139,8 @@ def test_undissected_architecture_runs_full_mode_and_refuses_surgery(tmp_path, t
     assert code == 0, captured.err
     assert "note: " in captured.err and "mode full only, through Hugging Face's own forward" in captured.err
     rows = list(csv.DictReader((tmp_path / "f" / "metrics.csv").open()))
-    assert len(rows) == 3 and rows[-1]["hook"] == "blocks.1.hook_resid_post"
+    # HF's forward only: its last row is after the final norm, not a TransformerLens residual: no names
+    assert len(rows) == 3 and {r["hook"] for r in rows} == {""}
     info = json.loads((tmp_path / "f" / "config.json").read_text())["config"]["model"]
     assert info["dissected"] is False and "not dissected" in info["note"]
 
@@ -220,3 +221,41 @@ def test_a_mask_override_is_announced_and_a_schedule_must_fit_the_depth(tmp_path
                            str(text_file), "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "q")],
                           capsys)
     assert "backend 'hf'" in err
+
+
+def test_save_attention_writes_the_weights_of_each_layer_and_needs_diagnostics(tmp_path, text_file, capsys):
+    import numpy as np
+
+    from rankcollapse.models import AnalyzeConfig, analyze, load_model
+    from rankcollapse.models.analyze import token_batch
+
+    out = tmp_path / "a"
+    argv = ["analyze", "--model", "tiny:llama", "--layers", "2", "--text", str(text_file), "--samples", "2",
+            "--tokens", "10", "--out", str(out), "--diagnostics", "--save-attention"]
+    assert main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "sink heads" in printed.splitlines()[0]  # the diagnostics table
+    saved = sorted(p.name for p in (out / "attention").iterdir())
+    assert saved == ["layer_001.npy", "layer_002.npy"]
+    cfg = AnalyzeConfig(model="tiny:llama", layers=2, text_file=str(text_file), samples=2, tokens=10,
+                        diagnostics=True)
+    model = load_model("tiny:llama")
+    got: dict = {}
+    analyze(cfg, model=model, ids=token_batch(cfg, model),
+            on_attention=lambda t, a: got.setdefault(t, a.clone()))
+    np.testing.assert_array_equal(np.load(out / "attention" / "layer_002.npy"), got[2].float().numpy())
+    err = _one_line_error([a for a in argv if a != "--diagnostics"], capsys)
+    assert "--save-attention applies only with --diagnostics" in err
+
+
+def test_the_tokenizer_option_reads_the_text_with_that_tokenizer(tmp_path, text_file, capsys, word_tokenizer):
+    word_tokenizer().save_pretrained(tmp_path / "tok")
+    out = tmp_path / "t"
+    assert main(["analyze", "--model", "tiny:gpt2", "--layers", "1", "--text", str(text_file), "--samples",
+                 "1",
+                 "--tokens", "8", "--tokenizer", str(tmp_path / "tok"), "--out", str(out), "--no-table"]) == 0
+    info = json.loads((out / "config.json").read_text())["config"]["model"]
+    assert info["tokenizer"] == str(tmp_path / "tok") and info["start_token"] == 0
+    err = _one_line_error(["analyze", "--model", "tiny:gpt2", "--text", str(text_file), "--tokenizer",
+                           str(tmp_path / "none"), "--out", str(tmp_path / "n")], capsys)
+    assert "cannot load tokenizer" in err

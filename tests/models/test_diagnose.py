@@ -45,9 +45,28 @@ def test_diagnostic_columns_equal_their_formulas_on_the_recorded_weights(tiny_mo
     first = a[..., 0].mean(-1)
     assert math.isclose(row["first_token_attention"], float(first.mean()), rel_tol=1e-12)
     assert math.isclose(row["sink_rate"], float((first > 0.2).double().mean()), abs_tol=1e-15)
+    per_head = first.mean(0)  # [h]: which heads sink, the batch mean of each head's attention on token 0
+    for k in range(a.shape[1]):
+        assert math.isclose(row[f"first_token_attention_h{k}"], float(per_head[k]), rel_tol=1e-12)
+    assert row["sink_heads"] == " ".join(str(k) for k in range(a.shape[1]) if per_head[k] > 0.2)
     assert math.isclose(row["first_token_norm"], float(x1[:, 0].norm(dim=-1).mean()), rel_tol=1e-12)
     assert math.isclose(row["top_activation"], float(x1.abs().flatten(1).amax(1).mean()), rel_tol=1e-12)
     assert math.isnan(result.rows[0]["attention_entropy"]) and "attention_entropy_h3" in result.rows[0]
+    assert result.rows[0]["sink_heads"] == "" and math.isnan(result.rows[0]["first_token_attention_h0"])
+
+
+def test_the_layer_table_shows_sink_heads_and_a_bounded_number_of_rows():
+    from rankcollapse.models.diagnose import layer_table
+
+    rows = [{"layer": t, "mu_rel": 0.5, "full_rank": 1.0, "mean_abs_cos": 0.1, "attention_entropy": 1.0,
+             "sink_rate": 0.5, "sink_heads": "0 3" if t else "", "massive_ratio": 10.0} for t in range(129)]
+    lines = layer_table(rows, max_rows=13).splitlines()
+    assert lines[0].split() == ["layer", "mu_rel", "full_rank", "mean|cos|", "entropy", "sink_rate", "sink",
+                                "heads", "massive_ratio"]
+    shown = [int(line.split()[0]) for line in lines[1:-1]]
+    assert shown[0] == 0 and shown[-1] == 128 and len(shown) <= 13
+    assert lines[-1] == f"({len(shown)} of 129 rows; all in metrics.csv)" and "0 3" in lines[2]
+    assert len(layer_table(rows[:5]).splitlines()) == 6  # short runs: every row, no footnote
 
 
 def test_damping_the_first_token_renormalises_rows_and_leaves_query_zero():
@@ -83,9 +102,15 @@ def test_option_refusals_are_one_line():
 
 
 def test_rows_name_transformerlens_hooks_and_make_a_dataframe(tiny_models, ids):
+    """TransformerLens names the model's own 4 layers; the cycled layers 5 and 6 are not its tensors,
+    nor is any row of a surgery mode or a mask override (tests/models/test_transformerlens.py checks
+    the names against TransformerLens itself)."""
     result = analyze(_cfg(layers=6), model=tiny_models("gemma2", "f64"), ids=ids)
     assert [r["hook"] for r in result.rows] == ["blocks.0.hook_resid_pre"] + [
-        f"blocks.{t}.hook_resid_post" for t in range(6)]
+        f"blocks.{t}.hook_resid_post" for t in range(4)] + ["", ""]
+    for kw in ({"mode": "attn+ln"}, {"mask": "causal"}, {"d_qk": 3.0}, {"ablation": "sinks"}):
+        other = analyze(_cfg(**kw, diagnostics="ablation" in kw), model=tiny_models("gemma2", "f64"), ids=ids)
+        assert {r["hook"] for r in other.rows} == {""}, kw
     frame = result.to_frame()
     assert list(frame["layer"]) == list(range(7)) and frame["mu"].iloc[3] == result.rows[3]["mu"]
     info = result.model_info

@@ -70,13 +70,26 @@ def analyze_command(
                                      "the model's config defines; writes mask_check.json, exit 1 on a "
                                      "mismatch."),
     out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ plot)."),
-    plot: bool = typer.Option(False, "--plot", help="Also draw token_geometry.png (paper Figure 4 panels)."),
+    plot: bool = typer.Option(False, "--plot", help="Also draw mu.png: mu and mu_rel per layer with the "
+                              "precision floor, and the token-geometry panels (paper Figure 4)."),
+    tokenizer: str = typer.Option(None, "--tokenizer", help="A Hugging Face tokenizer name or folder to read "
+                                  "the text with (default: the model's own; random models: bundled BERT)."),
+    per_sample: bool = typer.Option(False, "--per-sample", help="Also write per_sample.csv: one row per "
+                                    "layer and sample (the values metrics.csv summarises)."),
+    save_attention: bool = typer.Option(False, "--save-attention", help="With --diagnostics: write each "
+                                        "layer's attention weights to attention/layer_<t>.npy, float32 "
+                                        "[samples, heads, tokens, tokens]."),
+    table: bool = typer.Option(True, "--table/--no-table", help="Print a short table per layer (mu_rel, "
+                               "rank, cosines; with --diagnostics entropy, sink heads, massive ratio)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: a "
+                                  "bar on a terminal, a plain line every 10 s otherwise."),
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
     import torch
 
     from rankcollapse.io import RunWriter
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
+    from rankcollapse.models.inputs import with_tokenizer
     from rankcollapse.models.loading import load_model
 
     if corpus is not None and text is not None:
@@ -86,26 +99,33 @@ def analyze_command(
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
                            metric_threads=metric_threads, diagnostics=diagnostics,
                            sink_threshold=sink_threshold, ablation=ablation, sink_damping=sink_damping)
+    if save_attention and not diagnostics:
+        raise RankCollapseError("--save-attention applies only with --diagnostics")
     if threads is not None:
         if threads < 1:
             raise RankCollapseError(f"--threads must be a positive integer, got {threads}")
         torch.set_num_threads(threads)
-    loaded = load_model(config.model, config.dtype, seed=config.seed)
+    loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed), tokenizer)
     ids = token_batch(config, loaded)
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
     with RunWriter(out, {"analyze": asdict(config), "model": info}) as writer:
-        result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row)
-    if plot:
-        from rankcollapse.models.plot import plot_token_geometry
+        result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row, progress=progress,
+                         on_attention=_attention_writer(Path(out)) if save_attention else None)
+    if per_sample:
+        from rankcollapse.models.analyze import write_per_sample
 
-        try:
-            plot_token_geometry(result.rows, Path(out) / "token_geometry.png",
-                                title=f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, "
-                                      f"{config.dtype}")
-        except OSError as err:
-            raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
+        write_per_sample(result, Path(out) / "per_sample.csv")
+    if plot:
+        from rankcollapse.models.plot import plot_collapse
+
+        title = f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, {config.dtype}"
+        plot_collapse(result.rows, Path(out) / "mu.png", dtype=config.dtype, title=title)
+    if table:
+        from rankcollapse.models.diagnose import layer_table
+
+        typer.echo(layer_table(result.rows))
     bad = result.overflow_layers
     zero = [int(r["layer"]) for r in result.rows if r["status"] == "underflow"]
     state = "all finite" if not bad else (f"NON-FINITE (overflow) in {len(bad)} rows from layer {bad[0]} on; "
@@ -123,6 +143,22 @@ def analyze_command(
             print(f"rankcollapse: note: {note}", file=sys.stderr)
     if check_masks and _check_masks(loaded, ids, Path(out)):
         raise typer.Exit(1)
+
+
+def _attention_writer(out: Path) -> object:
+    """``on_attention`` that saves each layer's weights to ``out/attention/layer_<t>.npy`` (float32)."""
+    import numpy as np
+
+    from rankcollapse.io import atomic_path
+
+    folder = out / "attention"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def save(t: int, attn: object) -> None:
+        with atomic_path(folder / f"layer_{t:03d}.npy") as tmp, tmp.open("wb") as f:
+            np.save(f, attn.detach().to("cpu").float().numpy())  # type: ignore[attr-defined]
+
+    return save
 
 
 def _check_masks(loaded: object, ids: object, out: Path) -> bool:

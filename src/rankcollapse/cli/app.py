@@ -33,6 +33,7 @@ COMMAND_MODULES: dict[str, str] = {
     "portrait": "rankcollapse.cli.equilibria",
     "counterexample": "rankcollapse.cli.counterexample",
     "analyze": "rankcollapse.cli.analyze",
+    "plot": "rankcollapse.cli.plot",
     "models": "rankcollapse.cli.models",
     "reproduce": "rankcollapse.cli.reproduce",
 }

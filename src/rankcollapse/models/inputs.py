@@ -1,7 +1,12 @@
-"""What ``analyze`` reads besides a corpus: a list of texts (padded) and an in-memory Hugging Face model."""
+"""What ``analyze`` reads besides a corpus: a list of texts (padded), an in-memory Hugging Face model
+(borrowed: left exactly as it came) and its tokenizer."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,18 +40,130 @@ def text_batch(model: LoadedModel, texts: list[str], tokens: int) -> tuple[Tenso
 
 
 def from_memory(hf_model: Any) -> LoadedModel:
-    """An in-memory Hugging Face model as a :class:`LoadedModel` (eval mode, no gradients)."""
+    """An in-memory Hugging Face model as a :class:`LoadedModel` (no tokenizer: see
+    :func:`with_tokenizer`). Dissecting puts the model in eval mode, without gradients and with
+    eager attention: call it inside :func:`borrowed`, which puts all of that back afterwards."""
     from torch import nn
-
-    from rankcollapse.models.loading import bert_tokenizer
 
     if not isinstance(hf_model, nn.Module) or not hasattr(hf_model, "config"):
         raise RankCollapseError(
             f"model must be a LoadedModel or a Hugging Face model, got {type(hf_model).__name__}")
-    hf_model.eval()
-    hf_model.requires_grad_(False)
     casts = next(hf_model.parameters()).dtype == torch.float32  # as load_model: exact float64 parts
-    loaded = dissect(hf_model, name=type(hf_model).__name__, tokenizer=bert_tokenizer(), hf_casts=casts)
+    loaded = dissect(hf_model, name=type(hf_model).__name__, tokenizer=None, hf_casts=casts)
     loaded.info["loaded_from"] = "in-memory Hugging Face model"
-    loaded.info["tokenizer"] = "bundled BERT uncased WordPiece"
+    loaded.info["tokenizer"] = "none"
     return loaded
+
+
+@contextlib.contextmanager
+def borrowed(hf_model: Any) -> Iterator[None]:
+    """Run with ``hf_model`` in eval mode and eager attention; afterwards every module's training
+    flag, every parameter's ``requires_grad`` and the attention implementation are as they came
+    (also on an error). Forward hooks are never added. ``None``: nothing to do."""
+    from torch import nn
+
+    if not isinstance(hf_model, nn.Module):
+        yield
+        return
+    training = [(m, m.training) for m in hf_model.modules()]
+    grads = [(p, p.requires_grad) for p in hf_model.parameters()]
+    config = getattr(hf_model, "config", None)
+    impl = getattr(config, "_attn_implementation", None)
+    try:
+        hf_model.eval()
+        yield
+    finally:
+        for m, flag in training:
+            m.training = flag
+        for p, flag in grads:
+            if p.requires_grad != flag:
+                p.requires_grad_(flag)
+        if config is not None and getattr(config, "_attn_implementation", None) != impl:
+            try:
+                hf_model.set_attn_implementation(impl)
+            except (ValueError, ImportError, AttributeError):
+                config._attn_implementation = impl
+
+
+def load_tokenizer(name: str | Path) -> Any:
+    """``AutoTokenizer.from_pretrained(name, trust_remote_code=False)`` (offline: a local folder or the
+    Hugging Face cache); RankCollapseError (one line) when it cannot be loaded."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(name), trust_remote_code=False)
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise RankCollapseError(f"cannot load tokenizer {str(name)[:60]!r} (offline: a local folder or the "
+                                f"Hugging Face cache): {msg}") from None
+
+
+def _own_tokenizer(hf_model: Any) -> tuple[Any, str] | None:
+    """The tokenizer saved with ``hf_model`` (its ``name_or_path`` folder or cached hub name), or None."""
+    name = str(getattr(getattr(hf_model, "config", None), "_name_or_path", "") or "")
+    if not name:
+        return None
+    try:
+        return load_tokenizer(name), f"{name} (the model's own)"
+    except RankCollapseError:
+        return None
+
+
+def bundled_vocabulary(config: Any) -> bool:
+    """True when a model config's vocabulary is the bundled BERT uncased WordPiece's: 30522 entries
+    and no special token id that disagrees with it (pad 0; bos / eos, if set, [CLS] or [SEP])."""
+    from rankcollapse.models.loading import bert_tokenizer
+
+    tok = bert_tokenizer()
+    special = {tok.cls_token_id, tok.sep_token_id}
+    return (int(getattr(config, "vocab_size", 0) or 0) == len(tok)
+            and getattr(config, "pad_token_id", None) in (None, tok.pad_token_id)
+            and all(getattr(config, k, None) in (None, *special) for k in ("bos_token_id", "eos_token_id")))
+
+
+def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> LoadedModel:
+    """``model`` reading text with ``tokenizer`` (a Hugging Face tokenizer, or its name or folder).
+
+    ``tokenizer`` None: an in-memory ``hf_model`` gets the tokenizer saved with it (its
+    ``name_or_path``) when there is one, else the bundled BERT tokenizer when its vocabulary is
+    that one (:func:`bundled_vocabulary`), else none (texts and corpora are then refused); a
+    loaded model keeps its own. A given tokenizer larger than the model's vocabulary is refused.
+    The result is a copy: a cached model is never changed. ``info["tokenizer"]`` says which.
+    """
+    from rankcollapse.models.loading import _start_token, bert_tokenizer
+
+    what = ""
+    if tokenizer is None:
+        if hf_model is None:
+            return model
+        own = _own_tokenizer(hf_model)
+        if own is not None:
+            tokenizer, what = own
+        elif bundled_vocabulary(model.hf_model.config):
+            tokenizer = bert_tokenizer()
+            what = "bundled BERT uncased WordPiece (the model's vocabulary is BERT's)"
+        else:
+            return model
+    elif isinstance(tokenizer, str | Path):
+        what = str(tokenizer)
+        tokenizer = load_tokenizer(tokenizer)
+    else:
+        if not callable(tokenizer) or not hasattr(tokenizer, "__len__"):
+            raise RankCollapseError("tokenizer must be a Hugging Face tokenizer or its name or folder, got "
+                                    f"{type(tokenizer).__name__}")
+        what = str(getattr(tokenizer, "name_or_path", "") or f"given {type(tokenizer).__name__}")
+    vocab = model.vocab_size or int(getattr(model.hf_model.config, "vocab_size", 0) or 0)
+    if vocab and len(tokenizer) > vocab:
+        raise RankCollapseError(f"tokenizer {what[:60]!r} has {len(tokenizer)} tokens but the model's "
+                                f"vocabulary has {vocab}; allowed: the model's own tokenizer")
+    out = replace(model, tokenizer=tokenizer, start_token=_start_token(tokenizer), info=dict(model.info))
+    out.info["tokenizer"] = what
+    return out
+
+
+def no_tokenizer_message(model: LoadedModel) -> str:
+    """Why an in-memory model without a tokenizer cannot read text (one line)."""
+    vocab = int(getattr(model.hf_model.config, "vocab_size", 0) or 0)
+    return (f"{model.name} has no tokenizer: pass tokenizer= (a Hugging Face tokenizer, or its name or "
+            f"folder) or token ids; its vocabulary ({vocab} tokens) is not the bundled BERT tokenizer's "
+            "(30522)")

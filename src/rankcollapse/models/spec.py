@@ -45,7 +45,12 @@ class FamilySpec:
     """Where the parts of one Hugging Face ``model_type`` live (module docstring). Paths are
     relative to the base model (``layers``, ``embed``, ``final_norm``, ``rotary``) or to one
     layer module (the rest). ``mlp``: one path, or several applied in turn (BERT: the
-    intermediate then the output projection, without its residual and norm)."""
+    intermediate then the output projection, without its residual and norm).
+
+    ``tl_blocks``: the prefix TransformerLens (4.x, ``TransformerBridge``) gives this family's
+    layers (``blocks``; T5's encoder: ``encoder_blocks``), ``""`` where TransformerLens has no
+    adapter for it. ``tuple_output``: the layer module returns a tuple (its first element is the
+    layer output; the nnsight path then reads ``.output[0]``)."""
 
     model_type: str
     layers: str | Callable[[nn.Module], list[nn.Module]]
@@ -80,6 +85,8 @@ class FamilySpec:
     parallel_key: str = ""
     requires: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    tl_blocks: str = "blocks"
+    tuple_output: bool = False
 
     def __post_init__(self) -> None:
         for value, allowed, what in (

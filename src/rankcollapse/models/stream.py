@@ -1,10 +1,10 @@
 """The hidden states ``X(0), X(1), ..., X(L)`` of one batch, layer by layer, each layer with its own mask.
 
-Row ``t = 0`` is the embeddings output (the input of the first layer, named ``embeddings``; the
-TransformerLens hook ``blocks.0.hook_resid_pre``); row ``t >= 1`` is the output of the ``t``-th
-layer applied (``layer_{t}_out``; ``blocks.{t-1}.hook_resid_post``), which is model layer
-``(t - 1) mod n_layers``. For pre-LN decoders and T5 the rows are the residual stream before the
-final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+Row ``t = 0`` is the embeddings output (the input of the first layer, named ``embeddings``);
+row ``t >= 1`` is the output of the ``t``-th layer applied (``layer_{t}_out``), which is model
+layer ``(t - 1) mod n_layers``. For pre-LN decoders and T5 the rows are the residual stream
+before the final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+What other tools call each row: :mod:`rankcollapse.models.names`.
 
 Masks: by default each model layer uses its own, as its config defines it
 (:func:`rankcollapse.masks.hf_schedule.schedule_from_hf_config`: causal or complete, Mistral's and
@@ -24,6 +24,7 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask, parse_mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.models.loading import LoadedModel
+from rankcollapse.models.names import tl_hook_name  # noqa: F401  (re-exported)
 from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
 from rankcollapse.runtime import trim_heap_every
 
@@ -51,12 +52,6 @@ def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
 def hidden_state_name(t: int) -> str:
     """``embeddings`` for row 0, ``layer_{t}_out`` for the output of the t-th layer applied (1-based)."""
     return "embeddings" if t == 0 else f"layer_{t}_out"
-
-
-def tl_hook_name(t: int) -> str:
-    """The TransformerLens hook of row ``t``: ``blocks.0.hook_resid_pre`` (the embeddings, position
-    embeddings included: TL's ``hook_embed`` + ``hook_pos_embed``), else ``blocks.{t-1}.hook_resid_post``."""
-    return "blocks.0.hook_resid_pre" if t == 0 else f"blocks.{t - 1}.hook_resid_post"
 
 
 def check_d_qk(d_qk: float | None) -> None:

@@ -1,0 +1,126 @@
+"""An in-memory Hugging Face model in ``analyze``: read with its own tokenizer (given, or saved beside
+it), the bundled BERT tokenizer only when the vocabulary is that one, and left exactly as it came."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.models import AnalyzeConfig, analyze
+from rankcollapse.models.loading import bert_tokenizer
+
+TEXTS = ["the cat sat on the mat", "a dog ran after the cat and the mat fell"]
+WORDS = "<s> </s> <unk> the cat sat on mat a dog ran after and fell".split()  # the word_tokenizer's
+
+
+def gpt2(vocab: int = len(WORDS)) -> nn.Module:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=2, n_positions=64,
+                                      bos_token_id=0, eos_token_id=1))
+
+
+def bert() -> nn.Module:
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    return BertModel(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=64, max_position_embeddings=64))
+
+
+def state(model: nn.Module) -> dict:
+    """Everything analyze must leave alone: training flags, requires_grad, attention implementation,
+    hooks (by identity), the weights and the forward pass."""
+    return {
+        "training": [(n, m.training) for n, m in model.named_modules()],
+        "grad": [(n, p.requires_grad) for n, p in model.named_parameters()],
+        "attn": model.config._attn_implementation,
+        "hooks": [(n, list(m._forward_hooks.values()), list(m._forward_pre_hooks.values()))
+                  for n, m in model.named_modules()],
+        "weights": {k: v.clone() for k, v in model.state_dict().items()},
+    }
+
+
+def assert_unchanged(model: nn.Module, before: dict) -> None:
+    after = state(model)
+    for key in ("training", "grad", "attn", "hooks"):
+        assert after[key] == before[key], key
+    assert all(torch.equal(after["weights"][k], v) for k, v in before["weights"].items())
+
+
+def touched_by_the_user(model: nn.Module) -> nn.Module:
+    """As a researcher's model is: training mode, sdpa attention, some parameters frozen, a hook."""
+    model.train()
+    assert model.config._attn_implementation == "sdpa"
+    next(model.parameters()).requires_grad_(False)
+    model.register_forward_hook(lambda mod, args, out: None)
+    return model
+
+
+def expected_ids(tokenizer, start: int) -> torch.Tensor:
+    seqs = [[start] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in TEXTS]
+    ids = torch.zeros(len(seqs), max(map(len, seqs)), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+    return ids
+
+
+def test_an_in_memory_gpt2_reads_texts_with_the_given_tokenizer_and_is_left_as_it_came(word_tokenizer):
+    model = touched_by_the_user(gpt2())
+    before = state(model)
+    tok = word_tokenizer()
+    config = AnalyzeConfig(tokens=32, metrics=("mu", "mu_rel"))
+    result = analyze(config, model=model, texts=TEXTS, tokenizer=tok)
+    assert torch.equal(result.ids, expected_ids(tok, start=0))
+    assert result.model_info["tokenizer"].startswith("given ") and result.model_info["start_token"] == 0
+    assert [r["hook"] for r in result.rows] == ["blocks.0.hook_resid_pre", "blocks.0.hook_resid_post",
+                                               "blocks.1.hook_resid_post"]
+    assert_unchanged(model, before)
+
+
+def test_an_in_memory_bert_reads_texts_with_the_bundled_tokenizer_of_its_vocabulary_and_is_left_as_it_came():
+    model = touched_by_the_user(bert())
+    before = state(model)
+    result = analyze(AnalyzeConfig(tokens=32, metrics=("mu",)), model=model, texts=TEXTS)
+    assert result.model_info["tokenizer"].startswith("bundled BERT uncased WordPiece")
+    assert torch.equal(result.ids, expected_ids(bert_tokenizer(), start=101))
+    assert_unchanged(model, before)
+
+
+def test_a_model_saved_with_its_tokenizer_reads_texts_with_that_tokenizer(tmp_path, word_tokenizer):
+    from transformers import AutoModelForCausalLM
+
+    gpt2().save_pretrained(tmp_path)
+    word_tokenizer().save_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path)
+    result = analyze(AnalyzeConfig(tokens=32, metrics=("mu",)), model=model, texts=TEXTS)
+    assert result.model_info["tokenizer"] == f"{tmp_path} (the model's own)"
+    assert torch.equal(result.ids, expected_ids(word_tokenizer(), start=0))
+    named = analyze(AnalyzeConfig(tokens=32, metrics=("mu",)), model=gpt2(), texts=TEXTS,
+                    tokenizer=str(tmp_path))
+    assert torch.equal(named.ids, result.ids) and named.model_info["tokenizer"] == str(tmp_path)
+
+
+def test_texts_without_a_tokenizer_are_refused_unless_the_vocabulary_is_the_bundled_one():
+    model = gpt2(vocab=30522)  # BERT's size, but GPT-2's special tokens (bos 0, eos 1): not BERT's vocabulary
+    before = state(model)
+    for kw in ({"texts": TEXTS}, {}):  # texts, or the default corpus
+        with pytest.raises(RankCollapseError, match="has no tokenizer: pass tokenizer=") as err:
+            analyze(AnalyzeConfig(tokens=16, samples=2, metrics=("mu",)), model=model, **kw)
+        assert "\n" not in str(err.value)
+    assert_unchanged(model, before)
+    ids = torch.tensor([[0, 5, 6, 7]])
+    # token ids need no tokenizer
+    assert len(analyze(AnalyzeConfig(metrics=("mu",)), model=model, ids=ids).rows) == 3
+
+
+def test_a_tokenizer_larger_than_the_vocabulary_and_a_missing_one_are_one_line_errors():
+    with pytest.raises(RankCollapseError, match="has 30522 tokens but the model's vocabulary has 14"):
+        analyze(AnalyzeConfig(metrics=("mu",)), model=gpt2(), texts=TEXTS, tokenizer=bert_tokenizer())
+    with pytest.raises(RankCollapseError, match="cannot load tokenizer"):
+        analyze(AnalyzeConfig(metrics=("mu",)), model=gpt2(), texts=TEXTS, tokenizer="/no/such/tokenizer")
+    with pytest.raises(RankCollapseError, match="tokenizer must be"):
+        analyze(AnalyzeConfig(metrics=("mu",)), model=gpt2(), texts=TEXTS, tokenizer=3)

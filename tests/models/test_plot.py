@@ -1,0 +1,114 @@
+"""Figures of analysis runs: one run's mu / mu_rel with its precision floor and the geometry panels,
+finished runs overlaid by mask, mode, model or dtype, and the CLI over both."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rankcollapse.cli.main import main
+from rankcollapse.core.precision import floor_rel
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.models import AnalyzeConfig, analyze, write_run
+from rankcollapse.models import plot as plots
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Keep each figure instead of writing it (its artists are what the tests read)."""
+    kept = []
+
+    def keep(fig, path):
+        kept.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "_save", keep)
+    return kept
+
+
+def _curve(ax, label):
+    return next(line for line in ax.get_lines() if line.get_label() == label)
+
+
+def test_plot_collapse_draws_mu_and_mu_rel_with_the_floor_of_the_runs_dtype(tiny_models, ids, figures):
+    config = AnalyzeConfig(model="tiny:bert", mode="attn", layers=6)
+    result = analyze(config, model=tiny_models("bert"), ids=ids)
+    plots.plot_collapse(result.rows, "unused.png", dtype="float32", title="t")
+    fig = figures[0]
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[:2] == [t for _, t in plots.COLLAPSE] and titles[2:] == [p[1] for p in plots.PANELS]
+    ax_mu, ax_rel = fig.axes[:2]
+    label = "batch mean (band: min-max over samples)"
+    assert list(_curve(ax_mu, label).get_ydata()) == [r["mu"] for r in result.rows]
+    assert list(_curve(ax_rel, label).get_ydata()) == [r["mu_rel"] for r in result.rows]
+    floor = _curve(ax_rel, f"precision floor {floor_rel('float32'):.1e} (float32)")
+    assert set(floor.get_ydata()) == {floor_rel("float32")} and ax_rel.get_yscale() == "log"
+
+
+def test_plot_overlays_finished_runs_labelled_by_mask_and_names_what_they_share(tiny_models, ids, tmp_path,
+                                                                               figures):
+    folders = []
+    for mask in ("causal", "window:w=1"):
+        cfg = AnalyzeConfig(model="tiny:bert", mode="attn", mask=mask, layers=4, dtype="float64")
+        folders.append(tmp_path / mask.replace(":", "_"))
+        write_run(analyze(cfg, model=tiny_models("bert", "f64"), ids=ids), folders[-1])
+    plots.plot(folders, tmp_path / "c.png", by="mask")
+    ax_mu, ax_rel = figures[0].axes
+    labels = [line.get_label() for line in ax_mu.get_lines()]
+    assert labels[:2] == ["causal", "window:w=1"]
+    title = figures[0]._suptitle.get_text()
+    assert title == "by mask — mode attn, model tiny bert (random init), dtype float64"
+    floors = [line.get_label() for line in ax_rel.get_lines() if line.get_label().startswith("precision")]
+    assert floors == [f"precision floor {floor_rel('float64'):.1e} (float64)"]
+    # by mode both runs are "attn": the fact that differs (their mask) joins the label
+    plots.plot(folders, tmp_path / "d.png", by="mode")
+    labels = [line.get_label() for line in figures[1].axes[0].get_lines()][:2]
+    assert labels == ["attn, causal", "attn, window:w=1"]
+
+
+def test_plot_reads_simulate_runs_too_and_refuses_what_is_not_a_run(tmp_path, capsys):
+    sim = tmp_path / "sim"
+    assert main(["simulate", "--n", "6", "--d", "4", "--layers", "5", "--out", str(sim),
+                 "--no-progress"]) == 0
+    run = plots.read_run(sim)
+    assert run.facts == {"mask": "complete", "mode": "attn", "model": "simulate n=6, d=4", "dtype": "float64"}
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RankCollapseError, match=r"not a finished run: no config\.json"):
+        plots.read_run(tmp_path / "empty")
+    with pytest.raises(RankCollapseError, match="unknown --by"):
+        plots.plot([sim], tmp_path / "x.png", by="colour")
+
+
+def test_the_plot_command_writes_the_figure_and_errors_are_one_line(tmp_path, capsys):
+    sim = tmp_path / "sim"
+    assert main(["simulate", "--mask", "causal", "--n", "6", "--d", "4", "--layers", "5", "--out", str(sim),
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(sim), str(sim), "--by", "mode", "--out", str(tmp_path / "c.png")]) == 0
+    assert (tmp_path / "c.png").stat().st_size > 1000 and "wrote" in capsys.readouterr().out
+    assert main(["plot", str(tmp_path / "nothing"), "--out", str(tmp_path / "n.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rankcollapse: error:") and "\n" not in err
+
+
+def test_analyze_plot_writes_mu_png_and_per_sample_rows_are_what_the_rows_summarise(tmp_path, capsys):
+    text = tmp_path / "t.txt"
+    text.write_text("It was the best of times, it was the worst of times. " * 30)
+    out = tmp_path / "run"
+    assert main(["analyze", "--model", "tiny:gpt2", "--layers", "3", "--text", str(text), "--samples", "3",
+                 "--tokens", "12", "--dtype", "float64", "--out", str(out), "--plot", "--per-sample"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].split()[:3] == ["layer", "mu_rel", "full_rank"]  # the table
+    assert (out / "mu.png").stat().st_size > 1000
+    import pandas as pd
+
+    rows = pd.read_csv(out / "metrics.csv")
+    per = pd.read_csv(out / "per_sample.csv")
+    assert len(per) == 3 * len(rows) and list(per.columns[:5]) == ["layer", "hidden_state", "model_layer",
+                                                                   "hook", "sample"]
+    for name in ("mu", "mu_rel", "effective_rank"):
+        grouped = per.groupby("layer")[name]
+        assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(grouped.mean(), rows[name], strict=True))
+        assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(grouped.max(), rows[f"{name}_max"],
+                                                                       strict=True))

@@ -1,0 +1,52 @@
+"""Progress off a terminal: plain lines at a fixed schedule, never a carriage return or cursor code."""
+
+from __future__ import annotations
+
+import io
+
+from rankcollapse.progress import Progress, progress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_lines_come_after_the_delay_then_every_period_and_once_at_close():
+    stream, clock = io.StringIO(), Clock()
+    bar = Progress(100, "analyze m", "layers", stream=stream, delay=2.0, every=10.0, clock=clock)
+    for step in range(100):
+        clock.now = 0.5 * step  # 0.5 s per layer: 50 s in all
+        bar.update(1)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue() and "\x1b" not in stream.getvalue()
+    # the first once 2 s have passed (layer 5 at 2.0 s), then every 10 s (2, 12, 22, 32, 42), and the last
+    assert len(lines) == 6 and lines[0] == "rankcollapse: analyze m: 5/100 layers (5%), 2 s, about 38 s left"
+    assert lines[-1] == "rankcollapse: analyze m: 100/100 layers (100%), 50 s"
+
+
+def test_a_short_run_prints_nothing_and_a_disabled_one_never():
+    stream, clock = io.StringIO(), Clock()
+    with Progress(10, "x", stream=stream, clock=clock) as bar:
+        for _ in range(10):
+            clock.now += 0.1
+            bar.update()
+    assert stream.getvalue() == ""
+    quiet = progress(10, "x", enabled=False, stream=stream)
+    quiet.update(10)
+    quiet.close()
+    assert stream.getvalue() == ""
+
+
+def test_on_a_terminal_it_is_a_bar():
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    bar = Progress(3, "x", stream=Tty(), delay=0.0)
+    assert bar._bar is not None
+    bar.close()
