@@ -142,7 +142,7 @@ def test_every_story_config_loads_in_every_profile_with_seeds():
 
 def rederived(out, profile: str, names: list[str], tmp) -> dict[str, str]:
     """claim id -> verdict, judged again by each story's rules from the tables stored in ``out``."""
-    claims, _, _ = _analyse(
+    claims, _, _, _ = _analyse(
         load_experiments(profile, names), collect_table(out), collect_index(out), tmp, all_stories()
     )
     return {c.id: c.verdict for c in claims}

@@ -26,6 +26,12 @@ from rankcollapse.experiments.engine.verdicts import (
 from rankcollapse.experiments.kit.glossary import terms_used
 from rankcollapse.experiments.kit.plots import FigureFile
 from rankcollapse.io import atomic_write
+from rankcollapse.pipeline.summary import (
+    origin_sentences,
+    sample_sentence,
+    section_paragraph,
+    untested_sentence,
+)
 
 _CSS = """
 :root { --ok:#1a7f37; --bad:#cf222e; --mid:#9a6700; --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; }
@@ -47,7 +53,11 @@ td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 
 .v-inconclusive { color: var(--mid); background: #fff8c5; } .v-untested { color: #555; background: #eaeef2; }
 .flag { font-size: 11px; border: 1px solid var(--mid); color: var(--mid); border-radius: 10px;
         padding: 0 6px; }
-.origin { font-weight: 600; margin-bottom: 4px; } .cnt { margin-right: 10px; white-space: nowrap; }
+.origin { font-weight: 600; margin-bottom: 4px; }
+.summary { background: #f6f8fa; border: 1px solid var(--line); border-radius: 8px; padding: 4px 18px 8px; }
+.summary h2 { margin-top: 12px; } .para { max-width: 980px; }
+table.counters { width: auto; } table.counters td { border: none; padding: 3px 10px 3px 0; }
+.cnt { margin-right: 10px; white-space: nowrap; }
 div.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
 .rule { color: var(--muted); font-size: 12px; margin-top: 3px; }
 .note { border-left: 4px solid var(--bad); background: #fff5f5; padding: 8px 14px; margin: 10px 0; }
@@ -149,13 +159,38 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
 
 
 def _counters(counts: dict[str, dict[str, int]]) -> list[str]:
-    parts = ["<div class='cards'>"]
+    """One line per origin (paper setting first): the rows in each verdict class."""
+    parts = ["<table class='counters'><tbody>"]
     for origin, by_class in counts.items():
-        cells = " ".join(
-            f"<span class='cnt'><b>{n}</b> {_verdict_badge(k)}</span>" for k, n in by_class.items() if n
+        cells = " · ".join(f"<b>{n}</b> {_verdict_badge(k)}" for k, n in by_class.items() if n)
+        parts.append(f"<tr><td class='origin'>{_e(origin)}</td><td>{cells}</td></tr>")
+    parts.append("</tbody></table>")
+    return parts
+
+
+def _summary(claims: list[Claim], headlines: dict[str, list[str]]) -> list[str]:
+    """The one-screen summary: per origin what reproduced and what did not (with causes), the headline
+    findings with their numbers, what could not be tested offline, what the sample decides."""
+    parts = ["<section id='summary' class='summary'><h2>Summary</h2>"]
+    for origin in ORIGINS:
+        sentences = origin_sentences(claims, origin)
+        if sentences:
+            parts.append(f"<p><b>{_e(sentences[0])}</b></p>")
+            if len(sentences) > 1:
+                parts.append("<ul>" + "".join(f"<li>{_e(t)}</li>" for t in sentences[1:]) + "</ul>")
+    found = [h for hs in headlines.values() for h in hs]
+    if found:
+        parts.append(
+            "<p><b>What the data show, in numbers:</b></p><ul>"
+            + "".join(f"<li>{_e(h)}</li>" for h in found)
+            + "</ul>"
         )
-        parts.append(f"<div class='card'><div class='origin'>{_e(origin)}</div>{cells}</div>")
-    parts.append("</div>")
+    untested = untested_sentence(claims)
+    if untested:
+        parts.append(f"<p>{_e(untested)}</p>")
+    if claims:
+        parts.append(f"<p>{_e(sample_sentence(claims))}</p>")
+    parts.append("</section>")
     return parts
 
 
@@ -165,6 +200,7 @@ def render_report(
     experiments: list[dict[str, Any]],
     meta: dict[str, Any],
     out_dir: Path,
+    headlines: dict[str, list[str]] | None = None,
 ) -> str:
     """The whole page as a string: one section per story (the paper's order), its figures next to its rows.
 
@@ -176,7 +212,8 @@ def render_report(
     stories = list(dict.fromkeys(e.get("story") or e["name"] for e in experiments))
     titles: dict[str, str] = {}
     for e in experiments:
-        titles.setdefault(e.get("story") or e["name"], e["title"])
+        titles.setdefault(e.get("story") or e["name"], e.get("story_title") or e["title"])
+    headlines = headlines or {}
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -191,7 +228,10 @@ def render_report(
         f"<p>{len(number)} rows (one per statement, model and origin), counted per origin by the verdict on "
         "the quantity the paper plots:</p>",
         *_counters(counts),
-        "<p>Sections: " + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(n)}</a>" for n in stories) + "</p>",
+        *_summary(claims, headlines),
+        "<p>Sections, in the paper's order: "
+        + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories)
+        + " · <a href='#glossary'>glossary</a></p>",
     ]
     by_story: dict[str, list[Claim]] = {}
     for c in claims:
@@ -201,6 +241,9 @@ def render_report(
         by_figs.setdefault(f.experiment, []).append(f)
     for name in stories:
         parts.append(f"<h2 id='exp-{_e(name)}'>{_e(titles[name])}</h2>")
+        rows = by_story.get(name, [])
+        if rows or headlines.get(name):
+            parts.append(f"<p class='para'>{_e(section_paragraph(rows, headlines.get(name, [])))}</p>")
         parts.extend(_figure(f, out_dir) for f in by_figs.get(name, []))
         if by_story.get(name):
             parts.extend(_claims_table(by_story[name], number))
@@ -254,9 +297,10 @@ def write_report(
     experiments: list[dict[str, Any]],
     meta: dict[str, Any],
     out_dir: Path,
+    headlines: dict[str, list[str]] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` atomically and return its path."""
-    page = render_report(claims, figures, experiments, meta, out_dir)
+    page = render_report(claims, figures, experiments, meta, out_dir, headlines)
     path = out_dir / "report.html"
     atomic_write(path, page)
     return path

@@ -188,12 +188,12 @@ def reproduce(
             table = table[table["run_id"].isin(wanted)]
         if not index.empty:
             index = index[index["run_id"].isin(wanted)]
-        claims, figures, described = _analyse(experiments, table, index, out, stories)
+        claims, figures, described, headlines = _analyse(experiments, table, index, out, stories)
         wall = time.perf_counter() - start
         meta = _meta(profile, only, executor, workers, sweep, index, wall)
         from rankcollapse.pipeline.report import write_report
 
-        report = write_report(claims, figures, described, meta, out)
+        report = write_report(claims, figures, described, meta, out, headlines)
         write_json(out / "experiments.json", {"meta": meta, "experiments": described})
     return ReproduceResult(out, report, claims, figures, sweep, wall, experiments)
 
@@ -236,11 +236,13 @@ def _analyse(
     index: pd.DataFrame,
     out: Path,
     stories: dict[str, Found],
-) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]]]:
-    """Each story's rows and figures from all its arms' slices of the tables, in report order; a
-    statement no row judged gets a no-data row; experiments without a story (custom sweeps) get neither."""
+) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]], dict[str, list[str]]]:
+    """Each story's rows, figures and headlines from all its arms' slices of the tables, in report
+    order; a statement no row judged gets a no-data row; experiments without a story (custom sweeps)
+    get neither."""
     claims: list[Claim] = []
     figures: list[FigureFile] = []
+    headlines: dict[str, list[str]] = {}
     described = []
     by_story: dict[str, list[Experiment]] = {}
     for exp in experiments:
@@ -275,10 +277,11 @@ def _analyse(
         claims.extend(rows)
         for spec in found.story.figures(sd):
             figures.append(save_figure(spec, out / "figures", name))
+        headlines[name] = found.story.headlines(sd)
     frame = pd.DataFrame([c.to_dict() for c in claims])
     atomic_write(out / "claims.csv", frame.to_csv(index=False))
     write_json(out / "claims.json", [c.to_dict() for c in claims])
-    return claims, figures, to_jsonable(described)
+    return claims, figures, to_jsonable(described), headlines
 
 
 def verdict_counts(claims: list[Claim]) -> dict[str, dict[str, int]]:

@@ -50,6 +50,7 @@ class Experiment:
     source: str = ""
     target: str = ""  # "module:function" of the task callable (not part of a run's identity)
     story: str = ""  # the story this experiment is an arm of ("" for a custom sweep)
+    story_title: str = ""  # the story's title (its report section)
     arm: str = ""
     extension: bool = False  # an arm in our own setting: its rows are extensions
     ranges: dict[str, Any] = field(default_factory=dict)
@@ -92,6 +93,7 @@ class Experiment:
             "ranges": self.ranges,
             "source": self.source,
             "story": self.story,
+            "story_title": self.story_title,
             "arm": self.arm,
             "extension": self.extension,
         }
@@ -202,6 +204,7 @@ def load_arms(
                 source=path.name,
                 target=task.target,
                 story=story,
+                story_title=str(raw["title"]),
                 arm=arm,
                 extension=extension,
                 ranges=ranges,

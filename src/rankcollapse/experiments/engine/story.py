@@ -9,6 +9,7 @@ A story module ``rankcollapse/experiments/stories/<name>.py`` defines::
               Arm("gaussian_san", Task(simulate_curves), extension=True)),
         claims=my_claims,                  # (StoryData) -> list[Claim]
         figures=my_figures,                # (StoryData) -> list[FigureSpec]
+        headlines=my_headlines,            # (StoryData) -> list[str]: findings with their numbers
     )
 
 and ``stories/<name>.yaml`` holds its title, thresholds and, per arm, base settings, grid and
@@ -145,9 +146,14 @@ class StoryData:
 
 ClaimsFn = Callable[[StoryData], list[Any]]
 FiguresFn = Callable[[StoryData], list[FigureSpec]]
+HeadlinesFn = Callable[[StoryData], list[str]]
 
 
 def _no_figures(data: StoryData) -> list[FigureSpec]:
+    return []
+
+
+def _no_headlines(data: StoryData) -> list[str]:
     return []
 
 
@@ -160,11 +166,14 @@ class Story:
     arms: tuple[Arm, ...]
     claims: ClaimsFn
     figures: FiguresFn = _no_figures
+    #: The story's findings in sentences with their numbers, computed from the data, for the report's
+    #: summary and the section's paragraph (e.g. "raw mu ends at 5e-05 in float32 but 1e-13 in float64").
+    headlines: HeadlinesFn = _no_headlines
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise RankCollapseError(f"story name {self.name!r} must be a Python identifier (the YAML stem)")
-        for label in ("claims", "figures"):
+        for label in ("claims", "figures", "headlines"):
             if not callable(getattr(self, label)):
                 raise RankCollapseError(f"story {self.name}: {label} must be callable")
         if not self.arms or not self.statements:

@@ -65,7 +65,9 @@ def norm_effect(where: str, norm_factor: str, rel_word: str) -> str:
 
 
 def stand_in_differs(stand_in: str, checkpoint: str, how: str) -> str:
-    return f"the stand-in {stand_in} is not {checkpoint}: {how}"
+    name = stand_in.split(",")[0].replace(" (pretrained)", "")
+    how = how.replace("the data contradict the statement: ", "")
+    return f"{name}, standing in for {checkpoint}, behaves otherwise: {how}"
 
 
 def not_testable(why: str) -> str:

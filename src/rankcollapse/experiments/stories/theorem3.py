@@ -477,4 +477,34 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="theorem3", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+def headlines(sd: StoryData) -> list[str]:
+    """How stable the paper's equilibria are, in counts: returning starts and unstable directions by rank."""
+    data = sd.arm("paper")
+    if data is None:
+        return []
+    t = data.rows
+    ws = ", ".join(f"{w:g}" for w in sorted(set(t["w"].astype(float))))
+    high = t[t["rank"] >= 2]
+    full = t[t["rank"] == t["n"]]
+    ones = t[t["rank"] == 1]
+    out = [
+        f"With the paper's single bidiagonal W_V (N = d in {sorted(set(t['n'].astype(int)))}, w = {ws}), "
+        f"{int((high['share_returning'] > 0).sum())} of {len(high)} equilibria of rank >= 2 drew back a "
+        "nearby "
+        f"start; {int((full['unstable'] > 0).sum())} of {len(full)} full-rank ones have an unstable tangent "
+        "direction."
+    ]
+    if not ones.empty:
+        alg = ones[ones["convergence"] == "algebraic"]
+        out.append(
+            f"Only rank 1 attracts: {int((ones['share_returning'] > 0).sum())} of {len(ones)} rank-one "
+            f"equilibria drew starts back"
+            + (f", algebraically (distance ~ t^{float(alg['exponent'].mean()):.2g})" if not alg.empty else "")
+            + "."
+        )
+    return out
+
+
+STORY = Story(
+    name="theorem3", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
+)

@@ -1,0 +1,171 @@
+"""The report's words: the one-screen summary and each section's paragraph, written from the rows.
+
+Every sentence is computed from the claim rows (their origin, verdict word, cause) and the stories'
+headlines (findings with their numbers, ``Story.headlines``); nothing is written by hand. A reader gets,
+per origin, what reproduced, what did not and why (the rows' cause sentences), what could not be tested
+offline, and what the run's sample size can and cannot decide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from rankcollapse.experiments.engine.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNTESTED,
+    Claim,
+    Origin,
+    verdict_class,
+)
+
+
+def short(c: Claim, width: int = 90) -> str:
+    """The row's statement without its model tag, cut to ``width``, with its qualifier."""
+    text = c.statement.split(" [")[0]
+    text = text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + "…"
+    qual = c.id.split("[", 1)[1][:-1] if "[" in c.id else ""
+    return f"{text} [{qual}]" if qual else text
+
+
+def plain(text: str, width: int = 260) -> str:
+    """A cause or evidence sentence for reading: without the standard-error parentheses and the rule's
+    boilerplate prefixes, cut at ``width``."""
+    text = re.sub(r" \(log rate [^)]*\)", "", text)
+    text = text.replace("the data contradict the statement: ", "").replace(
+        "not collapsing: no collapse:", "no collapse:"
+    )
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _count(rows: Sequence[Claim], cls: str) -> int:
+    return sum(1 for c in rows if verdict_class(c.verdict) == cls)
+
+
+def _differs(rows: Sequence[Claim]) -> list[Claim]:
+    return [
+        c
+        for c in rows
+        if verdict_class(c.verdict) == REPRODUCED.value and c.mechanism == NOT_REPRODUCED.value
+    ]
+
+
+def _needed(rows: Sequence[Claim]) -> list[int]:
+    return [
+        int(m.group(1))
+        for c in rows
+        if c.cause_kind == "sample too small"
+        for m in [re.search(r"n ≈ (\d+)", c.cause)]
+        if m
+    ]
+
+
+def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> list[str]:
+    """What reproduced and what did not, for the rows of one origin, with the causes in one sentence each."""
+    rows = [c for c in rows if c.origin == origin.value]
+    if not rows:
+        return []
+    where = {
+        Origin.PAPER: "In the paper's setting",
+        Origin.STAND_IN: "On stand-ins",
+        Origin.EXTENSION: "In our own extensions",
+    }[origin]
+    ok, bad, open_ = (
+        _count(rows, REPRODUCED.value),
+        _count(rows, NOT_REPRODUCED.value),
+        _count(rows, INCONCLUSIVE.value),
+    )
+    untested = _count(rows, UNTESTED)
+    word = "confirmed" if origin is Origin.EXTENSION else "reproduce as plotted"
+    first = f"{where}, {ok} of {len(rows)} rows {word}"
+    diff = _differs(rows)
+    if diff:
+        kinds = Counter(c.cause_kind for c in diff).most_common()
+        first += (
+            f", {len(diff)} of them with a mechanism that differs ("
+            + ", ".join(f"{k} {n}" for k, n in kinds)
+            + ")"
+        )
+    tail = [f"{bad} {'refuted' if origin is Origin.EXTENSION else 'not reproduced'}"] if bad else []
+    tail += [f"{open_} inconclusive"] if open_ else []
+    tail += [f"{untested} untested"] if untested else []
+    out = [first + ("; " + ", ".join(tail) if tail else "") + "."]
+    failing = [c for c in rows if verdict_class(c.verdict) == NOT_REPRODUCED.value]
+    groups: dict[str, list[Claim]] = {}
+    for c in failing:  # one line per statement: its qualifiers, the first row's cause
+        groups.setdefault(f"{c.story}.{c.key}", []).append(c)
+    verb = "Not confirmed" if origin is Origin.EXTENSION else "Not reproduced"
+    for group in list(groups.values())[:limit]:
+        quals = [c.id.split("[", 1)[1][:-1] for c in group if "[" in c.id]
+        name = short(group[0]).split(" [")[0] + (f" [{', '.join(quals)}]" if quals else "")
+        out.append(f"{verb}: {name} — {group[0].cause_kind}: {plain(group[0].cause)}")
+    rest = [c for g in list(groups.values())[limit:] for c in g]
+    if rest:
+        more = Counter(c.cause_kind for c in rest).most_common()
+        out.append(
+            f"{len(rest)} more rows not {'confirmed' if origin is Origin.EXTENSION else 'reproduced'} ("
+            + ", ".join(f"{k} {n}" for k, n in more)
+            + ")."
+        )
+    return out
+
+
+def sample_sentence(rows: Sequence[Claim]) -> str:
+    """What the sample size decides: samples per condition, provisional rows, undecided rows and their n."""
+    ns = sorted({int(c.n) for c in rows if c.n is not None})
+    provisional = sum(1 for c in rows if c.provisional)
+    undecided = [c for c in rows if c.cause_kind == "sample too small"]
+    needed = _needed(undecided)
+    parts = []
+    if ns:
+        parts.append(f"samples per condition n = {ns[0]}" + (f"-{ns[-1]}" if ns[-1] != ns[0] else ""))
+    parts.append(f"{provisional} rows provisional (judged at their rule's minimum sample size)")
+    if undecided:
+        parts.append(
+            f"{len(undecided)} undecided by the sample"
+            + (
+                f" (the n that would decide them at the observed spread: {min(needed)}-{max(needed)})"
+                if needed
+                else ""
+            )
+        )
+    sensitive = sum(1 for c in rows if c.threshold_sensitive)
+    if sensitive:
+        parts.append(
+            f"{sensitive} threshold-sensitive (their verdict moves inside a documented threshold range)"
+        )
+    return "Sample: " + "; ".join(parts) + "."
+
+
+def section_paragraph(rows: Sequence[Claim], headlines: Sequence[str]) -> str:
+    """3-5 sentences for one story's section: per origin, the findings with their numbers, the sample."""
+    sentences: list[str] = []
+    for origin in Origin:
+        got = origin_sentences(rows, origin, limit=2 if origin is Origin.PAPER else 1)
+        sentences += got[:3]
+    sentences += list(headlines[:2])
+    if rows:
+        sentences.append(sample_sentence(rows))
+    return " ".join(sentences)
+
+
+def untested_sentence(rows: Sequence[Claim]) -> str:
+    """The paper's checkpoints that could not be tested offline."""
+    missing = sorted(
+        {
+            c.cause.split("paper's ")[1].split(" weights")[0]
+            for c in rows
+            if c.cause_kind == "untested" and "paper's " in c.cause
+        }
+    )
+    if not missing:
+        return ""
+    return (
+        f"Not testable offline: {', '.join(missing)} (no weights in the local Hugging Face cache and no "
+        f"pretrained stand-in; {sum(1 for c in rows if c.verdict == UNTESTED)} rows untested). With the "
+        "checkpoints cached, the same command runs them."
+    )
