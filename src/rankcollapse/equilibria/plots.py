@@ -96,12 +96,16 @@ def plot_figure5(cx: Counterexample | None = None, starts: tuple[float, ...] = (
     f_plot[jumps] = np.nan
     ax0.plot(th, f_plot, color="tab:blue", label="f(θ)")
     ax0.plot(th, th, "k--", lw=0.8, label="identity")
-    for p in fps:
+    last = -10.0
+    for p in sorted(fps, key=lambda q: q.theta):
         ax0.plot(p.theta, p.theta, "o", ms=8, color="tab:green" if p.stable else "white",
                  markeredgecolor="tab:green" if p.stable else "tab:red",
                  label=None)
+        # fixed points closer than 0.4 rad: the second label goes above-left, so no two labels overlap
+        close = p.theta - last < 0.4
         ax0.annotate(f"{p.theta:.4f}\nf'={p.derivative:.3f}", (p.theta, p.theta), fontsize=7,
-                     textcoords="offset points", xytext=(6, -22))
+                     textcoords="offset points", xytext=(-52, 8) if close else (6, -22))
+        last = p.theta
     ax0.plot([], [], "o", color="tab:green", label="stable fixed point")
     ax0.plot([], [], "o", color="white", markeredgecolor="tab:red", label="unstable fixed point")
     ax0.set_xlabel("θ(t)")

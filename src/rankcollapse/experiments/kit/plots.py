@@ -98,7 +98,8 @@ def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[
 
 
 def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
-    """Draw curve ``c`` (mean ± std) as the ``i``-th series; return a note if it turned non-finite."""
+    """Draw curve ``c`` (mean ± std) as the ``i``-th series; return a note if it underflowed or turned
+    non-finite (marked on the curve, ▼ / ×, and named in the caption: no text over the curves)."""
     t = np.arange(c.layers + 1) + 1.0
     lo_clip = c.clamp  # the floor for mu_rel; the dtype's smallest normal number for raw mu
     mean = np.maximum(c.mean, lo_clip)
@@ -126,14 +127,7 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     under = c.first_at_floor(share=1e-9) if c.quantity == "mu" else None
     note = ""
     if under is not None:  # raw mu rounded to 0 in some sample: drawn at the smallest normal number
-        ax.plot([t[under]], [mean[under]], "v", color="black", ms=6)
-        ax.annotate(
-            f"underflow to 0 from t={under}",
-            (t[under], mean[under]),
-            fontsize=7,
-            xytext=(3, -10),
-            textcoords="offset points",
-        )
+        ax.plot([t[under]], [mean[under]], "v", color="black", ms=6, label="raw mu underflows to 0 (▼)")
         note = f"{label}: raw mu underflows to 0 ({c.dtype}) from t = {under}, drawn at {c.clamp:.1e}"
     if bad is None:
         return note
@@ -143,10 +137,9 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
         if bad > 0 and np.isfinite(mean[bad - 1])
         else (finite_mean.max() if finite_mean.size else 1.0)
     )
-    ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2)
     zero = c.zero_share is not None and c.zero_share[bad] > 0
-    text = f"||X|| = 0 from t={bad}" if zero else f"non-finite t={bad}"
-    ax.annotate(text, (t[bad], y), fontsize=7, color="red", xytext=(3, 3), textcoords="offset points")
+    ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2,
+            label="||X|| = 0: mu_rel undefined (×)" if zero else "non-finite (×)")
     over = f"{label}: {c.nonfinite_cause()} from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
     return f"{note}; {over}" if note else over
 

@@ -148,7 +148,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         caption = (
             f"{which} — {label}: the SAN (attention layers only) with logits q k^T / sqrt(d_QK), d_QK in "
             "1/64, 1, 64 (BERT's own: 64). Raw mu as the paper plots it, and mu_rel with the float32 and "
-            f"float64 floors. {sample_note(runs_of(data, frame), frame)}."
+            f"float64 floors. A mask whose SAN raw mu grows at the model's own d_QK is no collapse-rate "
+            f"experiment: the rows leave it out and say so. {sample_note(runs_of(data, frame), frame)}."
         )
         out.append(
             curves_figure(

@@ -411,7 +411,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("paper")
     if data is not None:
         table = data.rows
-        keys = list(dict.fromkeys(zip(table["n"].astype(int), table["w"].astype(float), strict=True)))
+        keys = sorted(set(zip(table["n"].astype(int), table["w"].astype(float), strict=True)))
         fig, axes = panel_grid(len(keys), ncols=3, w=3.4)
         for ax, (n, w) in zip(axes, keys, strict=True):
             sub = table[(table["n"].astype(int) == n) & (table["w"].astype(float) == w)]
