@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: reproduce test test-fast lint bench install models-extra clean
+.PHONY: reproduce test test-fast lint bench install models-extra check-report clean
 
 install: $(STAMP)
 
@@ -30,6 +30,11 @@ $(TL_STAMP): requirements-tl.lock $(STAMP)
 
 reproduce: $(STAMP)
 	$(BIN)/rankcollapse reproduce --quick --out results/quick
+
+# Load the report in headless Chromium (Debian's chromium): fails on a broken image, a data URI that
+# does not decode or a script error; writes the first screen to results/quick/report.png.
+check-report: $(STAMP)
+	$(BIN)/python -m rankcollapse.pipeline.browser results/quick/report.html results/quick/report.png
 
 # The whole suite, slow tests included (bundled pretrained models, every experiment end to end),
 # on two worker processes (one per core; a test file stays on one worker, so its shared fixtures

@@ -13,15 +13,20 @@ from rankcollapse.pipeline.browser import check_in_browser, chromium
 
 pytestmark = pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)")
 
-_PNG = base64.b64encode(bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")).decode()
+_PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
 
 
 def _page(tmp_path: Path, img: str, csv: str = "bGF5ZXIsbXUK", script: str = "") -> Path:
     page = tmp_path / "report.html"
-    page.write_text(f"<!doctype html><html><body><img alt='fig' src='data:image/png;base64,{img}'>"
-                    f"<a download='d.csv' href='data:text/csv;base64,{csv}'>data</a>{script}</body></html>")
+    page.write_text(
+        f"<!doctype html><html><body><img alt='fig' src='data:image/png;base64,{img}'>"
+        f"<a download='d.csv' href='data:text/csv;base64,{csv}'>data</a>{script}</body></html>"
+    )
     return page
 
 
@@ -42,6 +47,8 @@ def test_a_broken_image_a_bad_data_uri_and_a_script_error_are_each_caught(tmp_pa
 def test_the_tiny_report_renders_whole_in_the_browser(tmp_path: Path) -> None:
     from rankcollapse.pipeline import reproduce
 
-    result = reproduce(tmp_path / "out", profile="tiny", only=["theorem2", "fig1_fig5"], workers=1, progress=False)
+    result = reproduce(
+        tmp_path / "out", profile="tiny", only=["theorem2", "fig1_fig5"], workers=1, progress=False
+    )
     got = check_in_browser(result.report)
     assert got.ok and got.images == len(result.figures), got.describe()
