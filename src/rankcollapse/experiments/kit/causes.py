@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.kit.curves import Z
+from rankcollapse.experiments.kit.curves import z
 from rankcollapse.experiments.kit.judgement import Margin
 
 CAUSES: tuple[str, ...] = (
@@ -81,7 +81,7 @@ def sample_too_small(margins: Sequence[Margin]) -> str:
     tail = f"; n ≈ {need} would decide it at the observed spread" if need else ""
     more = f" (and {len(margins) - 1} more)" if len(margins) > 1 else ""
     return (
-        f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {Z * m.se:.2g} against {m.threshold:g}"
+        f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {z() * m.se:.2g} against {m.threshold:g}"
         f"{more}{tail}"
     )
 

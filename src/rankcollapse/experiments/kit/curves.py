@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +41,29 @@ from rankcollapse.core.precision import dtype_name, floor_rel
 
 #: The two collapse quantities: the paper's raw mu and the scale-free mu_rel = mu / ||X||_F.
 QUANTITIES: tuple[str, ...] = ("mu", "mu_rel")
-#: Width of an uncertainty interval in standard errors (about 95% for a normal mean).
+#: Width of an uncertainty interval in standard errors (about 95% for a normal mean): the critical
+#: value of one look at the data. A sequential run (``reproduce --until-decided``) widens it for its
+#: number of looks (:func:`critical_value`).
 Z = 2.0
+_CRITICAL: ContextVar[float] = ContextVar("rankcollapse_critical_value", default=Z)
+
+
+def z() -> float:
+    """The critical value every interval of the kit uses now (``Z`` or what :func:`critical_value` set)."""
+    return _CRITICAL.get()
+
+
+@contextmanager
+def critical_value(value: float) -> Iterator[float]:
+    """Judge with intervals of ``value`` standard errors inside the ``with`` block (e.g. Bonferroni over
+    several looks at growing samples); the previous value is restored after."""
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"a critical value must be positive and finite, got {value!r}")
+    token = _CRITICAL.set(float(value))
+    try:
+        yield float(value)
+    finally:
+        _CRITICAL.reset(token)
 #: Suffixes of the per-layer columns of a curve (the mean has none: column ``mu`` is the mean of mu).
 _SUFFIXES = ("", "_std", "_min", "_max", "_drop", "_drop_std", "_floor_share")
 
@@ -75,11 +99,11 @@ class Rate:
 
     @property
     def lo(self) -> float:
-        return self.mean - Z * self.se
+        return self.mean - z() * self.se
 
     @property
     def hi(self) -> float:
-        return self.mean + Z * self.se
+        return self.mean + z() * self.se
 
     @property
     def factor(self) -> float:
@@ -88,7 +112,7 @@ class Rate:
 
     def text(self) -> str:
         """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = Z standard errors)."""
-        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {Z * self.se:.2g}, n={self.n})"
+        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {z() * self.se:.2g}, n={self.n})"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.engine.story import Data, StoryData
-from rankcollapse.experiments.kit.curves import Curve, Z
+from rankcollapse.experiments.kit.curves import Curve, z
 
 #: Words for the variants (modes of ``rankcollapse.models``), as the paper names them.
 VARIANT_WORDS: dict[str, str] = {
@@ -108,7 +108,7 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
     return (
         f"n = {per_run * max(len(seeds), 1)} samples per condition ({len(seeds)} {what} "
         f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
-        f"± = {Z:g} standard errors over samples"
+        f"± = {z():g} standard errors over samples"
     )
 
 

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from rankcollapse.experiments.engine.verdicts import Verdict
-from rankcollapse.experiments.kit.curves import Z
+from rankcollapse.experiments.kit.curves import z
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Margin:
     def decided(self) -> bool:
         if not (math.isfinite(self.value) and math.isfinite(self.se)):
             return False
-        return abs(self.value - self.threshold) > Z * self.se
+        return abs(self.value - self.threshold) > z() * self.se
 
     def needed_n(self) -> int | None:
         """Samples that would decide this comparison at the observed spread (None: never, e.g. the
@@ -38,7 +38,7 @@ class Margin:
         gap = abs(self.value - self.threshold)
         if not (math.isfinite(gap) and math.isfinite(self.se)) or gap == 0 or self.n < 1:
             return None
-        return max(self.n + 1, math.ceil(self.n * (Z * self.se / gap) ** 2))
+        return max(self.n + 1, math.ceil(self.n * (z() * self.se / gap) ** 2))
 
 
 @dataclass(frozen=True)
