@@ -5,6 +5,7 @@
 - :mod:`~rankcollapse.core.draws`     every random draw (Gaussian, Haar orthogonal, sphere, hemisphere,
   non-negative-cosine inputs), each with a required ``torch.Generator``
 - :mod:`~rankcollapse.core.precision` dtype names parsed once, ``eps`` and the precision floor
+- :mod:`~rankcollapse.core.execution` where a computation runs: the device parsed once, the sample batches
 
 Nothing here imports another folder of the package (only :mod:`rankcollapse.errors`).
 """
@@ -17,6 +18,7 @@ from rankcollapse.core.draws import (
     nonnegative_cosine_tokens,
     sphere_tokens,
 )
+from rankcollapse.core.execution import batch_slices, check_batch_size, parse_device
 from rankcollapse.core.norms import NORMS, get_norm, layer_norm, rms_norm, sphere_normalize
 from rankcollapse.core.precision import (
     DTYPE_NAMES,
@@ -34,6 +36,8 @@ __all__ = [
     "NORMS",
     "attention_logits",
     "attention_weights",
+    "batch_slices",
+    "check_batch_size",
     "dtype_name",
     "eps",
     "floor_rel",
@@ -44,6 +48,7 @@ __all__ = [
     "layer_norm",
     "masked_softmax",
     "nonnegative_cosine_tokens",
+    "parse_device",
     "parse_dtype",
     "precision_floor",
     "rms_norm",

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.core.execution import parse_device
 from rankcollapse.core.norms import NORMS
 from rankcollapse.core.precision import canonical_dtype_name, parse_dtype
 from rankcollapse.dynamics.kernels import KERNELS, default_band_block
@@ -174,17 +175,10 @@ class SimulationConfig:
                                     f"{', '.join(SCALED_VALUES)})")
 
     def _check_device(self) -> None:
+        """The device through the one parser (``core.execution.parse_device``), float64 there included."""
         if not isinstance(self.device, str):
             raise RankCollapseTypeError(f"device must be 'cpu' or 'cuda[:k]', got {quote(self.device)}")
-        if self.device != "cpu" and not self.device.startswith("cuda"):
-            raise RankCollapseError(f"device must be cpu or cuda[:k], got {quote(self.device)}")
-        if self.device.startswith("cuda"):
-            if not torch.cuda.is_available():
-                raise RankCollapseError(f"device {quote(self.device)} requested but torch sees no GPU")
-            try:
-                torch.device(self.device)
-            except RuntimeError:
-                raise RankCollapseError(f"device {quote(self.device)} is not a device name") from None
+        self.device = str(parse_device(self.device, self.dtype))
 
     def _check_tensors(self) -> None:
         d, h = self.d, self.heads

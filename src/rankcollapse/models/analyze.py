@@ -1,11 +1,13 @@
 """Layer-by-layer collapse measures of a pretrained (or random-init) model on real text.
 
-:func:`iter_hidden_states` streams the hidden states ``X(0), X(1), ..., X(L)`` of one batch
-through the layers (only the current one is kept). Row ``t = 0`` is the embeddings output (the
-input of the first layer, named ``embeddings``); row ``t >= 1`` is the output of the ``t``-th
-layer applied (named ``layer_{t}_out``), which is model layer ``(t - 1) mod n_layers`` (depth
-extension by cycling the model's layers). For GPT-2, Llama and T5 the rows are the residual
-stream before the final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
+:func:`iter_hidden_states` streams the hidden states ``X(0), X(1), ..., X(L)`` of one batch through
+the layers (only the current one is kept); :func:`analyze` streams a run's samples in batches of
+``AnalyzeConfig.batch_size`` (:func:`~rankcollapse.models.stream.iter_batches`) and makes each row
+from every sample's values, on ``AnalyzeConfig.device``. Row ``t = 0`` is the embeddings output (the
+input of the first layer, named ``embeddings``); row ``t >= 1`` is the output of the ``t``-th layer
+applied (named ``layer_{t}_out``), which is model layer ``(t - 1) mod n_layers`` (depth extension by
+cycling the model's layers). For GPT-2, Llama and T5 the rows are the residual stream before the
+final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
 
 :func:`analyze` runs a whole :class:`AnalyzeConfig` and returns an :class:`AnalyzeResult`
 with one row of :func:`rankcollapse.metrics.summarize` per hidden state.
@@ -24,6 +26,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.core.execution import batch_slices, check_batch_size, device_memory, parse_device
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask
@@ -31,7 +34,13 @@ from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.metrics import document_columns
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
-from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info, mean_defined
+from rankcollapse.models.diagnose import (
+    ABLATIONS,
+    diagnostic_row,
+    diagnostic_values,
+    layer_schedule_info,
+    mean_defined,
+)
 from rankcollapse.models.excerpts import excerpts
 from rankcollapse.models.inputs import (
     borrowed,
@@ -50,6 +59,7 @@ from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names 
     choose_backend,
     hidden_state_name,
     is_own_mask,
+    iter_batches,
     iter_hidden_states,
     layer_masks,
     tl_hook_name,
@@ -78,6 +88,13 @@ class AnalyzeConfig:
     ratio to each row (``rankcollapse.metrics.diagnostics``; parts backend). ``ablation``
     ``"sinks"``: damp every query's attention on the first token by ``sink_damping`` (0: remove)
     and renormalise.
+
+    ``device``: where the model, its inputs and the metrics run: ``cpu``, ``cuda`` or ``cuda:K``
+    (:func:`rankcollapse.core.execution.parse_device`, checked here; float64 where the device lacks
+    it is refused). ``batch_size``: the ``samples`` excerpts (drawn as always: the same seed gives the
+    same excerpts) go through the model ``batch_size`` at a time, so memory holds the hidden states of
+    one batch; every statistic is computed from all samples' values together, so the rows are those
+    of one batch (to the last bit on the CPU). None, or more than ``samples``: one batch (clamped).
     """
 
     model: str = "minilm"
@@ -98,6 +115,8 @@ class AnalyzeConfig:
     sink_threshold: float = SINK_THRESHOLD
     ablation: str | None = None
     sink_damping: float | None = None
+    device: str = "cpu"
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.ablation not in ABLATIONS:
@@ -134,6 +153,8 @@ class AnalyzeConfig:
         if self.metric_threads is not None and self.metric_threads < 1:
             raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
         self.dtype = dtype_name(self.dtype)
+        self.device = str(parse_device(self.device, self.dtype))
+        self.batch_size = check_batch_size(self.batch_size)
         self._mask = user_schedule(self.mask)  # a bad spec fails here
         if self._mask is not None and len(self._mask.period) == 1:
             self._mask = self._mask.period[0]
@@ -218,14 +239,18 @@ def estimate_bytes(model: LoadedModel, samples: int, tokens: int) -> int:
 
 
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
-    """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file).
+    """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file), on the CPU.
 
-    A batch whose estimated memory (:func:`estimate_bytes`) exceeds what this machine has is refused
-    before anything is allocated.
+    A batch (``config.batch_size`` samples, or all of them) whose estimated memory
+    (:func:`estimate_bytes`) exceeds what this machine has (on CUDA: what is free on the GPU) is
+    refused before anything is allocated.
     """
+    batch = min(config.batch_size or config.samples, config.samples)
     check_memory(
-        f"analyze of {model.name} with {config.samples} samples x {config.tokens} tokens",
-        estimate_bytes(model, config.samples, config.tokens),
+        f"analyze of {model.name} with {config.samples} samples x {config.tokens} tokens "
+        f"(batches of {batch}) on {config.device}",
+        estimate_bytes(model, batch, config.tokens),
+        device_memory(model.device),
     )
     return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
 
@@ -279,7 +304,17 @@ def measure_samples(x: Tensor, names: tuple[str, ...] | None = None, threads: in
                     lengths: Tensor | None = None) -> tuple[float, dict[str, float], dict[str, Tensor]]:
     """:func:`measure` and the values it summarises: per metric, float64 [b], one per sample (NaN for
     a non-finite sample; ``metrics.per_sample_metrics``)."""
-    from rankcollapse.metrics import METRIC_NAMES, per_sample_metrics, summarize
+    ok, values = sample_values(x, names, threads, lengths)
+    finite, stats = summarize_samples(ok, values)
+    return finite, stats, values
+
+
+def sample_values(x: Tensor, names: tuple[str, ...] | None = None, threads: int | None = None,
+                  lengths: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+    """Per sample of x [b, n, d] (wherever it lives): ``ok`` bool [b] (its hidden state is finite) and
+    each metric's value, float64 [b] (NaN where not ok), both on the CPU. The values of several batches
+    concatenated are those of one batch of all their samples; :func:`summarize_samples` summarises them."""
+    from rankcollapse.metrics import METRIC_NAMES, per_sample_metrics
 
     wanted = tuple(names) if names else METRIC_NAMES
     before = torch.get_num_threads()
@@ -289,40 +324,59 @@ def measure_samples(x: Tensor, names: tuple[str, ...] | None = None, threads: in
         with torch.inference_mode():
             if lengths is None:
                 lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.long)
-            ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)])
-            finite = 1.0 if bool(ok.all()) else float(ok.to(torch.float64).mean())
-            values = per_sample_metrics(x, wanted, lengths)  # NaN for a sample that is not finite
-            per = {k: v[ok] for k, v in values.items()}
-            stats = summarize(per)
-            for name, v in per.items():
-                stats[f"{name}_std"] = float(v.std(correction=1)) if v.numel() > 1 else math.nan
-            return finite, stats, values
+            ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)]).cpu()
+            return ok, per_sample_metrics(x, wanted, lengths)  # NaN for a sample that is not finite
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
 
 
-_MODEL_CACHE: dict[tuple[str, str, int], LoadedModel] = {}
+def summarize_samples(ok: Tensor, values: dict[str, Tensor]) -> tuple[float, dict[str, float]]:
+    """``(finite share, summary)`` of per-sample values (:func:`sample_values`, of one batch or several
+    concatenated): the share of ok samples, and over the ok ones each metric's mean, ``_min``, ``_max``
+    (:func:`rankcollapse.metrics.summarize`) and ``_std`` (``sqrt(sum (v - mean)^2 / (b - 1))``; NaN
+    for one sample)."""
+    from rankcollapse.metrics import summarize
+
+    with torch.inference_mode():
+        finite = 1.0 if bool(ok.all()) else float(ok.to(torch.float64).mean())
+        per = {k: v[ok] for k, v in values.items()}
+        stats = summarize(per)
+        for name, v in per.items():
+            stats[f"{name}_std"] = float(v.std(correction=1)) if v.numel() > 1 else math.nan
+    return finite, stats
 
 
-def load_model_cached(name: str, dtype: str, seed: int) -> LoadedModel:
+_MODEL_CACHE: dict[tuple[str, str, int, str], LoadedModel] = {}
+
+
+def load_model_cached(name: str, dtype: str, seed: int, device: str = "cpu") -> LoadedModel:
     """:func:`load_model`, keeping the last model in memory (a grid of runs over one model loads it once)."""
-    key = (name, dtype, seed)
+    key = (name, dtype, seed, str(device))
     if key not in _MODEL_CACHE:
         _MODEL_CACHE.clear()
-        _MODEL_CACHE[key] = load_model(name, dtype, seed=seed)
+        _MODEL_CACHE[key] = load_model(name, dtype, seed=seed, device=device)
     return _MODEL_CACHE[key]
 
 
-def row_status(x: Tensor, finite: float) -> str:
-    """``overflow`` if some sample is non-finite, else ``underflow`` if some sample's hidden state is
-    exactly zero (its ``mu_rel`` is then 0/0, undefined), else ``ok``. x: [b, n, d]."""
+def zero_samples(x: Tensor) -> Tensor:
+    """bool [b] on the CPU: sample ``i`` of x [b, n, d] is exactly zero (its ``mu_rel`` is 0/0)."""
+    with torch.inference_mode():
+        return (x.flatten(1).abs().amax(dim=1) == 0).cpu()
+
+
+def status_of(finite: float, zero: Tensor) -> str:
+    """``overflow`` if some sample is non-finite (``finite < 1``), else ``underflow`` if some sample is
+    exactly zero (``zero`` bool [b], :func:`zero_samples`; its ``mu_rel`` is then 0/0, undefined),
+    else ``ok``."""
     if finite < 1.0:
         return "overflow"
-    with torch.inference_mode():
-        if bool((x.flatten(1).abs().amax(dim=1) == 0).any()):
-            return "underflow"
-    return "ok"
+    return "underflow" if bool(zero.any()) else "ok"
+
+
+def row_status(x: Tensor, finite: float) -> str:
+    """:func:`status_of` a hidden state x [b, n, d] with its finite share."""
+    return status_of(finite, zero_samples(x))
 
 
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
@@ -365,7 +419,13 @@ def analyze(
 
     ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise).
     ``on_attention(t, A)``: each layer's attention weights ``A [b, h, n, n]`` (needs
-    ``config.diagnostics``; the tensor is reused: copy what you keep).
+    ``config.diagnostics`` and one batch; the tensor is reused: copy what you keep).
+
+    ``config.device``: the model is loaded there (a model given must already be there: it is not
+    moved), each batch of ids goes there, and the metrics are computed there (per-sample values
+    come back to the CPU). ``config.batch_size``: the samples go through the model that many at a
+    time; rows are made from every sample's values together, so they are those of one batch
+    (:class:`~rankcollapse.models.stream.Batch`); ``on_row`` gets each row during the last batch.
     """
     if on_attention is not None and not config.diagnostics:
         raise RankCollapseError("on_attention (saving attention patterns) needs diagnostics=True")
@@ -374,13 +434,50 @@ def analyze(
         seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
         start = time.perf_counter()
         if model is None:
-            model = load_model_cached(config.model, config.dtype, config.seed)
+            model = load_model_cached(config.model, config.dtype, config.seed, config.device)
         elif hf_in is not None:
             model = from_memory(hf_in)
+        check_model_device(model, config.device)
         model = with_tokenizer(model, tokenizer, hf_in)
         seconds["load"] = time.perf_counter() - start
         return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,
                     in_memory=hf_in is not None)
+
+
+def check_model_device(model: LoadedModel, device: str) -> None:
+    """A model given to :func:`analyze` must be on the config's device (it is borrowed, never moved)."""
+    want, have = torch.device(device), model.device
+    if have.type != want.type or (want.index is not None and have.index not in (None, want.index)):
+        raise RankCollapseError(f"the model given is on {have}, not on device {want}; pass device='{have}' "
+                                f"or move the model to {want} first")
+
+
+@dataclass
+class _LayerSamples:
+    """What one row is made from: every batch's per-sample values of one hidden state, in sample order."""
+
+    name: str = ""
+    ok: list[Tensor] = field(default_factory=list)
+    values: list[dict[str, Tensor]] = field(default_factory=list)
+    zero: list[Tensor] = field(default_factory=list)
+    docs: list[dict[str, Tensor]] = field(default_factory=list)
+    diagnostics: list[dict[str, Tensor]] = field(default_factory=list)
+
+    @staticmethod
+    def _cat(parts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+        return {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if parts else {}
+
+    def row(self, t: int, n_layers: int, hook: str, threshold: float, n_heads: int | None
+            ) -> tuple[dict[str, Any], dict[str, Tensor]]:
+        """Row ``t`` and its per-sample metric values (all batches concatenated)."""
+        values = self._cat(self.values)
+        finite, stats = summarize_samples(torch.cat(self.ok), values)
+        row = {"layer": t, "hidden_state": self.name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
+               "finite": finite, "status": status_of(finite, torch.cat(self.zero)), "hook": hook, **stats}
+        row.update({k: mean_defined(v) for k, v in self._cat(self.docs).items()})
+        if self.diagnostics:
+            row.update(diagnostic_row(self._cat(self.diagnostics), threshold, n_heads))
+        return row, values
 
 
 def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
@@ -420,39 +517,57 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     record: dict[str, Tensor] | None = {} if config.diagnostics else None
     depth = n_layers if config.layers is None else config.layers
     hooks = tl_hook_names(model, depth, own=_own_tensors(model, config, ids.shape[1]))
-    stream = iter_hidden_states(model, ids, mode=config.mode, mask=config.parsed_mask, d_qk=config.d_qk,
-                                layers=config.layers, backend=config.backend,
-                                sink_damping=config.sink_damping, record=record,
-                                attention_mask=attention_mask)
-    bar = progress_lines(depth + 1, f"analyze {model.label}", "layers", enabled=progress)
+    count = len(batch_slices(int(ids.shape[0]), config.batch_size))
+    if on_attention is not None and count > 1:
+        raise RankCollapseError(f"saving attention patterns needs one batch; got {count} batches of "
+                                f"{config.batch_size} (--batch-size at least --samples {ids.shape[0]})")
+    layers = [_LayerSamples() for _ in range(depth + 1)]
+    heads = model.layers[0].n_heads if config.diagnostics else None
+    bar = progress_lines((depth + 1) * count, f"analyze {model.label}", "layers", enabled=progress)
     try:
-        while True:
-            start = time.perf_counter()
-            try:
-                t, name, x = next(stream)
-            except StopIteration:
-                break
-            seconds["forward"] += time.perf_counter() - start
-            start = time.perf_counter()
-            finite, stats, values = measure_samples(x, config.metrics, config.metric_threads, lengths)
-            row = {"layer": t, "hidden_state": name, "model_layer": "" if t == 0 else (t - 1) % n_layers,
-                   "finite": finite, "status": row_status(x, finite), "hook": hooks[t], **stats}
-            if docs:
-                parts = document_columns(torch.where(torch.isfinite(x), x, torch.nan).to(torch.float64), docs,
-                                         lengths)
-                row.update({k: mean_defined(v) for k, v in parts.items()})
-            if record is not None:
-                attn = record.pop("attn", None) if t > 0 else None
-                if attn is not None and on_attention is not None:
-                    on_attention(t, attn)
-                row.update(diagnostic_stats(x, attn, mask_of(model, config, t, x.shape[1]),
-                                            config.sink_threshold, model.layers[0].n_heads, lengths))
-            seconds["metrics"] += time.perf_counter() - start
-            rows.append(row)
-            samples.append(values)
-            bar.update(1)
-            if on_row is not None:
-                on_row(row)
+        for j, batch in enumerate(iter_batches(ids, config.batch_size, model.device, attention_mask)):
+            last = j == count - 1
+            real = None if lengths is None else lengths[batch.rows]  # the batch's samples' lengths
+            stream = iter_hidden_states(model, batch.ids, mode=config.mode, mask=config.parsed_mask,
+                                        d_qk=config.d_qk, layers=config.layers, backend=config.backend,
+                                        sink_damping=config.sink_damping, record=record,
+                                        attention_mask=batch.attention_mask)
+            while True:
+                start = time.perf_counter()
+                try:
+                    t, name, x = next(stream)
+                except StopIteration:
+                    break
+                seconds["forward"] += time.perf_counter() - start
+                start = time.perf_counter()
+                x = batch.real(x)
+                layer = layers[t]
+                layer.name = name
+                ok, values = sample_values(x, config.metrics, config.metric_threads, real)
+                layer.ok.append(ok)
+                layer.values.append(values)
+                layer.zero.append(zero_samples(x))
+                if docs:
+                    finite_x = torch.where(torch.isfinite(x), x, torch.nan).to(torch.float64)
+                    parts = document_columns(finite_x if finite_x.device.type == "cpu" else finite_x.cpu(),
+                                             docs, real)
+                    layer.docs.append({k: v.cpu() for k, v in parts.items()})
+                if record is not None:
+                    attn = record.pop("attn", None) if t > 0 else None
+                    attn = None if attn is None else batch.real(attn)
+                    if attn is not None and on_attention is not None:
+                        on_attention(t, attn)
+                    layer.diagnostics.append(diagnostic_values(x, attn, mask_of(model, config, t, x.shape[1]),
+                                                               config.sink_threshold, real))
+                if last:
+                    row, values = layer.row(t, n_layers, hooks[t], config.sink_threshold, heads)
+                    layers[t] = _LayerSamples()  # its values now live in the row
+                    rows.append(row)
+                    samples.append(values)
+                seconds["metrics"] += time.perf_counter() - start
+                bar.update(1)
+                if last and on_row is not None:
+                    on_row(rows[-1])
     finally:
         bar.close()
     result = AnalyzeResult(config=config, rows=rows, model_info=model_info(model, config), seconds=seconds,

@@ -44,50 +44,55 @@ def mean_defined(v: Tensor) -> float:
 
 def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float) -> dict[str, Tensor]:
     """Per-sample diagnostic values of x [b, n, d] and attn [b, h, n, n] (all samples n tokens long):
-    ``[b, h]`` for the per-head ones, ``[b]`` for the others; non-finite samples give NaN."""
+    ``[b, h]`` for the per-head ones, ``[b]`` for the others; non-finite samples give NaN. Computed
+    where x lives, returned float64 on the CPU."""
     out: dict[str, Tensor] = {}
     if attn is not None:
         attn = attn.to(torch.float64)
+        mask = None if mask is None else mask.to(attn.device)
         out["attention_entropy"] = dg.attention_entropy(attn)  # [b, h]
         out["normalized_attention_entropy"] = dg.normalized_attention_entropy(attn, mask)
         out["first_token_attention"] = dg.first_token_attention(attn)
         out["sink_rate"] = dg.sink_rate(attn, threshold)
     finite = torch.isfinite(x).flatten(1).all(dim=1)
     safe = torch.where(finite[:, None, None], x, torch.zeros_like(x)).to(torch.float64)
-    nan = torch.full((x.shape[0],), math.nan, dtype=torch.float64)
+    nan = torch.full((x.shape[0],), math.nan, dtype=torch.float64, device=x.device)
     out["first_token_norm"] = torch.where(finite, dg.first_token_norm(safe), nan)
     out["top_activation"] = torch.where(finite, dg.top_activations(safe, 1)[:, 0], nan)
     out["massive_ratio"] = torch.where(finite, dg.massive_ratio(safe), nan)
-    return out
+    return {k: v.detach().to(device="cpu", dtype=torch.float64) for k, v in out.items()}
 
 
-def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
-                     n_heads: int | None = None, lengths: Tensor | None = None) -> dict[str, float]:
-    """The diagnostic columns of one row (module docstring). x: [b, n, d]; attn: [b, h, n, n] or None;
-    mask: bool [n, n] the layer's mask (for the normalised entropy), or None (complete).
-
-    ``lengths`` [b] (right-padded batches): sample ``i`` is its first ``lengths[i]`` tokens, and its
-    values are those of ``x[i, :m]``, ``attn[i, :, :m, :m]`` and ``mask[:m, :m]`` (``m = lengths[i]``;
-    no real token attends to padding, so those rows still sum to 1). Means are over samples (and
-    heads), non-finite samples left out.
-    """
+def diagnostic_values(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
+                      lengths: Tensor | None = None) -> dict[str, Tensor]:
+    """The per-sample values a row's diagnostic columns are means of, in sample order: float64 on the
+    CPU, ``[b, h]`` per head (``attention_entropy``, ``first_token_attention``) or ``[b]``. x, attn,
+    mask and ``lengths`` as in :func:`diagnostic_stats`. Batches of one run concatenated along the
+    first axis give the values of one batch of all their samples."""
     b, n = x.shape[0], x.shape[1]
     if lengths is None or bool((lengths == n).all()):
-        per = _per_sample(x, attn, mask, threshold)
-    else:
-        groups: dict[str, list[Tensor]] = {}
-        for m in sorted({int(v) for v in lengths}):
-            rows = [i for i in range(b) if int(lengths[i]) == m]
-            part = _per_sample(x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m],
-                               None if mask is None else mask[:m, :m], threshold)
-            for k, v in part.items():
-                groups.setdefault(k, []).append(v)
-        per = {k: torch.cat(v) for k, v in groups.items()}
-    heads = attn.shape[1] if attn is not None else (n_heads or 0)
+        return _per_sample(x, attn, mask, threshold)
+    groups: dict[str, Tensor] = {}
+    for m in sorted({int(v) for v in lengths}):
+        rows = [i for i in range(b) if int(lengths[i]) == m]
+        part = _per_sample(x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m],
+                           None if mask is None else mask[:m, :m], threshold)
+        for k, v in part.items():
+            if k not in groups:
+                groups[k] = torch.full((b, *v.shape[1:]), math.nan, dtype=torch.float64)
+            groups[k][rows] = v  # back in sample order
+    return groups
+
+
+def diagnostic_row(per: dict[str, Tensor], threshold: float, n_heads: int | None = None) -> dict[str, Any]:
+    """The diagnostic columns of one row from the per-sample values of :func:`diagnostic_values` (of one
+    batch, or of several concatenated): means over samples (and heads), non-finite samples left out.
+    Without attention values (row 0) the attention columns are NaN, for ``n_heads`` heads."""
     row: dict[str, Any] = {}
-    if attn is not None:
+    if "attention_entropy" in per:
         ent = per["attention_entropy"]
         first = per["first_token_attention"]
+        heads = ent.shape[1]
         row["attention_entropy"] = mean_defined(ent)
         for h in range(heads):
             row[f"attention_entropy_h{h}"] = mean_defined(ent[:, h])
@@ -98,6 +103,7 @@ def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, thresh
         row["sink_heads"] = " ".join(str(h) for h in range(heads)
                                      if row[f"first_token_attention_h{h}"] > threshold)
     else:
+        heads = n_heads or 0
         row["attention_entropy"] = math.nan
         row.update({f"attention_entropy_h{h}": math.nan for h in range(heads)})
         row.update(normalized_attention_entropy=math.nan, first_token_attention=math.nan, sink_rate=math.nan)
@@ -106,6 +112,20 @@ def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, thresh
     for k in ("first_token_norm", "top_activation", "massive_ratio"):
         row[k] = mean_defined(per[k])
     return row
+
+
+def diagnostic_stats(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
+                     n_heads: int | None = None, lengths: Tensor | None = None) -> dict[str, float]:
+    """The diagnostic columns of one row (module docstring). x: [b, n, d]; attn: [b, h, n, n] or None;
+    mask: bool [n, n] the layer's mask (for the normalised entropy), or None (complete).
+
+    ``lengths`` [b] (right-padded batches): sample ``i`` is its first ``lengths[i]`` tokens, and its
+    values are those of ``x[i, :m]``, ``attn[i, :, :m, :m]`` and ``mask[:m, :m]`` (``m = lengths[i]``;
+    no real token attends to padding, so those rows still sum to 1). Means are over samples (and
+    heads), non-finite samples left out: :func:`diagnostic_row` of :func:`diagnostic_values`.
+    """
+    heads = attn.shape[1] if attn is not None else n_heads
+    return diagnostic_row(diagnostic_values(x, attn, mask, threshold, lengths), threshold, heads)
 
 
 def layer_schedule_info(model: Any, mask: Any, layers: int | None) -> dict[str, Any]:
@@ -131,16 +151,27 @@ def layer_schedule_info(model: Any, mask: Any, layers: int | None) -> dict[str, 
     return {"mask_schedule": sched.describe(), "mask_source": source}
 
 
-def check_masks(model: Any, ids: Tensor) -> list[SupportCheck]:
+def check_masks(model: Any, ids: Tensor, batch_size: int | None = None) -> list[SupportCheck]:
     """Per model layer: does the attention Hugging Face's eager forward computes on ``ids`` [b, n]
     stay inside, and fill, the mask the model's config defines for that layer? One
-    :class:`~rankcollapse.masks.consistency.SupportCheck` per layer (``.matches``, ``.describe()``)."""
-    with torch.inference_mode():
-        out = model.hf_model(input_ids=ids, output_attentions=True)
-    attentions = getattr(out, "attentions", None)
-    if not attentions:
-        raise RankCollapseError(f"{model.arch!r} returns no attention weights; the mask check needs them")
-    return [check_support(a, model.own_layer_mask(t), layer=t) for t, a in enumerate(attentions)]
+    :class:`~rankcollapse.masks.consistency.SupportCheck` per layer (``.matches``, ``.describe()``).
+
+    ``batch_size``: the samples go through the model that many at a time, on the model's device
+    (None: all at once); the support checked is the union over every sample and head, as for one batch.
+    """
+    from rankcollapse.models.stream import iter_batches
+
+    support: list[Tensor] = []
+    for batch in iter_batches(ids, batch_size, model.device):
+        with torch.inference_mode():
+            out = model.hf_model(input_ids=batch.ids, output_attentions=True)
+        attentions = getattr(out, "attentions", None)
+        if not attentions:
+            raise RankCollapseError(f"{model.arch!r} returns no attention weights; the mask check needs them")
+        seen = [(batch.real(a) > 0).any(dim=1).any(dim=0).cpu() for a in attentions]  # [n, n] per layer
+        support = seen if not support else [s | t for s, t in zip(support, seen, strict=True)]
+    return [check_support(s[None, None].to(torch.float64), model.own_layer_mask(t), layer=t)
+            for t, s in enumerate(support)]
 
 
 def _fmt(v: Any) -> str:

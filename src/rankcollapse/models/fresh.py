@@ -25,7 +25,8 @@ class FreshLayers(Sequence[LayerParts]):
 
     A layer beyond the stored ones is built when asked for and only the last one is kept, so
     memory does not grow with ``L`` (a 128-layer BERT-base would need 3.6 GB in float32); the same
-    index always gives the same weights. The first ``n`` layers are those of the ``L = n`` model.
+    index always gives the same weights (drawn on the CPU, then moved to the model's device). The
+    first ``n`` layers are those of the ``L = n`` model.
     """
 
     def __init__(self, model: nn.Module, base: list[LayerParts], depth: int, seed: int,
@@ -57,7 +58,8 @@ class FreshLayers(Sequence[LayerParts]):
         overwrites anyway), every parameter set to NaN, then HF's ``_init_weights`` is applied; a
         parameter it did not set stays NaN and is refused."""
         config = self._model.config
-        dtype = next(self._model.parameters()).dtype
+        first = next(self._model.parameters())
+        dtype, device = first.dtype, first.device
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(fresh_layer_seed(self._seed, index))
             with torch.device("meta"):
@@ -72,5 +74,5 @@ class FreshLayers(Sequence[LayerParts]):
             raise RankCollapseError(
                 f"fresh {config.model_type} layer: parameters not set by its init: {missed[:3]}"
             )
-        layer = layer.to(dtype).eval().requires_grad_(False)
+        layer = layer.to(device=device, dtype=dtype).eval().requires_grad_(False)  # drawn on the CPU
         return fresh_parts(self._family, layer, config, self._casts)

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from rankcollapse.core.execution import parse_device
 from rankcollapse.core.precision import parse_dtype
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask, parse_mask
@@ -116,6 +117,12 @@ class LoadedModel:
     @property
     def label(self) -> str:
         return self.source.label if self.source is not None else self.name
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights live (its inputs and hidden states go there too)."""
+        first = next(iter(self.hf_model.parameters()), None)
+        return first.device if first is not None else torch.device("cpu")
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -212,10 +219,14 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
 
 
 def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype = "float32", *, seed: int = 0,
-               hf_casts: bool | None = None) -> LoadedModel:
+               hf_casts: bool | None = None, device: str | torch.device = "cpu") -> LoadedModel:
     """Load and dissect a model (names: :func:`rankcollapse.models.registry.resolve_model`).
 
-    ``seed`` seeds the weights of random models (ignored for pretrained ones). ``hf_casts``:
+    ``seed`` seeds the weights of random models (ignored for pretrained ones); they are drawn on the
+    CPU, so a seed gives the same weights on every device. ``device``: ``cpu``, ``cuda`` or
+    ``cuda:K`` (:func:`rankcollapse.core.execution.parse_device`); the weights move there before
+    the model is dissected, so every part (and every fresh layer of a deep random model) lives
+    there. ``hf_casts``:
     reproduce Hugging Face's float32 casts inside Llama's and T5's norms (and Llama's softmax) in
     the parts (default: only in float32, where they change nothing; in float64 the parts compute
     exactly in float64, which HF's Llama and T5 do not). Raises RankCollapseError.
@@ -224,6 +235,7 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
 
     hf_logging.disable_progress_bar()
     torch_dtype = resolve_dtype(dtype)
+    where_to = parse_device(device, torch_dtype)
     source = name_or_path if isinstance(name_or_path, ModelSource) else resolve_model(name_or_path)
     start = time.perf_counter()
     where = source.path or ""
@@ -238,6 +250,8 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
         model, tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
     model.eval()
     model.requires_grad_(False)
+    if where_to.type != "cpu":
+        model.to(where_to)
     casts = (torch_dtype == torch.float32) if hf_casts is None else hf_casts
     loaded = dissect(model, name=source.name, tokenizer=tokenizer, hf_casts=casts)
     if source.depth is not None and source.depth > len(loaded.layers):

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from rankcollapse.core.execution import batch_slices
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask, parse_mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
@@ -47,6 +49,47 @@ def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
     if mask.ndim == 2:
         return additive_mask(mask, dtype)
     return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)
+
+
+def _on(device: torch.device, mask: Tensor | None) -> Tensor | None:
+    """A mask (built on the CPU) on the device of the hidden states."""
+    return None if mask is None else mask.to(device)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of a run's samples: ``rows`` (which samples, in order), ``ids`` int64 [b', n] and
+    ``attention_mask`` [b', n] (or None) on the run's device, ``size`` the samples it holds.
+
+    A batch of one sample out of several runs as two copies of it (``b' = 2``; :meth:`real` keeps the
+    first): with a batch dimension of 1 torch's matmul multiplies the attention heads as strided
+    views instead of copies, another BLAS kernel that rounds differently; with the copy every batch
+    computes each sample's states exactly as one batch of all samples would (float64 and float32, on
+    the CPU; cuBLAS may pick kernels by batch size, so on CUDA batches agree to rounding only).
+    """
+
+    rows: slice
+    ids: Tensor
+    attention_mask: Tensor | None
+    size: int
+
+    def real(self, x: Tensor) -> Tensor:
+        """The rows of ``x [b', ...]`` that belong to the batch's samples ([size, ...])."""
+        return x if x.shape[0] == self.size else x[: self.size]
+
+
+def iter_batches(ids: Tensor, batch_size: int | None, device: torch.device | str = "cpu",
+                 attention_mask: Tensor | None = None) -> Iterator[Batch]:
+    """The samples of ``ids`` [b, n] in batches of ``batch_size`` (None: one batch;
+    :func:`rankcollapse.core.execution.batch_slices`), each moved to ``device`` when it is its turn."""
+    total = int(ids.shape[0])
+    for rows in batch_slices(total, batch_size):
+        part, mask = ids[rows], None if attention_mask is None else attention_mask[rows]
+        size = int(part.shape[0])
+        if size == 1 and total > 1:
+            part = part.repeat(2, 1)
+            mask = None if mask is None else mask.repeat(2, 1)
+        yield Batch(rows, part.to(device), None if mask is None else mask.to(device), size)
 
 
 def hidden_state_name(t: int) -> str:
@@ -196,13 +239,13 @@ def iter_hidden_states(
             )
         dense[id(m)] = bool_mask
     if attention_mask is not None and not bool(attention_mask.bool().all()):
-        valid = attention_mask.bool()[:, None, None, :]  # keys [b, 1, 1, n]
+        valid = attention_mask.bool().cpu()[:, None, None, :]  # keys [b, 1, 1, n]
         eye = torch.eye(n, dtype=torch.bool)
         dense = {k: (v & valid) | eye for k, v in dense.items()}
     with torch.inference_mode():
         x = model.embed(ids)
         pos = model.positions(x) if model.positions is not None else NO_POSITIONS
-        ready = {k: (_additive(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
+        ready = {k: _on(x.device, _additive(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
                  for k, v in dense.items()}
         yield 0, hidden_state_name(0), x
         for t in range(1, depth + 1):
