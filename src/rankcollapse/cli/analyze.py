@@ -46,7 +46,12 @@ def analyze_command(
     layers: int = typer.Option(None, "--layers", help="Depth L (default: the model's); cycles its layers."),
     corpus: str = typer.Option(None, "--corpus", help="wikipedia (default), shakespeare, kjv or pydocs."),
     text: Path = typer.Option(None, "--text", help="UTF-8 text file to sample from instead of a corpus."),
-    samples: int = typer.Option(16, "--samples", help="Number of excerpts (batch size)."),
+    samples: int = typer.Option(16, "--samples", help="Number of excerpts (all measured together)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Excerpts through the model at a time "
+                                   "(default: all --samples at once; more is clamped). Memory holds one "
+                                   "batch; the rows equal those of one batch."),
+    device: str = typer.Option("cpu", "--device", help="Where the model, inputs and metrics run: cpu, "
+                               "cuda or cuda:K."),
     tokens: int = typer.Option(128, "--tokens", help="Tokens per excerpt, the model's start token included."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 or float64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the excerpts (and of random-init weights)."),
@@ -98,14 +103,19 @@ def analyze_command(
                            layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
                            metric_threads=metric_threads, diagnostics=diagnostics,
-                           sink_threshold=sink_threshold, ablation=ablation, sink_damping=sink_damping)
+                           sink_threshold=sink_threshold, ablation=ablation, sink_damping=sink_damping,
+                           device=device, batch_size=batch_size)
     if save_attention and not diagnostics:
         raise RankCollapseError("--save-attention applies only with --diagnostics")
+    if save_attention and (config.batch_size or samples) < samples:
+        raise RankCollapseError(f"--save-attention writes every sample of a layer at once; it needs one "
+                                f"batch (--batch-size {config.batch_size} < --samples {samples})")
     if threads is not None:
         if threads < 1:
             raise RankCollapseError(f"--threads must be a positive integer, got {threads}")
         torch.set_num_threads(threads)
-    loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed), tokenizer)
+    loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device),
+                            tokenizer)
     ids = token_batch(config, loaded)
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
@@ -141,7 +151,7 @@ def analyze_command(
     for note in result.notes:
         if note == loaded.info.get("note"):
             print(f"rankcollapse: note: {note}", file=sys.stderr)
-    if check_masks and _check_masks(loaded, ids, Path(out)):
+    if check_masks and _check_masks(loaded, ids, Path(out), config.batch_size):
         raise typer.Exit(1)
 
 
@@ -161,14 +171,14 @@ def _attention_writer(out: Path) -> object:
     return save
 
 
-def _check_masks(loaded: object, ids: object, out: Path) -> bool:
+def _check_masks(loaded: object, ids: object, out: Path, batch_size: int | None) -> bool:
     """Run the per-layer mask check, print a line per layer, write ``mask_check.json``; True on a mismatch."""
     from dataclasses import asdict as as_dict
 
     from rankcollapse.io import write_json
     from rankcollapse.models.diagnose import check_masks
 
-    checks = check_masks(loaded, ids)
+    checks = check_masks(loaded, ids, batch_size)
     for check in checks:
         typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
     out.mkdir(parents=True, exist_ok=True)

@@ -87,6 +87,10 @@ def reproduce_command(
         "--config-dir",
         help="Folder of experiment YAML files to run instead of the bundled ones (example: configs/).",
     ),
+    device: str = typer.Option(None, "--device", help="cpu (default), cuda or cuda:K: where runs compute."),
+    batch_size: int = typer.Option(
+        None, "--batch-size", help="Samples through a model at a time (default: the profile's, else all)."
+    ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
     with _Interrupt() as guard:
@@ -104,6 +108,8 @@ def reproduce_command(
                 progress,
                 list_only,
                 config_dir,
+                device,
+                batch_size,
             )
         except KeyboardInterrupt:
             guard.hit = True
@@ -137,6 +143,8 @@ def _run(
     progress: bool,
     list_only: bool,
     config_dir: Path | None,
+    device: str | None = None,
+    batch_size: int | None = None,
 ) -> None:
     from rankcollapse.experiments.stories import load_experiments
     from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
@@ -160,6 +168,8 @@ def _run(
         config_dir=config_dir,
         progress=progress,
         wait=wait,
+        device=device,
+        batch_size=batch_size,
     )
     counts = verdict_counts(result.claims)
     sweep = result.sweep

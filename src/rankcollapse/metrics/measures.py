@@ -252,7 +252,7 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
     allows above 0), ``sigma_max``, ``sigma_ratio = sigma_min / sigma_max``, ``sigma_dominance =
     s_1 / s_2``, ``rank_tol_rel = max(n, d) eps`` (the rank tolerance relative to ``s_1``: where
     ``sigma_ratio`` stops being measurable), ``mean_abs_cos``. -> ({name: float64 [b]}, singular values
-    float64 [b, min(n, d)]); NaN for a sample that is not finite.
+    float64 [b, min(n, d)]), on the CPU wherever x lives; NaN for a sample that is not finite.
     """
     _check(x)
     if x.dim() != 3:
@@ -269,11 +269,12 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
     out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in GEOMETRY_NAMES}
     sv = torch.full((b, k_all), math.nan, dtype=torch.float64)
     ok = torch.isfinite(x).flatten(1).all(dim=1)
-    if bool(ok.any()):
+    kept = ok.cpu()  # the results live on the CPU; the SVDs run where x lives
+    if bool(kept.any()):
         s = torch.linalg.svdvals(x[ok])
         tol = rank_tolerance(s, n, d)
         rank = (s > tol[:, None]).sum(-1)
-        k = cap[ok].to(torch.long)
+        k = cap.cpu()[kept].to(device=s.device, dtype=torch.long)
         smin = s.gather(1, (k - 1)[:, None])[:, 0]
         vals = {
             "full_rank": (rank >= k), "rank": rank, "rank_max": k, "sigma_min": smin, "sigma_max": s[:, 0],
@@ -283,8 +284,8 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
             "mean_abs_cos": mean_abs_cos(x[ok]),
         }
         for name in GEOMETRY_NAMES:
-            out[name][ok] = vals[name].to(torch.float64)
-        sv[ok] = s.to(torch.float64)
+            out[name][kept] = vals[name].to(device="cpu", dtype=torch.float64)
+        sv[kept] = s.to(device="cpu", dtype=torch.float64)
     return out, sv
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,15 +108,28 @@ def estimate_seconds(
 #: paper runs of ``reproduce --full`` on 2 workers and 2 cores took 1.19-1.41x (mean 1.35x) their
 #: one-process estimates (2026-12-01, docs/measurements.md).
 PARALLEL_SLOWDOWN = 1.35
+#: FLOP/s of one core of the reference machine the tasks' ``cost_s`` were measured on: one BERT-base
+#: layer on 128 tokens is about 1.9 GFLOP (2 n (4 d^2 + 2 d d_ff) + 4 n^2 d, d = 768, d_ff = 3072) and
+#: costs 0.0235 s there (``kit.tasks.LAYER_SAMPLE_S["full"]``, metrics included): ~80 GFLOP/s.
+REFERENCE_CPU_FLOPS = 8.0e10
+#: FLOP/s assumed, not measured, for one CUDA GPU running these small per-layer kernels and SVDs.
+ASSUMED_CUDA_FLOPS = 1.0e13
 
 
 def print_estimate(
-    specs: list[RunSpec], exps: dict[str, Experiment], profile: str, workers: int | None, store: RunStore
+    specs: list[RunSpec],
+    exps: dict[str, Experiment],
+    profile: str,
+    workers: int | None,
+    store: RunStore,
+    device: str | None = None,
 ) -> None:
     """One line on stderr before a sweep starts: the estimated time of the runs left to do.
 
     CPU time is the sum of the tasks' ``cost_s`` (one process alone); the wall time on ``w > 1``
-    local workers is ``PARALLEL_SLOWDOWN * cpu / w``."""
+    local workers is ``PARALLEL_SLOWDOWN * cpu / w``. ``device`` ``cuda``: also the GPU time
+    extrapolated from FLOPs, ``cpu * REFERENCE_CPU_FLOPS / ASSUMED_CUDA_FLOPS`` (said to be so:
+    nothing was measured on a GPU)."""
     from rankcollapse.experiments.engine.executors import default_workers
 
     total, known = estimate_seconds(specs, exps, store)
@@ -127,12 +140,59 @@ def print_estimate(
             return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
 
         wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
+        gpu = ""
+        if device is not None and str(device).startswith("cuda"):
+            gpu = (
+                f"; {device}: about {span(total * REFERENCE_CPU_FLOPS / ASSUMED_CUDA_FLOPS)}, extrapolated "
+                f"from FLOPs at an assumed {ASSUMED_CUDA_FLOPS / 1e12:g} TFLOP/s; not measured here"
+            )
         print(
             f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
             f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
-            "per-layer costs; more workers or a Dask cluster divide it)",
+            f"per-layer costs; more workers or a Dask cluster divide it){gpu}",
             file=sys.stderr,
         )
+
+
+def execution_settings(device: str | None, batch_size: int | None) -> dict[str, Any]:
+    """The execution settings given to :func:`reproduce`, checked (one line each): ``device`` parsed
+    (``core.execution.parse_device``), ``batch_size`` >= 1; only those given."""
+    from rankcollapse.core.execution import check_batch_size, parse_device
+
+    given: dict[str, Any] = {}
+    if device is not None:
+        given["device"] = str(parse_device(device))
+    if batch_size is not None:
+        given["batch_size"] = check_batch_size(batch_size)
+    return given
+
+
+def with_execution(specs: list[RunSpec], given: dict[str, Any]) -> list[RunSpec]:
+    """Every spec with ``given`` over its own execution settings (a profile's ``batch_size``); the
+    run ids stay (execution is not part of the identity). Refused, before anything runs: a device
+    where a run's dtype cannot be computed, or a task that cannot take a device."""
+    from rankcollapse.core.execution import parse_device
+    from rankcollapse.core.precision import parse_dtype
+    from rankcollapse.experiments.engine.tasks import check_execution, resolve_target
+
+    if not given:
+        return specs
+    out = [replace(s, execution={**s.execution, **given}) for s in specs]
+    device = given.get("device")
+    if device is not None and device != "cpu":
+        for dtype in sorted({str(s.params["dtype"]) for s in out if isinstance(s.params.get("dtype"), str)}):
+            try:
+                parse_dtype(dtype)
+            except RankCollapseError:
+                continue  # that run fails with its own one-line error
+            parse_device(device, dtype)
+        for target, task in sorted({(s.target, s.task) for s in out}):
+            try:
+                fn = resolve_target(target, task)
+            except RankCollapseError:
+                continue  # its runs fail with their own one-line error
+            check_execution(fn, task, given)
+    return out
 
 
 def finished_runs(out_dir: str | Path) -> int:
@@ -152,24 +212,33 @@ def reproduce(
     config_dir: str | Path | None = None,
     wait: bool = False,
     stories: dict[str, Found] | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
 ) -> ReproduceResult:
     """Run the selected experiments of ``profile`` into ``out_dir`` and write the report.
 
     Every option is checked before anything is written. ``out_dir`` is locked for the whole call:
     a second writer gets a RankCollapseError naming the holder's pid, or blocks with ``wait=True``.
     ``stories``: the stories to judge with (default: every story of ``rankcollapse.experiments.stories``).
+
+    ``device`` (``cpu``, ``cuda``, ``cuda:K``; None: each task's default, the CPU) and ``batch_size``
+    (samples through a model at a time; None: a profile's ``batch_size``, else all at once) are
+    execution settings (:func:`with_execution`): not part of any run's identity, so a sweep resumed
+    with other ones skips the runs already finished; each run's record says what it ran with.
     """
     if not str(out_dir).strip():
         raise RankCollapseError("--out must name a folder, got ''")
     check_executor(executor, scheduler, workers)
+    given = execution_settings(device, batch_size)
     stories = all_stories() if stories is None else stories
     experiments = load_experiments(profile, only, config_dir, stories)
     start = time.perf_counter()
     out = Path(out_dir)
     by_name = {e.name: e for e in experiments}
-    specs = sorted((s for e in experiments for s in e.runs()), key=lambda s: _cost(s, by_name))
+    runs = with_execution([s for e in experiments for s in e.runs()], given)
+    specs = sorted(runs, key=lambda s: _cost(s, by_name))
     with OutputLock(out, wait=wait):
-        print_estimate(specs, by_name, profile, workers, RunStore(out))
+        print_estimate(specs, by_name, profile, workers, RunStore(out), given.get("device"))
         if executor == "local":
             _prepare_models(specs, RunStore(out))
         sweep = run_sweep(

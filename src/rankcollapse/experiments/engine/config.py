@@ -18,6 +18,10 @@ A custom sweep (``--config-dir``) is one experiment: ``title``, ``task`` (a task
 ``grid``, ``verdict``, ``profiles`` at the top level. A profile's ``base`` keys replace base keys;
 its ``grid`` axes replace whole axes (an axis set to ``null`` is dropped). Every default is in the
 YAML, commented; nothing is hidden in code. This module knows nothing about the paper.
+
+``batch_size`` in a (profile's) ``base`` is an execution setting, not a parameter: how many samples
+go through a model at a time. It is taken out of the params (a run's identity does not depend on
+it) into ``Experiment.execution`` and every run's ``RunSpec.execution``; it may not be a grid axis.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Experiment:
     extension: bool = False  # an arm in our own setting: its rows are extensions
     ranges: dict[str, Any] = field(default_factory=dict)
     task_info: Task | None = field(default=None, compare=False, repr=False)
+    execution: dict[str, Any] = field(default_factory=dict)  # RunSpec.execution of every run
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -72,7 +77,15 @@ class Experiment:
         if self.grid is None:
             return []
         facts = self.task_info.identity_facts if self.task_info is not None else None
-        return make_runs(self.name, self.task, self.base, self.grid, target=self.target, facts=facts)
+        return make_runs(
+            self.name,
+            self.task,
+            self.base,
+            self.grid,
+            target=self.target,
+            facts=facts,
+            execution=self.execution,
+        )
 
     def cost_s(self, spec: RunSpec) -> float | None:
         """The task's estimate of one run's seconds (None: the task gives none)."""
@@ -96,7 +109,36 @@ class Experiment:
             "story_title": self.story_title,
             "arm": self.arm,
             "extension": self.extension,
+            "execution": self.execution,
         }
+
+
+#: Keys of a (profile's) ``base`` that are execution settings, not parameters (module docstring).
+EXECUTION_BASE_KEYS: tuple[str, ...] = ("batch_size",)
+
+
+def split_execution(
+    base: dict[str, Any], grid: dict[str, list[Any]] | None, where: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(params base, execution)``: the execution settings taken out of ``base`` (one-line errors for
+    a bad batch size, or one given as a grid axis)."""
+    from rankcollapse.core.execution import check_batch_size
+
+    for key in EXECUTION_BASE_KEYS:
+        if key in (grid or {}):
+            raise RankCollapseError(
+                f"{where}: {key} is an execution setting, not a grid axis; set it in base"
+            )
+    base = dict(base)
+    execution = {k: base.pop(k) for k in EXECUTION_BASE_KEYS if k in base}
+    if "batch_size" in execution:
+        try:
+            execution["batch_size"] = check_batch_size(execution["batch_size"])
+        except RankCollapseError as err:
+            raise RankCollapseError(f"{where}: {err}") from None
+        if execution["batch_size"] is None:
+            del execution["batch_size"]
+    return base, execution
 
 
 def _apply_profile(raw: dict[str, Any], profile: str) -> tuple[dict[str, Any], dict[str, list[Any]] | None]:
@@ -140,6 +182,7 @@ def load_experiment(
     if missing:
         raise RankCollapseError(f"experiment config {path} lacks {', '.join(missing)}")
     base, grid = _apply_profile(raw, profile)
+    base, execution = split_execution(base, grid, f"experiment config {path}")
     return Experiment(
         name=name,
         title=raw["title"],
@@ -150,6 +193,7 @@ def load_experiment(
         profile=profile,
         source=path.name,
         target=target,
+        execution=execution,
     )
 
 
@@ -192,6 +236,7 @@ def load_arms(
             raise RankCollapseError(f"story config {path}: arm {arm!r} must be a mapping")
         task, extension = tasks[arm]
         base, grid = _apply_profile(spec, profile)
+        base, execution = split_execution(base, grid, f"story config {path}, arm {arm}")
         out.append(
             Experiment(
                 name=f"{story}.{arm}",
@@ -209,6 +254,7 @@ def load_arms(
                 extension=extension,
                 ranges=ranges,
                 task_info=task,
+                execution=execution,
             )
         )
     return out

@@ -58,6 +58,10 @@ def run_identity(
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+#: Execution settings a run may carry (``RunSpec.execution``): where it runs and in how many pieces.
+EXECUTION_KEYS: tuple[str, ...] = ("device", "batch_size")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run of a sweep.
@@ -66,7 +70,9 @@ class RunSpec:
     worker finds the task callable (not part of the identity; empty = the engine's toy task
     registry, see ``engine.tasks``). ``axes``: the params that vary in its experiment's grid.
     ``facts``: what the params resolve to here (the task's ``identity_facts(params)``; part of the
-    identity when not empty).
+    identity when not empty). ``execution``: how the run is computed, not what it computes
+    (:data:`EXECUTION_KEYS`: ``device``, ``batch_size``); not part of the identity, so a run computed
+    on another device or in other batches is the same run, found again on resume.
     """
 
     experiment: str
@@ -76,6 +82,7 @@ class RunSpec:
     run_id: str = ""
     target: str = field(default="", compare=False)
     facts: dict[str, Any] = field(default_factory=dict)
+    execution: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if not self.run_id:
@@ -102,9 +109,11 @@ def make_runs(
     grid: dict[str, Sequence[Any]],
     target: str = "",
     facts: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    execution: dict[str, Any] | None = None,
 ) -> list[RunSpec]:
     """The runs of one experiment; duplicate points (same identity) are kept once. ``facts``: the
-    task's ``identity_facts`` (see :class:`RunSpec`), called once per run."""
+    task's ``identity_facts`` (see :class:`RunSpec`), called once per run. ``execution``: every run's
+    execution settings (not part of the identity)."""
     axes = tuple(grid)
     seen: dict[str, RunSpec] = {}
     for params in expand_grid(base, grid):
@@ -115,6 +124,7 @@ def make_runs(
             axes,
             target=target,
             facts=dict(facts(params)) if facts is not None else {},
+            execution=dict(execution or {}),
         )
         seen.setdefault(spec.run_id, spec)
     return list(seen.values())

@@ -71,6 +71,7 @@ class RunStore:
             "seed": spec.seed,
             "axes": list(spec.axes),
             "params": spec.params,
+            "execution": {"device": "cpu", "batch_size": None, **spec.execution},  # not in the identity
             "status": result.status,
             "error": result.error,
             "wall_s": round(result.wall_s, 4),

@@ -3,13 +3,16 @@
 A task receives the flat parameter dict of one grid point (seed included) and a callback it calls
 once per layer measured (for the progress bar). It returns rows for the tidy table and a
 ``summary`` of scalars for the run index. A task is a top-level function; workers find it by
-``module:function`` (its *target*), so process pools and Dask workers need no registry.
+``module:function`` (its *target*), so process pools and Dask workers need no registry. A task that
+declares the keyword ``execution`` also gets the run's execution settings (``device``, ``batch_size``:
+how it is computed, never what; see ``RunSpec.execution``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import math
 import time
 import traceback
@@ -134,12 +137,30 @@ def config_from(cls: type, params: dict[str, Any], extra: tuple[str, ...] = ()) 
     return cls(**{k: v for k, v in params.items() if k in names})
 
 
+def accepts_execution(fn: Callable[..., Any]) -> bool:
+    """Whether a task takes the keyword ``execution`` (``{"device": ..., "batch_size": ...}``)."""
+    try:
+        return "execution" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def check_execution(fn: Callable[..., Any], task: str, execution: dict[str, Any]) -> None:
+    """Refuse (one line) a device other than the CPU for a task that cannot take one: it would run on
+    the CPU while the record says otherwise. A batch size a task cannot take is ignored (the task runs
+    its samples at once, as its summary says)."""
+    device = str(execution.get("device") or "cpu")
+    if device != "cpu" and not accepts_execution(fn):
+        raise RankCollapseError(f"task {task!r} runs on the CPU only; --device {device} does not apply to it")
+
+
 def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
     """Run one :class:`RunSpec` wherever it is called (this process, a pool worker, a Dask worker).
 
     Exceptions become ``status="failed"`` with the traceback's last line, so one bad point never
     stops a sweep; KeyboardInterrupt propagates. ``on_layer`` defaults to the pool worker's tick
-    queue (see ``engine.executors``), else to nothing.
+    queue (see ``engine.executors``), else to nothing. The spec's ``execution`` settings go to a task
+    that takes them (:func:`accepts_execution`); :func:`check_execution` refuses the others' devices.
     """
     if on_layer is None:
         from rankcollapse.experiments.engine.workers import worker_tick
@@ -148,7 +169,12 @@ def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
     start = time.perf_counter()
     try:
         fn = resolve_target(spec.target, spec.task)
-        out = fn(dict(spec.params), on_layer)
+        execution = dict(getattr(spec, "execution", None) or {})
+        check_execution(fn, spec.task, execution)
+        if execution and accepts_execution(fn):
+            out = fn(dict(spec.params), on_layer, execution=execution)
+        else:
+            out = fn(dict(spec.params), on_layer)
         rows = [{k: to_jsonable(v) for k, v in row.items()} for row in out.rows]
         return RunResult(spec.run_id, "ok", rows, to_jsonable(out.summary), time.perf_counter() - start)
     except Exception as err:  # recorded as a failed run; the sweep goes on

@@ -16,6 +16,14 @@ Model names are ``rankcollapse.models`` names: ``paper:<checkpoint>`` is the pap
 it is in the local Hugging Face cache, else its stand-in (labelled in every row: ``model_label``,
 ``stand_in_for``); ``random:<checkpoint>,layers=L`` a random init with ``L`` independent layers. Each
 adapter is declared with its cost estimate and identity facts as a :class:`Task`.
+
+Every adapter takes ``execution`` (``{"device": ..., "batch_size": ...}``, from ``reproduce --device
+--batch-size`` or a profile's ``batch_size``; never part of a run's identity): the model adapters load
+the model on that device and stream the run's samples through it ``batch_size`` at a time, each
+statistic computed from all samples' values together (rows equal to one batch's, to the last bit on
+the CPU); the simulator adapters run on that device with their whole batch at once (``batch_size``
+does not apply: the simulator draws every sample from one generator). Each run's summary says
+``device`` and ``batch_size`` as used.
 """
 
 from __future__ import annotations
@@ -34,8 +42,31 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
 
+Execution = dict[str, Any] | None
+
 #: The value of a ``masks`` entry that means each layer's own mask (the model's config).
 OWN_MASK = "own"
+
+
+def _execution(execution: Execution) -> tuple[str, int | None]:
+    """``(device, batch_size)`` of a run's execution settings (absent: ``cpu``, one batch)."""
+    execution = execution or {}
+    return str(execution.get("device") or "cpu"), execution.get("batch_size")
+
+
+class _Ticks:
+    """``on_layer`` called ``layers`` times in all (as for one batch), spread evenly over the
+    ``layers x batches`` steps of a run streamed in batches, with the layer indices 0, 1, ... in order."""
+
+    def __init__(self, on_layer: OnLayer, layers: int, batches: int) -> None:
+        self.on_layer, self.layers, self.steps = on_layer, layers, max(1, layers * batches)
+        self.done = self.sent = 0
+
+    def step(self) -> None:
+        self.done += 1
+        while self.sent < self.done * self.layers // self.steps:
+            self.on_layer(self.sent)
+            self.sent += 1
 
 
 def model_columns(model: Any) -> dict[str, Any]:
@@ -88,41 +119,64 @@ class CurvesConfig:
         self.dtype = dtype_name(self.dtype)
 
 
-def model_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """mu and mu_rel per layer, over the samples, of every variant x mask x d_qk of one model."""
+def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
+    """mu and mu_rel per layer, over the samples, of every variant x mask x d_qk of one model.
+
+    ``execution``: the device and batch size (module docstring); per batch of excerpts [b', n] every
+    condition's stream advances layer by layer together, and each condition's per-sample values
+    [b, L+1] are the batches' concatenated before :func:`curve_rows` summarises them.
+    """
+    from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import per_sample_metrics
     from rankcollapse.models import excerpts, iter_hidden_states
     from rankcollapse.models.analyze import load_model_cached
+    from rankcollapse.models.stream import iter_batches
 
     cfg = config_from(CurvesConfig, params)
+    device, batch_size = _execution(execution)
     start = time.perf_counter()
-    model = load_model_cached(cfg.model, cfg.dtype, cfg.seed)
+    model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
     depth = len(model.layers) if cfg.layers is None else cfg.layers
     loaded = time.perf_counter() - start
     conds = [(v, m, d) for v in cfg.variants for m in cfg.masks for d in cfg.d_qk]
-    streams = [
-        iter_hidden_states(model, ids, mode=v, mask=None if m == OWN_MASK else m, d_qk=d, layers=depth)
-        for v, m, d in conds
-    ]
+    chunks = batch_slices(cfg.samples, batch_size)
+    ticks = _Ticks(on_layer, depth + 1, len(chunks))
+    # per condition: one [b', L+1] array per batch, of mu, mu_rel and "underflowed" (mu_rel = 0/0)
     values: dict[tuple, dict[str, list[np.ndarray]]] = {c: {"mu": [], "mu_rel": []} for c in conds}
     zeros: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
-    for t in range(depth + 1):
-        for cond, stream in zip(conds, streams, strict=True):
-            t_got, _, x = next(stream)
-            assert t_got == t
-            got = {k: v.numpy() for k, v in per_sample_metrics(x, ("mu", "mu_rel")).items()}
-            values[cond]["mu"].append(got["mu"])
-            values[cond]["mu_rel"].append(got["mu_rel"])
-            # finite tokens whose norm rounds to 0 in the dtype: mu_rel = 0/0 (an underflow, not an overflow)
-            zeros[cond].append(torch.isfinite(x).flatten(1).all(dim=1).numpy() & np.isnan(got["mu_rel"]))
-        on_layer(t)
+    for batch in iter_batches(ids, batch_size, model.device):
+        streams = [
+            iter_hidden_states(
+                model, batch.ids, mode=v, mask=None if m == OWN_MASK else m, d_qk=d, layers=depth
+            )
+            for v, m, d in conds
+        ]
+        layers: dict[tuple, dict[str, list[np.ndarray]]] = {
+            c: {"mu": [], "mu_rel": [], "zero": []} for c in conds
+        }
+        for t in range(depth + 1):
+            for cond, stream in zip(conds, streams, strict=True):
+                t_got, _, x = next(stream)
+                assert t_got == t
+                x = batch.real(x)
+                got = {k: v.numpy() for k, v in per_sample_metrics(x, ("mu", "mu_rel")).items()}
+                layers[cond]["mu"].append(got["mu"])
+                layers[cond]["mu_rel"].append(got["mu_rel"])
+                # finite tokens whose norm rounds to 0 in the dtype: mu_rel = 0/0 (underflow, not overflow)
+                finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
+                layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"]))
+            ticks.step()
+        for cond in conds:
+            for q in ("mu", "mu_rel"):
+                values[cond][q].append(np.stack(layers[cond][q], axis=1))
+            zeros[cond].append(np.stack(layers[cond]["zero"], axis=1))
     info = model_columns(model)
     rows, nonfinite = [], []
     for (v, m, d), vals in values.items():
-        arrays = {q: np.stack(a, axis=1) for q, a in vals.items()}  # [b, L+1]
+        arrays = {q: np.concatenate(a, axis=0) for q, a in vals.items()}  # [b, L+1]
         d_used = float(model.own_d_qk) if d is None else d
-        for row in curve_rows(arrays, cfg.dtype, np.stack(zeros[(v, m, d)], axis=1)):
+        for row in curve_rows(arrays, cfg.dtype, np.concatenate(zeros[(v, m, d)], axis=0)):
             rows.append(
                 {"kind": "curve", "variant": v, "mask": m, "d_qk": d_used, "dtype": cfg.dtype, **info, **row}
             )
@@ -134,6 +188,8 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         "layers_run": depth,
         "load_s": round(loaded, 2),
         "nonfinite_conditions": "; ".join(nonfinite),
+        "device": str(model.device),
+        "batch_size": chunks[0].stop - chunks[0].start if chunks else 0,
     }
     return RunOutput(rows, summary)
 
@@ -167,7 +223,7 @@ class GeometryConfig:
         self.dtype = dtype_name(self.dtype)
 
 
-def model_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+def model_geometry(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """Token geometry per layer (Fig. 4), singular values (Fig. 8), initial cosines (Fig. 9).
 
     Rows ``kind = geometry`` (per layer: each column of ``metrics.token_geometry`` as mean / sample std /
@@ -175,51 +231,69 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     (every singular value of the first ``spectrum_samples`` samples), ``kind = cos_hist`` (histogram of
     the pairwise cosines of X(0) of the first ``cosine_samples``), ``kind = phi0`` (per sample: the
     smallest pairwise cosine of X(0), its token pair, the share of negative pairs).
+
+    ``execution``: the device and batch size (module docstring); the rows, in their order, are those
+    of one batch: per-sample values are concatenated over the batches before they are summarised.
     """
+    from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import GEOMETRY_NAMES, token_geometry
     from rankcollapse.models import excerpts, iter_hidden_states
     from rankcollapse.models.analyze import load_model_cached
     from rankcollapse.models.loading import structural_rank
+    from rankcollapse.models.stream import iter_batches
 
     cfg = config_from(GeometryConfig, params)
-    model = load_model_cached(cfg.model, cfg.dtype, cfg.seed)
+    device, batch_size = _execution(execution)
+    model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
     info = model_columns(model)
-    distinct: Tensor | None = None
-    note = ""
+    cap, why = structural_rank(model, cfg.tokens)
+    own = len(model.layers) if model.dissected else model.n_model_layers
+    chunks = batch_slices(cfg.samples, batch_size)
+    ticks = _Ticks(on_layer, (own if cfg.layers is None else cfg.layers) + 1, len(chunks))
+    distinct_all: list[Tensor] = []
+    sv_rows: dict[int, list[dict[str, Any]]] = {}  # per layer, over the batches in sample order
+    cos_rows: list[dict[str, Any]] = []
+    per_layer: dict[str, dict[int, list[np.ndarray]]] = {}  # name -> layer -> one array per batch
+    for batch in iter_batches(ids, batch_size, model.device):
+        first = batch.rows.start
+        distinct: Tensor | None = None
+        for t, _, x in iter_hidden_states(model, batch.ids, mode=cfg.mode, layers=cfg.layers):
+            x = batch.real(x)
+            if distinct is None:  # X(0): rows equal only where the model embeds a repeated token alike
+                distinct = torch.tensor([torch.unique(x[s], dim=0).shape[0] for s in range(x.shape[0])])
+                distinct_all.append(distinct)
+                limit = distinct.clamp(max=cap)
+            else:
+                limit = distinct
+            got, sv = token_geometry(x, limit)
+            for k, v in got.items():
+                per_layer.setdefault(k, {}).setdefault(t, []).append(v.numpy())
+            for s in range(first, min(cfg.spectrum_samples, batch.rows.stop)):
+                sv_rows.setdefault(t, []).extend(
+                    {
+                        "kind": "sv",
+                        "layer": t,
+                        "sample": s,
+                        "index": i,
+                        "sigma": float(v),
+                        "dtype": cfg.dtype,
+                        **info,
+                    }
+                    for i, v in enumerate(sv[s - first].tolist())
+                )
+            if t == 0:
+                cos_rows.extend(_initial_cosines(x, ids[batch.rows], model, cfg, info, first))
+            ticks.step()
+    mean_distinct = float(torch.cat(distinct_all).double().mean())
+    note = f"rank_max = distinct rows of X(0) (mean {mean_distinct:.4g}), capped at X(0) by {why}"
+    layers = sorted(per_layer["full_rank"])
     rows: list[dict[str, Any]] = []
-    per_layer: dict[str, list[np.ndarray]] = {}
-    for t, _, x in iter_hidden_states(model, ids, mode=cfg.mode, layers=cfg.layers):
-        if distinct is None:  # X(0): rows equal only where the model embeds a repeated token alike
-            distinct = torch.tensor([torch.unique(x[s], dim=0).shape[0] for s in range(x.shape[0])])
-            cap, why = structural_rank(model, cfg.tokens)
-            note = (
-                f"rank_max = distinct rows of X(0) (mean {float(distinct.double().mean()):.4g}), capped "
-                f"at X(0) by {why}"
-            )
-            limit = distinct.clamp(max=cap)
-        else:
-            limit = distinct
-        got, sv = token_geometry(x, limit)
-        for k, v in got.items():
-            per_layer.setdefault(k, []).append(v.numpy())
-        for s in range(cfg.spectrum_samples):
-            rows.extend(
-                {
-                    "kind": "sv",
-                    "layer": t,
-                    "sample": s,
-                    "index": i,
-                    "sigma": float(v),
-                    "dtype": cfg.dtype,
-                    **info,
-                }
-                for i, v in enumerate(sv[s].tolist())
-            )
+    for t in layers:
+        rows.extend(sv_rows.get(t, []))
         if t == 0:
-            rows.extend(_initial_cosines(x, ids, model, cfg, info))
-        on_layer(t)
-    for t in range(len(per_layer["full_rank"])):
+            rows.extend(cos_rows)
+    for t in layers:
         row: dict[str, Any] = {
             "kind": "geometry",
             "layer": t,
@@ -228,34 +302,39 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
             **info,
             "rank_limit": note,
         }
-        row["finite"] = float(np.isfinite(per_layer["sigma_max"][t]).mean())
+        values = {k: np.concatenate(per_layer[k][t]) for k in per_layer}
+        row["finite"] = float(np.isfinite(values["sigma_max"]).mean())
         for k in GEOMETRY_NAMES:
-            row.update(sample_stats(k, per_layer[k][t]))
+            row.update(sample_stats(k, values[k]))
         rows.append(row)
-    return RunOutput(rows, {**info, "layers_run": len(per_layer["full_rank"]) - 1, "rank_limit": note})
+    summary = {**info, "layers_run": len(layers) - 1, "rank_limit": note, "device": str(model.device)}
+    summary["batch_size"] = chunks[0].stop - chunks[0].start
+    return RunOutput(rows, summary)
 
 
 def _initial_cosines(
-    x: Tensor, ids: Tensor, model: Any, cfg: GeometryConfig, info: dict[str, Any]
+    x: Tensor, ids: Tensor, model: Any, cfg: GeometryConfig, info: dict[str, Any], first: int = 0
 ) -> list[dict[str, Any]]:
-    """``phi0`` rows of every sample (with its most negative token pair, decoded) and ``cos_hist`` rows."""
+    """``phi0`` rows of every sample of X(0) ``x`` [b, n, d] (with its most negative token pair, decoded)
+    and ``cos_hist`` rows; ``first``: the run's index of the batch's first sample."""
     from rankcollapse.metrics import pairwise_cosines
 
-    cos = pairwise_cosines(x)
+    cos = pairwise_cosines(x).cpu()
     n = cos.shape[-1]
     off = ~torch.eye(n, dtype=torch.bool)
     rows: list[dict[str, Any]] = []
     edges = np.linspace(-1.0, 1.0, cfg.cosine_bins + 1)
     tok = getattr(model, "tokenizer", None)
-    for s in range(cos.shape[0]):
-        c = cos[s].masked_fill(~off, math.inf)
+    for b in range(cos.shape[0]):
+        s = first + b  # the sample's index in the run
+        c = cos[b].masked_fill(~off, math.inf)
         flat = int(torch.argmin(c))
         i, j = divmod(flat, n)
         pair = ""
         if tok is not None:
-            words = tok.convert_ids_to_tokens([int(ids[s, i]), int(ids[s, j])])
+            words = tok.convert_ids_to_tokens([int(ids[b, i]), int(ids[b, j])])
             pair = f"{words[0]} / {words[1]}"
-        pairs = cos[s][off].numpy()
+        pairs = cos[b][off].numpy()
         rows.append(
             {
                 "kind": "phi0",
@@ -287,21 +366,30 @@ def _initial_cosines(
     return rows
 
 
-def simulate_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+def _simulation_config(params: dict[str, Any], execution: Execution) -> Any:
+    """The ``SimulationConfig`` of a run's params, on the execution's device when one is given."""
+    from rankcollapse.dynamics.simulate import SimulationConfig
+
+    params = dict(params)
+    if isinstance(params.get("metrics"), list):
+        params["metrics"] = tuple(params["metrics"])
+    if execution and execution.get("device"):
+        params["device"] = str(execution["device"])
+    return config_from(SimulationConfig, params)
+
+
+def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """The simulator on a ``SimulationConfig`` built from ``params``; its batch are the samples.
 
     Rows (``kind = curve``): :func:`curve_rows` of the per-sample mu and mu_rel, the ``variant``
     (the simulator's preset: ``attn`` = SAN, ``attn+sphere`` = the theory's LayerNorm), model words
     for figures, and ``bound`` (Theorem 1's ``C (1 - eps^r)^{t/r}``, the largest C) where it applies.
-    Summary: the Theorem 1 check (``theory.*``), the mask radius, final values.
+    Summary: the Theorem 1 check (``theory.*``), the mask radius, final values, ``device`` and
+    ``batch_size`` (the simulator's whole batch: ``execution``'s batch size does not apply).
     """
-    from rankcollapse.dynamics.simulate import SimulationConfig
     from rankcollapse.dynamics.simulate import simulate as run_simulation
 
-    params = dict(params)
-    if isinstance(params.get("metrics"), list):
-        params["metrics"] = tuple(params["metrics"])
-    config = config_from(SimulationConfig, params)
+    config = _simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
     zero = np.isnan(arrays["mu_rel"]) & np.isfinite(arrays["mu"])
@@ -336,6 +424,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         )
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
+    summary.update(device=config.device, batch_size=config.batch)
     return RunOutput(rows, summary)
 
 
@@ -351,36 +440,35 @@ def _flatten(prefix: str, obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def simulate(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+def simulate(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """``rankcollapse.dynamics.simulate`` as it is: the simulator's per-layer rows (batch means, min,
-    max) and its summary. For custom sweeps (``--config-dir``)."""
-    from rankcollapse.dynamics.simulate import SimulationConfig
+    max) and its summary. For custom sweeps (``--config-dir``). ``execution``: as :func:`simulate_curves`."""
     from rankcollapse.dynamics.simulate import simulate as run_simulation
 
-    params = dict(params)
-    if isinstance(params.get("metrics"), list):
-        params["metrics"] = tuple(params["metrics"])
-    config = config_from(SimulationConfig, params)
+    config = _simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
+    summary.update(device=config.device, batch_size=config.batch)
     return RunOutput([dict(r) for r in result.rows], summary)
 
 
-def analyze(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+def analyze(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """``rankcollapse.models.analyze`` as it is: one row per hidden state, model facts and timings.
-    For custom sweeps (``--config-dir``)."""
+    For custom sweeps (``--config-dir``). ``execution``: ``AnalyzeConfig.device`` and ``batch_size``."""
     from rankcollapse.models import AnalyzeConfig
     from rankcollapse.models import analyze as run_analysis
 
     params = dict(params)
     if isinstance(params.get("metrics"), list):
         params["metrics"] = tuple(params["metrics"])
+    params.update({k: v for k, v in (execution or {}).items() if k in ("device", "batch_size")})
     config = config_from(AnalyzeConfig, params)
     result = run_analysis(config, on_row=lambda row: on_layer(int(row["layer"])))
     summary = {k: v for k, v in result.model_info.items() if isinstance(v, str | int | float | bool)}
     summary.update({f"seconds.{k}": v for k, v in result.seconds.items()})
     summary["final_mu_rel"] = float(result.rows[-1]["mu_rel"])
+    summary.update(device=config.device, batch_size=min(config.batch_size or config.samples, config.samples))
     return RunOutput([dict(r) for r in result.rows], summary)
 
 
