@@ -28,9 +28,9 @@ _SPELLING = re.compile(r"^(cpu|cuda)(?::(\d{1,4}))?$")
 
 
 def supports_float64(device: torch.device) -> bool:
-    """Whether torch computes float64 on ``device`` (CPU and CUDA do; Apple's MPS does not): a float64
-    tensor is made there, and a refusal by torch means no."""
-    if device.type == "cpu":
+    """Whether torch computes float64 on ``device``: CPU and CUDA do; on any other device a float64
+    tensor is made there, and a refusal by torch (Apple's MPS) means no."""
+    if device.type in ("cpu", "cuda"):
         return True
     try:
         torch.zeros(1, dtype=torch.float64, device=device)
