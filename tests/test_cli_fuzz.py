@@ -265,6 +265,8 @@ REPRODUCE_BAD = [
     ["--workers", "0"], ["--workers", "-1"], ["--workers", "2.5"],
     ["--quick", "--full"], ["--config-dir", "/no/such/folder"], ["--list", "--only", "x"],
     ["--workers", "1000"], ["--profile", ""],
+    ["--device", "gpu"], ["--device", "cuda:99"], ["--device", ""], ["--batch-size", "0"],
+    ["--batch-size", "x"],
 ]
 
 
@@ -313,6 +315,7 @@ ANALYZE_OPTIONS = {
     "--samples": ints(1, 2, (0, 100_000_000)), "--tokens": ints(4, 12, (0, 10**9)),
     "--dtype": st.sampled_from(["float32", "float64", "f16"]), "--seed": ints(0, 2, (-1,)),
     "--backend": st.sampled_from(["auto", "hf", "parts", "onnx"]), "--threads": ints(1, 2, (0, 1000)),
+    "--device": st.sampled_from(["cpu", "cuda", "cuda:7", "tpu", ""]), "--batch-size": ints(1, 3, (0,)),
 }
 
 

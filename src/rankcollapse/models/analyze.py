@@ -221,37 +221,56 @@ class AnalyzeResult:
         return [int(r["layer"]) for r in self.rows if r["status"] == "overflow"]
 
 
-def estimate_bytes(model: LoadedModel, samples: int, tokens: int) -> int:
-    """Peak memory of one layer of a run, estimated before anything is allocated (bytes).
+def estimate_bytes(model: LoadedModel, samples: int, tokens: int, batch: int | None = None, rows: int = 0,
+                   metrics: int = 0) -> int:
+    """Peak memory of one layer of a run, estimated before anything is allocated (bytes): what every
+    sample keeps (:func:`kept_bytes`) plus one batch in the model (:func:`batch_bytes`; ``batch``
+    None: all ``samples`` at once)."""
+    in_model = batch_bytes(model, samples if batch is None else batch, tokens)
+    return kept_bytes(samples, tokens, rows, metrics) + in_model
 
-    Token ids (int64, a few index temporaries), about eight ``[b, n, d]`` activations alive at once
-    (residual, q, k, v, attention output, MLP hidden at 4d) and two ``[b, h, n, n]`` attention maps.
-    """
+
+def kept_bytes(samples: int, tokens: int, rows: int = 0, metrics: int = 0) -> int:
+    """What a run keeps for all its samples, whatever the batches: token ids (int64, a few index
+    temporaries) and, per row and metric, one float64 value per sample (twice: the rows are made
+    from them)."""
+    return 3 * samples * tokens * 8 + 2 * rows * metrics * samples * 8
+
+
+def batch_bytes(model: LoadedModel, batch: int, tokens: int) -> int:
+    """One batch in the model: about eight ``[b, n, d]`` activations alive at once (residual, q, k, v,
+    attention output, MLP hidden at 4d) and two ``[b, h, n, n]`` attention maps."""
     itemsize = torch.empty((), dtype=model.dtype).element_size()
     parts = model.layers[0] if model.layers else None
     cfg = model.hf_model.config
     width = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0) or 768)
     heads = parts.n_heads if parts is not None else int(getattr(cfg, "num_attention_heads", 12))
-    ids = 3 * samples * tokens * 8
-    acts = 8 * samples * tokens * width * itemsize
-    maps = 2 * samples * heads * tokens * tokens * itemsize
-    return ids + acts + maps
+    acts = 8 * batch * tokens * width * itemsize
+    maps = 2 * batch * heads * tokens * tokens * itemsize
+    return acts + maps
 
 
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
     """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file), on the CPU.
 
-    A batch (``config.batch_size`` samples, or all of them) whose estimated memory
-    (:func:`estimate_bytes`) exceeds what this machine has (on CUDA: what is free on the GPU) is
-    refused before anything is allocated.
+    A run whose estimated memory exceeds what this machine has is refused before anything is
+    allocated: what every sample keeps (:func:`kept_bytes`) and one batch in the model
+    (:func:`batch_bytes`, ``config.batch_size`` samples or all), on the CPU; on CUDA the batch is
+    checked against what is free on the GPU.
     """
+    from rankcollapse.metrics import METRIC_NAMES
+
     batch = min(config.batch_size or config.samples, config.samples)
-    check_memory(
-        f"analyze of {model.name} with {config.samples} samples x {config.tokens} tokens "
-        f"(batches of {batch}) on {config.device}",
-        estimate_bytes(model, batch, config.tokens),
-        device_memory(model.device),
-    )
+    depth = config.layers if config.layers is not None else (len(model.layers) or model.n_model_layers)
+    metrics = len(config.metrics or METRIC_NAMES)
+    what = f"analyze of {model.name}: {config.samples} samples x {config.tokens} tokens, batches of {batch}"
+    kept = kept_bytes(config.samples, config.tokens, depth + 1, metrics)
+    in_model = batch_bytes(model, batch, config.tokens)
+    if model.device.type == "cpu":
+        check_memory(what, kept + in_model)
+    else:
+        check_memory(what, kept)
+        check_memory(f"{what} on {model.device}", in_model, device_memory(model.device))
     return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
 
 
