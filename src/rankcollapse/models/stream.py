@@ -4,7 +4,8 @@ Row ``t = 0`` is the embeddings output (the input of the first layer, named ``em
 row ``t >= 1`` is the output of the ``t``-th layer applied (``layer_{t}_out``), which is model
 layer ``(t - 1) mod n_layers``. For pre-LN decoders and T5 the rows are the residual stream
 before the final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
-What other tools call each row: :mod:`rankcollapse.models.names`.
+What other tools call each row: :mod:`rankcollapse.models.names`. A run's samples go through in
+batches (:func:`iter_batches`, :class:`Batch`), each batch on the model's device when it is its turn.
 
 Masks: by default each model layer uses its own, as its config defines it
 (:func:`rankcollapse.masks.hf_schedule.schedule_from_hf_config`: causal or complete, Mistral's and

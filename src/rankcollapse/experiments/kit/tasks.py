@@ -39,6 +39,7 @@ from torch import Tensor
 
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.grid import EXECUTION_KEYS
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
 
@@ -462,7 +463,7 @@ def analyze(params: dict[str, Any], on_layer: OnLayer, execution: Execution = No
     params = dict(params)
     if isinstance(params.get("metrics"), list):
         params["metrics"] = tuple(params["metrics"])
-    params.update({k: v for k, v in (execution or {}).items() if k in ("device", "batch_size")})
+    params.update({k: v for k, v in (execution or {}).items() if k in EXECUTION_KEYS})
     config = config_from(AnalyzeConfig, params)
     result = run_analysis(config, on_row=lambda row: on_layer(int(row["layer"])))
     summary = {k: v for k, v in result.model_info.items() if isinstance(v, str | int | float | bool)}
