@@ -37,7 +37,7 @@ from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
 from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
 from rankcollapse.experiments.engine.story import Found, StoryData, slice_data
-from rankcollapse.experiments.engine.verdicts import ORIGINS, UNTESTED, VERDICTS, Claim, verdict_class
+from rankcollapse.experiments.engine.verdicts import ORIGINS, UNDECIDED, UNTESTED, VERDICTS, Claim
 from rankcollapse.experiments.kit.claims import no_data_row, with_failures
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
@@ -286,13 +286,14 @@ def _analyse(
 
 def verdict_counts(claims: list[Claim]) -> dict[str, dict[str, int]]:
     """Per origin (paper setting first), how many rows fall in each verdict class
-    (reproduced / not reproduced / inconclusive / untested, by the plotted quantity)."""
-    classes = [v.value for v in VERDICTS] + [UNTESTED]
+    (reproduced / not reproduced / inconclusive / undecided / untested, by the plotted quantity;
+    ``undecided``: inconclusive rows the sample leaves open, ``Claim.verdict_class``)."""
+    classes = [v.value for v in VERDICTS] + [UNDECIDED, UNTESTED]
     out: dict[str, dict[str, int]] = {}
     for origin in ORIGINS:
         rows = [c for c in claims if c.origin == origin.value]
         if rows:
-            counts = {k: sum(1 for c in rows if verdict_class(c.verdict) == k) for k in classes}
+            counts = {k: sum(1 for c in rows if c.verdict_class == k) for k in classes}
             out[origin.value] = {k: n for k, n in counts.items() if n}
     return out
 
