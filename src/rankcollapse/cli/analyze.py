@@ -71,11 +71,22 @@ def analyze_command(
                                      "mismatch."),
     out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ plot)."),
     plot: bool = typer.Option(False, "--plot", help="Also draw token_geometry.png (paper Figure 4 panels)."),
+    download: bool = typer.Option(False, "--download", help="Allow the network: fetch a hub name or a paper "
+                                  "checkpoint not in the local Hugging Face cache (config, safetensors, "
+                                  "tokenizer; announced on stderr, 10 s timeouts). Same as "
+                                  "RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded."),
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
+    from rankcollapse.io import check_output_folder
+
+    check_output_folder(out, "analyze")  # a foreign, read-only or busy --out: found before the model loads
+    if download:
+        from rankcollapse.models.hub import allow_downloads
+
+        allow_downloads()
     import torch
 
-    from rankcollapse.io import RunWriter
+    from rankcollapse.io import OutputFolder, RunWriter
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
     from rankcollapse.models.loading import load_model
 
@@ -95,17 +106,22 @@ def analyze_command(
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
-    with RunWriter(out, {"analyze": asdict(config), "model": info}) as writer:
-        result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row)
-    if plot:
-        from rankcollapse.models.plot import plot_token_geometry
+    outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "token_geometry.png", "mask_check.json")
+    checks: list = []
+    with OutputFolder(out, "analyze", outputs=outputs) as folder:
+        with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:
+            result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row)
+        if plot:
+            from rankcollapse.models.plot import plot_token_geometry
 
-        try:
-            plot_token_geometry(result.rows, Path(out) / "token_geometry.png",
-                                title=f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, "
-                                      f"{config.dtype}")
-        except OSError as err:
-            raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
+            try:
+                plot_token_geometry(result.rows, folder.file("token_geometry.png"),
+                                    title=f"{loaded.label} — {mode}, mask {info['mask']}, d_qk "
+                                          f"{info['d_qk']:g}, {config.dtype}")
+            except OSError as err:
+                raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
+        if check_masks:
+            checks = _check_masks(loaded, ids, folder.file("mask_check.json"))
     bad = result.overflow_layers
     zero = [int(r["layer"]) for r in result.rows if r["status"] == "underflow"]
     state = "all finite" if not bad else (f"NON-FINITE (overflow) in {len(bad)} rows from layer {bad[0]} on; "
@@ -121,22 +137,21 @@ def analyze_command(
     for note in result.notes:
         if note == loaded.info.get("note"):
             print(f"rankcollapse: note: {note}", file=sys.stderr)
-    if check_masks and _check_masks(loaded, ids, Path(out)):
+    for check in checks:
+        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
+    if not all(c.matches for c in checks):
         raise typer.Exit(1)
 
 
-def _check_masks(loaded: object, ids: object, out: Path) -> bool:
-    """Run the per-layer mask check, print a line per layer, write ``mask_check.json``; True on a mismatch."""
+def _check_masks(loaded: object, ids: object, path: Path) -> list:
+    """Run the per-layer mask check and write ``mask_check.json``; return the checks (one per layer)."""
     from dataclasses import asdict as as_dict
 
     from rankcollapse.io import write_json
     from rankcollapse.models.diagnose import check_masks
 
     checks = check_masks(loaded, ids)
-    for check in checks:
-        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "mask_check.json", {
+    write_json(path, {
         "source": "ours: support of HF eager attention vs the config's masks",
         "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]})
-    return not all(c.matches for c in checks)
+    return checks

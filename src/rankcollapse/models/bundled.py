@@ -122,8 +122,10 @@ def convert_gguf(gguf: Path, tmp: Path) -> None:
     from safetensors.torch import save_file
     from transformers import AutoModel, AutoTokenizer
 
-    model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    from rankcollapse.models.hub import hub_kwargs
+
+    model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **hub_kwargs())
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, **hub_kwargs())
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     config = model.config.to_dict()
