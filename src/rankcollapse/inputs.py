@@ -52,11 +52,14 @@ _CHUNK = 1 << 20
 
 
 def quote_path(path: str | os.PathLike[str], limit: int = 80) -> str:
-    """A path for an error line: quoted, cut to ``limit`` characters (the full length said)."""
+    """A path for an error line: quoted; a longer one is cut in the middle to ``limit`` characters
+    (its start and its file name kept, the full length said)."""
     text = os.fsdecode(path)
     if len(text) <= limit:
         return repr(text)
-    return f"{text[: limit - 3]!r}... ({len(text)} characters)"
+    head = limit // 2
+    tail = limit - head - 3
+    return f"{text[:head] + '...' + text[-tail:]!r} ({len(text)} characters)"
 
 
 def os_reason(err: OSError) -> str:
@@ -361,12 +364,14 @@ def npy_header(fh: IO[bytes], path: str | os.PathLike[str], what: str) -> tuple[
 
 
 def read_npy(path: str | os.PathLike[str], what: str, check: HeaderCheck | None = None,
-             max_bytes: int | None = None) -> Any:
+             max_bytes: int | None = None,
+             reserve: Callable[[tuple[int, ...], int], None] | None = None) -> Any:
     """A .npy array whose header is checked before any data is allocated.
 
-    Refused with one line: a non-regular file, object (pickled) arrays, a header claiming more
-    than ``max_bytes`` of data (default: the kind's cap) or more data than the file holds, and
-    whatever ``check(shape, dtype)`` raises for. Pickles are never loaded.
+    Refused with one line: a non-regular file, object (pickled) arrays, whatever
+    ``check(shape, dtype)`` raises for, a header claiming more than ``max_bytes`` of data (default:
+    the kind's cap) or more data than the file holds, and whatever ``reserve(shape, nbytes)`` (a
+    memory check, called last, just before the allocation) raises for. Pickles are never loaded.
     """
     import numpy as np
 
@@ -392,6 +397,8 @@ def read_npy(path: str | os.PathLike[str], what: str, check: HeaderCheck | None 
                 f"{what} {quote_path(path)} claims shape {shape} ({human_size(need)}) but holds "
                 f"{human_size(max(have, 0))} of data; allowed: an intact numpy.save file"
             )
+        if reserve is not None:
+            reserve(shape, need)
         array = np.empty(count, dtype=dtype)
         view, got = memoryview(array.view(np.uint8)), 0
         while got < need:

@@ -128,9 +128,11 @@ class FileMask(_TableMask):
 
         def check(shape: tuple[int, ...], dtype: Any) -> None:
             _check_square_bool(shape, dtype, where)
-            require_memory(2.0 * int(shape[0]) * int(shape[1]), f"loading {where} of shape {tuple(shape)}")
 
-        return read_npy(path, "mask file", check)
+        def reserve(shape: tuple[int, ...], nbytes: int) -> None:
+            require_memory(2.0 * nbytes, f"loading {where} of shape {tuple(shape)}")
+
+        return read_npy(path, "mask file", check, reserve=reserve)
 
     @property
     def spec(self) -> str:

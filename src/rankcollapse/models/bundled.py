@@ -72,7 +72,10 @@ def build_once(target: Path, marker: str, build: Callable[[Path], None], force: 
     if (target / marker).is_file() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_name(target.name + ".lock"), "w") as lock:
+    # opened without O_TRUNC and without following a link: a planted link never truncates its target
+    fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    with os.fdopen(fd, "r+b") as lock:
         try:
             import fcntl
 

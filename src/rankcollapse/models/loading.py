@@ -16,6 +16,7 @@ with a smaller vocabulary (``random:albert-base-v2``: 30000) reads ids folded mo
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import pickle
@@ -185,7 +186,7 @@ def check_model_folder(path: Path) -> dict[str, Any]:
     is refused: rankcollapse never runs a model folder's code), and weights present.
     RankCollapseError (one line) else.
     """
-    from rankcollapse.inputs import file_kind, os_error, quote_path, read_json
+    from rankcollapse.inputs import file_kind, os_error, quote_path, read_text
 
     shown = quote_path(path)
     try:
@@ -205,7 +206,12 @@ def check_model_folder(path: Path) -> dict[str, Any]:
     if "config.json" not in names:
         msg = f"model folder {shown} has no config.json; expected a Hugging Face model folder"
         raise RankCollapseError(msg)
-    data = read_json(path / "config.json", "model config")
+    text = read_text(path / "config.json", "model config")
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise RankCollapseError(f"model folder {shown}: config.json is not valid JSON ({msg})") from None
     if not isinstance(data, dict) or "model_type" not in data:
         raise RankCollapseError(f"model folder {shown}: config.json has no 'model_type'")
     model_type = data["model_type"]
