@@ -73,8 +73,8 @@ def build_once(target: Path, marker: str, build: Callable[[Path], None], force: 
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     # opened without O_TRUNC and without following a link: a planted link never truncates its target
-    fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o644)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target.with_name(target.name + ".lock"), flags, 0o644)
     with os.fdopen(fd, "r+b") as lock:
         try:
             import fcntl
