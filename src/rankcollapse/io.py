@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.inputs import os_error, quote_path
+from rankcollapse.inputs import file_kind, os_error, quote_path
 
 _VERSIONED = ("rankcollapse", "torch", "numpy", "scipy", "transformers", "networkx")
 
@@ -83,13 +83,23 @@ class LinkRefusedError(RankCollapseError):
 
 
 def refuse_link(path: str | Path) -> Path:
-    """``path`` unless it is a symbolic link (then :class:`LinkRefusedError`, one line)."""
+    """``path`` if it is absent or a regular file; a symbolic link is :class:`LinkRefusedError`, a
+    FIFO, a device, a socket or a folder a RankCollapseError (one line): a file written there would
+    go through the link, or replace ``/dev/full`` with a picture."""
     target = Path(path)
-    if target.is_symlink():
+    try:
+        mode = os.lstat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return target
+    except OSError as err:
+        raise os_error("output", target, err, verb="write") from None
+    if stat.S_ISLNK(mode):
         raise LinkRefusedError(
             f"{quote_path(target)} is a symbolic link; rankcollapse never writes through a link "
             "(remove it, or choose another output)"
         )
+    if not stat.S_ISREG(mode):
+        raise RankCollapseError(f"{quote_path(target)} is {file_kind(mode)}; allowed: a regular file path")
     return target
 
 

@@ -107,9 +107,9 @@ def revision_of(repo: str) -> str:
     try:
         response = get_session().get(url, timeout=TIMEOUT_S, follow_redirects=True)
     except Exception as err:  # httpx's ConnectError, ReadTimeout, ... (the transport's own classes)
-        kind = "no answer" if "timeout" in type(err).__name__.lower() else "cannot connect"
+        kind = "no answer from" if "timeout" in type(err).__name__.lower() else "cannot connect to"
         raise RankCollapseError(
-            f"cannot download {repo!r}: {kind} from {endpoint()} within {TIMEOUT_S} s ({_reason(err)})"
+            f"cannot download {repo!r}: {kind} {endpoint()} within {TIMEOUT_S} s ({_reason(err)})"
         ) from None
     if response.status_code in (401, 403, 404):
         raise RankCollapseError(
