@@ -360,6 +360,8 @@ def npy_header(fh: IO[bytes], path: str | os.PathLike[str], what: str) -> tuple[
         raise RankCollapseError(
             f"{what} {quote_path(path)} is not a .npy array ({reason}); allowed: numpy.save output"
         ) from None
+    if any(int(s) < 0 for s in shape):
+        raise RankCollapseError(f"{what} {quote_path(path)} claims a negative shape {tuple(shape)}")
     return tuple(int(s) for s in shape), bool(fortran), dtype
 
 
@@ -415,6 +417,8 @@ def read_npy(path: str | os.PathLike[str], what: str, check: HeaderCheck | None 
 
 def check_folder(path: str | os.PathLike[str], what: str) -> Path:
     """An existing folder to list (``--config-dir``): one line if it is missing, a file, or unreadable."""
+    if "\x00" in os.fspath(path):
+        raise RankCollapseError(f"{what} {quote_path(path)} contains a NUL character; allowed: a folder path")
     try:
         info = os.stat(path)
     except OSError as err:

@@ -237,6 +237,8 @@ def check_output_folder(
     if not str(text).strip():
         raise RankCollapseError(f"{option} must name a folder, got ''")
     folder = Path(text)
+    if "\x00" in str(text):
+        raise RankCollapseError(f"{option} {quote_path(folder)} contains a NUL character; allowed: a folder path")
     try:
         info = os.stat(folder)
     except FileNotFoundError:
