@@ -186,14 +186,14 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
 def _legacy_owner(folder: Path) -> str | None:
     """The command that wrote a folder made before markers existed (its own layout), or None.
 
-    reproduce: a ``.lock`` file or a run store (``runs/<experiment>/<run>.json``); simulate and
-    analyze: a ``config.json`` holding a RunWriter record (``config``, ``versions``, ``command``).
+    reproduce: a run store (``runs/<experiment>/<run>.json``), or ``runs/`` beside its ``.lock``;
+    simulate and analyze: a ``config.json`` holding a RunWriter record (``config``, ``versions``,
+    ``command``).
     """
-    if (folder / LOCK_NAME).is_file() and not (folder / LOCK_NAME).is_symlink():
-        return "reproduce"
     runs = folder / "runs"
-    if _is_dir(runs) and not runs.is_symlink() and next(runs.glob("*/*.json"), None) is not None:
-        return "reproduce"
+    if _is_dir(runs) and not runs.is_symlink():
+        if (folder / LOCK_NAME).is_file() or next(runs.glob("*/*.json"), None) is not None:
+            return "reproduce"
     cfg = folder / "config.json"
     try:
         if cfg.is_file() and not cfg.is_symlink() and cfg.stat().st_size < 1 << 20:
