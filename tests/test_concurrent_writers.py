@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, start
 
 
@@ -21,7 +22,9 @@ def test_a_second_writer_is_refused_and_the_first_result_is_intact(writer: Write
     out = tmp_path / "out"
     first = start(writer, out)
     try:
-        assert holding(first, out), f"the first writer ended before it could be stopped: {first.communicate()}"
+        assert holding(first, out), (
+            f"the first writer ended before it could be stopped: {first.communicate()}"
+        )
         second = start(writer, out)
         _, err = second.communicate(timeout=120)
         lines = error_lines(err)

@@ -36,15 +36,20 @@ from hypothesis import strategies as st
 
 from rankcollapse.cli.main import main
 
-EXAMPLES = settings(max_examples=2, deadline=None, derandomize=True, database=None,
-                    phases=(Phase.explicit, Phase.generate),
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+EXAMPLES = settings(
+    max_examples=2,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 GUARD_SECONDS = 30
 GUARD_BYTES = 3 << 30
 SENTINEL = Path(tempfile.gettempdir()) / f"rankcollapse-hostile-ran-{os.getpid()}"
 
 
-class Hung(Exception):
+class HungError(Exception):
     """The command blocked (a FIFO open, an endless read) past the guard's alarm."""
 
 
@@ -54,7 +59,7 @@ def guarded() -> Iterator[None]:
     ``GUARD_BYTES`` more address space than this process already has."""
 
     def ring(signum: int, frame: object) -> None:
-        raise Hung(f"blocked for {GUARD_SECONDS} s")
+        raise HungError(f"blocked for {GUARD_SECONDS} s")
 
     previous = signal.signal(signal.SIGALRM, ring)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -77,7 +82,9 @@ def run_cli(args: list[str]) -> tuple[int, str]:
         try:
             code = main(args)
         except BaseException as exc:  # a hang, a MemoryError, any escape: the failure looked for
-            pytest.fail(f"rankcollapse {' '.join(args)[:300]!r} raised {type(exc).__name__}: {str(exc)[:300]}")
+            pytest.fail(
+                f"rankcollapse {' '.join(args)[:300]!r} raised {type(exc).__name__}: {str(exc)[:300]}"
+            )
     return code, err.getvalue()
 
 
@@ -144,6 +151,7 @@ def _link(target: str) -> Maker:
     def make(scene: Scene, path: Path, junk: bytes) -> Path:
         path.symlink_to(target)
         return path
+
     return make
 
 
@@ -151,6 +159,7 @@ def _write(data: Callable[[bytes], bytes]) -> Maker:
     def make(scene: Scene, path: Path, junk: bytes) -> Path:
         path.write_bytes(data(junk))
         return path
+
     return make
 
 
@@ -191,6 +200,7 @@ def _oversize(size: int) -> Maker:
     def make(scene: Scene, path: Path, junk: bytes) -> Path:
         _sparse(path, size)
         return path
+
     return make
 
 
@@ -216,7 +226,9 @@ NPY: dict[str, Maker] = {
     "npy truncated data": _write(lambda junk: _npy_header((3, 3)) + b"\x00" * 20),
     "npy negative shape": _write(lambda junk: _npy_header((-1, 3))),
     "npy of pickled objects": _write(lambda junk: _npy_object()),
-    "npy header that is not a dict": _write(lambda junk: b"\x93NUMPY\x01\x00\x10\x00" + b"__import__('os')\n"),
+    "npy header that is not a dict": _write(
+        lambda junk: b"\x93NUMPY\x01\x00\x10\x00" + b"__import__('os')\n"
+    ),
 }
 
 
@@ -239,7 +251,9 @@ YAML: dict[str, Maker] = {
     "yaml alias bomb (9^12 nodes in 600 bytes)": _write(_yaml_bomb),
     "yaml merge-key bomb": _write(lambda junk: _merge_bomb()),
     "yaml recursive alias": _write(lambda junk: b"name: x\ntitle: t\ntask: toy\ngrid: &g {n: [*g]}\n"),
-    "yaml python tag": _write(lambda junk: f"!!python/object/apply:builtins.open ['{SENTINEL}', 'w']\n".encode()),
+    "yaml python tag": _write(
+        lambda junk: f"!!python/object/apply:builtins.open ['{SENTINEL}', 'w']\n".encode()
+    ),
     "yaml nested 100000 deep": _write(lambda junk: b"[" * 100_000 + b"]" * 100_000),
     "yaml over 1 MiB": _oversize((1 << 20) + 1),
     "yaml that is not UTF-8": _write(lambda junk: b"name: \xff\xfe" + junk),
@@ -298,27 +312,42 @@ def _weights_bytes(folder: Path) -> bytes:
 FolderMaker = Callable[[Path], None]
 FOLDER: dict[str, FolderMaker] = {
     "weights: corrupt safetensors header": lambda f: (f / "model.safetensors").write_bytes(
-        (16).to_bytes(8, "little") + b"{not json at all" + b"x" * 64),
+        (16).to_bytes(8, "little") + b"{not json at all" + b"x" * 64
+    ),
     "weights: truncated safetensors": lambda f: (f / "model.safetensors").write_bytes(
-        _weights_bytes(f)[: len(_weights_bytes(f)) // 2]),
+        _weights_bytes(f)[: len(_weights_bytes(f)) // 2]
+    ),
     "weights: header claiming 1 TB": lambda f: (f / "model.safetensors").write_bytes(
-        (10**12).to_bytes(8, "little") + b"{}"),
+        (10**12).to_bytes(8, "little") + b"{}"
+    ),
     "weights: a pickle that runs code": lambda f: (
-        (f / "model.safetensors").unlink(), (f / "pytorch_model.bin").write_bytes(pickle.dumps({"w": RunCode()}))),
+        (f / "model.safetensors").unlink(),
+        (f / "pytorch_model.bin").write_bytes(pickle.dumps({"w": RunCode()})),
+    ),
     "weights: a FIFO": lambda f: _replace(f, "model.safetensors", os.mkfifo),
     "config.json: a FIFO": lambda f: _replace(f, "config.json", os.mkfifo),
-    "config.json: a link to /dev/zero": lambda f: _replace(f, "config.json", lambda p: p.symlink_to("/dev/zero")),
-    "config.json: nested 200000 deep": lambda f: (f / "config.json").write_bytes(b"[" * 200_000 + b"]" * 200_000),
+    "config.json: a link to /dev/zero": lambda f: _replace(
+        f, "config.json", lambda p: p.symlink_to("/dev/zero")
+    ),
+    "config.json: nested 200000 deep": lambda f: (f / "config.json").write_bytes(
+        b"[" * 200_000 + b"]" * 200_000
+    ),
     "config.json: over 16 MiB": lambda f: _sparse(f / "config.json", (16 << 20) + 1),
     "config.json: auto_map code of its own": lambda f: (
-        _edit_config(f, model_type="rc-hostile", auto_map={"AutoConfig": "configuration_x.XConfig",
-                                                           "AutoModel": "modeling_x.XModel"}),
+        _edit_config(
+            f,
+            model_type="rc-hostile",
+            auto_map={"AutoConfig": "configuration_x.XConfig", "AutoModel": "modeling_x.XModel"},
+        ),
         (f / "configuration_x.py").write_text(f"open({str(SENTINEL)!r}, 'w')\n"),
-        (f / "modeling_x.py").write_text(f"open({str(SENTINEL)!r}, 'w')\n")),
+        (f / "modeling_x.py").write_text(f"open({str(SENTINEL)!r}, 'w')\n"),
+    ),
     "config.json: unknown model_type": lambda f: _edit_config(f, model_type="frobnicator"),
     "tokenizer: no tokenizer files": lambda f: [p.unlink() for p in list(f.iterdir()) if "token" in p.name],
-    "tokenizer: a link to /dev/zero": lambda f: _replace(f, "tokenizer.json", lambda p: p.symlink_to("/dev/zero")),
-    "tokenizer: corrupt tokenizer.json": lambda f: (f / "tokenizer.json").write_bytes(b"{\"version\": 1.0, "),
+    "tokenizer: a link to /dev/zero": lambda f: _replace(
+        f, "tokenizer.json", lambda p: p.symlink_to("/dev/zero")
+    ),
+    "tokenizer: corrupt tokenizer.json": lambda f: (f / "tokenizer.json").write_bytes(b'{"version": 1.0, '),
 }
 
 
@@ -336,26 +365,80 @@ _ALL: dict[str, Maker] = {**GENERIC, **NPY, **YAML, **JSON, **TEXT}
 _NPY_READERS = (*GENERIC, *NPY)
 READERS = (
     Reader("mask file:", lambda p, o: ["mask", f"file:{p}", "--n", "4"], _NPY_READERS),
-    Reader("simulate --mask file:", lambda p, o: ["simulate", "--mask", f"file:{p}", "--n", "4", "--d", "2",
-                                                    "--layers", "2", "--no-progress", "--out", o], _NPY_READERS),
-    Reader("equilibria --value", lambda p, o: ["equilibria", "--n", "3", "--d", "3", "--value", p, "--steps", "5",
-                                                "--starts", "2"], _NPY_READERS),
+    Reader(
+        "simulate --mask file:",
+        lambda p, o: [
+            "simulate",
+            "--mask",
+            f"file:{p}",
+            "--n",
+            "4",
+            "--d",
+            "2",
+            "--layers",
+            "2",
+            "--no-progress",
+            "--out",
+            o,
+        ],
+        _NPY_READERS,
+    ),
+    Reader(
+        "equilibria --value",
+        lambda p, o: ["equilibria", "--n", "3", "--d", "3", "--value", p, "--steps", "5", "--starts", "2"],
+        _NPY_READERS,
+    ),
     Reader("mask --hf-config", lambda p, o: ["mask", "--hf-config", p, "--n", "4"], (*GENERIC, *JSON)),
-    Reader("analyze --text", lambda p, o: ["analyze", "--model", "tiny:bert", "--text", p, "--samples", "2",
-                                           "--tokens", "8", "--out", o], (*GENERIC, *TEXT)),
-    Reader("reproduce --config-dir (its x.yaml)", lambda p, o: ["reproduce", "--config-dir", str(Path(p).parent),
-                                                                "--profile", "tiny", "--no-progress", "--out", o],
-           (*(k for k in GENERIC if k not in ("name over 255 bytes", "path under a regular file", "NUL in the name")),
-            *YAML)),
-    Reader("reproduce --config-dir (the folder)", lambda p, o: ["reproduce", "--config-dir", p, "--profile", "tiny",
-                                                                "--no-progress", "--out", o],
-           tuple(k for k in GENERIC if k not in ("directory",))),
+    Reader(
+        "analyze --text",
+        lambda p, o: [
+            "analyze",
+            "--model",
+            "tiny:bert",
+            "--text",
+            p,
+            "--samples",
+            "2",
+            "--tokens",
+            "8",
+            "--out",
+            o,
+        ],
+        (*GENERIC, *TEXT),
+    ),
+    Reader(
+        "reproduce --config-dir (its x.yaml)",
+        lambda p, o: [
+            "reproduce",
+            "--config-dir",
+            str(Path(p).parent),
+            "--profile",
+            "tiny",
+            "--no-progress",
+            "--out",
+            o,
+        ],
+        (
+            *(
+                k
+                for k in GENERIC
+                if k not in ("name over 255 bytes", "path under a regular file", "NUL in the name")
+            ),
+            *YAML,
+        ),
+    ),
+    Reader(
+        "reproduce --config-dir (the folder)",
+        lambda p, o: ["reproduce", "--config-dir", p, "--profile", "tiny", "--no-progress", "--out", o],
+        tuple(k for k in GENERIC if k not in ("directory",)),
+    ),
 )
 CASES = [(r, k) for r in READERS for k in r.kinds]
 
 #: File names hypothesis draws: any characters a file name may hold (no '/' or NUL), up to 60 of them.
-NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"), min_size=1,
-                max_size=60).filter(lambda s: s not in (".", "..") and len(s.encode()) < 200)
+NAMES = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"), min_size=1, max_size=60
+).filter(lambda s: s not in (".", "..") and len(s.encode()) < 200)
 
 
 def _place(scene: Scene, reader: Reader, name: str) -> Path:
@@ -382,24 +465,31 @@ def test_a_hostile_file_is_one_line_and_exit_2(reader: Reader, kind: str, name: 
         scene.close()
 
 
-FOLDER_CASES = [(cmd, k) for cmd in ("analyze", "mask") for k in FOLDER
-                if cmd == "analyze" or k.startswith("config.json")]
+FOLDER_CASES = [
+    (cmd, k) for cmd in ("analyze", "mask") for k in FOLDER if cmd == "analyze" or k.startswith("config.json")
+]
 
 
-@pytest.mark.parametrize(("command", "kind"), FOLDER_CASES, ids=[f"{c} --model <- {k}" for c, k in FOLDER_CASES])
+@pytest.mark.parametrize(
+    ("command", "kind"), FOLDER_CASES, ids=[f"{c} --model <- {k}" for c, k in FOLDER_CASES]
+)
 @EXAMPLES
 @example(name="model")
 @given(name=NAMES)
-def test_a_hostile_model_folder_is_one_line_and_exit_2(model_template: Path, command: str, kind: str,
-                                                       name: str) -> None:
+def test_a_hostile_model_folder_is_one_line_and_exit_2(
+    model_template: Path, command: str, kind: str, name: str
+) -> None:
     scene = Scene()
     try:
         folder = scene.root / name
         shutil.copytree(model_template, folder)
         FOLDER[kind](folder)
         out = scene.root / "out"
-        args = (["analyze", "--model", str(folder), "--samples", "2", "--tokens", "8", "--out", str(out)]
-                if command == "analyze" else ["mask", "--model", str(folder), "--n", "4"])
+        args = (
+            ["analyze", "--model", str(folder), "--samples", "2", "--tokens", "8", "--out", str(out)]
+            if command == "analyze"
+            else ["mask", "--model", str(folder), "--n", "4"]
+        )
         line = assert_refused(args)
         assert not (out / "metrics.csv").exists()
         if command == "analyze" and kind.startswith("tokenizer: no"):
@@ -414,7 +504,18 @@ def test_a_hostile_model_folder_is_one_line_and_exit_2(model_template: Path, com
 
 def test_the_intact_template_folder_runs(model_template: Path, tmp_path: Path) -> None:
     """The control: the same folder, unharmed, analyzes fine (the refusals above are the files')."""
-    code, err = run_cli(["analyze", "--model", str(model_template), "--samples", "2", "--tokens", "8",
-                         "--out", str(tmp_path / "out")])
+    code, err = run_cli(
+        [
+            "analyze",
+            "--model",
+            str(model_template),
+            "--samples",
+            "2",
+            "--tokens",
+            "8",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0, err
     assert (tmp_path / "out" / "metrics.csv").is_file()

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, looks_finished, start
 
 #: Small enough that every command's outputs pass it (figures, reports, metrics), large enough for
@@ -32,7 +33,9 @@ def _rerun_completes(writer: Writer, out: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("writer", WRITERS, ids=IDS)
-def test_a_full_disk_is_one_line_and_leaves_nothing_that_looks_finished(writer: Writer, tmp_path: Path) -> None:
+def test_a_full_disk_is_one_line_and_leaves_nothing_that_looks_finished(
+    writer: Writer, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     proc = start(writer, out, fsize=FSIZE)
     _, err = proc.communicate(timeout=300)
@@ -47,7 +50,9 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_that_looks_finished(writer: 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 @pytest.mark.parametrize("writer", WRITERS, ids=IDS)
-def test_a_signal_mid_run_leaves_nothing_that_looks_finished(writer: Writer, sig: int, tmp_path: Path) -> None:
+def test_a_signal_mid_run_leaves_nothing_that_looks_finished(
+    writer: Writer, sig: int, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     proc = start(writer, out)
     try:

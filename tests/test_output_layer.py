@@ -71,8 +71,18 @@ WRITERS = {
     "analyze": ["analyze", "--model", "tiny:bert", "--samples", "2", "--tokens", "8", "--out", "OUT"],
     "portrait": ["portrait", "--out", "OUT"],
     "counterexample": ["counterexample", "--out", "OUT"],
-    "reproduce": ["reproduce", "--profile", "tiny", "--only", "theorem1", "--workers", "1", "--no-progress",
-                  "--out", "OUT"],
+    "reproduce": [
+        "reproduce",
+        "--profile",
+        "tiny",
+        "--only",
+        "theorem1",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--out",
+        "OUT",
+    ],
 }
 
 
@@ -93,7 +103,9 @@ def users_folder(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", list(WRITERS))
-def test_a_folder_rankcollapse_did_not_make_is_refused_and_left_as_it_was(command: str, tmp_path: Path) -> None:
+def test_a_folder_rankcollapse_did_not_make_is_refused_and_left_as_it_was(
+    command: str, tmp_path: Path
+) -> None:
     folder = users_folder(tmp_path)
     before = snapshot(folder)
     line = one_line_error(writer_args(command, folder))
@@ -147,7 +159,9 @@ def toy_runs():  # type: ignore[no-untyped-def]
 
 # ---- links ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("command", ["simulate", "analyze", "portrait", "reproduce"])
-def test_a_planted_link_in_the_folder_is_refused_and_its_target_untouched(command: str, tmp_path: Path) -> None:
+def test_a_planted_link_in_the_folder_is_refused_and_its_target_untouched(
+    command: str, tmp_path: Path
+) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     out = tmp_path / "out"
@@ -293,15 +307,16 @@ def test_a_damaged_run_file_is_recomputed_never_trusted(tmp_path: Path, damage: 
     assert victim.stem not in set(_table(out)["run_id"])  # left out of the table, never half in it
     again = _sweep(out)
     assert (again.skipped, again.finished) == (3, 1)
-    pd.testing.assert_frame_equal(_table(out).drop(columns=["wall_s"], errors="ignore"),
-                                  full.drop(columns=["wall_s"], errors="ignore"))
+    pd.testing.assert_frame_equal(
+        _table(out).drop(columns=["wall_s"], errors="ignore"), full.drop(columns=["wall_s"], errors="ignore")
+    )
     assert store.finished() == 4 and (collect_index(out)["status"] == "ok").all()
 
 
 def test_reproduce_recomputes_a_damaged_run_and_rewrites_the_whole_table(tmp_path: Path) -> None:
     out = tmp_path / "repro"
     args = writer_args("reproduce", out)
-    code, first, err = run_cli(args)
+    code, _, err = run_cli(args)
     assert code == 0, err
     full = pd.read_csv(out / "runs.csv")
     victim = sorted((out / "runs" / "theorem1").glob("*.csv"))[0]

@@ -27,16 +27,70 @@ class Writer:
 
 
 WRITERS = (
-    Writer("simulate", ("simulate", "--n", "8", "--d", "4", "--layers", "3000", "--metrics", "mu",
-                        "--no-progress", "--overwrite", "--out", "OUT"), ("config.json", "metrics.csv"), 3001),
-    Writer("analyze", ("analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64", "--layers", "60",
-                       "--out", "OUT"), ("config.json", "metrics.csv"), 61),
-    Writer("portrait", ("portrait", "--out", "OUT"), ("paper_figure1.png", "paper_figure5.pdf",
-                                                      "paper_counterexample.json")),
-    Writer("counterexample", ("counterexample", "--out", "OUT"),
-           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json")),
-    Writer("reproduce", ("reproduce", "--profile", "tiny", "--only", "theorem1,radius_rate", "--workers", "1",
-                         "--no-progress", "--out", "OUT"), ("runs.csv", "claims.csv", "report.html")),
+    Writer(
+        "simulate",
+        (
+            "simulate",
+            "--n",
+            "8",
+            "--d",
+            "4",
+            "--layers",
+            "3000",
+            "--metrics",
+            "mu",
+            "--no-progress",
+            "--overwrite",
+            "--out",
+            "OUT",
+        ),
+        ("config.json", "metrics.csv"),
+        3001,
+    ),
+    Writer(
+        "analyze",
+        (
+            "analyze",
+            "--model",
+            "tiny:gpt2",
+            "--samples",
+            "4",
+            "--tokens",
+            "64",
+            "--layers",
+            "60",
+            "--out",
+            "OUT",
+        ),
+        ("config.json", "metrics.csv"),
+        61,
+    ),
+    Writer(
+        "portrait",
+        ("portrait", "--out", "OUT"),
+        ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"),
+    ),
+    Writer(
+        "counterexample",
+        ("counterexample", "--out", "OUT"),
+        ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"),
+    ),
+    Writer(
+        "reproduce",
+        (
+            "reproduce",
+            "--profile",
+            "tiny",
+            "--only",
+            "theorem1,radius_rate",
+            "--workers",
+            "1",
+            "--no-progress",
+            "--out",
+            "OUT",
+        ),
+        ("runs.csv", "claims.csv", "report.html"),
+    ),
 )
 IDS = [w.command for w in WRITERS]
 
@@ -52,9 +106,14 @@ def start(writer: Writer, out: Path, fsize: int | None = None) -> subprocess.Pop
     """``python -m rankcollapse <writer's slow run>`` into ``out`` (with ``RLIMIT_FSIZE`` when given)."""
     args = [str(out) if a == "OUT" else a for a in writer.slow]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "rankcollapse", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=lambda: _child_setup(fsize))
+    return subprocess.Popen(
+        [sys.executable, "-m", "rankcollapse", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: _child_setup(fsize),
+    )
 
 
 def holding(proc: subprocess.Popen[str], out: Path, deadline_s: float = 120.0) -> bool:

@@ -238,7 +238,8 @@ def check_output_folder(
         raise RankCollapseError(f"{option} must name a folder, got ''")
     folder = Path(text)
     if "\x00" in str(text):
-        raise RankCollapseError(f"{option} {quote_path(folder)} contains a NUL character; allowed: a folder path")
+        msg = f"{option} {quote_path(folder)} contains a NUL character; allowed: a folder path"
+        raise RankCollapseError(msg)
     try:
         info = os.stat(folder)
     except FileNotFoundError:

@@ -12,7 +12,7 @@ A download (:func:`download`):
 2. starts with one request to the Hub's API with a timeout of :data:`TIMEOUT_S` seconds and no
    retry, so a network that never answers, a failing DNS or an unknown repository is one line
    within :data:`TIMEOUT_S` seconds;
-3. then fetches the snapshot of that commit with ``huggingface_hub.snapshot_download`` (its
+3. then fetches the snapshot of ``main`` with ``huggingface_hub.snapshot_download`` (its
    retry warnings silenced; its timeouts ``HF_HUB_ETAG_TIMEOUT`` / ``HF_HUB_DOWNLOAD_TIMEOUT``
    set to :data:`TIMEOUT_S` unless the user set them), restricted to :data:`FILES`: the config,
    safetensors weights (never a pickle) and the tokenizer.
@@ -147,10 +147,10 @@ def download(repo: str, why: str = "--download") -> Path:
     print(f"rankcollapse: downloading {repo!r} from {endpoint()} into the Hugging Face cache ({why}; "
           f"config, safetensors weights, tokenizer; no answer within {TIMEOUT_S} s is an error)",
           file=sys.stderr, flush=True)
-    sha = revision_of(repo)
+    revision_of(repo)  # the bounded first request: no answer, no such repository -> one line, now
     try:
-        with _quiet_hub():
-            folder = Path(snapshot_download(repo, revision=sha, allow_patterns=list(FILES),
+        with _quiet_hub():  # by branch, so the cache records main -> commit and later runs find it offline
+            folder = Path(snapshot_download(repo, revision="main", allow_patterns=list(FILES),
                                             etag_timeout=TIMEOUT_S))
     except RankCollapseError:
         raise

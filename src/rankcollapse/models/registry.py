@@ -44,6 +44,7 @@ from rankcollapse.models.checkpoints import (
     TINY_CONFIGS,
     checkpoint_key,
 )
+from rankcollapse.models.hub import FILES as HUB_FILES
 from rankcollapse.models.hub import download, downloads_allowed, how_to_download
 
 Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
@@ -123,7 +124,8 @@ def hf_snapshot(hub_name: str) -> Path | None:
     except ImportError:
         return None
     try:
-        folder = Path(snapshot_download(hub_name, local_files_only=True))
+        # the files a download fetches (models.hub.FILES): a snapshot fetched with them is complete
+        folder = Path(snapshot_download(hub_name, local_files_only=True, allow_patterns=list(HUB_FILES)))
     except Exception:  # not cached, or not a repository name: the hub raises several kinds
         return None
     weights = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
