@@ -90,6 +90,11 @@ def analyze_command(
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
     from rankcollapse.models.loading import load_model
 
+    if layers is not None:  # the depth is checked here, by its flag's name, before a schedule names it
+        from rankcollapse.masks.schedule import MAX_LAYERS
+        from rankcollapse.validate import check_int
+
+        check_int("--layers", layers, low=0, high=MAX_LAYERS)
     if corpus is not None and text is not None:
         raise RankCollapseError("--corpus does not apply with --text (the text file is the corpus); give one")
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=resolve_d_qk(d_qk, temperature),
