@@ -128,7 +128,9 @@ def test_a_bad_out_is_found_before_the_model_loads(tmp_path: Path, monkeypatch, 
     elif problem == "not writable":  # as on a read-only file system (root passes permission bits)
         out.mkdir()
         real = os.access
-        monkeypatch.setattr(rio.os, "access", lambda p, mode: False if Path(p) == out else real(p, mode))
+        monkeypatch.setattr(
+            rio.os, "access", lambda p, mode: real(p, mode) and not (Path(p) == out and mode & os.W_OK)
+        )
     else:
         (tmp_path / "file").write_text("x")
         out = tmp_path / "file" / "out"
