@@ -56,7 +56,8 @@ def test_a_signal_mid_run_leaves_nothing_that_looks_finished(
     out = tmp_path / "out"
     proc = start(writer, out)
     try:
-        assert holding(proc, out), f"the run ended before it could be stopped: {proc.communicate()}"
+        stopped = holding(proc, out, writer.busy)
+        assert stopped, f"the run ended before it could be stopped: {proc.communicate()}"
         proc.send_signal(sig)
     finally:
         proc.send_signal(signal.SIGCONT)

@@ -23,74 +23,24 @@ class Writer:
     command: str
     slow: tuple[str, ...]
     finished: tuple[str, ...]
+    busy: str  # a glob that matches once the run is writing its results (mid-run from then on)
     rows: int = 0  # metrics.csv rows of a finished simulate / analyze run
 
 
 WRITERS = (
-    Writer(
-        "simulate",
-        (
-            "simulate",
-            "--n",
-            "8",
-            "--d",
-            "4",
-            "--layers",
-            "3000",
-            "--metrics",
-            "mu",
-            "--no-progress",
-            "--overwrite",
-            "--out",
-            "OUT",
-        ),
-        ("config.json", "metrics.csv"),
-        3001,
-    ),
-    Writer(
-        "analyze",
-        (
-            "analyze",
-            "--model",
-            "tiny:gpt2",
-            "--samples",
-            "4",
-            "--tokens",
-            "64",
-            "--layers",
-            "60",
-            "--out",
-            "OUT",
-        ),
-        ("config.json", "metrics.csv"),
-        61,
-    ),
-    Writer(
-        "portrait",
-        ("portrait", "--out", "OUT"),
-        ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"),
-    ),
-    Writer(
-        "counterexample",
-        ("counterexample", "--out", "OUT"),
-        ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"),
-    ),
-    Writer(
-        "reproduce",
-        (
-            "reproduce",
-            "--profile",
-            "tiny",
-            "--only",
-            "theorem1,radius_rate",
-            "--workers",
-            "1",
-            "--no-progress",
-            "--out",
-            "OUT",
-        ),
-        ("runs.csv", "claims.csv", "report.html"),
-    ),
+    Writer("simulate", ("simulate", "--n", "8", "--d", "4", "--layers", "3000", "--metrics", "mu",
+                        "--no-progress", "--overwrite", "--out", "OUT"),
+           ("config.json", "metrics.csv"), "metrics*.csv", 3001),
+    Writer("analyze", ("analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64",
+                       "--layers", "60", "--out", "OUT"),
+           ("config.json", "metrics.csv"), "metrics*.csv", 61),
+    Writer("portrait", ("portrait", "--out", "OUT"),
+           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), "paper_figure1.png"),
+    Writer("counterexample", ("counterexample", "--out", "OUT"),
+           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), "paper_figure1.png"),
+    Writer("reproduce", ("reproduce", "--profile", "tiny", "--only", "theorem1,radius_rate", "--workers", "1",
+                         "--no-progress", "--out", "OUT"),
+           ("runs.csv", "claims.csv", "report.html"), "runs/*/*.json"),
 )
 IDS = [w.command for w in WRITERS]
 
@@ -116,9 +66,11 @@ def start(writer: Writer, out: Path, fsize: int | None = None) -> subprocess.Pop
     )
 
 
-def holding(proc: subprocess.Popen[str], out: Path, deadline_s: float = 120.0) -> bool:
-    """Wait (polling, no sleep) until ``proc`` holds ``out``'s lock and has written its marker; then
-    stop it (SIGSTOP) so it stays mid-run. False if it ended first."""
+def holding(proc: subprocess.Popen[str], out: Path, busy: str | None = None,
+            deadline_s: float = 120.0) -> bool:
+    """Wait (polling, no sleep) until ``proc`` holds ``out``'s lock, has written its marker and, with
+    ``busy``, has begun writing its results (a file matching that glob, not empty); then stop it
+    (SIGSTOP) so it stays mid-run. False if it ended first."""
     end = time.monotonic() + deadline_s
     lock = out / LOCK_NAME
     while time.monotonic() < end:
@@ -129,7 +81,8 @@ def holding(proc: subprocess.Popen[str], out: Path, deadline_s: float = 120.0) -
         except OSError:
             pid = ""
         marker = read_marker(out)
-        if pid == str(proc.pid) and marker is not None and marker.get("pid") == proc.pid:
+        started = busy is None or any(p.is_file() and p.stat().st_size > 0 for p in out.glob(busy))
+        if pid == str(proc.pid) and marker is not None and marker.get("pid") == proc.pid and started:
             proc.send_signal(signal.SIGSTOP)
             return proc.poll() is None
     return False
