@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,18 @@ from rankcollapse.io import atomic_write, package_versions, real_subfolder, to_j
 RECORD_KEYS = ("run_id", "experiment", "task", "status", "params")
 #: ``status`` given in ``collect_index`` to a finished run whose CSV no longer matches its record.
 DAMAGED = "damaged"
+
+
+#: Run files already verified in this process, keyed by (path, inode, size, mtime, ctime, digest,
+#: rows): a resume asks for each several times (models to prepare, the estimate, the sweep).
+_VERIFIED: dict[tuple[str, int, int, int, int, str, str], bool] = {}
+
+
+def _parse(data: bytes) -> pd.DataFrame | None:
+    try:
+        return pd.read_csv(io.BytesIO(data))
+    except (ValueError, TypeError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        return None
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
@@ -82,28 +95,44 @@ class RunStore:
     def verify(self, record: dict[str, Any]) -> bool:
         """Whether the run file of a finished record is intact: present, of the recorded size and
         SHA-256 (records written before checksums: of the recorded row count). A run without rows
-        has no file and is intact."""
-        return not record.get("n_rows") or self._intact(record) is not None
+        has no file and is intact. A file verified once is not read again while its size and
+        modification time stay the same (a resume asks several times)."""
+        if not record.get("n_rows"):
+            return True
+        path = self.csv_path(record)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        digest = record.get("csv_sha256")
+        if isinstance(digest, str) and info.st_size != record.get("csv_bytes"):
+            return False
+        key = (str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, str(digest),
+               str(record.get("n_rows")))
+        if key not in _VERIFIED:
+            _VERIFIED[key] = self._intact_bytes(record) is not None
+        return _VERIFIED[key]
 
-    def _intact(self, record: dict[str, Any]) -> pd.DataFrame | None:
-        """The rows of a finished run if its file matches the record, else None (never raises)."""
+    def _intact_bytes(self, record: dict[str, Any]) -> bytes | None:
+        """The bytes of a finished run's file if they match its record, else None (never raises)."""
         try:
             data = read_bytes(self.csv_path(record), "run file")
         except RankCollapseError:
             return None
         digest = record.get("csv_sha256")
-        if isinstance(digest, str) and (
-            len(data) != record.get("csv_bytes") or hashlib.sha256(data).hexdigest() != digest
-        ):
-            return None
+        if isinstance(digest, str):
+            ok = len(data) == record.get("csv_bytes") and hashlib.sha256(data).hexdigest() == digest
+            return data if ok else None
+        frame = _parse(data)  # a record from before checksums: the row count is what is checked
         try:
-            frame = pd.read_csv(io.BytesIO(data))
-        except (ValueError, TypeError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
-            return None
-        try:
-            return frame if len(frame) == int(record["n_rows"]) else None
+            return data if frame is not None and len(frame) == int(record["n_rows"]) else None
         except (TypeError, ValueError):
             return None
+
+    def _intact(self, record: dict[str, Any]) -> pd.DataFrame | None:
+        """The rows of a finished run if its file matches the record, else None (never raises)."""
+        data = self._intact_bytes(record)
+        return None if data is None else _parse(data)
 
     def save(self, spec: RunSpec, result: RunResult) -> None:
         """Rows first, then the record (the done-marker, with the rows' size and checksum), each
