@@ -87,8 +87,18 @@ def reproduce_command(
         "--config-dir",
         help="Folder of experiment YAML files to run instead of the bundled ones (example: configs/).",
     ),
+    download: bool = typer.Option(
+        False,
+        "--download",
+        help="Allow the network: paper checkpoints not in the local Hugging Face cache are fetched "
+        "(announced on stderr) instead of replaced by stand-ins. Same as RANKCOLLAPSE_DOWNLOAD=1.",
+    ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
+    if download:
+        from rankcollapse.models.hub import allow_downloads
+
+        allow_downloads()
     with _Interrupt() as guard:
         try:
             _run(
@@ -124,6 +134,23 @@ def _profile(quick: bool, full: bool, profile: str | None) -> str:
     return chosen[0] if chosen else "quick"
 
 
+def check_config_dir(folder: Path) -> None:
+    """Read every ``*.yaml`` of ``--config-dir`` through the one input opener (regular files only, at
+    most 1 MiB each, aliases bounded): a FIFO, a link to /dev/zero or an alias bomb is one line
+    before the experiment loader opens anything."""
+    from rankcollapse.inputs import check_folder, read_yaml
+
+    check_folder(folder, "--config-dir")
+    try:
+        paths = sorted(Path(folder).glob("*.yaml"))
+    except OSError as err:
+        from rankcollapse.inputs import os_error
+
+        raise os_error("--config-dir", folder, err, verb="list") from None
+    for path in paths:
+        read_yaml(path, "experiment config")
+
+
 def _run(
     quick: bool,
     full: bool,
@@ -145,11 +172,16 @@ def _run(
     names = _split(only)
     if out is not None and not out.strip():
         raise RankCollapseError("--out must name a folder, got ''")
+    if config_dir is not None:
+        check_config_dir(config_dir)
     if list_only:
         for exp in load_experiments(name, names, config_dir):
             typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
         return
     out_dir = Path(out) if out is not None else Path("results") / name
+    from rankcollapse.io import check_output_folder
+
+    check_output_folder(out_dir, "reproduce", existing="resume")  # a foreign folder: refused, nothing written
     result = reproduce(
         out_dir,
         profile=name,

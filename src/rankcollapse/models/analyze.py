@@ -32,7 +32,7 @@ from rankcollapse.metrics import document_columns
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import ABLATIONS, diagnostic_stats, layer_schedule_info, mean_defined
-from rankcollapse.models.excerpts import excerpts
+from rankcollapse.models.excerpts import check_excerpts, excerpts
 from rankcollapse.models.inputs import (
     borrowed,
     from_memory,
@@ -221,8 +221,9 @@ def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
     """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file).
 
     A batch whose estimated memory (:func:`estimate_bytes`) exceeds what this machine has is refused
-    before anything is allocated.
+    before anything is allocated (after the context and the tokenizer: :func:`check_excerpts`).
     """
+    check_excerpts(model, config.tokens)
     check_memory(
         f"analyze of {model.name} with {config.samples} samples x {config.tokens} tokens",
         estimate_bytes(model, config.samples, config.tokens),
