@@ -87,6 +87,22 @@ def reproduce_command(
         "--config-dir",
         help="Folder of experiment YAML files to run instead of the bundled ones (example: configs/).",
     ),
+    until_decided: bool = typer.Option(
+        False,
+        "--until-decided",
+        help="Sequential sampling: conditions whose rows are undecided get more seeds (n doubles per "
+        "look, every look judged at level 0.0455/K, Bonferroni) until decided, --max-samples or --budget.",
+    ),
+    max_samples: int = typer.Option(
+        None,
+        "--max-samples",
+        help="With --until-decided: at most this many samples per condition (default 1024).",
+    ),
+    budget: str = typer.Option(
+        None,
+        "--budget",
+        help="With --until-decided: wall time for the whole call, e.g. 3h, 90m, 2h30m (default: none).",
+    ),
     download: bool = typer.Option(
         False,
         "--download",
@@ -114,6 +130,9 @@ def reproduce_command(
                 progress,
                 list_only,
                 config_dir,
+                until_decided=until_decided,
+                max_samples=max_samples,
+                budget=budget,
             )
         except KeyboardInterrupt:
             guard.hit = True
@@ -164,11 +183,18 @@ def _run(
     progress: bool,
     list_only: bool,
     config_dir: Path | None,
+    *,
+    until_decided: bool = False,
+    max_samples: int | None = None,
+    budget: str | None = None,
 ) -> None:
     from rankcollapse.experiments.stories import load_experiments
     from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
+    from rankcollapse.pipeline.sequential import check_sequential, parse_duration
 
     name = _profile(quick, full, profile)
+    budget_s = parse_duration(budget) if budget is not None else None
+    check_sequential(until_decided, max_samples, budget_s)
     names = _split(only)
     if out is not None and not out.strip():
         raise RankCollapseError("--out must name a folder, got ''")
@@ -192,6 +218,9 @@ def _run(
         config_dir=config_dir,
         progress=progress,
         wait=wait,
+        until_decided=until_decided,
+        max_samples=max_samples,
+        budget_s=budget_s,
     )
     counts = verdict_counts(result.claims)
     sweep = result.sweep

@@ -31,6 +31,7 @@ from rankcollapse.pipeline.summary import (
     origin_sentences,
     sample_sentence,
     section_paragraph,
+    sequential_sentence,
     untested_sentence,
 )
 
@@ -195,7 +196,9 @@ def _counters(counts: dict[str, dict[str, int]]) -> list[str]:
     return parts
 
 
-def _summary(claims: list[Claim], headlines: dict[str, list[str]]) -> list[str]:
+def _summary(
+    claims: list[Claim], headlines: dict[str, list[str]], sequential: dict | None = None
+) -> list[str]:
     """The one-screen summary: per origin what reproduced and what did not (with causes), the headline
     findings with their numbers, what could not be tested offline, what the sample decides."""
     parts = ["<section id='summary' class='summary'><h2>Summary</h2>"]
@@ -217,6 +220,9 @@ def _summary(claims: list[Claim], headlines: dict[str, list[str]]) -> list[str]:
         parts.append(f"<p>{_e(untested)}</p>")
     if claims:
         parts.append(f"<p>{_e(sample_sentence(claims))}</p>")
+    told = sequential_sentence(claims, sequential)
+    if told:
+        parts.append(f"<p>{_e(told)}</p>")
     parts.append("</section>")
     return parts
 
@@ -255,7 +261,7 @@ def render_report(
         f"<p>{len(number)} rows (one per statement, model and origin), counted per origin by the verdict on "
         "the quantity the paper plots:</p>",
         *_counters(counts),
-        *_summary(claims, headlines),
+        *_summary(claims, headlines, meta.get("sequential")),
         "<p>Sections, in the paper's order: "
         + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories)
         + " · <a href='#glossary'>glossary</a></p>",

@@ -39,9 +39,16 @@ from rankcollapse.experiments.engine.store import RunStore, collect_index, colle
 from rankcollapse.experiments.engine.story import Found, StoryData, slice_data
 from rankcollapse.experiments.engine.verdicts import ORIGINS, UNDECIDED, UNTESTED, VERDICTS, Claim
 from rankcollapse.experiments.kit.claims import no_data_row, with_failures
+from rankcollapse.experiments.kit.curves import looks as at_looks
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
 from rankcollapse.io import atomic_write, package_versions, to_jsonable, write_json
+from rankcollapse.pipeline.sequential import (
+    DEFAULT_MAX_SAMPLES,
+    check_sequential,
+    run_sequential,
+    stop_reason,
+)
 
 
 @dataclass
@@ -152,16 +159,23 @@ def reproduce(
     config_dir: str | Path | None = None,
     wait: bool = False,
     stories: dict[str, Found] | None = None,
+    until_decided: bool = False,
+    max_samples: int | None = None,
+    budget_s: float | None = None,
 ) -> ReproduceResult:
     """Run the selected experiments of ``profile`` into ``out_dir`` and write the report.
 
     Every option is checked before anything is written. ``out_dir`` is locked for the whole call:
     a second writer gets a RankCollapseError naming the holder's pid, or blocks with ``wait=True``.
     ``stories``: the stories to judge with (default: every story of ``rankcollapse.experiments.stories``).
+    ``until_decided``: sequential sampling (``pipeline.sequential``): the conditions of undecided rows get
+    more seeds, doubling n at each planned look, until decided, ``max_samples`` per condition
+    (default ``sequential.DEFAULT_MAX_SAMPLES``) or ``budget_s`` seconds of wall time for the whole call.
     """
     if not str(out_dir).strip():
         raise RankCollapseError("--out must name a folder, got ''")
     check_executor(executor, scheduler, workers)
+    check_sequential(until_decided, max_samples, budget_s)
     stories = all_stories() if stories is None else stories
     experiments = load_experiments(profile, only, config_dir, stories)
     start = time.perf_counter()
@@ -172,30 +186,91 @@ def reproduce(
         print_estimate(specs, by_name, profile, workers, RunStore(out))
         if executor == "local":
             _prepare_models(specs, RunStore(out))
-        sweep = run_sweep(
-            specs,
-            out,
-            executor=executor,
-            workers=workers,
-            scheduler=scheduler,
-            progress=progress,
-            label=f"reproduce --{profile}",
-        )
+
+        def sweep_runs(todo: list[RunSpec], label: str) -> SweepSummary:
+            return run_sweep(
+                todo,
+                out,
+                executor=executor,
+                workers=workers,
+                scheduler=scheduler,
+                progress=progress,
+                label=f"reproduce --{profile}{label}",
+            )
+
+        sweep = sweep_runs(specs, "")
+        looks: dict[str, int] = {}
+        sampling = None
+        if until_decided:
+
+            def judge(now: list[RunSpec]) -> list[Claim]:
+                table, index = _tables(out, now)
+                return _analyse(experiments, table, index, out, stories, looks=looks, draw=False)[0]
+
+            from rankcollapse.experiments.engine.executors import default_workers
+
+            w = workers or default_workers() if executor == "local" else 1
+            specs, sampling = run_sequential(
+                specs,
+                experiments,
+                judge,
+                lambda todo, label: _add(sweep, sweep_runs(todo, f", {label}")),
+                max_samples=max_samples or DEFAULT_MAX_SAMPLES,
+                budget_s=budget_s,
+                started=start,
+                wall_factor=(PARALLEL_SLOWDOWN if w > 1 else 1.0) / w,
+                set_looks=looks.update,
+            )
         table, index = collect_table(out), collect_index(out)
         write_tables(out, table, index)
-        wanted = {s.run_id for s in specs}
-        if not table.empty:
-            table = table[table["run_id"].isin(wanted)]
-        if not index.empty:
-            index = index[index["run_id"].isin(wanted)]
-        claims, figures, described, headlines = _analyse(experiments, table, index, out, stories)
+        table, index = _only(table, index, specs)
+        claims, figures, described, headlines = _analyse(experiments, table, index, out, stories, looks=looks)
+        if sampling is not None:
+            for c in claims:
+                c.sampling = stop_reason(c, sampling)
+            _write_claims(out, claims)
         wall = time.perf_counter() - start
         meta = _meta(profile, only, executor, workers, sweep, index, wall)
+        if sampling is not None:
+            meta["sequential"] = sampling.describe()
         from rankcollapse.pipeline.report import write_report
 
         report = write_report(claims, figures, described, meta, out, headlines)
         write_json(out / "experiments.json", {"meta": meta, "experiments": described})
     return ReproduceResult(out, report, claims, figures, sweep, wall, experiments)
+
+
+def _add(total: SweepSummary, more: SweepSummary) -> SweepSummary:
+    """Fold a later look's sweep into the call's counts."""
+    total.total += more.total
+    total.skipped += more.skipped
+    total.finished += more.finished
+    total.failed += more.failed
+    total.failures += more.failures
+    total.wall_s += more.wall_s
+    return more
+
+
+def _only(
+    table: pd.DataFrame, index: pd.DataFrame, specs: list[RunSpec]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of ``specs``' runs (the folder may hold runs of other profiles or earlier grids)."""
+    wanted = {s.run_id for s in specs}
+    if not table.empty:
+        table = table[table["run_id"].isin(wanted)]
+    if not index.empty:
+        index = index[index["run_id"].isin(wanted)]
+    return table, index
+
+
+def _tables(out: Path, specs: list[RunSpec]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return _only(collect_table(out), collect_index(out), specs)
+
+
+def _write_claims(out: Path, claims: list[Claim]) -> None:
+    frame = pd.DataFrame([c.to_dict() for c in claims])
+    atomic_write(out / "claims.csv", frame.to_csv(index=False))
+    write_json(out / "claims.json", [c.to_dict() for c in claims])
 
 
 def _meta(
@@ -236,10 +311,14 @@ def _analyse(
     index: pd.DataFrame,
     out: Path,
     stories: dict[str, Found],
+    looks: dict[str, int] | None = None,
+    draw: bool = True,
 ) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]], dict[str, list[str]]]:
     """Each story's rows, figures and headlines from all its arms' slices of the tables, in report
     order; a statement no row judged gets a no-data row; experiments without a story (custom sweeps)
-    get neither."""
+    get neither. ``looks``: per story, the looks of a sequential run (``kit.curves.looks``: every
+    interval at level ALPHA / K); ``draw=False``: rows only (an intermediate look: no figures, no
+    files)."""
     claims: list[Claim] = []
     figures: list[FigureFile] = []
     headlines: dict[str, list[str]] = {}
@@ -258,12 +337,12 @@ def _analyse(
             continue
         arms = {e.arm: slice_data(e, table, index) for e in exps}
         sd = StoryData(name, arms, dict(exps[0].verdict), dict(exps[0].ranges))
-        rows = [
-            with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in found.story.claims(sd)
-        ]
-        judged = {c.key for c in rows}
+        with at_looks((looks or {}).get(name, 1)):
+            judged = found.story.claims(sd)
+        rows = [with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in judged]
+        keys = {c.key for c in rows}
         for statement in found.story.statements:
-            if statement.key not in judged:
+            if statement.key not in keys:
                 why = (
                     "; ".join(
                         f"arm {a}: {d.failures() or 'no finished runs'}"
@@ -275,12 +354,14 @@ def _analyse(
                 first = next(iter(arms.values()), None)
                 rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
         claims.extend(rows)
-        for spec in found.story.figures(sd):
-            figures.append(save_figure(spec, out / "figures", name))
-        headlines[name] = found.story.headlines(sd)
-    frame = pd.DataFrame([c.to_dict() for c in claims])
-    atomic_write(out / "claims.csv", frame.to_csv(index=False))
-    write_json(out / "claims.json", [c.to_dict() for c in claims])
+        if not draw:
+            continue
+        with at_looks((looks or {}).get(name, 1)):
+            for spec in found.story.figures(sd):
+                figures.append(save_figure(spec, out / "figures", name))
+            headlines[name] = found.story.headlines(sd)
+    if draw:
+        _write_claims(out, claims)
     return claims, figures, to_jsonable(described), headlines
 
 

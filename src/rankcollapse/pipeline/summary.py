@@ -134,6 +134,31 @@ def sample_sentence(rows: Sequence[Claim]) -> str:
     return "Sample: " + "; ".join(parts) + "."
 
 
+def sequential_sentence(rows: Sequence[Claim], sequential: dict | None) -> str:
+    """What ``--until-decided`` did: the scheme, the rows more samples decided, why the others stopped."""
+    if not sequential:
+        return ""
+    history = sequential.get("history") or []
+    looks = sequential.get("looks_per_story") or {}
+    grew = [c for c in rows if c.sampling.startswith("decided at n =")]
+    open_ = [c for c in rows if c.undecided]
+    why = Counter(c.sampling.split(": ", 1)[1].split(":")[0] if ": " in c.sampling else "?" for c in open_)
+    budget = sequential.get("budget_s")
+    scheme = (
+        f"Sampled until decided: n doubles at up to {max(looks.values(), default=1)} looks per story, every "
+        "look judged at level 0.0455 / K (Bonferroni over its K looks), at most "
+        f"{sequential.get('max_samples')} samples per condition"
+        + (f", budget {budget / 3600:.2g} h" if budget else "")
+        + f"; {sum(h['runs_added'] for h in history)} runs added over {len(history)} more looks. "
+    )
+    told = f"{len(grew)} rows decided after more samples"
+    if open_:
+        told += (
+            f"; {len(open_)} still undecided (" + ", ".join(f"{k} {n}" for k, n in why.most_common()) + ")"
+        )
+    return scheme + told + "."
+
+
 def section_paragraph(rows: Sequence[Claim], headlines: Sequence[str]) -> str:
     """3-5 sentences for one story's section: per origin, the findings with their numbers, the sample."""
     sentences: list[str] = []
