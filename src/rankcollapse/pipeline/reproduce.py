@@ -196,6 +196,7 @@ def reproduce(
                 scheduler=scheduler,
                 progress=progress,
                 label=f"reproduce --{profile}{label}",
+                cost=lambda s: by_name[s.experiment].cost_s(s) if s.experiment in by_name else None,
             )
 
         sweep = sweep_runs(specs, "")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -258,6 +259,11 @@ def run_sequential(
         undecided = sum(1 for c in claims if c.undecided)
         if not new:
             break
+        print(
+            f"rankcollapse: look {look + 1} of {last}: {undecided} rows undecided; more seeds for "
+            f"{len(rows)} of them ({len(new)} runs, about {estimate / 60:.1f} min)",
+            file=sys.stderr,
+        )
         t0 = time.perf_counter()
         sweep(new, f"look {look + 1} of {last}")
         known.update(s.run_id for s in new)
