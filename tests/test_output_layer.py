@@ -319,13 +319,13 @@ def test_reproduce_recomputes_a_damaged_run_and_rewrites_the_whole_table(tmp_pat
     code, _, err = run_cli(args)
     assert code == 0, err
     full = pd.read_csv(out / "runs.csv")
-    victim = sorted((out / "runs" / "theorem1").glob("*.csv"))[0]
+    victim = sorted((out / "runs" / "theorem1.bound").glob("*.csv"))[0]
     victim.write_bytes(victim.read_bytes()[:100])
     code, again, err = run_cli(args)
     assert code == 0, err
-    assert "4 already finished, 1 run now" in again
+    assert "10 already finished, 1 run now" in again
     pd.testing.assert_frame_equal(pd.read_csv(out / "runs.csv"), full)
     victim.unlink()
     code, again, err = run_cli(args)
-    assert code == 0 and "4 already finished, 1 run now" in again, err
+    assert code == 0 and "10 already finished, 1 run now" in again, err
     assert is_complete(out)

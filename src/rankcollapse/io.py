@@ -208,6 +208,12 @@ def _legacy_owner(folder: Path) -> str | None:
     return None
 
 
+def _is_scaffold(name: str) -> bool:
+    """The layer's own files: the lock, the marker, and a marker being written (its temporary), which a
+    second process may see while the first holds the lock and has not renamed it yet."""
+    return name in SCAFFOLD or any(name.startswith(f".{s}.") and name.endswith(".tmp") for s in SCAFFOLD)
+
+
 def folder_owner(folder: str | Path) -> str | None:
     """Which rankcollapse command made ``folder`` (its marker, else its legacy layout), or None."""
     marker = read_marker(folder)
@@ -279,7 +285,7 @@ def check_output_folder(
             f"{option} {quote_path(folder)} holds a symbolic link ({quote_path(links[0], 40)}); rankcollapse "
             "never writes through a link (remove it, or choose another folder)"
         )
-    if not set(entries) - SCAFFOLD:
+    if all(_is_scaffold(e) for e in entries):
         return folder
     owner = folder_owner(folder)
     if owner is None:

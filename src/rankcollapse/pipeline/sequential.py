@@ -298,6 +298,8 @@ def stop_reason(c: Claim, sampling: Sampling) -> str:
     first = sampling.first_n.get(c.id)
     grew = first is not None and c.n is not None and c.n > first
     why = sampling.stopped.get(c.id, "")
+    if not c.undecided and c.verdict_class == "inconclusive":
+        return f"n = {c.n}: inconclusive for a reason more samples do not change ({c.cause_kind})"
     if not c.undecided:
         if grew:
             return f"decided at n = {c.n} (first look n = {first}; {k} looks planned)"
