@@ -117,29 +117,45 @@ def estimate_seconds(
 PARALLEL_SLOWDOWN = 1.35
 
 
-def print_estimate(
-    specs: list[RunSpec], exps: dict[str, Experiment], profile: str, workers: int | None, store: RunStore
-) -> None:
-    """One line on stderr before a sweep starts: the estimated time of the runs left to do.
+def estimate_line(
+    total: float, known: int, runs: int, profile: str, executor: str, workers: int | None
+) -> str:
+    """The pre-sweep line: CPU time (the sum of the tasks' ``cost_s``, one process alone) and the wall
+    time on ``w`` workers, ``PARALLEL_SLOWDOWN * cpu / w`` for ``w > 1`` (local processes, or the Dask
+    cluster's workers counted as such: its network and scheduling are not in it)."""
 
-    CPU time is the sum of the tasks' ``cost_s`` (one process alone); the wall time on ``w > 1``
-    local workers is ``PARALLEL_SLOWDOWN * cpu / w``."""
-    from rankcollapse.experiments.engine.executors import default_workers
+    def span(sec: float) -> str:
+        return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
+
+    head = (
+        f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for {known} of "
+        f"{runs} runs"
+    )
+    if executor == "dask" and workers is None:
+        return f"{head} (the Dask cluster's wall time: that divided by its workers; it did not say how many)"
+    w = max(int(workers or 1), 1)
+    wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
+    where = f"the Dask cluster's {w} workers" if executor == "dask" else f"{w} local workers"
+    return f"{head}, about {span(wall)} on {where} (measured per-layer costs on this machine's CPU)"
+
+
+def print_estimate(
+    specs: list[RunSpec],
+    exps: dict[str, Experiment],
+    profile: str,
+    workers: int | None,
+    store: RunStore,
+    executor: str = "local",
+    scheduler: str | None = None,
+) -> None:
+    """One line on stderr before a sweep starts: the estimated time of the runs left to do, for the
+    chosen executor (:func:`estimate_line`; a Dask cluster is asked how many workers it has)."""
+    from rankcollapse.experiments.engine.executors import dask_workers, default_workers
 
     total, known = estimate_seconds(specs, exps, store)
     if known:
-        w = workers or default_workers()
-
-        def span(sec: float) -> str:
-            return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
-
-        wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
-        print(
-            f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
-            f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
-            "per-layer costs; more workers or a Dask cluster divide it)",
-            file=sys.stderr,
-        )
+        w = dask_workers(scheduler or "") if executor == "dask" else workers or default_workers()
+        print(estimate_line(total, known, len(specs), profile, executor, w), file=sys.stderr)
 
 
 def finished_runs(out_dir: str | Path) -> int:
@@ -183,7 +199,7 @@ def reproduce(
     by_name = {e.name: e for e in experiments}
     specs = sorted((s for e in experiments for s in e.runs()), key=lambda s: _cost(s, by_name))
     with OutputLock(out, wait=wait):
-        print_estimate(specs, by_name, profile, workers, RunStore(out))
+        print_estimate(specs, by_name, profile, workers, RunStore(out), executor, scheduler)
         if executor == "local":
             _prepare_models(specs, RunStore(out))
 

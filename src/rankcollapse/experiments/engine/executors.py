@@ -196,6 +196,17 @@ def _fill(pool: ProcessPoolExecutor, specs: Iterator[RunSpec], pending: dict, li
         pending[pool.submit(execute_run, spec)] = spec
 
 
+def dask_workers(scheduler: str) -> int | None:
+    """How many workers the Dask scheduler at ``scheduler`` has now (None when it cannot say)."""
+    try:
+        from distributed import Client
+
+        with Client(scheduler, timeout="10s") as client:
+            return len(client.scheduler_info().get("workers", {})) or None
+    except Exception:  # not reachable, or no distributed: the sweep itself says so in one line
+        return None
+
+
 def _run_dask(
     todo: list[RunSpec], scheduler: str, store_result: Callable[[RunSpec, RunResult, bool], None]
 ) -> None:
