@@ -228,3 +228,13 @@ def test_the_summary_says_what_sequential_sampling_did(story, tmp_path) -> None:
     )
     page = result.report.read_text()
     assert "Sampled until decided" in page and "Bonferroni" in page and "still undecided (cap" in page
+
+
+def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, tmp_path) -> None:
+    """The runs of earlier looks cost no budget: the same folder with a tiny budget replays every look
+    and judges the same rows on the same n, running nothing."""
+    kw = dict(profile="full", workers=1, progress=False, stories=story, until_decided=True, max_samples=32)
+    first = reproduce(tmp_path / "out", **kw)
+    again = reproduce(tmp_path / "out", budget_s=1e-3, **kw)
+    assert again.sweep.finished == 0
+    assert {c.id: (c.n, c.verdict) for c in again.claims} == {c.id: (c.n, c.verdict) for c in first.claims}

@@ -237,6 +237,7 @@ def reproduce(
                 started=start,
                 wall_factor=(PARALLEL_SLOWDOWN if w > 1 else 1.0) / w,
                 set_looks=looks.update,
+                finished=RunStore(out).is_done,
             )
         table, index = collect_table(out), collect_index(out)
         write_tables(out, table, index)

@@ -186,11 +186,13 @@ def plan(
     known: set[str],
     left_s: float | None,
     wall_factor: float,
+    finished: Callable[[RunSpec], bool] = lambda spec: False,
 ) -> tuple[list[RunSpec], list[str], dict[str, str], float]:
     """The next look: (new runs, rows extended, stop reasons of the undecided rows left out, est. wall s).
 
     Rows are taken cheapest first while the estimated wall time ``wall_factor * cost`` of the runs
-    added so far fits in ``left_s`` (None: no budget); runs two rows share are counted once."""
+    added so far fits in ``left_s`` (None: no budget); runs two rows share are counted once, runs
+    already ``finished`` in the folder (a resumed call) cost nothing, so a rerun replays its looks."""
     reasons: dict[str, str] = {}
     options: list[Extension] = []
     for c in claims:
@@ -211,8 +213,9 @@ def plan(
     spent = 0.0
     for ext in options:
         new = [s for s in ext.runs if s.run_id not in known and s.run_id not in chosen]
-        cost = wall_factor * sum(experiments[ext.experiment].cost_s(s) or 0.0 for s in new)
-        if left_s is not None and spent + cost > left_s:
+        todo = [s for s in new if not finished(s)]
+        cost = wall_factor * sum(experiments[ext.experiment].cost_s(s) or 0.0 for s in todo)
+        if left_s is not None and cost > 0 and spent + cost > left_s:
             reasons[ext.claim] = (
                 f"budget: the next look's runs (about {(spent + cost) / 60:.0f} min) would not fit in the "
                 f"{left_s / 60:.0f} min left"
@@ -236,12 +239,15 @@ def run_sequential(
     started: float,
     wall_factor: float,
     set_looks: Callable[[dict[str, int]], None],
+    finished: Callable[[RunSpec], bool] = lambda spec: False,
 ) -> tuple[list[RunSpec], Sampling]:
     """Look, extend the undecided rows, sweep the new runs, look again (see the module docstring).
 
     ``specs``: the profile's runs, already swept. ``judge(specs)``: the rows on those runs at the looks
     ``set_looks`` fixed. ``sweep(new, label)``: run and store new runs. ``started``: the call's start
-    (``time.perf_counter()``), against which ``budget_s`` is spent. Returns every run and the log."""
+    (``time.perf_counter()``), against which ``budget_s`` is spent; ``finished(spec)``: the run is
+    already in the folder (it costs no budget: the same command resumes, and replays the looks of an
+    earlier call before it adds any). Returns every run and the log."""
     by_name = {e.name: e for e in experiments}
     sampling = Sampling(max_samples, budget_s)
     claims = judge(specs)  # n is set by the design: K can be fixed from it before any verdict counts
@@ -254,7 +260,7 @@ def run_sequential(
     look = 1
     while look < last:
         left = None if budget_s is None else budget_s - (time.perf_counter() - started)
-        new, rows, reasons, estimate = plan(claims, by_name, max_samples, known, left, wall_factor)
+        new, rows, reasons, estimate = plan(claims, by_name, max_samples, known, left, wall_factor, finished)
         sampling.stopped.update(reasons)
         undecided = sum(1 for c in claims if c.undecided)
         if not new:

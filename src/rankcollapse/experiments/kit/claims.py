@@ -11,6 +11,7 @@ sample size and whether the verdict is provisional.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from rankcollapse.experiments.engine.verdicts import (
 )
 from rankcollapse.experiments.kit import causes
 from rankcollapse.experiments.kit.curves import z
-from rankcollapse.experiments.kit.judgement import Judgement
+from rankcollapse.experiments.kit.judgement import Judgement, Margin
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 
@@ -256,20 +257,28 @@ def claim_row(
 _NOT_SAMPLING = ("threshold", "failed runs", "untested", "no data", "not testable")
 
 
+def _interval(m: Margin) -> str:
+    return f"{m.what}: {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g} (n = {m.n})"
+
+
 def sampling_state(
     plotted: Judged, mechanism: Judged | None, th: Thresholds, kind: str
 ) -> tuple[bool, int | None, str]:
-    """(undecided?, the n that would decide it, its first open comparison in words) of a row.
+    """(undecided?, the n that would decide it, its interval in words) of a row.
 
     A part is undecided when it is inconclusive for want of samples (cause ``sample too small``:
     a comparison's interval straddles its threshold, or n < ``min_samples``); the row is undecided when
     one of its parts is and no other cause (a threshold inside its range, failed runs) explains it.
     ``needed``: the largest :meth:`Margin.needed_n` over the open comparisons, ``min_samples`` where a
-    part had too few samples, None when no comparison says."""
+    part had too few samples, None when no comparison says. The interval: the first open comparison,
+    else the closest decided one (the smallest gap in standard errors), as ``value ± z(n) se against
+    threshold (n = ...)``; empty for a row judged without one (a check, a count)."""
     parts = [j.judgement for j in (plotted, mechanism) if j is not None]
+    margins = [m for j in parts for m in j.margins if math.isfinite(m.value) and math.isfinite(m.se)]
+    closest = min(margins, key=lambda m: abs(m.value - m.threshold) / max(m.se, 1e-300), default=None)
     open_parts = [j for j in parts if j.verdict is INCONCLUSIVE and j.cause_kind == "sample too small"]
     if not open_parts or kind in _NOT_SAMPLING:
-        return False, None, ""
+        return False, None, _interval(closest) if closest is not None else ""
     needs: list[int] = []
     interval = ""
     for j in open_parts:
@@ -278,9 +287,7 @@ def sampling_state(
             if need is not None:
                 needs.append(need)
             if not interval:
-                interval = (
-                    f"{m.what}: {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g} (n = {m.n})"
-                )
+                interval = _interval(m)
         if (
             not j.undecided
             and j.n is not None
@@ -288,6 +295,8 @@ def sampling_state(
             and j.n < th.count("min_samples")
         ):
             needs.append(th.count("min_samples"))
+    if not interval and closest is not None:
+        interval = _interval(closest)
     return True, (max(needs) if needs else None), interval
 
 
