@@ -238,3 +238,15 @@ def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, t
     again = reproduce(tmp_path / "out", budget_s=1e-3, **kw)
     assert again.sweep.finished == 0
     assert {c.id: (c.n, c.verdict) for c in again.claims} == {c.id: (c.n, c.verdict) for c in first.claims}
+
+
+def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(story, tmp_path) -> None:
+    from rankcollapse.pipeline.results import write_results
+
+    kw = dict(profile="full", workers=1, progress=False, stories=story, until_decided=True, max_samples=16)
+    result = reproduce(tmp_path / "out", **kw)
+    page = write_results(tmp_path / "out", tmp_path / "results.md").read_text()
+    for c in result.claims:
+        row = next(line for line in page.splitlines() if f"`{c.id}`" in line)
+        assert f"| {c.n} |" in row and c.sampling[:40] in row and (c.interval[:30] in row)
+    assert "undecided at n = 16" in page and "**Sampling**" in page and "| extension |" in page

@@ -291,6 +291,31 @@ def _write_claims(out: Path, claims: list[Claim]) -> None:
     write_json(out / "claims.json", [c.to_dict() for c in claims])
 
 
+def source_commit() -> str:
+    """The git commit of the running source tree (``+dirty`` with local changes), or "" outside git."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        if head.returncode != 0:
+            return ""
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def _meta(
     profile: str,
     only: list[str] | None,
@@ -315,6 +340,7 @@ def _meta(
         "wall_s": round(wall, 1),
         "run_time_s": round(float(index["wall_s"].sum()), 1) if not index.empty else 0.0,
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": source_commit(),
         "versions": package_versions(),
         "failed_runs": [
             {"experiment": r["experiment"], "run_id": r["run_id"], "error": r["error"]}
