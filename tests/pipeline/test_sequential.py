@@ -4,12 +4,12 @@ pipeline adds seeds only where a row is undecided, stops each row for a reason i
 from __future__ import annotations
 
 import math
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
+from experiments.story_run import story_package
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import discover_stories
 from rankcollapse.experiments.kit.curves import ALPHA, looks
@@ -139,20 +139,28 @@ arms:
 
 @pytest.fixture
 def story(tmp_path, monkeypatch):
-    name = f"seqpkg_{abs(hash(tmp_path)) % 10**8}"
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "__init__.py").write_text("")
-    (folder / "seqstory.py").write_text(textwrap.dedent(_MODULE))
-    (folder / "seqstory.yaml").write_text(textwrap.dedent(_YAML))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield discover_stories(name)
-    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-        del sys.modules[mod]
+    with story_package(tmp_path, monkeypatch) as (name, folder):
+        (folder / "seqstory.py").write_text(textwrap.dedent(_MODULE))
+        (folder / "seqstory.yaml").write_text(textwrap.dedent(_YAML))
+        yield discover_stories(name)
 
 
 def _rows(result) -> dict:
     return {c.id.split("[", 1)[1][:-1]: c for c in result.claims}
+
+
+def _decide(stories, out, max_samples: int = 32, **kw):
+    """``reproduce --full --until-decided`` of the toy story into ``out``, in this process."""
+    return reproduce(
+        out,
+        profile="full",
+        workers=1,
+        progress=False,
+        stories=stories,
+        until_decided=True,
+        max_samples=max_samples,
+        **kw,
+    )
 
 
 def test_until_decided_extends_only_undecided_rows_and_names_why_each_stopped(story, tmp_path) -> None:
@@ -160,15 +168,7 @@ def test_until_decided_extends_only_undecided_rows_and_names_why_each_stopped(st
     base = reproduce(out / "one", profile="full", workers=1, progress=False, stories=story)
     one = _rows(base)
     assert one["seeded, effect 1.5"].undecided and one["seeded, effect 0"].undecided  # n = 4 decides nothing
-    result = reproduce(
-        out / "seq",
-        profile="full",
-        workers=1,
-        progress=False,
-        stories=story,
-        until_decided=True,
-        max_samples=32,
-    )
+    result = _decide(story, out / "seq")
     rows = _rows(result)
     effect, null, fixed = rows["seeded, effect 1.5"], rows["seeded, effect 0"], rows["fixed, effect 0"]
     # the true effect is decided after more samples, on the doubling schedule (4, 8, 16, 32)
@@ -186,46 +186,21 @@ def test_until_decided_extends_only_undecided_rows_and_names_why_each_stopped(st
     seq = result.out_dir / "experiments.json"
     assert '"looks_per_story"' in seq.read_text() and "sampling:" in result.report.read_text()
     # resume: the same command runs nothing new and gives the same rows
-    again = reproduce(
-        out / "seq",
-        profile="full",
-        workers=1,
-        progress=False,
-        stories=story,
-        until_decided=True,
-        max_samples=32,
-    )
+    again = _decide(story, out / "seq")
     assert again.sweep.finished == 0 and {c.id: c.verdict for c in again.claims} == {
         c.id: c.verdict for c in result.claims
     }
 
 
 def test_a_spent_budget_stops_sampling_and_says_so(story, tmp_path) -> None:
-    result = reproduce(
-        tmp_path / "out",
-        profile="full",
-        workers=1,
-        progress=False,
-        stories=story,
-        until_decided=True,
-        max_samples=32,
-        budget_s=1e-3,
-    )
+    result = _decide(story, tmp_path / "out", budget_s=1e-3)
     rows = _rows(result)
     assert rows["seeded, effect 0"].n == 4 and "budget" in rows["seeded, effect 0"].sampling
     assert result.sweep.total == 5  # the profile's own runs only
 
 
 def test_the_summary_says_what_sequential_sampling_did(story, tmp_path) -> None:
-    result = reproduce(
-        tmp_path / "out",
-        profile="full",
-        workers=1,
-        progress=False,
-        stories=story,
-        until_decided=True,
-        max_samples=16,
-    )
+    result = _decide(story, tmp_path / "out", 16)
     page = result.report.read_text()
     assert "Sampled until decided" in page and "Bonferroni" in page and "still undecided (cap" in page
 
@@ -233,9 +208,8 @@ def test_the_summary_says_what_sequential_sampling_did(story, tmp_path) -> None:
 def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, tmp_path) -> None:
     """The runs of earlier looks cost no budget: the same folder with a tiny budget replays every look
     and judges the same rows on the same n, running nothing."""
-    kw = dict(profile="full", workers=1, progress=False, stories=story, until_decided=True, max_samples=32)
-    first = reproduce(tmp_path / "out", **kw)
-    again = reproduce(tmp_path / "out", budget_s=1e-3, **kw)
+    first = _decide(story, tmp_path / "out")
+    again = _decide(story, tmp_path / "out", budget_s=1e-3)
     assert again.sweep.finished == 0
     assert {c.id: (c.n, c.verdict) for c in again.claims} == {c.id: (c.n, c.verdict) for c in first.claims}
 
@@ -243,8 +217,7 @@ def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, t
 def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(story, tmp_path) -> None:
     from rankcollapse.pipeline.results import write_results
 
-    kw = dict(profile="full", workers=1, progress=False, stories=story, until_decided=True, max_samples=16)
-    result = reproduce(tmp_path / "out", **kw)
+    result = _decide(story, tmp_path / "out", 16)
     page = write_results(tmp_path / "out", tmp_path / "results.md").read_text()
     for c in result.claims:
         row = next(line for line in page.splitlines() if f"`{c.id}`" in line)
