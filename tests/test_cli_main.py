@@ -79,7 +79,8 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
                    "--no-progress", "--out", str(out)])
     if delay == "rows":
         deadline = time.time() + 60
-        while not (out / "metrics.csv").exists() or (out / "metrics.csv").stat().st_size < 200:
+        partial = out / "metrics.partial.csv"  # rows stream here; metrics.csv only once complete
+        while not partial.exists() or partial.stat().st_size < 200:
             assert time.time() < deadline and proc.poll() is None, "the run never wrote rows"
             time.sleep(0.05)
     else:
@@ -90,8 +91,9 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines == ["rankcollapse: interrupted; results already written are kept"], err
     if delay == "rows":
-        rows = (out / "metrics.csv").read_text().splitlines()
+        rows = (out / "metrics.partial.csv").read_text().splitlines()
         assert len(rows) >= 3 and rows[0].startswith("layer,mu")
+        assert not (out / "metrics.csv").exists()  # an interrupted run never looks finished
 
 
 HEAVY = ("torch", "transformers", "matplotlib", "pandas", "dask", "scipy")

@@ -21,6 +21,7 @@ FLOORS: list[tuple[str, ...]] = [
         "rankcollapse",
         "rankcollapse.core",
         "rankcollapse.errors",
+        "rankcollapse.inputs",
         "rankcollapse.io",
         "rankcollapse.progress",
         "rankcollapse.runtime",

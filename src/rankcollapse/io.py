@@ -1,16 +1,31 @@
-"""Run outputs: ``config.json`` (everything needed to rerun) and a streamed ``metrics.csv``.
+"""Writing: atomic files, run outputs, and the one output layer every command's folder goes through.
 
-Rows are appended and flushed one at a time, so an interrupted run keeps every layer already
-measured. ``config.json`` is written before the first row and records package versions.
+- :func:`atomic_path` / :func:`atomic_write` / :func:`write_json`: a temporary created beside the
+  target with ``O_EXCL | O_NOFOLLOW`` (unique per process), renamed over the target on success; a
+  target that is a symbolic link is refused, so no write ever follows a planted link.
+- :class:`OutputFolder`: one command's claim on its output folder. A marker file
+  (``.rankcollapse.json``) says the folder is ours and which command made it; a non-empty folder
+  without it (or another command's) is refused with one line; one writer at a time
+  (:class:`OutputLock`, an ``flock`` on ``.lock`` opened with ``O_NOFOLLOW``); the marker says
+  ``complete: true`` only once everything is written, so a half-written run is never mistaken for a
+  finished one. :func:`check_output_folder` is the same check without writing anything (commands
+  call it before loading a model, so a read-only or foreign ``--out`` is found at once).
+- :class:`RunWriter`: ``config.json`` at once and rows streamed to ``metrics.partial.csv``,
+  renamed to ``metrics.csv`` when the run completes: an interrupted run keeps every layer measured
+  under a name that says it is partial.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
 import json
 import os
 import platform
+import stat
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +33,10 @@ from dataclasses import asdict, is_dataclass
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.inputs import file_kind, os_error, quote_path
 
 _VERSIONED = ("rankcollapse", "torch", "numpy", "scipy", "transformers", "networkx")
 
@@ -62,6 +78,37 @@ def temporary_sibling(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
 
 
+class LinkRefusedError(RankCollapseError):
+    """A path the tool would write is a symbolic link (planted or not): never written through."""
+
+
+def refuse_link(path: str | Path) -> Path:
+    """``path`` if it is absent or a regular file; a symbolic link is :class:`LinkRefusedError`, a
+    FIFO, a device, a socket or a folder a RankCollapseError (one line): a file written there would
+    go through the link, or replace ``/dev/full`` with a picture."""
+    target = Path(path)
+    try:
+        mode = os.lstat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return target
+    except OSError as err:
+        raise os_error("output", target, err, verb="write") from None
+    if stat.S_ISLNK(mode):
+        raise LinkRefusedError(
+            f"{quote_path(target)} is a symbolic link; rankcollapse never writes through a link "
+            "(remove it, or choose another output)"
+        )
+    if not stat.S_ISREG(mode):
+        raise RankCollapseError(f"{quote_path(target)} is {file_kind(mode)}; allowed: a regular file path")
+    return target
+
+
+def create_exclusive(path: str | Path, mode: int = 0o644) -> int:
+    """A new file at ``path`` opened for writing with ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing
+    file or link there is an error (``FileExistsError`` / ``OSError``), never opened."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
 @contextmanager
 def atomic_path(path: str | Path, fsync: bool = False) -> Iterator[Path]:
     """Yield a unique temporary path beside ``path``; on success rename it over ``path``.
@@ -69,32 +116,36 @@ def atomic_path(path: str | Path, fsync: bool = False) -> Iterator[Path]:
     >>> with atomic_path(out / "fig.png") as tmp:
     ...     figure.savefig(tmp, format="png")
 
-    On an exception the temporary is removed and ``path`` is untouched: a crash never leaves a
-    half-written file. ``fsync=True`` flushes the bytes to disk before the rename.
+    The temporary is created here (``O_EXCL | O_NOFOLLOW``: a name planted in its place is an
+    error, not a file written through); a ``path`` that is a symbolic link is refused
+    (:class:`LinkRefusedError`). On an exception the temporary is removed and ``path`` is untouched: a
+    crash never leaves a half-written file. ``fsync=True`` flushes the bytes before the rename.
     """
-    target = Path(path)
+    target = refuse_link(path)
     tmp = temporary_sibling(target)
+    os.close(create_exclusive(tmp))
     try:
         yield tmp
         if fsync:
-            fd = os.open(tmp, os.O_RDONLY)
+            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        refuse_link(target)
         os.replace(tmp, target)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def atomic_write(path: str | Path, data: str | bytes, fsync: bool = False) -> None:
     """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically (unique temporary + rename)."""
+    payload = data if isinstance(data, bytes) else data.encode("utf-8")
     with atomic_path(path, fsync=fsync) as tmp:
-        if isinstance(data, bytes):
-            tmp.write_bytes(data)
-        else:
-            tmp.write_text(data, encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
 
 
 def write_json(path: str | Path, obj: Any, fsync: bool = False) -> None:
@@ -102,31 +153,443 @@ def write_json(path: str | Path, obj: Any, fsync: bool = False) -> None:
     atomic_write(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n", fsync=fsync)
 
 
-class RunWriter:
-    """Writes ``out_dir/config.json`` at once and ``out_dir/metrics.csv`` row by row.
+# ---- output folders --------------------------------------------------------------------------------
+LOCK_NAME = ".lock"
+MARKER_NAME = ".rankcollapse.json"
+#: Entries an output folder may hold that are the layer's own, not a run's results.
+SCAFFOLD = frozenset({LOCK_NAME, MARKER_NAME})
+#: What an existing folder of the same command gets: ``refuse`` (e.g. simulate without --overwrite),
+#: ``replace`` (its previous outputs are removed first) or ``resume`` (kept: reproduce).
+Existing = Literal["refuse", "replace", "resume"]
 
-    >>> with RunWriter(out, {"mask": "causal"}) as w:
-    ...     w.write_row({"layer": 0, "mu": 1.0})
 
-    The CSV header is fixed by the first row; later rows must have the same keys.
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_marker(folder: str | Path) -> dict[str, Any] | None:
+    """The marker of an output folder (``.rankcollapse.json``), or None if it has none (or a bad one)."""
+    path = Path(folder) / MARKER_NAME
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > 1 << 20:
+            return None
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("command"), str) else None
+
+
+def _legacy_owner(folder: Path) -> str | None:
+    """The command that wrote a folder made before markers existed (its own layout), or None.
+
+    reproduce: a run store (``runs/<experiment>/<run>.json``), or ``runs/`` beside its ``.lock``;
+    simulate and analyze: a ``config.json`` holding a RunWriter record (``config``, ``versions``,
+    ``command``).
+    """
+    runs = folder / "runs"
+    if _is_dir(runs) and not runs.is_symlink():
+        if (folder / LOCK_NAME).is_file() or next(runs.glob("*/*.json"), None) is not None:
+            return "reproduce"
+    cfg = folder / "config.json"
+    try:
+        if cfg.is_file() and not cfg.is_symlink() and cfg.stat().st_size < 1 << 20:
+            record = json.loads(cfg.read_bytes())
+            if isinstance(record, dict) and {"config", "versions", "command"} <= set(record):
+                inner = record["config"]
+                if isinstance(inner, dict) and len(inner) >= 1:
+                    key = next(iter(inner))
+                    return key if key in ("simulate", "analyze") else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _is_scaffold(name: str) -> bool:
+    """The layer's own files: the lock, the marker, and a marker being written (its temporary), which a
+    second process may see while the first holds the lock and has not renamed it yet."""
+    return name in SCAFFOLD or any(name.startswith(f".{s}.") and name.endswith(".tmp") for s in SCAFFOLD)
+
+
+def folder_owner(folder: str | Path) -> str | None:
+    """Which rankcollapse command made ``folder`` (its marker, else its legacy layout), or None."""
+    marker = read_marker(folder)
+    if marker is not None:
+        return str(marker["command"])
+    return _legacy_owner(Path(folder))
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in path.absolute().parents:
+        if os.path.lexists(parent):
+            return parent
+    return Path("/")
+
+
+def check_output_folder(
+    path: str | Path, command: str, *, option: str = "--out", existing: Existing = "replace"
+) -> Path:
+    """Check, writing nothing, that ``command`` may write the folder ``path``; return it as a Path.
+
+    Allowed: a new folder (under an existing, writable folder), an empty one, or one this command
+    made (its marker, or its layout before markers), under ``existing``'s rule. Refused with one
+    line: a file, a path under a file, an unwritable folder, a non-empty folder rankcollapse did
+    not make, another command's folder, and a folder whose entries include a symbolic link.
+    """
+    text = os.fspath(path) if path is not None else ""
+    if not str(text).strip():
+        raise RankCollapseError(f"{option} must name a folder, got ''")
+    folder = Path(text)
+    if "\x00" in str(text):
+        msg = f"{option} {quote_path(folder)} contains a NUL character; allowed: a folder path"
+        raise RankCollapseError(msg)
+    try:
+        info = os.stat(folder)
+    except FileNotFoundError:
+        info = None
+    except OSError as err:
+        raise os_error(option, folder, err, verb="use") from None
+    if info is None:
+        if folder.is_symlink():
+            msg = f"{option} {quote_path(folder)} is a dangling symbolic link; allowed: a folder"
+            raise RankCollapseError(msg)
+        parent = _existing_parent(folder)
+        try:
+            pinfo = os.stat(parent)
+        except OSError as err:
+            raise os_error(option, folder, err, verb="use") from None
+        if not stat.S_ISDIR(pinfo.st_mode):
+            raise RankCollapseError(
+                f"{option} {quote_path(folder)} lies under a file ({quote_path(parent)}); "
+                "allowed: a folder path"
+            )
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RankCollapseError(
+                f"cannot write {option} {quote_path(folder)}: folder {quote_path(parent)} is not writable"
+            )
+        return folder
+    if not stat.S_ISDIR(info.st_mode):
+        raise RankCollapseError(f"{option} {quote_path(folder)} is a file; allowed: a folder (new or empty)")
+    try:
+        entries = os.listdir(folder)
+    except OSError as err:
+        raise os_error(option, folder, err, verb="list") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RankCollapseError(f"cannot write {option} {quote_path(folder)}: the folder is not writable")
+    links = sorted(e for e in entries if (folder / e).is_symlink())
+    if links:
+        raise LinkRefusedError(
+            f"{option} {quote_path(folder)} holds a symbolic link ({quote_path(links[0], 40)}); rankcollapse "
+            "never writes through a link (remove it, or choose another folder)"
+        )
+    if all(_is_scaffold(e) for e in entries):
+        return folder
+    owner = folder_owner(folder)
+    if owner is None:
+        raise RankCollapseError(
+            f"{option} {quote_path(folder)} is a non-empty folder that rankcollapse did not make (no "
+            f"{MARKER_NAME}); allowed: a new or empty folder, or one an earlier "
+            f"'rankcollapse {command}' wrote"
+        )
+    if owner != command:
+        raise RankCollapseError(
+            f"{option} {quote_path(folder)} holds the output of 'rankcollapse {owner}'; allowed: a new or "
+            f"empty folder, or one an earlier 'rankcollapse {command}' wrote"
+        )
+    if existing == "refuse":
+        raise RankCollapseError(
+            f"{option} {quote_path(folder)} exists and is not empty (an earlier {command} run); pass "
+            "--overwrite to replace its files"
+        )
+    return folder
+
+
+class OutputLock:
+    """One writer per folder: an exclusive ``flock`` on ``DIR/.lock`` held while writing.
+
+    The holder writes its pid into the file; a second process either fails at once with one line
+    naming that pid (``RankCollapseError``, exit 2 on the CLI) or, with ``wait=True``, blocks until
+    the holder is done. The kernel drops the lock when the holder dies (``kill -9`` included), so a
+    stale file never blocks anyone. The lock file is opened with ``O_NOFOLLOW`` and without
+    ``O_TRUNC``, and must be a regular file with no other hard link: a planted link or FIFO is
+    refused, never truncated or written. Folders this lock created are removed again if the run
+    failed and left nothing but the layer's own files in them (no empty folders after a failure).
     """
 
-    def __init__(self, out_dir: str | Path, config: dict[str, Any] | Any) -> None:
-        self.out_dir = Path(out_dir)
+    def __init__(self, folder: str | Path, wait: bool = False, option: str = "output folder") -> None:
+        self.folder = Path(folder)
+        self.wait = wait
+        self.option = option
+        self._fd: int | None = None
+        self._created: list[Path] = []
+
+    def _make_folder(self) -> None:
+        missing = []
+        for parent in (self.folder, *self.folder.parents):
+            if os.path.lexists(parent):
+                break
+            missing.append(parent)
+        if os.path.lexists(self.folder) and not _is_dir(self.folder):
+            raise RankCollapseError(f"output folder {quote_path(self.folder)} is a file; choose a folder")
         try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise RankCollapseError(f"cannot create output folder {self.out_dir}: {err.strerror}") from err
-        cfg = to_jsonable(config)
+            raise os_error("output folder", self.folder, err, verb="create") from None
+        self._created = missing  # deepest first
+
+    def acquire(self) -> OutputLock:
+        self._make_folder()
+        path = self.folder / LOCK_NAME
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as err:
+            self._remove_empty()
+            if err.errno == errno.ELOOP:
+                raise LinkRefusedError(
+                    f"lock file {quote_path(path)} is a symbolic link; rankcollapse never writes through a "
+                    "link (remove it)"
+                ) from None
+            raise os_error("output folder", self.folder, err, verb="write into") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                what = "has another hard link" if stat.S_ISREG(info.st_mode) else "is not a regular file"
+                raise RankCollapseError(f"lock file {quote_path(path)} {what}; remove it")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                raise RankCollapseError(
+                    f"output folder {quote_path(self.folder)} is in use by process {holder}; wait for it "
+                    "(--wait where offered) or choose another --out"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as err:
+            os.close(fd)
+            self._remove_empty()
+            raise os_error("lock file", path, err, verb="write") from None
+        except BaseException:
+            os.close(fd)
+            self._remove_empty()
+            raise
+        self._fd = fd
+        return self
+
+    def release(self, failed: bool = False) -> None:
+        if self._fd is not None:
+            if failed:
+                self._remove_empty()
+            os.close(self._fd)  # drops the flock
+            self._fd = None
+
+    def _remove_empty(self) -> None:
+        """Remove the folders this lock created if nothing but the layer's own files is in them."""
+        for folder in self._created:
+            try:
+                entries = set(os.listdir(folder))
+                if entries <= SCAFFOLD:
+                    for name in entries:
+                        (folder / name).unlink(missing_ok=True)
+                    folder.rmdir()
+            except OSError:
+                return
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release(failed=kind is not None)
+
+
+class OutputFolder:
+    """``with OutputFolder(out, "simulate") as folder: ...``: one command's claim on its output folder.
+
+    On entry: :func:`check_output_folder`, then the folder is created and locked
+    (:class:`OutputLock`), checked again under the lock (two writers cannot both pass), the
+    previous outputs of this command removed if ``existing="replace"`` (the names in ``outputs``
+    and those the previous marker lists), and the marker written with ``complete: false``. On a
+    clean exit the marker is rewritten with ``complete: true`` (last), listing the files written;
+    on an exception it stays ``false`` and a folder this call created is removed if it holds only
+    the layer's own files. :meth:`file` gives a path inside the folder that is not a link.
+    """
+
+    def __init__(self, path: str | Path, command: str, *, option: str = "--out",
+                 existing: Existing = "replace", wait: bool = False, outputs: tuple[str, ...] = ()) -> None:
+        self.path = Path(path)
+        self.command = command
+        self.option = option
+        self.existing = existing
+        self.wait = wait
+        self.outputs = outputs
+        self._lock: OutputLock | None = None
+        self._started = ""
+
+    # the engine's ``OutputLock`` interface (acquire / release), so reproduce can hold one
+    def acquire(self) -> OutputFolder:
+        check_output_folder(self.path, self.command, option=self.option, existing=self.existing)
+        lock = OutputLock(self.path, wait=self.wait, option=self.option)
+        lock.acquire()
+        try:
+            check_output_folder(self.path, self.command, option=self.option, existing=self.existing)
+            previous = read_marker(self.path)
+            if self.existing == "replace":
+                self._clear(previous)
+            self._started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            self._write_marker(complete=False)
+        except BaseException:
+            lock.release(failed=True)
+            raise
+        self._lock = lock
+        return self
+
+    def _clear(self, previous: dict[str, Any] | None) -> None:
+        listed = previous.get("files") if previous else None
+        names = set(self.outputs) | {str(n) for n in listed or () if isinstance(n, str)}
+        for name in sorted(names):
+            if "/" in name or name in SCAFFOLD or name in ("", ".", ".."):
+                continue
+            target = self.path / name
+            try:
+                if target.is_symlink() or target.is_file():
+                    target.unlink()
+            except OSError as err:
+                raise os_error(self.option, target, err, verb="replace") from None
+
+    def _write_marker(self, complete: bool) -> None:
+        files = sorted(e for e in os.listdir(self.path) if e not in SCAFFOLD and not e.startswith("."))
         record = {
-            "config": cfg,
-            "versions": package_versions(),
-            "command": sys.argv,
+            "rankcollapse": "output folder",
+            "command": self.command,
+            "complete": complete,
+            "pid": os.getpid(),
+            "started_at": self._started,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z") if complete else None,
+            "files": files if complete else [],
         }
-        write_json(self.out_dir / "config.json", record)
-        self.metrics_path = self.out_dir / "metrics.csv"
-        self._file = self.metrics_path.open("w", newline="")
+        try:
+            write_json(self.path / MARKER_NAME, record)
+        except OSError as err:
+            raise os_error(self.option, self.path / MARKER_NAME, err, verb="write") from None
+
+    def file(self, name: str) -> Path:
+        """``folder / name``, refused if it is a symbolic link."""
+        return refuse_link(self.path / name)
+
+    def subfolder(self, name: str) -> Path:
+        """``folder / name`` as a real folder (created if missing; a link or a file there is refused)."""
+        return real_subfolder(self.path, name)
+
+    def release(self, failed: bool = False) -> None:
+        if self._lock is None:
+            return
+        try:
+            if not failed:
+                self._write_marker(complete=True)
+        finally:
+            self._lock.release(failed=failed)
+            self._lock = None
+
+    def __enter__(self) -> OutputFolder:
+        return self.acquire()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release(failed=kind is not None)
+
+
+def write_folder(path: str | Path, command: str, job: Any, *, outputs: tuple[str, ...] = (),
+                 existing: Existing = "replace") -> Any:
+    """``job(folder_path)`` inside an :class:`OutputFolder` of ``command``; an ``OSError`` of the job
+    is one line naming the folder. Returns what the job returns."""
+    with OutputFolder(path, command, existing=existing, outputs=outputs) as folder:
+        try:
+            return job(folder.path)
+        except OSError as err:
+            where = err.filename if isinstance(err.filename, str) else folder.path
+            raise os_error("output", where, err, verb="write") from None
+
+
+def is_complete(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a finished run: its marker says ``complete: true``."""
+    marker = read_marker(folder)
+    return bool(marker and marker.get("complete") is True)
+
+
+def real_subfolder(folder: str | Path, name: str) -> Path:
+    """``folder / name`` as a real folder (created if missing); a symbolic link or a file there is
+    refused, so nothing is written outside the output folder through a planted link."""
+    path = Path(folder) / name
+    if path.is_symlink():
+        raise LinkRefusedError(
+            f"{quote_path(path)} is a symbolic link; rankcollapse never writes through a link (remove it)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RankCollapseError(f"{quote_path(path)} is a file; allowed: a folder") from None
+    except OSError as err:
+        raise os_error("output folder", path, err, verb="create") from None
+    return path
+
+
+class RunWriter:
+    """Writes ``out/config.json`` at once and streams rows to ``out/metrics.partial.csv``, renamed
+    to ``out/metrics.csv`` when the block ends without an exception.
+
+    >>> with RunWriter(out, {"simulate": {...}}) as w:
+    ...     w.write_row({"layer": 0, "mu": 1.0})
+
+    ``out``: an :class:`OutputFolder` already held, or a path (then this writer holds one itself,
+    for ``command``, default the config's first key, replacing an earlier run of that command).
+    The CSV header is fixed by the first row; later rows must have the same keys. Each row is
+    flushed as written, so an interrupted run keeps every row under the partial name.
+    """
+
+    PARTIAL = "metrics.partial.csv"
+    FINAL = "metrics.csv"
+
+    def __init__(self, out: str | Path | OutputFolder, config: dict[str, Any] | Any,
+                 command: str | None = None) -> None:
+        cfg = to_jsonable(config)
+        self._own: OutputFolder | None = None
+        if isinstance(out, OutputFolder):
+            folder = out
+        else:
+            name = command or (next(iter(cfg)) if isinstance(cfg, dict) and cfg else "run")
+            folder = self._own = OutputFolder(out, str(name), option="output folder",
+                                              outputs=("config.json", self.FINAL, self.PARTIAL)).acquire()
+        self.folder = folder
+        self.out_dir = folder.path
+        self.metrics_path = self.out_dir / self.FINAL
+        self.partial_path = self.out_dir / self.PARTIAL
+        self.rows = 0
+        record = {"config": cfg, "versions": package_versions(), "command": sys.argv}
+        try:
+            write_json(folder.file("config.json"), record)
+            if os.path.lexists(self.partial_path):
+                os.unlink(self.partial_path)
+            fd = create_exclusive(self.partial_path)
+        except OSError as err:
+            self._fail()
+            raise os_error("output folder", self.out_dir, err, verb="write into") from None
+        except BaseException:
+            self._fail()
+            raise
+        self._file = os.fdopen(fd, "w", newline="", encoding="utf-8")
         self._writer: csv.DictWriter[str] | None = None
+
+    def _fail(self) -> None:
+        if self._own is not None:
+            self._own.release(failed=True)
+            self._own = None
 
     def write_row(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
@@ -136,6 +599,14 @@ class RunWriter:
             self._writer.writeheader()
         self._writer.writerow(clean)
         self._file.flush()
+        self.rows += 1
+
+    def finish(self) -> Path:
+        """Close the rows and publish them as ``metrics.csv`` (the run is complete)."""
+        self.close()
+        refuse_link(self.metrics_path)
+        os.replace(self.partial_path, self.metrics_path)
+        return self.metrics_path
 
     def close(self) -> None:
         if not self._file.closed:
@@ -150,4 +621,16 @@ class RunWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        failed = exc_type is not None
+        try:
+            if failed:
+                self.close()
+            else:
+                self.finish()
+        except OSError as err:
+            failed = True
+            raise os_error("output folder", self.out_dir, err, verb="write into") from None
+        finally:
+            if self._own is not None:
+                self._own.release(failed=failed)
+                self._own = None

@@ -32,7 +32,8 @@ def is_terminal(stream: Any) -> bool:
         return False
 
 
-def _seconds(s: float) -> str:
+def duration_text(s: float) -> str:
+    """``"42 s"`` or ``"13 min 05 s"``."""
     if s < 60:
         return f"{s:.0f} s"
     return f"{int(s // 60)} min {s % 60:02.0f} s"
@@ -72,9 +73,9 @@ class Progress:
         share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
         left = ""
         if 0 < self.done < self.total:
-            left = f", about {_seconds(elapsed * (self.total - self.done) / self.done)} left"
+            left = f", about {duration_text(elapsed * (self.total - self.done) / self.done)} left"
         count = f"{self.done}/{self.total} {self.unit}{share}"
-        return f"rankcollapse: {self.desc}: {count}, {_seconds(elapsed)}{left}"
+        return f"rankcollapse: {self.desc}: {count}, {duration_text(elapsed)}{left}"
 
     def _write(self) -> None:
         try:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -49,3 +53,19 @@ def run_story(name: str, profile: str = "tiny") -> tuple[StoryData, list[Any], l
     arms = {e.arm: arm_data(e) for e in exps if e.grid is not None}
     sd = StoryData(name, arms, dict(exps[0].verdict), dict(exps[0].ranges))
     return sd, found.story.claims(sd), found.story.figures(sd)
+
+
+@contextmanager
+def story_package(tmp_path: Path, monkeypatch: Any) -> Iterator[tuple[str, Path]]:
+    """A fresh importable package ``storypkg_<n>`` under ``tmp_path`` for temporary stories: (name,
+    folder); its modules are forgotten again afterwards."""
+    name = f"storypkg_{abs(hash(tmp_path)) % 10**8}"
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        yield name, folder
+    finally:
+        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[mod]

@@ -204,11 +204,40 @@ def test_an_undecided_comparison_names_the_samples_that_would_decide_it() -> Non
 
 
 def test_margin_needed_n_is_the_documented_formula() -> None:
+    """The least m at which the same gap, with se shrunk by sqrt(n / m), is decided by z(m)."""
     m = Margin("x", value=-0.016, se=0.0073 / 2, threshold=-0.02, n=64)
     assert not m.decided
-    assert m.needed_n() == math.ceil(64 * (2 * 0.0073 / 2 / 0.004) ** 2)
+    need = m.needed_n()
+    assert need is not None and need > 64
+
+    def at(k: int) -> Margin:
+        return Margin("x", m.value, m.se * math.sqrt(64 / k), m.threshold, k)
+
+    assert at(need).decided and not at(need - 1).decided
+    # close to the normal approximation n (2 se / gap)^2 at this n, a little above it (t > z)
+    assert math.ceil(64 * (2 * 0.0073 / 2 / 0.004) ** 2) <= need <= 1.05 * 64 * (2 * 0.0073 / 2 / 0.004) ** 2
     assert Margin("x", -0.02, 0.01, -0.02, 8).needed_n() is None  # on the threshold: never decided
     assert Margin("x", -0.1, 0.01, -0.02, 8).decided
+
+
+def test_critical_value_is_student_t_at_the_looks_level() -> None:
+    """z(n) = t(1 - ALPHA / (2 K), n - 1): 2 for large n and one look; wider for few samples and for
+    more looks; infinite below 2 samples."""
+    from scipy import stats
+
+    from rankcollapse.experiments.kit.curves import ALPHA, looks, z
+
+    assert z() == pytest.approx(2.0, rel=1e-12) and ALPHA == pytest.approx(0.0455, abs=1e-4)
+    assert z(4) == pytest.approx(stats.t.ppf(1 - ALPHA / 2, 3), rel=1e-12) and z(4) > z(64) > z()
+    assert z(1) == math.inf
+    with looks(7):
+        assert z(64) == pytest.approx(stats.t.ppf(1 - ALPHA / 14, 63), rel=1e-12)
+        with looks(1):
+            assert z(64) < 2.1
+    assert z(64) < 2.1  # restored
+    with pytest.raises(ValueError):
+        with looks(0):
+            pass
 
 
 def test_local_slower_verdicts() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import textwrap
 
 import pytest
 
+from experiments.story_run import story_package
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import Arm, Statement, Story, discover_stories
 from rankcollapse.experiments.engine.tasks import Task, toy
@@ -58,14 +58,8 @@ arms:
 @pytest.fixture
 def package(tmp_path, monkeypatch):
     """A fresh importable package ``storypkg_<n>`` under tmp_path; returns (name, folder)."""
-    name = f"storypkg_{abs(hash(tmp_path)) % 10**8}"
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "__init__.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield name, folder
-    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-        del sys.modules[mod]
+    with story_package(tmp_path, monkeypatch) as found:
+        yield found
 
 
 def test_a_module_and_a_yaml_are_a_whole_story_judged_with_the_kit(package, tmp_path):

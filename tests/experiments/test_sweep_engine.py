@@ -252,3 +252,35 @@ def test_ctrl_c_on_the_cli_exits_130_keeps_finished_runs_and_rerun_completes(tmp
     assert f"{done} already finished" in rerun.stdout
     table = pd.read_csv(out / "runs.csv")
     assert table["run_id"].nunique() == 8 and not table.duplicated(["run_id", "layer"]).any()
+
+
+@pytest.mark.slow
+def test_dask_reproduce_of_a_model_slice_gives_the_local_rows_to_the_bit(tmp_path):
+    """A model story's slice (Fig. 2 on tiny:bert, float32 and float64) on a LocalCluster of 2 worker
+    processes: the same runs.csv as the local pool, bit for bit, and the same verdicts (each worker runs
+    with the local pool's thread count, so every reduction runs in the same order)."""
+    import os
+
+    from rankcollapse.pipeline import reproduce
+
+    distributed = pytest.importorskip("distributed")
+    threads = str(max(1, (os.cpu_count() or 1) // 2))
+    local = reproduce(tmp_path / "local", profile="tiny", only=["fig2.paper"], workers=2, progress=False)
+    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, env=env
+    ) as cluster:
+        dask = reproduce(
+            tmp_path / "dask",
+            profile="tiny",
+            only=["fig2.paper"],
+            executor="dask",
+            scheduler=cluster.scheduler_address,
+            progress=False,
+        )
+    assert dask.sweep.finished == local.sweep.finished > 0 and dask.sweep.failed == 0
+    key = ["run_id", "row"]
+    a = pd.read_csv(tmp_path / "local" / "runs.csv").sort_values(key).reset_index(drop=True)
+    b = pd.read_csv(tmp_path / "dask" / "runs.csv").sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert [(c.id, c.verdict) for c in dask.claims] == [(c.id, c.verdict) for c in local.claims]

@@ -88,15 +88,31 @@ def analyze_command(
                                "rank, cosines; with --diagnostics entropy, sink heads, massive ratio)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: a "
                                   "bar on a terminal, a plain line every 10 s otherwise."),
+    download: bool = typer.Option(False, "--download", help="Allow the network: fetch a hub name or a paper "
+                                  "checkpoint not in the local Hugging Face cache (config, safetensors, "
+                                  "tokenizer; announced on stderr, 10 s timeouts). Same as "
+                                  "RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded."),
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
+    from rankcollapse.io import check_output_folder
+
+    check_output_folder(out, "analyze")  # a foreign, read-only or busy --out: found before the model loads
+    if download:
+        from rankcollapse.models.hub import allow_downloads
+
+        allow_downloads()
     import torch
 
-    from rankcollapse.io import RunWriter
+    from rankcollapse.io import OutputFolder, RunWriter
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
     from rankcollapse.models.inputs import with_tokenizer
     from rankcollapse.models.loading import load_model
 
+    if layers is not None:  # the depth is checked here, by its flag's name, before a schedule names it
+        from rankcollapse.masks.schedule import MAX_LAYERS
+        from rankcollapse.validate import check_int
+
+        check_int("--layers", layers, low=0, high=MAX_LAYERS)
     if corpus is not None and text is not None:
         raise RankCollapseError("--corpus does not apply with --text (the text file is the corpus); give one")
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=resolve_d_qk(d_qk, temperature),
@@ -120,18 +136,27 @@ def analyze_command(
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
-    with RunWriter(out, {"analyze": asdict(config), "model": info}) as writer:
-        result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row, progress=progress,
-                         on_attention=_attention_writer(Path(out)) if save_attention else None)
-    if per_sample:
-        from rankcollapse.models.analyze import write_per_sample
+    outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png", "per_sample.csv",
+               "mask_check.json")
+    checks: list = []
+    with OutputFolder(out, "analyze", outputs=outputs) as folder:
+        with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:
+            result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row, progress=progress,
+                             on_attention=_attention_writer(folder.path) if save_attention else None)
+        if per_sample:
+            from rankcollapse.models.analyze import write_per_sample
 
-        write_per_sample(result, Path(out) / "per_sample.csv")
-    if plot:
-        from rankcollapse.models.plot import plot_collapse
+            write_per_sample(result, folder.file("per_sample.csv"))
+        if plot:
+            from rankcollapse.models.plot import plot_collapse
 
-        title = f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, {config.dtype}"
-        plot_collapse(result.rows, Path(out) / "mu.png", dtype=config.dtype, title=title)
+            title = f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, {config.dtype}"
+            try:
+                plot_collapse(result.rows, folder.file("mu.png"), dtype=config.dtype, title=title)
+            except OSError as err:
+                raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
+        if check_masks:
+            checks = _check_masks(loaded, ids, folder.file("mask_check.json"), config.batch_size)
     if table:
         from rankcollapse.models.diagnose import layer_table
 
@@ -151,7 +176,9 @@ def analyze_command(
     for note in result.notes:
         if note == loaded.info.get("note"):
             print(f"rankcollapse: note: {note}", file=sys.stderr)
-    if check_masks and _check_masks(loaded, ids, Path(out), config.batch_size):
+    for check in checks:
+        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
+    if not all(c.matches for c in checks):
         raise typer.Exit(1)
 
 
@@ -171,18 +198,15 @@ def _attention_writer(out: Path) -> object:
     return save
 
 
-def _check_masks(loaded: object, ids: object, out: Path, batch_size: int | None) -> bool:
-    """Run the per-layer mask check, print a line per layer, write ``mask_check.json``; True on a mismatch."""
+def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None) -> list:
+    """Run the per-layer mask check and write ``mask_check.json``; return the checks (one per layer)."""
     from dataclasses import asdict as as_dict
 
     from rankcollapse.io import write_json
     from rankcollapse.models.diagnose import check_masks
 
     checks = check_masks(loaded, ids, batch_size)
-    for check in checks:
-        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "mask_check.json", {
+    write_json(path, {
         "source": "ours: support of HF eager attention vs the config's masks",
         "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]})
-    return not all(c.matches for c in checks)
+    return checks

@@ -49,6 +49,10 @@ def counterexample_command(
         raise RankCollapseError(
             f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
         )
+    if out is not None:
+        from rankcollapse.io import check_output_folder
+
+        check_output_folder(out, "counterexample")
     if construction == "ours":
         if w is not None:
             raise RankCollapseError(
@@ -59,7 +63,7 @@ def counterexample_command(
         from rankcollapse.equilibria.plots import portrait_numbers, write_portrait
 
         if out is not None:
-            write_portrait(out)
+            _write(out, write_portrait)
         numbers = portrait_numbers()
         numbers["source"] = "ours (surrogate W_V = ((0.95, 1), (0, 1)), W_QK = I)"
         _print(numbers, as_json)
@@ -80,8 +84,20 @@ def counterexample_command(
     if out is not None:
         from rankcollapse.equilibria.plots_paper import write_paper_portrait
 
-        obj["files"] = write_paper_portrait(out, value)
+        obj["files"] = _write(out, lambda folder: write_paper_portrait(folder, value))
     _print(obj, as_json)
+
+
+#: Every file ``counterexample --out`` may write (replaced on a rerun into the folder).
+FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "paper_figure5")
+           for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
+
+
+def _write(out: Path, job):  # type: ignore[no-untyped-def]
+    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`)."""
+    from rankcollapse.io import write_folder
+
+    return write_folder(out, "counterexample", job, outputs=FILES)
 
 
 def _print(obj: dict, as_json: bool) -> None:

@@ -25,19 +25,15 @@ def _load_value(path: Path, d: int):  # type: ignore[no-untyped-def]
     import numpy as np
     import torch
 
-    if not path.is_file():
-        what = "is a folder" if path.is_dir() else "does not exist"
-        raise RankCollapseError(f"value file {str(path)[:80]!r} {what}; expected a .npy file")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise RankCollapseError(
-            f"value file {str(path)[:80]!r} is not a .npy array ({type(err).__name__})"
-        ) from None
-    if arr.shape != (d, d):
-        raise RankCollapseError(
-            f"value matrix in {str(path)[:80]!r} has shape {arr.shape}; expected ({d}, {d})"
-        )
+    from rankcollapse.inputs import read_npy
+
+    def check(shape: tuple[int, ...], dtype: object) -> None:  # before any data is read
+        if shape != (d, d):
+            raise RankCollapseError(
+                f"value matrix in {str(path)[:80]!r} has shape {shape}; expected ({d}, {d})"
+            )
+
+    arr = read_npy(path, "value file", check)
     if np.iscomplexobj(arr) or not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
         raise RankCollapseError(f"value matrix in {str(path)[:80]!r} must be finite real numbers")
     return torch.as_tensor(arr.astype(np.float64))
@@ -308,18 +304,16 @@ def portrait_command(
         raise RankCollapseError(
             f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
         )
-    if out.exists() and not out.is_dir():
-        raise RankCollapseError(f"--out {str(out)[:80]!r} is a file; give a folder")
-    from rankcollapse.validate import check_out_dir
+    from rankcollapse.io import check_output_folder
 
-    check_out_dir("--out", out, overwrite=True)  # a path under a file, '' or an unwritable folder: one line
+    check_output_folder(out, "portrait")  # a file, a path under a file, a foreign or unwritable folder
     if construction == "paper":
         _refuse("--construction paper", a=a, s=s)
         from rankcollapse.equilibria.counterexample_paper import DEFAULT_W, check_w
         from rankcollapse.equilibria.plots_paper import write_paper_portrait
 
         value = check_w(DEFAULT_W if w is None else w)
-        paths = _write(out, lambda: write_paper_portrait(out, value))
+        paths = write_into(out, "portrait", lambda folder: write_paper_portrait(folder, value))
     else:
         _refuse("--construction ours", w=w)
         a_v, s_v = 0.95 if a is None else a, 1.0 if s is None else s
@@ -327,19 +321,19 @@ def portrait_command(
             raise RankCollapseError(f"need 0 < a < 1 and finite s, got a={a_v}, s={s_v}")
         from rankcollapse.equilibria import counterexample_2d, write_portrait
 
-        paths = _write(out, lambda: write_portrait(out, counterexample_2d([[a_v, s_v], [0.0, 1.0]])))
+        cx = counterexample_2d([[a_v, s_v], [0.0, 1.0]])
+        paths = write_into(out, "portrait", lambda folder: write_portrait(folder, cx))
     for key, p in paths.items():
         print(f"{key}: {p}")
 
 
-def _write(out: Path, job):  # type: ignore[no-untyped-def]
-    """Run ``job``; on failure remove ``out`` if this call created it (no empty folder left behind)."""
-    existed = out.exists()
-    try:
-        return job()
-    except PermissionError:
-        raise RankCollapseError(f"cannot write into {str(out)[:80]!r} (permission denied)") from None
-    except BaseException:
-        if not existed and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
-        raise
+#: Every file ``portrait`` / ``counterexample --out`` may write (replaced on a rerun into the folder).
+PORTRAIT_FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "paper_figure5")
+                    for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
+
+
+def write_into(out: Path, command: str, job):  # type: ignore[no-untyped-def]
+    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`)."""
+    from rankcollapse.io import write_folder
+
+    return write_folder(out, command, job, outputs=PORTRAIT_FILES)

@@ -1,7 +1,9 @@
 """Entry point: loads the sub-command being run, maps user errors to one line and exit code 2.
 
-Exit codes: 0 ok, 2 bad input (one line on stderr), 130 interrupted (Ctrl-C at any moment: one
-line on stderr). Only light modules are imported here; each command imports what it needs.
+Exit codes: 0 ok, 2 bad input or a file-system error (one line on stderr: an ``OSError`` a command
+did not catch, e.g. a full disk, EFBIG under ``ulimit -f``, EIO, names the path and the errno),
+130 interrupted (Ctrl-C at any moment: one line on stderr), 143 terminated (SIGTERM: the same one
+line, ``terminated; ...``). Only light modules are imported here; each command imports what it needs.
 """
 
 from __future__ import annotations
@@ -12,16 +14,35 @@ import signal
 import sys
 
 _INTERRUPTED = "results already written are kept"
-_SIGNALLED: list[bool] = []  # a SIGINT arrived (set by the process's handler)
+_SIGNALLED: list[int] = []  # the SIGINT / SIGTERM that arrived (set by the process's handler)
 
 
 def _on_sigint(signum: int, frame: object) -> None:
-    """Ctrl-C while the command runs: remember it, then interrupt as Python does by default.
+    """Ctrl-C (or SIGTERM) while the command runs: remember it, then interrupt as Python does for
+    Ctrl-C, so every command's clean-up runs (the output layer's marker stays ``complete: false``).
 
     Remembering matters when the interrupt lands inside an import and the half-imported library
     then fails in another way (e.g. a RecursionError in torch's lazy attribute loader)."""
-    _SIGNALLED.append(True)
+    _SIGNALLED.append(signum)
     raise KeyboardInterrupt
+
+
+def _stopped(message: str) -> int:
+    """The one line of an interrupted command, and its exit code (130 Ctrl-C, 143 SIGTERM)."""
+    if signal.SIGTERM in _SIGNALLED:
+        _say(f"terminated; {message}")
+        return 128 + signal.SIGTERM
+    _say(f"interrupted; {message}")
+    return 130
+
+
+def os_error_line(err: OSError) -> str:
+    """One line for an ``OSError`` no command caught: the path(s) and the errno text."""
+    from rankcollapse.inputs import os_reason, quote_path
+
+    names = [n for n in (err.filename, err.filename2) if n is not None]
+    where = " -> ".join(quote_path(n) for n in names)
+    return f"{where}: {os_reason(err)}" if where else os_reason(err)
 
 
 def _say(message: str) -> None:
@@ -135,8 +156,7 @@ def _run(args: list[str]) -> int:
         with command.make_context("rankcollapse", list(args)) as ctx:
             result = command.invoke(ctx)
     except Interrupted as err:
-        _say(f"interrupted; {err.message}")
-        return 130
+        return _stopped(err.message)
     except RankCollapseError as err:
         if _SIGNALLED:
             raise KeyboardInterrupt from None
@@ -152,8 +172,14 @@ def _run(args: list[str]) -> int:
     except _classes("Exit") as err:
         return int(getattr(err, "exit_code", 0))
     except _classes("Abort"):
-        _say(f"interrupted; {_INTERRUPTED}")
-        return 130
+        return _stopped(_INTERRUPTED)
+    except BrokenPipeError:
+        raise
+    except OSError as err:  # full disk, EFBIG, EIO, EROFS...: one line naming the path, never a traceback
+        if _SIGNALLED:
+            raise KeyboardInterrupt from None
+        _say(f"error: {os_error_line(err)}")
+        return 2
     except RecursionError:
         if _SIGNALLED:
             raise KeyboardInterrupt from None
@@ -171,12 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
+    if argv is None and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigint)
     try:
         code = _run(args)
     except KeyboardInterrupt as err:
-        message = getattr(err, "message", _INTERRUPTED)
-        _say(f"interrupted; {message}")
-        code = 130
+        code = _stopped(getattr(err, "message", _INTERRUPTED))
     except BrokenPipeError:  # the reader of stdout went away (``rankcollapse --help | head``)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -184,11 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException:
         if not _SIGNALLED:
             raise
-        _say(f"interrupted; {_INTERRUPTED}")
-        code = 130
+        code = _stopped(_INTERRUPTED)
     if argv is None and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_sigint):
         signal.signal(signal.SIGINT, _on_late_sigint)
-    if argv is None and code == 130:
+    if argv is None and signal.getsignal(signal.SIGTERM) is _on_sigint:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if argv is None and code in (130, 143):
         # interrupted: every result is already on disk; leave now, so that no shutdown step (a
         # library's atexit hook, a half-imported module) can turn the exit into a death by SIGINT
         for stream in (sys.stdout, sys.stderr):
@@ -196,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(130)
+        os._exit(code)
     return code
 
 

@@ -154,6 +154,8 @@ def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
     try:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=120, format=fmt)
+    except RankCollapseError:  # the output layer's own one line (a link, a device at the path)
+        raise
     except (OSError, ValueError) as err:
         reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
         msg = f"cannot write plot {str(path)[:100]!r} ({reason}); allowed: a writable .png path"

@@ -87,12 +87,38 @@ def reproduce_command(
         "--config-dir",
         help="Folder of experiment YAML files to run instead of the bundled ones (example: configs/).",
     ),
+    until_decided: bool = typer.Option(
+        False,
+        "--until-decided",
+        help="Sequential sampling: conditions whose rows are undecided get more seeds (n doubles per "
+        "look, every look judged at level 0.0455/K, Bonferroni) until decided, --max-samples or --budget.",
+    ),
+    max_samples: int = typer.Option(
+        None,
+        "--max-samples",
+        help="With --until-decided: at most this many samples per condition (default 1024).",
+    ),
+    budget: str = typer.Option(
+        None,
+        "--budget",
+        help="With --until-decided: wall time for the whole call, e.g. 3h, 90m, 2h30m (default: none).",
+    ),
+    download: bool = typer.Option(
+        False,
+        "--download",
+        help="Allow the network: paper checkpoints not in the local Hugging Face cache are fetched "
+        "(announced on stderr) instead of replaced by stand-ins. Same as RANKCOLLAPSE_DOWNLOAD=1.",
+    ),
     device: str = typer.Option(None, "--device", help="cpu (default), cuda or cuda:K: where runs compute."),
     batch_size: int = typer.Option(
         None, "--batch-size", help="Samples through a model at a time (default: the profile's, else all)."
     ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
+    if download:
+        from rankcollapse.models.hub import allow_downloads
+
+        allow_downloads()
     with _Interrupt() as guard:
         try:
             _run(
@@ -108,8 +134,11 @@ def reproduce_command(
                 progress,
                 list_only,
                 config_dir,
-                device,
-                batch_size,
+                until_decided=until_decided,
+                max_samples=max_samples,
+                budget=budget,
+                device=device,
+                batch_size=batch_size,
             )
         except KeyboardInterrupt:
             guard.hit = True
@@ -130,6 +159,23 @@ def _profile(quick: bool, full: bool, profile: str | None) -> str:
     return chosen[0] if chosen else "quick"
 
 
+def check_config_dir(folder: Path) -> None:
+    """Read every ``*.yaml`` of ``--config-dir`` through the one input opener (regular files only, at
+    most 1 MiB each, aliases bounded): a FIFO, a link to /dev/zero or an alias bomb is one line
+    before the experiment loader opens anything."""
+    from rankcollapse.inputs import check_folder, read_yaml
+
+    check_folder(folder, "--config-dir")
+    try:
+        paths = sorted(Path(folder).glob("*.yaml"))
+    except OSError as err:
+        from rankcollapse.inputs import os_error
+
+        raise os_error("--config-dir", folder, err, verb="list") from None
+    for path in paths:
+        read_yaml(path, "experiment config")
+
+
 def _run(
     quick: bool,
     full: bool,
@@ -143,21 +189,33 @@ def _run(
     progress: bool,
     list_only: bool,
     config_dir: Path | None,
+    *,
+    until_decided: bool = False,
+    max_samples: int | None = None,
+    budget: str | None = None,
     device: str | None = None,
     batch_size: int | None = None,
 ) -> None:
     from rankcollapse.experiments.stories import load_experiments
     from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
+    from rankcollapse.pipeline.sequential import check_sequential, parse_duration
 
     name = _profile(quick, full, profile)
+    budget_s = parse_duration(budget) if budget is not None else None
+    check_sequential(until_decided, max_samples, budget_s)
     names = _split(only)
     if out is not None and not out.strip():
         raise RankCollapseError("--out must name a folder, got ''")
+    if config_dir is not None:
+        check_config_dir(config_dir)
     if list_only:
         for exp in load_experiments(name, names, config_dir):
             typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
         return
     out_dir = Path(out) if out is not None else Path("results") / name
+    from rankcollapse.io import check_output_folder
+
+    check_output_folder(out_dir, "reproduce", existing="resume")  # a foreign folder: refused, nothing written
     result = reproduce(
         out_dir,
         profile=name,
@@ -168,6 +226,9 @@ def _run(
         config_dir=config_dir,
         progress=progress,
         wait=wait,
+        until_decided=until_decided,
+        max_samples=max_samples,
+        budget_s=budget_s,
         device=device,
         batch_size=batch_size,
     )

@@ -76,21 +76,25 @@ def simulate_command(
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads, 1..CPUs (default: torch's; "
                                 "1 is much faster for small runs on a loaded machine)."),
     out: str = typer.Option(..., "--out", metavar="DIR", help="Output folder (new or empty): config.json, "
-                            "metrics.csv (+ mu.png)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Allow writing into a non-empty --out."),
+                            "metrics.csv (+ mu.png); rows stream to metrics.partial.csv until the run is "
+                            "complete. One writer per folder."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the files of an earlier simulate "
+                                   "run in --out (a folder rankcollapse did not make is never replaced)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
     plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: "
                                   "a bar on a terminal, a plain line every 10 s otherwise."),
 ) -> None:
     """Simulate X(t+1) = layer(X(t)) and write one metrics.csv row per layer (row 0 = the input)."""
-    from rankcollapse.validate import check_out_dir, check_threads
+    from rankcollapse.io import check_output_folder
+    from rankcollapse.validate import check_threads
 
-    out = check_out_dir("--out", out, overwrite=overwrite)
+    existing = "replace" if overwrite else "refuse"
+    out = check_output_folder(out, "simulate", existing=existing)
     if threads is not None:
         threads = check_threads("--threads", threads)
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
-    from rankcollapse.io import RunWriter
+    from rankcollapse.io import OutputFolder, RunWriter
 
     notes: list[str] = []  # deprecation warnings, printed once the settings are known to be valid
     config = SimulationConfig(
@@ -109,32 +113,33 @@ def simulate_command(
     from rankcollapse.progress import progress as progress_lines
 
     bar = progress_lines(config.layers + 1, f"simulate {config.mask}", "layers", enabled=progress)
-    created = not out.exists()
-    written = [0]
-    try:
-        with RunWriter(out, {"simulate": config.to_dict()}) as writer:
-            def on_layer(row: dict[str, float]) -> None:
-                writer.write_row(row)
-                written[0] += 1
-                bar.update(1)
+    outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png")
+    with OutputFolder(out, "simulate", existing=existing, outputs=outputs) as folder:
+        writer = None
+        try:
+            with RunWriter(folder, {"simulate": config.to_dict()}) as writer:
+                def on_layer(row: dict[str, float]) -> None:
+                    writer.write_row(row)
+                    bar.update(1)
 
-            result = simulate(config, on_layer=on_layer)
-    except OSError as err:
-        _discard(out, created, written[0])
-        raise RankCollapseError(f"cannot write into --out {str(out)[:60]!r}: {err.strerror}") from None
-    except RankCollapseError:
-        _discard(out, created, written[0])
-        raise
-    finally:
-        bar.close()
+                result = simulate(config, on_layer=on_layer)
+        except OSError as err:
+            _discard(folder.path, writer)
+            raise RankCollapseError(f"cannot write into --out {str(out)[:60]!r}: {err.strerror}") from None
+        except RankCollapseError:
+            _discard(folder.path, writer)
+            raise
+        finally:
+            bar.close()
+        if plot:
+            plot_mu(result.rows, folder.file("mu.png"), dtype=config.dtype, theory=result.theory,
+                    title=f"{config.mask}, {config.preset}, n={n}, d={d}, {config.dtype}")
     if result.nonfinite_layer is not None:
         warn(f"the run turned non-finite at layer {result.nonfinite_layer} ({config.dtype} overflow); "
              "its rows carry overflow > 0 and NaN metrics")
     summary = result.summary()
     summary["out"] = str(out)
     if plot:
-        plot_mu(result.rows, Path(out) / "mu.png", dtype=config.dtype, theory=result.theory,
-                title=f"{config.mask}, {config.preset}, n={n}, d={d}, {config.dtype}")
         summary["plot"] = str(Path(out) / "mu.png")
     if as_json:
         typer.echo(json.dumps(_finite(summary), indent=2))
@@ -148,17 +153,16 @@ def simulate_command(
                f"{summary['final_mu_rel']:.3g}{floor}{docs}; kernel {result.kernel}{note}")
 
 
-def _discard(out: Path, created: bool, rows: int) -> None:
-    """After a failure before the first row: leave no empty (or config-only) folder behind."""
-    if rows:
+def _discard(out: Path, writer: Any) -> None:
+    """After a failure before the first row: leave no config-only run behind (the output layer then
+    removes a folder it created and left empty)."""
+    if writer is not None and writer.rows:
         return
-    import shutil
-
-    if created:
-        shutil.rmtree(out, ignore_errors=True)
-    else:
-        for name in ("config.json", "metrics.csv"):
+    for name in ("config.json", "metrics.partial.csv"):
+        try:
             (out / name).unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _finite(obj: Any) -> Any:

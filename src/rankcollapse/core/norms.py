@@ -2,7 +2,8 @@
 
 - ``sphere``    ``x_i / ||x_i||_2``: **the theory's scaling-only normalisation** (the paper's
   LayerNorm model, "each token divided by its norm": no centring, no gain, no bias). Tokens land on
-  the unit sphere. A zero token has no direction: :class:`RankCollapseError`, never NaN.
+  the unit sphere. A zero token of a finite input has no direction: :class:`RankCollapseError`, never
+  NaN (an input that already overflowed stays non-finite, reported as the overflow it is).
 - ``layernorm`` ``weight * (x_i - mean(x_i)) / sqrt(var(x_i) + eps) + bias`` over features
   (``torch.nn.LayerNorm``: biased variance, ``eps = 1e-5``): a model's own LayerNorm.
 - ``rmsnorm``   ``weight * x_i / sqrt(mean(x_i^2) + eps)`` (Zhang & Sennrich 2019, ``eps = 1e-6``):
@@ -27,10 +28,12 @@ NORMS = ("none", "sphere", "layernorm", "rmsnorm")
 def sphere_normalize(x: Tensor) -> Tensor:
     """``D x`` with ``D = diag(1 / ||x_i||_2)``: every token scaled to unit length. [..., n, d].
 
-    Raises RankCollapseError if some token is exactly zero (its direction is undefined).
+    Raises RankCollapseError if some token is exactly zero (its direction is undefined) in a finite
+    input; an input that already overflowed (NaN / inf: e.g. logits past the dtype's range) stays
+    non-finite, for the caller's overflow report, rather than being blamed on a zero token.
     """
     norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    if bool((norm == 0).any()):
+    if bool((norm == 0).any()) and bool(torch.isfinite(x).all()):
         raise RankCollapseError(
             "sphere normalisation met a zero token (its direction is undefined); "
             "use another value matrix, input or norm"

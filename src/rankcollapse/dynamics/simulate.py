@@ -334,8 +334,12 @@ def simulate(
         # theory block (Theorem 1, dynamics/theory.py): the tail rate skips layers at the precision floor
         eps_edge = float(min_weight[torch.isfinite(min_weight)].min()) if bool(
             torch.isfinite(min_weight).any()) else math.nan
-        theory = check_theorem1(mu_t, eps_edge, radius, mu_rel=torch.stack(mu_rels),
-                                floor_rel=floor_rel(cfg.dtype))
+        if math.isfinite(eps_edge):
+            theory = check_theorem1(mu_t, eps_edge, radius, mu_rel=torch.stack(mu_rels),
+                                    floor_rel=floor_rel(cfg.dtype))
+        else:  # every attention weight overflowed (e.g. a huge --qk-scale): nothing to check the bound on
+            theory = TheoryCheck(False, f"no finite attention weight ({cfg.dtype} overflow); Theorem 1 "
+                                 "not checked")
     elif not spec.is_pure_attention:
         theory = TheoryCheck(False, f"preset is not pure attention ({spec}); Theorem 1 does not apply")
     return SimulationResult(

@@ -28,7 +28,7 @@ from rankcollapse.equilibria.counterexample import (
     fixed_points_on_circle,
     simulate_pair,
 )
-from rankcollapse.io import atomic_write
+from rankcollapse.io import atomic_path, atomic_write
 
 
 def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] = (0.6, 0.8),
@@ -160,7 +160,8 @@ def write_portrait(out_dir: str | Path, cx: Counterexample | None = None) -> dic
     for name, fig in (("figure1", plot_figure1(cx, arc=arc)), ("figure5", plot_figure5(cx))):
         for ext in ("png", "pdf"):
             p = out / f"{name}.{ext}"
-            fig.savefig(p, dpi=150)
+            with atomic_path(p) as tmp:
+                fig.savefig(tmp, format=ext, dpi=150)
             paths[f"{name}_{ext}"] = str(p)
         plt.close(fig)
     p = out / "portrait.json"

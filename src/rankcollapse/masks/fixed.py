@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.inputs import read_npy
 from rankcollapse.masks.base import Mask, Predicate
 from rankcollapse.masks.families import Family, Param
-from rankcollapse.masks.limits import format_bytes, quote, require_memory
+from rankcollapse.masks.limits import quote, require_memory
 from rankcollapse.masks.lookup import _lookup, _table_predicate
 from rankcollapse.masks.sparse import SparseMask
 
@@ -111,19 +112,7 @@ class FileMask(_TableMask):
         if not self.path:
             raise RankCollapseError("file: needs a path, e.g. file:mask.npy (a boolean n x n .npy matrix)")
         where = f"mask file {quote(self.path, 100)}"
-        try:
-            table = self._load(Path(self.path), where)
-        except RankCollapseError:
-            raise
-        except FileNotFoundError:
-            raise RankCollapseError(f"{where} not found; allowed: an existing .npy file") from None
-        except IsADirectoryError:
-            raise RankCollapseError(f"{where} is a directory; allowed: a .npy file") from None
-        except (OSError, ValueError, EOFError) as err:
-            reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-            raise RankCollapseError(
-                f"{where} is not a readable .npy array ({reason}); allowed: numpy.save output"
-            ) from None
+        table = self._load(Path(self.path), where)
         missing = np.flatnonzero(~np.diagonal(table))
         if missing.size:
             raise RankCollapseError(
@@ -134,22 +123,16 @@ class FileMask(_TableMask):
 
     @staticmethod
     def _load(path: Path, where: str) -> np.ndarray:
-        with path.open("rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-            else:
-                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+        """Through the one input opener (regular files only, never blocking, one line per OS error);
+        the header is checked (square, bool, within the file and the memory) before any data."""
+
+        def check(shape: tuple[int, ...], dtype: Any) -> None:
             _check_square_bool(shape, dtype, where)
-            need = int(shape[0]) * int(shape[1])
-            have = path.stat().st_size - fh.tell()
-            if have < need:
-                raise RankCollapseError(
-                    f"{where} claims shape {tuple(shape)} ({format_bytes(need)}) but holds "
-                    f"{format_bytes(max(have, 0))} of data; allowed: an intact numpy.save file"
-                )
-            require_memory(2.0 * need, f"loading {where} of shape {tuple(shape)}")
-        return np.load(path, allow_pickle=False)
+
+        def reserve(shape: tuple[int, ...], nbytes: int) -> None:
+            require_memory(2.0 * nbytes, f"loading {where} of shape {tuple(shape)}")
+
+        return read_npy(path, "mask file", check, reserve=reserve)
 
     @property
     def spec(self) -> str:

@@ -16,11 +16,11 @@ A sliding layer's mask is ``causal-window:w=sliding_window-1`` (it already impli
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.inputs import read_json
 from rankcollapse.masks.export import hf_sliding_window_mask
 from rankcollapse.masks.limits import quote
 from rankcollapse.masks.schedule import MaskSchedule, schedule_from_masks
@@ -35,17 +35,14 @@ _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 def read_hf_config(path: str | Path) -> dict[str, Any]:
     """The dict of a ``config.json`` (a file, or a folder holding one); one-line errors."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        folder = p.is_dir()
+    except OSError:
+        folder = False
+    if folder:
         p = p / "config.json"
     where = f"model config {quote(str(p), 100)}"
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        msg = f"{where} not found; allowed: a config.json file or a folder holding one"
-        raise RankCollapseError(msg) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        reason = str(err).splitlines()[0][:80]
-        raise RankCollapseError(f"{where} is not readable JSON ({reason})") from None
+    data = read_json(p, "model config")
     if not isinstance(data, dict):
         raise RankCollapseError(f"{where} is not a JSON object")
     return data

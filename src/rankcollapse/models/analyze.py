@@ -41,7 +41,7 @@ from rankcollapse.models.diagnose import (
     layer_schedule_info,
     mean_defined,
 )
-from rankcollapse.models.excerpts import excerpts
+from rankcollapse.models.excerpts import check_excerpts, excerpts
 from rankcollapse.models.inputs import (
     borrowed,
     from_memory,
@@ -254,12 +254,13 @@ def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
     """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file), on the CPU.
 
     A run whose estimated memory exceeds what this machine has is refused before anything is
-    allocated: what every sample keeps (:func:`kept_bytes`) and one batch in the model
-    (:func:`batch_bytes`, ``config.batch_size`` samples or all), on the CPU; on CUDA the batch is
-    checked against what is free on the GPU.
+    allocated (after the context and the tokenizer: :func:`check_excerpts`): what every sample keeps
+    (:func:`kept_bytes`) and one batch in the model (:func:`batch_bytes`, ``config.batch_size``
+    samples or all), on the CPU; on CUDA the batch is checked against what is free on the GPU.
     """
     from rankcollapse.metrics import METRIC_NAMES
 
+    check_excerpts(model, config.tokens)
     batch = min(config.batch_size or config.samples, config.samples)
     depth = config.layers if config.layers is not None else (len(model.layers) or model.n_model_layers)
     metrics = len(config.metrics or METRIC_NAMES)

@@ -72,7 +72,10 @@ def build_once(target: Path, marker: str, build: Callable[[Path], None], force: 
     if (target / marker).is_file() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_name(target.name + ".lock"), "w") as lock:
+    # opened without O_TRUNC and without following a link: a planted link never truncates its target
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target.with_name(target.name + ".lock"), flags, 0o644)
+    with os.fdopen(fd, "r+b") as lock:
         try:
             import fcntl
 
@@ -122,8 +125,10 @@ def convert_gguf(gguf: Path, tmp: Path) -> None:
     from safetensors.torch import save_file
     from transformers import AutoModel, AutoTokenizer
 
-    model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    from rankcollapse.models.hub import hub_kwargs
+
+    model = AutoModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **hub_kwargs())
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, **hub_kwargs())
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     config = model.config.to_dict()

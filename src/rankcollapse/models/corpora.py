@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.inputs import read_text
 
 CORPORA: tuple[str, ...] = ("wikipedia", "shakespeare", "kjv", "pydocs")
 DEFAULT_CORPUS = "wikipedia"
@@ -95,14 +96,10 @@ def load_corpus(name: str) -> str:
 
 
 def read_text_file(path: str | Path) -> str:
-    """A UTF-8 text file's contents; RankCollapseError if missing or not text."""
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise RankCollapseError(f"text file {p} does not exist") from err
-    except (UnicodeDecodeError, IsADirectoryError, PermissionError) as err:
-        raise RankCollapseError(f"text file {p} cannot be read as UTF-8 text: {err}") from err
+    """A UTF-8 text file's contents through the one input opener (:mod:`rankcollapse.inputs`):
+    regular files only, at most ``LIMITS["text file"]`` (256 MiB), never blocking; RankCollapseError
+    (one line naming the path) if missing, not a regular file, too large, unreadable or not UTF-8."""
+    return read_text(path, "text file")
 
 
 def tokenize(text: str | list[str], tokenizer: Any) -> Tensor:

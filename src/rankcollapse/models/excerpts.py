@@ -29,13 +29,24 @@ def excerpts(model: LoadedModel, corpus: str | None = DEFAULT_CORPUS, samples: i
     The model's start token first, then ``tokens - 1`` text tokens (see
     :mod:`rankcollapse.models.corpora`); seeded by ``seed``.
     """
-    if tokens > model.max_tokens:
-        raise RankCollapseError(
-            f"--tokens {tokens} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
-        )
+    check_excerpts(model, tokens)
     stream = _stream_cached(corpus if text_file is None else None, model.tokenizer,
                             read_text_file(text_file) if text_file else None)
     return sample_token_batches(stream, samples, tokens, seed, start_token=model.start_token)
+
+
+def check_excerpts(model: LoadedModel, tokens: int) -> None:
+    """What text excerpts need of a model, checked before any memory estimate or allocation: ``tokens``
+    within its context (its position embeddings), and a tokenizer (a folder without tokenizer
+    files says so). RankCollapseError (one line) else."""
+    if tokens > model.max_tokens:
+        raise RankCollapseError(
+            f"--tokens {tokens} exceeds the context of {model.name!r} ({model.max_tokens} tokens); "
+            f"allowed: --tokens <= {model.max_tokens}"
+        )
+    if model.tokenizer is None:
+        raise RankCollapseError(model.info.get("no_tokenizer") or "this model has no tokenizer; pass token "
+                                "ids instead of text")
 
 
 _STREAMS: dict[str, TokenStream] = {}

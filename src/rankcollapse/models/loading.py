@@ -18,7 +18,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
+import pickle
+import stat
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +139,9 @@ def bert_tokenizer() -> Any:
     """The bundled BERT uncased WordPiece tokenizer (vocabulary of ``bert-base-uncased``)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(minilm_path())
+    from rankcollapse.models.hub import hub_kwargs
+
+    return AutoTokenizer.from_pretrained(minilm_path(), **hub_kwargs())
 
 
 def _hf_config(source: ModelSource) -> Any:
@@ -172,50 +178,125 @@ def _random_model(source: ModelSource, dtype: torch.dtype, seed: int) -> nn.Modu
     return model.to(dtype)
 
 
-def check_model_folder(path: Path) -> None:
-    """A local folder must hold a readable config.json and weights; RankCollapseError (one line) else."""
-    cfg = path / "config.json"
-    if not cfg.is_file():
-        raise RankCollapseError(
-            f"model folder {path} has no config.json; expected a Hugging Face model folder"
-        )
+#: Tokenizer files a model folder may hold (one is enough for transformers to build its tokenizer).
+TOKENIZER_FILES: tuple[str, ...] = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                                    "spiece.model", "sentencepiece.bpe.model")
+
+
+def check_model_folder(path: Path) -> dict[str, Any]:
+    """A local model folder as transformers will read it, checked first; returns its config dict.
+
+    Every file in it must be a regular file (a FIFO, a device or a link to one would block or never
+    end a read), ``config.json`` readable JSON (at most 16 MiB, through :mod:`rankcollapse.inputs`)
+    with a ``model_type`` this transformers knows (a folder that needs its own code, ``auto_map``,
+    is refused: rankcollapse never runs a model folder's code), and weights present.
+    RankCollapseError (one line) else.
+    """
+    from rankcollapse.inputs import file_kind, os_error, quote_path, read_text
+
+    shown = quote_path(path)
     try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        msg = str(err).splitlines()[0][:80]
-        raise RankCollapseError(f"model folder {path}: config.json is not valid JSON ({msg})") from err
+        names = sorted(os.listdir(path))
+    except OSError as err:
+        raise os_error("model folder", path, err, verb="list") from None
+    for name in names:
+        entry = path / name
+        try:
+            mode = os.stat(entry).st_mode
+        except OSError as err:
+            raise os_error(f"file of model folder {shown}:", name, err) from None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise RankCollapseError(
+                f"model folder {shown}: {name} is {file_kind(mode)}; allowed: regular files only"
+            )
+    if "config.json" not in names:
+        msg = f"model folder {shown} has no config.json; expected a Hugging Face model folder"
+        raise RankCollapseError(msg)
+    text = read_text(path / "config.json", "model config")
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise RankCollapseError(f"model folder {shown}: config.json is not valid JSON ({msg})") from None
     if not isinstance(data, dict) or "model_type" not in data:
-        raise RankCollapseError(f"model folder {path}: config.json has no 'model_type'")
+        raise RankCollapseError(f"model folder {shown}: config.json has no 'model_type'")
+    model_type = data["model_type"]
+    if not _known_model_type(model_type):
+        import transformers
+
+        if data.get("auto_map"):
+            raise RankCollapseError(
+                f"model folder {shown} needs its own code (config.json has auto_map, model_type "
+                f"{str(model_type)[:40]!r}); rankcollapse never runs a model folder's code; allowed: a "
+                f"model_type transformers {transformers.__version__} knows (bert, gpt2, llama, t5, ...)"
+            )
+        raise RankCollapseError(
+            f"model folder {shown}: model_type {str(model_type)[:40]!r} is not one transformers "
+            f"{transformers.__version__} knows; allowed: bert, gpt2, llama, t5, ... (or a newer transformers)"
+        )
     if not any((path / f).is_file() for f in WEIGHT_FILES):
         raise RankCollapseError(
-            f"model folder {path} has config.json but no weights ({' or '.join(WEIGHT_FILES[::2])})"
+            f"model folder {shown} has config.json but no weights ({' or '.join(WEIGHT_FILES[::2])})"
         )
+    return data
 
 
-def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, Any]:
+def _known_model_type(model_type: Any) -> bool:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return isinstance(model_type, str) and model_type in CONFIG_MAPPING
+
+
+def missing_tokenizer(path: Path) -> str | None:
+    """Why a model folder has no tokenizer (none of :data:`TOKENIZER_FILES`), or None if it has one."""
+    if any((path / f).is_file() for f in TOKENIZER_FILES):
+        return None
+    names = ", ".join(TOKENIZER_FILES[:4])
+    return (f"model folder {str(path)[:80]!r} has no tokenizer files ({names}, ...); "
+            "save its checkpoint's tokenizer into it (tokenizer.save_pretrained(folder)) to read text")
+
+
+def _reason(err: BaseException) -> str:
+    text = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+    return f"{type(err).__name__}: {text}" if type(err).__module__ not in ("builtins",) else text
+
+
+def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, Any, str | None]:
+    """Model and tokenizer of a local folder (never the network, never a folder's code, never a
+    prompt: :func:`rankcollapse.models.hub.hub_kwargs`); the third item says why there is no
+    tokenizer (None when there is one)."""
     from transformers import AutoConfig, AutoTokenizer
 
+    from rankcollapse.models.hub import hub_kwargs
+
     p = Path(path)
-    if p.exists():
-        check_model_folder(p)
+    check_model_folder(p)
+    shown = str(path)[:60]
     try:
-        config = AutoConfig.from_pretrained(str(path))
-    except (OSError, ValueError) as err:
+        config = AutoConfig.from_pretrained(str(path), **hub_kwargs())
+    except Exception as err:  # a config transformers cannot build: whatever its loader raises
+        raise RankCollapseError(f"model folder {shown!r}: config.json cannot be read by transformers "
+                                f"({_reason(err)})") from None
+    try:
+        with warnings.catch_warnings():  # torch's note on a pickle's protocol: the error below says it all
+            warnings.filterwarnings("ignore", module=r"torch\._weights_only_unpickler")
+            model = _model_class(config.model_type).from_pretrained(
+                str(path), dtype=dtype, attn_implementation="eager", **hub_kwargs())
+    except pickle.UnpicklingError:  # a .bin pickle holding more than tensors: never unpickled
         raise RankCollapseError(
-            f"cannot load model {str(path)[:60]!r} (offline: it must be a local folder or in the Hugging "
-            f"Face cache); other options: random:<checkpoint>, {', '.join(BUNDLED)}"
-        ) from err
-    try:
-        model = _model_class(config.model_type).from_pretrained(str(path), dtype=dtype,
-                                                                attn_implementation="eager")
-    except (OSError, ValueError, RuntimeError, KeyError, AttributeError) as err:
-        msg = str(err).splitlines()[0][:100] if str(err) else type(err).__name__
-        raise RankCollapseError(f"cannot read the weights of {str(path)[:60]!r}: {msg}") from err
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-    except (OSError, ValueError, TypeError):
-        tokenizer = None
-    return model, tokenizer
+            f"the weights of {shown!r} are a pickle holding more than tensors; refused (rankcollapse never "
+            "unpickles code); allowed: safetensors or a plain tensor checkpoint"
+        ) from None
+    except Exception as err:  # SafetensorError (corrupt, truncated), OSError, ...
+        raise RankCollapseError(f"cannot read the weights of {shown!r}: {_reason(err)}") from None
+    missing = missing_tokenizer(p)
+    tokenizer = None
+    if missing is None:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(path), **hub_kwargs())
+        except Exception as err:  # a damaged tokenizer file: the model still loads; text needs one
+            missing = f"the tokenizer of model folder {shown!r} cannot be read ({_reason(err)})"
+    return model, tokenizer, missing
 
 
 def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype = "float32", *, seed: int = 0,
@@ -239,15 +320,16 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     source = name_or_path if isinstance(name_or_path, ModelSource) else resolve_model(name_or_path)
     start = time.perf_counter()
     where = source.path or ""
+    no_tokenizer: str | None = None
     if source.kind in ("random", "tiny"):
         model = _random_model(source, torch_dtype, seed)
         tokenizer = bert_tokenizer()
         where = f"random init (seed {seed}) of {source.checkpoint or source.family} config"
     elif source.kind == "bundled":
         folder, where = bundled_folder(source.name)
-        model, tokenizer = _from_pretrained(folder, torch_dtype)
+        model, tokenizer, no_tokenizer = _from_pretrained(folder, torch_dtype)
     else:
-        model, tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
+        model, tokenizer, no_tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
     model.eval()
     model.requires_grad_(False)
     if where_to.type != "cpu":
@@ -260,6 +342,8 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     loaded.info["loaded_from"] = where
     loaded.info["tokenizer"] = ("bundled BERT uncased WordPiece" if source.kind in ("random", "tiny")
                                 else getattr(tokenizer, "name_or_path", None) or "none")
+    if no_tokenizer is not None:
+        loaded.info["no_tokenizer"] = no_tokenizer
     loaded.load_seconds = time.perf_counter() - start
     return loaded
 

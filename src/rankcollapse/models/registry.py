@@ -30,11 +30,13 @@ or an explicitly named stand-in; ``ModelSource.label`` says which in figures and
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.inputs import os_error, quote_path
 from rankcollapse.models.bundled import BUNDLED, mpnet_installed
 from rankcollapse.models.checkpoints import (
     CHECKPOINT_CONFIGS,
@@ -43,6 +45,8 @@ from rankcollapse.models.checkpoints import (
     checkpoint_key,
 )
 from rankcollapse.models.families import FAMILIES, FRESH_LAYERS
+from rankcollapse.models.hub import FILES as HUB_FILES
+from rankcollapse.models.hub import download, downloads_allowed, how_to_download
 
 Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
 KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
@@ -120,7 +124,8 @@ def hf_snapshot(hub_name: str) -> Path | None:
     except ImportError:
         return None
     try:
-        folder = Path(snapshot_download(hub_name, local_files_only=True))
+        # the files a download fetches (models.hub.FILES): a snapshot fetched with them is complete
+        folder = Path(snapshot_download(hub_name, local_files_only=True, allow_patterns=list(HUB_FILES)))
     except Exception:  # not cached, or not a repository name: the hub raises several kinds
         return None
     weights = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
@@ -188,27 +193,51 @@ def resolve_model(name: str | Path) -> ModelSource:
     if ckpt is not None:
         hub = PAPER_CHECKPOINTS[ckpt]
         folder = hf_snapshot(hub) or hf_snapshot(ckpt)
+        if folder is None and downloads_allowed():
+            folder = download(hub, why=f"the paper's checkpoint {ckpt}")
         if folder is None:
-            offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-            where = "offline, " if offline else ""
             raise RankCollapseError(
-                f"the paper's checkpoint {hub!r} is not in the local Hugging Face cache "
-                f"({where}no download); "
-                f"stand-ins: {stand_in_hint(ckpt)}"
+                f"the paper's checkpoint {hub!r} is not in the local Hugging Face cache (no download: "
+                f"{how_to_download()}); stand-ins: {stand_in_hint(ckpt)}"
             )
         return ModelSource(name=text, kind="paper", label=f"{ckpt} (pretrained)",
                            family=CHECKPOINT_CONFIGS[ckpt]["model_type"], checkpoint=ckpt, path=str(folder))
     if not text:
         raise _bad_name(text)
     path = Path(text).expanduser()
-    if path.exists():
+    if "\x00" in text:
+        raise RankCollapseError(f"model name {quote_path(text)} contains a NUL character")
+    try:
+        os.lstat(path)
+        exists = True
+    except (FileNotFoundError, NotADirectoryError):
+        exists = False
+    except OSError as err:  # a name over 255 bytes, EACCES, EIO, ...
+        raise os_error("model folder", path, err, verb="use") from None
+    if exists:
+        if not path.exists():
+            raise RankCollapseError(f"model folder {quote_path(path)} is a dangling symbolic link")
         return ModelSource(name=text, kind="local", label=path.name or text, path=str(path))
     snapshot = hf_snapshot(text)
     if snapshot is not None:
         return ModelSource(name=text, kind="hub", label=text, path=str(snapshot))
-    if "/" in text:
-        return ModelSource(name=text, kind="hub", label=text, path=text)
+    if _hub_name(text):
+        if not downloads_allowed():
+            raise RankCollapseError(
+                f"model {text[:60]!r} is neither a local folder nor in the local Hugging Face cache, and "
+                f"downloads are off ({how_to_download()}); local models: {', '.join(BUNDLED)}, "
+                f"random:<{'|'.join(CHECKPOINT_CONFIGS)}>, tiny:<family>"
+            )
+        return ModelSource(name=text, kind="hub", label=text, path=str(download(text)))
     raise _bad_name(text)
+
+
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def _hub_name(text: str) -> bool:
+    """``owner/name`` as the Hub spells repositories (a path that does not exist is not one)."""
+    return bool(_HUB_NAME.match(text)) and ".." not in text
 
 
 #: Families whose random models can have more layers than stored (``,layers=L``): ``families.FRESH_LAYERS``.
@@ -237,7 +266,8 @@ def _with_depth(text: str) -> ModelSource:
 
 
 def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
-    """The paper's ``checkpoint`` when it is in the local cache, else a stand-in, labelled as such.
+    """The paper's ``checkpoint`` when it is in the local cache (or, with downloads on, fetched from the
+    Hub: :mod:`rankcollapse.models.hub`), else a stand-in, labelled as such.
 
     ``checkpoint``: ``bert-base-uncased``, ``gpt2``, ``t5-base``, ``albert-base-v2`` (or the hub
     names). ``stand_in``: the stand-in to use when it is absent (default: the first available of
@@ -249,8 +279,8 @@ def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
             f"{checkpoint[:60]!r} is not one of the paper's checkpoints; "
             f"allowed: {', '.join(PAPER_CHECKPOINTS)}"
         )
-    if hf_cached(PAPER_CHECKPOINTS[ckpt]) or hf_cached(ckpt):
-        return resolve_model(PAPER_CHECKPOINTS[ckpt])
+    if hf_cached(PAPER_CHECKPOINTS[ckpt]) or hf_cached(ckpt) or downloads_allowed():
+        return resolve_model(PAPER_CHECKPOINTS[ckpt])  # with downloads on: fetched if not cached
     if stand_in == "random":
         stand_in = f"random:{ckpt}"
     choices = (stand_in,) if stand_in else STAND_INS[ckpt]

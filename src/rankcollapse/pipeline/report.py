@@ -19,6 +19,7 @@ from rankcollapse.experiments.engine.verdicts import (
     NOT_REPRODUCED,
     ORIGINS,
     REPRODUCED,
+    UNDECIDED,
     UNTESTED,
     Claim,
     verdict_class,
@@ -30,6 +31,7 @@ from rankcollapse.pipeline.summary import (
     origin_sentences,
     sample_sentence,
     section_paragraph,
+    sequential_sentence,
     untested_sentence,
 )
 
@@ -50,7 +52,8 @@ th { background: #f6f8fa; position: sticky; top: 0; }
 td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
 .v { font-weight: 600; white-space: nowrap; padding: 2px 8px; border-radius: 12px; font-size: 12.5px; }
 .v-reproduced { color: var(--ok); background: #dafbe1; } .v-not { color: var(--bad); background: #ffebe9; }
-.v-inconclusive { color: var(--mid); background: #fff8c5; } .v-untested { color: #555; background: #eaeef2; }
+.v-inconclusive { color: var(--mid); background: #fff8c5; }
+.v-undecided { color: #0550ae; background: #ddf4ff; } .v-untested { color: #555; background: #eaeef2; }
 .flag { font-size: 11px; border: 1px solid var(--mid); color: var(--mid); border-radius: 10px;
         padding: 0 6px; }
 .origin { font-weight: 600; margin-bottom: 4px; }
@@ -77,14 +80,35 @@ def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _verdict_badge(word: str) -> str:
-    cls = {
-        REPRODUCED.value: "v-reproduced",
-        NOT_REPRODUCED.value: "v-not",
-        INCONCLUSIVE.value: "v-inconclusive",
-        UNTESTED: "v-untested",
-    }[verdict_class(word)]
-    return f'<span class="v {cls}">{_e(word)}</span>'
+_BADGE = {
+    REPRODUCED.value: "v-reproduced",
+    NOT_REPRODUCED.value: "v-not",
+    INCONCLUSIVE.value: "v-inconclusive",
+    UNDECIDED: "v-undecided",
+    UNTESTED: "v-untested",
+}
+
+
+def _verdict_badge(word: str, cls: str | None = None) -> str:
+    """A verdict word (or a counter's class name) in its class's colours."""
+    return f'<span class="v {_BADGE[cls or verdict_class(word)]}">{_e(word)}</span>'
+
+
+def _row_verdict(c: Claim) -> str:
+    """The row's verdict cell head: its word, or for a row the sample leaves open ``undecided at n = 4``
+    with the n that would decide it (the word stays beside it)."""
+    if c.verdict_class != UNDECIDED:
+        return _verdict_badge(c.verdict)
+    need = (
+        f"<div class='rule'>n ≈ {c.needed_n} would decide it at the observed spread</div>"
+        if c.needed_n
+        else ""
+    )
+    return (
+        _verdict_badge(f"undecided at n = {c.n}", UNDECIDED)
+        + need
+        + f"<div class='rule'>{_e(c.verdict)}</div>"
+    )
 
 
 def _img(path: Path) -> str:
@@ -105,7 +129,7 @@ def _csv_link(path: Path, out_dir: Path) -> str:
     return f"data: <code>{rel}</code> beside this page"
 
 
-CLASSES: tuple[str, ...] = (REPRODUCED.value, NOT_REPRODUCED.value, INCONCLUSIVE.value, UNTESTED)
+CLASSES: tuple[str, ...] = (REPRODUCED.value, NOT_REPRODUCED.value, INCONCLUSIVE.value, UNDECIDED, UNTESTED)
 
 
 def tally(claims: list[Claim]) -> dict[str, dict[str, int]]:
@@ -114,7 +138,7 @@ def tally(claims: list[Claim]) -> dict[str, dict[str, int]]:
     for origin in ORIGINS:
         rows = [c for c in claims if c.origin == origin.value]
         if rows:
-            out[origin.value] = {k: sum(1 for c in rows if verdict_class(c.verdict) == k) for k in CLASSES}
+            out[origin.value] = {k: sum(1 for c in rows if c.verdict_class == k) for k in CLASSES}
     return out
 
 
@@ -129,6 +153,10 @@ def _claims_table(claims: list[Claim], number: dict[str, int]) -> list[str]:
             flags.append("<span class='flag'>threshold-sensitive</span>")
         if c.provisional:
             flags.append("<span class='flag'>provisional</span>")
+        if c.undecided and c.verdict_class != UNDECIDED:
+            flags.append(f"<span class='flag'>a part undecided at n = {_e(c.n)}</span>")
+        if c.sampling:
+            flags.append(f"<div class='rule'>sampling: {_e(c.sampling)}</div>")
         parts.append(
             f"<tr id='{_e(c.id)}'><td>{number[c.id]}</td><td>{_e(c.statement)}"
             f"<div class='rule'>rule: {_e(c.rule)}</div>"
@@ -136,7 +164,7 @@ def _claims_table(claims: list[Claim], number: dict[str, int]) -> list[str]:
             + f"<details><summary>evidence</summary><div class='ev'>{_e(c.evidence)}"
             + (f"<br>{_e(c.mechanism_evidence)}" if c.mechanism_evidence else "")
             + "</div></details></td>"
-            f"<td>{_verdict_badge(c.verdict)}<div class='rule'>as plotted: {_e(c.as_plotted)}; mechanism: "
+            f"<td>{_row_verdict(c)}<div class='rule'>as plotted: {_e(c.as_plotted)}; mechanism: "
             f"{_e(c.mechanism)}</div>{' '.join(flags)}</td>"
             f"<td>{_e(c.cause) if c.cause else ''}"
             + (f"<div class='rule'>{_e(c.sensitivity)}</div>" if c.sensitivity else "")
@@ -162,13 +190,15 @@ def _counters(counts: dict[str, dict[str, int]]) -> list[str]:
     """One line per origin (paper setting first): the rows in each verdict class."""
     parts = ["<table class='counters'><tbody>"]
     for origin, by_class in counts.items():
-        cells = " · ".join(f"<b>{n}</b> {_verdict_badge(k)}" for k, n in by_class.items() if n)
+        cells = " · ".join(f"<b>{n}</b> {_verdict_badge(k, k)}" for k, n in by_class.items() if n)
         parts.append(f"<tr><td class='origin'>{_e(origin)}</td><td>{cells}</td></tr>")
     parts.append("</tbody></table>")
     return parts
 
 
-def _summary(claims: list[Claim], headlines: dict[str, list[str]]) -> list[str]:
+def _summary(
+    claims: list[Claim], headlines: dict[str, list[str]], sequential: dict | None = None
+) -> list[str]:
     """The one-screen summary: per origin what reproduced and what did not (with causes), the headline
     findings with their numbers, what could not be tested offline, what the sample decides."""
     parts = ["<section id='summary' class='summary'><h2>Summary</h2>"]
@@ -190,6 +220,9 @@ def _summary(claims: list[Claim], headlines: dict[str, list[str]]) -> list[str]:
         parts.append(f"<p>{_e(untested)}</p>")
     if claims:
         parts.append(f"<p>{_e(sample_sentence(claims))}</p>")
+    told = sequential_sentence(claims, sequential)
+    if told:
+        parts.append(f"<p>{_e(told)}</p>")
     parts.append("</section>")
     return parts
 
@@ -228,7 +261,7 @@ def render_report(
         f"<p>{len(number)} rows (one per statement, model and origin), counted per origin by the verdict on "
         "the quantity the paper plots:</p>",
         *_counters(counts),
-        *_summary(claims, headlines),
+        *_summary(claims, headlines, meta.get("sequential")),
         "<p>Sections, in the paper's order: "
         + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories)
         + " · <a href='#glossary'>glossary</a></p>",

@@ -37,11 +37,18 @@ from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
 from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
 from rankcollapse.experiments.engine.story import Found, StoryData, slice_data
-from rankcollapse.experiments.engine.verdicts import ORIGINS, UNTESTED, VERDICTS, Claim, verdict_class
+from rankcollapse.experiments.engine.verdicts import ORIGINS, UNDECIDED, UNTESTED, VERDICTS, Claim
 from rankcollapse.experiments.kit.claims import no_data_row, with_failures
+from rankcollapse.experiments.kit.curves import looks as at_looks
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
 from rankcollapse.io import atomic_write, package_versions, to_jsonable, write_json
+from rankcollapse.pipeline.sequential import (
+    DEFAULT_MAX_SAMPLES,
+    check_sequential,
+    run_sequential,
+    stop_reason,
+)
 
 
 @dataclass
@@ -116,42 +123,62 @@ REFERENCE_CPU_FLOPS = 8.0e10
 ASSUMED_CUDA_FLOPS = 1.0e13
 
 
+def estimate_line(
+    total: float, known: int, runs: int, profile: str, executor: str, workers: int | None
+) -> str:
+    """The pre-sweep line: CPU time (the sum of the tasks' ``cost_s``, one process alone) and the wall
+    time on ``w`` workers, ``PARALLEL_SLOWDOWN * cpu / w`` for ``w > 1`` (local processes, or the Dask
+    cluster's workers counted as such: its network and scheduling are not in it)."""
+
+    def span(sec: float) -> str:
+        return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
+
+    head = (
+        f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for {known} of "
+        f"{runs} runs"
+    )
+    if executor == "dask" and workers is None:
+        return f"{head} (the Dask cluster's wall time: that divided by its workers; it did not say how many)"
+    w = max(int(workers or 1), 1)
+    wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
+    where = f"the Dask cluster's {w} workers" if executor == "dask" else f"{w} local workers"
+    return f"{head}, about {span(wall)} on {where} (measured per-layer costs on this machine's CPU)"
+
+
+def device_estimate(total: float, device: str | None) -> str:
+    """What the estimate adds for ``device`` ``cuda``: the GPU time extrapolated from FLOPs,
+    ``cpu * REFERENCE_CPU_FLOPS / ASSUMED_CUDA_FLOPS``, said to be so (nothing was measured on a GPU);
+    ``""`` for the CPU."""
+    if device is None or not str(device).startswith("cuda"):
+        return ""
+    sec = total * REFERENCE_CPU_FLOPS / ASSUMED_CUDA_FLOPS
+    span = f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
+    return (
+        f"; {device}: about {span}, extrapolated from FLOPs at an assumed {ASSUMED_CUDA_FLOPS / 1e12:g} "
+        "TFLOP/s; not measured here"
+    )
+
+
 def print_estimate(
     specs: list[RunSpec],
     exps: dict[str, Experiment],
     profile: str,
     workers: int | None,
     store: RunStore,
+    executor: str = "local",
+    scheduler: str | None = None,
     device: str | None = None,
 ) -> None:
-    """One line on stderr before a sweep starts: the estimated time of the runs left to do.
-
-    CPU time is the sum of the tasks' ``cost_s`` (one process alone); the wall time on ``w > 1``
-    local workers is ``PARALLEL_SLOWDOWN * cpu / w``. ``device`` ``cuda``: also the GPU time
-    extrapolated from FLOPs, ``cpu * REFERENCE_CPU_FLOPS / ASSUMED_CUDA_FLOPS`` (said to be so:
-    nothing was measured on a GPU)."""
-    from rankcollapse.experiments.engine.executors import default_workers
+    """One line on stderr before a sweep starts: the estimated time of the runs left to do, for the
+    chosen executor (:func:`estimate_line`; a Dask cluster is asked how many workers it has) and,
+    on CUDA, the device (:func:`device_estimate`)."""
+    from rankcollapse.experiments.engine.executors import dask_workers, default_workers
 
     total, known = estimate_seconds(specs, exps, store)
     if known:
-        w = workers or default_workers()
-
-        def span(sec: float) -> str:
-            return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.1f} min"
-
-        wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
-        gpu = ""
-        if device is not None and str(device).startswith("cuda"):
-            gpu = (
-                f"; {device}: about {span(total * REFERENCE_CPU_FLOPS / ASSUMED_CUDA_FLOPS)}, extrapolated "
-                f"from FLOPs at an assumed {ASSUMED_CUDA_FLOPS / 1e12:g} TFLOP/s; not measured here"
-            )
-        print(
-            f"rankcollapse: reproduce --profile {profile}: estimated {span(total)} of CPU time for "
-            f"{known} of {len(specs)} runs, about {span(wall)} on {w} local workers (measured "
-            f"per-layer costs; more workers or a Dask cluster divide it){gpu}",
-            file=sys.stderr,
-        )
+        w = dask_workers(scheduler or "") if executor == "dask" else workers or default_workers()
+        line = estimate_line(total, known, len(specs), profile, executor, w)
+        print(line + device_estimate(total, device), file=sys.stderr)
 
 
 def execution_settings(device: str | None, batch_size: int | None) -> dict[str, Any]:
@@ -212,6 +239,9 @@ def reproduce(
     config_dir: str | Path | None = None,
     wait: bool = False,
     stories: dict[str, Found] | None = None,
+    until_decided: bool = False,
+    max_samples: int | None = None,
+    budget_s: float | None = None,
     device: str | None = None,
     batch_size: int | None = None,
 ) -> ReproduceResult:
@@ -220,6 +250,9 @@ def reproduce(
     Every option is checked before anything is written. ``out_dir`` is locked for the whole call:
     a second writer gets a RankCollapseError naming the holder's pid, or blocks with ``wait=True``.
     ``stories``: the stories to judge with (default: every story of ``rankcollapse.experiments.stories``).
+    ``until_decided``: sequential sampling (``pipeline.sequential``): the conditions of undecided rows get
+    more seeds, doubling n at each planned look, until decided, ``max_samples`` per condition
+    (default ``sequential.DEFAULT_MAX_SAMPLES``) or ``budget_s`` seconds of wall time for the whole call.
 
     ``device`` (``cpu``, ``cuda``, ``cuda:K``; None: each task's default, the CPU) and ``batch_size``
     (samples through a model at a time; None: a profile's ``batch_size``, else all at once) are
@@ -230,6 +263,7 @@ def reproduce(
         raise RankCollapseError("--out must name a folder, got ''")
     check_executor(executor, scheduler, workers)
     given = execution_settings(device, batch_size)
+    check_sequential(until_decided, max_samples, budget_s)
     stories = all_stories() if stories is None else stories
     experiments = load_experiments(profile, only, config_dir, stories)
     start = time.perf_counter()
@@ -238,33 +272,123 @@ def reproduce(
     runs = with_execution([s for e in experiments for s in e.runs()], given)
     specs = sorted(runs, key=lambda s: _cost(s, by_name))
     with OutputLock(out, wait=wait):
-        print_estimate(specs, by_name, profile, workers, RunStore(out), given.get("device"))
+        print_estimate(
+            specs, by_name, profile, workers, RunStore(out), executor, scheduler, given.get("device")
+        )
         if executor == "local":
             _prepare_models(specs, RunStore(out))
-        sweep = run_sweep(
-            specs,
-            out,
-            executor=executor,
-            workers=workers,
-            scheduler=scheduler,
-            progress=progress,
-            label=f"reproduce --{profile}",
-        )
+
+        def sweep_runs(todo: list[RunSpec], label: str) -> SweepSummary:
+            return run_sweep(
+                with_execution(todo, given),  # new seeds of --until-decided get them too
+                out,
+                executor=executor,
+                workers=workers,
+                scheduler=scheduler,
+                progress=progress,
+                label=f"reproduce --{profile}{label}",
+                cost=lambda s: by_name[s.experiment].cost_s(s) if s.experiment in by_name else None,
+            )
+
+        sweep = sweep_runs(specs, "")
+        looks: dict[str, int] = {}
+        sampling = None
+        if until_decided:
+
+            def judge(now: list[RunSpec]) -> list[Claim]:
+                table, index = _tables(out, now)
+                return _analyse(experiments, table, index, out, stories, looks=looks, draw=False)[0]
+
+            from rankcollapse.experiments.engine.executors import default_workers
+
+            w = workers or default_workers() if executor == "local" else 1
+            specs, sampling = run_sequential(
+                specs,
+                experiments,
+                judge,
+                lambda todo, label: _add(sweep, sweep_runs(todo, f", {label}")),
+                max_samples=max_samples or DEFAULT_MAX_SAMPLES,
+                budget_s=budget_s,
+                started=start,
+                wall_factor=(PARALLEL_SLOWDOWN if w > 1 else 1.0) / w,
+                set_looks=looks.update,
+                finished=RunStore(out).is_done,
+            )
         table, index = collect_table(out), collect_index(out)
         write_tables(out, table, index)
-        wanted = {s.run_id for s in specs}
-        if not table.empty:
-            table = table[table["run_id"].isin(wanted)]
-        if not index.empty:
-            index = index[index["run_id"].isin(wanted)]
-        claims, figures, described, headlines = _analyse(experiments, table, index, out, stories)
+        table, index = _only(table, index, specs)
+        claims, figures, described, headlines = _analyse(experiments, table, index, out, stories, looks=looks)
+        if sampling is not None:
+            for c in claims:
+                c.sampling = stop_reason(c, sampling)
+            _write_claims(out, claims)
         wall = time.perf_counter() - start
         meta = _meta(profile, only, executor, workers, sweep, index, wall)
+        if sampling is not None:
+            meta["sequential"] = sampling.describe()
         from rankcollapse.pipeline.report import write_report
 
         report = write_report(claims, figures, described, meta, out, headlines)
         write_json(out / "experiments.json", {"meta": meta, "experiments": described})
     return ReproduceResult(out, report, claims, figures, sweep, wall, experiments)
+
+
+def _add(total: SweepSummary, more: SweepSummary) -> SweepSummary:
+    """Fold a later look's sweep into the call's counts."""
+    total.total += more.total
+    total.skipped += more.skipped
+    total.finished += more.finished
+    total.failed += more.failed
+    total.failures += more.failures
+    total.wall_s += more.wall_s
+    return more
+
+
+def _only(
+    table: pd.DataFrame, index: pd.DataFrame, specs: list[RunSpec]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of ``specs``' runs (the folder may hold runs of other profiles or earlier grids)."""
+    wanted = {s.run_id for s in specs}
+    if not table.empty:
+        table = table[table["run_id"].isin(wanted)]
+    if not index.empty:
+        index = index[index["run_id"].isin(wanted)]
+    return table, index
+
+
+def _tables(out: Path, specs: list[RunSpec]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return _only(collect_table(out), collect_index(out), specs)
+
+
+def _write_claims(out: Path, claims: list[Claim]) -> None:
+    frame = pd.DataFrame([c.to_dict() for c in claims])
+    atomic_write(out / "claims.csv", frame.to_csv(index=False))
+    write_json(out / "claims.json", [c.to_dict() for c in claims])
+
+
+def source_commit() -> str:
+    """The git commit of the running source tree (``+dirty`` with local changes), or "" outside git."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        if head.returncode != 0:
+            return ""
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _meta(
@@ -291,6 +415,7 @@ def _meta(
         "wall_s": round(wall, 1),
         "run_time_s": round(float(index["wall_s"].sum()), 1) if not index.empty else 0.0,
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": source_commit(),
         "versions": package_versions(),
         "failed_runs": [
             {"experiment": r["experiment"], "run_id": r["run_id"], "error": r["error"]}
@@ -305,10 +430,14 @@ def _analyse(
     index: pd.DataFrame,
     out: Path,
     stories: dict[str, Found],
+    looks: dict[str, int] | None = None,
+    draw: bool = True,
 ) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]], dict[str, list[str]]]:
     """Each story's rows, figures and headlines from all its arms' slices of the tables, in report
     order; a statement no row judged gets a no-data row; experiments without a story (custom sweeps)
-    get neither."""
+    get neither. ``looks``: per story, the looks of a sequential run (``kit.curves.looks``: every
+    interval at level ALPHA / K); ``draw=False``: rows only (an intermediate look: no figures, no
+    files)."""
     claims: list[Claim] = []
     figures: list[FigureFile] = []
     headlines: dict[str, list[str]] = {}
@@ -327,12 +456,12 @@ def _analyse(
             continue
         arms = {e.arm: slice_data(e, table, index) for e in exps}
         sd = StoryData(name, arms, dict(exps[0].verdict), dict(exps[0].ranges))
-        rows = [
-            with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in found.story.claims(sd)
-        ]
-        judged = {c.key for c in rows}
+        with at_looks((looks or {}).get(name, 1)):
+            judged = found.story.claims(sd)
+        rows = [with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in judged]
+        keys = {c.key for c in rows}
         for statement in found.story.statements:
-            if statement.key not in judged:
+            if statement.key not in keys:
                 why = (
                     "; ".join(
                         f"arm {a}: {d.failures() or 'no finished runs'}"
@@ -344,24 +473,27 @@ def _analyse(
                 first = next(iter(arms.values()), None)
                 rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
         claims.extend(rows)
-        for spec in found.story.figures(sd):
-            figures.append(save_figure(spec, out / "figures", name))
-        headlines[name] = found.story.headlines(sd)
-    frame = pd.DataFrame([c.to_dict() for c in claims])
-    atomic_write(out / "claims.csv", frame.to_csv(index=False))
-    write_json(out / "claims.json", [c.to_dict() for c in claims])
+        if not draw:
+            continue
+        with at_looks((looks or {}).get(name, 1)):
+            for spec in found.story.figures(sd):
+                figures.append(save_figure(spec, out / "figures", name))
+            headlines[name] = found.story.headlines(sd)
+    if draw:
+        _write_claims(out, claims)
     return claims, figures, to_jsonable(described), headlines
 
 
 def verdict_counts(claims: list[Claim]) -> dict[str, dict[str, int]]:
     """Per origin (paper setting first), how many rows fall in each verdict class
-    (reproduced / not reproduced / inconclusive / untested, by the plotted quantity)."""
-    classes = [v.value for v in VERDICTS] + [UNTESTED]
+    (reproduced / not reproduced / inconclusive / undecided / untested, by the plotted quantity;
+    ``undecided``: inconclusive rows the sample leaves open, ``Claim.verdict_class``)."""
+    classes = [v.value for v in VERDICTS] + [UNDECIDED, UNTESTED]
     out: dict[str, dict[str, int]] = {}
     for origin in ORIGINS:
         rows = [c for c in claims if c.origin == origin.value]
         if rows:
-            counts = {k: sum(1 for c in rows if verdict_class(c.verdict) == k) for k in classes}
+            counts = {k: sum(1 for c in rows if c.verdict_class == k) for k in classes}
             out[origin.value] = {k: n for k, n in counts.items() if n}
     return out
 

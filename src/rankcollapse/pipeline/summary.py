@@ -16,6 +16,7 @@ from rankcollapse.experiments.engine.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
+    UNDECIDED,
     UNTESTED,
     Claim,
     Origin,
@@ -43,7 +44,7 @@ def plain(text: str, width: int = 260) -> str:
 
 
 def _count(rows: Sequence[Claim], cls: str) -> int:
-    return sum(1 for c in rows if verdict_class(c.verdict) == cls)
+    return sum(1 for c in rows if c.verdict_class == cls)
 
 
 def _differs(rows: Sequence[Claim]) -> list[Claim]:
@@ -51,16 +52,6 @@ def _differs(rows: Sequence[Claim]) -> list[Claim]:
         c
         for c in rows
         if verdict_class(c.verdict) == REPRODUCED.value and c.mechanism == NOT_REPRODUCED.value
-    ]
-
-
-def _needed(rows: Sequence[Claim]) -> list[int]:
-    return [
-        int(m.group(1))
-        for c in rows
-        if c.cause_kind == "sample too small"
-        for m in [re.search(r"n ≈ (\d+)", c.cause)]
-        if m
     ]
 
 
@@ -80,6 +71,7 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
         _count(rows, INCONCLUSIVE.value),
     )
     untested = _count(rows, UNTESTED)
+    undecided = _count(rows, UNDECIDED)
     word = "confirmed" if origin is Origin.EXTENSION else "reproduce as plotted"
     first = f"{where}, {ok} of {len(rows)} rows {word}"
     diff = _differs(rows)
@@ -91,6 +83,7 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
             + ")"
         )
     tail = [f"{bad} {'refuted' if origin is Origin.EXTENSION else 'not reproduced'}"] if bad else []
+    tail += [f"{undecided} undecided at their sample size"] if undecided else []
     tail += [f"{open_} inconclusive"] if open_ else []
     tail += [f"{untested} untested"] if untested else []
     out = [first + ("; " + ", ".join(tail) if tail else "") + "."]
@@ -118,15 +111,15 @@ def sample_sentence(rows: Sequence[Claim]) -> str:
     """What the sample size decides: samples per condition, provisional rows, undecided rows and their n."""
     ns = sorted({int(c.n) for c in rows if c.n is not None})
     provisional = sum(1 for c in rows if c.provisional)
-    undecided = [c for c in rows if c.cause_kind == "sample too small"]
-    needed = _needed(undecided)
+    undecided = [c for c in rows if c.undecided]
+    needed = [int(c.needed_n) for c in undecided if c.needed_n is not None]
     parts = []
     if ns:
         parts.append(f"samples per condition n = {ns[0]}" + (f"-{ns[-1]}" if ns[-1] != ns[0] else ""))
     parts.append(f"{provisional} rows provisional (judged at their rule's minimum sample size)")
     if undecided:
         parts.append(
-            f"{len(undecided)} undecided by the sample"
+            f"{len(undecided)} rows (or a part of them) undecided by the sample"
             + (
                 f" (the n that would decide them at the observed spread: {min(needed)}-{max(needed)})"
                 if needed
@@ -139,6 +132,31 @@ def sample_sentence(rows: Sequence[Claim]) -> str:
             f"{sensitive} threshold-sensitive (their verdict moves inside a documented threshold range)"
         )
     return "Sample: " + "; ".join(parts) + "."
+
+
+def sequential_sentence(rows: Sequence[Claim], sequential: dict | None) -> str:
+    """What ``--until-decided`` did: the scheme, the rows more samples decided, why the others stopped."""
+    if not sequential:
+        return ""
+    history = sequential.get("history") or []
+    looks = sequential.get("looks_per_story") or {}
+    grew = [c for c in rows if c.sampling.startswith("decided at n =")]
+    open_ = [c for c in rows if c.undecided]
+    why = Counter(c.sampling.split(": ", 1)[1].split(":")[0] if ": " in c.sampling else "?" for c in open_)
+    budget = sequential.get("budget_s")
+    scheme = (
+        f"Sampled until decided: n doubles at up to {max(looks.values(), default=1)} looks per story, every "
+        "look judged at level 0.0455 / K (Bonferroni over its K looks), at most "
+        f"{sequential.get('max_samples')} samples per condition"
+        + (f", budget {budget / 3600:.2g} h" if budget else "")
+        + f"; {sum(h['runs_added'] for h in history)} runs added over {len(history)} more looks. "
+    )
+    told = f"{len(grew)} rows decided after more samples"
+    if open_:
+        told += (
+            f"; {len(open_)} still undecided (" + ", ".join(f"{k} {n}" for k, n in why.most_common()) + ")"
+        )
+    return scheme + told + "."
 
 
 def section_paragraph(rows: Sequence[Claim], headlines: Sequence[str]) -> str:

@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 from rankcollapse.experiments.engine.tasks import Task
@@ -198,11 +196,11 @@ def load_experiment(
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """The mapping in a YAML config file (RankCollapseError, one line, for anything else)."""
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise RankCollapseError(f"cannot read experiment config {path}: {err}"[:300]) from err
+    """The mapping in a YAML config file, read through the one input opener (``rankcollapse.inputs``:
+    bounded, never blocking, aliases bounded); RankCollapseError, one line, for anything else."""
+    from rankcollapse.inputs import read_yaml
+
+    raw = read_yaml(path, "experiment config")
     if not isinstance(raw, dict):
         raise RankCollapseError(f"experiment config {path} is not a mapping")
     return raw

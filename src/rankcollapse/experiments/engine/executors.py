@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import RunSpec
-from rankcollapse.experiments.engine.progress import Progress
+from rankcollapse.experiments.engine.progress import SweepProgress, run_weights
 from rankcollapse.experiments.engine.store import RunStore
 from rankcollapse.experiments.engine.tasks import RunResult, execute_run
 from rankcollapse.experiments.engine.workers import init_worker
@@ -77,12 +77,15 @@ def run_sweep(
     scheduler: str | None = None,
     progress: bool = True,
     label: str = "sweep",
+    cost: Callable[[RunSpec], float | None] | None = None,
 ) -> SweepSummary:
     """Run every spec not already finished in ``out_dir``; store each as it completes.
 
     ``executor="local"``: ``workers`` processes (default ``min(2, cpu)``; 1 runs in this process).
     ``executor="dask"``: submit to the ``distributed`` scheduler at ``scheduler``
-    (e.g. ``tcp://10.0.0.1:8786``). Returns counts; does not raise on failed runs.
+    (e.g. ``tcp://10.0.0.1:8786``). ``cost``: a run's estimated seconds (None: unknown), which
+    weighs it in the progress and its time left (``engine.progress``). Returns counts; does not
+    raise on failed runs.
     """
     check_executor(executor, scheduler, workers)
     workers = default_workers() if workers is None else workers
@@ -96,7 +99,8 @@ def run_sweep(
         else:
             todo.append(spec)
     start = time.perf_counter()
-    bar = Progress(len(todo), sum(s.expected_layers for s in todo), progress and bool(todo), label)
+    weights = run_weights(todo, cost or (lambda s: None))
+    bar = SweepProgress(todo, weights, progress and bool(todo), label)
 
     def store_result(spec: RunSpec, result: RunResult, live_layers: bool) -> None:
         store.save(spec, result)
@@ -105,9 +109,7 @@ def run_sweep(
         else:
             summary.failed += 1
             summary.failures.append((spec.run_id, result.error))
-        if not live_layers:
-            bar.layer(spec.expected_layers)
-        bar.run()
+        bar.run(spec.run_id)
 
     try:
         if todo and executor == "dask":
@@ -116,7 +118,8 @@ def run_sweep(
             _run_pool(todo, workers, store_result, bar)
         else:
             for spec in todo:
-                store_result(spec, execute_run(spec, on_layer=lambda t: bar.layer()), True)
+                ticks = lambda t, rid=spec.run_id: bar.layer(rid)  # noqa: E731
+                store_result(spec, execute_run(spec, on_layer=ticks), True)
     finally:
         bar.close()
         summary.wall_s = time.perf_counter() - start
@@ -136,7 +139,7 @@ def _run_pool(
     todo: list[RunSpec],
     workers: int,
     store_result: Callable[[RunSpec, RunResult, bool], None],
-    bar: Progress,
+    bar: SweepProgress,
 ) -> None:
     ctx = mp.get_context("spawn")
     ticks = ctx.Queue()
@@ -145,12 +148,12 @@ def _run_pool(
     def drain() -> None:
         while not stop.is_set():
             try:
-                ticks.get(timeout=0.2)
+                run_id = ticks.get(timeout=0.2)
             except queue.Empty:
                 continue
             except (EOFError, OSError, ValueError):
                 return
-            bar.layer()
+            bar.layer(str(run_id))
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
@@ -191,6 +194,17 @@ def _fill(pool: ProcessPoolExecutor, specs: Iterator[RunSpec], pending: dict, li
         if spec is None:
             return
         pending[pool.submit(execute_run, spec)] = spec
+
+
+def dask_workers(scheduler: str) -> int | None:
+    """How many workers the Dask scheduler at ``scheduler`` has now (None when it cannot say)."""
+    try:
+        from distributed import Client
+
+        with Client(scheduler, timeout="10s") as client:
+            return len(client.scheduler_info().get("workers", {})) or None
+    except Exception:  # not reachable, or no distributed: the sweep itself says so in one line
+        return None
 
 
 def _run_dask(

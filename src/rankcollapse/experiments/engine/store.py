@@ -3,9 +3,11 @@
 Storage under ``out_dir/runs/<experiment>/``:
 
 - ``<run_id>.csv``: the run's rows (long format, usually one row per layer);
-- ``<run_id>.json``: the done-marker and run record (params, seed, wall time, summary, versions),
-  written last. A run counts as finished iff this file exists with ``status == "ok"``; a run
-  killed before it is simply run again.
+- ``<run_id>.json``: the done-marker and run record (params, seed, wall time, summary, versions,
+  and the row count, byte size and SHA-256 of the CSV), written last. A run counts as finished iff
+  this file exists with ``status == "ok"`` and its CSV matches the record (:meth:`RunStore.verify`);
+  a run killed before, or whose CSV was cut, changed or deleted since, is simply run again, never
+  trusted, and ``collect_table`` leaves it out (``collect_index`` flags it ``damaged``).
 
 Both are written through ``rankcollapse.io.atomic_write`` (a temporary name unique per process,
 fsync, rename), so two writers never share a temporary and a crash never leaves half a file.
@@ -16,7 +18,10 @@ task, every parameter, then the row columns); ``collect_index`` gives one row pe
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +31,38 @@ import pandas as pd
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
 from rankcollapse.experiments.engine.tasks import RunResult
-from rankcollapse.io import atomic_write, package_versions, to_jsonable
+from rankcollapse.inputs import read_bytes
+from rankcollapse.io import atomic_write, package_versions, real_subfolder, to_jsonable
+
+#: Keys every readable run record has (a record without them is ignored, as if absent).
+RECORD_KEYS = ("run_id", "experiment", "task", "status", "params")
+#: ``status`` given in ``collect_index`` to a finished run whose CSV no longer matches its record.
+DAMAGED = "damaged"
+
+
+#: Run files already verified in this process, keyed by (path, inode, size, mtime, ctime, digest,
+#: rows): a resume asks for each several times (models to prepare, the estimate, the sweep).
+_VERIFIED: dict[tuple[str, int, int, int, int, str, str], bool] = {}
+
+
+def _parse(data: bytes) -> pd.DataFrame | None:
+    try:
+        return pd.read_csv(io.BytesIO(data))
+    except (ValueError, TypeError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        return None
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    """A run record, or None if it is missing, unreadable, not JSON or lacks :data:`RECORD_KEYS`."""
+    try:
+        rec = json.loads(read_bytes(path, "run record"))
+    except (RankCollapseError, ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict) or any(k not in rec for k in RECORD_KEYS):
+        return None
+    if not isinstance(rec["params"], dict):
+        return None
+    return rec
 
 
 class RunStore:
@@ -46,24 +82,68 @@ class RunStore:
     def record(self, spec: RunSpec) -> dict[str, Any] | None:
         """The stored record of a run, or None if it never finished."""
         _, meta = self._paths(spec)
-        try:
-            return json.loads(meta.read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
+        return _read_record(meta)
 
     def is_done(self, spec: RunSpec) -> bool:
+        """Finished: a record with ``status == "ok"`` whose CSV matches it (:meth:`verify`)."""
         rec = self.record(spec)
-        return rec is not None and rec.get("status") == "ok"
+        return rec is not None and rec.get("status") == "ok" and self.verify(rec)
+
+    def csv_path(self, record: dict[str, Any]) -> Path:
+        return self.runs_dir / str(record["experiment"]) / f"{record['run_id']}.csv"
+
+    def verify(self, record: dict[str, Any]) -> bool:
+        """Whether the run file of a finished record is intact: present, of the recorded size and
+        SHA-256 (records written before checksums: of the recorded row count). A run without rows
+        has no file and is intact. A file verified once is not read again while its size and
+        modification time stay the same (a resume asks several times)."""
+        if not record.get("n_rows"):
+            return True
+        path = self.csv_path(record)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        digest = record.get("csv_sha256")
+        if isinstance(digest, str) and info.st_size != record.get("csv_bytes"):
+            return False
+        key = (str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, str(digest),
+               str(record.get("n_rows")))
+        if key not in _VERIFIED:
+            _VERIFIED[key] = self._intact_bytes(record) is not None
+        return _VERIFIED[key]
+
+    def _intact_bytes(self, record: dict[str, Any]) -> bytes | None:
+        """The bytes of a finished run's file if they match its record, else None (never raises)."""
+        try:
+            data = read_bytes(self.csv_path(record), "run file")
+        except RankCollapseError:
+            return None
+        digest = record.get("csv_sha256")
+        if isinstance(digest, str):
+            ok = len(data) == record.get("csv_bytes") and hashlib.sha256(data).hexdigest() == digest
+            return data if ok else None
+        frame = _parse(data)  # a record from before checksums: the row count is what is checked
+        try:
+            return data if frame is not None and len(frame) == int(record["n_rows"]) else None
+        except (TypeError, ValueError):
+            return None
+
+    def _intact(self, record: dict[str, Any]) -> pd.DataFrame | None:
+        """The rows of a finished run if its file matches the record, else None (never raises)."""
+        data = self._intact_bytes(record)
+        return None if data is None else _parse(data)
 
     def save(self, spec: RunSpec, result: RunResult) -> None:
-        """Rows first, then the record (the done-marker), each atomically."""
+        """Rows first, then the record (the done-marker, with the rows' size and checksum), each
+        atomically; neither is written through a link."""
         csv_path, meta_path = self._paths(spec)
-        try:
-            csv_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise RankCollapseError(f"cannot create output folder {csv_path.parent}: {err.strerror}") from err
-        if result.status == "ok":
-            atomic_write(csv_path, pd.DataFrame(result.rows).to_csv(index=False), fsync=True)
+        real_subfolder(self.root, "runs")
+        real_subfolder(self.runs_dir, spec.experiment)
+        data = b""
+        if result.status == "ok" and result.rows:
+            data = pd.DataFrame(result.rows).to_csv(index=False).encode("utf-8")
+            atomic_write(csv_path, data, fsync=True)
         record = {
             "run_id": spec.run_id,
             "experiment": spec.experiment,
@@ -76,6 +156,8 @@ class RunStore:
             "error": result.error,
             "wall_s": round(result.wall_s, 4),
             "n_rows": len(result.rows),
+            "csv_bytes": len(data),
+            "csv_sha256": hashlib.sha256(data).hexdigest(),
             "summary": result.summary,
             "versions": package_versions(),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -86,19 +168,29 @@ class RunStore:
         """All stored records (finished and failed), sorted by experiment then run_id."""
         pattern = f"{experiment}/*.json" if experiment else "*/*.json"
         out = []
-        for path in sorted(self.runs_dir.glob(pattern)):
-            try:
-                out.append(json.loads(path.read_text()))
-            except (OSError, json.JSONDecodeError):
-                continue
+        try:
+            paths = sorted(self.runs_dir.glob(pattern))
+        except OSError:
+            return out
+        for path in paths:
+            rec = _read_record(path)
+            if rec is not None:
+                out.append(rec)
         return out
 
     def finished(self) -> int:
-        """How many runs are stored as finished (``status == "ok"``)."""
-        return sum(1 for rec in self.records() if rec.get("status") == "ok")
+        """How many runs are stored as finished (``status == "ok"``, run file intact)."""
+        return sum(1 for rec in self.records() if rec.get("status") == "ok" and self.verify(rec))
 
     def rows(self, record: dict[str, Any]) -> pd.DataFrame:
-        return pd.read_csv(self.runs_dir / record["experiment"] / f"{record['run_id']}.csv")
+        """The rows of a finished run (RankCollapseError, one line, if its file is unreadable)."""
+        data = read_bytes(self.csv_path(record), "run file")
+        try:
+            return pd.read_csv(io.BytesIO(data))
+        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+            reason = " ".join(str(err).split())[:100]
+            where = self.csv_path(record)
+            raise RankCollapseError(f"run file {where} is not a readable CSV ({reason})") from None
 
 
 def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
@@ -106,9 +198,13 @@ def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFra
     store = RunStore(root)
     rows = []
     for rec in store.records(experiment):
-        row = {k: rec[k] for k in ("run_id", "experiment", "task", "status", "seed", "wall_s", "error")}
+        row = {k: rec.get(k) for k in ("run_id", "experiment", "task", "status", "seed", "wall_s", "error")}
+        if rec.get("status") == "ok" and not store.verify(rec):
+            row["status"] = DAMAGED
+            row["error"] = "its run file is missing or does not match its record (size, SHA-256); rerun"
         row.update({k: v for k, v in rec["params"].items() if k not in row})
-        row.update({f"summary.{k}": v for k, v in (rec.get("summary") or {}).items()})
+        summary = rec.get("summary")
+        row.update({f"summary.{k}": v for k, v in (summary if isinstance(summary, dict) else {}).items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -126,7 +222,9 @@ def collect_table(root: str | Path, experiment: str | None = None) -> pd.DataFra
     for rec in store.records(experiment):
         if rec.get("status") != "ok" or not rec.get("n_rows"):
             continue
-        frame = store.rows(rec)
+        frame = store._intact(rec)
+        if frame is None:
+            continue  # damaged: flagged by collect_index, recomputed by the next sweep
         frame.insert(0, "row", range(len(frame)))
         ident = {"run_id": rec["run_id"], "experiment": rec["experiment"], "task": rec["task"]}
         ident.update({k: v for k, v in rec["params"].items() if k not in frame.columns})

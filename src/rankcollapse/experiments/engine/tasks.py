@@ -165,7 +165,9 @@ def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
     if on_layer is None:
         from rankcollapse.experiments.engine.workers import worker_tick
 
-        on_layer = worker_tick
+        def on_layer(t: int) -> None:
+            worker_tick(t, spec.run_id)
+
     start = time.perf_counter()
     try:
         fn = resolve_target(spec.target, spec.task)

@@ -134,6 +134,11 @@ def verdict_word(
     return table[(Verdict.of(as_plotted), mech)]
 
 
+#: The counters' class of an inconclusive row whose interval still straddles its threshold (or whose
+#: sample is below the rule's minimum): more samples would decide it (``Claim.undecided``).
+UNDECIDED = "undecided"
+
+
 def verdict_class(word: str) -> str:
     """The coarse class of a row's word for the counters: reproduced / not reproduced / inconclusive /
     untested, by the plotted quantity (``confirmed (ours)`` counts as reproduced)."""
@@ -158,7 +163,12 @@ class Claim:
     ``mechanism_evidence``: the numbers behind each. ``thresholds``: every threshold the rule used, with
     its documented range; ``threshold_sensitive``: the verdict changes inside those ranges
     (``sensitivity`` says how).
-    ``n``: samples per condition; ``provisional``: judged at the rule's minimum sample size.
+    ``n``: samples per condition; ``provisional``: judged at the rule's minimum sample size;
+    ``undecided``: inconclusive because the sample does not decide (an interval straddles its
+    threshold, or fewer than ``min_samples``), with ``needed_n`` (the n that would decide it at the
+    observed spread, None if unknown) and ``interval`` (the first open comparison, in words);
+    ``sampling``: why a sequential run stopped sampling this row (``reproduce --until-decided``);
+    ``axes``: the grid values the row's runs share (e.g. ``{"model": "random:bert-base-uncased"}``).
     ``model``: the weights judged; ``stand_in``: what stood in for what, and why it may differ.
     """
 
@@ -187,6 +197,11 @@ class Claim:
     conditions: str = ""
     seeds: list[int] = field(default_factory=list)
     figure: str = ""
+    undecided: bool = False
+    needed_n: int | None = None
+    interval: str = ""
+    sampling: str = ""
+    axes: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         Origin(self.origin)
@@ -202,7 +217,9 @@ class Claim:
 
     @property
     def verdict_class(self) -> str:
-        return verdict_class(self.verdict)
+        """:func:`verdict_class` of the word, ``undecided`` for an inconclusive row the sample leaves open."""
+        cls = verdict_class(self.verdict)
+        return UNDECIDED if self.undecided and cls == INCONCLUSIVE.value else cls
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -54,7 +54,7 @@ def init_worker(ticks: Any, threads: int, parent_pid: int) -> None:
         os.environ[var] = str(threads)  # read by torch when a task first imports it
 
 
-def worker_tick(layer: int) -> None:
-    """The default ``on_layer`` of a task: one tick to the parent's progress bar (if any)."""
+def worker_tick(layer: int, run_id: str = "") -> None:
+    """The default ``on_layer`` of a task: one tick of run ``run_id`` to the parent's progress (if any)."""
     if _ticks is not None:
-        _ticks.put(1)
+        _ticks.put(run_id)

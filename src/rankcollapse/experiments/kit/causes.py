@@ -81,7 +81,7 @@ def sample_too_small(margins: Sequence[Margin]) -> str:
     tail = f"; n ≈ {need} would decide it at the observed spread" if need else ""
     more = f" (and {len(margins) - 1} more)" if len(margins) > 1 else ""
     return (
-        f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {z() * m.se:.2g} against {m.threshold:g}"
+        f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g}"
         f"{more}{tail}"
     )
 

@@ -11,6 +11,7 @@ sample size and whether the verdict is provisional.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,8 @@ from rankcollapse.experiments.engine.verdicts import (
     verdict_word,
 )
 from rankcollapse.experiments.kit import causes
-from rankcollapse.experiments.kit.judgement import Judgement
+from rankcollapse.experiments.kit.curves import z
+from rankcollapse.experiments.kit.judgement import Judgement, Margin
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 
@@ -202,6 +204,7 @@ def claim_row(
     ns = [j.judgement.n for j in (plotted, mechanism) if j is not None and j.judgement.n is not None]
     n = min(ns) if ns else None
     provisional = bool(n is not None and "min_samples" in th.values and n <= th.count("min_samples"))
+    undecided, needed, interval = sampling_state(plotted, mechanism, th, kind)
     label = f"[{model.label}] " if model.label else ""
     evidence = (
         f"{label}{names[0]}: {verdict_word(origin, plotted.verdict, None)} — {plotted.judgement.evidence}"
@@ -243,7 +246,72 @@ def claim_row(
         conditions=data.conditions(),
         seeds=seeds,
         figure=figure,
+        undecided=undecided,
+        needed_n=needed,
+        interval=interval,
+        axes=shared_axes(data, frame),
     )
+
+
+#: Causes that explain an inconclusive row better than its sample size (more samples would not help).
+_NOT_SAMPLING = ("threshold", "failed runs", "untested", "no data", "not testable")
+
+
+def _interval(m: Margin) -> str:
+    return f"{m.what}: {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g} (n = {m.n})"
+
+
+def sampling_state(
+    plotted: Judged, mechanism: Judged | None, th: Thresholds, kind: str
+) -> tuple[bool, int | None, str]:
+    """(undecided?, the n that would decide it, its interval in words) of a row.
+
+    A part is undecided when it is inconclusive for want of samples (cause ``sample too small``:
+    a comparison's interval straddles its threshold, or n < ``min_samples``); the row is undecided when
+    one of its parts is and no other cause (a threshold inside its range, failed runs) explains it.
+    ``needed``: the largest :meth:`Margin.needed_n` over the open comparisons, ``min_samples`` where a
+    part had too few samples, None when no comparison says. The interval: the first open comparison,
+    else the closest decided one (the smallest gap in standard errors), as ``value ± z(n) se against
+    threshold (n = ...)``; empty for a row judged without one (a check, a count)."""
+    parts = [j.judgement for j in (plotted, mechanism) if j is not None]
+    margins = [m for j in parts for m in j.margins if math.isfinite(m.value) and math.isfinite(m.se)]
+    closest = min(margins, key=lambda m: abs(m.value - m.threshold) / max(m.se, 1e-300), default=None)
+    open_parts = [j for j in parts if j.verdict is INCONCLUSIVE and j.cause_kind == "sample too small"]
+    if not open_parts or kind in _NOT_SAMPLING:
+        return False, None, _interval(closest) if closest is not None else ""
+    needs: list[int] = []
+    interval = ""
+    for j in open_parts:
+        for m in j.undecided:
+            need = m.needed_n()
+            if need is not None:
+                needs.append(need)
+            if not interval:
+                interval = _interval(m)
+        if (
+            not j.undecided
+            and j.n is not None
+            and "min_samples" in th.values
+            and j.n < th.count("min_samples")
+        ):
+            needs.append(th.count("min_samples"))
+    if not interval and closest is not None:
+        interval = _interval(closest)
+    return True, (max(needs) if needs else None), interval
+
+
+def shared_axes(data: Data, frame: pd.DataFrame) -> dict[str, Any]:
+    """The grid axes (not the seed) on which every row of ``frame`` has one value: the conditions a
+    sequential run extends for this row."""
+    grid = data.exp.grid or {}
+    out: dict[str, Any] = {}
+    for axis, values in grid.items():
+        if axis == "seed" or len(values) < 2 or axis not in frame or frame.empty:
+            continue
+        seen = frame[axis].dropna().unique()
+        if len(seen) == 1:
+            out[axis] = seen[0].item() if hasattr(seen[0], "item") else seen[0]
+    return out
 
 
 def model_row(

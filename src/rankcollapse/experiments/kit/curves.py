@@ -25,6 +25,7 @@ standard error (ours): ``(drop(b) - drop(a)) / (b - a)``, standard error
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Iterator
@@ -41,29 +42,52 @@ from rankcollapse.core.precision import dtype_name, floor_rel
 
 #: The two collapse quantities: the paper's raw mu and the scale-free mu_rel = mu / ||X||_F.
 QUANTITIES: tuple[str, ...] = ("mu", "mu_rel")
-#: Width of an uncertainty interval in standard errors (about 95% for a normal mean): the critical
-#: value of one look at the data. A sequential run (``reproduce --until-decided``) widens it for its
-#: number of looks (:func:`critical_value`).
-Z = 2.0
-_CRITICAL: ContextVar[float] = ContextVar("rankcollapse_critical_value", default=Z)
+#: The error level of one decision: the two-sided tail of 2 standard errors of a normal mean
+#: (4.55 %). Every interval of the kit is ``mean ± z(n) se`` with :func:`z`.
+ALPHA = math.erfc(2.0 / math.sqrt(2.0))
+_LOOKS: ContextVar[int] = ContextVar("rankcollapse_looks", default=1)
 
 
-def z() -> float:
-    """The critical value every interval of the kit uses now (``Z`` or what :func:`critical_value` set)."""
-    return _CRITICAL.get()
+@functools.lru_cache(maxsize=4096)
+def _quantile(n: int | None, looks: int) -> float:
+    from scipy import stats
+
+    p = 1.0 - ALPHA / (2 * looks)
+    if n is None:
+        return float(stats.norm.ppf(p))
+    if n < 2:
+        return math.inf
+    return float(stats.t.ppf(p, n - 1))
+
+
+def z(n: int | None = None) -> float:
+    """The critical value of an interval over ``n`` samples: the Student t quantile
+    ``t(1 - ALPHA / (2 K), n - 1)`` (the normal one for ``n=None``; inf below 2 samples), with ``K``
+    the number of looks at growing samples (1, or what :func:`looks` set: Bonferroni over the looks
+    of ``reproduce --until-decided``). ``z(None) = 2`` for one look; ``z(4) = 3.31``, ``z(64) = 2.03``."""
+    return _quantile(None if n is None else int(n), _LOOKS.get())
+
+
+def looks_note() -> str:
+    """``", Bonferroni over 7 looks"`` inside :func:`looks` with ``k > 1``, else ``""``."""
+    k = _LOOKS.get()
+    return f", Bonferroni over {k} looks" if k > 1 else ""
 
 
 @contextmanager
-def critical_value(value: float) -> Iterator[float]:
-    """Judge with intervals of ``value`` standard errors inside the ``with`` block (e.g. Bonferroni over
-    several looks at growing samples); the previous value is restored after."""
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"a critical value must be positive and finite, got {value!r}")
-    token = _CRITICAL.set(float(value))
+def looks(k: int) -> Iterator[int]:
+    """Judge as one of ``k`` planned looks inside the ``with`` block: every interval uses level
+    ``ALPHA / k`` (Bonferroni), so the chance that any of the ``k`` looks decides wrongly stays at most
+    ``ALPHA``. The previous value is restored after."""
+    if not (isinstance(k, int) and k >= 1):
+        raise ValueError(f"the number of looks must be a positive integer, got {k!r}")
+    token = _LOOKS.set(k)
     try:
-        yield float(value)
+        yield k
     finally:
-        _CRITICAL.reset(token)
+        _LOOKS.reset(token)
+
+
 #: Suffixes of the per-layer columns of a curve (the mean has none: column ``mu`` is the mean of mu).
 _SUFFIXES = ("", "_std", "_min", "_max", "_drop", "_drop_std", "_floor_share")
 
@@ -99,11 +123,11 @@ class Rate:
 
     @property
     def lo(self) -> float:
-        return self.mean - z() * self.se
+        return self.mean - z(self.n) * self.se
 
     @property
     def hi(self) -> float:
-        return self.mean + z() * self.se
+        return self.mean + z(self.n) * self.se
 
     @property
     def factor(self) -> float:
@@ -111,8 +135,8 @@ class Rate:
         return math.exp(self.mean) if math.isfinite(self.mean) else math.nan
 
     def text(self) -> str:
-        """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = Z standard errors)."""
-        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {z() * self.se:.2g}, n={self.n})"
+        """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = ``z(n)`` standard errors)."""
+        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {z(self.n) * self.se:.2g}, n={self.n})"
 
 
 @dataclass(frozen=True)

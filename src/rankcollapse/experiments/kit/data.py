@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.engine.story import Data, StoryData
-from rankcollapse.experiments.kit.curves import Curve, z
+from rankcollapse.experiments.kit.curves import Curve, looks_note, z
 
 #: Words for the variants (modes of ``rankcollapse.models``), as the paper names them.
 VARIANT_WORDS: dict[str, str] = {
@@ -95,7 +95,8 @@ def by_label(
 
 
 def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
-    """``n = 8 per condition (2 weight seeds x 4 excerpts; seeds 0, 1); ± = 2 standard errors``."""
+    """``n = 8 samples per condition (2 weight and excerpt seed(s) 0, 1 x 4 excerpts each); ± = 2.36
+    standard errors (Student t, 7 df)``."""
     if runs.empty:
         return "no runs"
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
@@ -105,10 +106,11 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
         per_run = len(frame) // max(int(frame["run_id"].nunique()), 1) if not frame.empty else 0
     pretrained = bool(frame["pretrained"].iloc[0]) if "pretrained" in frame and not frame.empty else False
     what = "excerpt seed(s)" if pretrained else "weight and excerpt seed(s)"
+    n = per_run * max(len(seeds), 1)
     return (
-        f"n = {per_run * max(len(seeds), 1)} samples per condition ({len(seeds)} {what} "
+        f"n = {n} samples per condition ({len(seeds)} {what} "
         f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
-        f"± = {z():g} standard errors over samples"
+        f"± = {z(n):.3g} standard errors (Student t, {n - 1} df{looks_note()})"
     )
 
 

@@ -35,8 +35,16 @@ GLOSSARY: dict[str, str] = {
     "threshold-sensitive": "the verdict changes when a threshold the paper never gives moves inside its "
     "documented range (ranges: in the story's YAML)",
     "provisional": "judged at the rule's minimum sample size (min_samples): more samples may change it",
-    "needed n": "the samples that would decide an undecided comparison at the observed spread: "
-    "n (2 se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n)",
+    "needed n": "the samples that would decide an undecided comparison at the observed spread: the least m "
+    "with m > n (z(m) se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n)",
+    "undecided": "a row whose interval still straddles its threshold (or with fewer than min_samples "
+    "samples): it says 'undecided at n = ...' and the needed n instead of a verdict word",
+    "z(n)": "the critical value of an interval over n samples: the Student t quantile 1 - 0.0455 / (2 K) "
+    "with n - 1 degrees of freedom (2.0 for large n and one look; 3.31 at n = 4); K = the number of "
+    "looks of a sequential run (Bonferroni), 1 otherwise",
+    "sequential": "reproduce --until-decided: more seeds for the conditions of undecided rows, doubling n "
+    "at each of K planned looks, every look judged at level 0.0455 / K, until decided, the cap "
+    "(--max-samples) or the budget (--budget); each row says why its sampling stopped",
     "cause": "why a row is not plainly reproduced, one of: precision floor, norm effect, stand-in differs, "
     "not testable, sample too small, threshold, bound vacuous, structural limit, untested, no data, "
     "failed runs, measured otherwise",
@@ -49,8 +57,8 @@ GLOSSARY: dict[str, str] = {
     "rate": "the mean per-layer log rate of a curve, (log q(b) - log q(a)) / (b - a) over samples, printed "
     "as "
     "the per-layer factor x exp(rate) with the log rate beside it: x0.3/layer = falls to 30% per layer",
-    "±": "after a number: 2 standard errors of the mean over samples; 'for sure' = the whole ± interval on "
-    "one side. A band in a figure is ± 1 sample std",
+    "±": "after a number: z(n) standard errors of the mean over samples (about 2); 'for sure' = the whole ± "
+    "interval on one side. A band in a figure is ± 1 sample std",
     "std": "the sample standard deviation over samples, sqrt(sum (v - mean)^2 / (n - 1)), everywhere",
     "n": "samples per condition (weight seeds x excerpts for random init, excerpts for pretrained, the batch "
     "for a simulation)",

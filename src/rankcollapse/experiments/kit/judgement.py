@@ -1,10 +1,11 @@
 """What a rule returns: a :class:`Judgement` (a verdict, its evidence, the comparisons it turned on).
 
-A :class:`Margin` is one comparison of a measured statistic with a threshold, ``value ± Z se``
-against ``threshold`` over ``n`` samples. It is *decided* when the whole interval lies on one side.
-When it is not, :meth:`Margin.needed_n` says how many samples would decide it at the observed
-spread: ``se`` shrinks like ``1 / sqrt(n)``, so ``|value - threshold| > Z se sqrt(n / m)`` needs
-``m > n (Z se / |value - threshold|)^2`` (documented in the glossary under "needed n").
+A :class:`Margin` is one comparison of a measured statistic with a threshold, ``value ± z(n) se``
+against ``threshold`` over ``n`` samples (``kit.curves.z``: the Student t critical value). It is
+*decided* when the whole interval lies on one side. When it is not, :meth:`Margin.needed_n` says how
+many samples would decide it at the observed spread: ``se`` shrinks like ``1 / sqrt(n)``, so
+``|value - threshold| > z(m) se sqrt(n / m)`` needs ``m > n (z(m) se / |value - threshold|)^2``
+(documented in the glossary under "needed n").
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rankcollapse.experiments.kit.curves import z
 
 @dataclass(frozen=True)
 class Margin:
-    """``value ± Z se`` (over ``n`` samples) against ``threshold``; ``what`` names the statistic."""
+    """``value ± z(n) se`` (over ``n`` samples) against ``threshold``; ``what`` names the statistic."""
 
     what: str
     value: float
@@ -30,15 +31,26 @@ class Margin:
     def decided(self) -> bool:
         if not (math.isfinite(self.value) and math.isfinite(self.se)):
             return False
-        return abs(self.value - self.threshold) > z() * self.se
+        return abs(self.value - self.threshold) > z(self.n) * self.se
 
     def needed_n(self) -> int | None:
         """Samples that would decide this comparison at the observed spread (None: never, e.g. the
-        value sits exactly on the threshold, or the spread is unknown)."""
+        value sits exactly on the threshold, or the spread is unknown): the least ``m > n`` with
+        ``|value - threshold| > z(m) se sqrt(n / m)`` (both factors fall with ``m``: a bisection)."""
         gap = abs(self.value - self.threshold)
         if not (math.isfinite(gap) and math.isfinite(self.se)) or gap == 0 or self.n < 1:
             return None
-        return max(self.n + 1, math.ceil(self.n * (z() * self.se / gap) ** 2))
+
+        def decides(m: int) -> bool:
+            return gap > z(m) * self.se * math.sqrt(self.n / m)
+
+        lo, hi = self.n, self.n + 1
+        while not decides(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:  # decides(hi), not decides(lo) (or lo = n)
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+        return hi
 
 
 @dataclass(frozen=True)

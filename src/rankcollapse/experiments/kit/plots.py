@@ -138,8 +138,15 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
         else (finite_mean.max() if finite_mean.size else 1.0)
     )
     zero = c.zero_share is not None and c.zero_share[bad] > 0
-    ax.plot([t[bad]], [y], "x", color="red", ms=8, mew=2,
-            label="||X|| = 0: mu_rel undefined (×)" if zero else "non-finite (×)")
+    ax.plot(
+        [t[bad]],
+        [y],
+        "x",
+        color="red",
+        ms=8,
+        mew=2,
+        label="||X|| = 0: mu_rel undefined (×)" if zero else "non-finite (×)",
+    )
     over = f"{label}: {c.nonfinite_cause()} from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
     return f"{note}; {over}" if note else over
 

@@ -156,7 +156,8 @@ def _compare(a: Rate, b: Rate) -> tuple[int, float, float]:
     se = math.sqrt(a.se**2 + b.se**2)
     if not (math.isfinite(diff) and math.isfinite(se)):
         return 0, diff, se
-    return (1 if diff > z() * se else -1 if diff < -z() * se else 0), diff, se
+    crit = z(min(a.n, b.n)) * se
+    return (1 if diff > crit else -1 if diff < -crit else 0), diff, se
 
 
 def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: Thresholds) -> Judgement:
@@ -183,7 +184,7 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
                 (
                     label,
                     _sample_part(
-                        v, f"{word} (log rate {diff:+.2g} ± {z() * se:.2g})", [margin], min(ca.n, cb.n)
+                        v, f"{word} (log rate {diff:+.2g} ± {z(margin.n) * se:.2g})", [margin], margin.n
                     ),
                 )
             )
@@ -292,7 +293,7 @@ def skip_unstable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         grow = instability(c, end) - instability(c, mid)
         se = float(c.drop_std[end]) / math.sqrt(max(c.n_at(end), 1))
         margin = Margin(f"growth of I from t={mid} to t={end}", grow, se, 0.0, c.n)
-        words += f"; I grows by {grow:.2g} from t={mid} (± {z() * se:.2g})"
+        words += f"; I grows by {grow:.2g} from t={mid} (± {z(c.n) * se:.2g})"
         return _sample_part(REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE, words, [margin], c.n)
 
     return _each(curves, th, stability_status, decide)
@@ -370,7 +371,7 @@ def dqk_slows(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> 
         k = min(k0, min(c.layers for c in curves.values()))
         e = _effect(curves, 0, k)
         shown = ", ".join(f"d_qk={d:g}: x{c.rate(0, k).factor:.3g}/layer" for d, c in sorted(curves.items()))
-        words = f"{shown}; smallest minus largest d_qk {e.mean:+.2g} ± {z() * e.se:.2g}"
+        words = f"{shown}; smallest minus largest d_qk {e.mean:+.2g} ± {z(e.n) * e.se:.2g}"
         if min(c.n for c in curves.values()) < th.count("min_samples"):
             parts.append((mask, _few_part(mask, e.n, th, words)))
             continue
@@ -398,8 +399,10 @@ def dqk_global(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) ->
             sign, diff, se = _compare(eff[s], eff[g])
             v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
             margin = Margin(f"{label}: difference of d_qk effects", diff, se, 0.0, min(eff[g].n, eff[s].n))
-            parts.append((label, _sample_part(v, f"{diff:+.2g} ± {z() * se:.2g}", [margin], margin.n)))
-    shown = "; ".join(f"{m}: effect {e.mean:+.2g} ± {z() * e.se:.2g}" for m, e in eff.items())
+            parts.append(
+                (label, _sample_part(v, f"{diff:+.2g} ± {z(margin.n) * se:.2g}", [margin], margin.n))
+            )
+    shown = "; ".join(f"{m}: effect {e.mean:+.2g} ± {z(e.n) * e.se:.2g}" for m, e in eff.items())
     if not parts:
         why = "no (global, sparse) pair of masks measured"
         return Judgement(INCONCLUSIVE, f"{shown} || {why}", causes.not_testable(why), "not testable")
@@ -439,7 +442,7 @@ def dqk_shallow(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -
             (
                 mask,
                 _sample_part(
-                    v, f"shallow minus deep effect {diff:+.2g} ± {z() * se:.2g}", [margin], shallow.n
+                    v, f"shallow minus deep effect {diff:+.2g} ± {z(shallow.n) * se:.2g}", [margin], shallow.n
                 ),
             )
         )
@@ -509,13 +512,13 @@ def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: T
     se = math.sqrt((s[-1] ** 2 + s[0] ** 2) / max(n, 1))
     iso = math.sqrt(2.0 / (math.pi * d))
     words = (
-        f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {z() * se:.2g}); "
+        f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {z(n) * se:.2g}); "
         f"isotropic level {iso:.2g}; n={n}"
     )
     margin = Margin("growth of mean |cos|", diff, se, 0.0, n)
     if n < th.count("min_samples") or not np.isfinite([diff, se]).all():
         return Judgement(INCONCLUSIVE, words, f"n = {n}: too few samples", "sample too small", n)
-    if diff < -z() * se:
+    if diff < -z(n) * se:
         return Judgement(
             NOT_REPRODUCED,
             words,
@@ -524,9 +527,9 @@ def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: T
             n,
             (margin,),
         )
-    if diff > z() * se and m[-1] >= th["aniso_factor"] * iso:
+    if diff > z(n) * se and m[-1] >= th["aniso_factor"] * iso:
         return Judgement(REPRODUCED, words, n=n, margins=(margin,))
-    if diff > z() * se:
+    if diff > z(n) * se:
         return Judgement(
             INCONCLUSIVE,
             words,

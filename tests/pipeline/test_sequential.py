@@ -1,0 +1,225 @@
+"""Sequential sampling (``reproduce --until-decided``): the scheme keeps its error level, and the
+pipeline adds seeds only where a row is undecided, stops each row for a reason it names, and resumes."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+from experiments.story_run import story_package
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.experiments.engine.story import discover_stories
+from rankcollapse.experiments.kit.curves import ALPHA, looks
+from rankcollapse.experiments.kit.judgement import Margin
+from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline.sequential import check_sequential, looks_for, parse_duration
+
+
+def _wrong_decisions(n0: int, max_samples: int, trials: int, naive: bool, seed: int) -> float:
+    """Share of trials in which some look of the doubling schedule decides, for samples whose true mean
+    sits exactly on the threshold (so every decision is wrong). ``naive``: 2 standard errors at every
+    look (the scheme without the t quantile and without Bonferroni)."""
+    rng = np.random.default_rng(seed)
+    k = looks_for(n0, max_samples)
+    wrong = 0
+    with looks(k):
+        for _ in range(trials):
+            x = rng.standard_normal(max_samples)
+            for look in range(k):
+                n = n0 * 2**look
+                mean, se = float(x[:n].mean()), float(x[:n].std(ddof=1)) / math.sqrt(n)
+                decided = abs(mean) > 2.0 * se if naive else Margin("mean", mean, se, 0.0, n).decided
+                if decided:
+                    wrong += 1
+                    break
+    return wrong / trials
+
+
+def test_the_doubling_schedule_with_bonferroni_keeps_the_error_level() -> None:
+    """True value on the threshold, n = 4, 8, ..., 256 (K = 7 looks): the scheme decides wrongly in at
+    most ALPHA of the trials (within 3 Monte Carlo standard errors); the naive scheme (2 se at every
+    look) decides wrongly far more often, so the test can tell them apart."""
+    trials = 3000
+    mc = 3 * math.sqrt(ALPHA * (1 - ALPHA) / trials)
+    ours = _wrong_decisions(4, 256, trials, naive=False, seed=1)
+    naive = _wrong_decisions(4, 256, trials, naive=True, seed=1)
+    assert ours <= ALPHA + mc, (ours, naive)
+    assert naive > 2 * ALPHA, (ours, naive)
+    # one look at n = 64: the t interval alone holds the level (a z interval at n = 4 would not)
+    assert _wrong_decisions(64, 64, trials, naive=False, seed=2) <= ALPHA + mc
+
+
+def test_looks_and_options() -> None:
+    assert looks_for(4, 256) == 7 and looks_for(64, 64) == 1 and looks_for(64, 100) == 1
+    assert looks_for(5, 3000) == 1 + math.floor(math.log2(3000 / 5))
+    assert parse_duration("3h") == 10800 and parse_duration("2h30m") == 9000 and parse_duration("90") == 90
+    assert parse_duration("45s") == 45 and parse_duration("1.5h") == 5400
+    for bad in ("", "soon", "-5", "0", "3x", "nan", "inf"):
+        with pytest.raises(RankCollapseError, match="--budget"):
+            parse_duration(bad)
+    with pytest.raises(RankCollapseError, match="--max-samples applies only with --until-decided"):
+        check_sequential(False, 64, None)
+    with pytest.raises(RankCollapseError, match="--budget applies only with --until-decided"):
+        check_sequential(False, None, 60.0)
+    with pytest.raises(RankCollapseError, match="--max-samples must be a positive integer"):
+        check_sequential(True, 0, None)
+
+
+#: A story whose rows compare a mean with 0: one condition with a true effect (decided once the sample
+#: is large enough), one with none (undecided until the cap), one arm without a seed axis.
+_MODULE = '''
+import math
+
+import numpy as np
+
+from rankcollapse.experiments.engine.story import Arm, Statement, Story
+from rankcollapse.experiments.engine.tasks import Task, RunOutput
+from rankcollapse.experiments.engine.verdicts import Verdict
+from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.judgement import Judgement, Margin
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+
+def draws(params, on_layer):
+    """``samples`` draws of N(effect, 1), seeded by (seed, effect)."""
+    rng = np.random.default_rng([int(params["seed"]), int(1000 * params["effect"])])
+    x = params["effect"] + rng.standard_normal(int(params["samples"]))
+    return RunOutput([{"sample": i, "value": float(v)} for i, v in enumerate(x)], {})
+
+
+STATEMENT = Statement("positive", "the mean is above 0", "ours", "mean > 0 for sure")
+
+
+def rule(values, th):
+    n = len(values)
+    mean, se = float(np.mean(values)), float(np.std(values, ddof=1)) / math.sqrt(n)
+    m = Margin("mean", mean, se, 0.0, n)
+    if n < th.count("min_samples"):
+        return Judgement(Verdict.INCONCLUSIVE, f"n = {n}", "too few", "sample too small", n)
+    if m.decided:
+        return Judgement(Verdict.REPRODUCED if mean > 0 else Verdict.NOT_REPRODUCED, f"{mean:.3g}", n=n,
+                         margins=(m,))
+    return Judgement(Verdict.INCONCLUSIVE, f"{mean:.3g}", "open", "sample too small", n, (m,))
+
+
+def claims(sd):
+    th = Thresholds.of("seqstory", sd.verdict, sd.ranges)
+    out = []
+    for arm in ("seeded", "fixed"):
+        data = sd.arm(arm)
+        if data is None:
+            continue
+        for effect, frame in data.rows.groupby("effect"):
+            values = frame["value"].to_numpy()
+            out.append(claim_row("seqstory", STATEMENT, data, th, judged(lambda t: rule(values, t), th),
+                                 frame=frame, runs=data.ok[data.ok["run_id"].isin(frame["run_id"])],
+                                 qualifier=f"{arm}, effect {effect:g}"))
+    return out
+
+
+TASK = Task(draws, cost_s=lambda p: 1.0)
+ARMS = (Arm("seeded", TASK, True), Arm("fixed", TASK, True))
+STORY = Story(name="seqstory", statements=(STATEMENT,), arms=ARMS, claims=claims)
+'''
+_YAML = """
+title: a sequential toy
+verdict: {min_samples: 4}
+arms:
+  seeded:
+    base: {samples: 2}
+    grid: {effect: [0.0, 1.5], seed: [0, 1]}
+  fixed:
+    base: {samples: 4, seed: 0}
+    grid: {effect: [0.0]}
+"""
+
+
+@pytest.fixture
+def story(tmp_path, monkeypatch):
+    with story_package(tmp_path, monkeypatch) as (name, folder):
+        (folder / "seqstory.py").write_text(textwrap.dedent(_MODULE))
+        (folder / "seqstory.yaml").write_text(textwrap.dedent(_YAML))
+        yield discover_stories(name)
+
+
+def _rows(result) -> dict:
+    return {c.id.split("[", 1)[1][:-1]: c for c in result.claims}
+
+
+def _decide(stories, out, max_samples: int = 32, **kw):
+    """``reproduce --full --until-decided`` of the toy story into ``out``, in this process."""
+    return reproduce(
+        out,
+        profile="full",
+        workers=1,
+        progress=False,
+        stories=stories,
+        until_decided=True,
+        max_samples=max_samples,
+        **kw,
+    )
+
+
+def test_until_decided_extends_only_undecided_rows_and_names_why_each_stopped(story, tmp_path) -> None:
+    out = tmp_path / "out"
+    base = reproduce(out / "one", profile="full", workers=1, progress=False, stories=story)
+    one = _rows(base)
+    assert one["seeded, effect 1.5"].undecided and one["seeded, effect 0"].undecided  # n = 4 decides nothing
+    result = _decide(story, out / "seq")
+    rows = _rows(result)
+    effect, null, fixed = rows["seeded, effect 1.5"], rows["seeded, effect 0"], rows["fixed, effect 0"]
+    # the true effect is decided after more samples, on the doubling schedule (4, 8, 16, 32)
+    assert (
+        effect.verdict == "confirmed (ours)"
+        and effect.n in (8, 16, 32)
+        and "decided at n =" in effect.sampling
+    )
+    # no effect: undecided at the cap, which it names
+    assert null.undecided and null.n == 32 and "cap" in null.sampling and "--max-samples 32" in null.sampling
+    # an arm without a seed axis is never extended
+    assert fixed.n == 4 and "no seed axis" in fixed.sampling
+    # new seeds only for the undecided conditions: effect 0 has seeds 0..15, effect 1.5 stopped earlier
+    assert null.seeds == list(range(16)) and effect.seeds == list(range(effect.n // 2))
+    seq = result.out_dir / "experiments.json"
+    assert '"looks_per_story"' in seq.read_text() and "sampling:" in result.report.read_text()
+    # resume: the same command runs nothing new and gives the same rows
+    again = _decide(story, out / "seq")
+    assert again.sweep.finished == 0 and {c.id: c.verdict for c in again.claims} == {
+        c.id: c.verdict for c in result.claims
+    }
+
+
+def test_a_spent_budget_stops_sampling_and_says_so(story, tmp_path) -> None:
+    result = _decide(story, tmp_path / "out", budget_s=1e-3)
+    rows = _rows(result)
+    assert rows["seeded, effect 0"].n == 4 and "budget" in rows["seeded, effect 0"].sampling
+    assert result.sweep.total == 5  # the profile's own runs only
+
+
+def test_the_summary_says_what_sequential_sampling_did(story, tmp_path) -> None:
+    result = _decide(story, tmp_path / "out", 16)
+    page = result.report.read_text()
+    assert "Sampled until decided" in page and "Bonferroni" in page and "still undecided (cap" in page
+
+
+def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, tmp_path) -> None:
+    """The runs of earlier looks cost no budget: the same folder with a tiny budget replays every look
+    and judges the same rows on the same n, running nothing."""
+    first = _decide(story, tmp_path / "out")
+    again = _decide(story, tmp_path / "out", budget_s=1e-3)
+    assert again.sweep.finished == 0
+    assert {c.id: (c.n, c.verdict) for c in again.claims} == {c.id: (c.n, c.verdict) for c in first.claims}
+
+
+def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(story, tmp_path) -> None:
+    from rankcollapse.pipeline.results import write_results
+
+    result = _decide(story, tmp_path / "out", 16)
+    page = write_results(tmp_path / "out", tmp_path / "results.md").read_text()
+    for c in result.claims:
+        row = next(line for line in page.splitlines() if f"`{c.id}`" in line)
+        assert f"| {c.n} |" in row and c.sampling[:40] in row and (c.interval[:30] in row)
+    assert "undecided at n = 16" in page and "**Sampling**" in page and "| extension |" in page

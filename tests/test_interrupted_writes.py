@@ -1,0 +1,76 @@
+"""A full disk and a signal mid-write, for every command that writes a folder: never a finished-looking
+half run.
+
+- ``RLIMIT_FSIZE`` (what ``ulimit -f`` sets; writes past it fail with EFBIG, as on a full disk): exit
+  2, one line naming the error, and the folder does not look finished (no completion marker, no
+  ``metrics.csv``); run again without the limit, the same command completes.
+- SIGTERM mid-run: exit 143 (128 + SIGTERM) and one line ``rankcollapse: terminated; ...``; SIGKILL
+  mid-run (no clean-up at all): the same folder state. In both the folder does not look finished,
+  and a rerun completes it.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, looks_finished, start
+
+#: Small enough that every command's outputs pass it (figures, reports, metrics), large enough for
+#: the first files (the marker, the lock, config.json).
+FSIZE = 8 * 1024
+
+
+def _rerun_completes(writer: Writer, out: Path) -> None:
+    proc = start(writer, out)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert_finished(writer, out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", WRITERS, ids=IDS)
+def test_a_full_disk_is_one_line_and_leaves_nothing_that_looks_finished(
+    writer: Writer, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    proc = start(writer, out, fsize=FSIZE)
+    _, err = proc.communicate(timeout=300)
+    lines = error_lines(err)
+    assert proc.returncode == 2, err
+    assert len(lines) == 1 and lines[0].startswith("rankcollapse: error:") and "Traceback" not in err, err
+    assert "File too large (EFBIG)" in lines[0], lines[0]
+    assert not looks_finished(writer, out)
+    _rerun_completes(writer, out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("writer", WRITERS, ids=IDS)
+def test_a_signal_mid_run_leaves_nothing_that_looks_finished(
+    writer: Writer, sig: int, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    proc = start(writer, out)
+    try:
+        stopped = holding(proc, out, writer.busy)
+        assert stopped, f"the run ended before it could be stopped: {proc.communicate()}"
+        proc.send_signal(sig)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        lines = error_lines(err)
+        assert len(lines) == 1 and lines[0].startswith("rankcollapse: terminated;"), err
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    assert not looks_finished(writer, out)
+    _rerun_completes(writer, out)

@@ -1,0 +1,331 @@
+"""The one output layer: whose folder it is, no write through a link, a completion marker, resume integrity.
+
+- A non-empty folder rankcollapse did not make (or another command's) is refused by every writing
+  command with one line and exit 2, and left byte for byte as it was (not even a ``.lock`` added).
+- No write follows a link: a planted ``.lock`` link or hard link is never truncated; ``simulate
+  --overwrite`` never writes through a planted ``metrics.csv``; an atomic write refuses a link or a
+  special file at its destination and creates its temporary exclusively.
+- The marker says ``complete: true`` only after a clean finish; a failed job leaves ``false``.
+- The run store checks each run file against its record (row count, size, SHA-256): a run file cut
+  in half or deleted is recomputed, never trusted, never a crash, and flagged until then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rankcollapse.cli.main import main
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.io import (
+    MARKER_NAME,
+    LinkRefusedError,
+    OutputFolder,
+    OutputLock,
+    atomic_write,
+    folder_owner,
+    is_complete,
+    read_marker,
+    write_folder,
+)
+
+
+def run_cli(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line_error(args: list[str]) -> str:
+    code, _, err = run_cli(args)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("rankcollapse: error:") and "Traceback" not in err, err
+    return lines[0]
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder`` (links as their target text), to compare before and after."""
+    found: dict[str, bytes | None] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if path.is_symlink():
+            found[rel] = os.readlink(path).encode()
+        elif path.is_file():
+            found[rel] = path.read_bytes()
+        else:
+            found[rel] = None
+    return found
+
+
+#: One quick run of each command that writes a folder, ``OUT`` standing for its folder.
+WRITERS = {
+    "simulate": ["simulate", "--n", "6", "--d", "3", "--layers", "3", "--no-progress", "--out", "OUT"],
+    "analyze": ["analyze", "--model", "tiny:bert", "--samples", "2", "--tokens", "8", "--out", "OUT"],
+    "portrait": ["portrait", "--out", "OUT"],
+    "counterexample": ["counterexample", "--out", "OUT"],
+    "reproduce": [
+        "reproduce",
+        "--profile",
+        "tiny",
+        "--only",
+        "theorem1",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--out",
+        "OUT",
+    ],
+}
+
+
+def writer_args(command: str, out: Path, *extra: str) -> list[str]:
+    return [str(out) if a == "OUT" else a for a in WRITERS[command]] + list(extra)
+
+
+def users_folder(root: Path) -> Path:
+    """A folder of the user's own work, with the names a run would write."""
+    folder = root / "mine"
+    (folder / "figures").mkdir(parents=True)
+    (folder / "runs.csv").write_text("my,own\n1,2\n")
+    (folder / "report.html").write_text("<p>my report</p>")
+    (folder / "figures" / "a.png").write_bytes(b"\x89PNG my figure")
+    (folder / "metrics.csv").write_text("layer,mu\n0,1\n")
+    (folder / "config.json").write_text('{"mine": true}')
+    return folder
+
+
+@pytest.mark.parametrize("command", list(WRITERS))
+def test_a_folder_rankcollapse_did_not_make_is_refused_and_left_as_it_was(
+    command: str, tmp_path: Path
+) -> None:
+    folder = users_folder(tmp_path)
+    before = snapshot(folder)
+    line = one_line_error(writer_args(command, folder))
+    assert "did not make" in line and MARKER_NAME in line
+    assert snapshot(folder) == before
+    if command == "simulate":  # --overwrite replaces only a folder of ours
+        one_line_error(writer_args(command, folder, "--overwrite"))
+        assert snapshot(folder) == before
+
+
+def test_another_commands_folder_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert run_cli(writer_args("simulate", out))[0] == 0
+    before = snapshot(out)
+    for command in ("analyze", "portrait", "reproduce"):
+        assert "'rankcollapse simulate'" in one_line_error(writer_args(command, out))
+    assert snapshot(out) == before
+
+
+def test_a_rerun_into_its_own_folder_replaces_it_and_marks_it_complete(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert run_cli(writer_args("simulate", out, "--plot"))[0] == 0
+    marker = read_marker(out)
+    assert marker is not None and marker["command"] == "simulate" and marker["complete"] is True
+    assert set(marker["files"]) == {"config.json", "metrics.csv", "mu.png"}
+    assert "--overwrite" in one_line_error(writer_args("simulate", out, "--seed", "3"))
+    assert run_cli(writer_args("simulate", out, "--seed", "3", "--overwrite"))[0] == 0
+    assert not (out / "mu.png").exists()  # the earlier run's plot does not pass for this run's
+    assert is_complete(out) and folder_owner(out) == "simulate"
+
+
+def test_a_folder_made_before_markers_is_still_recognised(tmp_path: Path) -> None:
+    out = tmp_path / "old"
+    assert run_cli(writer_args("simulate", out))[0] == 0
+    (out / MARKER_NAME).unlink()
+    (out / ".lock").unlink()
+    assert folder_owner(out) == "simulate"
+    assert run_cli(writer_args("simulate", out, "--overwrite"))[0] == 0
+    repro = tmp_path / "oldrepro"
+    (repro / "runs" / "toy").mkdir(parents=True)
+    (repro / "runs" / "toy" / "abc.json").write_text("{}")
+    assert folder_owner(repro) == "reproduce"
+
+
+def toy_runs():  # type: ignore[no-untyped-def]
+    """Four runs of the engine's toy task (2 rates x 2 seeds, 4 layers each)."""
+    from rankcollapse.experiments.engine.grid import make_runs
+
+    return make_runs("toy", "toy", {"layers": 4}, {"rate": [0.5, 0.9], "seed": [0, 1]})
+
+
+# ---- links ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["simulate", "analyze", "portrait", "reproduce"])
+def test_a_planted_link_in_the_folder_is_refused_and_its_target_untouched(
+    command: str, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".lock").symlink_to(victim)
+    assert "symbolic link" in one_line_error(writer_args(command, out))
+    assert victim.read_text() == "precious\n"
+
+
+def test_the_lock_never_follows_or_truncates_a_planted_link(tmp_path: Path) -> None:
+    """The lock on its own (below the folder check): ``O_NOFOLLOW``, no ``O_TRUNC``, one link only."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".lock").symlink_to(victim)
+    with pytest.raises(LinkRefusedError):
+        OutputLock(out).acquire()
+    assert victim.read_text() == "precious\n"
+    (out / ".lock").unlink()
+    os.link(victim, out / ".lock")  # a hard link: truncating it would truncate the victim
+    with pytest.raises(RankCollapseError, match="hard link"):
+        OutputLock(out).acquire()
+    assert victim.read_text() == "precious\n"
+
+
+def test_simulate_overwrite_never_writes_through_a_planted_metrics_link(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert run_cli(writer_args("simulate", out))[0] == 0
+    victim = tmp_path / "victim.csv"
+    victim.write_text("precious\n")
+    for name in ("metrics.csv", "metrics.partial.csv", "config.json"):
+        target = out / name
+        target.unlink(missing_ok=True)
+        target.symlink_to(victim)
+        assert "symbolic link" in one_line_error(writer_args("simulate", out, "--overwrite"))
+        assert victim.read_text() == "precious\n"
+        target.unlink()
+
+
+def test_an_atomic_write_refuses_a_link_or_a_special_file_at_its_destination(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "out.json"
+    link.symlink_to(victim)
+    with pytest.raises(LinkRefusedError):
+        atomic_write(link, "{}")
+    assert victim.read_text() == "precious\n" and link.is_symlink()
+    fifo = tmp_path / "plot.png"
+    os.mkfifo(fifo)
+    with pytest.raises(RankCollapseError, match="FIFO"):
+        atomic_write(fifo, b"png")
+    assert fifo.exists() and not fifo.is_file()
+
+
+def test_the_temporary_of_an_atomic_write_is_created_exclusively(tmp_path: Path, monkeypatch) -> None:
+    """A link planted at the temporary's name is an error, never a file written through."""
+    import rankcollapse.io as rio
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    planted = tmp_path / ".out.json.planted.tmp"
+    planted.symlink_to(victim)
+    monkeypatch.setattr(rio, "temporary_sibling", lambda path: planted)
+    with pytest.raises(FileExistsError):
+        atomic_write(tmp_path / "out.json", "{}")
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_run_store_subfolder_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    from rankcollapse.experiments.engine.executors import run_sweep
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / "toy").symlink_to(elsewhere)
+    with pytest.raises(RankCollapseError, match="symbolic link"):
+        run_sweep(toy_runs(), out, workers=1, progress=False)
+    assert not list(elsewhere.iterdir())
+
+
+# ---- completion marker -----------------------------------------------------------------------------------
+def test_the_marker_says_complete_only_after_a_clean_finish(tmp_path: Path) -> None:
+    out = tmp_path / "fig"
+
+    def fails(folder: Path) -> None:
+        (folder / "figure1.png").write_bytes(b"half")
+        raise OSError(28, "No space left on device", str(folder / "figure5.png"))
+
+    with pytest.raises(RankCollapseError, match="No space left on device"):
+        write_folder(out, "portrait", fails)
+    marker = read_marker(out)
+    assert marker is not None and marker["complete"] is False and not is_complete(out)
+    assert write_folder(out, "portrait", lambda folder: 7) == 7
+    assert is_complete(out)
+    with OutputFolder(tmp_path / "new", "portrait"):
+        assert not is_complete(tmp_path / "new")  # while running: not finished
+    with pytest.raises(KeyError), OutputFolder(tmp_path / "gone", "portrait"):
+        raise KeyError("boom")
+    assert not (tmp_path / "gone").exists()  # a failed run leaves no folder it made and left empty
+
+
+# ---- resume integrity ------------------------------------------------------------------------------------
+def _sweep(out: Path):  # type: ignore[no-untyped-def]
+    from rankcollapse.experiments.engine.executors import run_sweep
+
+    return run_sweep(toy_runs(), out, workers=1, progress=False)
+
+
+def _table(out: Path) -> pd.DataFrame:
+    from rankcollapse.experiments.engine.store import collect_table
+
+    return collect_table(out).sort_values(["run_id", "row"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("damage", ["cut in half", "deleted", "one byte changed", "legacy record, cut"])
+def test_a_damaged_run_file_is_recomputed_never_trusted(tmp_path: Path, damage: str) -> None:
+    from rankcollapse.experiments.engine.store import DAMAGED, RunStore, collect_index
+
+    out = tmp_path / "out"
+    first = _sweep(out)
+    assert first.finished == 4
+    full = _table(out)
+    victim = sorted((out / "runs" / "toy").glob("*.csv"))[0]
+    data = victim.read_bytes()
+    if damage == "cut in half":
+        victim.write_bytes(data[: len(data) // 2])
+    elif damage == "deleted":
+        victim.unlink()
+    elif damage == "one byte changed":
+        victim.write_bytes(data[:-3] + bytes([data[-3] ^ 1]) + data[-2:])
+    else:  # a record written before checksums: its row count is what is checked
+        record_path = victim.with_suffix(".json")
+        record = json.loads(record_path.read_text())
+        del record["csv_sha256"], record["csv_bytes"]
+        record_path.write_text(json.dumps(record))
+        victim.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # the last row cut off
+    store = RunStore(out)
+    assert store.finished() == 3
+    flagged = collect_index(out)
+    assert (flagged["status"] == DAMAGED).sum() == 1
+    assert victim.stem not in set(_table(out)["run_id"])  # left out of the table, never half in it
+    again = _sweep(out)
+    assert (again.skipped, again.finished) == (3, 1)
+    pd.testing.assert_frame_equal(
+        _table(out).drop(columns=["wall_s"], errors="ignore"), full.drop(columns=["wall_s"], errors="ignore")
+    )
+    assert store.finished() == 4 and (collect_index(out)["status"] == "ok").all()
+
+
+def test_reproduce_recomputes_a_damaged_run_and_rewrites_the_whole_table(tmp_path: Path) -> None:
+    out = tmp_path / "repro"
+    args = writer_args("reproduce", out)
+    code, _, err = run_cli(args)
+    assert code == 0, err
+    full = pd.read_csv(out / "runs.csv")
+    victim = sorted((out / "runs" / "theorem1.bound").glob("*.csv"))[0]
+    victim.write_bytes(victim.read_bytes()[:100])
+    code, again, err = run_cli(args)
+    assert code == 0, err
+    assert "10 already finished, 1 run now" in again
+    pd.testing.assert_frame_equal(pd.read_csv(out / "runs.csv"), full)
+    victim.unlink()
+    code, again, err = run_cli(args)
+    assert code == 0 and "10 already finished, 1 run now" in again, err
+    assert is_complete(out)
