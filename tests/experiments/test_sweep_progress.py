@@ -65,3 +65,26 @@ def test_the_time_left_is_corrected_by_the_measured_speed() -> None:
     clock.t = 20.0
     bar.run(specs[0].run_id)
     assert "about 1 min 00 s left" in out.getvalue().splitlines()[-1]  # 30 s of work at 2 s per s
+
+
+def test_a_run_of_its_models_own_depth_is_not_credited_most_of_its_weight_at_its_first_tick() -> None:
+    """The quick sweep's 128-layer BERT runs (``layers`` null, the depth in the model's name) were
+    credited 95% of their weight at their first tick: 24% of the sweep after 12 s, then no line for
+    minutes. The depth is read from the name; a run of unknown depth credits a share of what is left."""
+    deep = RunSpec("e", "toy", {"model": "random:bert-base-uncased,layers=128", "layers": None, "seed": 0})
+    own = RunSpec("e", "toy", {"model": "paper:gpt2", "layers": None, "seed": 1})
+    assert deep.expected_layers == 129 and own.expected_layers is None
+    assert RunSpec("e", "toy", {"layers": 12, "seed": 2}).expected_layers == 13
+    w = {deep.run_id: 129.0, own.run_id: 13.0}
+    bar = SweepProgress([deep, own], w, False, "sweep")
+    bar.layer(deep.run_id)
+    assert bar.credited[deep.run_id] == pytest.approx(1.0)  # one layer of 129
+    credits = []
+    for _ in range(13):  # the model turns out to have 12 layers: never more than it has done
+        bar.layer(own.run_id)
+        credits.append(bar.credited[own.run_id])
+    assert all(c <= (k + 1) for k, c in enumerate(credits)) and credits[-1] < 0.95 * 13
+    assert credits == sorted(credits) and credits[0] > 0
+    bar.run(own.run_id)
+    assert bar.credited[own.run_id] == pytest.approx(13.0)
+    assert run_weights([own], lambda s: None)[own.run_id] == 13.0  # 1 s per tick, 13 ticks assumed

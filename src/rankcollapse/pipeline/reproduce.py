@@ -141,7 +141,8 @@ def estimate_line(
         return f"{head} (the Dask cluster's wall time: that divided by its workers; it did not say how many)"
     w = max(int(workers or 1), 1)
     wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
-    where = f"the Dask cluster's {w} workers" if executor == "dask" else f"{w} local workers"
+    plural = "s" if w != 1 else ""
+    where = f"the Dask cluster's {w} worker{plural}" if executor == "dask" else f"{w} local worker{plural}"
     return f"{head}, about {span(wall)} on {where} (measured per-layer costs on this machine's CPU)"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,10 +97,17 @@ class RunSpec:
         return None if seed is None else int(seed)
 
     @property
-    def expected_layers(self) -> int:
-        """Layer count for the progress bar (``layers`` param + 1 for X(0)), 1 when unknown."""
+    def expected_layers(self) -> int | None:
+        """Layer ticks the run will send (depth + 1 for X(0)): the ``layers`` param, else a depth written
+        in the model's name (``random:bert-base-uncased,layers=128``); None when the depth is the
+        model's own (known only once it is loaded)."""
         layers = self.params.get("layers")
-        return int(layers) + 1 if isinstance(layers, int) else 1
+        if isinstance(layers, int) and not isinstance(layers, bool):
+            return layers + 1
+        name = self.params.get("model")
+        if isinstance(name, str) and (found := re.search(r",layers=(\d+)$", name)):
+            return int(found.group(1)) + 1
+        return None
 
 
 def make_runs(

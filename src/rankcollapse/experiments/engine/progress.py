@@ -5,7 +5,9 @@ counting runs or layers lies about the time left. :class:`SweepProgress` counts 
 of work*: run ``i`` weighs ``c_i`` (its task's ``cost_s``; a task without one weighs the mean cost
 per layer of those with one, times its layers; 1 s per layer if none has one); each layer tick of a
 run credits ``c_i / layers_i`` (at most 95 % of ``c_i`` before the run ends), and its end credits
-the rest. The time left is ``elapsed * (W - w) / w`` for ``w`` of ``W`` estimated seconds done, so
+the rest. A run whose depth is its model's own (``layers_i`` unknown before it loads) credits
+1/``UNKNOWN_DEPTH`` of its remaining share per tick: never more than it has done for a model of
+that depth or deeper. The time left is ``elapsed * (W - w) / w`` for ``w`` of ``W`` estimated seconds done, so
 the estimate is corrected by the measured speed as runs finish. On a terminal a tqdm bar, elsewhere
 a plain line every 10 s::
 
@@ -24,15 +26,21 @@ from rankcollapse.progress import Progress, duration_text
 
 #: Share of a run's weight its layer ticks may credit before the run ends.
 _TICK_CAP = 0.95
+#: Ticks assumed for a run whose depth is its model's own (a 12-layer model and X(0)).
+UNKNOWN_DEPTH = 13
 
 
 def run_weights(specs: Iterable[RunSpec], cost: Callable[[RunSpec], float | None]) -> dict[str, float]:
     """Estimated seconds per run id (see the module docstring for runs without an estimate)."""
     specs = list(specs)
     known = {s.run_id: float(c) for s in specs if (c := cost(s)) is not None and c > 0}
-    layers = sum(s.expected_layers for s in specs if s.run_id in known)
+    layers = sum(_ticks(s) for s in specs if s.run_id in known)
     per_layer = sum(known.values()) / layers if layers else 1.0
-    return {s.run_id: known.get(s.run_id, per_layer * s.expected_layers) for s in specs}
+    return {s.run_id: known.get(s.run_id, per_layer * _ticks(s)) for s in specs}
+
+
+def _ticks(spec: RunSpec) -> int:
+    return spec.expected_layers or UNKNOWN_DEPTH
 
 
 class _Line(Progress):
@@ -70,8 +78,8 @@ class SweepProgress:
         clock: Callable[[], float] = time.monotonic,
         **kw: object,
     ) -> None:
-        self.weights = {s.run_id: float(weights.get(s.run_id, s.expected_layers)) for s in specs}
-        self.layers = {s.run_id: max(s.expected_layers, 1) for s in specs}
+        self.weights = {s.run_id: float(weights.get(s.run_id, _ticks(s))) for s in specs}
+        self.layers = {s.run_id: s.expected_layers for s in specs}
         self.credited = dict.fromkeys(self.weights, 0.0)
         self._lock = threading.Lock()
         self.bar = _Line(sum(self.weights.values()), label, "s of work", enabled=enabled, clock=clock, **kw)
@@ -87,8 +95,9 @@ class SweepProgress:
             w = self.weights.get(run_id)
             if w is None:
                 return
-            room = _TICK_CAP * w - self.credited[run_id]
-            self._credit(run_id, min(w / self.layers[run_id], max(room, 0.0)))
+            room = max(_TICK_CAP * w - self.credited[run_id], 0.0)
+            layers = self.layers[run_id]
+            self._credit(run_id, room / UNKNOWN_DEPTH if layers is None else min(w / max(layers, 1), room))
 
     def run(self, run_id: str) -> None:
         with self._lock:
