@@ -88,3 +88,21 @@ def test_a_run_of_its_models_own_depth_is_not_credited_most_of_its_weight_at_its
     bar.run(own.run_id)
     assert bar.credited[own.run_id] == pytest.approx(13.0)
     assert run_weights([own], lambda s: None)[own.run_id] == 13.0  # 1 s per tick, 13 ticks assumed
+
+
+def test_a_line_comes_every_period_while_a_long_run_sends_no_tick() -> None:
+    specs = _specs()
+    w = {s.run_id: 10.0 for s in specs}
+    clock, out = Clock(), io.StringIO()
+    bar = SweepProgress(specs, w, True, "sweep", clock=clock, stream=out, bar=False, delay=0.0, every=10.0)
+    assert bar._poller is not None and bar._poller.daemon
+    bar.run(specs[1].run_id)
+    seen = len(out.getvalue().splitlines())
+    bar.poll()  # not due yet
+    assert len(out.getvalue().splitlines()) == seen
+    clock.t = 25.0  # 25 s inside one run, no tick
+    bar.poll()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == seen + 1 and "1 of 3 runs" in lines[-1] and "25 s" in lines[-1]
+    bar.close()
+    assert not bar._poller.is_alive()

@@ -9,7 +9,7 @@ the rest. A run whose depth is its model's own (``layers_i`` unknown before it l
 1/``UNKNOWN_DEPTH`` of its remaining share per tick: never more than it has done for a model of
 that depth or deeper. The time left is ``elapsed * (W - w) / w`` for ``w`` of ``W`` estimated seconds done, so
 the estimate is corrected by the measured speed as runs finish. On a terminal a tqdm bar, elsewhere
-a plain line every 10 s::
+a plain line every 10 s, also while a long run sends no tick (a thread polls the line)::
 
     rankcollapse: reproduce --quick: 14 of 157 runs, 31% of the estimated work, 6 min 10 s, about
     13 min 40 s left
@@ -84,6 +84,20 @@ class SweepProgress:
         self._lock = threading.Lock()
         self.bar = _Line(sum(self.weights.values()), label, "s of work", enabled=enabled, clock=clock, **kw)
         self.bar.runs_total = len(specs)
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        if enabled and self.bar._bar is None:  # plain lines: one every 10 s even between ticks
+            self._poller = threading.Thread(target=self._poll, name="sweep-progress", daemon=True)
+            self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(1.0):
+            self.poll()
+
+    def poll(self) -> None:
+        """Write the plain line if one is due (called each second by the thread)."""
+        with self._lock:
+            self.bar.poll()
 
     def _credit(self, run_id: str, amount: float) -> None:
         if amount > 0:
@@ -112,4 +126,8 @@ class SweepProgress:
         return self.bar.done / self.bar.total if self.bar.total else 1.0
 
     def close(self) -> None:
-        self.bar.close()
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join()
+        with self._lock:
+            self.bar.close()
