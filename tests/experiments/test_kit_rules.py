@@ -320,6 +320,23 @@ def test_mu_rel_of_an_underflowed_x_is_undefined_not_overflow() -> None:
     assert st.name == "non-finite" and "underflowed to 0" in st.words and "overflow" not in st.words
 
 
+def test_a_curve_that_turns_non_finite_is_inconclusive_for_that_cause_not_for_want_of_samples() -> None:
+    """SmolLM2's SAN in float32: ||X||_F rounds to 0 from t=18 in every sample. More samples cannot
+    decide it, so the row must not read 'sample too small' (nor be extended by --until-decided)."""
+    v = samples(-0.5, n=64)
+    v[:, 9:] = np.nan
+    zero = np.zeros_like(v, dtype=bool)
+    zero[:, 9:] = True
+    c = Curve.from_samples(v, "mu_rel", "float32", zero=zero)
+    j = rules.san_collapse({"causal": c, "complete": curve(-0.5, n=64)}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "non-finite"
+    assert "underflowed to 0" in j.cause and j.cause.startswith("causal: ")
+    few = samples(-0.5, n=2)
+    few[:, 9:] = np.nan
+    k = rules.san_collapse({"causal": Curve.from_samples(few, "mu_rel", "float32")}, TH)
+    assert k.verdict == INCONCLUSIVE and k.cause_kind == "non-finite"  # the curve's own state comes first
+
+
 # ----------------------------------------------------------------------------- Figs. 3 / 7
 
 
@@ -451,6 +468,7 @@ def test_every_cause_kind_has_a_builder_and_the_set_is_closed() -> None:
         "stand-in differs",
         "not testable",
         "sample too small",
+        "non-finite",
         "threshold",
         "bound vacuous",
         "structural limit",

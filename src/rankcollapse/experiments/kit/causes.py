@@ -9,6 +9,8 @@ sentence (``cause``). The kinds:
 - ``stand-in differs``: the weights that stood in behave differently from what the paper describes;
 - ``not testable``: the statement's precondition fails in this setting (e.g. the SAN does not collapse);
 - ``sample too small``: an interval still straddles its threshold; the n that would decide it;
+- ``non-finite``: the curve turned non-finite (overflow, or ‖X‖_F rounded to 0 so μ_rel = 0/0) before
+  its rule could decide: more samples do not help, the dtype's range ends the curve;
 - ``threshold``: the verdict changes inside the documented range of a threshold the paper never gives;
 - ``bound vacuous``: a theorem's bound falls by less than 2x over the run at this radius;
 - ``structural limit``: the layer that produced X cannot exceed this rank;
@@ -31,6 +33,7 @@ CAUSES: tuple[str, ...] = (
     "stand-in differs",
     "not testable",
     "sample too small",
+    "non-finite",
     "threshold",
     "bound vacuous",
     "structural limit",
@@ -83,6 +86,13 @@ def sample_too_small(margins: Sequence[Margin]) -> str:
     return (
         f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g}"
         f"{more}{tail}"
+    )
+
+
+def non_finite(where: str, detail: str) -> str:
+    return (
+        f"{where}: {detail}; the values past that layer are not numbers in the run's dtype, so the rule "
+        "cannot judge the curve there (more samples would not change it)"
     )
 
 

@@ -46,8 +46,8 @@ GLOSSARY: dict[str, str] = {
     "at each of K planned looks, every look judged at level 0.0455 / K, until decided, the cap "
     "(--max-samples) or the budget (--budget); each row says why its sampling stopped",
     "cause": "why a row is not plainly reproduced, one of: precision floor, norm effect, stand-in differs, "
-    "not testable, sample too small, threshold, bound vacuous, structural limit, untested, no data, "
-    "failed runs, measured otherwise",
+    "not testable, sample too small, non-finite, threshold, bound vacuous, structural limit, untested, "
+    "no data, failed runs, measured otherwise",
     # quantities
     "raw mu": "mu(X) = ||X - 1 mean(X)||_F, the paper's quantity, plotted as mean ± std over samples",
     "mu_rel": "mu / ||X||_F: mu without the token norm (1 = no two tokens alike on average, 0 = collapsed)",

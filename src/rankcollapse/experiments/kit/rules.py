@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -128,13 +128,21 @@ def _each(
     parts = []
     for label, c in curves.items():
         st = status(c, th)
-        parts.append(
-            (
-                label,
-                _few_part(label, c.n, th, st.words) if st.name == "too few samples" else decide(label, c, st),
-            )
-        )
+        part = _few_part(label, c.n, th, st.words) if st.name == "too few samples" else decide(label, c, st)
+        if part.verdict is INCONCLUSIVE and st.name == "non-finite" and not part.cause_kind:
+            part = replace(part, cause_kind="non-finite", cause=causes.non_finite(label, st.words))
+        parts.append((label, part))
     return combine_parts(parts)
+
+
+def _few_or_nonfinite(words: str, n: int, th: Thresholds) -> Judgement:
+    """Inconclusive: fewer than ``min_samples`` samples (sample too small), else non-finite values."""
+    need = th.count("min_samples")
+    if n < need:
+        few = f"n = {n} samples, fewer than min_samples = {need}"
+        return Judgement(INCONCLUSIVE, words, few, "sample too small", n)
+    nonfinite = causes.non_finite(f"n = {n}", "non-finite values")
+    return Judgement(INCONCLUSIVE, words, nonfinite, "non-finite", n)
 
 
 def san_collapse(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
@@ -490,9 +498,7 @@ def sigma_ratio(ratio: Sequence[float], tolerance: Sequence[float], n: int, th: 
         f"{tol[t]:.2g} (needs {factor:g} x; n={n})"
     )
     if n < th.count("min_samples") or not np.isfinite(head).all():
-        return Judgement(
-            INCONCLUSIVE, words, f"n = {n}: too few samples or non-finite values", "sample too small", n
-        )
+        return _few_or_nonfinite(words, n, th)
     if head[t] >= factor:
         return Judgement(REPRODUCED, words, n=n)
     return Judgement(
@@ -550,9 +556,7 @@ def dominant_sv(dominance: Sequence[float], ratio: Sequence[float], n: int, th: 
         f"smallest mean sigma_min/sigma_max {np.nanmin(low):.3g} (t={int(np.nanargmin(low))}); n={n}"
     )
     if n < th.count("min_samples") or not (np.isfinite(dom).all() and np.isfinite(low).all()):
-        return Judgement(
-            INCONCLUSIVE, words, f"n = {n}: too few samples or non-finite values", "sample too small", n
-        )
+        return _few_or_nonfinite(words, n, th)
     weak = (
         [f"sigma_1/sigma_2 {np.min(dom):.3g} < {th['dominance_min']:g}"]
         if np.min(dom) < th["dominance_min"]
