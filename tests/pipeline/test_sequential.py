@@ -3,6 +3,7 @@ pipeline adds seeds only where a row is undecided, stops each row for a reason i
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
 
@@ -212,6 +213,15 @@ def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, t
     again = _decide(story, tmp_path / "out", budget_s=1e-3)
     assert again.sweep.finished == 0
     assert {c.id: (c.n, c.verdict) for c in again.claims} == {c.id: (c.n, c.verdict) for c in first.claims}
+    # the folder keeps both calls: the page's wall time is the one that ran the runs plus the replay
+    meta = json.loads((tmp_path / "out" / "experiments.json").read_text())["meta"]
+    ran, replayed = meta["calls"]
+    assert ran["runs_finished_now"] > 0 and replayed["runs_finished_now"] == 0
+    from rankcollapse.pipeline.results import write_results
+
+    page = write_results(tmp_path / "out", tmp_path / "results.md").read_text()
+    total = ran["wall_s"] + replayed["wall_s"]
+    assert f"**Wall time**: {total:.0f} s" in page and "**Calls on this folder**" in page
 
 
 def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(story, tmp_path) -> None:

@@ -42,6 +42,7 @@ from rankcollapse.experiments.kit.claims import no_data_row, with_failures
 from rankcollapse.experiments.kit.curves import looks as at_looks
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
+from rankcollapse.inputs import read_json
 from rankcollapse.io import atomic_write, package_versions, to_jsonable, write_json
 from rankcollapse.pipeline.sequential import (
     DEFAULT_MAX_SAMPLES,
@@ -327,6 +328,7 @@ def reproduce(
         meta = _meta(profile, only, executor, workers, sweep, index, wall)
         if sampling is not None:
             meta["sequential"] = sampling.describe()
+        meta["calls"] = [*earlier_calls(out), _call(meta)]
         from rankcollapse.pipeline.report import write_report
 
         report = write_report(claims, figures, described, meta, out, headlines)
@@ -423,6 +425,25 @@ def _meta(
             for _, r in failed.iterrows()
         ],
     }
+
+
+def _call(meta: dict[str, Any]) -> dict[str, Any]:
+    """One call's line in ``meta["calls"]``: what it ran, where, and how long it took."""
+    keys = ("command", "commit", "finished_at", "wall_s", "runs_finished_now", "runs_skipped_as_finished")
+    return {k: meta.get(k) for k in keys}
+
+
+def earlier_calls(out: Path) -> list[dict[str, Any]]:
+    """The calls recorded in ``out/experiments.json`` before this one (oldest first): a folder re-judged
+    or resumed keeps the wall time of the calls that computed its runs. Unreadable: none."""
+    try:
+        meta = read_json(out / "experiments.json", what="experiments.json").get("meta", {})
+    except (RankCollapseError, AttributeError):
+        return []
+    calls = meta.get("calls") if isinstance(meta, dict) else None
+    if isinstance(calls, list):
+        return [c for c in calls if isinstance(c, dict)]
+    return [_call(meta)] if isinstance(meta, dict) and meta.get("wall_s") is not None else []
 
 
 def _analyse(

@@ -4,8 +4,9 @@
 >>> from rankcollapse.pipeline.results import write_results
 >>> write_results("results/decided", "docs/results.md")
 
-The page gives the command, the date, the commit, the wall time and the sampling scheme, the counts per
-origin, then every paper-setting and stand-in row (verdict, n, interval, why its sampling stopped,
+The page gives the command, the date, the commit, the wall time (summed over the calls on the
+folder: a re-judged or resumed folder keeps the calls that ran its runs, ``meta["calls"]``) and the
+sampling scheme, the counts per origin, then every paper-setting and stand-in row (verdict, n, interval, why its sampling stopped,
 cause) and, apart, our extensions. Everything is read from ``claims.json`` and ``experiments.json``.
 """
 
@@ -52,7 +53,8 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any]) -> str:
     from rankcollapse.pipeline.reproduce import verdict_counts
 
     seq = meta.get("sequential") or {}
-    wall = float(meta.get("wall_s", 0.0))
+    calls = meta.get("calls") or [meta]
+    wall = sum(float(c.get("wall_s") or 0.0) for c in calls)
     lines = [
         "# What we found: the paper's claims, judged to decision",
         "",
@@ -66,6 +68,17 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any]) -> str:
         f"{meta.get('workers') or 'default'} local workers; {meta.get('runs_total', '?')} runs, "
         f"{meta.get('runs_failed', 0)} failed",
     ]
+    if len(calls) > 1:  # resumed or re-judged: each call on the folder, the one that ran most first
+        lines.append(
+            "- **Calls on this folder**: "
+            + "; ".join(
+                f"`{c.get('command') or '?'}` (commit `{c.get('commit') or '?'}`, finished "
+                f"{c.get('finished_at', '?')}): {float(c.get('wall_s') or 0):.0f} s, "
+                f"{c.get('runs_finished_now', '?')} runs run, {c.get('runs_skipped_as_finished', '?')} "
+                "found finished"
+                for c in calls
+            )
+        )
     if seq:
         history = seq.get("history") or []
         lines += [
