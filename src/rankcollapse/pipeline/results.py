@@ -7,7 +7,8 @@
 The page gives the command, the date, the commit, the wall time (summed over the calls on the
 folder: a re-judged or resumed folder keeps the calls that ran its runs, ``meta["calls"]``) and the
 sampling scheme, the counts per origin, then every paper-setting and stand-in row (verdict, n,
-interval, why its sampling stopped, cause) and, apart, our extensions. Everything is read from ``claims.json`` and ``experiments.json``.
+interval, why its sampling stopped, cause) and, apart, our extensions. Everything is read from
+``claims.json`` and ``experiments.json``.
 """
 
 from __future__ import annotations
