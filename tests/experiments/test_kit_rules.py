@@ -217,6 +217,11 @@ def test_margin_needed_n_is_the_documented_formula() -> None:
     # close to the normal approximation n (2 se / gap)^2 at this n, a little above it (t > z)
     assert math.ceil(64 * (2 * 0.0073 / 2 / 0.004) ** 2) <= need <= 1.05 * 64 * (2 * 0.0073 / 2 / 0.004) ** 2
     assert Margin("x", -0.02, 0.01, -0.02, 8).needed_n() is None  # on the threshold: never decided
+    # a rounding-size gap (the full run's Fig. 2 log-rate difference of two coinciding curves) doubled m
+    # past int64 and crashed scipy's t quantile: beyond MAX_NEEDED_N no sample decides it
+    assert Margin("x", 1e-19, 0.01, 0.0, 8).needed_n() is None
+    assert Margin("x", 1e-3, 1.0, 0.0, 8).needed_n() == pytest.approx(8 * (2 / 1e-3) ** 2, rel=1e-3)
+    assert Margin("x", 1e-5, 1.0, 0.0, 8).needed_n() is None  # about 3.2e11 samples: more than 1e9
     assert Margin("x", -0.1, 0.01, -0.02, 8).decided
 
 

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field, replace
 from rankcollapse.experiments.engine.verdicts import Verdict
 from rankcollapse.experiments.kit.curves import z
 
+#: Beyond this many samples a comparison counts as one no sample decides (the value sits on its threshold).
+MAX_NEEDED_N = 10**9
+
 
 @dataclass(frozen=True)
 class Margin:
@@ -35,8 +38,9 @@ class Margin:
 
     def needed_n(self) -> int | None:
         """Samples that would decide this comparison at the observed spread (None: never, e.g. the
-        value sits exactly on the threshold, or the spread is unknown): the least ``m > n`` with
-        ``|value - threshold| > z(m) se sqrt(n / m)`` (both factors fall with ``m``: a bisection)."""
+        value sits on the threshold, the spread is unknown, or more than :data:`MAX_NEEDED_N` would be
+        needed): the least ``m > n`` with ``|value - threshold| > z(m) se sqrt(n / m)`` (both factors
+        fall with ``m``: a bisection)."""
         gap = abs(self.value - self.threshold)
         if not (math.isfinite(gap) and math.isfinite(self.se)) or gap == 0 or self.n < 1:
             return None
@@ -46,6 +50,8 @@ class Margin:
 
         lo, hi = self.n, self.n + 1
         while not decides(hi):
+            if hi > MAX_NEEDED_N:
+                return None
             lo, hi = hi, 2 * hi
         while hi - lo > 1:  # decides(hi), not decides(lo) (or lo = n)
             mid = (lo + hi) // 2
