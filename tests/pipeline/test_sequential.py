@@ -219,7 +219,10 @@ def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, t
     assert ran["runs_finished_now"] > 0 and replayed["runs_finished_now"] == 0
     from rankcollapse.pipeline.results import write_results
 
-    page = write_results(tmp_path / "out", tmp_path / "results.md").read_text()
+    page = write_results(tmp_path / "out", tmp_path / "results.md", note="first call on commit abc")
+    page = page.read_text()
+    assert "> Note by whoever ran it (not generated): first call on commit abc" in page
+    assert "**Run time**" in page
     total = ran["wall_s"] + replayed["wall_s"]
     assert f"**Wall time**: {total:.0f} s" in page and "**Calls on this folder**" in page
 

@@ -49,8 +49,8 @@ def _table(rows: list[Claim]) -> list[str]:
     return out
 
 
-def results_markdown(claims: list[Claim], meta: dict[str, Any]) -> str:
-    """The page (see the module docstring)."""
+def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") -> str:
+    """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs."""
     from rankcollapse.pipeline.reproduce import verdict_counts
 
     seq = meta.get("sequential") or {}
@@ -69,6 +69,12 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any]) -> str:
         f"{meta.get('workers') or 'default'} local workers; {meta.get('runs_total', '?')} runs, "
         f"{meta.get('runs_failed', 0)} failed",
     ]
+    if meta.get("run_time_s") is not None:
+        run_s = float(meta["run_time_s"])
+        lines.append(
+            f"- **Run time**: {run_s:.0f} s ({run_s / 3600:.2f} h), the sum of every run's own seconds "
+            "(all calls, all workers)"
+        )
     if len(calls) > 1:  # resumed or re-judged: each call on the folder, the one that ran most first
         lines.append(
             "- **Calls on this folder**: "
@@ -95,6 +101,8 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any]) -> str:
                 for h in history
             ),
         ]
+    if note:
+        lines += ["", f"> Note by whoever ran it (not generated): {_cell(note)}"]
     lines += [
         "",
         "## Counts",
@@ -125,7 +133,7 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_results(out_dir: str | Path, path: str | Path) -> Path:
+def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path:
     """Write the page of the ``reproduce`` folder ``out_dir`` to ``path`` (atomically); return it."""
     out = Path(out_dir)
     try:
@@ -133,5 +141,5 @@ def write_results(out_dir: str | Path, path: str | Path) -> Path:
         meta = json.loads((out / "experiments.json").read_text()).get("meta", {})
     except (OSError, ValueError, TypeError) as err:
         raise RankCollapseError(f"{out} is not a finished reproduce folder: {err}"[:300]) from err
-    atomic_write(Path(path), results_markdown(claims, meta))
+    atomic_write(Path(path), results_markdown(claims, meta, note))
     return Path(path)
