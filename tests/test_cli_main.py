@@ -149,3 +149,32 @@ def test_ctrl_c_in_every_command_is_one_line_and_exit_130(args: list[str], tmp_p
     assert proc.returncode == 130, err
     assert [line for line in err.splitlines() if line.strip()] == [
         "rankcollapse: interrupted; results already written are kept"], err
+
+
+_IMPORT_PROBE = """
+import os, pathlib, signal, sys, tempfile, time
+from rankcollapse.cli import main as m
+signal.signal(signal.SIGINT, m._on_sigint)
+folder = tempfile.mkdtemp()
+pathlib.Path(folder, "slowmod.py").write_text(
+    "import os, signal, time\\nos.kill(os.getpid(), signal.SIGINT)\\n"
+    "t = time.time()\\nwhile time.time() - t < 0.5:\\n    pass\\nDONE = True\\n"
+)
+sys.path.insert(0, folder)
+try:
+    import slowmod  # noqa: F401
+    time.sleep(10)
+    print("never interrupted")
+except KeyboardInterrupt:
+    done = getattr(sys.modules.get("slowmod"), "DONE", False)
+    print("interrupted after the import" if done else "interrupted inside the import")
+"""
+
+
+def test_a_ctrl_c_inside_an_import_is_raised_once_the_import_is_done() -> None:
+    """Under load, a Ctrl-C 1.5 s into `simulate` landed inside torch's import, where a KeyboardInterrupt
+    raised through pybind11 aborts the process ('terminate called after throwing ...', no exit 130).
+    The handler sends the signal again until the import is done: the module finishes, then the
+    interrupt comes."""
+    proc = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "interrupted after the import", (proc.stdout, proc.stderr)

@@ -12,18 +12,41 @@ import importlib
 import os
 import signal
 import sys
+import threading
+from types import FrameType
 
 _INTERRUPTED = "results already written are kept"
 _SIGNALLED: list[int] = []  # the SIGINT / SIGTERM that arrived (set by the process's handler)
 
 
-def _on_sigint(signum: int, frame: object) -> None:
+#: Seconds after which a signal that landed inside an import is delivered again.
+RETRY_S = 0.05
+
+
+def _in_import(frame: FrameType | None) -> bool:
+    """The main thread is executing a module's body (a frame of importlib's bootstrap is on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C (or SIGTERM) while the command runs: remember it, then interrupt as Python does for
     Ctrl-C, so every command's clean-up runs (the output layer's marker stays ``complete: false``).
 
-    Remembering matters when the interrupt lands inside an import and the half-imported library
-    then fails in another way (e.g. a RecursionError in torch's lazy attribute loader)."""
+    Inside an import the exception is not raised but the signal sent again ``RETRY_S`` later: raised
+    in a module body that a C extension runs (torch's pybind11 initialisation), a KeyboardInterrupt
+    aborts the process ("terminate called after throwing ..."); raised once the import is done, it is
+    the usual one line and exit 130. Remembering matters when a half-imported library then fails in
+    another way (e.g. a RecursionError in torch's lazy attribute loader)."""
     _SIGNALLED.append(signum)
+    if _in_import(frame):
+        timer = threading.Timer(RETRY_S, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+        return
     raise KeyboardInterrupt
 
 
