@@ -182,6 +182,13 @@ def test_until_decided_extends_only_undecided_rows_and_names_why_each_stopped(st
     assert null.undecided and null.n == 32 and "cap" in null.sampling and "--max-samples 32" in null.sampling
     # an arm without a seed axis is never extended
     assert fixed.n == 4 and "no seed axis" in fixed.sampling
+    # a row without the paper's weights is untested, never "decided"
+    from dataclasses import replace
+
+    from rankcollapse.pipeline.sequential import Sampling, stop_reason
+
+    untested = replace(effect, verdict="untested", undecided=False)
+    assert stop_reason(untested, Sampling(32, None)).startswith("untested: ")
     # new seeds only for the undecided conditions: effect 0 has seeds 0..15, effect 1.5 stopped earlier
     assert null.seeds == list(range(16)) and effect.seeds == list(range(effect.n // 2))
     seq = result.out_dir / "experiments.json"

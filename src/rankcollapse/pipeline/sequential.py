@@ -304,6 +304,8 @@ def stop_reason(c: Claim, sampling: Sampling) -> str:
     first = sampling.first_n.get(c.id)
     grew = first is not None and c.n is not None and c.n > first
     why = sampling.stopped.get(c.id, "")
+    if c.verdict_class == "untested":
+        return "untested: the paper's weights are not here, so no sample of ours can decide it"
     if not c.undecided and c.verdict_class == "inconclusive":
         return f"n = {c.n}: inconclusive for a reason more samples do not change ({c.cause_kind})"
     if not c.undecided:
