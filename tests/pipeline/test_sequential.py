@@ -232,6 +232,9 @@ def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, t
     assert "**Run time**" in page
     total = ran["wall_s"] + replayed["wall_s"]
     assert f"**Wall time**: {total:.0f} s" in page and "**Calls on this folder**" in page
+    # the call that ran the runs speaks for the folder: its looks with their timings, not the replay's
+    assert "(the call that ran most runs; every call below)" in page
+    assert ran["sequential"]["history"] and "min (estimated" in page and "replayed here" not in page
 
 
 def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(story, tmp_path) -> None:

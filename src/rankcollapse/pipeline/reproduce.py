@@ -430,7 +430,7 @@ def _meta(
 def _call(meta: dict[str, Any]) -> dict[str, Any]:
     """One call's line in ``meta["calls"]``: what it ran, where, and how long it took."""
     keys = ("command", "commit", "finished_at", "wall_s", "runs_finished_now", "runs_skipped_as_finished")
-    return {k: meta.get(k) for k in keys}
+    return {**{k: meta.get(k) for k in keys}, "sequential": meta.get("sequential")}
 
 
 def earlier_calls(out: Path) -> list[dict[str, Any]]:

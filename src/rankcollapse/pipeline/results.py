@@ -53,9 +53,13 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
     """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs."""
     from rankcollapse.pipeline.reproduce import verdict_counts
 
-    seq = meta.get("sequential") or {}
     calls = meta.get("calls") or [meta]
     wall = sum(float(c.get("wall_s") or 0.0) for c in calls)
+    # the call that ran most runs speaks for the folder (a replay's looks run nothing and take no time)
+    main = max(calls, key=lambda c: int(c.get("runs_finished_now") or 0))
+    seq = main.get("sequential") or meta.get("sequential") or {}
+    # a replay's own looks ran nothing: their budget and timings are not the folder's
+    timed = bool(main.get("sequential")) or len(calls) == 1
     lines = [
         "# What we found: the paper's claims, judged to decision",
         "",
@@ -63,8 +67,9 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
         "nothing here is written by hand. How a verdict is reached: [reproduce.md](reproduce.md).",
         "",
         "- **Command**: "
-        f"`{meta.get('command') or 'rankcollapse reproduce --profile ' + str(meta.get('profile'))}`",
-        f"- **Finished**: {meta.get('finished_at', '?')}; **commit** `{meta.get('commit') or '?'}`",
+        f"`{main.get('command') or 'rankcollapse reproduce --profile ' + str(meta.get('profile'))}`"
+        + (" (the call that ran most runs; every call below)" if len(calls) > 1 else ""),
+        f"- **Judged**: {meta.get('finished_at', '?')}, **commit** `{meta.get('commit') or '?'}`",
         f"- **Wall time**: {wall:.0f} s ({wall / 3600:.2f} h) on {meta.get('cpu_count', '?')} cores, "
         f"{meta.get('workers') or 'default'} local workers; {meta.get('runs_total', '?')} runs, "
         f"{meta.get('runs_failed', 0)} failed",
@@ -90,14 +95,18 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
         history = seq.get("history") or []
         lines += [
             f"- **Sampling**: {seq.get('scheme')}; at most {seq.get('max_samples')} samples per condition"
-            + (f", budget {float(seq['budget_s']) / 3600:.2g} h" if seq.get("budget_s") else "")
+            + (f", budget {float(seq['budget_s']) / 3600:.2g} h" if seq.get("budget_s") and timed else "")
             + f"; {len(history)} more looks added "
             + f"{sum(int(h['runs_added']) for h in history)} runs",
             "- **Looks**: "
             + "; ".join(
                 f"look {h['look']}: {h['rows_extended']} of {h['undecided']} undecided rows extended, "
-                f"{h['runs_added']} runs, {float(h['wall_s']) / 60:.1f} min (estimated "
-                f"{float(h['estimated_s']) / 60:.1f})"
+                f"{h['runs_added']} runs"
+                + (
+                    f", {float(h['wall_s']) / 60:.1f} min (estimated {float(h['estimated_s']) / 60:.1f})"
+                    if timed
+                    else " (replayed here; its timings were not recorded)"
+                )
                 for h in history
             ),
         ]
