@@ -92,16 +92,16 @@ class Progress:
         if self._bar is not None:
             self._bar.update(k)
             return
+        self.poll()
+
+    def poll(self) -> None:
+        """Write a plain line if one is due (also when no unit was done since the last: a long step)."""
+        if not (self.enabled and self._bar is None and self.done):
+            return
         now = self.clock()
         if now >= self._next:
             self._write()
             self._next = now + self.every
-
-    def poll(self) -> None:
-        """Write a plain line if one is due, though no unit was done since the last (a long step)."""
-        if self.enabled and self._bar is None and self.done and self.clock() >= self._next:
-            self._write()
-            self._next = self.clock() + self.every
 
     def close(self) -> None:
         """Finish: close the bar, or write the last count if a plain line was written before."""

@@ -104,10 +104,14 @@ class RunSpec:
         layers = self.params.get("layers")
         if isinstance(layers, int) and not isinstance(layers, bool):
             return layers + 1
-        name = self.params.get("model")
-        if isinstance(name, str) and (found := re.search(r",layers=(\d+)$", name)):
-            return int(found.group(1)) + 1
-        return None
+        named = named_depth(self.params.get("model"))
+        return None if named is None else named + 1
+
+
+def named_depth(model: object) -> int | None:
+    """The depth a model name sets (``random:bert-base-uncased,layers=128`` -> 128), else None."""
+    found = re.search(r",layers=(\d+)$", model) if isinstance(model, str) else None
+    return int(found.group(1)) if found else None
 
 
 def make_runs(

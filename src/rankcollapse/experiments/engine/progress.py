@@ -7,9 +7,10 @@ per layer of those with one, times its layers; 1 s per layer if none has one); e
 run credits ``c_i / layers_i`` (at most 95 % of ``c_i`` before the run ends), and its end credits
 the rest. A run whose depth is its model's own (``layers_i`` unknown before it loads) credits
 1/``UNKNOWN_DEPTH`` of its remaining share per tick: never more than it has done for a model of
-that depth or deeper. The time left is ``elapsed * (W - w) / w`` for ``w`` of ``W`` estimated seconds done, so
-the estimate is corrected by the measured speed as runs finish. On a terminal a tqdm bar, elsewhere
-a plain line every 10 s, also while a long run sends no tick (a thread polls the line)::
+that depth or deeper. The time left is ``elapsed * (W - w) / w`` for ``w`` of ``W`` estimated
+seconds done, so the estimate is corrected by the measured speed as runs finish. On a terminal a
+tqdm bar, elsewhere a plain line every 10 s, also while a long run sends no tick (a thread polls the
+line)::
 
     rankcollapse: reproduce --quick: 14 of 157 runs, 31% of the estimated work, 6 min 10 s, about
     13 min 40 s left

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.grid import EXECUTION_KEYS
+from rankcollapse.experiments.engine.grid import EXECUTION_KEYS, named_depth
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
 
@@ -498,12 +498,10 @@ def _scale(params: dict[str, Any]) -> float:
 
 
 def _depth(params: dict[str, Any]) -> int:
-    name = str(params.get("model", ""))
     if params.get("layers"):
         return int(params["layers"])
-    if ",layers=" in name:
-        return int(name.rsplit("=", 1)[1])
-    return 12
+    named = named_depth(params.get("model"))
+    return 12 if named is None else named
 
 
 def model_curves_cost(params: dict[str, Any]) -> float:
@@ -514,7 +512,7 @@ def model_curves_cost(params: dict[str, Any]) -> float:
     per_layer = sum(LAYER_SAMPLE_S.get(v, 0.0235) for v in variants)
     per_layer *= len(params.get("masks") or [1] * 4) * len(params.get("d_qk") or [None])
     layers = _depth(params)
-    fresh = max(0, layers - 12) * FRESH_LAYER_S if ",layers=" in str(params.get("model", "")) else 0.0
+    fresh = max(0, layers - 12) * FRESH_LAYER_S if named_depth(params.get("model")) is not None else 0.0
     return per_layer * layers * int(params.get("samples", 4)) * _scale(params) + LOAD_S + fresh
 
 
