@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.engine.verdicts import Claim, tally
 from rankcollapse.experiments.kit.glossary import GLOSSARY, terms_used
 from rankcollapse.experiments.kit.plots import FigureFile
-from rankcollapse.pipeline.report import render_report, tally
+from rankcollapse.pipeline.report import render_report
 
 _PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -27,7 +27,14 @@ def _claim(
     kind: str = "",
 ) -> Claim:
     plotted = {"reproduced": "reproduced", "confirmed (ours)": "reproduced", "untested": "inconclusive"}.get(
-        verdict, verdict.split(" as plotted")[0].replace(" (ours)", "").replace("refuted", "not reproduced")
+        verdict,
+        verdict.split(" as plotted")[0]
+        .replace(" (ours)", "")
+        .replace(" (stand-in)", "")
+        .replace("refuted", "not reproduced")
+        .replace("otherwise", "not reproduced")
+        .replace("as stated", "reproduced")
+        .replace("consistent: none found in the search", "reproduced"),
     )
     return Claim(
         id=cid,
@@ -63,7 +70,7 @@ def _page(tmp_path: Path) -> tuple[str, list[Claim]]:
             "sa.two",
             "sa",
             "stand-in",
-            "not reproduced",
+            "otherwise (stand-in)",
             "kept (level 0.4)",
             "fa",
             "the stand-in differs",
@@ -131,5 +138,39 @@ def test_the_counters_are_per_origin_paper_setting_first(tmp_path):
     _, claims = _page(tmp_path)
     counts = tally(claims)
     assert list(counts) == ["paper setting", "stand-in", "extension"]
-    assert counts["paper setting"]["reproduced"] == 1 and counts["stand-in"]["not reproduced"] == 1
-    assert counts["extension"]["inconclusive"] == 1
+    assert counts["paper setting"]["as plotted"] == {"reproduced": 1}
+    assert counts["stand-in"]["as plotted"] == {"not reproduced": 1}
+    assert counts["extension"]["as plotted"] == {"inconclusive": 1}
+    assert counts["paper setting"]["mechanism"] == {"n/a": 1}
+
+
+def test_a_row_reproduced_as_plotted_whose_mechanism_differs_is_counted_apart() -> None:
+    rows = [
+        _claim("s.a", "s", "paper setting", "reproduced", "e"),
+        _claim(
+            "s.b",
+            "s",
+            "paper setting",
+            "reproduced as plotted; mechanism differs",
+            "e",
+            "",
+            "c",
+            "norm effect",
+        ),
+        _claim("s.c", "s", "paper setting", "consistent: none found in the search", "e"),
+    ]
+    rows[1].mechanism = "not reproduced"
+    counts = tally(rows)["paper setting"]
+    # the old counters put s.b with s.a as plain "reproduced"; now its mechanism shows apart, and a search
+    # that found nothing is "consistent", never "reproduced"
+    assert counts["as plotted"] == {"reproduced": 2, "consistent": 1}
+    assert counts["mechanism"] == {"differs": 1, "n/a": 2}
+
+
+def test_stand_in_rows_speak_of_the_stand_in_and_are_not_in_the_papers_line(tmp_path):
+    page, claims = _page(tmp_path)
+    counters = page[: page.index("id='summary'")]
+    assert "not the paper&#x27;s tally" in counters or "not the paper's tally" in counters
+    assert "otherwise (stand-in)" in page and tally(claims)["paper setting"]["as plotted"] == {
+        "reproduced": 1
+    }

@@ -9,6 +9,7 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.story import Data, Statement
 from rankcollapse.experiments.engine.verdicts import (
+    CONSISTENT,
     EXTENSION_WORDS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -70,6 +71,20 @@ def test_a_plotted_quantity_that_reproduces_never_reads_not_reproduced(key: tupl
             assert "(ours)" in word and not word.startswith(("reproduced", "not reproduced"))
         else:
             assert "(ours)" not in word
+
+
+def test_a_stand_in_speaks_of_its_own_behaviour_and_a_search_that_finds_nothing_reads_consistent() -> None:
+    assert verdict_word(Origin.STAND_IN, R, None) == "as stated (stand-in)"
+    assert verdict_word(Origin.STAND_IN, N, R) == "otherwise (stand-in) as plotted; mechanism holds"
+    for plotted, mech in PINNED:  # never the paper's words: a stand-in says nothing about the checkpoint
+        word = verdict_word(Origin.STAND_IN, plotted, mech)
+        assert "(stand-in)" in word and "reproduced" not in word
+    assert verdict_word(Origin.PAPER, R, None, kind="search") == CONSISTENT
+    assert verdict_word(Origin.PAPER, N, None, kind="search") == "not reproduced"  # a counterexample found
+    assert (
+        verdict_class(CONSISTENT) == "consistent"
+        and verdict_class("otherwise (stand-in)") == "not reproduced"
+    )
 
 
 def test_untested_wins_and_classes_count_it_apart() -> None:

@@ -196,8 +196,9 @@ def _run(
     device: str | None = None,
     batch_size: int | None = None,
 ) -> None:
+    from rankcollapse.experiments.engine.verdicts import tally, tally_line
     from rankcollapse.experiments.stories import load_experiments
-    from rankcollapse.pipeline.reproduce import reproduce, verdict_counts
+    from rankcollapse.pipeline.reproduce import reproduce
     from rankcollapse.pipeline.sequential import check_sequential, parse_duration
 
     name = _profile(quick, full, profile)
@@ -232,7 +233,7 @@ def _run(
         device=device,
         batch_size=batch_size,
     )
-    counts = verdict_counts(result.claims)
+    counts = tally(result.claims)
     sweep = result.sweep
     typer.echo(
         f"runs: {sweep.total} ({sweep.skipped} already finished, {sweep.finished} run now, "
@@ -243,5 +244,5 @@ def _run(
     if not counts:
         typer.echo("claims: none (no claim rules for these experiments)")
     for origin, by_class in counts.items():
-        typer.echo(f"claims ({origin}): " + ", ".join(f"{n} {k}" for k, n in by_class.items()))
+        typer.echo(f"claims ({tally_line(origin, by_class)})")
     typer.echo(f"report: {result.report}")

@@ -8,7 +8,13 @@
   other are replaced by their mean, and a direction is **neutral** when ``| |lambda| - 1 | <= NEUTRAL_TOL``,
   **unstable** above, **stable** below.
 - **Convergence from nearby starts**: starts ``radius`` away along random tangent directions, the distance to
-  the equilibrium over the layers, fitted as exponential (``d ~ q^t``) or algebraic (``d ~ t^-p``).
+  the equilibrium over the layers, fitted as exponential (``d ~ q^t``) or algebraic (``d ~ t^-p``). Two
+  protocols: every token perturbed (``hold = 0``), or the first ``hold`` tokens held at the equilibrium
+  (``hold = 1``: token 1 at ``e_d``, the paper's §4.3.2 assumption that earlier tokens have converged).
+- **Directional starts**: one start ``radius`` away along each stable eigendirection of the tangent map;
+  it *returns* when its distance falls to half the start's within the layers the eigenvalue needs for
+  that (twice over): the nonlinear map contracts where the spectrum says it does ("stable in certain
+  directions", the paper's §4.4, judged direction by direction).
 - **App. F.2**: ``SRank(X*) <= N / (N - (N - 1) / w^2)`` for a full-rank equilibrium.
 - **App. F.3, Lemma 13**: token 1 at ``e_d``, token 2 with negative leading coordinates and
   ``X_{2, d-1} <= -1/w``: the coordinate stays ``<= -1/w`` and the pair never reaches rank one.
@@ -26,7 +32,7 @@ from torch import Tensor
 
 from rankcollapse.core.draws import gaussian
 from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
-from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map
+from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map, tangent_basis
 from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import num_rank, stable_rank
@@ -109,16 +115,21 @@ def convergence_from_nearby(
     radius: float = 1e-3,
     steps: int = 2000,
     seed: int = 0,
+    hold: int = 0,
 ) -> list[dict[str, Any]]:
     """Per equilibrium: the share of ``starts`` nearby starts (``radius`` away, random tangent directions)
     back within ``radius`` after ``steps`` layers, and the fit of their median distance (max over tokens);
-    ``kind = "leaves"`` when none comes back."""
+    ``kind = "leaves"`` when none comes back. ``hold``: the first ``hold`` tokens start exactly at the
+    equilibrium (0: every token perturbed; 1: token 1 held, the paper's "earlier tokens converged")."""
     if not eqs:
         return []
     n, d = eqs[0].x.shape
+    if not 0 <= hold < n:
+        raise RankCollapseError(f"hold must be in 0..{n - 1} (tokens held at the equilibrium), got {hold}")
     g = torch.Generator().manual_seed(seed)
     base = torch.stack([e.x for e in eqs]).repeat_interleave(starts, 0)  # [E*s, n, d]
     noise = gaussian(base.shape, g)
+    noise[:, :hold] = 0.0
     noise = noise - (noise * base).sum(-1, keepdim=True) * base
     noise = noise / torch.linalg.vector_norm(noise, dim=(-2, -1), keepdim=True)
     x = base + radius * noise
@@ -146,6 +157,57 @@ def convergence_from_nearby(
         row["final_distance_median"] = float(np.median(alld[-1, k]))
         out.append(row)
     return out
+
+
+def stable_directions(
+    x: Tensor, w_v: Tensor, mask: Tensor | None, w_qk: Tensor | None, tol: float = NEUTRAL_TOL
+) -> tuple[np.ndarray, list[Tensor]]:
+    """The stable eigendirections of the tangent map at x [n, d]: (their clustered moduli, one ambient
+    direction [n, d] each, unit largest token norm). A complex pair gives its real part (or imaginary
+    part where the real one vanishes): a real direction in the same invariant plane."""
+    n, d = x.shape
+    jac = tangent_jacobian(x, w_v, mask, w_qk)
+    ev, vec = torch.linalg.eig(jac)
+    mods = _cluster_moduli(ev.numpy())
+    basis = tangent_basis(x)
+    out_m, out_v = [], []
+    for i in np.nonzero(mods < 1 - tol)[0]:
+        v = vec[:, int(i)]
+        p = v.real if float(v.real.abs().max()) > 1e-8 else v.imag
+        amb = (basis @ p.to(x.dtype)).reshape(n, d)
+        amb = amb / torch.linalg.vector_norm(amb, dim=-1).max()
+        out_m.append(float(mods[i]))
+        out_v.append(amb)
+    return np.asarray(out_m), out_v
+
+
+def directional_starts(
+    x: Tensor, w_v: Tensor, *, radius: float = 1e-4, max_steps: int = 4000
+) -> dict[str, Any]:
+    """Starts ``radius`` away from x [n, d] along each stable eigendirection (:func:`stable_directions`,
+    causal mask, W_Q = W_K = 0): ``stable`` (their number), ``returning`` (how many come within half the
+    start's distance in ``2 ceil(log 0.5 / log |lambda|)`` layers, at most ``max_steps``), ``worst_ratio``
+    (the largest smallest-distance / start-distance over them; < 0.5 = every one returned)."""
+    n, d = x.shape
+    mask, qk = causal_mask(n), zero_qk(d)
+    mods, dirs = stable_directions(x, w_v, mask, qk)
+    if not dirs:
+        return {"stable": 0, "returning": 0, "worst_ratio": float("nan")}
+    start = x.unsqueeze(0) + radius * torch.stack(dirs)
+    start = start / torch.linalg.vector_norm(start, dim=-1, keepdim=True)
+    d0 = torch.linalg.vector_norm(start - x, dim=-1).amax(-1)  # [k]
+    need = [
+        min(max_steps, 2 * math.ceil(math.log(0.5) / math.log(max(m, 1e-300)))) if m > 0 else 2 for m in mods
+    ]
+    best = d0.clone()
+    z = start
+    for t in range(1, max(need) + 1):
+        z = iterate(z, w_v, 1, mask, qk)
+        dist = torch.linalg.vector_norm(z - x, dim=-1).amax(-1)
+        live = torch.tensor([t <= k for k in need])
+        best = torch.where(live, torch.minimum(best, dist), best)
+    ratio = (best / d0).numpy()
+    return {"stable": len(dirs), "returning": int((ratio <= 0.5).sum()), "worst_ratio": float(ratio.max())}
 
 
 def srank_bound(n: int, w: float) -> float:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.experiments.engine.verdicts import (
+    CONSISTENT_CLASS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     ORIGINS,
@@ -22,6 +23,8 @@ from rankcollapse.experiments.engine.verdicts import (
     UNDECIDED,
     UNTESTED,
     Claim,
+    Origin,
+    tally,
     verdict_class,
 )
 from rankcollapse.experiments.kit.glossary import terms_used
@@ -54,6 +57,7 @@ td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 
 .v-reproduced { color: var(--ok); background: #dafbe1; } .v-not { color: var(--bad); background: #ffebe9; }
 .v-inconclusive { color: var(--mid); background: #fff8c5; }
 .v-undecided { color: #0550ae; background: #ddf4ff; } .v-untested { color: #555; background: #eaeef2; }
+.v-consistent { color: #1f6f8b; background: #e6f4f7; } .v-standin { color: #6e5494; background: #f3eefa; }
 .flag { font-size: 11px; border: 1px solid var(--mid); color: var(--mid); border-radius: 10px;
         padding: 0 6px; }
 .origin { font-weight: 600; margin-bottom: 4px; }
@@ -86,27 +90,47 @@ _BADGE = {
     INCONCLUSIVE.value: "v-inconclusive",
     UNDECIDED: "v-undecided",
     UNTESTED: "v-untested",
+    CONSISTENT_CLASS: "v-consistent",
+    "holds": "v-reproduced",
+    "differs": "v-not",
+    "n/a": "v-untested",
 }
 
 
-def _verdict_badge(word: str, cls: str | None = None) -> str:
-    """A verdict word (or a counter's class name) in its class's colours."""
-    return f'<span class="v {_BADGE[cls or verdict_class(word)]}">{_e(word)}</span>'
+def _verdict_badge(word: str, cls: str | None = None, origin: str = "") -> str:
+    """A verdict word (or a counter's class name) in its class's colours (a stand-in's own colour: its
+    rows describe the stand-in, not the paper)."""
+    badge = (
+        "v-standin" if origin == Origin.STAND_IN.value and cls is None else _BADGE[cls or verdict_class(word)]
+    )
+    return f'<span class="v {badge}">{_e(word)}</span>'
+
+
+def _n_words(c: Claim) -> str:
+    """``n = 32`` or ``n = 2 networks``."""
+    if c.n is None:
+        return "n/a"
+    return f"{c.n}" if c.unit == "samples" else f"{c.n} {c.unit}"
 
 
 def _row_verdict(c: Claim) -> str:
     """The row's verdict cell head: its word, or for a row the sample leaves open ``undecided at n = 4``
-    with the n that would decide it (the word stays beside it)."""
+    with the n that would decide it (the word stays beside it); the scope where the verdict was tested
+    when it is narrower than the statement; the comparison that decided it."""
+    scope = f"<div class='rule'><b>{_e(c.scope)}</b></div>" if c.scope else ""
+    decided = f"<div class='rule'>decided by: {_e(c.interval)}</div>" if c.interval else ""
     if c.verdict_class != UNDECIDED:
-        return _verdict_badge(c.verdict)
+        return _verdict_badge(c.verdict, origin=c.origin) + scope + decided
     need = (
-        f"<div class='rule'>n ≈ {c.needed_n} would decide it at the observed spread</div>"
+        f"<div class='rule'>n ≈ {c.needed_n} {'' if c.unit == 'samples' else c.unit + ' '}would decide it "
+        "at the observed spread</div>"
         if c.needed_n
         else ""
     )
     return (
-        _verdict_badge(f"undecided at n = {c.n}", UNDECIDED)
+        _verdict_badge(f"undecided at n = {_n_words(c)}", UNDECIDED)
         + need
+        + f"<div class='rule'>open: {_e(c.interval)}</div>"
         + f"<div class='rule'>{_e(c.verdict)}</div>"
     )
 
@@ -127,19 +151,6 @@ def _csv_link(path: Path, out_dir: Path) -> str:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return f"<a download='{_e(path.name)}' href='data:text/csv;base64,{data}'>data (CSV)</a>"
     return f"data: <code>{rel}</code> beside this page"
-
-
-CLASSES: tuple[str, ...] = (REPRODUCED.value, NOT_REPRODUCED.value, INCONCLUSIVE.value, UNDECIDED, UNTESTED)
-
-
-def tally(claims: list[Claim]) -> dict[str, dict[str, int]]:
-    """Per origin (paper setting, stand-in, extension), the rows in each verdict class."""
-    out: dict[str, dict[str, int]] = {}
-    for origin in ORIGINS:
-        rows = [c for c in claims if c.origin == origin.value]
-        if rows:
-            out[origin.value] = {k: sum(1 for c in rows if c.verdict_class == k) for k in CLASSES}
-    return out
 
 
 def _claims_table(claims: list[Claim], number: dict[str, int]) -> list[str]:
@@ -170,7 +181,8 @@ def _claims_table(claims: list[Claim], number: dict[str, int]) -> list[str]:
             + (f"<div class='rule'>{_e(c.sensitivity)}</div>" if c.sensitivity else "")
             + f"</td><td>{_e(c.origin)}<br>{_e(c.source)}"
             + (f"<br><i>{_e(c.stand_in)}</i>" if c.stand_in else "")
-            + f"<br>n = {_e(c.n if c.n is not None else 'n/a')}"
+            + f"<br>n = {_e(_n_words(c))}"
+            + (f"<div class='rule'>{_e(c.decided_by)}</div>" if c.decided_by else "")
             + (f"<br><a href='#fig-{_e(c.figure)}'>figure</a>" if c.figure else "")
             + "</td></tr>"
         )
@@ -186,12 +198,19 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
     )
 
 
-def _counters(counts: dict[str, dict[str, int]]) -> list[str]:
-    """One line per origin (paper setting first): the rows in each verdict class."""
+def _counters(counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
+    """Per origin (paper setting first) two lines: the rows in each class as plotted, and the mechanism's
+    classes apart (``engine.verdicts.tally``); the stand-ins' line says it is not the paper's tally."""
     parts = ["<table class='counters'><tbody>"]
-    for origin, by_class in counts.items():
-        cells = " · ".join(f"<b>{n}</b> {_verdict_badge(k, k)}" for k, n in by_class.items() if n)
-        parts.append(f"<tr><td class='origin'>{_e(origin)}</td><td>{cells}</td></tr>")
+    for origin, both in counts.items():
+        head = origin + (
+            " (their own behaviour; not the paper's tally)" if origin == Origin.STAND_IN.value else ""
+        )
+        plotted = " · ".join(f"<b>{n}</b> {_verdict_badge(k, k)}" for k, n in both["as plotted"].items())
+        mech = " · ".join(f"<b>{n}</b> {_verdict_badge(k, k)}" for k, n in both["mechanism"].items())
+        parts.append(f"<tr><td class='origin'>{_e(head)}</td><td>as plotted: {plotted}</td></tr>")
+        if mech:
+            parts.append(f"<tr><td></td><td>mechanism: {mech}</td></tr>")
     parts.append("</tbody></table>")
     return parts
 
@@ -259,7 +278,8 @@ def render_report(
         + (f" · <code>{_e(meta['command'])}</code>" if meta.get("command") else "")
         + "</p>",
         f"<p>{len(number)} rows (one per statement, model and origin), counted per origin by the verdict on "
-        "the quantity the paper plots:</p>",
+        "the quantity the paper plots and, apart, by the mechanism (μ_rel against the precision floor, "
+        "float64 beside float32):</p>",
         *_counters(counts),
         *_summary(claims, headlines, meta.get("sequential")),
         "<p>Sections, in the paper's order: "

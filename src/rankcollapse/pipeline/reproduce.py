@@ -37,7 +37,7 @@ from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
 from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
 from rankcollapse.experiments.engine.story import Found, StoryData, slice_data
-from rankcollapse.experiments.engine.verdicts import ORIGINS, UNDECIDED, UNTESTED, VERDICTS, Claim
+from rankcollapse.experiments.engine.verdicts import Claim, tally
 from rankcollapse.experiments.kit.claims import no_data_row, with_failures
 from rankcollapse.experiments.kit.curves import looks as at_looks
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
@@ -507,17 +507,8 @@ def _analyse(
 
 
 def verdict_counts(claims: list[Claim]) -> dict[str, dict[str, int]]:
-    """Per origin (paper setting first), how many rows fall in each verdict class
-    (reproduced / not reproduced / inconclusive / undecided / untested, by the plotted quantity;
-    ``undecided``: inconclusive rows the sample leaves open, ``Claim.verdict_class``)."""
-    classes = [v.value for v in VERDICTS] + [UNDECIDED, UNTESTED]
-    out: dict[str, dict[str, int]] = {}
-    for origin in ORIGINS:
-        rows = [c for c in claims if c.origin == origin.value]
-        if rows:
-            counts = {k: sum(1 for c in rows if c.verdict_class == k) for k in classes}
-            out[origin.value] = {k: n for k, n in counts.items() if n}
-    return out
+    """Per origin (paper setting first), the rows in each class as plotted (``engine.verdicts.tally``)."""
+    return {origin: t["as plotted"] for origin, t in tally(claims).items()}
 
 
 #: The report's section order: the stories in the paper's order.

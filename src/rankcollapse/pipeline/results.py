@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.verdicts import Claim, Origin
+from rankcollapse.experiments.engine.verdicts import MECHANISM_CLASSES, PLOTTED_CLASSES, Claim, Origin, tally
 from rankcollapse.io import atomic_write
 
 
@@ -30,19 +30,27 @@ def _cell(text: Any, width: int = 0) -> str:
     return s
 
 
+def _n(c: Claim) -> str:
+    """``32`` samples, ``2 networks`` where the network is the unit."""
+    if c.n is None:
+        return "n/a"
+    return str(c.n) if c.unit == "samples" else f"{c.n} {c.unit}"
+
+
 def _verdict(c: Claim) -> str:
-    return f"undecided at n = {c.n}" if c.verdict_class == "undecided" else c.verdict
+    word = f"undecided at n = {_n(c)}" if c.verdict_class == "undecided" else c.verdict
+    return f"{word} ({c.scope})" if c.scope else word
 
 
 def _table(rows: list[Claim]) -> list[str]:
     out = [
-        "| row | statement | verdict | n | interval | sampling | cause |",
+        "| row | statement | verdict | n | interval (the comparison that decided it) | sampling | cause |",
         "|---|---|---|---|---|---|---|",
     ]
     for c in rows:
         out.append(
             f"| `{_cell(c.id)}` | {_cell(c.statement, 110)} | **{_cell(_verdict(c))}** | "
-            f"{_cell(c.n if c.n is not None else 'n/a')} | {_cell(c.interval, 120)} | "
+            f"{_cell(_n(c))} | {_cell(c.interval or c.decided_by, 160)} | "
             f"{_cell(c.sampling, 120)} | "
             f"{_cell(c.cause, 220)} |"
         )
@@ -51,7 +59,6 @@ def _table(rows: list[Claim]) -> list[str]:
 
 def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") -> str:
     """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs."""
-    from rankcollapse.pipeline.reproduce import verdict_counts
 
     calls = meta.get("calls") or [meta]
     wall = sum(float(c.get("wall_s") or 0.0) for c in calls)
@@ -116,18 +123,24 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
         "",
         "## Counts",
         "",
+        "As plotted (the row's word: the quantity the paper plots) and, apart, the mechanism (mu_rel",
+        "against the precision floor, float64 beside float32): a row reproduced as plotted whose mechanism",
+        "differs is counted in both columns, never as plain agreement. Stand-ins describe the stand-in's own",
+        "behaviour and are not part of the paper's tally.",
+        "",
         "| origin | "
-        + " | ".join(["reproduced", "not reproduced", "inconclusive", "undecided", "untested"])
+        + " | ".join(PLOTTED_CLASSES)
+        + " | mechanism: "
+        + " | ".join(MECHANISM_CLASSES.values())
         + " |",
-        "|---|---|---|---|---|---|",
+        "|---|" + "---|" * (len(PLOTTED_CLASSES) + len(MECHANISM_CLASSES)),
     ]
-    for origin, by_class in verdict_counts(claims).items():
+    for origin, counts in tally(claims).items():
         lines.append(
             f"| {origin} | "
-            + " | ".join(
-                str(by_class.get(k, 0))
-                for k in ("reproduced", "not reproduced", "inconclusive", "undecided", "untested")
-            )
+            + " | ".join(str(counts["as plotted"].get(k, 0)) for k in PLOTTED_CLASSES)
+            + " | "
+            + " | ".join(str(counts["mechanism"].get(k, 0)) for k in MECHANISM_CLASSES.values())
             + " |"
         )
     for origin, title in (

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rankcollapse.experiments.engine.verdicts import (
+    CONSISTENT_CLASS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -72,7 +73,10 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
     )
     untested = _count(rows, UNTESTED)
     undecided = _count(rows, UNDECIDED)
-    word = "confirmed" if origin is Origin.EXTENSION else "reproduce as plotted"
+    word = {
+        Origin.EXTENSION: "confirmed",
+        Origin.STAND_IN: "behave as the statement says (the stand-ins' own behaviour, not the paper's tally)",
+    }.get(origin, "reproduce as plotted")
     first = f"{where}, {ok} of {len(rows)} rows {word}"
     diff = _differs(rows)
     if diff:
@@ -82,7 +86,12 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
             + ", ".join(f"{k} {n}" for k, n in kinds)
             + ")"
         )
-    tail = [f"{bad} {'refuted' if origin is Origin.EXTENSION else 'not reproduced'}"] if bad else []
+    bad_word = {Origin.EXTENSION: "refuted", Origin.STAND_IN: "behave otherwise"}.get(
+        origin, "not reproduced"
+    )
+    tail = [f"{bad} {bad_word}"] if bad else []
+    consistent = _count(rows, CONSISTENT_CLASS)
+    tail += [f"{consistent} consistent with a conjecture (none found in the search)"] if consistent else []
     tail += [f"{undecided} undecided at their sample size"] if undecided else []
     tail += [f"{open_} inconclusive"] if open_ else []
     tail += [f"{untested} untested"] if untested else []

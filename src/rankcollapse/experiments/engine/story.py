@@ -52,16 +52,21 @@ class FigureSpec:
 @dataclass(frozen=True)
 class Statement:
     """One statement a story judges: ``key`` (unique in the story), the words, where it comes from
-    (``paper §5, Fig. 2`` or ``ours``) and the rule that turns data into its verdicts, in words."""
+    (``paper §5, Fig. 2`` or ``ours``) and the rule that turns data into its verdicts, in words.
+    ``kind``: ``claim`` (a statement the data can reproduce) or ``search`` (a conjecture that nothing of
+    a kind exists, which a search can only fail to contradict: its agreeing word is "consistent")."""
 
     key: str
     text: str
     source: str
     rule: str
+    kind: str = "claim"
 
     def __post_init__(self) -> None:
         if not self.key.replace("_", "").isalnum():
             raise RankCollapseError(f"statement key {self.key!r} must be letters, digits and _")
+        if self.kind not in ("claim", "search"):
+            raise RankCollapseError(f"statement kind {self.kind!r}: allowed claim, search")
 
 
 @dataclass(frozen=True)

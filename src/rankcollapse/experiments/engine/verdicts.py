@@ -7,6 +7,12 @@ partial verdicts (per mask, per model, per dtype ...): any ``not reproduced`` wi
 needs at least one part and every part reproduced; anything else (an empty list included) is
 ``inconclusive``. No evidence never yields ``reproduced``.
 
+A stand-in row (other pretrained weights in place of the paper's checkpoint) describes the stand-in's
+own behaviour, not the paper: its words are "as stated (stand-in)" / "otherwise (stand-in)", never
+the paper's "reproduced", and it is counted apart from the paper's tally. A ``search`` statement (a
+conjecture that nothing of a kind exists) that the search did not contradict reads "consistent: none
+found in the search", its own class, never "reproduced".
+
 Every claim row answers two questions: ``as_plotted`` (the quantity the paper plots, raw μ or σ_min,
 in the paper's dtype) and ``mechanism`` (μ_rel against the precision floor, float64 beside
 float32; ``n/a`` where a statement has no separate mechanism). Its one ``verdict`` word comes from
@@ -119,35 +125,71 @@ EXTENSION_WORDS: dict[tuple[Verdict, Verdict | None], str] = {
     (INCONCLUSIVE, REPRODUCED): "inconclusive (ours) as plotted; mechanism holds",
     (INCONCLUSIVE, NOT_REPRODUCED): "inconclusive (ours) as plotted; mechanism differs",
 }
+#: The same for a stand-in: the stand-in's own behaviour, not a verdict on the paper.
+STAND_IN_WORDS: dict[tuple[Verdict, Verdict | None], str] = {
+    (REPRODUCED, None): "as stated (stand-in)",
+    (REPRODUCED, REPRODUCED): "as stated (stand-in)",
+    (REPRODUCED, NOT_REPRODUCED): "as stated (stand-in) as plotted; mechanism differs",
+    (REPRODUCED, INCONCLUSIVE): "as stated (stand-in) as plotted; mechanism inconclusive",
+    (NOT_REPRODUCED, None): "otherwise (stand-in)",
+    (NOT_REPRODUCED, NOT_REPRODUCED): "otherwise (stand-in)",
+    (NOT_REPRODUCED, REPRODUCED): "otherwise (stand-in) as plotted; mechanism holds",
+    (NOT_REPRODUCED, INCONCLUSIVE): "otherwise (stand-in) as plotted; mechanism inconclusive",
+    (INCONCLUSIVE, None): "inconclusive (stand-in)",
+    (INCONCLUSIVE, INCONCLUSIVE): "inconclusive (stand-in)",
+    (INCONCLUSIVE, REPRODUCED): "inconclusive (stand-in) as plotted; mechanism holds",
+    (INCONCLUSIVE, NOT_REPRODUCED): "inconclusive (stand-in) as plotted; mechanism differs",
+}
+#: The agreeing word of a ``search`` statement (a conjecture a search did not contradict).
+CONSISTENT = "consistent: none found in the search"
 #: Every word a row's ``verdict`` can hold.
-WORDS: tuple[str, ...] = (*dict.fromkeys([*PAPER_WORDS.values(), *EXTENSION_WORDS.values()]), UNTESTED)
+WORDS: tuple[str, ...] = (
+    *dict.fromkeys([*PAPER_WORDS.values(), *EXTENSION_WORDS.values(), *STAND_IN_WORDS.values()]),
+    CONSISTENT,
+    UNTESTED,
+)
 
 
 def verdict_word(
-    origin: Origin | str, as_plotted: str | Verdict, mechanism: str | Verdict | None, untested: bool = False
+    origin: Origin | str,
+    as_plotted: str | Verdict,
+    mechanism: str | Verdict | None,
+    untested: bool = False,
+    kind: str = "claim",
 ) -> str:
-    """The row's one word (see :data:`PAPER_WORDS`, :data:`EXTENSION_WORDS`); ``untested`` wins."""
+    """The row's one word (see :data:`PAPER_WORDS`, :data:`EXTENSION_WORDS`, :data:`STAND_IN_WORDS`);
+    ``untested`` wins; a ``search`` statement that is not contradicted reads :data:`CONSISTENT`."""
     if untested:
         return UNTESTED
     mech = None if mechanism is None or mechanism == NA else Verdict.of(mechanism)
-    table = EXTENSION_WORDS if Origin(origin) is Origin.EXTENSION else PAPER_WORDS
-    return table[(Verdict.of(as_plotted), mech)]
+    plotted = Verdict.of(as_plotted)
+    if kind == "search" and plotted is REPRODUCED and mech in (None, REPRODUCED):
+        return CONSISTENT
+    table = {Origin.EXTENSION: EXTENSION_WORDS, Origin.STAND_IN: STAND_IN_WORDS}.get(
+        Origin(origin), PAPER_WORDS
+    )
+    return table[(plotted, mech)]
 
 
 #: The counters' class of an inconclusive row whose interval still straddles its threshold (or whose
 #: sample is below the rule's minimum): more samples would decide it (``Claim.undecided``).
 UNDECIDED = "undecided"
+#: The counters' class of a search statement's agreeing word.
+CONSISTENT_CLASS = "consistent"
 
 
 def verdict_class(word: str) -> str:
-    """The coarse class of a row's word for the counters: reproduced / not reproduced / inconclusive /
-    untested, by the plotted quantity (``confirmed (ours)`` counts as reproduced)."""
+    """The coarse class of a row's word for the counters, by the plotted quantity: reproduced / not
+    reproduced / inconclusive / consistent / untested (``confirmed (ours)`` and ``as stated (stand-in)``
+    count as reproduced *in their own origin's line*)."""
     if word == UNTESTED:
         return UNTESTED
+    if word == CONSISTENT:
+        return CONSISTENT_CLASS
     head = word.split(" as plotted")[0].split(";")[0]
-    if head.startswith(("not reproduced", "refuted")):
+    if head.startswith(("not reproduced", "refuted", "otherwise")):
         return NOT_REPRODUCED.value
-    if head.startswith(("reproduced", "confirmed")):
+    if head.startswith(("reproduced", "confirmed", "as stated")):
         return REPRODUCED.value
     return INCONCLUSIVE.value
 
@@ -169,6 +211,9 @@ class Claim:
     observed spread, None if unknown) and ``interval`` (the first open comparison, in words);
     ``sampling``: why a sequential run stopped sampling this row (``reproduce --until-decided``);
     ``axes``: the grid values the row's runs share (e.g. ``{"model": "random:bert-base-uncased"}``).
+    ``unit``: what ``n`` counts (``samples``, or ``networks`` where the weights are a random draw);
+    ``decided_by``: the condition that decided each half of the row; ``scope``: where the verdict was
+    actually tested when narrower than the statement (``tested at r = 1 only``).
     ``model``: the weights judged; ``stand_in``: what stood in for what, and why it may differ.
     """
 
@@ -202,6 +247,9 @@ class Claim:
     interval: str = ""
     sampling: str = ""
     axes: dict[str, Any] = field(default_factory=dict)
+    unit: str = "samples"
+    decided_by: str = ""
+    scope: str = ""
 
     def __post_init__(self) -> None:
         Origin(self.origin)
@@ -223,3 +271,53 @@ class Claim:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: The counters' classes, as plotted (the row's word) and of the mechanism, in display order.
+PLOTTED_CLASSES: tuple[str, ...] = (
+    REPRODUCED.value,
+    NOT_REPRODUCED.value,
+    INCONCLUSIVE.value,
+    UNDECIDED,
+    CONSISTENT_CLASS,
+    UNTESTED,
+)
+MECHANISM_CLASSES: dict[str, str] = {
+    REPRODUCED.value: "holds",
+    NOT_REPRODUCED.value: "differs",
+    INCONCLUSIVE.value: "inconclusive",
+    NA: "n/a",
+}
+
+
+def tally(claims: Iterable[Claim]) -> dict[str, dict[str, dict[str, int]]]:
+    """The one verdict tally: per origin (paper setting, stand-in, extension; each its own line, a
+    stand-in never counted with the paper), ``{"as plotted": class -> rows, "mechanism": class -> rows}``
+    with the classes of :data:`PLOTTED_CLASSES` (``Claim.verdict_class``) and the mechanism's
+    holds / differs / inconclusive / n/a apart, so "reproduced as plotted; mechanism differs" is never
+    counted as plain agreement. Classes with no row are left out; untested rows have no mechanism."""
+    rows = list(claims)
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for origin in ORIGINS:
+        mine = [c for c in rows if c.origin == origin.value]
+        if not mine:
+            continue
+        plotted = {k: sum(1 for c in mine if c.verdict_class == k) for k in PLOTTED_CLASSES}
+        tested = [c for c in mine if c.verdict_class != UNTESTED]
+        mech = {w: sum(1 for c in tested if c.mechanism == k) for k, w in MECHANISM_CLASSES.items()}
+        out[origin.value] = {
+            "as plotted": {k: v for k, v in plotted.items() if v},
+            "mechanism": {k: v for k, v in mech.items() if v},
+        }
+    return out
+
+
+def tally_line(origin: str, counts: dict[str, dict[str, int]]) -> str:
+    """``paper setting: as plotted 26 reproduced, 9 not reproduced; mechanism 12 holds, 4 differs, 20 n/a``
+    (a stand-in's line says it is the stand-ins' own behaviour)."""
+    head = origin + (
+        " (the stand-ins' own behaviour, not the paper's tally)" if origin == Origin.STAND_IN else ""
+    )
+    plotted = ", ".join(f"{n} {k}" for k, n in counts["as plotted"].items())
+    mech = ", ".join(f"{n} {k}" for k, n in counts["mechanism"].items())
+    return f"{head}: as plotted {plotted}" + (f"; mechanism {mech}" if mech else "")

@@ -11,7 +11,6 @@ sample size and whether the verdict is provisional.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +29,7 @@ from rankcollapse.experiments.engine.verdicts import (
     verdict_word,
 )
 from rankcollapse.experiments.kit import causes
-from rankcollapse.experiments.kit.curves import z
+from rankcollapse.experiments.kit.curves import NETWORK, RUN, SAMPLE
 from rankcollapse.experiments.kit.judgement import Judgement, Margin
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -189,11 +188,33 @@ def claim_row(
     origin = origin_of(statement, data, model)
     untested = model.untested  # a random init never stands in for pretrained weights, in any row
     mech_verdict = mechanism.verdict if mechanism is not None else None
-    word = verdict_word(origin, plotted.verdict, mech_verdict, untested=untested)
-    if untested:
-        kind, cause = "untested", causes.untested(model.stand_in_for)
-    else:
-        kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words, names)
+    word = verdict_word(origin, plotted.verdict, mech_verdict, untested=untested, kind=statement.kind)
+    qual = qualifier or (data.exp.arm if data.exp.extension else "")
+    cid = f"{story}.{statement.key}" + (f"[{qual}]" if qual else "")
+    seeds = data.seeds(runs) if runs is not None else data.seeds()
+    if untested:  # nothing of the random init is evidence about the checkpoint: no n, no interval
+        return Claim(
+            id=cid,
+            story=story,
+            key=statement.key,
+            experiment=data.exp.name,
+            statement=f"{statement.text} [{model.stand_in_for}: the paper's weights, not available here]",
+            source=statement.source,
+            origin=origin.value,
+            verdict=word,
+            as_plotted=INCONCLUSIVE.value,
+            mechanism=NA,
+            rule=statement.rule,
+            evidence=f"not run on {model.stand_in_for}: its weights are not in the local Hugging Face cache",
+            cause_kind="untested",
+            cause=causes.untested(model.stand_in_for),
+            model=model.stand_in_for,
+            conditions=data.conditions(),
+            seeds=seeds,
+            figure=figure,
+            axes=shared_axes(data, frame),
+        )
+    kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words, names)
     used = set(plotted.used) | (set(mechanism.used) if mechanism is not None else set())
     flips = [*plotted.flips, *(mechanism.flips if mechanism is not None else ())]
     sensitivity = "; ".join(
@@ -203,7 +224,12 @@ def claim_row(
     )
     ns = [j.judgement.n for j in (plotted, mechanism) if j is not None and j.judgement.n is not None]
     n = min(ns) if ns else None
-    provisional = bool(n is not None and "min_samples" in th.values and n <= th.count("min_samples"))
+    halves = [j.judgement for j in (plotted, mechanism) if j is not None]
+    units = {j.unit for j in halves} | {m.unit for j in halves for m in j.margins}
+    unit = NETWORK if NETWORK in units else RUN if RUN in units else SAMPLE
+    provisional = bool(
+        n is not None and unit == SAMPLE and "min_samples" in th.values and n <= th.count("min_samples")
+    ) or bool(n is not None and unit == NETWORK and n < 3)
     undecided, needed, interval = sampling_state(plotted, mechanism, th, kind)
     label = f"[{model.label}] " if model.label else ""
     evidence = (
@@ -216,10 +242,8 @@ def claim_row(
         if mechanism is not None
         else ""
     )
-    qual = qualifier or (data.exp.arm if data.exp.extension else "")
-    cid = f"{story}.{statement.key}" + (f"[{qual}]" if qual else "")
-    seeds = data.seeds(runs) if runs is not None else data.seeds()
-    stand = f"{model.label} stands in for {model.stand_in_for}" if model.stand_in_for and not untested else ""
+    stand = f"{model.label} stands in for {model.stand_in_for}" if model.stand_in_for else ""
+    scope = plotted.judgement.scope or (mechanism.judgement.scope if mechanism is not None else "")
     return Claim(
         id=cid,
         story=story,
@@ -240,6 +264,7 @@ def claim_row(
         threshold_sensitive=bool(flips),
         sensitivity=sensitivity,
         n=n,
+        unit=unit,
         provisional=provisional,
         model=model.label,
         stand_in=stand,
@@ -249,8 +274,19 @@ def claim_row(
         undecided=undecided,
         needed_n=needed,
         interval=interval,
+        decided_by=decided_by(plotted, mechanism, names),
+        scope=scope,
         axes=shared_axes(data, frame),
     )
+
+
+def decided_by(plotted: Judged, mechanism: Judged | None, names: tuple[str, str]) -> str:
+    """The condition that decided each half of the row, in words (``as plotted — causal, float32: ...``)."""
+    bits = []
+    for name, j in zip(names, (plotted, mechanism), strict=True):
+        if j is not None and j.judgement.decided_by:
+            bits.append(f"{name} — {j.judgement.decided_by}")
+    return " · ".join(bits)
 
 
 #: Causes that explain an inconclusive row better than its sample size (more samples would not help).
@@ -258,7 +294,18 @@ _NOT_SAMPLING = ("threshold", "failed runs", "untested", "no data", "not testabl
 
 
 def _interval(m: Margin) -> str:
-    return f"{m.what}: {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g} (n = {m.n})"
+    return m.text()
+
+
+def _key_interval(j: Judged, name: str) -> str:
+    """The comparison that decided ``j`` (its verdict's key), named; empty where a status without an
+    interval decided it (a floor, a count) or the key does not say what the verdict says."""
+    key = j.judgement.key
+    if key is None:
+        return ""
+    if (j.verdict is INCONCLUSIVE) == key.decided:  # a decided verdict never prints an open interval
+        return ""
+    return f"{name}: {key.text()}" if name else key.text()
 
 
 def sampling_state(
@@ -270,24 +317,30 @@ def sampling_state(
     a comparison's interval straddles its threshold, or n < ``min_samples``); the row is undecided when
     one of its parts is and no other cause (a threshold inside its range, failed runs) explains it.
     ``needed``: the largest :meth:`Margin.needed_n` over the open comparisons, ``min_samples`` where a
-    part had too few samples, None when no comparison says. The interval: the first open comparison,
-    else the closest decided one (the smallest gap in standard errors), as ``value ± z(n) se against
-    threshold (n = ...)``; empty for a row judged without one (a check, a count)."""
+    part had too few samples, None when no comparison says. The interval: for an undecided row its first
+    open comparison; otherwise the comparison that decided each half of the row (``Judgement.key``:
+    the failing condition of a "not reproduced", the weakest condition of a "reproduced"), named by its
+    condition; empty where no interval decided it (a floor, a count, a check)."""
     parts = [j.judgement for j in (plotted, mechanism) if j is not None]
-    margins = [m for j in parts for m in j.margins if math.isfinite(m.value) and math.isfinite(m.se)]
-    closest = min(margins, key=lambda m: abs(m.value - m.threshold) / max(m.se, 1e-300), default=None)
     open_parts = [j for j in parts if j.verdict is INCONCLUSIVE and j.cause_kind == "sample too small"]
     if not open_parts or kind in _NOT_SAMPLING:
-        return False, None, _interval(closest) if closest is not None else ""
+        shown = [
+            _key_interval(j, "as plotted" if i == 0 and mechanism is not None else "mechanism" if i else "")
+            for i, j in enumerate((plotted, mechanism))
+            if j is not None
+        ]
+        return False, None, " · ".join(x for x in shown if x)
     needs: list[int] = []
     interval = ""
+    both = mechanism is not None
     for j in open_parts:
         for m in j.undecided:
             need = m.needed_n()
             if need is not None:
                 needs.append(need)
             if not interval:
-                interval = _interval(m)
+                half = "as plotted" if j is plotted.judgement else "mechanism"
+                interval = f"{half} (open): {_interval(m)}" if both else _interval(m)
         if (
             not j.undecided
             and j.n is not None
@@ -295,8 +348,6 @@ def sampling_state(
             and j.n < th.count("min_samples")
         ):
             needs.append(th.count("min_samples"))
-    if not interval and closest is not None:
-        interval = _interval(closest)
     return True, (max(needs) if needs else None), interval
 
 

@@ -21,6 +21,20 @@ samples of one condition (model, variant, mask, dtype, ...):
 standard error (ours): ``(drop(b) - drop(a)) / (b - a)``, standard error
 ``(sd(b) + sd(a)) / sqrt(n) / (b - a)`` (an upper bound on the std of the difference; exact for
 ``a = 0``); it is printed as the per-layer factor ``x exp(rate)`` with the log rate beside it.
+
+**The unit of sampling.** Where the weights are a random draw (a random init, the simulator's
+Gaussian or orthogonal matrices) a statement is about networks, so the unit is the *network*: a curve
+pooled over runs keeps each run's (each weight draw's) mean log drop (``net_drop``), and its rate is the
+mean over networks with the standard error of the per-network rates, ``n`` = the number of networks
+(one network: no interval). Pretrained weights are one fixed network: the unit is the excerpt.
+
+**Many conditions, one row.** A rule that reads "any condition fails -> not reproduced" over ``m``
+conditions judges each at level ``ALPHA / m`` (Bonferroni over the row's conditions, :func:`conditions`),
+on top of the looks of a sequential run (:func:`looks`).
+
+**The floor of raw mu** is the floor of mu_rel on the same samples: raw ``mu <= 32 eps ||X||_F``. A raw
+curve read from rows that carry mu_rel counts a sample at the floor when its mu_rel is (or its raw mu
+underflowed to 0); ``underflow_share`` keeps the underflows apart (they are drawn differently).
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +60,10 @@ QUANTITIES: tuple[str, ...] = ("mu", "mu_rel")
 #: (4.55 %). Every interval of the kit is ``mean ± z(n) se`` with :func:`z`.
 ALPHA = math.erfc(2.0 / math.sqrt(2.0))
 _LOOKS: ContextVar[int] = ContextVar("rankcollapse_looks", default=1)
+_TESTS: ContextVar[int] = ContextVar("rankcollapse_tests", default=1)
+#: The units of sampling (see the module docstring); a per-run check (a theorem's bound on each run)
+#: counts runs.
+SAMPLE, NETWORK, RUN = "samples", "networks", "runs"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -60,12 +78,33 @@ def _quantile(n: int | None, looks: int) -> float:
     return float(stats.t.ppf(p, n - 1))
 
 
-def z(n: int | None = None) -> float:
+def z(n: int | None = None, tests: int | None = None) -> float:
     """The critical value of an interval over ``n`` samples: the Student t quantile
-    ``t(1 - ALPHA / (2 K), n - 1)`` (the normal one for ``n=None``; inf below 2 samples), with ``K``
+    ``t(1 - ALPHA / (2 K m), n - 1)`` (the normal one for ``n=None``; inf below 2 samples), with ``K``
     the number of looks at growing samples (1, or what :func:`looks` set: Bonferroni over the looks
-    of ``reproduce --until-decided``). ``z(None) = 2`` for one look; ``z(4) = 3.31``, ``z(64) = 2.03``."""
-    return _quantile(None if n is None else int(n), _LOOKS.get())
+    of ``reproduce --until-decided``) and ``m`` the conditions of the row (``tests``, else what
+    :func:`conditions` set). ``z(None) = 2`` for one look and one condition; ``z(4) = 3.31``,
+    ``z(64) = 2.03``."""
+    m = _TESTS.get() if tests is None else max(int(tests), 1)
+    return _quantile(None if n is None else int(n), _LOOKS.get() * m)
+
+
+def current_tests() -> int:
+    """The number of conditions the interval being built shares its row with (:func:`conditions`)."""
+    return _TESTS.get()
+
+
+@contextmanager
+def conditions(m: int) -> Iterator[int]:
+    """Judge ``m`` conditions of one row inside the ``with`` block: every interval built there uses level
+    ``ALPHA / (K m)`` (Bonferroni over the row's conditions), so the chance that a row reading "any
+    condition fails -> not reproduced" is decided wrongly stays at most ``ALPHA``. Nested blocks
+    multiply (conditions per dtype, each with conditions per mask)."""
+    token = _TESTS.set(_TESTS.get() * max(int(m), 1))
+    try:
+        yield m
+    finally:
+        _TESTS.reset(token)
 
 
 def looks_note() -> str:
@@ -113,21 +152,35 @@ def _all_nan_ok(reduce: Any, arrays: list[np.ndarray]) -> np.ndarray:
         return reduce(np.stack(arrays), axis=0)
 
 
+def n_words(n: int | None, unit: str = SAMPLE) -> str:
+    """``n = 4`` for samples, ``n = 2 networks`` where the network is the unit (``n = 12 runs``)."""
+    return f"n = {n}" + (f" {unit}" if unit != SAMPLE else "")
+
+
 @dataclass(frozen=True)
 class Rate:
-    """A mean per-layer log rate with its standard error, over ``n`` samples."""
+    """A mean per-layer log rate with its standard error, over ``n`` units (samples or networks);
+    ``tests``: the conditions of the row it belongs to (:func:`conditions`, captured when built)."""
 
     mean: float
     se: float
     n: int
+    unit: str = SAMPLE
+    tests: int = field(default_factory=current_tests)
+
+    @property
+    def half(self) -> float:
+        """Half the interval: ``z(n, tests) se`` (inf below 2 units)."""
+        crit = z(self.n, self.tests)
+        return crit * self.se if math.isfinite(crit) else math.inf
 
     @property
     def lo(self) -> float:
-        return self.mean - z(self.n) * self.se
+        return self.mean - self.half
 
     @property
     def hi(self) -> float:
-        return self.mean + z(self.n) * self.se
+        return self.mean + self.half
 
     @property
     def factor(self) -> float:
@@ -135,8 +188,10 @@ class Rate:
         return math.exp(self.mean) if math.isfinite(self.mean) else math.nan
 
     def text(self) -> str:
-        """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = ``z(n)`` standard errors)."""
-        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {z(self.n) * self.se:.2g}, n={self.n})"
+        """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = ``z(n)`` standard errors; ``n=2 networks``
+        where the network is the unit)."""
+        n = f"n={self.n}" + (f" {self.unit}" if self.unit == NETWORK else "")
+        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {self.half:.2g}, {n})"
 
 
 @dataclass(frozen=True)
@@ -158,6 +213,33 @@ class Curve:
     finite: np.ndarray
     floor_share: np.ndarray
     zero_share: np.ndarray | None = None  # share of samples whose X is exactly 0 (mu_rel = 0/0 undefined)
+    #: The unit of sampling (``SAMPLE`` or ``NETWORK``, module docstring) and, per network, its mean log
+    #: drop [G, L+1] (NaN where the network's samples turned non-finite).
+    unit: str = SAMPLE
+    net_drop: np.ndarray | None = None
+    #: Raw mu only: share of samples whose raw mu rounded to exactly 0 (inside ``floor_share``).
+    underflow_share: np.ndarray | None = None
+    #: Mean ||X||_F per layer where the rows carry it (the raw floor line is ``32 eps`` times it).
+    x_norm: np.ndarray | None = None
+
+    @property
+    def networks(self) -> int | None:
+        """The number of independent weight draws behind the curve (None where the unit is the sample)."""
+        if self.unit != NETWORK:
+            return None
+        return 1 if self.net_drop is None else int(self.net_drop.shape[0])
+
+    @property
+    def units(self) -> int:
+        """``n`` in the unit of sampling: networks where the network is the unit, else samples."""
+        g = self.networks
+        return self.n if g is None else g
+
+    def as_networks(self) -> Curve:
+        """This curve (one run: one weight draw) with the network as its unit of sampling."""
+        if self.unit == NETWORK:
+            return self
+        return replace(self, unit=NETWORK, net_drop=self.drop[None, :].copy())
 
     @property
     def layers(self) -> int:
@@ -206,10 +288,18 @@ class Curve:
 
     @classmethod
     def from_rows(cls, rows: pd.DataFrame, quantity: str, dtype: str, n: int) -> Curve:
-        """The curve stored in ``rows`` (one per layer, columns of :meth:`columns` and ``finite``)."""
+        """The curve stored in ``rows`` (one per layer, columns of :meth:`columns` and ``finite``).
+
+        Raw ``mu`` read from rows that also carry ``mu_rel``: a sample sits at the floor when its mu_rel
+        does (raw ``mu <= 32 eps ||X||_F``) or its raw mu underflowed (module docstring)."""
         rows = rows.sort_values("layer")
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
+        underflow = None
+        if q == "mu" and "mu_rel_floor_share" in rows:
+            underflow = get[6]
+            get[6] = np.fmax(underflow, np.asarray(rows["mu_rel_floor_share"], dtype=np.float64))
+        x_norm = np.asarray(rows["x_norm"], dtype=np.float64) if "x_norm" in rows else None
         return cls(
             q,
             dtype_name(dtype),
@@ -223,13 +313,23 @@ class Curve:
             _finite_column(rows, q),
             get[6],
             np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None,
+            underflow_share=underflow,
+            x_norm=x_norm,
         )
 
     @classmethod
-    def pool(cls, curves: list[Curve]) -> Curve:
-        """One curve of all samples of several (e.g. one per weight seed): exact pooled mean and std."""
+    def pool(cls, curves: list[Curve], unit: str = SAMPLE) -> Curve:
+        """One curve of all samples of several (e.g. one per weight seed): exact pooled mean and std.
+
+        ``unit = NETWORK``: each curve is one network (one weight draw); the pooled curve keeps each
+        one's mean log drop, and its rates are judged over networks (module docstring)."""
         if not curves:
             raise ValueError("pool needs at least one curve")
+        if unit == NETWORK:
+            nets = [c.as_networks() for c in curves]
+            net_drop = np.concatenate([c.net_drop for c in nets if c.net_drop is not None], axis=0)
+            pooled = cls.pool([replace(c, unit=SAMPLE, net_drop=None) for c in nets])
+            return replace(pooled, unit=NETWORK, net_drop=net_drop)
         if len(curves) == 1:
             return curves[0]
         c0 = curves[0]
@@ -264,6 +364,12 @@ class Curve:
             None
             if any(c.zero_share is None for c in curves)
             else (n * np.stack([c.zero_share for c in curves])).sum(0) / n.sum(),
+            underflow_share=None
+            if any(c.underflow_share is None for c in curves)
+            else (n * np.stack([c.underflow_share for c in curves])).sum(0) / n.sum(),
+            x_norm=None
+            if any(c.x_norm is None for c in curves)
+            else (n * np.stack([c.x_norm for c in curves])).sum(0) / n.sum(),
         )
 
     def n_at(self, t: int) -> int:
@@ -271,9 +377,19 @@ class Curve:
         return round(float(self.finite[t]) * self.n)
 
     def rate(self, start: int, end: int) -> Rate:
-        """Mean per-layer log rate from layer ``start`` to ``end`` (see the module docstring)."""
+        """Mean per-layer log rate from layer ``start`` to ``end`` (see the module docstring); where the
+        network is the unit: the mean of the networks' rates, with the standard error of that mean."""
         if not 0 <= start < end <= self.layers:
             raise ValueError(f"need 0 <= start < end <= {self.layers}, got {start}, {end}")
+        if self.unit == NETWORK:
+            nets = self.net_drop if self.net_drop is not None else self.drop[None, :]
+            per = (nets[:, end] - nets[:, start]) / (end - start)
+            per = per[np.isfinite(per)]
+            g = int(per.size)
+            if g == 0:
+                return Rate(math.nan, math.nan, 0, NETWORK)
+            se = float(sample_std(per)) / math.sqrt(g) if g >= 2 else math.nan
+            return Rate(float(per.mean()), se, g, NETWORK)
         n = self.n_at(end)
         if n == 0:
             return Rate(math.nan, math.nan, 0)
@@ -294,9 +410,27 @@ class Curve:
         return "non-finite (overflow)"
 
     def first_at_floor(self, share: float = 0.5) -> int | None:
-        """First layer where at least ``share`` of the samples sit at the clamp."""
+        """First layer where at least ``share`` of the samples sit at the floor (mu_rel: the precision
+        floor; raw mu: the same floor, or an underflow to 0)."""
         hit = np.nonzero(self.floor_share >= share)[0]
         return int(hit[0]) if hit.size else None
+
+    def first_underflow(self) -> int | None:
+        """Raw mu: the first layer where some sample rounded to exactly 0 (None: never, or not raw mu)."""
+        if self.quantity != "mu":
+            return None
+        share = self.underflow_share if self.underflow_share is not None else self.floor_share
+        hit = np.nonzero(share > 0)[0]
+        return int(hit[0]) if hit.size else None
+
+    def floor_line(self) -> np.ndarray | None:
+        """The precision floor per layer in this curve's units: ``32 eps`` for mu_rel, ``32 eps ||X||_F``
+        (the mean token-matrix norm) for raw mu where the rows carry ``x_norm``; None otherwise."""
+        if self.quantity == "mu_rel":
+            return np.full(self.layers + 1, floor_rel(self.dtype))
+        if self.quantity == "mu" and self.x_norm is not None:
+            return floor_rel(self.dtype) * self.x_norm
+        return None
 
 
 def _finite_column(rows: pd.DataFrame, q: str) -> np.ndarray:
@@ -324,19 +458,26 @@ def clamp_value(quantity: str, dtype: str) -> float:
     return float(torch.finfo(torch.float64 if dtype_name(dtype) == "float64" else torch.float32).tiny)
 
 
-def curve_rows(values: dict[str, Any], dtype: str, zero: Any = None) -> list[dict[str, Any]]:
+def curve_rows(
+    values: dict[str, Any], dtype: str, zero: Any = None, x_norm: Any = None
+) -> list[dict[str, Any]]:
     """Per-layer rows of several quantities: ``values[q]`` is [b, L+1]; ``layer`` and ``finite`` first.
 
-    ``zero`` [b, L+1]: where ||X||_F is 0 in the dtype (gives the ``zero_share`` column)."""
+    ``zero`` [b, L+1]: where ||X||_F is 0 in the dtype (gives the ``zero_share`` column); ``x_norm``
+    [b, L+1]: ||X||_F per sample (its mean over the finite samples gives the ``x_norm`` column, from which
+    figures draw raw mu's precision floor)."""
     curves = {q: Curve.from_samples(v, q, dtype) for q, v in values.items()}
     first = next(iter(curves.values()))
     finite = np.min([c.finite for c in curves.values()], axis=0)
     zshare = None if zero is None else np.asarray(zero, dtype=bool).mean(axis=0)
+    norms = None if x_norm is None else _nan_stat(np.nanmean, np.where(np.isfinite(x_norm), x_norm, np.nan))
     rows = []
     for t in range(first.layers + 1):
         row: dict[str, Any] = {"layer": t, "samples": first.n, "finite": float(finite[t])}
         if zshare is not None:
             row["zero_share"] = float(zshare[t])
+        if norms is not None:
+            row["x_norm"] = float(norms[t])
         for c in curves.values():
             row.update({k: float(a[t]) for k, a in c.columns().items()})
         rows.append(row)

@@ -6,6 +6,8 @@
   objects, pooled over runs (weight seeds);
 - :func:`model_groups`: one group per model, random init first; :func:`pooled_layer`: per-layer
   mean and sample std over all samples of all runs;
+- :func:`layered`: one column per layer as an estimate with its standard error, in the unit of
+  sampling (networks where the weights are a random draw, samples where they are pretrained);
 - :func:`sample_note`: the samples, seeds and uncertainty behind a verdict, in words;
 - :func:`norm_rates`: the per-layer change of the token norm, raw μ's rate minus μ_rel's;
 - the words for variants and masks, as the paper names them.
@@ -15,13 +17,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.engine.story import Data, StoryData
-from rankcollapse.experiments.kit.curves import Curve, looks_note, z
+from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, looks_note, sample_std, z
+from rankcollapse.experiments.kit.judgement import Margin
 
 #: Words for the variants (modes of ``rankcollapse.models``), as the paper names them.
 VARIANT_WORDS: dict[str, str] = {
@@ -67,18 +71,81 @@ def rows_of(data: Data, kind: str) -> pd.DataFrame:
     return t[t["kind"] == kind]
 
 
+def unit_of(frame: pd.DataFrame) -> str:
+    """The unit of sampling of a model's rows: ``networks`` unless every row is of pretrained weights
+    (one fixed network, whose excerpts are the samples). A random init, the simulator's random
+    matrices: each run (each weight seed) is one network."""
+    if "pretrained" in frame and not frame.empty and frame["pretrained"].astype(bool).all():
+        return SAMPLE
+    return NETWORK
+
+
 def curves_by(frame: pd.DataFrame, quantity: str, keys: Sequence[str]) -> dict[tuple, Curve]:
-    """``{key tuple: Curve}`` of ``quantity``, one per group of ``keys`` (+ dtype), pooled over runs."""
+    """``{key tuple: Curve}`` of ``quantity``, one per group of ``keys`` (+ dtype), pooled over runs (each
+    run one network where the unit is the network, :func:`unit_of`)."""
     out: dict[tuple, Curve] = {}
     if frame.empty:
         return out
+    unit = unit_of(frame)
     for key, grp in frame.groupby([*keys, "dtype"], sort=False, dropna=False):
         per_run = [
             Curve.from_rows(g, quantity, str(key[-1]), int(g["samples"].iloc[0]))
             for _, g in grp.groupby("run_id", sort=False)
         ]
-        out[tuple(key)] = Curve.pool(per_run)
+        out[tuple(key)] = Curve.pool(per_run, unit)
     return out
+
+
+@dataclass(frozen=True)
+class Layered:
+    """One column per layer as an estimate: ``mean`` and its standard error ``se`` [L+1] over ``n`` units
+    (``unit``: samples, or networks: then the mean and se are over the runs' own means), the sample std
+    ``std`` over all samples (descriptive), and ``share``: the column is a proportion of samples (with
+    samples as the unit its interval is Wilson's)."""
+
+    column: str
+    mean: np.ndarray
+    se: np.ndarray
+    std: np.ndarray
+    n: int
+    unit: str
+    share: bool = False
+    samples: int | None = None  # all samples behind it (the networks' samples together)
+
+    def margin(self, t: int, threshold: float, what: str, scale: float = 1.0) -> Margin:
+        """The comparison of layer ``t``'s mean (times ``scale``) with ``threshold`` (a share: Wilson's
+        interval over the samples, and over the networks the wider of it and the t interval)."""
+        share = self.share and scale == 1.0
+        return Margin(
+            what,
+            float(self.mean[t]) * scale,
+            float(self.se[t]) * scale,
+            threshold,
+            self.n,
+            self.unit,
+            share=share,
+            samples=self.samples,
+        )
+
+
+def layered(frame: pd.DataFrame, column: str, share: bool = False) -> Layered:
+    """:class:`Layered` of ``column`` (rows: one per run and layer, each with the run's mean ``column``
+    and sample std ``column_std`` over its ``samples``), in the unit of :func:`unit_of`."""
+    mean, std, total = pooled_layer(frame, column)
+    if unit_of(frame) == SAMPLE:
+        with np.errstate(invalid="ignore"):
+            se = std / math.sqrt(total) if total > 0 else np.full_like(mean, np.nan)
+        if share:  # a proportion's se from the proportion itself (std of 0/1 values)
+            se = np.sqrt(np.clip(mean * (1 - mean), 0, None) / max(total, 1))
+        return Layered(column, mean, se, std, total, SAMPLE, share, total)
+    runs = [
+        g.sort_values("layer")[column].to_numpy(dtype=float) for _, g in frame.groupby("run_id", sort=False)
+    ]
+    depth = min(len(r) for r in runs)
+    per = np.stack([r[:depth] for r in runs])  # [G, L+1]: each network's mean
+    g = per.shape[0]
+    se = sample_std(per) / math.sqrt(g) if g >= 2 else np.full(depth, np.nan)
+    return Layered(column, per.mean(axis=0), se, std[:depth], g, NETWORK, share, total)
 
 
 def by_label(
@@ -95,8 +162,10 @@ def by_label(
 
 
 def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
-    """``n = 8 samples per condition (2 weight and excerpt seed(s) 0, 1 x 4 excerpts each); ± = 2.36
-    standard errors (Student t, 7 df)``."""
+    """``n = 8 samples per condition (2 excerpt seed(s) 0, 1 x 4 excerpts each); ± = 2.36 standard errors
+    (Student t, 7 df)``; where the network is the unit (a random init, the simulator's random
+    matrices): ``n = 4 networks (weight seeds 0, 1, 2, 3) x 2 excerpts each (8 samples); intervals over
+    the networks, ± = 3.18 standard errors (Student t, 3 df)``, before Bonferroni over a row's conditions."""
     if runs.empty:
         return "no runs"
     seeds = sorted({int(s) for s in runs["seed"].dropna()}) if "seed" in runs else []
@@ -104,13 +173,19 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
         per_run = int(frame["samples"].iloc[0])
     else:  # rows of one sample each (phi0): count them
         per_run = len(frame) // max(int(frame["run_id"].nunique()), 1) if not frame.empty else 0
-    pretrained = bool(frame["pretrained"].iloc[0]) if "pretrained" in frame and not frame.empty else False
-    what = "excerpt seed(s)" if pretrained else "weight and excerpt seed(s)"
     n = per_run * max(len(seeds), 1)
+    listed = ", ".join(map(str, seeds))
+    if unit_of(frame) == NETWORK:
+        g = max(len(seeds), 1)
+        return (
+            f"n = {g} networks (weight seeds {listed}) x {per_run} excerpts each ({n} samples); intervals "
+            f"over the networks, ± = {z(g, 1):.3g} standard errors (Student t, {g - 1} df{looks_note()}), "
+            "before Bonferroni over a row's conditions"
+        )
     return (
-        f"n = {n} samples per condition ({len(seeds)} {what} "
-        f"{', '.join(map(str, seeds))} x {per_run} excerpts each); "
-        f"± = {z(n):.3g} standard errors (Student t, {n - 1} df{looks_note()})"
+        f"n = {n} samples per condition ({len(seeds)} excerpt seed(s) {listed} x {per_run} excerpts each); "
+        f"± = {z(n, 1):.3g} standard errors (Student t, {n - 1} df{looks_note()}), before Bonferroni over a "
+        "row's conditions"
     )
 
 
@@ -194,3 +269,26 @@ def pooled_layer(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarr
     ss = (np.maximum(w - 1, 0) * sd**2 + w * (m - mean) ** 2).sum(0)
     std = np.sqrt(ss / (total - 1)) if total > 1 else np.full(depth, np.nan)
     return mean, std, int(total)
+
+
+def sample_layered(frame: pd.DataFrame, column: str, share: bool = False) -> Layered:
+    """:class:`Layered` (one "layer") of a column stored once per sample (rows of one sample each, e.g.
+    ``phi0``): over the samples where they are the unit, else over each run's (network's) own mean."""
+    v = frame[column].to_numpy(dtype=float)
+    if unit_of(frame) == SAMPLE or frame.empty:
+        n = int(np.isfinite(v).sum())
+        mean = float(np.nanmean(v)) if n else math.nan
+        std = float(sample_std(v)) if n >= 2 else math.nan
+        se = (
+            math.sqrt(max(mean * (1 - mean), 0.0) / n)
+            if share and n
+            else (std / math.sqrt(n) if n else math.nan)
+        )
+        return Layered(column, np.array([mean]), np.array([se]), np.array([std]), n, SAMPLE, share, n)
+    per = frame.groupby("run_id", sort=False)[column].mean().to_numpy(dtype=float)
+    g = int(per.size)
+    se = float(sample_std(per)) / math.sqrt(g) if g >= 2 else math.nan
+    n = int(np.isfinite(v).sum())
+    return Layered(
+        column, np.array([per.mean()]), np.array([se]), np.array([float(sample_std(v))]), g, NETWORK, share, n
+    )

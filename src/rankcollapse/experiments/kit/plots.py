@@ -3,9 +3,11 @@
 Every curve is drawn against ``t + 1`` (so the embeddings X(0) sit at 1) as its mean over samples
 with a ± 1 std band, as the paper plots. Curves of different series carry different markers
 (placed at staggered layers) so that curves which coincide stay visible; :func:`coincidences`
-names them in the caption. A curve that turns non-finite (overflow) ends with a red ``x`` at the
-first such layer, labelled, and the caption says so. ``mu_rel`` panels show the float32 and
-float64 floors (``32 eps``) as grey lines; values below a floor are drawn on it.
+names them in the caption. Where a curve stops being a number (overflow, or ||X||_F rounded to 0 so
+mu_rel = 0/0) a dashed vertical line marks the layer (never a point that could be read as a value),
+labelled, and the caption says so. ``mu_rel`` panels show the float32 and float64 floors (``32 eps``) as
+grey lines; values below a floor are drawn on it. Raw-mu panels show each series' own floor
+``32 eps ||X||_F`` as a dotted line in its colour wherever the series comes within 100x of it.
 :func:`save_figure` writes PNG, PDF and the data CSV, each through ``rankcollapse.io``.
 """
 
@@ -123,29 +125,37 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     from matplotlib.ticker import NullFormatter
 
     ax.xaxis.set_minor_formatter(NullFormatter())
+    floor = c.floor_line() if c.quantity == "mu" else None
+    if floor is not None and np.isfinite(floor).any():
+        near = np.nanmin(np.where(floor > 0, c.mean / floor, np.inf)) < 100  # the floor matters here
+        if near:
+            ax.plot(
+                t,
+                floor,
+                ls=":",
+                lw=0.8,
+                color=line.get_color(),
+                alpha=0.9,
+                label="raw floor 32 eps ||X||_F (dotted, series colour)",
+            )
     bad = c.first_nonfinite()
-    under = c.first_at_floor(share=1e-9) if c.quantity == "mu" else None
+    under = c.first_underflow()
     note = ""
     if under is not None:  # raw mu rounded to 0 in some sample: drawn at the smallest normal number
         ax.plot([t[under]], [mean[under]], "v", color="black", ms=6, label="raw mu underflows to 0 (▼)")
         note = f"{label}: raw mu underflows to 0 ({c.dtype}) from t = {under}, drawn at {c.clamp:.1e}"
     if bad is None:
         return note
-    finite_mean = mean[np.isfinite(mean)]
-    y = (
-        mean[bad - 1]
-        if bad > 0 and np.isfinite(mean[bad - 1])
-        else (finite_mean.max() if finite_mean.size else 1.0)
-    )
     zero = c.zero_share is not None and c.zero_share[bad] > 0
-    ax.plot(
-        [t[bad]],
-        [y],
-        "x",
-        color="red",
-        ms=8,
-        mew=2,
-        label="||X|| = 0: mu_rel undefined (×)" if zero else "non-finite (×)",
+    # where the curve stops being a number: a vertical line, not a point that could be read as a value
+    ax.axvline(
+        t[bad],
+        color="0.3" if zero else "red",
+        ls=(0, (2, 2)),
+        lw=1.0,
+        label="||X|| = 0 from here: mu_rel undefined (grey dashes)"
+        if zero
+        else "non-finite from here (red dashes)",
     )
     over = f"{label}: {c.nonfinite_cause()} from t = {bad} ({1 - c.finite[-1]:.0%} of samples by the end)"
     return f"{note}; {over}" if note else over

@@ -28,7 +28,18 @@ from rankcollapse.experiments.engine.verdicts import (
     combine_verdicts,
 )
 from rankcollapse.experiments.kit import causes
-from rankcollapse.experiments.kit.curves import Curve, Rate, z
+from rankcollapse.experiments.kit.curves import (
+    NETWORK,
+    RUN,
+    SAMPLE,
+    Curve,
+    Rate,
+    conditions,
+    n_words,
+    sample_std,
+    z,
+)
+from rankcollapse.experiments.kit.data import Layered
 from rankcollapse.experiments.kit.judgement import Judgement, Margin
 from rankcollapse.experiments.kit.statuses import (
     Status,
@@ -37,6 +48,7 @@ from rankcollapse.experiments.kit.statuses import (
     instability,
     level_status,
     stability_status,
+    trend_status,
 )
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -51,14 +63,19 @@ class Part:
     cause_kind: str = ""
     cause: str = ""
     n: int | None = None
+    unit: str = SAMPLE
 
 
-def _sample_part(verdict: Verdict, words: str, margins: Sequence[Margin], n: int | None) -> Part:
+def _sample_part(
+    verdict: Verdict, words: str, margins: Sequence[Margin], n: int | None, unit: str = SAMPLE
+) -> Part:
     """An inconclusive part whose comparisons did not decide carries the 'sample too small' cause."""
     open_ = [m for m in margins if not m.decided]
     if verdict is INCONCLUSIVE and open_:
-        return Part(verdict, words, tuple(margins), "sample too small", causes.sample_too_small(open_), n)
-    return Part(verdict, words, tuple(margins), n=n)
+        return Part(
+            verdict, words, tuple(margins), "sample too small", causes.sample_too_small(open_), n, unit
+        )
+    return Part(verdict, words, tuple(margins), n=n, unit=unit)
 
 
 def _few_part(label: str, c_n: int, th: Thresholds, words: str) -> Part:
@@ -75,25 +92,52 @@ def _few_part(label: str, c_n: int, th: Thresholds, words: str) -> Part:
 
 def _floor_part(verdict: Verdict, label: str, c: Curve, st: Status, words: str) -> Part:
     return Part(
-        verdict, words, (), "precision floor", causes.precision_floor(label, c.dtype, st.floor_t), c.n
+        verdict,
+        words,
+        (),
+        "precision floor",
+        causes.precision_floor(label, c.dtype, st.floor_t),
+        c.units,
+        c.unit,
     )
+
+
+def _labelled(label: str, m: Margin) -> Margin:
+    """``m`` with its condition named in front of its statistic (once)."""
+    return m if not label or m.what.startswith(f"{label}:") else replace(m, what=f"{label}: {m.what}")
 
 
 def combine_parts(parts: Sequence[tuple[str, Part]], empty: str = "no data") -> Judgement:
     """One judgement from labelled parts: verdicts by ``combine_verdicts``; the cause of the first part
     that decided the verdict (``not reproduced``: the first such part; ``inconclusive``: the first
-    undecided one); the evidence lists every part."""
+    undecided one); the evidence lists every part.
+
+    The deciding condition (``Judgement.decided_by``, ``Judgement.key``): for ``not reproduced`` the first
+    failing part and its decided comparison; for ``inconclusive`` the first open part and its open
+    comparison; for ``reproduced`` the part whose decided comparison sits closest to its threshold (the
+    weakest link). Every comparison is named by its condition's label."""
     if not parts:
         return Judgement(INCONCLUSIVE, empty, causes.no_data(empty), "no data")
+    parts = [(label, replace(p, margins=tuple(_labelled(label, m) for m in p.margins))) for label, p in parts]
     verdict = combine_verdicts(p.verdict for _, p in parts)
     evidence = " | ".join(f"{label}: {p.words}" for label, p in parts)
     margins = tuple(m for _, p in parts for m in p.margins)
     ns = [p.n for _, p in parts if p.n is not None]
     n = min(ns) if ns else None
-    if verdict is REPRODUCED:
-        return Judgement(verdict, evidence, n=n, margins=margins)
+    unit = NETWORK if any(p.unit == NETWORK for _, p in parts) else SAMPLE
     deciding = [(label, p) for label, p in parts if p.verdict is verdict]
+    if verdict is REPRODUCED:
+        decided = [(m.gap, label, p, m) for label, p in parts for m in p.margins if m.decided]
+        if decided:
+            _, label, part, key = min(decided, key=lambda x: x[0])
+        else:
+            (label, part), key = deciding[0], None
+        return Judgement(
+            verdict, evidence, n=n, margins=margins, decided_by=f"{label}: {part.words}", key=key, unit=unit
+        )
     label, part = deciding[0]
+    wanted = [m for m in part.margins if m.decided is (verdict is NOT_REPRODUCED)]
+    key = wanted[0] if wanted else None
     kind, sentence = part.cause_kind, part.cause
     if not kind:
         kind = "measured otherwise" if verdict is NOT_REPRODUCED else "sample too small"
@@ -102,17 +146,19 @@ def combine_parts(parts: Sequence[tuple[str, Part]], empty: str = "no data") -> 
             if verdict is NOT_REPRODUCED
             else f"{label}: {part.words}: the evidence does not decide"
         )
-    return Judgement(verdict, evidence, sentence, kind, n, margins)
+    return Judgement(verdict, evidence, sentence, kind, n, margins, f"{label}: {part.words}", key, unit)
 
 
 def as_part(j: Judgement) -> Part:
     """A judgement as one part of a larger one (e.g. one dtype of a statement judged per dtype)."""
-    return Part(j.verdict, j.evidence, j.margins, j.cause_kind, j.cause, j.n)
+    return Part(j.verdict, j.evidence, j.margins, j.cause_kind, j.cause, j.n, j.unit)
 
 
 def per_group(groups: Mapping[str, Callable[[Thresholds], Judgement]], th: Thresholds) -> Judgement:
-    """One judgement from a rule applied per group (e.g. per dtype), combined by ``combine_parts``."""
-    return combine_parts([(label, as_part(fn(th))) for label, fn in groups.items()])
+    """One judgement from a rule applied per group (e.g. per dtype), combined by ``combine_parts``; the
+    groups are conditions of the row too (Bonferroni, multiplied into the rule's own)."""
+    with conditions(len(groups)):
+        return combine_parts([(label, as_part(fn(th))) for label, fn in groups.items()])
 
 
 # --- collapse curves (Figs. 2, 3, 6, 7) -----------------------------------------------------------
@@ -124,14 +170,18 @@ def _each(
     status: Callable[[Curve, Thresholds], Status],
     decide: Callable[[str, Curve, Status], Part],
 ) -> Judgement:
-    """A curve status for every labelled curve, then ``decide`` its part (too few samples: inconclusive)."""
+    """A curve status for every labelled curve, then ``decide`` its part (too few samples: inconclusive);
+    every interval at level ``ALPHA / m`` over the ``m`` curves (Bonferroni: any condition can decide)."""
     parts = []
-    for label, c in curves.items():
-        st = status(c, th)
-        part = _few_part(label, c.n, th, st.words) if st.name == "too few samples" else decide(label, c, st)
-        if part.verdict is INCONCLUSIVE and st.name == "non-finite" and not part.cause_kind:
-            part = replace(part, cause_kind="non-finite", cause=causes.non_finite(label, st.words))
-        parts.append((label, part))
+    with conditions(len(curves)):
+        for label, c in curves.items():
+            st = status(c, th)
+            part = (
+                _few_part(label, c.n, th, st.words) if st.name == "too few samples" else decide(label, c, st)
+            )
+            if part.verdict is INCONCLUSIVE and st.name == "non-finite" and not part.cause_kind:
+                part = replace(part, cause_kind="non-finite", cause=causes.non_finite(label, st.words))
+            parts.append((label, part))
     return combine_parts(parts)
 
 
@@ -153,13 +203,16 @@ def san_collapse(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         v = {"collapsing": REPRODUCED, "at floor": REPRODUCED, "not collapsing": NOT_REPRODUCED}.get(
             st.name, INCONCLUSIVE
         )
-        return _sample_part(v, f"{st.name}: {st.words}" if v is not REPRODUCED else st.words, st.margins, c.n)
+        return _sample_part(
+            v, f"{st.name}: {st.words}" if v is not REPRODUCED else st.words, st.margins, c.units, c.unit
+        )
 
     return _each(curves, th, collapse_status, decide)
 
 
 def _compare(a: Rate, b: Rate) -> tuple[int, float, float]:
-    """(+1 if b's rate is above a's for sure, -1 if below for sure, else 0; difference; its se)."""
+    """(+1 if b's rate is above a's for sure, -1 if below for sure, else 0; difference; its se), at the
+    level of the row's conditions (``kit.curves.conditions``)."""
     diff = b.mean - a.mean
     se = math.sqrt(a.se**2 + b.se**2)
     if not (math.isfinite(diff) and math.isfinite(se)):
@@ -172,30 +225,29 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
     """More local masks (larger graph radius) collapse more slowly: for every pair of masks with
     different radii (in the same dtype), the more local one has the higher (less negative) log rate over
     all layers for sure (reproduced); lower for sure (not reproduced). ``curves``: labels
-    ``"<mask>, <dtype>"`` (or plain masks); ``radius``: by mask."""
+    ``"<mask>, <dtype>"`` (or plain masks); ``radius``: by mask. Bonferroni over the pairs."""
     keyed = [(label.split(", ")[0], label, c) for label, c in curves.items()]
     keyed.sort(key=lambda k: radius[k[0]])
+    pairs = [
+        (a, ca, b, cb)
+        for i, (a, _, ca) in enumerate(keyed)
+        for b, _, cb in keyed[i + 1 :]
+        if radius[a] != radius[b] and ca.dtype == cb.dtype
+    ]
     parts: list[tuple[str, Part]] = []
-    for i, (a, _, ca) in enumerate(keyed):
-        for b, _, cb in keyed[i + 1 :]:
-            if radius[a] == radius[b] or ca.dtype != cb.dtype:
-                continue
+    with conditions(len(pairs)):
+        for a, ca, b, cb in pairs:
             label = f"{b} vs {a} ({ca.dtype})"
             if few(ca, th) or few(cb, th):
                 parts.append((label, _few_part(label, min(ca.n, cb.n), th, "too few samples")))
                 continue
-            sign, diff, se = _compare(ca.rate(0, ca.layers), cb.rate(0, cb.layers))
+            ra, rb = ca.rate(0, ca.layers), cb.rate(0, cb.layers)
+            sign, diff, se = _compare(ra, rb)
             v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
             word = {1: "slower", -1: "faster", 0: "not distinguishable"}[sign]
-            margin = Margin(f"log-rate difference {b} - {a}", diff, se, 0.0, min(ca.n, cb.n))
-            parts.append(
-                (
-                    label,
-                    _sample_part(
-                        v, f"{word} (log rate {diff:+.2g} ± {z(margin.n) * se:.2g})", [margin], margin.n
-                    ),
-                )
-            )
+            margin = Margin(f"log-rate difference {b} - {a}", diff, se, 0.0, min(ra.n, rb.n), ra.unit)
+            words = f"{word} (log rate {diff:+.2g} ± {z(margin.n) * se:.2g}, {n_words(margin.n, ra.unit)})"
+            parts.append((label, _sample_part(v, words, [margin], margin.n, ra.unit)))
     if not parts:
         return Judgement(
             INCONCLUSIVE,
@@ -205,47 +257,50 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
         )
     rates = "; ".join(f"{label} (r={radius[m]:g}): {c.rate(0, c.layers).text()}" for m, label, c in keyed)
     j = combine_parts(parts)
-    return Judgement(j.verdict, f"{rates} || {j.evidence}", j.cause, j.cause_kind, j.n, j.margins)
+    return j.amended(before=f"{rates} || ")
 
 
 def ln_stops(
     san: Mapping[str, Curve], ln: Mapping[str, Curve], th: Thresholds, keep_min: float | None
 ) -> Judgement:
-    """Adding LN stops the collapse at a stable level well above 0: per condition the LN curve is
-    ``kept`` while the curve without LN collapses (reproduced); LN ``falling``, ``low`` or ``at floor``,
-    or ``kept`` with the curve without LN not collapsing either (not reproduced). ``keep_min``: the
-    level LN must keep (μ_rel), None for raw μ."""
+    """Adding LN stops the collapse at a stable level well above 0, with no decreasing trend: per
+    condition the LN curve's trend (``statuses.trend_status``: the whole curve from ``trend_from`` and its
+    last half) is ``kept`` while the curve without LN collapses (reproduced); LN ``falling``, ``low`` or
+    ``at floor`` anywhere (a curve at the floor is never kept), or ``kept`` with the curve without LN not
+    collapsing either (not reproduced). ``keep_min``: the level LN must keep (μ_rel), None for raw μ.
+    Bonferroni over the conditions."""
     parts = []
-    for label, c_ln in ln.items():
-        c_san = san.get(label)
-        if c_san is None:
-            continue
-        s_ln, s_san = level_status(c_ln, th, keep_min), collapse_status(c_san, th)
-        words = f"with LN {s_ln.name} ({s_ln.words}); without LN {s_san.name} ({s_san.words})"
-        if "too few samples" in (s_ln.name, s_san.name):
-            parts.append((label, _few_part(label, min(c_ln.n, c_san.n), th, words)))
-        elif s_ln.name == "kept" and s_san.name in ("collapsing", "at floor"):
-            parts.append((label, Part(REPRODUCED, words, s_ln.margins, n=c_ln.n)))
-        elif s_ln.name == "kept" and s_san.name == "not collapsing":
-            parts.append(
-                (
-                    label,
-                    Part(
-                        NOT_REPRODUCED,
-                        words + "; without LN it does not collapse either",
-                        s_ln.margins,
-                        "measured otherwise",
-                        causes.measured_otherwise(f"{label}: LN makes no difference"),
-                        c_ln.n,
-                    ),
+    labels = [label for label in ln if label in san]
+    with conditions(len(labels)):
+        for label in labels:
+            c_ln, c_san = ln[label], san[label]
+            s_ln, s_san = trend_status(c_ln, th, keep_min), collapse_status(c_san, th)
+            words = f"with LN {s_ln.name} ({s_ln.words}); without LN {s_san.name} ({s_san.words})"
+            if "too few samples" in (s_ln.name, s_san.name):
+                parts.append((label, _few_part(label, min(c_ln.n, c_san.n), th, words)))
+            elif s_ln.name == "kept" and s_san.name in ("collapsing", "at floor"):
+                parts.append((label, Part(REPRODUCED, words, s_ln.margins, n=c_ln.units, unit=c_ln.unit)))
+            elif s_ln.name == "kept" and s_san.name == "not collapsing":
+                parts.append(
+                    (
+                        label,
+                        Part(
+                            NOT_REPRODUCED,
+                            words + "; without LN it does not collapse either",
+                            s_san.margins,
+                            "measured otherwise",
+                            causes.measured_otherwise(f"{label}: LN makes no difference"),
+                            c_ln.units,
+                            c_ln.unit,
+                        ),
+                    )
                 )
-            )
-        elif s_ln.name == "at floor":
-            parts.append((label, _floor_part(NOT_REPRODUCED, f"{label}, with LN", c_ln, s_ln, words)))
-        elif s_ln.name in ("falling", "low"):
-            parts.append((label, Part(NOT_REPRODUCED, words, s_ln.margins, n=c_ln.n)))
-        else:
-            parts.append((label, _sample_part(INCONCLUSIVE, words, s_ln.margins, c_ln.n)))
+            elif s_ln.name == "at floor":
+                parts.append((label, _floor_part(NOT_REPRODUCED, f"{label}, with LN", c_ln, s_ln, words)))
+            elif s_ln.name in ("falling", "low"):
+                parts.append((label, Part(NOT_REPRODUCED, words, s_ln.margins, n=c_ln.units, unit=c_ln.unit)))
+            else:
+                parts.append((label, _sample_part(INCONCLUSIVE, words, s_ln.margins, c_ln.units, c_ln.unit)))
     return combine_parts(parts)
 
 
@@ -259,19 +314,21 @@ def kept_stable(curves: Mapping[str, Curve], th: Thresholds, keep_min: float | N
         if "too few samples" in (s_c.name, s_l.name):
             parts.append((label, _few_part(label, c.n, th, words)))
         elif s_c.name == "not collapsing" and s_l.name == "kept":
-            parts.append((label, Part(REPRODUCED, f"{s_c.words}; {s_l.words}", n=c.n)))
+            parts.append((label, Part(REPRODUCED, f"{s_c.words}; {s_l.words}", n=c.units, unit=c.unit)))
         elif "at floor" in (s_c.name, s_l.name):
             parts.append(
                 (label, _floor_part(NOT_REPRODUCED, label, c, s_l if s_l.name == "at floor" else s_c, words))
             )
         elif s_c.name == "collapsing" or s_l.name in ("falling", "low", "growing"):
-            parts.append((label, Part(NOT_REPRODUCED, words, n=c.n)))
+            parts.append((label, Part(NOT_REPRODUCED, words, n=c.units, unit=c.unit)))
         else:
-            parts.append((label, _sample_part(INCONCLUSIVE, words, s_c.margins + s_l.margins, c.n)))
+            parts.append(
+                (label, _sample_part(INCONCLUSIVE, words, s_c.margins + s_l.margins, c.units, c.unit))
+            )
     return combine_parts(parts)
 
 
-def _unclear_stability(label: str, status: str, words: str, n: int) -> Part:
+def _unclear_stability(label: str, status: str, words: str, n: int, unit: str = SAMPLE) -> Part:
     """A curve whose I(L) lies between unstable_min / 2 and unstable_min: neither stable nor unstable."""
     return Part(
         INCONCLUSIVE,
@@ -280,6 +337,7 @@ def _unclear_stability(label: str, status: str, words: str, n: int) -> Part:
         "sample too small",
         f"{label}: I(L) between unstable_min / 2 and unstable_min",
         n,
+        unit,
     )
 
 
@@ -292,17 +350,25 @@ def skip_unstable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
         if c.layers > 12 and c.first_nonfinite() is None:
             words += f"; I(t=12) = {instability(c, 12):.2g}"
         if st.name == "stable":
-            return Part(NOT_REPRODUCED, f"stable: {words}", n=c.n)
+            return Part(NOT_REPRODUCED, f"stable: {words}", n=c.units, unit=c.unit)
         if st.name != "unstable":
-            return _unclear_stability(label, st.name, words, c.n)
+            return _unclear_stability(label, st.name, words, c.units, c.unit)
         if c.first_nonfinite() is not None:
-            return Part(REPRODUCED, words, n=c.n)
+            return Part(REPRODUCED, words, n=c.units, unit=c.unit)
         mid, end = c.layers // 2, c.layers
         grow = instability(c, end) - instability(c, mid)
-        se = float(c.drop_std[end]) / math.sqrt(max(c.n_at(end), 1))
-        margin = Margin(f"growth of I from t={mid} to t={end}", grow, se, 0.0, c.n)
-        words += f"; I grows by {grow:.2g} from t={mid} (± {z(c.n) * se:.2g})"
-        return _sample_part(REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE, words, [margin], c.n)
+        if c.unit == NETWORK and c.net_drop is not None:  # per network: the change of |mean log drop|
+            per = np.abs(c.net_drop[:, end]) - np.abs(c.net_drop[:, mid])
+            per = per[np.isfinite(per)]
+            se = float(sample_std(per)) / math.sqrt(per.size) if per.size >= 2 else math.nan
+            units = int(per.size)
+        else:
+            se, units = float(c.drop_std[end]) / math.sqrt(max(c.n_at(end), 1)), c.n
+        margin = Margin(f"growth of I from t={mid} to t={end}", grow, se, 0.0, units, c.unit)
+        lo, hi = margin.bounds()
+        words += f"; I grows by {grow:.2g} from t={mid} (± {(hi - lo) / 2:.2g}, {n_words(units, c.unit)})"
+        v = REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE
+        return _sample_part(v, words, [margin], units, c.unit)
 
     return _each(curves, th, stability_status, decide)
 
@@ -316,10 +382,10 @@ def full_stable(curves: Mapping[str, Curve], th: Thresholds) -> Judgement:
             at = Status("at floor", "", floor_t=floor)
             return _floor_part(NOT_REPRODUCED, label, c, at, f"at the {c.dtype} floor from t={floor}")
         if st.name == "stable":
-            return Part(REPRODUCED, st.words, n=c.n)
+            return Part(REPRODUCED, st.words, n=c.units, unit=c.unit)
         if st.name == "unstable":
-            return Part(NOT_REPRODUCED, f"unstable: {st.words}", n=c.n)
-        return _unclear_stability(label, st.name, st.words, c.n)
+            return Part(NOT_REPRODUCED, f"unstable: {st.words}", n=c.units, unit=c.unit)
+        return _unclear_stability(label, st.name, st.words, c.units, c.unit)
 
     return _each(curves, th, stability_status, decide)
 
@@ -328,7 +394,7 @@ def _effect(curves: Mapping[float, Curve], start: int, end: int) -> Rate:
     """Rate at the smallest d_qk minus rate at the largest d_qk, over layers start..end."""
     lo, hi = curves[min(curves)], curves[max(curves)]
     a, b = lo.rate(start, end), hi.rate(start, end)
-    return Rate(a.mean - b.mean, math.sqrt(a.se**2 + b.se**2), min(a.n, b.n))
+    return Rate(a.mean - b.mean, math.sqrt(a.se**2 + b.se**2), min(a.n, b.n), a.unit)
 
 
 def dqk_testable(
@@ -375,19 +441,23 @@ def dqk_slows(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> 
     the smallest d_qk is above the rate at the largest for sure (reproduced), below it for sure (not)."""
     parts = []
     k0 = th.count("initial_layers")
-    for mask, curves in per_mask.items():
-        k = min(k0, min(c.layers for c in curves.values()))
-        e = _effect(curves, 0, k)
-        shown = ", ".join(f"d_qk={d:g}: x{c.rate(0, k).factor:.3g}/layer" for d, c in sorted(curves.items()))
-        words = f"{shown}; smallest minus largest d_qk {e.mean:+.2g} ± {z(e.n) * e.se:.2g}"
-        if min(c.n for c in curves.values()) < th.count("min_samples"):
-            parts.append((mask, _few_part(mask, e.n, th, words)))
-            continue
-        margin = Margin(f"{mask}: log-rate effect of d_qk", e.mean, e.se, 0.0, e.n)
-        v = REPRODUCED if e.lo > 0 else NOT_REPRODUCED if e.hi < 0 else INCONCLUSIVE
-        parts.append((mask, _sample_part(v, words, [margin], e.n)))
-    j = combine_parts(parts)
-    return Judgement(j.verdict, f"first {k0} layers | {j.evidence}", j.cause, j.cause_kind, j.n, j.margins)
+    with conditions(len(per_mask)):
+        for mask, curves in per_mask.items():
+            k = min(k0, min(c.layers for c in curves.values()))
+            e = _effect(curves, 0, k)
+            shown = ", ".join(
+                f"d_qk={d:g}: x{c.rate(0, k).factor:.3g}/layer" for d, c in sorted(curves.items())
+            )
+            words = (
+                f"{shown}; smallest minus largest d_qk {e.mean:+.2g} ± {e.half:.2g} ({n_words(e.n, e.unit)})"
+            )
+            if min(c.n for c in curves.values()) < th.count("min_samples"):
+                parts.append((mask, _few_part(mask, e.n, th, words)))
+                continue
+            margin = Margin("log-rate effect of d_qk", e.mean, e.se, 0.0, e.n, e.unit)
+            v = REPRODUCED if e.lo > 0 else NOT_REPRODUCED if e.hi < 0 else INCONCLUSIVE
+            parts.append((mask, _sample_part(v, words, [margin], e.n, e.unit)))
+    return combine_parts(parts).amended(before=f"first {k0} layers | ")
 
 
 def dqk_global(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> Judgement:
@@ -395,136 +465,158 @@ def dqk_global(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) ->
     attention (``global_masks``) than under sparse masks (``sparse_masks``), for every pair."""
     k0 = th.count("initial_layers")
     eff = {m: _effect(c, 0, min(k0, min(x.layers for x in c.values()))) for m, c in per_mask.items()}
+    pairs = [
+        (g, s) for g in th.names("global_masks") for s in th.names("sparse_masks") if g in eff and s in eff
+    ]
     parts = []
-    for g in th.names("global_masks"):
-        for s in th.names("sparse_masks"):
-            if g not in eff or s not in eff:
-                continue
+    with conditions(len(pairs)):
+        for g, s in pairs:
             label = f"{g} minus {s}"
             if min(eff[g].n, eff[s].n) < th.count("min_samples"):
                 parts.append((label, _few_part(label, min(eff[g].n, eff[s].n), th, "too few samples")))
                 continue
             sign, diff, se = _compare(eff[s], eff[g])
             v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
-            margin = Margin(f"{label}: difference of d_qk effects", diff, se, 0.0, min(eff[g].n, eff[s].n))
-            parts.append(
-                (label, _sample_part(v, f"{diff:+.2g} ± {z(margin.n) * se:.2g}", [margin], margin.n))
-            )
-    shown = "; ".join(f"{m}: effect {e.mean:+.2g} ± {z(e.n) * e.se:.2g}" for m, e in eff.items())
+            unit = eff[g].unit
+            margin = Margin("difference of d_qk effects", diff, se, 0.0, min(eff[g].n, eff[s].n), unit)
+            words = f"{diff:+.2g} ± {z(margin.n) * se:.2g} ({n_words(margin.n, unit)})"
+            parts.append((label, _sample_part(v, words, [margin], margin.n, unit)))
+    shown = "; ".join(f"{m}: effect {e.mean:+.2g} ± {e.half:.2g}" for m, e in eff.items())
     if not parts:
         why = "no (global, sparse) pair of masks measured"
         return Judgement(INCONCLUSIVE, f"{shown} || {why}", causes.not_testable(why), "not testable")
-    j = combine_parts(parts)
-    return Judgement(j.verdict, f"{shown} || {j.evidence}", j.cause, j.cause_kind, j.n, j.margins)
+    return combine_parts(parts).amended(before=f"{shown} || ")
 
 
 def dqk_shallow(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> Judgement:
     """The d_qk effect is larger in the first k layers than in the last k layers, per mask."""
     parts = []
     k0 = th.count("initial_layers")
-    for mask, curves in per_mask.items():
-        depth = min(c.layers for c in curves.values())
-        k = min(k0, depth // 2)
-        if k < 1:
-            parts.append(
-                (
-                    mask,
-                    Part(
-                        INCONCLUSIVE,
-                        "too few layers",
-                        (),
-                        "not testable",
-                        causes.not_testable(f"{mask}: fewer than 2 layers"),
-                    ),
-                )
-            )
-            continue
-        shallow, deep = _effect(curves, 0, k), _effect(curves, depth - k, depth)
-        if min(c.n for c in curves.values()) < th.count("min_samples"):
-            parts.append((mask, _few_part(mask, shallow.n, th, "too few samples")))
-            continue
-        sign, diff, se = _compare(deep, shallow)
-        v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
-        margin = Margin(f"{mask}: shallow minus deep d_qk effect", diff, se, 0.0, shallow.n)
-        parts.append(
-            (
-                mask,
-                _sample_part(
-                    v, f"shallow minus deep effect {diff:+.2g} ± {z(shallow.n) * se:.2g}", [margin], shallow.n
-                ),
-            )
-        )
-    j = combine_parts(parts)
-    return Judgement(
-        j.verdict, f"layers 0..k vs L-k..L, k <= {k0} | {j.evidence}", j.cause, j.cause_kind, j.n, j.margins
-    )
+    with conditions(len(per_mask)):
+        for mask, curves in per_mask.items():
+            parts.append((mask, _shallow_part(mask, curves, k0, th)))
+    return combine_parts(parts).amended(before=f"layers 0..k vs L-k..L, k <= {k0} | ")
+
+
+def _shallow_part(mask: str, curves: Mapping[float, Curve], k0: int, th: Thresholds) -> Part:
+    """One mask of :func:`dqk_shallow`."""
+    depth = min(c.layers for c in curves.values())
+    k = min(k0, depth // 2)
+    if k < 1:
+        why = causes.not_testable(f"{mask}: fewer than 2 layers")
+        return Part(INCONCLUSIVE, "too few layers", (), "not testable", why)
+    shallow, deep = _effect(curves, 0, k), _effect(curves, depth - k, depth)
+    if min(c.n for c in curves.values()) < th.count("min_samples"):
+        return _few_part(mask, shallow.n, th, "too few samples")
+    sign, diff, se = _compare(deep, shallow)
+    v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
+    margin = Margin("shallow minus deep d_qk effect", diff, se, 0.0, shallow.n, shallow.unit)
+    n = n_words(shallow.n, shallow.unit)
+    words = f"shallow minus deep effect {diff:+.2g} ± {z(shallow.n) * se:.2g} ({n})"
+    return _sample_part(v, words, [margin], shallow.n, shallow.unit)
 
 
 # --- token geometry (Figs. 4, 8, 9) ----------------------------------------------------------------
 
 
-def full_rank(share: Sequence[float], n: int, th: Thresholds, limit_note: str = "") -> Judgement:
-    """Full rank at every layer: the smallest per-layer share of samples whose rank reaches the
-    structural maximum is at least ``full_rank_min`` (reproduced), else not reproduced.
-    ``limit_note``: how the structural maximum was set (stated in the evidence)."""
-    s = np.asarray(share, dtype=float)
-    t = int(np.nanargmin(s)) if np.isfinite(s).any() else 0
-    words = f"lowest full-rank share {s[t]:.0%} (t={t}) of n={n}" + (f"; {limit_note}" if limit_note else "")
-    if n < th.count("min_samples") or not np.isfinite(s).any():
-        return Judgement(
-            INCONCLUSIVE, words, f"n = {n} samples, fewer than min_samples", "sample too small", n
-        )
-    if s[t] >= th["full_rank_min"]:
-        return Judgement(REPRODUCED, words, n=n)
+def _too_few(n: int, unit: str, th: Thresholds, words: str) -> Judgement | None:
+    """Inconclusive (sample too small) below ``min_samples`` samples, or below 2 networks (no spread
+    between networks, no interval); None when there are enough."""
+    need = th.count("min_samples") if unit == SAMPLE else 2
+    if n >= need:
+        return None
+    what = "samples" if unit == SAMPLE else "networks"
     return Judgement(
-        NOT_REPRODUCED,
-        words,
-        causes.measured_otherwise(f"full-rank share {s[t]:.0%} at t={t}"),
-        "measured otherwise",
-        n,
+        INCONCLUSIVE, words, f"n = {n} {what}, fewer than {need}", "sample too small", n, unit=unit
     )
 
 
-def sigma_ratio(ratio: Sequence[float], tolerance: Sequence[float], n: int, th: Thresholds) -> Judgement:
+def _per_layer(
+    layers: Sequence[int],
+    th: Thresholds,
+    est: Layered,
+    part: Callable[[int], Part],
+    words: str,
+) -> Judgement:
+    """A statement that must hold "at every layer": one part per layer in ``layers``, Bonferroni over
+    them; too few samples (or networks): inconclusive. ``words`` lead the evidence."""
+    few_ = _too_few(est.n, est.unit, th, words)
+    if few_ is not None:
+        return few_
+    with conditions(len(layers)):
+        parts = [(f"t={t}", part(t)) for t in layers]
+    return combine_parts(parts).amended(before=f"{words} || ")
+
+
+def _at_least(m: Margin, words: str) -> Part:
+    """A part: ``m``'s value at least its threshold for sure (reproduced), below for sure (not)."""
+    lo, hi = m.bounds()
+    v = REPRODUCED if lo > m.threshold else NOT_REPRODUCED if hi < m.threshold else INCONCLUSIVE
+    return _sample_part(v, words, [m], m.n, m.unit)
+
+
+def full_rank(share: Layered, th: Thresholds, limit_note: str = "") -> Judgement:
+    """Full rank at every layer: at each layer the share of samples whose rank reaches the structural
+    maximum is at least ``full_rank_min`` for sure (its interval above it: reproduced); below it for
+    sure at some layer: not reproduced. ``limit_note``: how the structural maximum was set."""
+    s = share.mean
+    t_low = int(np.nanargmin(s)) if np.isfinite(s).any() else 0
+    words = f"lowest full-rank share {s[t_low]:.0%} (t={t_low}), {n_words(share.n, share.unit)}"
+    if limit_note:
+        words += f"; {limit_note}"
+    limit = th["full_rank_min"]
+    layers = [t for t in range(len(s)) if np.isfinite(s[t])]
+    return _per_layer(
+        layers,
+        th,
+        share,
+        lambda t: _at_least(share.margin(t, limit, "full-rank share"), f"full-rank share {s[t]:.0%}"),
+        words,
+    )
+
+
+def sigma_ratio(ratio: Layered, tolerance: Sequence[float], th: Thresholds) -> Judgement:
     """The smallest singular value stays well above 0, scale-free: at every layer the mean of
     ``sigma_min / sigma_max`` is at least ``ratio_margin`` times the rank tolerance (``tolerance``: the
-    relative tolerance of the numerical rank at that layer, ``max(n, d) eps``), else not reproduced."""
-    v, tol = np.asarray(ratio, dtype=float), np.asarray(tolerance, dtype=float)
+    relative tolerance of the numerical rank at that layer, ``max(n, d) eps``) for sure (reproduced);
+    below it for sure at some layer (not reproduced)."""
+    tol = np.asarray(tolerance, dtype=float)
+    head = ratio.mean / np.where(tol > 0, tol, np.nan)
+    t_low = int(np.nanargmin(head)) if np.isfinite(head).any() else 0
     factor = th["ratio_margin"]
-    head = v / np.where(tol > 0, tol, np.nan)
-    t = int(np.nanargmin(head)) if np.isfinite(head).any() else 0
     words = (
-        f"smallest mean sigma_min/sigma_max {v[t]:.3g} at t={t}, {head[t]:.3g} x the rank tolerance "
-        f"{tol[t]:.2g} (needs {factor:g} x; n={n})"
+        f"smallest mean sigma_min/sigma_max {ratio.mean[t_low]:.3g} at t={t_low}, {head[t_low]:.3g} x the "
+        f"rank tolerance {tol[t_low]:.2g} (needs {factor:g} x; {n_words(ratio.n, ratio.unit)})"
     )
-    if n < th.count("min_samples") or not np.isfinite(head).all():
-        return _few_or_nonfinite(words, n, th)
-    if head[t] >= factor:
-        return Judgement(REPRODUCED, words, n=n)
-    return Judgement(
-        NOT_REPRODUCED,
-        words,
-        causes.measured_otherwise(f"sigma_min/sigma_max {v[t]:.3g} at t={t}"),
-        "measured otherwise",
-        n,
-    )
+    few_ = _too_few(ratio.n, ratio.unit, th, words)
+    if few_ is not None or not np.isfinite(head).all():
+        return few_ or _few_or_nonfinite(words, ratio.n, th)
+
+    def part(t: int) -> Part:
+        m = ratio.margin(t, factor, "sigma_min/sigma_max in rank tolerances", scale=1.0 / float(tol[t]))
+        return _at_least(m, f"{head[t]:.3g} x the rank tolerance")
+
+    return _per_layer(list(range(len(head))), th, ratio, part, words)
 
 
-def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: Thresholds) -> Judgement:
+def cos_grows(cos: Layered, d: int, th: Thresholds) -> Judgement:
     """Mean |cos| grows with depth into a narrow region: last minus first layer above 0 for sure, and the
     last value at least ``aniso_factor`` x sqrt(2/(pi d)) (the mean |cos| of independent isotropic tokens)."""
-    m, s = np.asarray(mean, dtype=float), np.asarray(std, dtype=float)
-    diff = m[-1] - m[0]
-    se = math.sqrt((s[-1] ** 2 + s[0] ** 2) / max(n, 1))
+    m = cos.mean
+    diff = float(m[-1] - m[0])
+    se = math.sqrt(float(cos.se[-1]) ** 2 + float(cos.se[0]) ** 2)
     iso = math.sqrt(2.0 / (math.pi * d))
+    margin = Margin("growth of mean |cos|", diff, se, 0.0, cos.n, cos.unit)
+    lo, hi = margin.bounds()
     words = (
-        f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {z(n) * se:.2g}); "
-        f"isotropic level {iso:.2g}; n={n}"
+        f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {(hi - lo) / 2:.2g}); "
+        f"isotropic level {iso:.2g}; {n_words(cos.n, cos.unit)}"
     )
-    margin = Margin("growth of mean |cos|", diff, se, 0.0, n)
-    if n < th.count("min_samples") or not np.isfinite([diff, se]).all():
-        return Judgement(INCONCLUSIVE, words, f"n = {n}: too few samples", "sample too small", n)
-    if diff < -z(n) * se:
+    n = cos.n
+    few_ = _too_few(n, cos.unit, th, words)
+    if few_ is not None:
+        return replace(few_, margins=(margin,), key=margin)
+    if hi < 0:
         return Judgement(
             NOT_REPRODUCED,
             words,
@@ -532,10 +624,12 @@ def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: T
             "measured otherwise",
             n,
             (margin,),
+            key=margin,
+            unit=cos.unit,
         )
-    if diff > z(n) * se and m[-1] >= th["aniso_factor"] * iso:
-        return Judgement(REPRODUCED, words, n=n, margins=(margin,))
-    if diff > z(n) * se:
+    if lo > 0 and m[-1] >= th["aniso_factor"] * iso:
+        return Judgement(REPRODUCED, words, n=n, margins=(margin,), key=margin, unit=cos.unit)
+    if lo > 0:
         return Judgement(
             INCONCLUSIVE,
             words,
@@ -543,57 +637,97 @@ def cos_grows(mean: Sequence[float], std: Sequence[float], n: int, d: int, th: T
             "measured otherwise",
             n,
             (margin,),
+            key=margin,
+            unit=cos.unit,
         )
-    return Judgement(INCONCLUSIVE, words, causes.sample_too_small([margin]), "sample too small", n, (margin,))
-
-
-def dominant_sv(dominance: Sequence[float], ratio: Sequence[float], n: int, th: Thresholds) -> Judgement:
-    """One dominant singular value and the smallest never near 0: mean sigma_1/sigma_2 >= dominance_min
-    and mean sigma_min/sigma_max >= ratio_min at every layer (reproduced), else not reproduced."""
-    dom, low = np.asarray(dominance, dtype=float), np.asarray(ratio, dtype=float)
-    words = (
-        f"smallest mean sigma_1/sigma_2 {np.nanmin(dom):.3g} (t={int(np.nanargmin(dom))}); "
-        f"smallest mean sigma_min/sigma_max {np.nanmin(low):.3g} (t={int(np.nanargmin(low))}); n={n}"
-    )
-    if n < th.count("min_samples") or not (np.isfinite(dom).all() and np.isfinite(low).all()):
-        return _few_or_nonfinite(words, n, th)
-    weak = (
-        [f"sigma_1/sigma_2 {np.min(dom):.3g} < {th['dominance_min']:g}"]
-        if np.min(dom) < th["dominance_min"]
-        else []
-    )
-    if np.min(low) < th["ratio_min"]:
-        weak.append(f"sigma_min/sigma_max {np.min(low):.3g} < {th['ratio_min']:g}")
-    if not weak:
-        return Judgement(REPRODUCED, words, n=n)
     return Judgement(
-        NOT_REPRODUCED, words, causes.measured_otherwise("; ".join(weak)), "measured otherwise", n
+        INCONCLUSIVE,
+        words,
+        causes.sample_too_small([margin]),
+        "sample too small",
+        n,
+        (margin,),
+        key=margin,
+        unit=cos.unit,
     )
 
 
-def initial_cos(min_cos: Sequence[float], th: Thresholds, pairs: str = "") -> Judgement:
-    """Initial cosines >= 0 (phi(0) >= 0): the share of samples whose smallest pairwise cosine of the
-    initial embeddings is >= 0 is at least ``share_min`` (reproduced), else not reproduced.
-    ``pairs``: the offending token pairs, named (stated in the evidence)."""
-    v = np.asarray(min_cos, dtype=float)
-    n = int(v.size)
-    share = float((v >= 0).mean()) if n else math.nan
-    words = f"phi(0) >= 0 in {share:.0%} of n={n} samples; smallest phi(0) {np.min(v) if n else math.nan:.3g}"
+def dominant_sv(dominance: Layered, ratio: Layered, th: Thresholds, first: int = 1) -> Judgement:
+    """One dominant singular value and the smallest never near 0, per layer from ``first``: mean
+    sigma_1/sigma_2 >= ``dominance_min`` and mean sigma_min/sigma_max >= ``ratio_min`` for sure at every
+    layer (reproduced); either below for sure at some layer (not reproduced). Layers before ``first``
+    are reported, not judged (Fig. 8: X(0) is the embedding lookup, no layer has acted on it)."""
+    dom, low = dominance.mean, ratio.mean
+    layers = list(range(first, len(dom)))
+    judged_dom, judged_low = dom[first:], low[first:]
+    shown = ", ".join(f"t={t}: {dom[t]:.3g}" for t in range(len(dom)))
+    words = (
+        f"sigma_1/sigma_2 per layer {shown}; smallest mean sigma_min/sigma_max {np.nanmin(judged_low):.3g} "
+        f"(t={first + int(np.nanargmin(judged_low))}); judged from t={first}; "
+        f"{n_words(dominance.n, dominance.unit)}"
+    )
+    few_ = _too_few(dominance.n, dominance.unit, th, words)
+    if (
+        few_ is not None
+        or not (np.isfinite(judged_dom).all() and np.isfinite(judged_low).all())
+        or not layers
+    ):
+        return few_ or _few_or_nonfinite(words, dominance.n, th)
+
+    def part(t: int) -> Part:
+        a = dominance.margin(t, th["dominance_min"], "sigma_1/sigma_2")
+        b = ratio.margin(t, th["ratio_min"], "sigma_min/sigma_max")
+        pa, pb = (
+            _at_least(a, f"sigma_1/sigma_2 {dom[t]:.3g}"),
+            _at_least(b, f"sigma_min/sigma_max {low[t]:.3g}"),
+        )
+        v = combine_verdicts([pa.verdict, pb.verdict])
+        first_bad = next((p for p in (pa, pb) if p.verdict is v), pa)
+        return replace(first_bad, verdict=v, words=f"{pa.words}; {pb.words}", margins=pa.margins + pb.margins)
+
+    with conditions(2):  # two statistics per layer, on top of the layers
+        return _per_layer(layers, th, dominance, part, words)
+
+
+def nonnegative_pairs(neg: Layered, th: Thresholds, pairs: str = "") -> Judgement:
+    """Fig. 9 as plotted: the pairwise cosines of X(0) are >= 0 as the figure shows them: the mean share
+    of negative token pairs per sample is below ``negative_pairs_max`` for sure (reproduced), above it for
+    sure (not reproduced). ``neg``: the per-sample share of negative pairs (one layer, X(0))."""
+    limit = th["negative_pairs_max"]
+    m = neg.margin(0, limit, "share of negative token pairs")
+    lo, hi = m.bounds()
+    n = n_words(neg.n, neg.unit)
+    words = f"share of negative token pairs {neg.mean[0]:.3%} ± {(hi - lo) / 2:.2%} per sample ({n})"
     if pairs:
         words += f"; most negative pairs: {pairs}"
-    if n < th.count("min_samples"):
-        return Judgement(
-            INCONCLUSIVE, words, f"n = {n} samples, fewer than min_samples", "sample too small", n
+    few_ = _too_few(neg.n, neg.unit, th, words)
+    if few_ is not None:
+        return few_
+    v = REPRODUCED if hi < limit else NOT_REPRODUCED if lo > limit else INCONCLUSIVE
+    return combine_parts([("X(0)", _sample_part(v, words, [m], neg.n, neg.unit))])
+
+
+def initial_cos(nonneg: Layered, th: Thresholds, smallest: float) -> Judgement:
+    """Corollary 1's hypothesis phi(0) >= 0: the share of samples whose smallest pairwise cosine of the
+    initial embeddings is >= 0 is at least ``share_min`` for sure (reproduced), below it for sure (not
+    reproduced). ``nonneg``: per sample 1 if phi(0) >= 0 (one layer, X(0)); ``smallest``: the lowest
+    phi(0) seen (evidence)."""
+    limit = th["share_min"]
+    m = nonneg.margin(0, limit, "share of samples with phi(0) >= 0")
+    n = n_words(nonneg.n, nonneg.unit)
+    words = f"phi(0) >= 0 in {nonneg.mean[0]:.0%} of samples ({n}); smallest phi(0) {smallest:.3g}"
+    few_ = _too_few(nonneg.n, nonneg.unit, th, words)
+    if few_ is not None:
+        return few_
+    part = _at_least(m, words)
+    if part.verdict is NOT_REPRODUCED:
+        share = float(nonneg.mean[0])
+        part = replace(
+            part,
+            cause_kind="measured otherwise",
+            cause=causes.measured_otherwise(f"phi(0) < 0 in {1 - share:.0%} of samples"),
         )
-    if share >= th["share_min"]:
-        return Judgement(REPRODUCED, words, n=n)
-    return Judgement(
-        NOT_REPRODUCED,
-        words,
-        causes.measured_otherwise(f"phi(0) < 0 in {1 - share:.0%} of samples"),
-        "measured otherwise",
-        n,
-    )
+    return combine_parts([("X(0)", part)])
 
 
 # --- theorems: per-run checks ----------------------------------------------------------------------
@@ -632,18 +766,28 @@ def collapses(runs: Sequence[tuple[str, float | None, bool]], th: Thresholds) ->
     return every_run(checks)
 
 
-def bound_holds(runs: Sequence[tuple[str, str, bool]]) -> Judgement:
-    """A theorem's bound against measured runs: each (label, check, reached floor) with the check of
-    ``dynamics.theory`` (``consistent``, ``rate_exceeded``, ``vacuous``). A run that reached the
-    precision floor tests no rate and is not counted; any ``rate_exceeded`` -> not reproduced; some
-    non-vacuous ``consistent`` run -> reproduced; none tested -> inconclusive (bound vacuous / floor)."""
-    tested = [(lab, v) for lab, v, floor in runs if not floor and v != "vacuous"]
-    vacuous = [lab for lab, v, floor in runs if v == "vacuous"]
-    floored = [lab for lab, v, floor in runs if floor and v != "vacuous"]
+def bound_holds(runs: Sequence[tuple[str, str, bool] | tuple[str, str, bool, float | None]]) -> Judgement:
+    """A theorem's bound against measured runs: each (label, check, reached floor[, graph radius]) with
+    the check of ``dynamics.theory`` (``consistent``, ``rate_exceeded``, ``vacuous``). A run that reached
+    the precision floor tests no rate and is not counted; any ``rate_exceeded`` -> not reproduced; some
+    non-vacuous ``consistent`` run -> reproduced; none tested -> inconclusive (bound vacuous / floor).
+    Where the radii are given, the row's scope names the radii at which the bound was actually tested
+    (``tested at r = 1 only``: larger radii made it vacuous)."""
+    full = [(r[0], r[1], r[2], r[3] if len(r) > 3 else None) for r in runs]
+    tested = [(lab, v) for lab, v, floor, _ in full if not floor and v != "vacuous"]
+    vacuous = [lab for lab, v, floor, _ in full if v == "vacuous"]
+    floored = [lab for lab, v, floor, _ in full if floor and v != "vacuous"]
     counts = (
         f"{len(runs)} runs: {len(tested)} test the rate (non-vacuous, above the floor), "
         f"{len(vacuous)} vacuous, {len(floored)} reached the floor (no rate to test)"
     )
+    radii_all = sorted({r for *_, r in full if r is not None})
+    radii = sorted({r for lab, v, floor, r in full if r is not None and not floor and v != "vacuous"})
+    scope = ""
+    if radii and radii_all and radii != radii_all:
+        scope = f"tested at r = {', '.join(f'{r:g}' for r in radii)} only"
+    if scope:
+        counts += f"; {scope} (radii run: {', '.join(f'{r:g}' for r in radii_all)})"
     exceeded = [lab for lab, v in tested if v == "rate_exceeded"]
     if exceeded:
         return Judgement(
@@ -654,9 +798,13 @@ def bound_holds(runs: Sequence[tuple[str, str, bool]]) -> Judgement:
             ),
             "measured otherwise",
             len(runs),
+            unit=RUN,
+            scope=scope,
         )
     if tested:
-        return Judgement(REPRODUCED, f"{counts}; consistent in all {len(tested)}", n=len(runs))
+        return Judgement(
+            REPRODUCED, f"{counts}; consistent in all {len(tested)}", n=len(runs), unit=RUN, scope=scope
+        )
     if vacuous:
         return Judgement(
             INCONCLUSIVE,
@@ -664,6 +812,7 @@ def bound_holds(runs: Sequence[tuple[str, str, bool]]) -> Judgement:
             causes.bound_vacuous(f"{len(vacuous)} of {len(runs)} runs"),
             "bound vacuous",
             len(runs),
+            unit=RUN,
         )
     return Judgement(
         INCONCLUSIVE,
@@ -671,6 +820,7 @@ def bound_holds(runs: Sequence[tuple[str, str, bool]]) -> Judgement:
         causes.not_testable("every run reached the precision floor"),
         "not testable",
         len(runs),
+        unit=RUN,
     )
 
 

@@ -10,6 +10,10 @@ story's YAML (``kit.thresholds``):
   levels off); else ``unclear``;
 - level (the last half of the layers): ``kept`` (flat within ±``rate_tol`` for sure, and at least
   ``keep_min`` where a keep level applies), ``falling``, ``growing``, ``low``, ``at floor``;
+- trend (the whole curve from ``trend_from``, and its last half): ``kept`` only if neither rate leaves
+  ±``rate_tol`` and the curve never reaches the floor; ``falling`` / ``growing`` if either rate does for
+  sure; ``at floor`` wherever half the samples reach the floor (on raw μ as on μ_rel: a curve at the
+  floor has collapsed to rounding noise, it is never "kept");
 - stability: ``I(t) = |mean log change since X(0)| + its std``; ``unstable`` if ``I(L) >= unstable_min``
   or a sample turned non-finite, ``stable`` if ``I(L) < unstable_min / 2``, else ``unclear``.
 
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from rankcollapse.experiments.kit.curves import Curve, Rate
 from rankcollapse.experiments.kit.judgement import Margin
@@ -42,15 +48,21 @@ def few(c: Curve, th: Thresholds) -> bool:
 
 
 def _m(what: str, r: Rate, threshold: float) -> Margin:
-    return Margin(what, r.mean, r.se, threshold, r.n)
+    return Margin(what, r.mean, r.se, threshold, r.n, r.unit, r.tests)
 
 
 def underflow_note(c: Curve) -> str:
     """``"; raw mu underflows to 0 in float32 from t=64"`` where some sample's raw mu rounds to 0."""
-    if c.quantity != "mu":
-        return ""
-    t = c.first_at_floor(share=1e-9)
+    t = c.first_underflow()
     return "" if t is None else f"; raw mu underflows to 0 in {c.dtype} from t={t} (counted at {c.clamp:.1e})"
+
+
+def floor_words(c: Curve) -> str:
+    """Where a curve sits when it is at the floor: the precision floor of its dtype (raw mu: the same
+    floor, ``mu <= 32 eps ||X||_F``, or an underflow to 0)."""
+    if c.quantity == "mu_rel":
+        return f"at the {c.dtype} floor"
+    return f"at the {c.dtype} floor (raw mu <= 32 eps ||X||_F, or 0)"
 
 
 def collapse_status(c: Curve, th: Thresholds) -> Status:
@@ -68,8 +80,7 @@ def _collapse_status(c: Curve, th: Thresholds) -> Status:
     r = c.rate(0, c.layers)
     if floor is not None:
         until = f" ({c.rate(0, floor).text()} until then)" if floor > 0 else ""
-        where = f"at the {c.dtype} floor" if c.quantity == "mu_rel" else f"underflows to 0 in {c.dtype}"
-        return Status("at floor", f"{where} from t={floor}{until}", floor_t=floor)
+        return Status("at floor", f"{floor_words(c)} from t={floor}{until}", floor_t=floor)
     if few(c, th):
         return Status("too few samples", f"{r.text()}, too few samples")
     tol = th["rate_tol"]
@@ -90,8 +101,7 @@ def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
         return Status("non-finite", f"non-finite from t={bad}")
     lvl = f"level {c.mean[-1]:.2g} at t={c.layers}"
     if c.floor_share[-1] >= 0.5:
-        where = f"at the {c.dtype} floor" if c.quantity == "mu_rel" else f"underflowed to 0 in {c.dtype}"
-        return Status("at floor", f"{where} ({lvl})", floor_t=c.first_at_floor())
+        return Status("at floor", f"{floor_words(c)} ({lvl})", floor_t=c.first_at_floor())
     if c.layers < 2:
         return Status("unclear", f"{lvl}, too few layers")
     r = c.rate(c.layers // 2, c.layers)
@@ -109,6 +119,42 @@ def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
             return Status("low", f"{words} (below {keep_min:g})", margins)
         return Status("kept", words, margins)
     return Status("unclear", words, tuple(m for m in margins if not m.decided))
+
+
+def trend_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
+    """ "No decreasing trend", judged on the whole curve from layer ``trend_from`` (the output of the first
+    block, so that the embeddings' own scale does not count) and on its last half (module docstring);
+    ``keep_min``: the level the curve must keep at every layer (μ_rel), None for raw μ."""
+    bad = c.first_nonfinite()
+    if bad is not None:
+        return Status("non-finite", f"{c.nonfinite_cause()} from t={bad}")
+    start = min(th.count("trend_from"), max(c.layers - 1, 0))
+    lvl = f"level {c.mean[start]:.3g} at t={start} -> {c.mean[-1]:.3g} at t={c.layers}"
+    floor = c.first_at_floor()
+    if floor is not None:
+        until = f", {c.rate(start, floor).text()} until then" if floor > start else ""
+        return Status("at floor", f"{floor_words(c)} from t={floor} ({lvl}{until})", floor_t=floor)
+    if c.layers - start < 2:
+        return Status("unclear", f"{lvl}, too few layers")
+    whole, tail = c.rate(start, c.layers), c.rate(c.layers // 2, c.layers)
+    words = f"{lvl}; from t={start} {whole.text()}, last half x{tail.factor:.3g}/layer"
+    if few(c, th):
+        return Status("too few samples", words)
+    tol = th["rate_tol"]
+    down = (_m(f"log rate from t={start}", whole, -tol), _m("last-half log rate", tail, -tol))
+    up = (_m(f"log rate from t={start}", whole, tol), _m("last-half log rate", tail, tol))
+    falls = [m for m, r in zip(down, (whole, tail), strict=True) if r.hi < -tol]
+    if falls:
+        return Status("falling", words, tuple(falls))
+    grows = [m for m, r in zip(up, (whole, tail), strict=True) if r.lo > tol]
+    if grows:
+        return Status("growing", words, tuple(grows))
+    if all(r.lo > -tol and r.hi < tol for r in (whole, tail)):
+        low = float(np.nanmin(c.mean[start:]))
+        if keep_min is not None and low < keep_min:
+            return Status("low", f"{words} (down to {low:.2g}, below {keep_min:g})", down + up)
+        return Status("kept", words, down + up)
+    return Status("unclear", words, tuple(m for m in down + up if not m.decided))
 
 
 def instability(c: Curve, t: int) -> float:

@@ -146,6 +146,7 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution
     # per condition: one [b', L+1] array per batch, of mu, mu_rel and "underflowed" (mu_rel = 0/0)
     values: dict[tuple, dict[str, list[np.ndarray]]] = {c: {"mu": [], "mu_rel": []} for c in conds}
     zeros: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
+    norms: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
     for batch in iter_batches(ids, batch_size, model.device):
         streams = [
             iter_hidden_states(
@@ -154,7 +155,7 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution
             for v, m, d in conds
         ]
         layers: dict[tuple, dict[str, list[np.ndarray]]] = {
-            c: {"mu": [], "mu_rel": [], "zero": []} for c in conds
+            c: {"mu": [], "mu_rel": [], "zero": [], "x_norm": []} for c in conds
         }
         for t in range(depth + 1):
             for cond, stream in zip(conds, streams, strict=True):
@@ -167,17 +168,22 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution
                 # finite tokens whose norm rounds to 0 in the dtype: mu_rel = 0/0 (underflow, not overflow)
                 finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
                 layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"]))
+                layers[cond]["x_norm"].append(
+                    torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
+                )
             ticks.step()
         for cond in conds:
             for q in ("mu", "mu_rel"):
                 values[cond][q].append(np.stack(layers[cond][q], axis=1))
             zeros[cond].append(np.stack(layers[cond]["zero"], axis=1))
+            norms[cond].append(np.stack(layers[cond]["x_norm"], axis=1))
     info = model_columns(model)
     rows, nonfinite = [], []
     for (v, m, d), vals in values.items():
         arrays = {q: np.concatenate(a, axis=0) for q, a in vals.items()}  # [b, L+1]
         d_used = float(model.own_d_qk) if d is None else d
-        for row in curve_rows(arrays, cfg.dtype, np.concatenate(zeros[(v, m, d)], axis=0)):
+        zero, norm = np.concatenate(zeros[(v, m, d)], axis=0), np.concatenate(norms[(v, m, d)], axis=0)
+        for row in curve_rows(arrays, cfg.dtype, zero, norm):
             rows.append(
                 {"kind": "curve", "variant": v, "mask": m, "d_qk": d_used, "dtype": cfg.dtype, **info, **row}
             )
@@ -394,6 +400,8 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
     zero = np.isnan(arrays["mu_rel"]) & np.isfinite(arrays["mu"])
+    with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel where mu_rel > 0
+        x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
     info = {
         "model_label": f"Gaussian SAN (N = {config.n}, d = {config.d}, ours)",
         "model_name": "simulator",
@@ -409,7 +417,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
         else None
     )
     rows = []
-    for row in curve_rows(arrays, config.dtype, zero):
+    for row in curve_rows(arrays, config.dtype, zero, x_norm):
         extra = {"bound": bound[row["layer"]]} if bound is not None else {}
         rows.append(
             {

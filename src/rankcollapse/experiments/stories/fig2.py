@@ -134,12 +134,22 @@ class Group:
         v = VARIANT[key]
         return self.ln if v == "ln" else v
 
-    def plotted(self, variant: str) -> dict[str, Curve]:
+    def plotted(self, variant: str, named: str = "") -> dict[str, Curve]:
+        """Raw mu in the paper's dtype, ``{"<mask>, <dtype>, <variant words>": Curve}`` (``named``: the
+        variant whose words name the conditions, default ``variant``)."""
         dt = PAPER_DTYPE if PAPER_DTYPE in self.dtypes else self.dtypes[:1]
-        return by_label(self.mu, variant, self.masks, [dt] if isinstance(dt, str) else dt)
+        return _named(
+            by_label(self.mu, variant, self.masks, [dt] if isinstance(dt, str) else dt), named or variant
+        )
 
-    def mechanism(self, variant: str) -> dict[str, Curve]:
-        return by_label(self.rel, variant, self.masks, self.dtypes)
+    def mechanism(self, variant: str, named: str = "") -> dict[str, Curve]:
+        """mu_rel in every dtype run, labelled as :meth:`plotted`."""
+        return _named(by_label(self.rel, variant, self.masks, self.dtypes), named or variant)
+
+
+def _named(curves: dict[str, Curve], variant: str) -> dict[str, Curve]:
+    """Labels that name the whole condition a row's interval comes from: mask, dtype and variant."""
+    return {f"{label}, {VARIANT_WORDS.get(variant, variant)}": c for label, c in curves.items()}
 
 
 def _judge(key: str, g: Group, th: Thresholds, deeper: Group | None = None) -> tuple[Judged, Judged] | None:
@@ -162,7 +172,7 @@ def _judge(key: str, g: Group, th: Thresholds, deeper: Group | None = None) -> t
             judged(lambda t: rules.local_slower(rel, radius, t), th),
         )
     if key in ("ln_stops", "ln_stops_deep"):
-        san_raw, san_rel = g.plotted("attn"), g.mechanism("attn")
+        san_raw, san_rel = g.plotted("attn", named=v), g.mechanism("attn", named=v)
         return (
             judged(lambda t: rules.ln_stops(san_raw, raw, t, None), th),
             judged(lambda t: rules.ln_stops(san_rel, rel, t, t["keep_min"]), th),
@@ -207,7 +217,7 @@ def claims(sd: StoryData) -> list[Claim]:
             if got is None:
                 continue
             v = g.variant(key)
-            f32 = {k: c for k, c in g.mechanism(v).items() if k.endswith(PAPER_DTYPE)}
+            f32 = {k: c for k, c in g.mechanism(v).items() if c.dtype == PAPER_DTYPE}
             out.append(
                 model_row(
                     "fig2",
@@ -246,13 +256,14 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting)"}.get(
             arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})"
         )
-        title = (
-            f"{what}: {label}, {int(frame['layer'].max())} layers, N = {g.tokens}; mean ± std over samples"
-        )
+        depth = int(frame["layer"].max())
+        layers = "" if f"{depth} layers" in label else f", {depth} layers"
+        title = f"{what}: {label}{layers}, N = {g.tokens}; mean ± std over samples"
         caption = (
-            f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in float64, "
-            "then mu_rel = mu / ||X||_F in float32 and float64 with both precision floors (grey: float32 "
-            "dotted, float64 dash-dot; a curve on a floor has collapsed to rounding noise). Log-log against "
+            f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in float64 (each "
+            "series' own floor 32 eps ||X||_F dotted in its colour where it comes near), then mu_rel = mu / "
+            "||X||_F in float32 and float64 with both precision floors (grey: float32 dotted, float64 "
+            "dash-dot; a curve on a floor has collapsed to rounding noise). Log-log against "
             f"t + 1. {sample_note(runs_of(data, frame), frame)}."
         )
         out.append(
@@ -272,8 +283,9 @@ def _at(curves: dict[tuple, Curve], key: tuple, t: int | None = None) -> float |
 
 def headlines(sd: StoryData) -> list[str]:
     """The findings of the paper's random-init BERT-base in numbers: SAN + LayerNorm under the complete
-    mask sits at each dtype's floor (the paper's 'stable level'), under the causal mask it keeps falling;
-    at 128 layers SAN + skip grows and the full transformer collapses under the complete mask."""
+    mask sits at each dtype's floor (in our re-run, the level that stays flat), under the causal mask it
+    keeps falling; at 128 layers SAN + skip grows and the full transformer collapses under the complete
+    mask."""
     out = []
     for arm, data, label, pretrained, frame in arm_models(sd, ("paper", "deep"), "curve"):
         if pretrained:
@@ -287,9 +299,9 @@ def headlines(sd: StoryData) -> list[str]:
         rel32 = _at(g.rel, ("attn+ln", "complete", "float32"))
         if arm == "paper" and f32 is not None and f64 is not None and rel32 is not None:
             out.append(
-                f"In {label}, SAN + LayerNorm under the complete mask ends at raw mu = {f32:.2g} in float32 "
-                f"but {f64:.2g} in float64 (t = {depth}): the level the paper reads as stable is the "
-                f"float32 precision floor (mu_rel {rel32:.2g})."
+                f"In our re-run of the paper's setting ({label}), SAN + LayerNorm under the complete mask "
+                f"ends at raw mu = {f32:.2g} in float32 but {f64:.2g} in float64 (t = {depth}): the level "
+                f"that stays flat there is the float32 precision floor (mu_rel {rel32:.2g})."
             )
         c0, c1 = _at(g.mu, ("attn+ln", "causal", "float32"), 0), _at(g.mu, ("attn+ln", "causal", "float32"))
         if arm == "paper" and c0 is not None and c1 is not None:

@@ -1,11 +1,12 @@
 """Figs. 3 and 7 (paper §5, App. G.2): d_QK, the number under the square root of the logits, in SANs.
 
 Arms: ``paper`` (the SAN of BERT, pretrained (Fig. 3; ``paper:bert-base-uncased``, the checkpoint when
-cached, else its stand-in) and at initialisation (Fig. 7); ``d_qk`` in {1/64, 1, 64}, BERT's own being
-64; the four masks) and ours, ``gaussian_san`` (the simulator's Gaussian SAN, the same d_qk). Each
-statement is judged per model on raw μ as the paper plots it and on μ_rel with the floor, float32 and
-float64. A mask whose SAN does not collapse at the model's own d_qk is left out, with the reason: its
-curves are not a collapse-rate experiment.
+cached, else its stand-in) and at initialisation (Fig. 7); ``d_qk`` in {1/64, 1, 64} — our reading of
+the figure's legend (we have the paper's text, not its images), BERT's own being 64; the four masks) and
+ours, ``gaussian_san`` (the simulator's Gaussian SAN, the same d_qk). Each statement is judged per model
+on raw μ as the paper plots it and on μ_rel with the floor, float32 and float64. A mask whose SAN does
+not collapse at the model's own d_qk is left out, with the reason: its curves are not a collapse-rate
+experiment.
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         )
         caption = (
             f"{which} — {label}: the SAN (attention layers only) with logits q k^T / sqrt(d_QK), d_QK in "
-            "1/64, 1, 64 (BERT's own: 64). Raw mu as the paper plots it, and mu_rel with the float32 and "
+            "1/64, 1, 64 (BERT's own: 64; these values are our reading of the paper's legend, whose image we "
+            "do not have). Raw mu as the paper plots it, and mu_rel with the float32 and "
             f"float64 floors. A mask whose SAN raw mu grows at the model's own d_QK is no collapse-rate "
             f"experiment: the rows leave it out and say so. {sample_note(runs_of(data, frame), frame)}."
         )

@@ -19,6 +19,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import (
     arm_models,
+    layered,
     model_groups,
     pooled_layer,
     rows_of,
@@ -37,16 +38,18 @@ STATEMENTS = (
         SOURCE,
         "share of samples whose numerical rank (torch.linalg.matrix_rank's tolerance, max(N, d) eps "
         "sigma_max) reaches rank_max, the largest rank the input allows (distinct rows of X(0); at t = 0 "
-        "also an embedding's width), >= full_rank_min at every layer -> reproduced, else not; as plotted "
-        "in float32, mechanism in float64",
+        "also an embedding's width), >= full_rank_min for sure at every layer (Wilson interval, "
+        "Bonferroni over the layers) -> reproduced; below it for sure at some layer -> not reproduced; as "
+        "plotted in float32, mechanism in float64",
     ),
     Statement(
         "sigma_min",
         "The smallest singular value stays well above 0",
         SOURCE,
         "mean sigma_min / sigma_max (sigma_min = the rank_max-th singular value) >= ratio_margin x the "
-        "rank tolerance of the dtype at every layer -> reproduced, else not; as plotted in float32 (the "
-        "paper's dtype; absolute sigma_min shown), mechanism in float64",
+        "rank tolerance of the dtype for sure at every layer (Bonferroni over the layers) -> reproduced; "
+        "below it for sure at some layer -> not reproduced; as plotted in float32 (the paper's dtype; "
+        "absolute sigma_min shown), mechanism in float64",
     ),
     Statement(
         "cos_grows",
@@ -64,24 +67,21 @@ def _by_dtype(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _rank(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
-    share, _, n = pooled_layer(g, "full_rank")
     limit = str(g["rank_limit"].iloc[0]) if "rank_limit" in g else ""
-    return rules.full_rank(share, n, t, limit)
+    return rules.full_rank(layered(g, "full_rank", share=True), t, limit)
 
 
 def _ratio(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
-    r, _, n = pooled_layer(g, "sigma_ratio")
     tol, _, _ = pooled_layer(g, "rank_tol_rel")
     smin, _, _ = pooled_layer(g, "sigma_min")
-    j = rules.sigma_ratio(r, tol, n, t)
+    j = rules.sigma_ratio(layered(g, "sigma_ratio"), tol, t)
     return j.amended(
         after=f"; absolute sigma_min {np.nanmin(smin):.3g} at its lowest (as the paper plots it)"
     )
 
 
 def _cos(g: pd.DataFrame, t: Thresholds) -> rules.Judgement:
-    mean, std, n = pooled_layer(g, "mean_abs_cos")
-    return rules.cos_grows(mean, std, n, int(g["d_model"].iloc[0]), t)
+    return rules.cos_grows(layered(g, "mean_abs_cos"), int(g["d_model"].iloc[0]), t)
 
 
 #: statement -> (its rule on one dtype's rows, judged again in float64 as the mechanism?)
@@ -141,15 +141,17 @@ def _figure(sd: StoryData, arm: str, stem: str, what: str) -> FigureSpec | None:
                 mean, std, n = pooled_layer(g, col)
                 depth = len(mean) - 1
                 x = np.arange(len(mean)) / max(depth, 1)
-                ls = "-" if dt == "float32" else "--"
+                f32 = dt == "float32"  # float64: dashed, hollow markers, so the legend tells them apart
                 (line,) = ax.plot(
                     x,
                     mean,
-                    ls=ls,
+                    ls="-" if f32 else "--",
                     marker=MARKERS[i % len(MARKERS)],
-                    ms=3,
+                    ms=3 if f32 else 5,
+                    mfc=f"C{i}" if f32 else "none",
+                    lw=1.2 if f32 else 0.9,
                     color=f"C{i}",
-                    label=f"{label}, {depth} layers ({dt})",
+                    label=f"{label}, {depth} layers — {dt}" + ("" if f32 else " (dashed, hollow)"),
                 )
                 if dt == "float32":
                     low = np.maximum(mean - std, mean * 1e-3) if logy else mean - std
@@ -178,7 +180,8 @@ def _figure(sd: StoryData, arm: str, stem: str, what: str) -> FigureSpec | None:
     axes[0].set_ylim(-0.05, 1.05)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.suptitle(
-        f"{what}: token geometry per layer, mean ± std over samples (solid float32, dashed float64)",
+        f"{what}: token geometry per layer, mean ± std over samples (float32 solid, float64 dashed with "
+        "hollow markers)",
         fontsize=9,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.93))

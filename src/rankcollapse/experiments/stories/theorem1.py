@@ -108,6 +108,7 @@ def claims(sd: StoryData) -> list[Claim]:
                 f"{r['mask']} seed {r['seed']}",
                 str(r.get("summary.theory.verdict")),
                 pd.isna(r.get("summary.theory.tail_rate")),
+                float(r["summary.radius"]),
             )
             for _, r in centered.iterrows()
             if bool(r.get("summary.theory.applicable"))

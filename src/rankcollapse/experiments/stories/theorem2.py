@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
@@ -21,7 +22,7 @@ from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import curve_rows
-from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.data import curves_by, mask_radius, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import curve_axes, panel_grid
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -56,7 +57,9 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         "mask": str(params["mask"]),
         "dtype": "float64",
     }
-    rows = [{**info, **row} for row in curve_rows(arrays, "float64")]
+    with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel
+        x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
+    rows = [{**info, **row} for row in curve_rows(arrays, "float64", x_norm=x_norm)]
     on_layer(int(params["layers"]))
     summary: dict[str, Any] = {
         "epsilon": run.epsilon,
@@ -156,6 +159,7 @@ def _bound_row(data: Data, th: Thresholds, st: Statement) -> Claim:
             f"{r['mask']} {r['placement']}-LN {r['inputs']} seed {r['seed']}",
             str(r[f"summary.{st.key}_verdict"]),
             pd.isna(r[f"summary.{st.key}_tail"]),
+            mask_radius(str(r["mask"]), int(r["n"])),
         )
         for _, r in runs.iterrows()
     ]
