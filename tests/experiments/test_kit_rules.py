@@ -12,10 +12,24 @@ from rankcollapse.core.precision import floor_rel
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes, rules
-from rankcollapse.experiments.kit.curves import Curve, curve_rows, sample_std
+from rankcollapse.experiments.kit.claims import Judged, sampling_state
+from rankcollapse.experiments.kit.curves import (
+    NETWORK,
+    Curve,
+    conditions,
+    current_tests,
+    curve_rows,
+    sample_std,
+    z,
+)
 from rankcollapse.experiments.kit.data import Layered
 from rankcollapse.experiments.kit.judgement import Margin
-from rankcollapse.experiments.kit.statuses import collapse_status, level_status, stability_status
+from rankcollapse.experiments.kit.statuses import (
+    collapse_status,
+    level_status,
+    stability_status,
+    trend_status,
+)
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The values the stories' YAMLs use (no defaults in code: a rule reads what it is given).
@@ -466,6 +480,8 @@ def test_fig9_is_judged_on_the_negative_pairs_as_plotted_and_on_phi0_as_the_mech
     assert mech.verdict == NOT_REPRODUCED and mech.cause_kind == "measured otherwise"
     assert rules.initial_cos(lay([1.0], n=512, share=True), TH, 0.1).verdict == REPRODUCED
     assert rules.initial_cos(lay([1.0], n=3, share=True), TH, 0.1).verdict == INCONCLUSIVE
+    # 80 % of 512 samples: a majority, well below share_min for sure
+    assert rules.initial_cos(lay([0.8], n=512, share=True), TH, -0.1).verdict == NOT_REPRODUCED
 
 
 # ----------------------------------------------------------------------------- theorem checks
@@ -525,3 +541,135 @@ def test_every_cause_kind_has_a_builder_and_the_set_is_closed() -> None:
     }
     for kind in causes.CAUSES:
         assert callable(getattr(causes, kind.replace(" ", "_").replace("-", "_")))
+
+
+# ----------------------------------------------------------------------------- the referee's items (issue 26)
+
+
+def raw_and_rel(mu_rel: np.ndarray, norm: np.ndarray, dtype: str = "float32") -> tuple[Curve, Curve]:
+    """Raw mu and mu_rel curves of the same samples (mu = mu_rel ||X||_F), read back from stored rows."""
+    rows = pd.DataFrame(curve_rows({"mu": mu_rel * norm, "mu_rel": mu_rel}, dtype, x_norm=norm))
+    n = mu_rel.shape[0]
+    return Curve.from_rows(rows, "mu", dtype, n), Curve.from_rows(rows, "mu_rel", dtype, n)
+
+
+def early_fall_then_floor(layers: int = 128, fall_until: int = 32, dtype: str = "float32") -> np.ndarray:
+    """mu_rel per sample: falls steadily to the dtype's floor by ``fall_until``, then rounding noise there
+    (the causal curve of Fig. 6: raw mu 2.6e2 -> 1.5e-4 by t = 32, flat after)."""
+    gen = np.random.default_rng(0)
+    t = np.arange(layers + 1)
+    floor = floor_rel(dtype)
+    level = np.exp(np.log(0.8) + (np.log(floor / 4) - np.log(0.8)) * np.minimum(t / fall_until, 1.0))
+    noise = np.exp(0.3 * gen.standard_normal((8, layers + 1)))
+    return np.maximum(level * noise, floor / 8)
+
+
+def test_a_curve_that_falls_to_the_floor_and_stays_is_never_kept_on_raw_mu_either() -> None:
+    # raw mu with a constant token norm: flat over the last half (the old rule read its last half only and
+    # called it "kept"); the floor is mu_rel's on the same samples
+    rel = early_fall_then_floor()
+    raw, _ = raw_and_rel(rel, np.full_like(rel, 300.0))
+    san_raw, _ = raw_and_rel(rel / 10, np.full_like(rel, 300.0))
+    assert level_status(raw, TH, None).name != "falling"  # what the old rule saw: no trend in the last half
+    st = trend_status(raw, TH, None)
+    assert st.name == "at floor" and st.floor_t is not None and st.floor_t <= 40
+    j = rules.ln_stops({"causal, float32": san_raw}, {"causal, float32": raw}, TH, None)
+    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "precision floor"
+
+
+def test_no_decreasing_trend_is_read_from_the_first_block_over_the_whole_curve() -> None:
+    # falls x0.9 per layer for the first half, then flat well above the floor: the last half alone is "kept"
+    v = samples(-0.1, layers=24, late_rate=0.0, noise=0.002)
+    c = Curve.from_samples(v, "mu_rel", "float64")
+    assert level_status(c, TH, None).name == "kept"  # the old reading
+    assert trend_status(c, TH, None).name == "falling"
+    san = Curve.from_samples(samples(-0.5, layers=24, noise=0.002), "mu_rel", "float64")
+    j = rules.ln_stops({"causal, float64": san}, {"causal, float64": c}, TH, None)
+    assert j.verdict == NOT_REPRODUCED and "falling" in j.decided_by
+
+
+def test_raw_mu_at_the_float64_floor_is_collapsed_and_asks_for_no_more_samples() -> None:
+    # Theorem 1's raw mu: falls to the float64 floor, then rounding noise (last-half rate ~ 0 ± spread)
+    rel = early_fall_then_floor(layers=128, fall_until=40, dtype="float64")
+    raw, _ = raw_and_rel(rel, np.ones_like(rel), "float64")
+    old = Curve.from_samples(
+        rel, "mu", "float64"
+    )  # raw mu without mu_rel beside it: the old floor (underflow)
+    assert collapse_status(old, TH).name in ("unclear", "not collapsing")
+    st = collapse_status(raw, TH)
+    assert st.name == "at floor" and not st.margins
+    j = rules.san_collapse({"causal, float64": raw}, TH)
+    assert j.verdict == REPRODUCED and j.cause_kind == "" and not j.undecided
+
+
+def test_the_row_prints_the_condition_that_decided_it() -> None:
+    good = Curve.from_samples(samples(-0.5, noise=0.01), "mu_rel", "float64")
+    flat = Curve.from_samples(samples(0.0, noise=0.01), "mu_rel", "float64")
+    j = rules.san_collapse({"window:w=1, float64, SAN": good, "causal, float64, SAN": flat}, TH)
+    assert j.verdict == NOT_REPRODUCED
+    assert j.decided_by.startswith("causal, float64, SAN") and j.key is not None
+    assert j.key.what.startswith("causal, float64, SAN") and j.key.decided
+    _, _, interval = sampling_state(Judged(j, frozenset()), None, TH, j.cause_kind)
+    assert interval.startswith("causal, float64, SAN")  # not the window:w=1 curve's interval
+    ok = rules.san_collapse(
+        {"a, float64": good, "b, float64": Curve.from_samples(samples(-0.3), "mu_rel", "float64")}, TH
+    )
+    assert (
+        ok.verdict == REPRODUCED and ok.key is not None and ok.key.decided
+    )  # a decided row: a decided interval
+
+
+def two_networks(rate_a: float, rate_b: float, layers: int = 12) -> list[Curve]:
+    """Two networks (weight draws) whose 8 excerpts each agree closely, but not with each other."""
+    return [
+        Curve.from_samples(samples(rate, layers=layers, noise=0.001, seed=k), "mu_rel", "float64")
+        for k, rate in enumerate((rate_a, rate_b))
+    ]
+
+
+def test_the_network_is_the_unit_of_a_random_init_row() -> None:
+    nets = two_networks(-0.06, -0.04)
+    pooled = Curve.pool(nets)  # the old unit: 16 excerpts, as if independent
+    per_net = Curve.pool(nets, NETWORK)
+    assert pooled.rate(0, 12).n == 16 and per_net.rate(0, 12).n == 2
+    assert pooled.rate(0, 12).hi < -0.02  # 16 excerpts "decide" what two weight draws cannot
+    assert collapse_status(pooled, TH).name == "collapsing"
+    assert collapse_status(per_net, TH).name == "unclear"
+    assert "2 networks" in per_net.rate(0, 12).text()
+    one = Curve.pool(nets[:1], NETWORK)
+    assert one.networks == 1 and math.isinf(one.rate(0, 12).half)  # one network: no interval at all
+
+
+def test_a_row_of_many_conditions_uses_a_bonferroni_level() -> None:
+    # eight conditions, each a comparison 2.5 standard errors past its threshold: alone each decides; as
+    # eight chances for "any fails" they do not (the old rule read "not reproduced")
+    m = [Margin(f"c{i}", 2.5, 1.0, 0.0, 1000) for i in range(8)]
+    assert all(x.decided for x in m)
+    with conditions(8):
+        inside = [Margin(f"c{i}", 2.5, 1.0, 0.0, 1000) for i in range(8)]
+    assert not any(x.decided for x in inside) and inside[0].tests == 8
+    assert z(None, 8) > z(None, 1)
+    with conditions(2), conditions(4):
+        assert current_tests() == 8  # nested conditions multiply
+
+
+def test_stable_in_certain_directions_is_judged_on_the_spectrum_and_directional_starts() -> None:
+    # saddles: stable directions whose starts return, an unstable one too, no nearby start back (the old
+    # rule, "some nearby start comes back", read them "not reproduced")
+    saddles = {2: [(1, 1), (2, 2)], 3: [(2, 2), (0, 0)]}
+    assert rules.stable_in_certain_directions(saddles, {}).verdict == REPRODUCED
+    assert rules.stable_in_certain_directions({2: [(0, 0), (0, 0)]}, {}).verdict == NOT_REPRODUCED
+    j = rules.stable_in_certain_directions({2: [(2, 1)]}, {})  # spectrum and map disagree
+    assert j.verdict == INCONCLUSIVE
+    assert rules.stable_in_certain_directions({2: []}, {}).cause_kind == "not testable"
+
+
+def test_a_bound_tested_at_radius_one_only_says_so() -> None:
+    runs = [
+        ("complete", "consistent", False, 1.0),
+        ("causal", "consistent", False, 1.0),
+        ("window", "vacuous", False, 16.0),
+    ]
+    j = rules.bound_holds(runs)
+    assert j.verdict == REPRODUCED and j.scope == "tested at r = 1 only"
+    assert rules.bound_holds([("a", "consistent", False, 1.0), ("b", "consistent", False, 4.0)]).scope == ""

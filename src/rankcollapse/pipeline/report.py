@@ -24,6 +24,7 @@ from rankcollapse.experiments.engine.verdicts import (
     UNTESTED,
     Claim,
     Origin,
+    class_word,
     tally,
     verdict_class,
 )
@@ -206,7 +207,9 @@ def _counters(counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
         head = origin + (
             " (their own behaviour; not the paper's tally)" if origin == Origin.STAND_IN.value else ""
         )
-        plotted = " · ".join(f"<b>{n}</b> {_verdict_badge(k, k)}" for k, n in both["as plotted"].items())
+        plotted = " · ".join(
+            f"<b>{n}</b> {_verdict_badge(class_word(k, origin), k)}" for k, n in both["as plotted"].items()
+        )
         mech = " · ".join(f"<b>{n}</b> {_verdict_badge(k, k)}" for k, n in both["mechanism"].items())
         parts.append(f"<tr><td class='origin'>{_e(head)}</td><td>as plotted: {plotted}</td></tr>")
         if mech:

@@ -312,6 +312,15 @@ def tally(claims: Iterable[Claim]) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
+def class_word(cls: str, origin: str) -> str:
+    """A counter's class in its origin's words: a stand-in is "as stated" / "otherwise", not "reproduced"."""
+    if origin == Origin.STAND_IN:
+        return {REPRODUCED.value: "as stated", NOT_REPRODUCED.value: "otherwise"}.get(cls, cls)
+    if origin == Origin.EXTENSION:
+        return {REPRODUCED.value: "confirmed", NOT_REPRODUCED.value: "refuted"}.get(cls, cls)
+    return cls
+
+
 def tally_line(origin: str, counts: dict[str, dict[str, int]]) -> str:
     """``paper setting: as plotted 26 reproduced, 9 not reproduced; mechanism 12 holds, 4 differs, 20 n/a``
     (a stand-in's line says it is the stand-ins' own behaviour)."""

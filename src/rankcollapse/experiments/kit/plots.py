@@ -127,7 +127,9 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     ax.xaxis.set_minor_formatter(NullFormatter())
     floor = c.floor_line() if c.quantity == "mu" else None
     if floor is not None and np.isfinite(floor).any():
-        near = np.nanmin(np.where(floor > 0, c.mean / floor, np.inf)) < 100  # the floor matters here
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(floor > 0, c.mean / floor, np.inf)
+        near = bool(np.nanmin(np.where(np.isfinite(ratio), ratio, np.inf)) < 100)  # the floor matters here
         if near:
             ax.plot(
                 t,

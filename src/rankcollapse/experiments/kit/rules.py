@@ -824,6 +824,28 @@ def bound_holds(runs: Sequence[tuple[str, str, bool] | tuple[str, str, bool, flo
     )
 
 
+def stable_in_certain_directions(
+    ranks: Mapping[int, Sequence[tuple[int, int]]], words: Mapping[int, str]
+) -> Judgement:
+    """§4.4's "stable in certain directions", per rank: ``ranks[k]`` lists each equilibrium of rank ``k``
+    as (stable tangent directions, directional starts along them that returned). Rank ``k`` holds when
+    some equilibrium has a stable direction and every start along its stable directions returned (a
+    saddle *is* stable in certain directions); it fails when no equilibrium of that rank has a stable
+    direction; stable directions whose starts do not all return leave it inconclusive (the spectrum and
+    the map disagree); no equilibrium of the rank: not testable. Every rank holds -> reproduced."""
+    checks: list[tuple[str, bool | None, str]] = []
+    for k, eqs in sorted(ranks.items()):
+        text = words.get(k, "")
+        if not eqs:
+            checks.append((f"rank {k}", None, text or "no equilibrium of this rank"))
+        elif not any(stable > 0 for stable, _ in eqs):
+            checks.append((f"rank {k}", False, text))
+        else:
+            back = any(stable > 0 and returned == stable for stable, returned in eqs)
+            checks.append((f"rank {k}", True if back else None, text))
+    return every_run(checks, empty="no equilibrium of rank >= 2")
+
+
 def at_least(values: Sequence[tuple[str, float]], th: Thresholds, name: str) -> Judgement:
     """Every labelled value is at least the threshold ``name`` (reproduced), else not reproduced."""
     limit = th[name]

@@ -22,7 +22,7 @@ from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
 from rankcollapse.experiments.kit.plots import pyplot
-from rankcollapse.experiments.kit.rules import every_run
+from rankcollapse.experiments.kit.rules import stable_in_certain_directions
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §4.3.2, Thm 3, App. F"
@@ -395,23 +395,18 @@ def _attracts_row(
     """§4.4 at N = d = ``n``: "stable in certain directions" on the tangent spectra and directional starts
     of the paper's family at w >= N, every rank k >= 2 (the basin shares of both protocols beside it)."""
     theirs = g[(g["family"] == "paper") & (g["w"].astype(float) >= n)]
-    checks: list[tuple[str, bool | None, str]] = []
-    for k in range(2, n + 1):
-        r = theirs[theirs["rank"] == k]
-        if r.empty:
-            checks.append((f"rank {k}", None, f"rank {k}: no equilibrium of the paper's family at w >= {n}"))
-            continue
-        stable = r[r["stable"] > 0]
-        if stable.empty:
-            checks.append((f"rank {k}", False, _rank_words(theirs, k)))
-            continue
-        back = stable[stable["stable_returning"] == stable["stable"]]
-        checks.append((f"rank {k}", True if not back.empty else None, _rank_words(theirs, k)))
+    ranks = {
+        k: [(int(r["stable"]), int(r["stable_returning"])) for _, r in theirs[theirs["rank"] == k].iterrows()]
+        for k in range(2, n + 1)
+    }
+    words = {k: _rank_words(theirs, k) for k in range(2, n + 1)}
     ws = ", ".join(f"{w:g}" for w in sorted(set(theirs["w"].astype(float))))
     all_w = "; over every w and branch: " + "; ".join(
         f"rank {k}: {_rank_words(g, k)}" for k in range(2, n + 1)
     )
-    judgement = every_run(checks).amended(before=f"N = d = {n}, paper's family at w = {ws} || ", after=all_w)
+    judgement = stable_in_certain_directions(ranks, words).amended(
+        before=f"N = d = {n}, paper's family at w = {ws} || ", after=all_w
+    )
     runs = ok[ok["n"].astype(int) == n]
     return claim_row(
         "theorem3",
