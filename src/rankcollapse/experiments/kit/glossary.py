@@ -23,6 +23,15 @@ GLOSSARY: dict[str, str] = {
     "(the token norm, or the precision floor)",
     "confirmed (ours) / refuted (ours)": "the verdict words of our own extensions, never the paper's "
     "'reproduced'",
+    "as stated (stand-in) / otherwise (stand-in)": "the verdict words of a stand-in row: how the stand-in "
+    "behaves, not a verdict on the paper's checkpoint; counted apart from the paper's tally",
+    "consistent: none found in the search": "the word of a conjecture that nothing of a kind exists "
+    "(App. F.4) when our search found none: a search cannot prove it, so it is never 'reproduced'",
+    "decided by": "the condition (mask, dtype, variant, layer) whose comparison decided the row: the first "
+    "failing condition of a 'not reproduced', the weakest condition of a 'reproduced', the first open one "
+    "of an undecided row; its interval is the one the row prints",
+    "tested at r = 1 only": "a scope note: the bound was non-vacuous (and so tested) only at graph radius 1; "
+    "at larger radii it says nothing about the rate",
     "untested": "the paper's weights are not available here and no pretrained stand-in exists; a random init "
     "never stands in for pretrained weights",
     "paper setting": "origin of a row: the paper's own configuration (a theorem: an instance that meets its "
@@ -35,13 +44,24 @@ GLOSSARY: dict[str, str] = {
     "threshold-sensitive": "the verdict changes when a threshold the paper never gives moves inside its "
     "documented range (ranges: in the story's YAML)",
     "provisional": "judged at the rule's minimum sample size (min_samples): more samples may change it",
-    "needed n": "the samples that would decide an undecided comparison at the observed spread: the least m "
-    "with m > n (z(m) se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n)",
+    "needed n": "the samples (or networks) that would decide an undecided comparison at the observed "
+    "spread: the least m with m > n (z(m) se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n) "
+    "(a share: the least m at which the Wilson interval excludes the threshold)",
     "undecided": "a row whose interval still straddles its threshold (or with fewer than min_samples "
-    "samples): it says 'undecided at n = ...' and the needed n instead of a verdict word",
-    "z(n)": "the critical value of an interval over n samples: the Student t quantile 1 - 0.0455 / (2 K) "
-    "with n - 1 degrees of freedom (2.0 for large n and one look; 3.31 at n = 4); K = the number of "
-    "looks of a sequential run (Bonferroni), 1 otherwise",
+    "samples, or one network): it says 'undecided at n = ...' and the needed n instead of a verdict word",
+    "z(n)": "the critical value of an interval over n units: the Student t quantile 1 - 0.0455 / (2 K m) "
+    "with n - 1 degrees of freedom (2.0 for large n, one look and one condition; 3.31 at n = 4); K = the "
+    "looks of a sequential run, m = the conditions of the row (both Bonferroni)",
+    "network (unit)": "at random initialisation a statement is about networks, so the unit of sampling is "
+    "the weight draw: each seed is one network, its excerpts are averaged first, and intervals are over "
+    "the networks' means ('n = 4 networks'); a pretrained model is one fixed network whose unit is the "
+    "excerpt",
+    "conditions (Bonferroni)": "a row that reads 'any condition fails -> not reproduced' over m conditions "
+    "(masks x dtypes, layers, pairs) judges each at level 0.0455 / m, so the row's chance of a wrong "
+    "'not reproduced' stays at most 0.0455",
+    "Wilson interval": "the interval of a share (a proportion of samples) at the same level: it stays "
+    "inside [0, 1] and is not degenerate at 0 % or 100 %; for a share over networks, the wider of it and "
+    "the t interval over the networks' shares",
     "sequential": "reproduce --until-decided: more seeds for the conditions of undecided rows, doubling n "
     "at each of K planned looks, every look judged at level 0.0455 / K, until decided, the cap "
     "(--max-samples) or the budget (--budget); each row says why its sampling stopped",
@@ -52,7 +72,8 @@ GLOSSARY: dict[str, str] = {
     "raw mu": "mu(X) = ||X - 1 mean(X)||_F, the paper's quantity, plotted as mean ± std over samples",
     "mu_rel": "mu / ||X||_F: mu without the token norm (1 = no two tokens alike on average, 0 = collapsed)",
     "floor": "the precision floor, 32 eps of the dtype (float32 3.8e-6, float64 7.1e-15): mu_rel at or below "
-    "it is rounding noise, a collapsed curve, never a stable level",
+    "it is rounding noise, a collapsed curve, never a stable level; raw mu's floor is 32 eps ||X||_F on "
+    "the same samples (drawn dotted in each series' colour on raw-mu panels)",
     "underflow": "raw mu rounded to exactly 0 in the dtype (counted at its smallest normal number)",
     "rate": "the mean per-layer log rate of a curve, (log q(b) - log q(a)) / (b - a) over samples, printed "
     "as "
@@ -60,8 +81,9 @@ GLOSSARY: dict[str, str] = {
     "±": "after a number: z(n) standard errors of the mean over samples (about 2); 'for sure' = the whole ± "
     "interval on one side. A band in a figure is ± 1 sample std",
     "std": "the sample standard deviation over samples, sqrt(sum (v - mean)^2 / (n - 1)), everywhere",
-    "n": "samples per condition (weight seeds x excerpts for random init, excerpts for pretrained, the batch "
-    "for a simulation)",
+    "n": "the sample size of a row, in its unit: networks (weight seeds) for a random init or a simulation's "
+    "random matrices, excerpts for pretrained weights, runs for a per-run check; N is the number of "
+    "tokens",
     "I(t)": "|mean log change of mu since X(0)| + its std over samples: the typical change of a sample's "
     "curve",
     "SRank": "stable rank ||X||_F^2 / ||X||_2^2 (App. F.2): between 1 and the rank",
@@ -76,10 +98,13 @@ GLOSSARY: dict[str, str] = {
     "collapsing": "log rate over all layers and over the last half below -rate_tol for sure (steady decay)",
     "not collapsing": "log rate over the last half above -rate_tol for sure ('levels off' after an early "
     "drop)",
-    "at floor": "at least half of the samples at the precision floor (mu_rel) or underflowed to 0 (raw mu)",
-    "kept": "flat over the last half of the layers (log rate within ±rate_tol for sure) and, for mu_rel, at "
-    "least keep_min",
-    "falling / growing": "log rate over the last half below -rate_tol / above +rate_tol for sure",
+    "at floor": "at least half of the samples at the precision floor: mu_rel <= 32 eps, or raw mu <= 32 eps "
+    "||X||_F on the same samples (or underflowed to 0); a curve at the floor is never 'kept'",
+    "kept": "no decreasing trend: flat from the first block's output X(1) to the last layer and over the "
+    "last half (log rates within ±rate_tol for sure), never at the floor and, for mu_rel, at least "
+    "keep_min at every layer",
+    "falling / growing": "log rate from X(1) or over the last half below -rate_tol / above +rate_tol for "
+    "sure",
     "low": "flat but below keep_min",
     "stable / unstable (curve)": "I(L) < unstable_min / 2 / I(L) >= unstable_min or non-finite values",
     "overflow": "some value turned non-finite (inf or NaN) in the run's dtype; never counted as collapse",
@@ -117,7 +142,14 @@ GLOSSARY: dict[str, str] = {
     "paper family": "Theorem 3's equilibria as the paper builds them: the first N - k + 1 tokens at e_d, "
     "then "
     "the Jordan chain with a free sign per token (2^k of rank k)",
-    "returning share": "the share of starts 1e-3 away from an equilibrium that converge back to it",
+    "returning share": "the share of starts 1e-3 away from an equilibrium that come back within 1e-3, under "
+    "two protocols: token 1 held at e_d (the paper's §4.3.2 assumption that earlier tokens have converged) "
+    "and every token perturbed",
+    "directional starts": "one start 1e-4 away along each stable tangent eigendirection of an equilibrium; "
+    "it returns when its distance halves within twice the layers its eigenvalue needs: 'stable in certain "
+    "directions', checked on the map itself",
+    "saddle": "an equilibrium with both stable and unstable tangent directions; an equilibrium with no stable "
+    "direction (only unstable and neutral ones) is not a saddle",
     "red segment": "the arc of token 2's starts (token 1 at (0, 1)) that converges to B: Fig. 1's red arc",
     "meet": "both tokens end at the same point (mu_rel below the floor): the pair collapsed",
 }
