@@ -219,7 +219,7 @@ def test_cli_reproduce_writes_report_and_unknown_experiment_is_one_line_exit_2(t
     assert code == 0
     assert (tmp_path / "report.html").exists()
     printed = capsys.readouterr().out
-    assert "report:" in printed and "claims (extension: as plotted 1 reproduced" in printed
+    assert "report:" in printed and "claims (extension: as plotted 1 confirmed" in printed
     code = main(["reproduce", "--profile", "tiny", "--only", "fig99", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "fig99" in err and "allowed" in err

@@ -100,7 +100,9 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
     groups: dict[str, list[Claim]] = {}
     for c in failing:  # one line per statement: its qualifiers, the first row's cause
         groups.setdefault(f"{c.story}.{c.key}", []).append(c)
-    verb = "Not confirmed" if origin is Origin.EXTENSION else "Not reproduced"
+    verb = {Origin.EXTENSION: "Not confirmed", Origin.STAND_IN: "Behaves otherwise"}.get(
+        origin, "Not reproduced"
+    )
     for group in list(groups.values())[:limit]:
         quals = [c.id.split("[", 1)[1][:-1] for c in group if "[" in c.id]
         name = short(group[0]).split(" [")[0] + (f" [{', '.join(quals)}]" if quals else "")
@@ -109,7 +111,11 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
     if rest:
         more = Counter(c.cause_kind for c in rest).most_common()
         out.append(
-            f"{len(rest)} more rows not {'confirmed' if origin is Origin.EXTENSION else 'reproduced'} ("
+            f"{len(rest)} more rows "
+            + {Origin.EXTENSION: "not confirmed", Origin.STAND_IN: "behaving otherwise"}.get(
+                origin, "not reproduced"
+            )
+            + " ("
             + ", ".join(f"{k} {n}" for k, n in more)
             + ")."
         )
@@ -118,13 +124,17 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
 
 def sample_sentence(rows: Sequence[Claim]) -> str:
     """What the sample size decides: samples per condition, provisional rows, undecided rows and their n."""
-    ns = sorted({int(c.n) for c in rows if c.n is not None})
     provisional = sum(1 for c in rows if c.provisional)
     undecided = [c for c in rows if c.undecided]
     needed = [int(c.needed_n) for c in undecided if c.needed_n is not None]
     parts = []
-    if ns:
-        parts.append(f"samples per condition n = {ns[0]}" + (f"-{ns[-1]}" if ns[-1] != ns[0] else ""))
+    for unit, what in (
+        ("networks", "networks (weight draws) per random-init row"),
+        ("samples", "samples per row"),
+    ):
+        ns = sorted({int(c.n) for c in rows if c.n is not None and c.unit == unit})
+        if ns:
+            parts.append(f"{what} n = {ns[0]}" + (f"-{ns[-1]}" if ns[-1] != ns[0] else ""))
     parts.append(f"{provisional} rows provisional (judged at their rule's minimum sample size)")
     if undecided:
         parts.append(

@@ -327,6 +327,6 @@ def tally_line(origin: str, counts: dict[str, dict[str, int]]) -> str:
     head = origin + (
         " (the stand-ins' own behaviour, not the paper's tally)" if origin == Origin.STAND_IN else ""
     )
-    plotted = ", ".join(f"{n} {k}" for k, n in counts["as plotted"].items())
+    plotted = ", ".join(f"{n} {class_word(k, origin)}" for k, n in counts["as plotted"].items())
     mech = ", ".join(f"{n} {k}" for k, n in counts["mechanism"].items())
     return f"{head}: as plotted {plotted}" + (f"; mechanism {mech}" if mech else "")

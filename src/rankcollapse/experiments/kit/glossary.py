@@ -148,8 +148,8 @@ GLOSSARY: dict[str, str] = {
     "directional starts": "one start 1e-4 away along each stable tangent eigendirection of an equilibrium; "
     "it returns when its distance halves within twice the layers its eigenvalue needs: 'stable in certain "
     "directions', checked on the map itself",
-    "saddle": "an equilibrium with both stable and unstable tangent directions; an equilibrium with no stable "
-    "direction (only unstable and neutral ones) is not a saddle",
+    "saddle": "an equilibrium with both stable and unstable tangent directions; an equilibrium with no "
+    "stable direction (only unstable and neutral ones) is not a saddle",
     "red segment": "the arc of token 2's starts (token 1 at (0, 1)) that converges to B: Fig. 1's red arc",
     "meet": "both tokens end at the same point (mu_rel below the floor): the pair collapsed",
 }

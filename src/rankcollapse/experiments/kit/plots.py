@@ -221,7 +221,11 @@ def panel_figure(
             ax.set_xlabel(xlabel)
             if c == 0:
                 ax.set_ylabel(ylabel)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles, labels = [], []
+    for h, lab in zip(*axes[0][0].get_legend_handles_labels(), strict=True):
+        if lab not in labels:  # one entry per label (the raw floor's dotted line repeats per series)
+            handles.append(h)
+            labels.append(lab)
     for row in axes:
         for ax in row:
             for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):

@@ -130,7 +130,10 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         ax.axvline(0.0, color="red", lw=0.8)
         ax.set_yscale("log")
         share = float((p["phi0"] >= 0).mean()) if not p.empty else float("nan")
-        ax.set_title(f"{label}\nphi(0) >= 0 in {share:.0%} of {len(p)} samples", fontsize=8)
+        neg = float(p["negative_share"].mean()) if not p.empty else float("nan")
+        ax.set_title(
+            f"{label}\nnegative pairs {neg:.2%}; phi(0) >= 0 in {share:.0%} of {len(p)} samples", fontsize=8
+        )
         ax.set_xlabel("pairwise cosine of initial embeddings")
     flat[0].set_ylabel("number of token pairs (log)")
     flat[0].legend(fontsize=7)
@@ -138,8 +141,10 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     caption = (
         "Fig. 9: histograms of the pairwise cosines cos(x_i(0), x_j(0)), i != j, of 3 excerpts per model, "
-        "log counts so the negative tail shows (red line: 0). Titles give the share of all samples with "
-        "phi(0) = min cos >= 0, the condition of Corollary 1; stand-ins are named; checkpoints whose only "
+        "log counts so the negative tail shows (red line: 0). Titles give the mean share of negative token "
+        "pairs per sample (what the histogram shows: the row's 'as plotted') and the share of all samples "
+        "with phi(0) = min cos >= 0, the condition of Corollary 1 (its 'mechanism'); stand-ins are named; "
+        "checkpoints whose only "
         "offline stand-in is a random init are not drawn (untested)."
     )
     table = pd.concat(

@@ -150,6 +150,7 @@ def claims(sd: StoryData) -> list[Claim]:
                     judged(lambda t: rules.at_least(finals, t, "keep_min"), th),
                     runs=centerless,
                     figure="theorem1_bound",
+                    names=("final mu_rel of the runs without a center", ""),
                 )
             )
     data = sd.arm("radius")

@@ -349,7 +349,8 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     )
     for n, g in table.groupby(table["n"].astype(int), sort=True):
         out.append(_attracts_row(data, th, st["attracts"], int(n), g, ok))
-        out.append(_perturbed_row(data, th, st["attracts_perturbed"], int(n), g, ok))
+        if int(n) >= 3:  # the statement's scope: at N = d = 2 the full-rank B attracts (Fig. 1)
+            out.append(_perturbed_row(data, th, st["attracts_perturbed"], int(n), g, ok))
     neutral = [
         (
             f"rank {int(k)}",
@@ -429,7 +430,7 @@ def _perturbed_row(
     high = g[g["rank"] >= 2]
     share = high["share_returning"].astype(float)
     words = (
-        f"N = d = {n}: {len(high)} equilibria of rank >= 2 over w = "
+        f"{len(high)} equilibria of rank >= 2 over w = "
         f"{', '.join(f'{w:g}' for w in sorted(set(high['w'].astype(float))))}; nearby starts back with every "
         f"token perturbed: {int((share > 0).sum())} draw some back (largest share {share.max():.2f}); with "
         f"token 1 held: {int((high['share_returning_held'].astype(float) > 0).sum())}"
@@ -486,64 +487,64 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("paper")
     if data is not None:
         table = data.rows
-        keys = sorted(set(zip(table["n"].astype(int), table["w"].astype(float), strict=True)))
+        ns = sorted(set(table["n"].astype(int)))
+        ws = sorted(set(table["w"].astype(float)))
         plt = pyplot()
+        # one row per N = d; per w two panels: the equilibria by rank, and how many nearby starts come back
         fig, axes = plt.subplots(
-            2, len(keys), figsize=(2.9 * len(keys), 5.6), squeeze=False, constrained_layout=True
+            len(ns),
+            2 * len(ws),
+            figsize=(2.6 * 2 * len(ws), 2.6 * len(ns)),
+            squeeze=False,
+            constrained_layout=True,
         )
-        for col, (n, w) in enumerate(keys):
-            ax, bx = axes[0][col], axes[1][col]
-            sub = table[(table["n"].astype(int) == n) & (table["w"].astype(float) == w)]
-            ranks = np.arange(1, n + 1)
-            paper = [int(((sub["rank"] == k) & (sub["family"] == "paper")).sum()) for k in ranks]
-            other = [int(((sub["rank"] == k) & (sub["family"] == "other")).sum()) for k in ranks]
-            ax.bar(ranks, paper, color="C0", label="paper's family")
-            ax.bar(ranks, other, bottom=paper, color="C1", label="other branches")
-            jitter = (np.arange(len(sub)) % 7 - 3) * 0.04
-            ax2 = ax.twinx()
-            ax2.plot(
-                sub["rank"].astype(float) + jitter, sub["unstable"], "k.", ms=3, label="unstable directions"
-            )
-            ax2.plot(
-                sub["rank"].astype(float) + jitter + 0.02,
-                sub["stable"],
-                "g+",
-                ms=4,
-                label="stable directions",
-            )
-            ax2.set_ylabel("directions (markers)", fontsize=7)
-            ax.set_title(f"N = d = {n}, w = {w:g}", fontsize=9)
-            ax.set_xticks(ranks)
-            ax.set_xlabel("rank")
-            x = sub["rank"].astype(float) + jitter
-            bx.plot(
-                x - 0.1,
-                sub["share_returning_held"].astype(float),
-                "o",
-                color="C2",
-                ms=4,
-                mfc="C2",
-                label="token 1 held at e_d",
-            )
-            bx.plot(
-                x + 0.1,
-                sub["share_returning"].astype(float),
-                "s",
-                color="C3",
-                ms=4,
-                mfc="none",
-                label="every token perturbed",
-            )
-            bx.set_ylim(-0.05, 1.05)
-            bx.set_xticks(ranks)
-            bx.set_xlabel("rank")
-            if col == 0:
-                ax.set_ylabel("equilibria")
-                bx.set_ylabel("share of nearby starts back")
-                h1, l1 = ax.get_legend_handles_labels()
-                h2, l2 = ax2.get_legend_handles_labels()
-                ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="upper left")
-                bx.legend(fontsize=6, loc="upper left")
+        for row, n in enumerate(ns):
+            for col, w in enumerate(ws):
+                ax, bx = axes[row][2 * col], axes[row][2 * col + 1]
+                sub = table[(table["n"].astype(int) == n) & (table["w"].astype(float) == w)]
+                ranks = np.arange(1, n + 1)
+                paper = [int(((sub["rank"] == k) & (sub["family"] == "paper")).sum()) for k in ranks]
+                other = [int(((sub["rank"] == k) & (sub["family"] == "other")).sum()) for k in ranks]
+                ax.bar(ranks, paper, color="C0", label="paper's family")
+                ax.bar(ranks, other, bottom=paper, color="C1", label="other branches")
+                jitter = (np.arange(len(sub)) % 7 - 3) * 0.04
+                ax2 = ax.twinx()
+                x = sub["rank"].astype(float) + jitter
+                ax2.plot(x, sub["unstable"], "k.", ms=3, label="unstable directions")
+                ax2.plot(x + 0.02, sub["stable"], "g+", ms=4, label="stable directions")
+                ax2.tick_params(labelsize=7)
+                ax.set_title(f"N = d = {n}, w = {w:g}: equilibria", fontsize=8)
+                bx.set_title(f"N = d = {n}, w = {w:g}: starts back", fontsize=8)
+                bx.plot(
+                    x - 0.1,
+                    sub["share_returning_held"].astype(float),
+                    "o",
+                    color="C2",
+                    ms=4,
+                    label="token 1 held at e_d",
+                )
+                bx.plot(
+                    x + 0.1,
+                    sub["share_returning"].astype(float),
+                    "s",
+                    color="C3",
+                    ms=4,
+                    mfc="none",
+                    label="every token perturbed",
+                )
+                bx.set_ylim(-0.05, 1.05)
+                for a_ in (ax, bx):
+                    a_.set_xticks(ranks)
+                    a_.set_xlabel("rank", fontsize=8)
+                if col == len(ws) - 1:
+                    ax2.set_ylabel("directions (markers)", fontsize=7)
+                if row == 0 and col == 0:
+                    h1, l1 = ax.get_legend_handles_labels()
+                    h2, l2 = ax2.get_legend_handles_labels()
+                    ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="upper left")
+                    bx.legend(fontsize=6, loc="center left")
+            axes[row][0].set_ylabel("equilibria")
+            axes[row][1].set_ylabel("share of 8 starts back")
         fig.suptitle(
             "Theorem 3 (paper's construction): equilibria of every rank for one bidiagonal W_V, and how "
             "stable",
