@@ -194,3 +194,63 @@ def test_thresholds_live_in_the_yaml_not_in_python():
             ):
                 offenders.append(f"{path.name}: {node.target.id} = ...")
     assert offenders == []
+
+
+#: A story that measures something the kit has never been told about (the effective rank of X(t), any
+#: per-sample metric of rankcollapse.metrics), named once in its YAML, judged by a kit rule: its two files
+#: are all it takes.
+_NEW_QUANTITY = """
+from rankcollapse.experiments.engine.story import Arm, Statement, Story
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import judged, model_row
+from rankcollapse.experiments.kit.data import arm_models, by_label, curves_by
+from rankcollapse.experiments.kit.tasks import MODEL_CURVES
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+STATEMENTS = (
+    Statement("erank_falls", "The effective rank of X(t) falls exponentially in a SAN", "ours", "collapsing"),
+)
+
+
+def claims(sd):
+    th = Thresholds.of("erank", sd.verdict, sd.ranges)
+    out = []
+    for arm, data, label, _, frame in arm_models(sd, ("main",), "curve"):
+        masks = list(dict.fromkeys(frame["mask"]))
+        curves = by_label(curves_by(frame, "effective_rank", ["variant", "mask"]), "attn", masks, ["float64"])
+        j = judged(lambda t: rules.san_collapse(curves, t), th)
+        out.append(model_row("erank", STATEMENTS[0], data, th, j, None, frame, qualifier=arm, figure=""))
+    return out
+
+
+STORY = Story(name="erank", statements=STATEMENTS, arms=(Arm("main", MODEL_CURVES),), claims=claims)
+"""
+_NEW_QUANTITY_YAML = """
+title: the effective rank of a SAN
+verdict: {rate_tol: 0.02, min_samples: 4}
+arms:
+  main:
+    base: {model: "tiny:bert", variants: [attn], masks: [complete], layers: 4, tokens: 12, samples: 2,
+           dtype: float64, quantities: [mu, mu_rel, effective_rank]}
+    grid: {seed: [0, 1, 2]}
+"""
+
+
+def test_a_claim_on_a_quantity_the_kit_never_saw_is_one_story_and_its_yaml(package, tmp_path):
+    name, folder = package
+    (folder / "erank.py").write_text(textwrap.dedent(_NEW_QUANTITY))
+    (folder / "erank.yaml").write_text(textwrap.dedent(_NEW_QUANTITY_YAML))
+    result = reproduce(
+        tmp_path / "out", profile="full", workers=1, progress=False, stories=discover_stories(name)
+    )
+    row = next(c for c in result.claims if c.id == "erank.erank_falls[main]")
+    assert row.n == 3 and row.unit == "networks" and "effective_rank" not in row.verdict
+    assert row.as_plotted in ("reproduced", "not reproduced", "inconclusive") and row.evidence
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "out" / "runs.csv")
+    assert {"effective_rank", "effective_rank_drop", "mu_rel"} <= set(table.columns)
+    with pytest.raises(RankCollapseError, match="unknown quantity 'entropy_of_nothing'"):
+        from rankcollapse.models.measure import CurvesConfig
+
+        CurvesConfig(model="tiny:bert", quantities=("entropy_of_nothing",))

@@ -1,13 +1,14 @@
 """Thin task adapters over ``models`` and ``dynamics``: one grid point in, per-layer rows out.
 
 Every adapter turns the flat params of one run into the API's config (unknown keys are an error),
-runs it, and returns rows the kit's curves read (``kind = curve`` rows of :func:`curve_rows`: per
-layer, over the run's samples, mean / sample std / min / max / log drop of ``mu`` and ``mu_rel``).
+runs the measurement there (nothing here measures), and returns rows the kit's curves read (``kind =
+curve`` rows of :func:`curve_rows`: per layer, over the run's samples, mean / sample std / min / max /
+log drop of each quantity, ``mu`` and ``mu_rel`` unless a run names others in ``quantities``).
 
-- :func:`model_curves` (Figs. 2, 3, 6, 7): one model, every variant x mask x d_qk on the same
-  excerpts, the conditions advancing layer by layer together (each layer built once per run);
-- :func:`model_geometry` (Figs. 4, 8, 9): the model's own blocks; per-layer geometry
-  (``metrics.token_geometry``), singular values, initial pairwise cosines with the offending pairs;
+- :func:`model_curves` (Figs. 2, 3, 6, 7): ``models.measure.measure_curves``: one model, every variant
+  x mask x d_qk on the same excerpts;
+- :func:`model_geometry` (Figs. 4, 8, 9): ``models.measure.measure_geometry``: the model's own blocks;
+  per-layer geometry, singular values, initial pairwise cosines with the offending pairs;
 - :func:`simulate_curves`: the simulator (``rankcollapse.dynamics``), one run's batch as samples,
   with Theorem 1's bound per layer where it applies;
 - :func:`simulate`, :func:`analyze`: the plain simulator and model analysis rows, for custom sweeps.
@@ -28,14 +29,9 @@ does not apply: the simulator draws every sample from one generator). Each run's
 
 from __future__ import annotations
 
-import math
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
@@ -45,9 +41,6 @@ from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
 
 Execution = dict[str, Any] | None
 
-#: The value of a ``masks`` entry that means each layer's own mask (the model's config).
-OWN_MASK = "own"
-
 
 def _execution(execution: Execution) -> tuple[str, int | None]:
     """``(device, batch_size)`` of a run's execution settings (absent: ``cpu``, one batch)."""
@@ -55,322 +48,58 @@ def _execution(execution: Execution) -> tuple[str, int | None]:
     return str(execution.get("device") or "cpu"), execution.get("batch_size")
 
 
-class _Ticks:
-    """``on_layer`` called ``layers`` times in all (as for one batch), spread evenly over the
-    ``layers x batches`` steps of a run streamed in batches, with the layer indices 0, 1, ... in order."""
-
-    def __init__(self, on_layer: OnLayer, layers: int, batches: int) -> None:
-        self.on_layer, self.layers, self.steps = on_layer, layers, max(1, layers * batches)
-        self.done = self.sent = 0
-
-    def step(self) -> None:
-        self.done += 1
-        while self.sent < self.done * self.layers // self.steps:
-            self.on_layer(self.sent)
-            self.sent += 1
-
-
-def model_columns(model: Any) -> dict[str, Any]:
-    """What every row says about its model: words for figures, and whether it is a stand-in."""
-    src = model.source
-    return {
-        "model_label": model.label,
-        "model_name": model.name,
-        "model_kind": getattr(src, "kind", ""),
-        "pretrained": bool(getattr(src, "pretrained", True)),
-        "stand_in_for": getattr(src, "stand_in_for", None) or "",
-        "d_model": int(model.d_model),
-    }
-
-
-@dataclass
-class CurvesConfig:
-    """One run of :func:`model_curves`: one model, dtype and seed; every variant x mask x d_qk."""
-
-    model: str = "random:bert-base-uncased"
-    variants: tuple[str, ...] = ("attn", "attn+skip", "attn+ln", "attn+skip+ln", "full")
-    masks: tuple[str, ...] = ("complete", "causal", "window:w=1", "causal-window:w=1")
-    d_qk: tuple[float | None, ...] = (None,)
-    layers: int | None = None
-    corpus: str = "wikipedia"
-    samples: int = 4
-    tokens: int = 128
-    dtype: str = "float32"
-    seed: int = 0
-    float64_variants: tuple[str, ...] | None = None  # variants run when dtype is float64 (None: all)
-
-    def __post_init__(self) -> None:
-        from rankcollapse.models import MODES
-
-        if self.float64_variants is not None and dtype_name(self.dtype) == "float64":
-            self.variants = tuple(self.float64_variants)
-        self.variants, self.masks = tuple(self.variants), tuple(self.masks)
-        self.d_qk = tuple(None if d is None else float(d) for d in self.d_qk)
-        bad = [v for v in self.variants if v not in MODES]
-        if bad:
-            raise RankCollapseError(f"unknown variant {bad[0][:40]!r}; allowed: {', '.join(MODES)}")
-        if not (self.variants and self.masks and self.d_qk):
-            raise RankCollapseError("variants, masks and d_qk each need at least one value")
-        if any(d is not None and not (d > 0 and math.isfinite(d)) for d in self.d_qk):
-            raise RankCollapseError(f"d_qk values must be positive finite numbers, got {list(self.d_qk)}")
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
-        if self.layers is not None and self.layers < 1:
-            raise RankCollapseError(f"layers must be >= 1 (or null: the model's own), got {self.layers}")
-        self.dtype = dtype_name(self.dtype)
-
-
 def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
-    """mu and mu_rel per layer, over the samples, of every variant x mask x d_qk of one model.
-
-    ``execution``: the device and batch size (module docstring); per batch of excerpts [b', n] every
-    condition's stream advances layer by layer together, and each condition's per-sample values
-    [b, L+1] are the batches' concatenated before :func:`curve_rows` summarises them.
-    """
-    from rankcollapse.core.execution import batch_slices
-    from rankcollapse.metrics import per_sample_metrics
-    from rankcollapse.models import excerpts, iter_hidden_states
-    from rankcollapse.models.analyze import load_model_cached
-    from rankcollapse.models.stream import iter_batches
+    """Per layer, over the samples, every quantity of ``params["quantities"]`` (default ``mu``,
+    ``mu_rel``) of every variant x mask x d_qk of one model (``models.measure.measure_curves``), as the
+    kit's curve rows (:func:`curve_rows`, with ``x_norm`` and ``zero_share``)."""
+    from rankcollapse.models.measure import CurvesConfig, measure_curves
 
     cfg = config_from(CurvesConfig, params)
     device, batch_size = _execution(execution)
-    start = time.perf_counter()
-    model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
-    ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
-    depth = len(model.layers) if cfg.layers is None else cfg.layers
-    loaded = time.perf_counter() - start
-    conds = [(v, m, d) for v in cfg.variants for m in cfg.masks for d in cfg.d_qk]
-    chunks = batch_slices(cfg.samples, batch_size)
-    ticks = _Ticks(on_layer, depth + 1, len(chunks))
-    # per condition: one [b', L+1] array per batch, of mu, mu_rel and "underflowed" (mu_rel = 0/0)
-    values: dict[tuple, dict[str, list[np.ndarray]]] = {c: {"mu": [], "mu_rel": []} for c in conds}
-    zeros: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
-    norms: dict[tuple, list[np.ndarray]] = {c: [] for c in conds}
-    for batch in iter_batches(ids, batch_size, model.device):
-        streams = [
-            iter_hidden_states(
-                model, batch.ids, mode=v, mask=None if m == OWN_MASK else m, d_qk=d, layers=depth
-            )
-            for v, m, d in conds
-        ]
-        layers: dict[tuple, dict[str, list[np.ndarray]]] = {
-            c: {"mu": [], "mu_rel": [], "zero": [], "x_norm": []} for c in conds
-        }
-        for t in range(depth + 1):
-            for cond, stream in zip(conds, streams, strict=True):
-                t_got, _, x = next(stream)
-                assert t_got == t
-                x = batch.real(x)
-                got = {k: v.numpy() for k, v in per_sample_metrics(x, ("mu", "mu_rel")).items()}
-                layers[cond]["mu"].append(got["mu"])
-                layers[cond]["mu_rel"].append(got["mu_rel"])
-                # finite tokens whose norm rounds to 0 in the dtype: mu_rel = 0/0 (underflow, not overflow)
-                finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
-                layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"]))
-                layers[cond]["x_norm"].append(
-                    torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
-                )
-            ticks.step()
-        for cond in conds:
-            for q in ("mu", "mu_rel"):
-                values[cond][q].append(np.stack(layers[cond][q], axis=1))
-            zeros[cond].append(np.stack(layers[cond]["zero"], axis=1))
-            norms[cond].append(np.stack(layers[cond]["x_norm"], axis=1))
-    info = model_columns(model)
-    rows, nonfinite = [], []
-    for (v, m, d), vals in values.items():
-        arrays = {q: np.concatenate(a, axis=0) for q, a in vals.items()}  # [b, L+1]
-        d_used = float(model.own_d_qk) if d is None else d
-        zero, norm = np.concatenate(zeros[(v, m, d)], axis=0), np.concatenate(norms[(v, m, d)], axis=0)
-        for row in curve_rows(arrays, cfg.dtype, zero, norm):
+    m = measure_curves(cfg, on_layer, device, batch_size)
+    rows = []
+    for v, mask, d in m.conditions:
+        cond = (v, mask, d)
+        for row in curve_rows(m.values[cond], cfg.dtype, m.zero[cond], m.x_norm[cond]):
             rows.append(
-                {"kind": "curve", "variant": v, "mask": m, "d_qk": d_used, "dtype": cfg.dtype, **info, **row}
+                {"kind": "curve", "variant": v, "mask": mask, "d_qk": d, "dtype": cfg.dtype, **m.model, **row}
             )
-        if not np.isfinite(arrays["mu"]).all():
-            nonfinite.append(f"{v} / {m} / d_qk={d_used:g}")
-    summary = {
-        **info,
-        "conditions": len(conds),
-        "layers_run": depth,
-        "load_s": round(loaded, 2),
-        "nonfinite_conditions": "; ".join(nonfinite),
-        "device": str(model.device),
-        "batch_size": chunks[0].stop - chunks[0].start if chunks else 0,
-    }
-    return RunOutput(rows, summary)
-
-
-@dataclass
-class GeometryConfig:
-    """One run of :func:`model_geometry`: one model, its own blocks (``mode``), its own depth."""
-
-    model: str = "paper:bert-base-uncased"
-    mode: str = "full"
-    layers: int | None = None
-    corpus: str = "wikipedia"
-    samples: int = 8
-    tokens: int = 128
-    dtype: str = "float32"
-    seed: int = 0
-    spectrum_samples: int = 0
-    cosine_samples: int = 0
-    cosine_bins: int = 40
-
-    def __post_init__(self) -> None:
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
-        if not 0 <= self.spectrum_samples <= self.samples or not 0 <= self.cosine_samples <= self.samples:
-            raise RankCollapseError(
-                f"spectrum_samples and cosine_samples must be in 0..samples={self.samples}, got "
-                f"{self.spectrum_samples}, {self.cosine_samples}"
-            )
-        if self.layers is not None and self.layers < 0:
-            raise RankCollapseError(f"layers must be >= 0 (or null: the model's own), got {self.layers}")
-        self.dtype = dtype_name(self.dtype)
+    return RunOutput(rows, m.summary)
 
 
 def model_geometry(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
-    """Token geometry per layer (Fig. 4), singular values (Fig. 8), initial cosines (Fig. 9).
-
-    Rows ``kind = geometry`` (per layer: each column of ``metrics.token_geometry`` as mean / sample std /
-    min / max over samples, and ``rank_limit``: how the structural maximum rank was set), ``kind = sv``
-    (every singular value of the first ``spectrum_samples`` samples), ``kind = cos_hist`` (histogram of
-    the pairwise cosines of X(0) of the first ``cosine_samples``), ``kind = phi0`` (per sample: the
-    smallest pairwise cosine of X(0), its token pair, the share of negative pairs).
-
-    ``execution``: the device and batch size (module docstring); the rows, in their order, are those
-    of one batch: per-sample values are concatenated over the batches before they are summarised.
-    """
-    from rankcollapse.core.execution import batch_slices
-    from rankcollapse.metrics import GEOMETRY_NAMES, token_geometry
-    from rankcollapse.models import excerpts, iter_hidden_states
-    from rankcollapse.models.analyze import load_model_cached
-    from rankcollapse.models.loading import structural_rank
-    from rankcollapse.models.stream import iter_batches
+    """Token geometry per layer (Fig. 4), singular values (Fig. 8), initial cosines (Fig. 9) of one model
+    (``models.measure.measure_geometry``) as rows: ``kind = geometry`` (per layer: each column of
+    ``metrics.token_geometry`` as mean / sample std / min / max over samples, and ``rank_limit``),
+    ``kind = sv``, ``kind = cos_hist``, ``kind = phi0`` (the measurement's own rows, with the model's
+    columns)."""
+    from rankcollapse.metrics import GEOMETRY_NAMES
+    from rankcollapse.models.measure import GeometryConfig, measure_geometry
 
     cfg = config_from(GeometryConfig, params)
     device, batch_size = _execution(execution)
-    model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
-    ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
-    info = model_columns(model)
-    cap, why = structural_rank(model, cfg.tokens)
-    own = len(model.layers) if model.dissected else model.n_model_layers
-    chunks = batch_slices(cfg.samples, batch_size)
-    ticks = _Ticks(on_layer, (own if cfg.layers is None else cfg.layers) + 1, len(chunks))
-    distinct_all: list[Tensor] = []
-    sv_rows: dict[int, list[dict[str, Any]]] = {}  # per layer, over the batches in sample order
-    cos_rows: list[dict[str, Any]] = []
-    per_layer: dict[str, dict[int, list[np.ndarray]]] = {}  # name -> layer -> one array per batch
-    for batch in iter_batches(ids, batch_size, model.device):
-        first = batch.rows.start
-        distinct: Tensor | None = None
-        for t, _, x in iter_hidden_states(model, batch.ids, mode=cfg.mode, layers=cfg.layers):
-            x = batch.real(x)
-            if distinct is None:  # X(0): rows equal only where the model embeds a repeated token alike
-                distinct = torch.tensor([torch.unique(x[s], dim=0).shape[0] for s in range(x.shape[0])])
-                distinct_all.append(distinct)
-                limit = distinct.clamp(max=cap)
-            else:
-                limit = distinct
-            got, sv = token_geometry(x, limit)
-            for k, v in got.items():
-                per_layer.setdefault(k, {}).setdefault(t, []).append(v.numpy())
-            for s in range(first, min(cfg.spectrum_samples, batch.rows.stop)):
-                sv_rows.setdefault(t, []).extend(
-                    {
-                        "kind": "sv",
-                        "layer": t,
-                        "sample": s,
-                        "index": i,
-                        "sigma": float(v),
-                        "dtype": cfg.dtype,
-                        **info,
-                    }
-                    for i, v in enumerate(sv[s - first].tolist())
-                )
-            if t == 0:
-                cos_rows.extend(_initial_cosines(x, ids[batch.rows], model, cfg, info, first))
-            ticks.step()
-    mean_distinct = float(torch.cat(distinct_all).double().mean())
-    note = f"rank_max = distinct rows of X(0) (mean {mean_distinct:.4g}), capped at X(0) by {why}"
-    layers = sorted(per_layer["full_rank"])
+    m = measure_geometry(cfg, on_layer, device, batch_size)
+    layers = sorted(m.per_layer["full_rank"])
     rows: list[dict[str, Any]] = []
     for t in layers:
-        rows.extend(sv_rows.get(t, []))
+        rows.extend({**r, "dtype": cfg.dtype, **m.model} for r in m.spectra.get(t, []))
         if t == 0:
-            rows.extend(cos_rows)
+            rows.extend({**r, **m.model} for r in m.cosines)
     for t in layers:
         row: dict[str, Any] = {
             "kind": "geometry",
             "layer": t,
             "samples": cfg.samples,
             "dtype": cfg.dtype,
-            **info,
-            "rank_limit": note,
+            **m.model,
+            "rank_limit": m.rank_limit,
         }
-        values = {k: np.concatenate(per_layer[k][t]) for k in per_layer}
+        values = {k: m.per_layer[k][t] for k in m.per_layer}
         row["finite"] = float(np.isfinite(values["sigma_max"]).mean())
         for k in GEOMETRY_NAMES:
             row.update(sample_stats(k, values[k]))
         rows.append(row)
-    summary = {**info, "layers_run": len(layers) - 1, "rank_limit": note, "device": str(model.device)}
-    summary["batch_size"] = chunks[0].stop - chunks[0].start
-    return RunOutput(rows, summary)
-
-
-def _initial_cosines(
-    x: Tensor, ids: Tensor, model: Any, cfg: GeometryConfig, info: dict[str, Any], first: int = 0
-) -> list[dict[str, Any]]:
-    """``phi0`` rows of every sample of X(0) ``x`` [b, n, d] (with its most negative token pair, decoded)
-    and ``cos_hist`` rows; ``first``: the run's index of the batch's first sample."""
-    from rankcollapse.metrics import pairwise_cosines
-
-    cos = pairwise_cosines(x).cpu()
-    n = cos.shape[-1]
-    off = ~torch.eye(n, dtype=torch.bool)
-    rows: list[dict[str, Any]] = []
-    edges = np.linspace(-1.0, 1.0, cfg.cosine_bins + 1)
-    tok = getattr(model, "tokenizer", None)
-    for b in range(cos.shape[0]):
-        s = first + b  # the sample's index in the run
-        c = cos[b].masked_fill(~off, math.inf)
-        flat = int(torch.argmin(c))
-        i, j = divmod(flat, n)
-        pair = ""
-        if tok is not None:
-            words = tok.convert_ids_to_tokens([int(ids[b, i]), int(ids[b, j])])
-            pair = f"{words[0]} / {words[1]}"
-        pairs = cos[b][off].numpy()
-        rows.append(
-            {
-                "kind": "phi0",
-                "layer": 0,
-                "sample": s,
-                "phi0": float(pairs.min()),
-                "pair": pair,
-                "pair_positions": f"{i},{j}",
-                "negative_share": float((pairs < 0).mean()),
-                "mean_cos": float(pairs.mean()),
-                "tokenizer": str(model.info.get("tokenizer", "")),
-                **info,
-            }
-        )
-        if s < cfg.cosine_samples:
-            counts, _ = np.histogram(pairs, bins=edges)
-            rows.extend(
-                {
-                    "kind": "cos_hist",
-                    "layer": 0,
-                    "sample": s,
-                    "bin_lo": float(lo),
-                    "bin_hi": float(hi),
-                    "count": int(k),
-                    **info,
-                }
-                for lo, hi, k in zip(edges[:-1], edges[1:], counts, strict=True)
-            )
-    return rows
+    return RunOutput(rows, m.summary)
 
 
 def _simulation_config(params: dict[str, Any], execution: Execution) -> Any:
