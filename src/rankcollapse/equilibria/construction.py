@@ -7,6 +7,7 @@ See docs/equilibria.md for the construction and why it works. All matrices use t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -54,8 +55,9 @@ def _check(n: int, d: int, k: int) -> None:
         raise RankCollapseError(f"rank k must be in 1..min(n, d) = 1..{min(n, d)}, got {k}")
 
 
-def _settle(x0: Tensor, w_v: Tensor, mask: Tensor | None, w_qk: Tensor | None, d_qk: float,
-            steps: int = 3000) -> Tensor:
+def _settle(
+    x0: Tensor, w_v: Tensor, mask: Tensor | None, w_qk: Tensor | None, d_qk: float, steps: int = 3000
+) -> Tensor:
     x = iterate(x0, w_v, steps, mask, w_qk, d_qk)
     x = newton_polish(x, w_v, mask, w_qk, d_qk)
     if residual(x, w_v, mask, w_qk, d_qk) > 1e-10:
@@ -68,7 +70,7 @@ def _embed_block(d: int, block: Tensor) -> Tensor:
     b = block.shape[0]
     w = torch.zeros(d, d, dtype=torch.float64)
     w[: d - b, : d - b] = OFF_BLOCK_GAIN * torch.eye(d - b, dtype=torch.float64)
-    w[d - b:, d - b:] = block
+    w[d - b :, d - b :] = block
     return w
 
 
@@ -113,13 +115,25 @@ def construct_designed(entry: dict, d: int) -> Construction:
     w_qk = beta * torch.eye(d, dtype=torch.float64)
     mask_spec = "causal"
     x = newton_polish(x, w_v, resolve_mask(mask_spec, n), w_qk, 1.0)
-    return Construction(n, d, k, w_v, mask_spec, x, w_qk=w_qk, d_qk=1.0,
-                        basin_radius=float(entry.get("basin_radius", 0.0)),
-                        notes=f"designed equilibrium (tokens 0..{n - k} at u = e_0, {k - 1} more core "
-                              f"tokens), W_V = Y^-1 diag(lambda) X on the first {k} coordinates, gain "
-                              f"{gain:.3g} elsewhere, W_QK = {beta:.4g} I (repulsive)",
-                        extra={"design_spectral_radius": entry.get("spectral_radius"), "beta": beta,
-                               "source": "ours (designed stable equilibrium)"})
+    return Construction(
+        n,
+        d,
+        k,
+        w_v,
+        mask_spec,
+        x,
+        w_qk=w_qk,
+        d_qk=1.0,
+        basin_radius=float(entry.get("basin_radius", 0.0)),
+        notes=f"designed equilibrium (tokens 0..{n - k} at u = e_0, {k - 1} more core "
+        f"tokens), W_V = Y^-1 diag(lambda) X on the first {k} coordinates, gain "
+        f"{gain:.3g} elsewhere, W_QK = {beta:.4g} I (repulsive)",
+        extra={
+            "design_spectral_radius": entry.get("spectral_radius"),
+            "beta": beta,
+            "source": "ours (designed stable equilibrium)",
+        },
+    )
 
 
 def construct_rank_k(n: int, d: int, k: int) -> Construction:
@@ -151,5 +165,54 @@ def construct_rank_k(n: int, d: int, k: int) -> Construction:
     x0[1:, d - 1] = -0.996
     x0 = x0 / torch.linalg.vector_norm(x0, dim=-1, keepdim=True)
     x = _settle(x0, w_v, mask, None, 1.0)
-    return Construction(n, d, 2, w_v, mask_spec, x,
-                        notes="token 0 at u, token 1 at the counterexample's B, later tokens settled from B")
+    return Construction(
+        n,
+        d,
+        2,
+        w_v,
+        mask_spec,
+        x,
+        notes="token 0 at u, token 1 at the counterexample's B, later tokens settled from B",
+    )
+
+
+def designed_measurement(
+    n: int, d: int, k: int, *, samples: int, radius: float | str, steps: int, seed: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Ours: the designed stable equilibrium of rank ``k`` (:func:`construct_rank_k`) checked by
+    ``finder.verify_equilibrium``: residual, numerical rank, tangent spectral radius, and the share of
+    ``samples`` inputs within ``radius`` (``"auto"``: the construction's basin radius) converging in
+    ``steps`` layers. A rank with no construction gives a row with ``constructed = False``. Returns
+    (one row, its summary)."""
+    from rankcollapse.equilibria.finder import verify_equilibrium
+
+    try:
+        c = construct_rank_k(n, d, k)
+    except RankCollapseError as err:
+        return [{"k": k, "constructed": False, "reason": str(err)}], {"constructed": False}
+    gen = torch.Generator().manual_seed(seed)
+    radius = c.basin_radius if radius == "auto" else float(radius)
+    eq = verify_equilibrium(
+        c.x,
+        c.w_v,
+        c.mask_tensor(),
+        c.w_qk,
+        c.d_qk,
+        steps=steps,
+        init=c.neighbourhood_inputs(samples, radius, gen),
+    )
+    row = {
+        "k": k,
+        "constructed": True,
+        "reason": "",
+        "rank": eq.rank,
+        "residual": eq.residual,
+        "spectral_radius": eq.spectral_radius,
+        "stable": eq.stable,
+        "basin_fraction": eq.basin_fraction,
+        "basin_ci_low": eq.basin_ci[0],
+        "basin_ci_high": eq.basin_ci[1],
+        "basin_radius": radius,
+        "mask": c.mask,
+    }
+    return [row], {k2: v for k2, v in row.items() if k2 != "k"}

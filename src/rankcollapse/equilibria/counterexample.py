@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -383,3 +384,71 @@ def antipode_threshold(cx: Counterexample) -> float:
     s_x = float(u @ cx.w_qk @ u) * scale
     alpha = 1.0 / (1.0 + math.exp(s_x - s_u))
     return (1.0 - 2.0 * alpha) / (1.0 - alpha)
+
+
+def surrogate_measurements(
+    w_v: Any,
+    w_qk: Any,
+    d_qk: float,
+    *,
+    token0: tuple[float, float],
+    angles: int,
+    steps: int,
+    rank_tol: float,
+    arc_grid: int,
+    arc_steps: int,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Our surrogate counterexample (:func:`counterexample_2d`) measured: token 1 from ``angles`` starts
+    evenly spaced on the circle (token 0 at ``token0``), ``steps`` layers with and without LayerNorm.
+
+    Rows: one per start angle with token 1's limit, the final numerical rank (``metrics.num_rank``,
+    ``s_k > rank_tol s_1``) and |det| with LayerNorm, the final mu_rel without it (``metrics.mu_rel``) and
+    the last layer's attention of token 1 on token 0 (~0: token 1 no longer moves). Summary: the fixed
+    points, point B and its basin arc (:func:`basin_arc`; length 0 where there is no off-axis stable
+    point)."""
+    from rankcollapse.equilibria.lnmap import attention_matrix, causal_mask
+    from rankcollapse.metrics import mu_rel, num_rank
+
+    cx = counterexample_2d(w_v, w_qk, d_qk)
+    start = np.asarray(token0, dtype=np.float64)
+    theta = (np.arange(angles) + 0.5) * (2 * math.pi / angles)
+    with_ln = simulate_pair(start, theta, cx, steps=steps, layer_norm=True)  # [b, 2, 2]
+    without = simulate_pair(start, theta, cx, steps=steps, layer_norm=False)
+    ranks = num_rank(torch.as_tensor(with_ln), rtol=rank_tol).numpy()
+    rel = mu_rel(torch.as_tensor(without)).numpy()
+    attn = attention_matrix(torch.as_tensor(without), causal_mask(2), cx.torch_w_qk(), cx.d_qk)[:, 1, 0]
+    rows = [
+        {
+            "theta": float(th),
+            "ln_x": float(x[1, 0]),
+            "ln_y": float(x[1, 1]),
+            "ln_token0_x": float(x[0, 0]),
+            "ln_token0_y": float(x[0, 1]),
+            "ln_rank": int(r),
+            "ln_abs_det": float(abs(np.linalg.det(x))),
+            "noln_mu_rel": float(m),
+            "noln_attn_10": float(a),
+        }
+        for th, x, r, m, a in zip(theta, with_ln, ranks, rel, attn.tolist(), strict=True)
+    ]
+    fps = fixed_points_on_circle(cx)
+    summary: dict[str, Any] = {
+        "sink_x": float(cx.sink[0]),
+        "sink_y": float(cx.sink[1]),
+        "fixed_points": len(fps),
+        "stable_fixed_points": sum(p.stable for p in fps),
+    }
+    try:
+        arc = basin_arc(cx, grid=arc_grid, steps=arc_steps)
+        summary.update(
+            {
+                "B_x": arc.target_point[0],
+                "B_y": arc.target_point[1],
+                "arc_start": arc.start,
+                "arc_end": arc.end,
+                "arc_length": arc.length,
+            }
+        )
+    except RankCollapseError as err:  # no off-axis stable point: token 1 always collapses
+        summary.update({"arc_length": 0.0, "arc_error": str(err)})
+    return rows, summary

@@ -286,3 +286,70 @@ def moving_token1(
         "grid": grid,
         "source": SOURCE,
     }
+
+
+def paper_measurements(
+    w: float,
+    *,
+    per_arc: int,
+    steps: int,
+    token1: tuple[float, float],
+    moving_grid: int,
+    noln_steps: int,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Figs. 1 and 5 measured: the closed forms of :func:`paper_counterexample` against the iterated map.
+
+    Rows: one per arc (its start, end, closed-form limit, and the share of ``per_arc`` starts inside it
+    that end there after ``steps`` layers, with the largest distance). Summary: A, B, the red segment,
+    the residuals of A and B after one layer, token 1's limits from ``X11 = ±0.3``, the token distance
+    without LayerNorm (``X / ||X||_F``, 8 starts, ``noln_steps`` layers), and the basin of B while token 1
+    starts at ``token1`` and moves too (:func:`moving_token1`)."""
+    cx = paper_counterexample(w)
+    measured = arc_limits_by_iteration(w, per_arc=per_arc, steps=steps)
+    rows = []
+    for k, (a, m) in enumerate(zip(cx.arcs, measured, strict=True)):
+        row = {
+            **a.to_dict(),
+            "limit_x": a.limit[0],
+            "limit_y": a.limit[1],
+            "arc": k + 1,
+            "share_at_limit": m["share_at_limit"],
+            "max_distance": m["max_distance"],
+        }
+        row.pop("limit")
+        rows.append(row)
+    north = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    pts = torch.tensor([cx.A, cx.B], dtype=torch.float64)
+    one = run_pair(torch.stack([torch.stack([north, north]), pts], dim=1), w, 1)  # [2 starts, 2 tokens, 2]
+    residual = (one[:, 1] - pts).abs().amax(-1)
+    limits = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
+    t1 = run_pair(pair_inputs([[0.3, 0.5], [-0.3, 0.5]], [0.0, 0.0]), w, steps)[:, 0]
+    t1_dist = float(torch.linalg.vector_norm(t1 - limits, dim=-1).max())
+    starts = torch.linspace(0.3, 5.9, 8, dtype=torch.float64)
+    noln = run_pair(pair_inputs(list(token1), starts), w, noln_steps, layer_norm=False)
+    noln = noln / torch.linalg.vector_norm(noln, dim=(-2, -1), keepdim=True)
+    moving = moving_token1(w, tuple(token1), grid=moving_grid, steps=steps)
+    red = cx.red_segment
+    summary = {
+        "A_x": cx.A[0],
+        "A_y": cx.A[1],
+        "B_x": cx.B[0],
+        "B_y": cx.B[1],
+        "theta_a": cx.theta_a,
+        "theta_b": cx.theta_b,
+        "red_start": red[0],
+        "red_end": red[1],
+        "red_share": (red[1] - red[0]) / (2 * math.pi),
+        "A_residual": float(residual[0]),
+        "B_residual": float(residual[1]),
+        "token1_limit_pos_y": float(t1[0, 1]),
+        "token1_limit_neg_y": float(t1[1, 1]),
+        "token1_limit_distance": t1_dist,
+        "token1_distance_times_wt": t1_dist * w * steps,
+        "noln_token_distance": float(torch.linalg.vector_norm(noln[:, 0] - noln[:, 1], dim=-1).max()),
+        "moving_share_to_B": moving["share_to_B_measured"],
+        "moving_arcs": str(moving["arcs_to_B_measured"]),
+        "moving_token1_distance": moving["token1_distance_after_steps"],
+        "source": "paper (W_V = [[1, w], [0, 1]], W_Q = W_K = 0)",
+    }
+    return rows, summary

@@ -260,7 +260,7 @@ def lemma13_starts(d: int, w: float, samples: int, g: torch.Generator) -> tuple[
         r = torch.exp(gaussian((m, d - 2), g))
         v = torch.empty(m, d, dtype=torch.float64)
         v[:, 0] = -1.0
-        v[:, 1: d - 1] = -r * w ** torch.arange(1, d - 1, dtype=torch.float64)
+        v[:, 1 : d - 1] = -r * w ** torch.arange(1, d - 1, dtype=torch.float64)
         v[:, d - 1] = gaussian((m,), g) * torch.linalg.vector_norm(v[:, : d - 1], dim=-1)
         u = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
         total = lemma13_sum(r, w)
@@ -357,9 +357,10 @@ def check_f4(
     return out
 
 
-def directional_convergence(eqs: list[PaperEquilibrium], w_v: Tensor, *, radius: float = 1e-4,
-                            steps: int = 2000) -> list[dict[str, Any]]:
-    """"Stable in certain directions", measured: per equilibrium, a start ``radius`` along each eigenvector
+def directional_convergence(
+    eqs: list[PaperEquilibrium], w_v: Tensor, *, radius: float = 1e-4, steps: int = 2000
+) -> list[dict[str, Any]]:
+    """ "Stable in certain directions", measured: per equilibrium, a start ``radius`` along each eigenvector
     (real part) of the tangent map, both signs; each start is classified ``exponential`` / ``algebraic``
     (fit of its distance curve, when it comes back within ``radius``) or ``leaves``. Returns per equilibrium
     the counts of each kind over the ``2 N (d - 1)`` starts (``stays``: still more than half the start
@@ -402,3 +403,85 @@ def directional_convergence(eqs: list[PaperEquilibrium], w_v: Tensor, *, radius:
             kind = _fit(marks.astype(float), dist[:, s])["kind"]
         out[k][kind] += 1
     return out
+
+
+def theorem3_measurements(
+    n: int,
+    w: float,
+    *,
+    starts: int,
+    steps: int,
+    lemma13_samples: int,
+    lemma13_steps: int,
+    f4_starts: int,
+    f4_steps: int,
+    f4_newton: int,
+    seed: int,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Theorem 3 measured for one (N = d = ``n``, ``w``): every equilibrium of the bidiagonal ``W_V``
+    (:func:`~rankcollapse.equilibria.theorem3.enumerate_equilibria`), each with its residual, tangent
+    directions (unstable / neutral / stable), directional starts along its stable directions, the share of
+    ``starts`` nearby starts back after ``steps`` layers under both protocols (every token perturbed;
+    token 1 held at ``e_d``) and its stable rank; then App. F.2 (:func:`check_f2`), Lemma 13
+    (:func:`lemma13`) and App. F.4 (:func:`check_f4`). Returns (rows, one per equilibrium; summary)."""
+    from rankcollapse.equilibria.finder import residual
+    from rankcollapse.equilibria.theorem3 import bidiagonal_value, enumerate_equilibria
+    from rankcollapse.metrics import stable_rank
+
+    w_v = bidiagonal_value(n, w)
+    eqs = enumerate_equilibria(w_v, n)
+    # two basin protocols: every token perturbed; token 1 held at e_d (the paper's §4.3.2 assumption)
+    conv = convergence_from_nearby(eqs, w_v, starts=starts, steps=steps, seed=seed, hold=0)
+    held = convergence_from_nearby(eqs, w_v, starts=starts, steps=steps, seed=seed, hold=1)
+    mask, qk = causal_mask(n), zero_qk(n)
+    rows = []
+    for e, c, h in zip(eqs, conv, held, strict=True):
+        counts = direction_counts(tangent_moduli(e.x, w_v, mask, qk, block_triangular=True))
+        along = directional_starts(e.x, w_v)
+        rows.append(
+            {
+                "rank": e.rank,
+                "family": e.family,
+                "signs": str(e.signs),
+                "residual": residual(e.x, w_v, mask, qk),
+                **counts,
+                "stable_returning": along["returning"],
+                "convergence": c["kind"],
+                "share_returning": c["share_returning"],
+                "exponent": c.get("exponent", np.nan),
+                "convergence_held": h["kind"],
+                "share_returning_held": h["share_returning"],
+                "stable_rank": float(stable_rank(e.x)),
+            }
+        )
+    f2 = check_f2(eqs, w)
+    l13 = lemma13(n, w, samples=lemma13_samples, steps=lemma13_steps, seed=seed)
+    f4 = check_f4(
+        w_v,
+        n,
+        starts=f4_starts,
+        steps=f4_steps,
+        newton_starts=f4_newton,
+        seed=seed,
+    )
+    summary: dict[str, Any] = {
+        "w_at_least_n": w >= n,
+        "equilibria": len(eqs),
+        "max_residual": max(r["residual"] for r in rows),
+        "srank_bound": srank_bound(n, w),
+        "f2_holds": all(r["holds"] for r in f2) if f2 else None,
+        "f2_max_srank": max((r["stable_rank"] for r in f2), default=np.nan),
+        "lemma13_share_stays": l13["share_stays"],
+        "lemma13_share_rank2": l13["share_rank2"],
+        "lemma13_samples": l13["samples"],
+        "lemma13_max_condition": l13["max_condition"],
+        "lemma13_condition_limit": l13["condition_limit"],
+        "f4_max_rank": max(r["max_rank"] for r in f4),
+        "f4_found": sum(r["found"] for r in f4),
+        "min_neutral": min(r["neutral"] for r in rows),
+        "source": "paper (bidiagonal W_V, W_Q = W_K = 0, causal)",
+    }
+    for k in range(1, n + 1):
+        summary[f"paper_rank{k}"] = sum(r["rank"] == k and r["family"] == "paper" for r in rows)
+        summary[f"other_rank{k}"] = sum(r["rank"] == k and r["family"] == "other" for r in rows)
+    return rows, summary

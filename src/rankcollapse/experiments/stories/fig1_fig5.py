@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.engine.verdicts import Claim
@@ -31,143 +30,41 @@ EXT1, EXT5 = "ext_fig1_surrogate", "ext_fig5_surrogate"
 
 
 def paper_counterexample_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Params: w, per_arc, steps, token1, moving_grid, noln_steps, seed (recorded). Rows: one per arc (start,
-    end, closed-form limit, share of starts measured there). Summary: A, B, red segment, residuals of A and
-    B, token 1's limits from X11 = +-0.3, the no-LN token distance, the moving-token-1 measurement."""
-    import torch
+    """``equilibria.counterexample_paper.paper_measurements`` on a run's params (w, per_arc, steps, token1,
+    moving_grid, noln_steps; seed recorded). Rows: one per arc; summary: A, B, the red segment, token 1's
+    limits, the no-LN distance, the moving-token-1 basin."""
+    from rankcollapse.equilibria.counterexample_paper import paper_measurements
 
-    from rankcollapse.equilibria.counterexample_paper import (
-        arc_limits_by_iteration,
-        moving_token1,
-        pair_inputs,
-        paper_counterexample,
-        run_pair,
+    rows, summary = paper_measurements(
+        float(params["w"]),
+        per_arc=int(params["per_arc"]),
+        steps=int(params["steps"]),
+        token1=tuple(params["token1"]),
+        moving_grid=int(params["moving_grid"]),
+        noln_steps=int(params["noln_steps"]),
     )
-
-    w, steps = float(params["w"]), int(params["steps"])
-    cx = paper_counterexample(w)
-    measured = arc_limits_by_iteration(w, per_arc=int(params["per_arc"]), steps=steps)
-    rows = []
-    for k, (a, m) in enumerate(zip(cx.arcs, measured, strict=True)):
-        row = {
-            **a.to_dict(),
-            "limit_x": a.limit[0],
-            "limit_y": a.limit[1],
-            "arc": k + 1,
-            "share_at_limit": m["share_at_limit"],
-            "max_distance": m["max_distance"],
-        }
-        row.pop("limit")
-        rows.append(row)
-    north = torch.tensor([0.0, 1.0], dtype=torch.float64)
-    pts = torch.tensor([cx.A, cx.B], dtype=torch.float64)
-    one = run_pair(torch.stack([torch.stack([north, north]), pts], dim=1), w, 1)  # [2 starts, 2 tokens, 2]
-    residual = (one[:, 1] - pts).abs().amax(-1)
-    limits = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
-    t1 = run_pair(pair_inputs([[0.3, 0.5], [-0.3, 0.5]], [0.0, 0.0]), w, steps)[:, 0]
-    t1_dist = float(torch.linalg.vector_norm(t1 - limits, dim=-1).max())
-    noln = run_pair(
-        pair_inputs(list(params.get("token1", [0.6, 0.8])), torch.linspace(0.3, 5.9, 8, dtype=torch.float64)),
-        w,
-        int(params["noln_steps"]),
-        layer_norm=False,
-    )
-    noln = noln / torch.linalg.vector_norm(noln, dim=(-2, -1), keepdim=True)
-    moving = moving_token1(
-        w, tuple(params.get("token1", [0.6, 0.8])), grid=int(params["moving_grid"]), steps=steps
-    )
-    on_layer(steps)
-    red = cx.red_segment
-    summary = {
-        "A_x": cx.A[0],
-        "A_y": cx.A[1],
-        "B_x": cx.B[0],
-        "B_y": cx.B[1],
-        "theta_a": cx.theta_a,
-        "theta_b": cx.theta_b,
-        "red_start": red[0],
-        "red_end": red[1],
-        "red_share": (red[1] - red[0]) / (2 * math.pi),
-        "A_residual": float(residual[0]),
-        "B_residual": float(residual[1]),
-        "token1_limit_pos_y": float(t1[0, 1]),
-        "token1_limit_neg_y": float(t1[1, 1]),
-        "token1_limit_distance": t1_dist,
-        "token1_distance_times_wt": t1_dist * w * steps,
-        "noln_token_distance": float(torch.linalg.vector_norm(noln[:, 0] - noln[:, 1], dim=-1).max()),
-        "moving_share_to_B": moving["share_to_B_measured"],
-        "moving_arcs": str(moving["arcs_to_B_measured"]),
-        "moving_token1_distance": moving["token1_distance_after_steps"],
-        "source": "paper (W_V = [[1, w], [0, 1]], W_Q = W_K = 0)",
-    }
+    on_layer(int(params["steps"]))
     return RunOutput(rows, summary)
 
 
 def counterexample(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Our surrogate N = 2, d = 2 counterexample (``rankcollapse.equilibria.counterexample``).
+    """Our surrogate N = 2, d = 2 counterexample: ``equilibria.counterexample.surrogate_measurements`` on a
+    run's params (w_v, w_qk, d_qk, token0, angles, steps, rank_tol, arc_grid, arc_steps; seed recorded).
+    Rows: one per start angle; summary: the fixed points, point B and its basin arc."""
+    from rankcollapse.equilibria.counterexample import surrogate_measurements
 
-    Params: ``w_v`` (2x2, row convention), ``w_qk`` (2x2 or None = I), ``d_qk``, ``token0``, ``angles``
-    (token-1 starts, evenly spaced), ``steps``, ``rank_tol``, ``arc_grid``, ``arc_steps``, ``seed``
-    (recorded). Rows: one per start angle with token 1's limit, the final rank and |det| with LayerNorm,
-    the final mu_rel without it. Summary: the fixed points, point B and its basin arc.
-    """
-    import torch
-
-    from rankcollapse.equilibria.counterexample import (
-        basin_arc,
-        counterexample_2d,
-        fixed_points_on_circle,
-        simulate_pair,
+    rows, summary = surrogate_measurements(
+        params["w_v"],
+        params.get("w_qk"),
+        float(params["d_qk"]),
+        token0=tuple(params["token0"]),
+        angles=int(params["angles"]),
+        steps=int(params["steps"]),
+        rank_tol=float(params["rank_tol"]),
+        arc_grid=int(params["arc_grid"]),
+        arc_steps=int(params["arc_steps"]),
     )
-    from rankcollapse.equilibria.lnmap import attention_matrix, causal_mask
-
-    cx = counterexample_2d(params["w_v"], params.get("w_qk"), float(params.get("d_qk", 1.0)))
-    token0 = np.asarray(params.get("token0", [0.6, 0.8]), dtype=np.float64)
-    steps = int(params.get("steps", 4000))
-    tol = float(params.get("rank_tol", 1e-6))
-    theta = (np.arange(int(params["angles"])) + 0.5) * (2 * math.pi / int(params["angles"]))
-    with_ln = simulate_pair(token0, theta, cx, steps=steps, layer_norm=True)  # [b, 2, 2]
-    without = simulate_pair(token0, theta, cx, steps=steps, layer_norm=False)
-    on_layer(steps)
-    sv = np.linalg.svd(with_ln, compute_uv=False)  # [b, 2]
-    centred = without - without.mean(axis=1, keepdims=True)
-    mu_rel = np.linalg.norm(centred, axis=(1, 2)) / np.maximum(np.linalg.norm(without, axis=(1, 2)), 1e-300)
-    # weight of token 1 on token 0 in the last layer without LN: ~0 means token 1 no longer moves
-    attn = attention_matrix(torch.as_tensor(without), causal_mask(2), cx.torch_w_qk(), cx.d_qk)[:, 1, 0]
-    rows = [
-        {
-            "theta": float(th),
-            "ln_x": float(x[1, 0]),
-            "ln_y": float(x[1, 1]),
-            "ln_token0_x": float(x[0, 0]),
-            "ln_token0_y": float(x[0, 1]),
-            "ln_rank": int((s > tol * s[0]).sum()),
-            "ln_abs_det": float(abs(np.linalg.det(x))),
-            "noln_mu_rel": float(m),
-            "noln_attn_10": float(a),
-        }
-        for th, x, s, m, a in zip(theta, with_ln, sv, mu_rel, attn.tolist(), strict=True)
-    ]
-    fps = fixed_points_on_circle(cx)
-    summary: dict[str, Any] = {
-        "sink_x": float(cx.sink[0]),
-        "sink_y": float(cx.sink[1]),
-        "fixed_points": len(fps),
-        "stable_fixed_points": sum(p.stable for p in fps),
-    }
-    try:
-        arc = basin_arc(cx, grid=int(params.get("arc_grid", 4096)), steps=int(params.get("arc_steps", 4000)))
-        summary.update(
-            {
-                "B_x": arc.target_point[0],
-                "B_y": arc.target_point[1],
-                "arc_start": arc.start,
-                "arc_end": arc.end,
-                "arc_length": arc.length,
-            }
-        )
-    except RankCollapseError as err:  # no off-axis stable point: token 1 always collapses
-        summary.update({"arc_length": 0.0, "arc_error": str(err)})
+    on_layer(int(params["steps"]))
     return RunOutput(rows, summary)
 
 

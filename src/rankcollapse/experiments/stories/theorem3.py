@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.engine.verdicts import Claim
@@ -30,126 +29,44 @@ FIGURE, DESIGNED = "theorem3_equilibria", "ext_theorem3_designed"
 
 
 def theorem3_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Params: n (= d), w, starts, steps, lemma13_samples/_steps, f4_starts/_steps/_newton, seed.
-    Rows: one per equilibrium. Summary: counts per rank and family, max residual, F.2, Lemma 13, F.4."""
-    from rankcollapse.equilibria.finder import residual
-    from rankcollapse.equilibria.lnmap import causal_mask
-    from rankcollapse.equilibria.theorem3 import bidiagonal_value, enumerate_equilibria, zero_qk
-    from rankcollapse.equilibria.theorem3_checks import (
-        check_f2,
-        check_f4,
-        convergence_from_nearby,
-        direction_counts,
-        directional_starts,
-        lemma13,
-        srank_bound,
-        tangent_moduli,
-    )
-    from rankcollapse.metrics import stable_rank
+    """``equilibria.theorem3_checks.theorem3_measurements`` on a run's params: n (= d), w, starts, steps,
+    lemma13_samples/_steps, f4_starts/_steps/_newton, seed. Rows: one per equilibrium; summary: counts
+    per rank and family, max residual, F.2, Lemma 13, F.4."""
+    from rankcollapse.equilibria.theorem3_checks import theorem3_measurements
 
-    n, w, seed = int(params["n"]), float(params["w"]), int(params["seed"])
-    w_v = bidiagonal_value(n, w)
-    eqs = enumerate_equilibria(w_v, n)
-    starts, steps = int(params["starts"]), int(params["steps"])
-    # two basin protocols: every token perturbed; token 1 held at e_d (the paper's §4.3.2 assumption)
-    conv = convergence_from_nearby(eqs, w_v, starts=starts, steps=steps, seed=seed, hold=0)
-    held = convergence_from_nearby(eqs, w_v, starts=starts, steps=steps, seed=seed, hold=1)
-    mask, qk = causal_mask(n), zero_qk(n)
-    rows = []
-    for e, c, h in zip(eqs, conv, held, strict=True):
-        counts = direction_counts(tangent_moduli(e.x, w_v, mask, qk, block_triangular=True))
-        along = directional_starts(e.x, w_v)
-        rows.append(
-            {
-                "rank": e.rank,
-                "family": e.family,
-                "signs": str(e.signs),
-                "residual": residual(e.x, w_v, mask, qk),
-                **counts,
-                "stable_returning": along["returning"],
-                "convergence": c["kind"],
-                "share_returning": c["share_returning"],
-                "exponent": c.get("exponent", np.nan),
-                "convergence_held": h["kind"],
-                "share_returning_held": h["share_returning"],
-                "stable_rank": float(stable_rank(e.x)),
-            }
-        )
-    on_layer(int(params["steps"]))
-    f2 = check_f2(eqs, w)
-    l13 = lemma13(n, w, samples=int(params["lemma13_samples"]), steps=int(params["lemma13_steps"]), seed=seed)
-    f4 = check_f4(
-        w_v,
-        n,
-        starts=int(params["f4_starts"]),
-        steps=int(params["f4_steps"]),
-        newton_starts=int(params["f4_newton"]),
-        seed=seed,
+    keys = (
+        "starts",
+        "steps",
+        "lemma13_samples",
+        "lemma13_steps",
+        "f4_starts",
+        "f4_steps",
+        "f4_newton",
+        "seed",
     )
-    summary: dict[str, Any] = {
-        "w_at_least_n": w >= n,
-        "equilibria": len(eqs),
-        "max_residual": max(r["residual"] for r in rows),
-        "srank_bound": srank_bound(n, w),
-        "f2_holds": all(r["holds"] for r in f2) if f2 else None,
-        "f2_max_srank": max((r["stable_rank"] for r in f2), default=np.nan),
-        "lemma13_share_stays": l13["share_stays"],
-        "lemma13_share_rank2": l13["share_rank2"],
-        "lemma13_samples": l13["samples"],
-        "lemma13_max_condition": l13["max_condition"],
-        "lemma13_condition_limit": l13["condition_limit"],
-        "f4_max_rank": max(r["max_rank"] for r in f4),
-        "f4_found": sum(r["found"] for r in f4),
-        "min_neutral": min(r["neutral"] for r in rows),
-        "source": "paper (bidiagonal W_V, W_Q = W_K = 0, causal)",
-    }
-    for k in range(1, n + 1):
-        summary[f"paper_rank{k}"] = sum(r["rank"] == k and r["family"] == "paper" for r in rows)
-        summary[f"other_rank{k}"] = sum(r["rank"] == k and r["family"] == "other" for r in rows)
+    rows, summary = theorem3_measurements(
+        int(params["n"]), float(params["w"]), **{k: int(params[k]) for k in keys}
+    )
+    on_layer(int(params["steps"]))
     return RunOutput(rows, summary)
 
 
 def equilibrium_rank(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Ours: a stable equilibrium of rank ``k`` for its own designed W_V (``rankcollapse.equilibria``):
-    ``construct_rank_k(n, d, k)`` and ``verify_equilibrium`` (residual, numerical rank, tangent spectral
-    radius, share of ``samples`` inputs within ``radius`` (``auto``: the construction's basin radius)
-    converging in ``steps`` layers). A rank with no construction gives a row with ``constructed = False``."""
-    import torch
+    """Ours: ``equilibria.construction.designed_measurement`` on a run's params (n, d, k, samples, radius,
+    steps, seed): a stable equilibrium of rank ``k`` for its own designed W_V."""
+    from rankcollapse.equilibria.construction import designed_measurement
 
-    from rankcollapse.equilibria import construct_rank_k, verify_equilibrium
-
-    n, d, k = int(params["n"]), int(params["d"]), int(params["k"])
-    try:
-        c = construct_rank_k(n, d, k)
-    except RankCollapseError as err:
-        return RunOutput([{"k": k, "constructed": False, "reason": str(err)}], {"constructed": False})
-    gen = torch.Generator().manual_seed(int(params.get("seed", 0)))
-    radius = c.basin_radius if params["radius"] == "auto" else float(params["radius"])
-    eq = verify_equilibrium(
-        c.x,
-        c.w_v,
-        c.mask_tensor(),
-        c.w_qk,
-        c.d_qk,
+    rows, summary = designed_measurement(
+        int(params["n"]),
+        int(params["d"]),
+        int(params["k"]),
+        samples=int(params["samples"]),
+        radius=params["radius"],
         steps=int(params["steps"]),
-        init=c.neighbourhood_inputs(int(params["samples"]), radius, gen),
+        seed=int(params["seed"]),
     )
     on_layer(int(params["steps"]))
-    row = {
-        "k": k,
-        "constructed": True,
-        "reason": "",
-        "rank": eq.rank,
-        "residual": eq.residual,
-        "spectral_radius": eq.spectral_radius,
-        "stable": eq.stable,
-        "basin_fraction": eq.basin_fraction,
-        "basin_ci_low": eq.basin_ci[0],
-        "basin_ci_high": eq.basin_ci[1],
-        "basin_radius": radius,
-        "mask": c.mask,
-    }
-    return RunOutput([row], {k2: v for k2, v in row.items() if k2 != "k"})
+    return RunOutput(rows, summary)
 
 
 STATEMENTS = (
