@@ -103,15 +103,6 @@ def check_choice(name: str, value: Any, allowed: Iterable[str]) -> str:
     return value
 
 
-def check_str(name: str, value: Any, *, empty: bool = False) -> str:
-    """A string (non-empty unless ``empty=True``)."""
-    if not isinstance(value, str):
-        raise RankCollapseTypeError(f"{name} must be a string, got {quote(value)} ({type_name(value)})")
-    if not empty and not value.strip():
-        raise RankCollapseError(f"{name} must be a non-empty string, got {quote(value)}")
-    return value
-
-
 def check_threads(name: str, value: Any) -> int:
     """A thread count between 1 and the number of CPUs of this machine."""
     return check_int(name, value, low=1, high=os.cpu_count() or 1)
@@ -206,29 +197,6 @@ def check_memory(what: str, nbytes: float, available: int | None = None) -> None
 
 
 # ---- paths ---------------------------------------------------------------------------------------
-def check_out_dir(name: str, value: Any, *, overwrite: bool = False) -> Path:
-    """An output folder: not empty text, not an existing file, writable, and, unless ``overwrite``,
-    not an existing non-empty folder (a run never replaces another silently).
-
-    Nothing is created here: the caller creates the folder when it first writes.
-    """
-    if value is None or not str(value).strip():
-        raise RankCollapseError(f"{name} must name a folder, got {quote(str(value or ''))}")
-    path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise RankCollapseError(f"{name} {quote(str(path))} is a file; allowed: a folder (new or empty)")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
-        raise RankCollapseError(
-            f"{name} {quote(str(path))} exists and is not empty; pass --overwrite to replace its files"
-        )
-    parent = path if path.is_dir() else _existing_parent(path)
-    if parent is None or not parent.is_dir():
-        raise RankCollapseError(f"{name} {quote(str(path))} lies under a file; allowed: a folder path")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise RankCollapseError(f"{name} {quote(str(path))}: folder {quote(str(parent))} is not writable")
-    return path
-
-
 def _existing_parent(path: Path) -> Path | None:
     for parent in path.absolute().parents:
         if parent.exists():

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rankcollapse.dynamics import SimulationConfig, check_theorem1, simulate
-from rankcollapse.dynamics.theory import check_ln_results, fit_bound, ln_conditions, log_rate, radius_of_dense
+from rankcollapse.dynamics.theory import check_ln_results, fit_bound, ln_conditions, log_rate
 from rankcollapse.masks import analyze_mask, parse_mask
 
 N, D = 32, 16
@@ -113,12 +113,3 @@ def test_theorem2_rate_closed_form() -> None:
     mu = torch.tensor([[1.0], [0.5], [0.2]], dtype=torch.float64)
     th = fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, centers=4)
     assert th.rate == pytest.approx((1 - 4 * 0.2**2) ** 0.5) and th.exponent == "t/(2r)"
-
-
-def test_radius_of_dense_matches_closed_forms() -> None:
-    n = 17
-    idx = torch.arange(n)
-    diff = idx.view(1, n) - idx.view(n, 1)
-    assert radius_of_dense(diff.abs() <= 2) == math.ceil(math.ceil((n - 1) / 2) / 2)
-    assert radius_of_dense((diff <= 0) & (diff >= -3)) == math.ceil((n - 1) / 3)
-    assert radius_of_dense(torch.block_diag(*[torch.ones(4, 4)] * 4).bool()) is None

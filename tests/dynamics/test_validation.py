@@ -14,7 +14,7 @@ from rankcollapse.cli.main import main
 from rankcollapse.dynamics import SimulationConfig, simulate
 from rankcollapse.dynamics.config import estimate_memory
 from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.validate import available_memory, check_memory, check_out_dir
+from rankcollapse.validate import available_memory, check_memory
 
 
 def small(**kw: object) -> SimulationConfig:
@@ -160,11 +160,3 @@ def test_cli_refusals_are_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "x").exists()
-
-
-def test_cli_out_paths(tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("x")
-    for bad in ["", str(tmp_path / "file"), str(tmp_path / "file" / "sub")]:
-        with pytest.raises(RankCollapseError):
-            check_out_dir("--out", bad)
-    assert check_out_dir("--out", tmp_path / "new") == tmp_path / "new"

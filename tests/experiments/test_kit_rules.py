@@ -533,7 +533,6 @@ def test_every_cause_kind_has_a_builder_and_the_set_is_closed() -> None:
         "non-finite",
         "threshold",
         "bound vacuous",
-        "structural limit",
         "untested",
         "no data",
         "failed runs",

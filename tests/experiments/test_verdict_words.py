@@ -23,10 +23,16 @@ from rankcollapse.experiments.engine.verdicts import (
     verdict_class,
     verdict_word,
 )
-from rankcollapse.experiments.kit.claims import claim_row, judge_plain, no_data_row, with_failures
+from rankcollapse.experiments.kit.claims import Judged, claim_row, no_data_row, with_failures
+from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 R, N, I = REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE
+
+
+def plain(verdict: Verdict, evidence: str, cause_kind: str = "", cause: str = "") -> Judged:
+    """A judgement of a check that reads no threshold."""
+    return Judged(Judgement(verdict, evidence, cause, cause_kind), frozenset())
 
 #: The whole table, written out: a change to the words is a change to this test.
 PINNED = {
@@ -163,7 +169,7 @@ TH = Thresholds.of("s", {"min_samples": 4})
 
 
 def test_origin_paper_stand_in_untested_and_extension() -> None:
-    j = judge_plain(R, "evidence")
+    j = plain(R, "evidence")
     paper = claim_row("s", STATEMENT, _data(), TH, j, frame=_frame("bert (random init)", False, ""))
     assert paper.origin == "paper setting" and paper.verdict == "reproduced" and paper.mechanism == "n/a"
     stand = claim_row(
@@ -179,7 +185,7 @@ def test_origin_paper_stand_in_untested_and_extension() -> None:
 
 
 def test_a_stand_in_that_fails_says_the_stand_in_differs() -> None:
-    j = judge_plain(N, "grows", "measured otherwise", "raw mu grows x1.4/layer")
+    j = plain(N, "grows", "measured otherwise", "raw mu grows x1.4/layer")
     row = claim_row(
         "s", STATEMENT, _data(), TH, j, frame=_frame("mpnet, stand-in", True, "bert-base-uncased")
     )
@@ -187,8 +193,8 @@ def test_a_stand_in_that_fails_says_the_stand_in_differs() -> None:
 
 
 def test_plotted_reproduced_with_a_differing_mechanism_names_the_norm_effect() -> None:
-    plotted = judge_plain(R, "raw mu kept")
-    mech = judge_plain(N, "mu_rel falls", "measured otherwise", "mu_rel falls")
+    plotted = plain(R, "raw mu kept")
+    mech = plain(N, "mu_rel falls", "measured otherwise", "mu_rel falls")
     row = claim_row("s", STATEMENT, _data(), TH, plotted, mech, norm_words="x0.31 (causal, float32)")
     assert row.verdict == "reproduced as plotted; mechanism differs"
     assert row.cause_kind == "norm effect" and "x0.31" in row.cause
@@ -197,7 +203,7 @@ def test_plotted_reproduced_with_a_differing_mechanism_names_the_norm_effect() -
 def test_no_data_rows_and_failed_runs_never_read_reproduced() -> None:
     row = no_data_row("s", STATEMENT, _data(), "arm a: no runs", extension=False)
     assert row.verdict == "inconclusive" and row.cause_kind == "no data" and row.id == "s.k"
-    ok = claim_row("s", STATEMENT, _data(), TH, judge_plain(R, "e"))
+    ok = claim_row("s", STATEMENT, _data(), TH, plain(R, "e"))
     failed = with_failures(ok, "1 run(s) failed, e.g. boom")
     assert (
         failed.verdict == "inconclusive" and failed.cause_kind == "failed runs" and "boom" in failed.evidence

@@ -193,7 +193,7 @@ def _attention_writer(out: Path) -> object:
 
     def save(t: int, attn: object) -> None:
         with atomic_path(folder / f"layer_{t:03d}.npy") as tmp, tmp.open("wb") as f:
-            np.save(f, attn.detach().to("cpu").float().numpy())  # type: ignore[attr-defined]
+            np.save(f, attn.detach().to("cpu").float().numpy())
 
     return save
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -93,7 +95,7 @@ FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "
            for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
 
 
-def _write(out: Path, job):  # type: ignore[no-untyped-def]
+def _write(out: Path, job: Callable[[Path], Any]) -> Any:
     """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`)."""
     from rankcollapse.io import write_folder
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -21,7 +23,7 @@ from rankcollapse.errors import RankCollapseError
 CONSTRUCTIONS = ("paper", "ours")
 
 
-def _load_value(path: Path, d: int):  # type: ignore[no-untyped-def]
+def _load_value(path: Path, d: int) -> Any:
     import numpy as np
     import torch
 
@@ -166,8 +168,8 @@ def equilibria_command(
         )
 
 
-def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, steps: int, gen, rank,  # type: ignore[no-untyped-def]
-            warn_deprecated: bool = False):
+def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, steps: int, gen: Any,
+            rank: int | None, warn_deprecated: bool = False) -> list[dict[str, Any]]:
     from rankcollapse.equilibria import find_equilibria, resolve_mask
 
     w_v = _load_value(value, d)
@@ -184,7 +186,8 @@ def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, st
     return rows
 
 
-def _paper(n: int, d: int, w: float, family: str, rank, starts: int, steps: int, seed: int):  # type: ignore[no-untyped-def]
+def _paper(n: int, d: int, w: float, family: str, rank: int | None, starts: int, steps: int,
+           seed: int) -> list[dict[str, Any]]:
     from rankcollapse.equilibria.lnmap import causal_mask
     from rankcollapse.equilibria.theorem3 import (
         SOURCE,
@@ -238,7 +241,7 @@ def _paper(n: int, d: int, w: float, family: str, rank, starts: int, steps: int,
     return rows
 
 
-def _ours(n: int, d: int, rank, starts: int, steps: int, gen):  # type: ignore[no-untyped-def]
+def _ours(n: int, d: int, rank: int | None, starts: int, steps: int, gen: Any) -> list[dict[str, Any]]:
     from rankcollapse.equilibria import construct_rank_k, verify_equilibrium
     from rankcollapse.equilibria.construction import constructed_ranks
 
@@ -332,7 +335,7 @@ PORTRAIT_FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_fi
                     for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
 
 
-def write_into(out: Path, command: str, job):  # type: ignore[no-untyped-def]
+def write_into(out: Path, command: str, job: Callable[[Path], Any]) -> Any:
     """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`)."""
     from rankcollapse.io import write_folder
 

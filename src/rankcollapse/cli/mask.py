@@ -257,11 +257,11 @@ def mask_command(
         _schedule_command(spec, length, depth, as_json, full)
         return
     mask = parse_mask(spec)
-    analysis = mask.analysis(length)  # type: ignore[arg-type]
+    analysis = mask.analysis(length)
     facts = analysis.to_dict(full=full)
     if plot_path is not None:
         title = f"{mask.spec[:80]}, n={length}, radius={analysis.radius}"
-        plot_mask(mask, length, analysis.center_nodes, plot_path, title)  # type: ignore[arg-type]
+        plot_mask(mask, length, analysis.center_nodes, plot_path, title)
         facts["plot"] = str(plot_path)
     if as_json:
         typer.echo(json.dumps(facts))
@@ -289,7 +289,7 @@ def _schedule_command(spec: Any, n: int | None, depth: int | None, as_json: bool
     from rankcollapse.masks.schedule import parse_schedule
 
     schedule = parse_schedule(spec, depth)
-    analysis = analyze_schedule(schedule, n)  # type: ignore[arg-type]
+    analysis = analyze_schedule(schedule, n)
     facts = analysis.to_dict(full=full)
     if as_json:
         typer.echo(json.dumps(facts))

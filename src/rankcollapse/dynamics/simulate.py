@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,6 @@ __all__ = [
     "estimate_memory",
     "resolve_mask",
     "simulate",
-    "with_overrides",
 ]
 
 
@@ -350,6 +349,3 @@ def simulate(
     )
 
 
-def with_overrides(config: SimulationConfig, **changes: Any) -> SimulationConfig:
-    """A copy of ``config`` with some fields changed (dataclasses.replace, validated again)."""
-    return replace(config, **changes)

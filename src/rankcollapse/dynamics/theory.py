@@ -273,11 +273,3 @@ def check_ln_results(
     return out
 
 
-def radius_of_dense(mask: Tensor) -> int | None:
-    """Radius of the mask graph (edge j -> i iff mask[i, j]); None without a center.
-
-    For user-given matrices; delegates to :func:`rankcollapse.masks.analyze_mask` (the one graph analysis).
-    """
-    from rankcollapse.masks import analyze_mask
-
-    return analyze_mask(mask.detach().cpu().to(torch.bool).numpy(), int(mask.shape[0])).radius

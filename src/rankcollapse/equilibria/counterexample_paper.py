@@ -54,7 +54,7 @@ SOURCE = "paper (§4.3.1, App. E: W_V = [[1, w], [0, 1]], W_Q = W_K = 0)"
 def check_w(w: object) -> float:
     """``w`` as a float, or RankCollapseError unless it is finite and ``> 1`` (the construction needs it)."""
     try:
-        value = float(w)  # type: ignore[arg-type]
+        value = float(w)
     except (TypeError, ValueError):
         raise RankCollapseError(f"w must be a number > 1, got {str(w)[:40]!r}") from None
     if not math.isfinite(value) or value <= 1.0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -30,7 +31,7 @@ from rankcollapse.io import atomic_path, write_json
 TITLE = "the paper's construction: N = d = 2, causal, W_Q = W_K = 0, W_V = [[1, w], [0, 1]], w = {w:g}"
 
 
-def _circle(ax) -> None:  # type: ignore[no-untyped-def]
+def _circle(ax: Any) -> None:
     c = np.linspace(0, TWO_PI, 400)
     ax.plot(np.cos(c), np.sin(c), color="0.8", lw=1)
     ax.set_aspect("equal")

@@ -274,7 +274,7 @@ class _Combined(Mask):
     def __init__(self, parts: tuple[Mask, ...]) -> None:
         flat: list[Mask] = []
         for part in parts:
-            flat.extend(part.parts if type(part) is type(self) else (part,))  # type: ignore[attr-defined]
+            flat.extend(part.parts if type(part) is type(self) else (part,))
         self.parts = tuple(flat)
 
     def predicate(self, n: int) -> Predicate:
@@ -290,7 +290,7 @@ class _Combined(Mask):
         return rule
 
     @property
-    def cheap_rule(self) -> bool:  # type: ignore[override]
+    def cheap_rule(self) -> bool:
         return all(p.cheap_rule for p in self.parts)
 
 
@@ -320,14 +320,14 @@ class AndMask(_Combined):
         bands = [p._band(n) for p in self.parts]
         if any(b is None for b in bands):
             return Mask._band(self, n)
-        return max(b[0] for b in bands), min(b[1] for b in bands)  # type: ignore[index]
+        return max(b[0] for b in bands), min(b[1] for b in bands)
 
     def _intervals(self, n: int) -> Intervals | None:
         """Intersection of runs that all contain ``i``: ``(max start, min stop)``."""
         forms = [p._intervals(n) for p in self.parts]
         if any(f is None for f in forms):
             return None
-        return np.max([f[0] for f in forms], axis=0), np.min([f[1] for f in forms], axis=0)  # type: ignore[index]
+        return np.max([f[0] for f in forms], axis=0), np.min([f[1] for f in forms], axis=0)
 
 
 class OrMask(_Combined):
@@ -353,11 +353,11 @@ class OrMask(_Combined):
         bands = [p._band(n) for p in self.parts]
         if any(b is None for b in bands):
             return Mask._band(self, n)
-        return min(b[0] for b in bands), max(b[1] for b in bands)  # type: ignore[index]
+        return min(b[0] for b in bands), max(b[1] for b in bands)
 
     def _intervals(self, n: int) -> Intervals | None:
         """Union of runs that all contain ``i`` (so they overlap): ``(min start, max stop)``."""
         forms = [p._intervals(n) for p in self.parts]
         if any(f is None for f in forms):
             return None
-        return np.min([f[0] for f in forms], axis=0), np.max([f[1] for f in forms], axis=0)  # type: ignore[index]
+        return np.min([f[0] for f in forms], axis=0), np.max([f[1] for f in forms], axis=0)

@@ -198,7 +198,7 @@ def _path(masks: list[Mask], n: int) -> _IntervalPath | _BitsetPath:
     distinct = list(dict.fromkeys(masks))
     forms = {m: m.intervals(n) for m in distinct}
     if all(f is not None for f in forms.values()):
-        return _IntervalPath([forms[m] for m in masks], n)  # type: ignore[misc]
+        return _IntervalPath([forms[m] for m in masks], n)
     words = -(-n // 64)
     work = 2 * sum(m._nnz_hint(n) + n for m in masks) * words  # before building anything
     if work > BITSET_MAX_WORK:

@@ -56,7 +56,7 @@ def analyze_mask(mask: MaskLike, n: int | None = None) -> MaskAnalysis:
         return analyze_sparse(mask, None)
     if _is_array(mask):
         m = from_dense(mask)
-        size = m.size  # type: ignore[attr-defined]
+        size = m.size
         if n is not None and check_n(n) != size:
             raise RankCollapseError(f"mask array is {size} x {size} but n={n}; allowed: n={size}")
         return m.analysis(size)

@@ -34,14 +34,6 @@ def check_interval_size(n: int, what: str) -> None:
     require_memory(INTERVAL_BYTES_PER_TOKEN * float(n), what)
 
 
-def is_interval_mask(start: np.ndarray, stop: np.ndarray) -> bool:
-    """True iff the runs are monotone and contain the diagonal (the conditions above)."""
-    i = np.arange(start.size, dtype=np.int64)
-    return bool(
-        (start <= i).all() and (stop > i).all() and (np.diff(start) >= 0).all() and (np.diff(stop) >= 0).all()
-    )
-
-
 def compose(first: Intervals, then: Intervals) -> Intervals:
     """Runs of ``M_then M_first`` (boolean product; the graph path first -> then), O(n)."""
     s1, e1 = first

@@ -102,7 +102,7 @@ class SparseMask:
             and np.array_equal(self.indices, other.indices)
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return f"SparseMask(n={self.n}, nnz={self.nnz})"

@@ -221,15 +221,6 @@ class AnalyzeResult:
         return [int(r["layer"]) for r in self.rows if r["status"] == "overflow"]
 
 
-def estimate_bytes(model: LoadedModel, samples: int, tokens: int, batch: int | None = None, rows: int = 0,
-                   metrics: int = 0) -> int:
-    """Peak memory of one layer of a run, estimated before anything is allocated (bytes): what every
-    sample keeps (:func:`kept_bytes`) plus one batch in the model (:func:`batch_bytes`; ``batch``
-    None: all ``samples`` at once)."""
-    in_model = batch_bytes(model, samples if batch is None else batch, tokens)
-    return kept_bytes(samples, tokens, rows, metrics) + in_model
-
-
 def kept_bytes(samples: int, tokens: int, rows: int = 0, metrics: int = 0) -> int:
     """What a run keeps for all its samples, whatever the batches: token ids (int64, a few index
     temporaries) and, per row and metric, one float64 value per sample (twice: the rows are made
@@ -392,11 +383,6 @@ def status_of(finite: float, zero: Tensor) -> str:
     if finite < 1.0:
         return "overflow"
     return "underflow" if bool(zero.any()) else "ok"
-
-
-def row_status(x: Tensor, finite: float) -> str:
-    """:func:`status_of` a hidden state x [b, n, d] with its finite share."""
-    return status_of(finite, zero_samples(x))
 
 
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:

@@ -42,7 +42,7 @@ class FreshLayers(Sequence[LayerParts]):
     def __len__(self) -> int:
         return self._depth
 
-    def __getitem__(self, index: int) -> LayerParts:  # type: ignore[override]
+    def __getitem__(self, index: int) -> LayerParts:
         if not -self._depth <= index < self._depth:
             raise IndexError(index)
         index %= self._depth

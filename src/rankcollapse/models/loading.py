@@ -337,7 +337,7 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     casts = (torch_dtype == torch.float32) if hf_casts is None else hf_casts
     loaded = dissect(model, name=source.name, tokenizer=tokenizer, hf_casts=casts)
     if source.depth is not None and source.depth > len(loaded.layers):
-        loaded.layers = FreshLayers(model, loaded.layers, source.depth, seed, casts)  # type: ignore[assignment]
+        loaded.layers = FreshLayers(model, loaded.layers, source.depth, seed, casts)
     loaded.source = source
     loaded.info["loaded_from"] = where
     loaded.info["tokenizer"] = ("bundled BERT uncased WordPiece" if source.kind in ("random", "tiny")

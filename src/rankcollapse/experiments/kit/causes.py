@@ -13,7 +13,6 @@ sentence (``cause``). The kinds:
   its rule could decide: more samples do not help, the dtype's range ends the curve;
 - ``threshold``: the verdict changes inside the documented range of a threshold the paper never gives;
 - ``bound vacuous``: a theorem's bound falls by less than 2x over the run at this radius;
-- ``structural limit``: the layer that produced X cannot exceed this rank;
 - ``untested``: the paper's weights are not available and no pretrained stand-in exists;
 - ``no data`` / ``failed runs``: nothing (or not everything) was measured;
 - ``measured otherwise``: the data contradict the statement (the numbers are in the evidence).
@@ -36,7 +35,6 @@ CAUSES: tuple[str, ...] = (
     "non-finite",
     "threshold",
     "bound vacuous",
-    "structural limit",
     "untested",
     "no data",
     "failed runs",
@@ -102,10 +100,6 @@ def threshold(name_range: str, alternatives: str) -> str:
 
 def bound_vacuous(detail: str) -> str:
     return f"the bound falls by less than 2x over the run ({detail}): it says nothing about the rate there"
-
-
-def structural_limit(detail: str) -> str:
-    return f"a structural limit, not the dynamics: {detail}"
 
 
 def untested(checkpoint: str) -> str:

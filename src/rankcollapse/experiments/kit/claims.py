@@ -64,11 +64,6 @@ def judged(rule: Callable[[Thresholds], Judgement], th: Thresholds) -> Judged:
     return Judged(base, used, tuple(flips))
 
 
-def judge_plain(verdict: Verdict | str, evidence: str, cause_kind: str = "", cause: str = "") -> Judged:
-    """A :class:`Judged` of a check that reads no threshold (a closed form, a count)."""
-    return Judged(Judgement(Verdict.of(verdict), evidence, cause, cause_kind), frozenset())
-
-
 @dataclass(frozen=True)
 class Model:
     """What a row says about the weights it judged (from a run's ``model_*`` columns)."""

@@ -246,11 +246,6 @@ def ordered_masks(frame: pd.DataFrame, exp: Any) -> list[str]:
     return [m for m in wanted if m in present] + [m for m in present if m not in wanted]
 
 
-def layer_array(frame: pd.DataFrame, column: str) -> np.ndarray:
-    """Mean over runs of ``column`` per layer (layer order)."""
-    return frame.groupby("layer")[column].mean().sort_index().to_numpy(dtype=float)
-
-
 def pooled_layer(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, int]:
     """Per layer: mean and sample std over all samples of all runs (each run stores the mean
     ``column`` and the sample std ``column_std`` of its ``samples``), and the total number of samples."""
