@@ -35,6 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.validate import checked
 
 #: Relative slack when comparing a measured tail rate with ``rho``.
@@ -232,7 +233,7 @@ def ln_conditions(analysis: Any, x0: Tensor, w_v_orthogonal: bool) -> dict[str, 
         common = f"{spec} lacks self-loops (A1)"
     elif not w_v_orthogonal:
         common = "W_V is not orthogonal"
-    unit = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    unit = sphere_normalize(x)
     phi = float((unit @ unit.transpose(-1, -2)).amin())
     thm2 = common
     if not thm2 and not analysis.strongly_connected:

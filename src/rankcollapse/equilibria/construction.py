@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.draws import gaussian
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.equilibria.finder import newton_polish, residual
 from rankcollapse.equilibria.lnmap import iterate, resolve_mask
 from rankcollapse.errors import RankCollapseError
@@ -45,7 +46,7 @@ class Construction:
         (an open set of inputs: positive measure)."""
         noise = gaussian((samples, self.n, self.d), generator) * radius
         y = self.x.unsqueeze(0) + noise
-        return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+        return sphere_normalize(y)
 
 
 def _check(n: int, d: int, k: int) -> None:
@@ -163,7 +164,7 @@ def construct_rank_k(n: int, d: int, k: int) -> Construction:
     x0[0, d - 1] = 1.0
     x0[1:, d - 2] = -0.086
     x0[1:, d - 1] = -0.996
-    x0 = x0 / torch.linalg.vector_norm(x0, dim=-1, keepdim=True)
+    x0 = sphere_normalize(x0)
     x = _settle(x0, w_v, mask, None, 1.0)
     return Construction(
         n,

@@ -43,6 +43,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.equilibria.lnmap import causal_mask, iterate
 from rankcollapse.errors import RankCollapseError
 
@@ -192,7 +193,7 @@ def pair_inputs(token1: Tensor | list, theta2: Tensor | list) -> Tensor:
     """X(0) [b, 2, 2]: token 1 [2] or [b, 2] (normalised), token 2 at the angles ``theta2`` [b]."""
     th = torch.as_tensor(theta2, dtype=torch.float64).reshape(-1)
     t1 = torch.as_tensor(token1, dtype=torch.float64)
-    t1 = (t1 / torch.linalg.vector_norm(t1, dim=-1, keepdim=True)).expand(th.numel(), 2)
+    t1 = sphere_normalize(t1).expand(th.numel(), 2)
     return torch.stack([t1, torch.stack([torch.cos(th), torch.sin(th)], dim=-1)], dim=1)
 
 

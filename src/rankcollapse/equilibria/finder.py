@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.draws import sphere_tokens
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.equilibria.lnmap import iterate, ln_attention_map, tangent_basis
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import num_rank, singular_values
@@ -88,7 +89,7 @@ def newton_polish(x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk: Tens
         lhs = basis.T @ jac @ basis - torch.eye(n * (d - 1), dtype=x.dtype)
         step = torch.linalg.lstsq(lhs, -r.unsqueeze(1)).solution.squeeze(1)
         y = x + (basis @ step).reshape(n, d)
-        x = y / torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+        x = sphere_normalize(y)
     return x
 
 
@@ -173,7 +174,7 @@ def verify_equilibrium(x: Tensor, w_v: Tensor, mask: Tensor | None = None, w_qk:
     x = x.to(torch.float64)
     perms = mask is None
     if final_states is None:
-        gen = generator if generator is not None else torch.Generator().manual_seed(0)
+        gen = generator  # required wherever random starts are drawn (core.draws refuses None)
         final_states = sample_final_states(x.shape[0], x.shape[1], w_v, samples, gen, mask, w_qk, d_qk, steps,
                                            init)
     hits = int(converged_to(final_states, x, w_v, mask, w_qk, d_qk, permutations=perms).sum())
@@ -199,7 +200,7 @@ def find_equilibria(w_v: Tensor, n: int, mask: Tensor | None = None, w_qk: Tenso
        their basin fraction is 0 by construction of the estimate).
     Results are sorted by basin fraction, largest first.
     """
-    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    gen = generator  # required wherever random starts are drawn (core.draws refuses None)
     w_v = check_value_matrix(w_v)
     d = int(w_v.shape[0])
     perms = mask is None

@@ -29,6 +29,7 @@ from rankcollapse.core.draws import (
     nonnegative_cosine_tokens,
     sphere_tokens,
 )
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.dynamics.theory import TheoryCheck, check_ln_results, tail_rate
 from rankcollapse.equilibria.lnmap import PLACEMENTS, attention_matrix, iterate, ln_attention_map
@@ -120,7 +121,7 @@ def ln_collapse_run(
     x0 = x
     mus, rels, eps = [mu(x)], [mu_rel(x)], math.inf
     for _ in range(layers):
-        z = x if placement == "post" else x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        z = x if placement == "post" else sphere_normalize(x)
         a = attention_matrix(z, m, w_qk, d_qk)
         eps = min(eps, float(a.masked_select(dense.expand_as(a)).min()))
         x = ln_attention_map(x, w_v, m, w_qk, d_qk, placement)
@@ -215,7 +216,7 @@ def orthogonal_collapse(
     d_qk: float = 1.0,
 ) -> OrthogonalCollapse:
     """Run the LN map with a Haar ``W_V`` from one random open hemisphere (margin 0.1); ``mu_rel``."""
-    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    gen = generator  # required wherever random starts are drawn (core.draws refuses None)
     w_v = haar_orthogonal(d, gen)
     x0 = hemisphere_tokens(samples, n, d, gen, direction="random", margin=0.1)
     x = iterate(x0, w_v, steps, mask, None, d_qk)

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.draws import gaussian
+from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
 from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map, tangent_basis
 from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
@@ -133,7 +134,7 @@ def convergence_from_nearby(
     noise = noise - (noise * base).sum(-1, keepdim=True) * base
     noise = noise / torch.linalg.vector_norm(noise, dim=(-2, -1), keepdim=True)
     x = base + radius * noise
-    x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    x = sphere_normalize(x)
     marks = np.unique(np.geomspace(1, steps, 40).astype(int))
     dists, t_done = [], 0
     for t in marks:
@@ -194,7 +195,7 @@ def directional_starts(
     if not dirs:
         return {"stable": 0, "returning": 0, "worst_ratio": float("nan")}
     start = x.unsqueeze(0) + radius * torch.stack(dirs)
-    start = start / torch.linalg.vector_norm(start, dim=-1, keepdim=True)
+    start = sphere_normalize(start)
     d0 = torch.linalg.vector_norm(start - x, dim=-1).amax(-1)  # [k]
     need = [
         min(max_steps, 2 * math.ceil(math.log(0.5) / math.log(max(m, 1e-300)))) if m > 0 else 2 for m in mods
@@ -262,7 +263,7 @@ def lemma13_starts(d: int, w: float, samples: int, g: torch.Generator) -> tuple[
         v[:, 0] = -1.0
         v[:, 1 : d - 1] = -r * w ** torch.arange(1, d - 1, dtype=torch.float64)
         v[:, d - 1] = gaussian((m,), g) * torch.linalg.vector_norm(v[:, : d - 1], dim=-1)
-        u = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+        u = sphere_normalize(v)
         total = lemma13_sum(r, w)
         keep = (u[:, d - 2] <= -1 / w) & (total <= math.sqrt(w * w - 1))
         out.append(u[keep])
@@ -292,7 +293,7 @@ def lemma13(
     if token1 == "near":  # a cap around e_d with a positive leading coordinate: token 1 -> +e_d
         tok1 = tok1 + 0.05 * gaussian((b, d), g) / math.sqrt(d)
         tok1[:, 0] = tok1[:, 0].abs()
-        tok1 = tok1 / torch.linalg.vector_norm(tok1, dim=-1, keepdim=True)
+        tok1 = sphere_normalize(tok1)
     x = torch.stack([tok1, tok2], 1)
     stays = torch.ones(b, dtype=torch.bool)
     smin = torch.full((b,), math.inf, dtype=torch.float64)
@@ -382,7 +383,7 @@ def directional_convergence(
             amb = (basis @ (v / v.norm())).reshape(n, d)
             for sgn in (1.0, -1.0):
                 y = e.x + sgn * radius * amb / float(torch.linalg.vector_norm(amb, dim=-1).max())
-                starts.append(y / torch.linalg.vector_norm(y, dim=-1, keepdim=True))
+                starts.append(sphere_normalize(y))
                 owners.append(k)
     x = torch.stack(starts)
     base = torch.stack([eqs[k].x for k in owners])
