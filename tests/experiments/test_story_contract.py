@@ -119,7 +119,7 @@ def test_the_contract_declares_what_stories_used_to_bolt_on():
         Task(lambda p, o: None)
     task = Task(toy, cost_s=lambda p: 1.0, identity_facts=lambda p: {"weights": "w"})
     assert task.target == "rankcollapse.experiments.engine.tasks:toy" and task.name == "toy"
-    st = Statement("k", "s", "ours", "r")
+    st = Statement("k", "s", "ours", "r", ours=True)
     with pytest.raises(RankCollapseError, match="declared twice"):
         Story(name="x", statements=(st, st), arms=(Arm("a", task),), claims=lambda d: [])
     with pytest.raises(RankCollapseError, match="at least one arm"):
@@ -208,7 +208,7 @@ from rankcollapse.experiments.kit.tasks import MODEL_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 STATEMENTS = (
-    Statement("erank_falls", "The effective rank of X(t) falls exponentially in a SAN", "ours", "collapsing"),
+    Statement("erank_falls", "The effective rank of X(t) falls in a SAN", "ours", "collapsing", ours=True),
 )
 
 

@@ -180,7 +180,7 @@ def test_origin_paper_stand_in_untested_and_extension() -> None:
     assert untested.verdict == UNTESTED and untested.cause_kind == "untested" and "t5-base" in untested.cause
     ext = claim_row("s", STATEMENT, _data(extension=True), TH, j)
     assert ext.origin == "extension" and ext.verdict == "confirmed (ours)" and ext.id == "s.k[a]"
-    ours = claim_row("s", Statement("o", "ours too", "ours (measured)", "r"), _data(), TH, j)
+    ours = claim_row("s", Statement("o", "ours too", "ours (measured)", "r", ours=True), _data(), TH, j)
     assert ours.origin == "extension"
 
 

@@ -92,7 +92,7 @@ def draws(params, on_layer):
     return RunOutput([{"sample": i, "value": float(v)} for i, v in enumerate(x)], {})
 
 
-STATEMENT = Statement("positive", "the mean is above 0", "ours", "mean > 0 for sure")
+STATEMENT = Statement("positive", "the mean is above 0", "ours", "mean > 0 for sure", ours=True)
 
 
 def rule(values, th):

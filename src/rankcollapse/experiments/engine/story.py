@@ -54,13 +54,16 @@ class Statement:
     """One statement a story judges: ``key`` (unique in the story), the words, where it comes from
     (``paper §5, Fig. 2`` or ``ours``) and the rule that turns data into its verdicts, in words.
     ``kind``: ``claim`` (a statement the data can reproduce) or ``search`` (a conjecture that nothing of
-    a kind exists, which a search can only fail to contradict: its agreeing word is "consistent")."""
+    a kind exists, which a search can only fail to contradict: its agreeing word is "consistent").
+    ``ours``: the statement is ours, not the paper's (its rows are extensions in any arm); the one flag,
+    never read back from ``source``'s words."""
 
     key: str
     text: str
     source: str
     rule: str
     kind: str = "claim"
+    ours: bool = False
 
     def __post_init__(self) -> None:
         if not self.key.replace("_", "").isalnum():

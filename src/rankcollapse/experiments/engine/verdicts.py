@@ -179,9 +179,10 @@ CONSISTENT_CLASS = "consistent"
 
 
 def verdict_class(word: str) -> str:
-    """The coarse class of a row's word for the counters, by the plotted quantity: reproduced / not
-    reproduced / inconclusive / consistent / untested (``confirmed (ours)`` and ``as stated (stand-in)``
-    count as reproduced *in their own origin's line*)."""
+    """The class of a verdict *word* alone, for colouring a word where no row is at hand (the report's
+    badges): reproduced / not reproduced / inconclusive / consistent / untested (``confirmed (ours)`` and
+    ``as stated (stand-in)`` are reproduced in their own origin's words). Rows are counted by
+    ``Claim.verdict_class``, which reads the row's fields."""
     if word == UNTESTED:
         return UNTESTED
     if word == CONSISTENT:
@@ -265,9 +266,14 @@ class Claim:
 
     @property
     def verdict_class(self) -> str:
-        """:func:`verdict_class` of the word, ``undecided`` for an inconclusive row the sample leaves open."""
-        cls = verdict_class(self.verdict)
-        return UNDECIDED if self.undecided and cls == INCONCLUSIVE.value else cls
+        """The row's class for the counters, from its fields (never parsed from its word): untested,
+        consistent (a search that found nothing), else the plotted verdict, ``undecided`` for an
+        inconclusive row the sample leaves open."""
+        if self.verdict == UNTESTED:
+            return UNTESTED
+        if self.verdict == CONSISTENT:
+            return CONSISTENT_CLASS
+        return UNDECIDED if self.undecided and self.as_plotted == INCONCLUSIVE.value else self.as_plotted
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

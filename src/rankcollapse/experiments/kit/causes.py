@@ -87,6 +87,14 @@ def sample_too_small(margins: Sequence[Margin]) -> str:
     )
 
 
+def too_few(n: int, need: int, unit: str = "samples", where: str = "") -> str:
+    """The one "too few" sentence: ``causal: n = 3 samples, fewer than min_samples = 4`` (networks: fewer
+    than 2, no spread between networks to judge by)."""
+    lead = f"{where}: " if where else ""
+    limit = f"min_samples = {need}" if unit == "samples" else f"{need} (no spread between {unit} to judge by)"
+    return f"{lead}n = {n} {unit}, fewer than {limit}"
+
+
 def non_finite(where: str, detail: str) -> str:
     return (
         f"{where}: {detail}; the values past that layer are not numbers in the run's dtype, so the rule "

@@ -95,7 +95,7 @@ class Model:
 
 def origin_of(statement: Statement, data: Data, model: Model) -> Origin:
     """Extension for our own arms and statements; stand-in where other pretrained weights stood in."""
-    if data.exp.extension or statement.source.startswith("ours"):
+    if data.exp.extension or statement.ours:
         return Origin.EXTENSION
     if model.stand_in_for and model.pretrained:
         return Origin.STAND_IN
@@ -425,7 +425,7 @@ def checks_row(
 
 def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
     """The engine's row for a statement nothing judged (no runs, all failed, arm skipped)."""
-    origin = Origin.EXTENSION if extension or statement.source.startswith("ours") else Origin.PAPER
+    origin = Origin.EXTENSION if extension or statement.ours else Origin.PAPER
     return Claim(
         id=f"{story}.{statement.key}",
         story=story,

@@ -85,7 +85,7 @@ def _few_part(label: str, c_n: int, th: Thresholds, words: str) -> Part:
         words,
         (),
         "sample too small",
-        f"{label}: n = {c_n} samples, fewer than min_samples = {need}",
+        causes.too_few(c_n, need, SAMPLE, label),
         c_n,
     )
 
@@ -189,8 +189,7 @@ def _few_or_nonfinite(words: str, n: int, th: Thresholds) -> Judgement:
     """Inconclusive: fewer than ``min_samples`` samples (sample too small), else non-finite values."""
     need = th.count("min_samples")
     if n < need:
-        few = f"n = {n} samples, fewer than min_samples = {need}"
-        return Judgement(INCONCLUSIVE, words, few, "sample too small", n)
+        return Judgement(INCONCLUSIVE, words, causes.too_few(n, need), "sample too small", n)
     nonfinite = causes.non_finite(f"n = {n}", "non-finite values")
     return Judgement(INCONCLUSIVE, words, nonfinite, "non-finite", n)
 
@@ -525,10 +524,7 @@ def _too_few(n: int, unit: str, th: Thresholds, words: str) -> Judgement | None:
     need = th.count("min_samples") if unit == SAMPLE else 2
     if n >= need:
         return None
-    what = "samples" if unit == SAMPLE else "networks"
-    return Judgement(
-        INCONCLUSIVE, words, f"n = {n} {what}, fewer than {need}", "sample too small", n, unit=unit
-    )
+    return Judgement(INCONCLUSIVE, words, causes.too_few(n, need, unit), "sample too small", n, unit=unit)
 
 
 def _per_layer(

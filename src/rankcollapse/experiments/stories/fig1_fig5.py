@@ -111,6 +111,7 @@ STATEMENTS = (
         "measure, smaller than the red segment",
         "ours (measured; the paper assumes token 1 converged)",
         "measured share of token-2 starts ending at B > 0 and below the red segment's share -> confirmed",
+        ours=True,
     ),
     Statement(
         "surrogate_meet",
@@ -118,6 +119,7 @@ STATEMENTS = (
         OURS,
         "every start ends with mu_rel <= meet_tol -> confirmed; starts that stalled (last attention weight "
         "of token 1 on token 0 x depth < meet_tol) -> inconclusive; others -> refuted",
+        ours=True,
     ),
     Statement(
         "surrogate_token0",
@@ -125,6 +127,7 @@ STATEMENTS = (
         "eigenvector of W_V",
         OURS,
         "every LN run ends with token 0 within limit_tol of +-A -> confirmed",
+        ours=True,
     ),
     Statement(
         "surrogate_rank2",
@@ -133,6 +136,7 @@ STATEMENTS = (
         OURS,
         "some starts end with numerical rank 2 and their token-1 limits agree (limit_tol) at a point B with "
         "|<B, A>| < 1 - limit_tol -> confirmed; no start keeps rank 2 -> refuted",
+        ours=True,
     ),
 )
 ARMS = (Arm("paper", Task(paper_counterexample_run)), Arm("surrogate", Task(counterexample), extension=True))

@@ -39,6 +39,7 @@ STATEMENTS = (
         "The same phi(0) >= 0 in GPT-2 and T5",
         "ours (the paper shows BERT and ALBERT only)",
         RULE,
+        ours=True,
     ),
 )
 ARMS = (Arm("random_init", MODEL_GEOMETRY), Arm("pretrained", MODEL_GEOMETRY))

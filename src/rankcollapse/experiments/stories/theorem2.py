@@ -136,6 +136,7 @@ STATEMENTS = (
         "With LayerNorm and orthogonal W_V, tokens in one open hemisphere still collapse exponentially",
         "ours (hemisphere inputs are weaker than Theorem 2's condition; no bound)",
         "every mask's curve 'collapsing' or 'at floor' -> confirmed; any 'not collapsing' -> refuted",
+        ours=True,
     ),
 )
 ARMS = (

@@ -83,6 +83,7 @@ STATEMENTS = (
         "Below the paper's sufficient condition (w < N), equilibria of every rank still exist",
         "ours (measured)",
         "runs with w < N: some equilibrium (any branch) of every rank k = 1..N -> confirmed",
+        ours=True,
     ),
     Statement(
         "srank",
@@ -128,12 +129,14 @@ STATEMENTS = (
         "ours (measured; the basin protocol the paper does not use)",
         "one row per N = d: no equilibrium of rank >= 2 (any branch, every w) has a start 1e-3 away (every "
         "token perturbed) back within 1e-3 after the run's layers -> confirmed; some has -> refuted",
+        ours=True,
     ),
     Statement(
         "not_hyperbolic",
         "The equilibria are not hyperbolic: every one has neutral directions (token 1's Jordan block)",
         "ours (measured)",
         "every equilibrium has at least one neutral direction (| |lambda| - 1 | <= 1e-9) -> confirmed",
+        ours=True,
     ),
     Statement(
         "designed",
@@ -143,6 +146,7 @@ STATEMENTS = (
         "ours (designed equilibria, one W_V per rank)",
         "every rank k has a construction whose X* has residual <= residual_max, numerical rank k and tangent "
         "spectral radius < 1 -> confirmed; a failed check -> refuted; no construction -> inconclusive",
+        ours=True,
     ),
 )
 ARMS = (Arm("paper", Task(theorem3_run)), Arm("designed", Task(equilibrium_rank), extension=True))
