@@ -35,11 +35,16 @@ QUOTE_LIMIT = 60
 
 
 def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """``repr`` of a user value, truncated to ``limit`` characters (``'...'`` marks a cut)."""
+    """The one way a user value is quoted back in a message: its ``repr`` on one line, cut to ``limit``
+    characters (``'...'`` marks a cut, with the length of a long string: ``'abc...' (100000 chars)``);
+    an array as its type and shape."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"<{type_name(value)} of shape {tuple(value.shape)}>"
     text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} chars)" if isinstance(value, str) else ""
+    return text[: limit - 3] + "..." + size
 
 
 def type_name(value: object) -> str:

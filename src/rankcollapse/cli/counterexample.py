@@ -12,6 +12,7 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -49,7 +50,7 @@ def counterexample_command(
     """Closed forms of the N = 2, d = 2 counterexample: A, B, the four invariant arcs and their limits."""
     if construction not in CONSTRUCTIONS:
         raise RankCollapseError(
-            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
+            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {quote(construction, 40)}"
         )
     if out is not None:
         from rankcollapse.io import check_output_folder

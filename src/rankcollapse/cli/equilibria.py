@@ -19,6 +19,7 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -32,12 +33,12 @@ def _load_value(path: Path, d: int) -> Any:
     def check(shape: tuple[int, ...], dtype: object) -> None:  # before any data is read
         if shape != (d, d):
             raise RankCollapseError(
-                f"value matrix in {str(path)[:80]!r} has shape {shape}; expected ({d}, {d})"
+                f"value matrix in {quote(str(path), 80)} has shape {shape}; expected ({d}, {d})"
             )
 
     arr = read_npy(path, "value file", check)
     if np.iscomplexobj(arr) or not np.issubdtype(arr.dtype, np.number) or not np.isfinite(arr).all():
-        raise RankCollapseError(f"value matrix in {str(path)[:80]!r} must be finite real numbers")
+        raise RankCollapseError(f"value matrix in {quote(str(path), 80)} must be finite real numbers")
     return torch.as_tensor(arr.astype(np.float64))
 
 
@@ -114,7 +115,7 @@ def equilibria_command(
         raise RankCollapseError(f"--threads must be in 1..256, got {threads}")
     if construction not in CONSTRUCTIONS:
         raise RankCollapseError(
-            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
+            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {quote(construction, 40)}"
         )
     if not 0 <= seed < 2**63:
         raise RankCollapseError(f"--seed must be in 0..2^63-1, got {str(seed)[:40]}")
@@ -305,7 +306,7 @@ def portrait_command(
     """Draw Figures 1 and 5 of the N = 2, d = 2 counterexample (the paper's, or ours) and their numbers."""
     if construction not in CONSTRUCTIONS:
         raise RankCollapseError(
-            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction[:40]!r}"
+            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {quote(construction, 40)}"
         )
     from rankcollapse.io import check_output_folder
 

@@ -10,6 +10,7 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 PLOT_MAX_PIXELS = 1024
 """``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
@@ -158,7 +159,7 @@ def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
         raise
     except (OSError, ValueError) as err:
         reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        msg = f"cannot write plot {str(path)[:100]!r} ({reason}); allowed: a writable .png path"
+        msg = f"cannot write plot {quote(str(path), 100)} ({reason}); allowed: a writable .png path"
         raise RankCollapseError(msg) from None
     finally:
         plt.close(fig)
@@ -171,12 +172,13 @@ def _parse_int(text: str | None, flag: str, what: str, required: bool = True) ->
             raise RankCollapseError(f"missing option {flag} N ({what}); allowed: an integer >= 1")
         return None
     if len(text.strip().lstrip("+-")) > 40 and text.strip().lstrip("+-").isdigit():
-        msg = f"{flag} {text[:40]!r}... ({len(text)} digits) is too large; allowed: an integer >= 1"
+        msg = f"{flag} {quote(text, 40)}... ({len(text)} digits) is too large; allowed: an integer >= 1"
         raise RankCollapseError(msg)
     try:
         value = int(text)
     except ValueError:
-        raise RankCollapseError(f"{flag} {text[:40]!r} is not an integer; allowed: an integer >= 1") from None
+        got = quote(text, 40)
+        raise RankCollapseError(f"{flag} {got} is not an integer; allowed: an integer >= 1") from None
     if value < 1 and flag != "--n":  # --n is checked by the masks package (names "sequence length n")
         raise RankCollapseError(f"{flag} {value} is invalid; allowed: an integer >= 1")
     return value
@@ -188,12 +190,12 @@ def _check_plot_path(plot: str) -> Path:
     path = Path(plot)
     if path.is_dir():
         raise RankCollapseError(
-            f"--plot {plot[:100]!r} is a directory; allowed: a file path such as "
-            f"{str(path / 'mask.png')[:100]!r}"
+            f"--plot {quote(plot, 100)} is a directory; allowed: a file path such as "
+            f"{quote(str(path / 'mask.png'), 100)}"
         )
     if not path.parent.is_dir():
         folder = str(path.parent)[:100]
-        raise RankCollapseError(f"cannot write plot {plot[:100]!r}: folder {folder!r} does not exist; "
+        raise RankCollapseError(f"cannot write plot {quote(plot, 100)}: folder {folder!r} does not exist; "
                                 "allowed: a path in an existing folder")
     return path
 

@@ -12,6 +12,7 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 
 def _metric_names(metrics: str | None) -> tuple[str, ...] | None:
@@ -125,7 +126,7 @@ def simulate_command(
                 result = simulate(config, on_layer=on_layer)
         except OSError as err:
             _discard(folder.path, writer)
-            raise RankCollapseError(f"cannot write into --out {str(out)[:60]!r}: {err.strerror}") from None
+            raise RankCollapseError(f"cannot write into --out {quote(str(out))}: {err.strerror}") from None
         except RankCollapseError:
             _discard(folder.path, writer)
             raise
@@ -222,6 +223,6 @@ def plot_mu(
         with atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=110, format="png")
     except OSError as err:
-        raise RankCollapseError(f"cannot write plot {str(path)[:60]!r}: {err.strerror}") from None
+        raise RankCollapseError(f"cannot write plot {quote(str(path))}: {err.strerror}") from None
     finally:
         plt.close(fig)

@@ -21,6 +21,7 @@ import torch
 
 from rankcollapse.core.precision import parse_dtype
 from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.validate import quote
 
 #: The device spellings accepted (``cuda:K``: the K-th GPU torch sees).
 DEVICE_SPELLINGS: tuple[str, ...] = ("cpu", "cuda", "cuda:K")
@@ -63,7 +64,7 @@ def parse_device(device: str | torch.device, dtype: str | torch.dtype | None = N
     match = _SPELLING.match(text)
     if match is None:
         raise RankCollapseError(
-            f"--device {str(device)[:40]!r} is not a device; allowed: {', '.join(DEVICE_SPELLINGS)} "
+            f"--device {quote(str(device), 40)} is not a device; allowed: {', '.join(DEVICE_SPELLINGS)} "
             "(K: a GPU index)"
         )
     kind, index = match.group(1), match.group(2)

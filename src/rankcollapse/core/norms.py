@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import checked
+from rankcollapse.validate import checked, quote
 
 NORMS = ("none", "sphere", "layernorm", "rmsnorm")
 
@@ -83,5 +83,5 @@ def get_norm(name: str) -> Callable[[Tensor], Tensor]:
         "rmsnorm": rms_norm,
     }
     if name not in table:
-        raise RankCollapseError(f"unknown norm {str(name)[:40]!r}; allowed: {', '.join(NORMS)}")
+        raise RankCollapseError(f"unknown norm {quote(str(name), 40)}; allowed: {', '.join(NORMS)}")
     return table[name]

@@ -46,6 +46,7 @@ from torch import Tensor
 from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.equilibria.lnmap import causal_mask, iterate
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 DEFAULT_W = 2.0
 TWO_PI = 2.0 * math.pi
@@ -57,7 +58,7 @@ def check_w(w: object) -> float:
     try:
         value = float(w)
     except (TypeError, ValueError):
-        raise RankCollapseError(f"w must be a number > 1, got {str(w)[:40]!r}") from None
+        raise RankCollapseError(f"w must be a number > 1, got {quote(str(w), 40)}") from None
     if not math.isfinite(value) or value <= 1.0:
         raise RankCollapseError(f"w must be finite and > 1 (the counterexample needs w > 1), got {value!r}")
     return value

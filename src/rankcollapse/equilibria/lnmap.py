@@ -19,6 +19,7 @@ from torch import Tensor
 from rankcollapse.core.attention import attention_weights
 from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 PLACEMENTS = ("post", "pre")
 
@@ -80,7 +81,8 @@ def ln_attention_map(
         y = attention_matrix(z, mask, w_qk, d_qk) @ z @ w_v
         _check_finite(y)
         return y
-    raise RankCollapseError(f"placement must be one of {', '.join(PLACEMENTS)}, got {str(placement)[:40]!r}")
+    allowed = ", ".join(PLACEMENTS)
+    raise RankCollapseError(f"placement must be one of {allowed}, got {quote(str(placement), 40)}")
 
 
 def _check_finite(y: Tensor) -> None:

@@ -35,6 +35,7 @@ from rankcollapse.dynamics.theory import TheoryCheck, check_ln_results, tail_rat
 from rankcollapse.equilibria.lnmap import PLACEMENTS, attention_matrix, iterate, ln_attention_map
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import mu, mu_rel
+from rankcollapse.validate import quote
 
 INPUTS = ("sphere", "nonnegative")
 
@@ -81,7 +82,7 @@ def _inputs(kind: str, samples: int, n: int, d: int, g: torch.Generator) -> Tens
         return sphere_tokens(samples, n, d, g)
     if kind == "nonnegative":
         return nonnegative_cosine_tokens(samples, n, d, g)
-    raise RankCollapseError(f"inputs must be one of {', '.join(INPUTS)}, got {str(kind)[:40]!r}")
+    raise RankCollapseError(f"inputs must be one of {', '.join(INPUTS)}, got {quote(str(kind), 40)}")
 
 
 def ln_collapse_run(
@@ -106,7 +107,7 @@ def ln_collapse_run(
 
     if placement not in PLACEMENTS:
         raise RankCollapseError(
-            f"placement must be one of {', '.join(PLACEMENTS)}, got {str(placement)[:40]!r}"
+            f"placement must be one of {', '.join(PLACEMENTS)}, got {quote(str(placement), 40)}"
         )
     if n < 2 or d < 1 or samples < 1 or layers < 1:
         raise RankCollapseError(f"need n >= 2, d, samples, layers >= 1; got {n}, {d}, {samples}, {layers}")

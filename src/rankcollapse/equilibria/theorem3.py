@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 SOURCE = "paper (Theorem 3, App. F.1: upper-bidiagonal W_V, W_Q = W_K = 0, causal)"
 #: Equilibria :func:`enumerate_equilibria` lists at most (the tree can grow like (2 + 2d)^N).
@@ -43,7 +44,7 @@ def check_size(n: int, d: int, w: float, need_square: bool = True) -> float:
     """Validate ``n``, ``d``, ``w`` for the construction; return ``w`` as a float."""
     for name, v in (("n", n), ("d", d)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise RankCollapseError(f"{name} must be a positive integer, got {str(v)[:40]!r}")
+            raise RankCollapseError(f"{name} must be a positive integer, got {quote(str(v), 40)}")
     if need_square and n != d:
         raise RankCollapseError(f"Theorem 3's construction needs N = d, got N = {n}, d = {d}")
     if d > 12:
@@ -51,7 +52,7 @@ def check_size(n: int, d: int, w: float, need_square: bool = True) -> float:
     try:
         value = float(w)
     except (TypeError, ValueError):
-        raise RankCollapseError(f"w must be a number > 1, got {str(w)[:40]!r}") from None
+        raise RankCollapseError(f"w must be a number > 1, got {quote(str(w), 40)}") from None
     if not math.isfinite(value) or value <= 1.0:
         raise RankCollapseError(f"w must be finite and > 1 (the construction needs w > 1), got {value!r}")
     return value
@@ -207,7 +208,7 @@ def enumerate_equilibria(
     (module docstring). Sorted by rank, then family ("paper" first).
     """
     if family not in ("all", "paper"):
-        raise RankCollapseError(f"family must be 'all' or 'paper', got {str(family)[:40]!r}")
+        raise RankCollapseError(f"family must be 'all' or 'paper', got {quote(str(family), 40)}")
     w = w_v.detach().cpu().to(torch.float64).numpy()
     d = w.shape[0]
     nil = w - np.eye(d)

@@ -25,6 +25,7 @@ import numpy as np
 
 from rankcollapse.masks.limits import DENSE_BYTES_PER_PAIR, SPARSE_BYTES_PER_EDGE, require_memory
 from rankcollapse.masks.sparse import SparseMask, band_of_sparse, check_n
+from rankcollapse.validate import quote
 
 if TYPE_CHECKING:  # torch is imported only where a tensor is made (keeps `rankcollapse mask` light)
     import torch
@@ -124,14 +125,14 @@ class Mask(ABC):
         self.__dict__.pop("_builds", None)
 
     def _check_dense_size(self, n: int) -> None:
-        what = f"the dense form of mask {self.spec[:60]!r} at n={n}"
+        what = f"the dense form of mask {quote(self.spec)} at n={n}"
         require_memory(DENSE_BYTES_PER_PAIR * float(n) * n, what, "allowed: a smaller n (the graph analysis "
                        "does not need the dense form)")
 
     def _check_sparse_size(
         self, n: int, per_edge: float = SPARSE_BYTES_PER_EDGE, what: str = "sparse form"
     ) -> None:
-        require_memory(per_edge * (self._nnz_hint(n) + n), f"the {what} of mask {self.spec[:60]!r} at n={n}")
+        require_memory(per_edge * (self._nnz_hint(n) + n), f"the {what} of mask {quote(self.spec)} at n={n}")
 
     # ---- public API ---------------------------------------------------------------------------
     def dense_numpy(self, n: int) -> np.ndarray:
@@ -195,7 +196,7 @@ class Mask(ABC):
 
             if type(self)._intervals is Mask._intervals:  # the family has no interval form
                 return None
-            check_interval_size(n, f"the interval form of mask {self.spec[:60]!r} at n={n}")
+            check_interval_size(n, f"the interval form of mask {quote(self.spec)} at n={n}")
             iv = self._intervals(n)
             if iv is not None:
                 for a in iv:

@@ -48,8 +48,8 @@ import numpy as np
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Intervals, Mask, Predicate
-from rankcollapse.masks.limits import quote
 from rankcollapse.masks.sparse import SparseMask
+from rankcollapse.validate import quote
 
 LIST_MAX_ITEMS = 1_000_000
 """Most entries a list parameter (``lengths``, ``parents``) may have."""

@@ -27,9 +27,10 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.inputs import read_npy
 from rankcollapse.masks.base import Mask, Predicate
 from rankcollapse.masks.families import Family, Param
-from rankcollapse.masks.limits import quote, require_memory
+from rankcollapse.masks.limits import require_memory
 from rankcollapse.masks.lookup import _lookup, _table_predicate
 from rankcollapse.masks.sparse import SparseMask
+from rankcollapse.validate import quote
 
 
 class _FixedLength(Mask):
@@ -40,7 +41,7 @@ class _FixedLength(Mask):
     def _check(self, n: int) -> None:
         if n != self.size:
             raise RankCollapseError(
-                f"mask {self.spec[:60]!r} is {self.size} x {self.size} but n={n}; allowed: n={self.size}"
+                f"mask {quote(self.spec)} is {self.size} x {self.size} but n={n}; allowed: n={self.size}"
             )
 
 

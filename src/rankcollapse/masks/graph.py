@@ -21,6 +21,7 @@ from rankcollapse.masks.analysis import (
 from rankcollapse.masks.fixed import from_dense
 from rankcollapse.masks.sparse import SparseMask, check_n
 from rankcollapse.masks.spec import parse_mask
+from rankcollapse.validate import quote
 
 __all__ = [
     "ANALYSIS_BYTES_PER_EDGE",
@@ -62,7 +63,7 @@ def analyze_mask(mask: MaskLike, n: int | None = None) -> MaskAnalysis:
         return m.analysis(size)
     parsed = parse_mask(mask)
     if n is None:
-        raise RankCollapseError(f"analyze_mask({parsed.spec[:60]!r}) needs n; allowed: an integer >= 1")
+        raise RankCollapseError(f"analyze_mask({quote(parsed.spec)}) needs n; allowed: an integer >= 1")
     return parsed.analysis(n)
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.inputs import read_json
 from rankcollapse.masks.export import hf_sliding_window_mask
-from rankcollapse.masks.limits import quote
 from rankcollapse.masks.schedule import MaskSchedule, schedule_from_masks
+from rankcollapse.validate import quote
 
 ENCODER_TYPES = ("bert", "roberta", "distilbert", "albert", "mpnet", "t5", "electra", "deberta", "deberta-v2",
                  "xlm-roberta", "camembert")
@@ -51,7 +51,7 @@ def read_hf_config(path: str | Path) -> dict[str, Any]:
 def _int_field(config: dict[str, Any], key: str, minimum: int) -> int:
     value = config.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"model config field {key}={str(value)[:40]!r} is invalid; allowed: an integer >= {minimum}"
+        msg = f"model config field {key}={quote(value)} is invalid; allowed: an integer >= {minimum}"
         raise RankCollapseError(msg)
     return value
 

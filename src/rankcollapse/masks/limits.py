@@ -59,9 +59,3 @@ def require_memory(estimate: float, what: str, hint: str = "") -> None:
             f"{format_bytes(budget)} of memory available{tail}"
         )
 
-
-def quote(text: str, limit: int = 60) -> str:
-    """``repr`` of a user string, cut to ``limit`` characters (``'abc…' (100000 chars)``)."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} chars)"

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask
-from rankcollapse.masks.limits import quote
 from rankcollapse.masks.spec import MAX_NESTING, parse_mask
+from rankcollapse.validate import quote
 
 MAX_LAYERS = 100_000
 """Most layers a schedule may have (period or depth)."""

@@ -26,8 +26,8 @@ from collections import OrderedDict
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import AndMask, Mask, OrMask
 from rankcollapse.masks.fixed import FileMask
-from rankcollapse.masks.limits import quote
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
+from rankcollapse.validate import quote
 
 _OPERATORS = "&|()"
 MAX_NESTING = 64

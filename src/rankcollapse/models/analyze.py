@@ -66,7 +66,7 @@ from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names 
     user_schedule,
 )
 from rankcollapse.progress import progress as progress_lines
-from rankcollapse.validate import check_memory
+from rankcollapse.validate import check_memory, quote
 
 
 @dataclass
@@ -120,7 +120,8 @@ class AnalyzeConfig:
 
     def __post_init__(self) -> None:
         if self.ablation not in ABLATIONS:
-            raise RankCollapseError(f"unknown ablation {str(self.ablation)[:40]!r}; allowed: sinks (or none)")
+            got = quote(str(self.ablation), 40)
+            raise RankCollapseError(f"unknown ablation {got}; allowed: sinks (or none)")
         if self.sink_damping is not None and self.ablation != "sinks":
             raise RankCollapseError("--sink-damping applies only with --ablation sinks")
         if self.ablation == "sinks":
@@ -143,7 +144,7 @@ class AnalyzeConfig:
             self.corpus = DEFAULT_CORPUS
         if self.corpus is not None and self.corpus not in CORPORA:
             raise RankCollapseError(
-                f"unknown corpus {str(self.corpus)[:60]!r}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+                f"unknown corpus {quote(str(self.corpus))}; allowed: {', '.join(CORPORA)} (or --text FILE)"
             )
         if self.samples < 1 or self.tokens < 2:
             raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
@@ -654,5 +655,5 @@ def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
     try:
         atomic_write(path, buf.getvalue())
     except OSError as err:
-        raise RankCollapseError(f"cannot write {str(path)[:60]!r}: {err.strerror}") from None
+        raise RankCollapseError(f"cannot write {quote(str(path))}: {err.strerror}") from None
     return Path(path)

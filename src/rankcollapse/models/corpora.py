@@ -38,6 +38,7 @@ from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.inputs import read_text
+from rankcollapse.validate import quote
 
 CORPORA: tuple[str, ...] = ("wikipedia", "shakespeare", "kjv", "pydocs")
 DEFAULT_CORPUS = "wikipedia"
@@ -71,7 +72,7 @@ def wikipedia_articles() -> tuple[str, ...]:
 def _check_name(name: str) -> None:
     if name not in CORPORA:
         raise RankCollapseError(
-            f"unknown corpus {name[:60]!r}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+            f"unknown corpus {quote(name)}; allowed: {', '.join(CORPORA)} (or --text FILE)"
         )
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 DOWNLOAD_ENV = "RANKCOLLAPSE_DOWNLOAD"
 #: Seconds the first request may take, and the hub library's per-request timeouts during a download.
@@ -132,7 +133,7 @@ def download(repo: str, why: str = "--download") -> Path:
     """Fetch ``repo``'s config, safetensors weights and tokenizer into the Hugging Face cache; return
     the snapshot folder. Announced on stderr first; RankCollapseError (one line) on any failure."""
     if not downloads_allowed():
-        msg = f"model {repo[:60]!r} is not in the local Hugging Face cache; {how_to_download()}"
+        msg = f"model {quote(repo)} is not in the local Hugging Face cache; {how_to_download()}"
         raise RankCollapseError(msg)
     try:
         from huggingface_hub import snapshot_download

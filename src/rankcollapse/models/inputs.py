@@ -14,6 +14,7 @@ from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.models.loading import LoadedModel, dissect
+from rankcollapse.validate import quote
 
 
 def text_batch(model: LoadedModel, texts: list[str], tokens: int) -> tuple[Tensor, Tensor]:
@@ -94,7 +95,7 @@ def load_tokenizer(name: str | Path) -> Any:
         return AutoTokenizer.from_pretrained(str(name), trust_remote_code=False)
     except (OSError, ValueError, TypeError, KeyError) as err:
         msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        raise RankCollapseError(f"cannot load tokenizer {str(name)[:60]!r} (offline: a local folder or the "
+        raise RankCollapseError(f"cannot load tokenizer {quote(str(name))} (offline: a local folder or the "
                                 f"Hugging Face cache): {msg}") from None
 
 
@@ -154,7 +155,7 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
         what = str(getattr(tokenizer, "name_or_path", "") or f"given {type(tokenizer).__name__}")
     vocab = model.vocab_size or int(getattr(model.hf_model.config, "vocab_size", 0) or 0)
     if vocab and len(tokenizer) > vocab:
-        raise RankCollapseError(f"tokenizer {what[:60]!r} has {len(tokenizer)} tokens but the model's "
+        raise RankCollapseError(f"tokenizer {quote(what)} has {len(tokenizer)} tokens but the model's "
                                 f"vocabulary has {vocab}; allowed: the model's own tokenizer")
     out = replace(model, tokenizer=tokenizer, start_token=_start_token(tokenizer), info=dict(model.info))
     out.info["tokenizer"] = what

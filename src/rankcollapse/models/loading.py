@@ -52,6 +52,7 @@ from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F40
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
 from rankcollapse.models.spec import Unsupported
+from rankcollapse.validate import quote
 
 WEIGHT_FILES: tuple[str, ...] = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                                  "pytorch_model.bin.index.json")
@@ -227,11 +228,11 @@ def check_model_folder(path: Path) -> dict[str, Any]:
         if data.get("auto_map"):
             raise RankCollapseError(
                 f"model folder {shown} needs its own code (config.json has auto_map, model_type "
-                f"{str(model_type)[:40]!r}); rankcollapse never runs a model folder's code; allowed: a "
+                f"{quote(str(model_type), 40)}); rankcollapse never runs a model folder's code; allowed: a "
                 f"model_type transformers {transformers.__version__} knows (bert, gpt2, llama, t5, ...)"
             )
         raise RankCollapseError(
-            f"model folder {shown}: model_type {str(model_type)[:40]!r} is not one transformers "
+            f"model folder {shown}: model_type {quote(str(model_type), 40)} is not one transformers "
             f"{transformers.__version__} knows; allowed: bert, gpt2, llama, t5, ... (or a newer transformers)"
         )
     if not any((path / f).is_file() for f in WEIGHT_FILES):
@@ -252,7 +253,7 @@ def missing_tokenizer(path: Path) -> str | None:
     if any((path / f).is_file() for f in TOKENIZER_FILES):
         return None
     names = ", ".join(TOKENIZER_FILES[:4])
-    return (f"model folder {str(path)[:80]!r} has no tokenizer files ({names}, ...); "
+    return (f"model folder {quote(str(path), 80)} has no tokenizer files ({names}, ...); "
             "save its checkpoint's tokenizer into it (tokenizer.save_pretrained(folder)) to read text")
 
 
@@ -430,7 +431,7 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
             pass
     if impl != "eager":
         raise RankCollapseError(
-            f"model {name[:60]!r} uses attention {impl!r}; load it with attn_implementation='eager'"
+            f"model {quote(name)} uses attention {impl!r}; load it with attn_implementation='eager'"
         )
     extract = DISSECTORS.get(model_type)
     reason = f"architecture {type(model).__name__} (model_type {model_type!r}) is not dissected"

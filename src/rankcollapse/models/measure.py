@@ -29,6 +29,7 @@ from torch import Tensor
 
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 #: The value of a ``masks`` entry that means each layer's own mask (the model's config).
 OWN_MASK = "own"
@@ -94,11 +95,11 @@ class CurvesConfig:
         self.d_qk = tuple(None if d is None else float(d) for d in self.d_qk)
         bad = [v for v in self.variants if v not in MODES]
         if bad:
-            raise RankCollapseError(f"unknown variant {bad[0][:40]!r}; allowed: {', '.join(MODES)}")
+            raise RankCollapseError(f"unknown variant {quote(bad[0], 40)}; allowed: {', '.join(MODES)}")
         unknown = [q for q in self.quantities if q not in METRIC_NAMES]
         if unknown or not self.quantities:
             raise RankCollapseError(
-                f"unknown quantity {(unknown or [''])[0][:40]!r}; allowed: {', '.join(METRIC_NAMES)}"
+                f"unknown quantity {quote((unknown or [''])[0], 40)}; allowed: {', '.join(METRIC_NAMES)}"
             )
         if not (self.variants and self.masks and self.d_qk):
             raise RankCollapseError("variants, masks and d_qk each need at least one value")
@@ -139,8 +140,8 @@ def measure_curves(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import per_sample_metrics
     from rankcollapse.models.analyze import load_model_cached
-    from rankcollapse.models.excerpts import excerpts
-    from rankcollapse.models.stream import iter_batches, iter_hidden_states
+    from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
+    from rankcollapse.models.stream import iter_batches
 
     start = time.perf_counter()
     model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
@@ -257,9 +258,9 @@ def measure_geometry(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import token_geometry
     from rankcollapse.models.analyze import load_model_cached
-    from rankcollapse.models.excerpts import excerpts
+    from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
     from rankcollapse.models.loading import structural_rank
-    from rankcollapse.models.stream import iter_batches, iter_hidden_states
+    from rankcollapse.models.stream import iter_batches
 
     model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)

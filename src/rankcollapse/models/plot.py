@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 PANELS: tuple[tuple[str, str, bool], ...] = (
     ("full_rank", "full-rank share", False),
@@ -112,7 +113,7 @@ def _save(fig: Any, path: str | Path) -> Path:
         with atomic_path(out) as tmp:
             fig.savefig(tmp, dpi=120, format=out.suffix.lstrip(".") or "png")
     except OSError as err:
-        raise RankCollapseError(f"cannot write plot {str(out)[:60]!r}: {err.strerror}") from None
+        raise RankCollapseError(f"cannot write plot {quote(str(out))}: {err.strerror}") from None
     finally:
         plt.close(fig)
     return out
@@ -204,7 +205,7 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
     ``dtype``), the precision floor of each dtype present. The title names what the runs share.
     Returns ``out`` (PNG/PDF/SVG by its suffix)."""
     if by not in BY:
-        raise RankCollapseError(f"unknown --by {str(by)[:30]!r}; allowed: {', '.join(BY)}")
+        raise RankCollapseError(f"unknown --by {quote(str(by), 30)}; allowed: {', '.join(BY)}")
     if not runs:
         raise RankCollapseError("give at least one run folder")
     finished = [read_run(r) for r in runs]

@@ -47,6 +47,7 @@ from rankcollapse.models.checkpoints import (
 from rankcollapse.models.families import FAMILIES, FRESH_LAYERS
 from rankcollapse.models.hub import FILES as HUB_FILES
 from rankcollapse.models.hub import download, downloads_allowed, how_to_download
+from rankcollapse.validate import quote
 
 Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
 KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
@@ -171,7 +172,7 @@ def resolve_model(name: str | Path) -> ModelSource:
         ckpt = checkpoint_key(key)
         if ckpt is None:
             raise RankCollapseError(
-                f"random model {key[:60]!r} is not supported; allowed: "
+                f"random model {quote(key)} is not supported; allowed: "
                 + ", ".join(f"random:{c}" for c in CHECKPOINT_CONFIGS) + " (or tiny:<family>)"
             )
         cfg = CHECKPOINT_CONFIGS[ckpt]
@@ -181,7 +182,7 @@ def resolve_model(name: str | Path) -> ModelSource:
         fam = text.split(":", 1)[1]
         if fam not in TINY_CONFIGS:
             raise RankCollapseError(
-                f"tiny model {fam[:60]!r} is not supported; allowed: "
+                f"tiny model {quote(fam)} is not supported; allowed: "
                 + ", ".join(f"tiny:{f}" for f in TINY_CONFIGS)
             )
         return ModelSource(name=text, kind="tiny", label=f"tiny {fam} (random init)", family=fam,
@@ -224,7 +225,7 @@ def resolve_model(name: str | Path) -> ModelSource:
     if _hub_name(text):
         if not downloads_allowed():
             raise RankCollapseError(
-                f"model {text[:60]!r} is neither a local folder nor in the local Hugging Face cache, and "
+                f"model {quote(text)} is neither a local folder nor in the local Hugging Face cache, and "
                 f"downloads are off ({how_to_download()}); local models: {', '.join(BUNDLED)}, "
                 f"random:<{'|'.join(CHECKPOINT_CONFIGS)}>, tiny:<family>"
             )
@@ -252,12 +253,12 @@ def _with_depth(text: str) -> ModelSource:
     key, _, value = opt.partition("=")
     if key.strip() != "layers" or not value.strip().isdigit() or int(value) < 1:
         raise RankCollapseError(
-            f"bad model option {opt[:40]!r} in {text[:60]!r}; usage: {base[:60]},layers=L (L >= 1)"
+            f"bad model option {quote(opt, 40)} in {quote(text)}; usage: {base[:60]},layers=L (L >= 1)"
         )
     src = resolve_model(base)
     if src.family not in DEEP_FAMILIES:
         raise RankCollapseError(
-            f"{base[:60]!r} cannot take layers=; deeper random models exist for families "
+            f"{quote(base)} cannot take layers=; deeper random models exist for families "
             f"{', '.join(DEEP_FAMILIES)}"
         )
     depth = int(value)
@@ -276,7 +277,7 @@ def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:
     ckpt = checkpoint_key(checkpoint)
     if ckpt is None:
         raise RankCollapseError(
-            f"{checkpoint[:60]!r} is not one of the paper's checkpoints; "
+            f"{quote(checkpoint)} is not one of the paper's checkpoints; "
             f"allowed: {', '.join(PAPER_CHECKPOINTS)}"
         )
     if hf_cached(PAPER_CHECKPOINTS[ckpt]) or hf_cached(ckpt) or downloads_allowed():
@@ -312,5 +313,5 @@ def model_config(name: str | Path) -> dict[str, Any]:
                 f"{src.name!r} is not converted yet; run: rankcollapse models --prepare {src.name}")
         return read_hf_config(folder)
     if src.path is None or not Path(src.path).exists():
-        raise RankCollapseError(f"model {str(name)[:60]!r} has no local config.json (not in the cache)")
+        raise RankCollapseError(f"model {quote(str(name))} has no local config.json (not in the cache)")
     return read_hf_config(src.path)

@@ -30,6 +30,7 @@ from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.names import tl_hook_name  # noqa: F401  (re-exported)
 from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
 from rankcollapse.runtime import trim_heap_every
+from rankcollapse.validate import quote
 
 BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
 
@@ -123,7 +124,7 @@ def layer_masks(model: LoadedModel, mask: Mask | MaskSchedule | str | None, dept
     p = len(sched.period)
     if n_layers % p and (depth % p or depth == 0):
         raise RankCollapseError(
-            f"mask schedule {sched.spec[:60]!r} has period {p}, which does not divide the model's depth "
+            f"mask schedule {quote(sched.spec)} has period {p}, which does not divide the model's depth "
             f"({n_layers} layers) nor --layers {depth}; allowed: a period dividing {n_layers} or {depth}"
         )
     return [sched.period[t % p] for t in range(depth)]
@@ -235,7 +236,7 @@ def iter_hidden_states(
         if not bool(bool_mask.diagonal().all()):
             i = int((~bool_mask.diagonal()).nonzero()[0])
             raise RankCollapseError(
-                f"mask {m.spec[:60]!r} has no self-loop at token {i} (n = {n}); every token must attend "
+                f"mask {quote(m.spec)} has no self-loop at token {i} (n = {n}); every token must attend "
                 "to itself (the paper's assumption A1)"
             )
         dense[id(m)] = bool_mask

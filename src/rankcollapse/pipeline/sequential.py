@@ -35,6 +35,7 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
 from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.validate import quote
 
 #: ``--max-samples`` when not given: per condition, about a third of the paper's 3000 (enough to
 #: decide a log-rate gap of a tenth of the spread of one sample at the t interval).
@@ -67,12 +68,12 @@ def parse_duration(text: str, option: str = "--budget") -> float:
         m = _DURATION.match(raw)
         if not raw or m is None or not any(m.groups()):
             raise RankCollapseError(
-                f"{option} {raw[:40]!r} is not a duration; e.g. 3h, 90m, 2h30m, 45s or seconds"
+                f"{option} {quote(raw, 40)} is not a duration; e.g. 3h, 90m, 2h30m, 45s or seconds"
             ) from None
         h, mi, s = (float(g) if g else 0.0 for g in m.groups())
         seconds = 3600 * h + 60 * mi + s
     if not (math.isfinite(seconds) and seconds > 0):
-        raise RankCollapseError(f"{option} must be a positive duration, got {raw[:40]!r}")
+        raise RankCollapseError(f"{option} must be a positive duration, got {quote(raw, 40)}")
     return seconds
 
 

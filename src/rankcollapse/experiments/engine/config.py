@@ -34,6 +34,7 @@ from typing import Any
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 from rankcollapse.experiments.engine.tasks import Task
+from rankcollapse.validate import quote
 
 PROFILES = ("quick", "full", "tiny", "paper")
 
@@ -271,6 +272,6 @@ def select(
         names = list(dict.fromkeys([*(e.story or e.name for e in exps), *(e.name for e in exps if e.story)]))
         unknown = [o for o in only if o not in names]
         if unknown:
-            raise RankCollapseError(f"unknown experiment {unknown[0][:60]!r}; allowed: {', '.join(names)}")
+            raise RankCollapseError(f"unknown experiment {quote(unknown[0])}; allowed: {', '.join(names)}")
         exps = [e for e in exps if e.name in only or (e.story and e.story in only)]
     return exps

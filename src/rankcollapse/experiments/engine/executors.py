@@ -26,6 +26,7 @@ from rankcollapse.experiments.engine.progress import SweepProgress, run_weights
 from rankcollapse.experiments.engine.store import RunStore
 from rankcollapse.experiments.engine.tasks import RunResult, execute_run
 from rankcollapse.experiments.engine.workers import init_worker
+from rankcollapse.validate import quote
 
 EXECUTORS = ("local", "dask")
 _ADDRESS = re.compile(r"^((tcp|tls|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$|^inproc://\S+$")
@@ -51,7 +52,7 @@ def default_workers() -> int:
 def check_executor(executor: str, scheduler: str | None, workers: int | None) -> None:
     """Refuse options that do not apply (RankCollapseError, one line naming the option)."""
     if executor not in EXECUTORS:
-        raise RankCollapseError(f"unknown executor {str(executor)[:60]!r}; allowed: {', '.join(EXECUTORS)}")
+        raise RankCollapseError(f"unknown executor {quote(str(executor))}; allowed: {', '.join(EXECUTORS)}")
     if executor == "local" and scheduler is not None:
         raise RankCollapseError("--scheduler applies only with --executor dask (the local executor has none)")
     if executor == "dask":
@@ -59,7 +60,7 @@ def check_executor(executor: str, scheduler: str | None, workers: int | None) ->
             raise RankCollapseError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
         if not _ADDRESS.match(scheduler):
             raise RankCollapseError(
-                f"--scheduler {scheduler[:60]!r} is not a scheduler address; expected e.g. tcp://10.0.0.5:8786"
+                f"--scheduler {quote(scheduler)} is not a scheduler address; expected e.g. tcp://10.0.0.5:8786"
             )
         if workers is not None:
             raise RankCollapseError("--workers applies only with --executor local (Dask has its own workers)")
@@ -219,7 +220,7 @@ def _run_dask(
         client = Client(scheduler, timeout="10s")
     except Exception as err:  # OSError, TimeoutError, ValueError for a malformed address, ...
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise RankCollapseError(f"cannot reach Dask scheduler {scheduler[:60]!r}: {reason}") from err
+        raise RankCollapseError(f"cannot reach Dask scheduler {quote(scheduler)}: {reason}") from err
     futures = {}
     try:
         for spec in todo:

@@ -31,6 +31,7 @@ from enum import Enum
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.validate import quote
 
 
 class Verdict(str, Enum):
@@ -50,7 +51,7 @@ class Verdict(str, Enum):
             return cls(value)
         except ValueError:
             allowed = ", ".join(v.value for v in cls)
-            raise RankCollapseError(f"unknown verdict {str(value)[:40]!r}; allowed: {allowed}") from None
+            raise RankCollapseError(f"unknown verdict {quote(str(value), 40)}; allowed: {allowed}") from None
 
 
 REPRODUCED = Verdict.REPRODUCED

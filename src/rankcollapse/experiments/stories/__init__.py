@@ -16,6 +16,7 @@ from rankcollapse.experiments.engine.config import Experiment, load_arms, load_e
 from rankcollapse.experiments.engine.story import Found, discover_stories
 from rankcollapse.experiments.engine.tasks import BUILTIN_TASKS, Task, toy_cost
 from rankcollapse.experiments.kit.tasks import GENERIC_TASKS
+from rankcollapse.validate import quote
 
 #: The report's order: the paper's order (§4.1 Theorem 1, §4.2 Theorem 2, §4.3.1 Figs. 1 and 5,
 #: §4.3.2 Theorem 3, §5 Figs. 2-4, App. G Figs. 6-9 inside their §5 twins, then 8, 9).
@@ -74,7 +75,7 @@ def load_experiments(
         exp = load_experiment(path, profile)
         if exp.task not in tasks:
             raise RankCollapseError(
-                f"{path.name}: unknown task {exp.task[:60]!r}; allowed: {', '.join(sorted(tasks))}"
+                f"{path.name}: unknown task {quote(exp.task)}; allowed: {', '.join(sorted(tasks))}"
             )
         task = tasks[exp.task]
         exp.target, exp.task_info = ("" if exp.task in BUILTIN_TASKS else task.target), task
