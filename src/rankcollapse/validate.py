@@ -187,8 +187,11 @@ def human_bytes(nbytes: float) -> str:
     return f"{int(nbytes)} B"
 
 
-def check_memory(what: str, nbytes: float, available: int | None = None) -> None:
-    """Refuse a job whose estimated peak memory ``nbytes`` exceeds the available memory.
+def check_memory(
+    what: str, nbytes: float, available: int | None = None, allowed: str = "a smaller size"
+) -> None:
+    """The one memory check: refuse a job whose estimated peak memory ``nbytes`` exceeds the available
+    memory, in one line naming the job and what is ``allowed`` instead.
 
     ``what`` names the job and its size (``"simulate with n = 2000000000, d = 16"``). Nothing is
     checked where the available memory is unknown (no ``/proc/meminfo``).
@@ -197,7 +200,7 @@ def check_memory(what: str, nbytes: float, available: int | None = None) -> None
     if free is not None and nbytes > free:
         raise RankCollapseError(
             f"{what} needs about {human_bytes(nbytes)} of memory, more than the {human_bytes(free)} "
-            "available; allowed: a smaller size"
+            f"available; allowed: {allowed}"
         )
 
 

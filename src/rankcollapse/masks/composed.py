@@ -39,9 +39,10 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask, check_n
 from rankcollapse.masks.graph import MaskAnalysis, analyze_sparse
 from rankcollapse.masks.intervals import compose, has_one_hop_center, interval_analysis, one_hop_centers
-from rankcollapse.masks.limits import format_bytes, require_memory
+from rankcollapse.masks.limits import require_memory
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.masks.sparse import SparseMask
+from rankcollapse.validate import human_bytes
 
 BITSET_MAX_WORK = 2e9
 """Largest ``2 * sum_t (nnz(M_t) + n) * ceil(n / 64)`` (uint64 word operations: the product pass and
@@ -204,7 +205,7 @@ def _path(masks: list[Mask], n: int) -> _IntervalPath | _BitsetPath:
     if work > BITSET_MAX_WORK:
         raise RankCollapseError(
             f"composing the schedule at n={n} needs about {work:.3g} word operations (estimate, "
-            f"{format_bytes(8 * work)} moved); allowed: at most {BITSET_MAX_WORK:.0e} (a smaller n, fewer "
+            f"{human_bytes(8 * work)} moved); allowed: at most {BITSET_MAX_WORK:.0e} (a smaller n, fewer "
             "layers, or interval masks: complete, causal, window, causal-window, block, prefix, document)"
         )
     require_memory(3 * 8.0 * n * words, f"the composed graph of the schedule at n={n} (bit matrix)")

@@ -139,8 +139,8 @@ def measure_curves(
     and each condition's per-sample values are the batches' concatenated."""
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import per_sample_metrics
-    from rankcollapse.models.analyze import load_model_cached
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
+    from rankcollapse.models.analyze import load_model_cached
     from rankcollapse.models.stream import iter_batches
 
     start = time.perf_counter()
@@ -257,8 +257,8 @@ def measure_geometry(
     (module docstring)."""
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import token_geometry
-    from rankcollapse.models.analyze import load_model_cached
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
+    from rankcollapse.models.analyze import load_model_cached
     from rankcollapse.models.loading import structural_rank
     from rankcollapse.models.stream import iter_batches
 
