@@ -142,3 +142,17 @@ def test_numerical_rank_matches_torch_matrix_rank() -> None:
     x = a @ b  # rank 3
     assert torch.equal(mt.num_rank(x), torch.linalg.matrix_rank(x).to(torch.float64))
     assert torch.equal(mt.num_rank(x), torch.full((4,), 3.0, dtype=torch.float64))
+
+
+def test_a_bfloat16_model_is_measured_in_float32_against_its_own_precision() -> None:
+    gen = torch.Generator().manual_seed(0)
+    base = torch.randn(2, 8, 16, generator=gen)
+    x = (base[:, :1] + 1e-3 * base).to(torch.bfloat16)  # tokens alike to 1e-3: below bf16's floor
+    got = mt.collapse_metrics(x)  # the SVD has no bfloat16 kernel: this raised NotImplementedError
+    ref = mt.collapse_metrics(x.float())
+    torch.testing.assert_close(got["mu_rel"], ref["mu_rel"])  # the same values, measured in float32
+    assert bool(torch.isfinite(got["sigma_min"]).all())
+    # the floor is bfloat16's (32 eps = 0.25), not float32's: these tokens sit at it in bf16 only
+    assert bool((got["at_floor"] == 1).all()) and bool((ref["at_floor"] == 0).all())
+    geometry, sv = mt.token_geometry(x)
+    assert sv.dtype == torch.float64 and float(geometry["rank_tol_rel"][0]) == pytest.approx(16 * 2**-7)

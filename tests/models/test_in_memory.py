@@ -124,3 +124,15 @@ def test_a_tokenizer_larger_than_the_vocabulary_and_a_missing_one_are_one_line_e
         analyze(AnalyzeConfig(metrics=("mu",)), model=gpt2(), texts=TEXTS, tokenizer="/no/such/tokenizer")
     with pytest.raises(RankCollapseError, match="tokenizer must be"):
         analyze(AnalyzeConfig(metrics=("mu",)), model=gpt2(), texts=TEXTS, tokenizer=3)
+
+
+def test_a_bfloat16_model_is_measured_not_refused() -> None:
+    """Many models load in bfloat16; their hidden states are measured in float32 (the SVD has no bf16
+    kernel), and the row records the model's own dtype."""
+    model = bert().to(torch.bfloat16).eval()
+    ids = torch.randint(0, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    got = analyze(AnalyzeConfig(model="mine", samples=2, tokens=12), model=model, ids=ids)
+    ref = analyze(AnalyzeConfig(model="mine", samples=2, tokens=12), model=model.float(), ids=ids)
+    assert got.model_info["dtype"] == "bfloat16" and model.dtype == torch.float32  # .float() above cast it
+    for a, b in zip(got.rows, ref.rows, strict=True):
+        assert abs(a["mu_rel"] - b["mu_rel"]) < 0.05  # bf16 hidden states agree with float32 to its precision

@@ -48,6 +48,17 @@ def _check(x: Tensor) -> None:
         raise ValueError(f"expected a floating-point tensor, got {x.dtype}")
 
 
+#: Dtypes whose arithmetic is too coarse (or unsupported, e.g. the SVD) for the measures: their values
+#: are measured in float32, while every precision floor and rank tolerance keeps their own eps.
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def working(x: Tensor) -> Tensor:
+    """``x`` in the dtype its measures are computed in: float32 for float16 / bfloat16 (a model loaded
+    in bf16 is measured, not refused), else itself. Floors and tolerances use ``x``'s own dtype."""
+    return x.float() if x.dtype in LOW_PRECISION else x
+
+
 @checked
 def centered(x: Tensor) -> Tensor:
     """``x - 1 gamma_x``: every token minus the mean token. [..., n, d] -> [..., n, d]."""
@@ -166,7 +177,9 @@ def singular_values(x: Tensor) -> Tensor:
 
 
 def _svdvals(x: Tensor) -> Tensor:
-    """``svdvals`` of the finite samples; NaN rows for samples with a NaN/inf entry (no LinAlgError)."""
+    """``svdvals`` of the finite samples; NaN rows for samples with a NaN/inf entry (no LinAlgError);
+    float16 / bfloat16 in float32 (the SVD has no low-precision kernel)."""
+    x = working(x)
     finite = torch.isfinite(x).flatten(-2).all(dim=-1)
     if bool(finite.all()):
         return torch.linalg.svdvals(x)
@@ -177,13 +190,14 @@ def _svdvals(x: Tensor) -> Tensor:
 
 
 @checked
-def rank_tolerance(s: Tensor, n: int, d: int) -> Tensor:
-    """torch.linalg.matrix_rank's default: ``max(n, d) * eps(dtype) * s_1``. s: [..., k] -> [...]."""
-    return max(n, d) * torch.finfo(s.dtype).eps * s[..., 0]
+def rank_tolerance(s: Tensor, n: int, d: int, dtype: torch.dtype | None = None) -> Tensor:
+    """torch.linalg.matrix_rank's default: ``max(n, d) * eps(dtype) * s_1``, ``dtype`` the data's own
+    (default ``s``'s). s: [..., k] -> [...]."""
+    return max(n, d) * torch.finfo(dtype or s.dtype).eps * s[..., 0]
 
 
-def _rank_from_sv(s: Tensor, n: int, d: int) -> Tensor:
-    return (s > rank_tolerance(s, n, d).unsqueeze(-1)).sum(dim=-1).to(s.dtype)
+def _rank_from_sv(s: Tensor, n: int, d: int, dtype: torch.dtype | None = None) -> Tensor:
+    return (s > rank_tolerance(s, n, d, dtype).unsqueeze(-1)).sum(dim=-1).to(s.dtype)
 
 
 @checked
@@ -270,9 +284,11 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
     sv = torch.full((b, k_all), math.nan, dtype=torch.float64)
     ok = torch.isfinite(x).flatten(1).all(dim=1)
     kept = ok.cpu()  # the results live on the CPU; the SVDs run where x lives
+    own = x.dtype  # the data's precision: its rank tolerance (a bf16 model is measured in float32)
+    x = working(x)
     if bool(kept.any()):
         s = torch.linalg.svdvals(x[ok])
-        tol = rank_tolerance(s, n, d)
+        tol = rank_tolerance(s, n, d, own)
         rank = (s > tol[:, None]).sum(-1)
         k = cap.cpu()[kept].to(device=s.device, dtype=torch.long)
         smin = s.gather(1, (k - 1)[:, None])[:, 0]
@@ -280,7 +296,7 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
             "full_rank": (rank >= k), "rank": rank, "rank_max": k, "sigma_min": smin, "sigma_max": s[:, 0],
             "sigma_ratio": smin / s[:, 0],
             "sigma_dominance": s[:, 0] / s[:, 1] if k_all > 1 else s[:, 0] * math.nan,
-            "rank_tol_rel": torch.full_like(s[:, 0], max(n, d) * torch.finfo(s.dtype).eps),
+            "rank_tol_rel": torch.full_like(s[:, 0], max(n, d) * torch.finfo(own).eps),
             "mean_abs_cos": mean_abs_cos(x[ok]),
         }
         for name in GEOMETRY_NAMES:
@@ -398,7 +414,9 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
     """Every collapse measure of each sample: x [b, n, d] (or [n, d]) -> {name: [b] (or [])}.
 
     Keys are :data:`METRIC_NAMES` (or ``names``, a subset, to skip costly ones), computed with
-    one SVD per sample. ``at_floor`` and ``full_rank`` are 0/1 so that their mean is a share.
+    one SVD per sample. ``at_floor`` and ``full_rank`` are 0/1 so that their mean is a share. A float16 /
+    bfloat16 ``x`` is measured in float32 (:func:`working`), against its own dtype's floor and rank
+    tolerance.
     """
     _check(x)
     wanted = METRIC_NAMES if names is None else tuple(names)
@@ -406,6 +424,8 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; allowed: {', '.join(METRIC_NAMES)}")
     n, d = x.shape[-2], x.shape[-1]
+    own = x.dtype  # the data's precision: its floor and rank tolerance
+    x = working(x)
     out: dict[str, Tensor] = {}
     c = centered(x)
     norm = torch.linalg.vector_norm(x, dim=(-2, -1))
@@ -416,12 +436,12 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
         elif name == "mu_rel":
             out[name] = _ratio(m, norm)
         elif name == "at_floor":
-            out[name] = _at_floor(m, norm, x.dtype)
+            out[name] = _at_floor(m, norm, own).to(x.dtype)
     if any(k in SVD_METRICS for k in wanted):
         s = _svdvals(x)
         derived = {
-            "num_rank": lambda: _rank_from_sv(s, n, d),
-            "full_rank": lambda: (_rank_from_sv(s, n, d) == min(n, d)).to(x.dtype),
+            "num_rank": lambda: _rank_from_sv(s, n, d, own),
+            "full_rank": lambda: (_rank_from_sv(s, n, d, own) == min(n, d)).to(x.dtype),
             "sigma_min": lambda: s[..., -1],
             "sigma_max": lambda: s[..., 0],
             "stable_rank": lambda: _stable_rank_from_sv(s),

@@ -283,7 +283,7 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "is_decoder": model.is_decoder, "own_mask": model.own_mask,
             "mask": model.own_mask if mask is None else mask.spec, "dissected": model.dissected,
             **layer_schedule_info(model, mask, config.layers),
-            "dtype": dtype_name(model.dtype), "max_tokens": model.max_tokens,
+            "dtype": str(model.dtype).removeprefix("torch."), "max_tokens": model.max_tokens,
             "hf_casts": bool(model.info.get("hf_casts", True)),
             "backend": choose_backend(model, config.mode, is_own_mask(model, mask, config.tokens),
                                       config.d_qk, "parts" if _surgery(config) else config.backend),
