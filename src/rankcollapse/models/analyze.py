@@ -271,9 +271,7 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
     """What ``config.json`` records about the model (what it is, its label) and the backend."""
     mask = config.parsed_mask
     src = model.source
-    if _surgery(config) and not model.dissected:
-        raise RankCollapseError(f"{model.arch!r} is not dissected: --diagnostics and --ablation need the "
-                                "attention weights of a dissected family")
+    check_surgery(model, config)
     return {"name": model.name, "label": model.label, "kind": src.kind if src else "",
             "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
             "pretrained": src.pretrained if src else None, "arch": model.arch,
@@ -294,6 +292,14 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
 
 def _surgery(config: AnalyzeConfig) -> bool:
     return config.diagnostics or config.ablation is not None
+
+
+def check_surgery(model: LoadedModel, config: AnalyzeConfig) -> None:
+    """Refuse diagnostics or an ablation on a model whose layers are not dissected (one line), before
+    anything runs: both need each layer's attention weights."""
+    if _surgery(config) and not model.dissected:
+        raise RankCollapseError(f"{model.arch!r} is not dissected: --diagnostics and --ablation need the "
+                                "attention weights of a dissected family")
 
 
 def measure(x: Tensor, names: tuple[str, ...] | None = None,
@@ -492,6 +498,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
          attention_mask: Tensor | None, progress: bool, on_attention: Callable[[int, Tensor], None] | None,
          seconds: dict[str, float], in_memory: bool) -> AnalyzeResult:
     start = time.perf_counter()
+    check_surgery(model, config)
     if texts is not None and ids is not None:
         raise RankCollapseError("give ids or texts, not both")
     if ids is None and model.tokenizer is None and in_memory:

@@ -419,9 +419,15 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
     through Hugging Face's own forward, the surgery modes are refused. Puts the model in eval mode
     without gradients."""
     model = base_model(model)
+    model_type = getattr(model.config, "model_type", type(model).__name__)
+    main_input = getattr(model, "main_input_name", "input_ids")
+    if main_input != "input_ids":  # a vision or audio encoder: its tokens are patches or frames, not ids
+        raise RankCollapseError(
+            f"model {quote(name or model_type)} ({type(model).__name__}) takes {main_input!r}, not token "
+            "ids; allowed: a text model (token ids in, hidden states out)"
+        )
     model.eval()
     model.requires_grad_(False)
-    model_type = getattr(model.config, "model_type", type(model).__name__)
     impl = getattr(model.config, "_attn_implementation", "eager")
     if impl != "eager" and hasattr(model, "set_attn_implementation"):
         try:
