@@ -262,3 +262,24 @@ def test_a_failed_download_is_one_line_within_the_bound(case: str, hub: FakeHub,
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert len(err) == 1 and err[0].startswith("rankcollapse: error: cannot download"), proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_tokenizer_name_goes_through_the_hub_gate_and_never_hangs(tmp_path: Path) -> None:
+    """``analyze --tokenizer NAME`` without --download went online and, behind a server that never
+    answers, hung with no output; now a name not cached is refused at once, with no request."""
+    silent, endpoint = _silent_server()
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), RANKCOLLAPSE_DOWNLOAD="")
+        code = (
+            "from rankcollapse.models.inputs import load_tokenizer\n"
+            "from rankcollapse.errors import RankCollapseError\n"
+            "try:\n    load_tokenizer('someone/never-cached')\nexcept RankCollapseError as e:\n    print(e)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30
+        )
+    finally:
+        silent.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "is not in the local Hugging Face cache; pass --download" in proc.stdout, proc.stdout

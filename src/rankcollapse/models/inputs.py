@@ -87,16 +87,37 @@ def borrowed(hf_model: Any) -> Iterator[None]:
 
 
 def load_tokenizer(name: str | Path) -> Any:
-    """``AutoTokenizer.from_pretrained(name, trust_remote_code=False)`` (offline: a local folder or the
-    Hugging Face cache); RankCollapseError (one line) when it cannot be loaded."""
+    """A tokenizer by folder or hub name, through the one hub gate (``models.hub``): a local folder or the
+    Hugging Face cache only (``hub_kwargs``: no network, no folder code); a hub name not cached is fetched
+    only with ``--download`` / ``RANKCOLLAPSE_DOWNLOAD=1`` (announced, bounded by the gate's timeouts),
+    else refused with one line saying how. RankCollapseError (one line) when it cannot be loaded."""
     from transformers import AutoTokenizer
 
+    from rankcollapse.models.hub import download, downloads_allowed, how_to_download, hub_kwargs
+
+    def load(source: str) -> Any:
+        return AutoTokenizer.from_pretrained(source, **hub_kwargs())
+
+    text = str(name)
     try:
-        return AutoTokenizer.from_pretrained(str(name), trust_remote_code=False)
+        return load(text)
     except (OSError, ValueError, TypeError, KeyError) as err:
         msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        raise RankCollapseError(f"cannot load tokenizer {quote(str(name))} (offline: a local folder or the "
-                                f"Hugging Face cache): {msg}") from None
+        local = Path(text).expanduser().exists() or not ("/" in text and len(text.split("/")) == 2)
+        if local:
+            raise RankCollapseError(
+                f"cannot load tokenizer {quote(text)} (a local folder or the Hugging Face cache): {msg}"
+            ) from None
+        if not downloads_allowed():
+            raise RankCollapseError(
+                f"tokenizer {quote(text)} is not in the local Hugging Face cache; {how_to_download()}"
+            ) from None
+    folder = download(text, "--tokenizer")  # announced; one line on any failure
+    try:
+        return load(str(folder))
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise RankCollapseError(f"cannot load tokenizer {quote(text)} from {folder}: {msg}") from None
 
 
 def _own_tokenizer(hf_model: Any) -> tuple[Any, str] | None:
