@@ -331,3 +331,31 @@ def test_reproduce_recomputes_a_damaged_run_and_rewrites_the_whole_table(tmp_pat
     code, again, err = run_cli(args)
     assert code == 0 and f"{total - 1} already finished, 1 run now" in again, err
     assert is_complete(out)
+
+
+def test_text_read_from_a_folder_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+    """A marker's command and a lock's holder are read from files anyone may write: an escape sequence
+    there (retitle or clear the terminal) is quoted, never printed raw."""
+    import fcntl
+
+    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.io import LOCK_NAME, MARKER_NAME, OutputLock, check_output_folder
+
+    hostile = "simulate\x1b]0;pwned\x07\x1b[2J"
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    (folder / MARKER_NAME).write_text(json.dumps({"command": hostile, "complete": True}))
+    (folder / "metrics.csv").write_text("layer\n0\n")
+    with pytest.raises(RankCollapseError) as err:
+        check_output_folder(folder, "analyze")
+    assert "\x1b" not in str(err.value) and "\\x1b" in str(err.value)
+    held = tmp_path / "held"
+    held.mkdir()
+    lock = held / LOCK_NAME
+    lock.write_text("\x1b[2J\x1b]0;pwned\x07")
+    with open(lock, "r+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process holds the folder
+        with pytest.raises(RankCollapseError) as err:
+            OutputLock(held).acquire()
+    line = str(err.value)
+    assert "\x1b" not in line and "\x07" not in line and "in use by process" in line

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.inputs import file_kind, os_error, quote_path
+from rankcollapse.validate import quote
 
 _VERSIONED = ("rankcollapse", "torch", "numpy", "scipy", "transformers", "networkx")
 
@@ -296,8 +297,8 @@ def check_output_folder(
         )
     if owner != command:
         raise RankCollapseError(
-            f"{option} {quote_path(folder)} holds the output of 'rankcollapse {owner}'; allowed: a new or "
-            f"empty folder, or one an earlier 'rankcollapse {command}' wrote"
+            f"{option} {quote_path(folder)} holds the output of {quote(f'rankcollapse {owner}')}; allowed: a new "
+            f"or empty folder, or one an earlier 'rankcollapse {command}' wrote"
         )
     if existing == "refuse":
         raise RankCollapseError(
@@ -362,7 +363,9 @@ class OutputLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
             except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                # a pid, or whatever a stranger wrote there: quoted, so no control byte reaches a terminal
+                holder = text if text.isdigit() else quote(text or "unknown")
                 raise RankCollapseError(
                     f"output folder {quote_path(self.folder)} is in use by process {holder}; wait for it "
                     "(--wait where offered) or choose another --out"
