@@ -297,8 +297,8 @@ def check_output_folder(
         )
     if owner != command:
         raise RankCollapseError(
-            f"{option} {quote_path(folder)} holds the output of {quote(f'rankcollapse {owner}')}; allowed: a new "
-            f"or empty folder, or one an earlier 'rankcollapse {command}' wrote"
+            f"{option} {quote_path(folder)} holds the output of {quote(f'rankcollapse {owner}')}; allowed: "
+            f"a new or empty folder, or one an earlier 'rankcollapse {command}' wrote"
         )
     if existing == "refuse":
         raise RankCollapseError(
