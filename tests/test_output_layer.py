@@ -148,6 +148,9 @@ def test_a_folder_made_before_markers_is_still_recognised(tmp_path: Path) -> Non
     repro = tmp_path / "oldrepro"
     (repro / "runs" / "toy").mkdir(parents=True)
     (repro / "runs" / "toy" / "abc.json").write_text("{}")
+    assert folder_owner(repro) is None  # the shape alone is not ours
+    record = dict.fromkeys(("run_id", "experiment", "task", "params", "status", "csv_sha256"), "x")
+    (repro / "runs" / "toy" / "abc.json").write_text(json.dumps(record))
     assert folder_owner(repro) == "reproduce"
 
 
@@ -359,3 +362,23 @@ def test_text_read_from_a_folder_reaches_the_terminal_escaped(tmp_path: Path) ->
             OutputLock(held).acquire()
     line = str(err.value)
     assert "\x1b" not in line and "\x07" not in line and "in use by process" in line
+
+
+def test_a_folder_of_someone_elses_run_jsons_is_not_taken_for_a_reproduce_folder(tmp_path: Path) -> None:
+    """``runs/<x>/<y>.json`` is a common layout in ML projects: without our marker, only our own run
+    records make a folder reproduce's (the shape alone silently lost a user's report.html)."""
+    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.io import check_output_folder
+
+    theirs = tmp_path / "project"
+    (theirs / "runs" / "exp1").mkdir(parents=True)
+    (theirs / "runs" / "exp1" / "result.json").write_text(json.dumps({"loss": 0.1, "step": 10}))
+    (theirs / "report.html").write_text("<p>my precious report</p>")
+    with pytest.raises(RankCollapseError, match="did not make"):
+        check_output_folder(theirs, "reproduce", existing="resume")
+    ours = tmp_path / "old_reproduce"  # a store written before markers: its records are ours
+    (ours / "runs" / "fig2.paper").mkdir(parents=True)
+    record = {"run_id": "abc", "experiment": "fig2.paper", "task": "model_curves", "params": {},
+              "status": "ok", "csv_sha256": "0" * 64}
+    (ours / "runs" / "fig2.paper" / "abc.json").write_text(json.dumps(record))
+    assert check_output_folder(ours, "reproduce", existing="resume") == ours

@@ -184,16 +184,42 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("command"), str) else None
 
 
+#: The keys every run record of a reproduce store has (``experiments.engine.store``): a folder is ours by
+#: its content, never by the shape ``runs/<x>/<y>.json`` alone (common in ML projects).
+RUN_RECORD_KEYS = frozenset({"run_id", "experiment", "task", "params", "status", "csv_sha256"})
+
+
+def _first(paths: Any, k: int) -> list[Path]:
+    out = []
+    for p in paths:
+        out.append(p)
+        if len(out) >= k:
+            break
+    return out
+
+
+def _is_run_record(path: Path) -> bool:
+    """Whether ``path`` is a reproduce run record (a small regular JSON file with our record's keys)."""
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > 1 << 20:
+            return False
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and RUN_RECORD_KEYS <= set(record)
+
+
 def _legacy_owner(folder: Path) -> str | None:
     """The command that wrote a folder made before markers existed (its own layout), or None.
 
-    reproduce: a run store (``runs/<experiment>/<run>.json``), or ``runs/`` beside its ``.lock``;
+    reproduce: a run store (``runs/<experiment>/<run>.json`` holding our run records:
+    :data:`RUN_RECORD_KEYS`), or ``runs/`` beside its ``.lock``;
     simulate and analyze: a ``config.json`` holding a RunWriter record (``config``, ``versions``,
     ``command``).
     """
     runs = folder / "runs"
     if _is_dir(runs) and not runs.is_symlink():
-        if (folder / LOCK_NAME).is_file() or next(runs.glob("*/*.json"), None) is not None:
+        if (folder / LOCK_NAME).is_file() or any(_is_run_record(p) for p in _first(runs.glob("*/*.json"), 8)):
             return "reproduce"
     cfg = folder / "config.json"
     try:
