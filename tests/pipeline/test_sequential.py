@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -252,3 +253,44 @@ def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(s
     assert list(table["id"]) == [c.id for c in result.claims] and {"evidence", "decided_by"} <= set(table)
     digest = (tmp_path / "results-evidence.md").read_text()
     assert all(f"## `{c.id}`" in digest for c in result.claims)
+
+
+def test_write_results_publishes_only_a_finished_folder_and_writes_through_the_output_layer(
+    story, tmp_path
+) -> None:
+    """write_results.py read files directly, wrote experiments.json through a planted link and published
+    a normal-looking page from an incomplete folder; each is one line and exit 2 now."""
+    import os
+    import subprocess
+    import sys
+
+    from rankcollapse.io import MARKER_NAME
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "write_results.py"
+    out = tmp_path / "out"
+    _decide(story, out, 16)
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        return subprocess.run([sys.executable, str(script), str(out), "--to", str(tmp_path / "r.md"), *extra],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    assert run().returncode == 0 and (tmp_path / "r.md").is_file()
+    victim = tmp_path / "victim.json"
+    victim.write_text("precious")
+    meta = (out / "experiments.json").read_text()
+    (out / "experiments.json").unlink()
+    (out / "experiments.json").symlink_to(victim)
+    proc = run("--commit", "abc123")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert victim.read_text() == "precious"  # never written through the link
+    (out / "experiments.json").unlink()
+    (out / "experiments.json").write_text(meta)
+    marker = json.loads((out / MARKER_NAME).read_text())
+    (out / MARKER_NAME).write_text(json.dumps({**marker, "complete": False}))
+    proc = run()
+    assert proc.returncode == 2 and "is not finished" in proc.stderr and "Traceback" not in proc.stderr
+    (out / MARKER_NAME).write_text(json.dumps(marker))
+    (out / "claims.json").write_text("{}")
+    proc = run()
+    assert proc.returncode == 2 and "no claims table" in proc.stderr

@@ -13,7 +13,6 @@ interval, why its sampling stopped, cause) and, apart, our extensions. Everythin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -191,21 +190,61 @@ def evidence_markdown(claims: list[Claim], width: int = 700) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path:
-    """Write the page of the ``reproduce`` folder ``out_dir`` to ``path`` (atomically), and beside it the
-    judged run's claims table (``results-claims.csv``, every column) and the digest of its evidence
-    (``results-evidence.md``), so that every row of the page can be audited; return the page's path."""
-    import pandas as pd
+def load_judged(out_dir: str | Path) -> tuple[list[Claim], dict[str, Any]]:
+    """The claims and run metadata of a *finished* ``reproduce`` folder, through the one input opener
+    (``inputs.read_json``: regular files only, never blocking, a size cap): RankCollapseError (one line)
+    for a folder ``reproduce`` did not make, one whose last call did not finish (marker ``complete:
+    false``), or a claims table that is not one."""
+    from rankcollapse.inputs import read_json
+    from rankcollapse.io import read_marker
 
     out = Path(out_dir)
+    marker = read_marker(out)
+    if marker is None or marker.get("command") != "reproduce":
+        raise RankCollapseError(f"{out} is not a reproduce folder (no reproduce marker .rankcollapse.json)")
+    if marker.get("complete") is not True:
+        raise RankCollapseError(
+            f"{out} is not finished (its reproduce call did not complete); run it again to finish it"
+        )
+    rows = read_json(out / "claims.json", "claims table")
+    meta = read_json(out / "experiments.json", "run metadata")
+    if not isinstance(rows, list) or not rows or not isinstance(meta, dict):
+        raise RankCollapseError(f"{out}/claims.json holds no claims table (rows); nothing to publish")
     try:
-        claims = [Claim(**row) for row in json.loads((out / "claims.json").read_text())]
-        meta = json.loads((out / "experiments.json").read_text()).get("meta", {})
-    except (OSError, ValueError, TypeError) as err:
-        raise RankCollapseError(f"{out} is not a finished reproduce folder: {err}"[:300]) from err
+        claims = [Claim(**row) for row in rows]
+    except (TypeError, ValueError) as err:
+        msg = f"{out}/claims.json has a row that is not a claim: {str(err)[:120]}"
+        raise RankCollapseError(msg) from None
+    return claims, meta.get("meta", {}) if isinstance(meta.get("meta", {}), dict) else {}
+
+
+def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path:
+    """Write the page of the finished ``reproduce`` folder ``out_dir`` (:func:`load_judged`) to ``path``
+    (atomically), and beside it the judged run's claims table (``results-claims.csv``, every column) and
+    the digest of its evidence (``results-evidence.md``), so that every row of the page can be audited;
+    return the page's path."""
+    import pandas as pd
+
+    claims, meta = load_judged(out_dir)
     page = Path(path)
     table = pd.DataFrame([c.to_dict() for c in claims])
     atomic_write(page.with_name("results-claims.csv"), table.to_csv(index=False))
     atomic_write(page.with_name("results-evidence.md"), evidence_markdown(claims))
     atomic_write(page, results_markdown(claims, meta, note))
     return page
+
+
+def record_commit(out_dir: str | Path, commit: str) -> None:
+    """Record the commit a folder's run used (for folders written before runs recorded it), through the
+    output layer: under the folder's lock, written atomically, never through a link."""
+    from rankcollapse.inputs import read_json
+    from rankcollapse.io import OutputLock, write_json
+
+    out = Path(out_dir)
+    load_judged(out)  # a finished reproduce folder only
+    if not commit or not all(c in "0123456789abcdef" for c in commit.lower()) or len(commit) > 40:
+        raise RankCollapseError(f"--commit {commit[:60]!r} is not a commit hash (hex digits)")
+    with OutputLock(out):
+        data = read_json(out / "experiments.json", "run metadata")
+        data.setdefault("meta", {})["commit"] = commit
+        write_json(out / "experiments.json", data)
