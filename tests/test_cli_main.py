@@ -178,3 +178,11 @@ def test_a_ctrl_c_inside_an_import_is_raised_once_the_import_is_done() -> None:
     interrupt comes."""
     proc = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "interrupted after the import", (proc.stdout, proc.stderr)
+
+
+def test_version_prints_the_package_version_and_runs_no_command(capsys) -> None:
+    from rankcollapse import __version__
+    from rankcollapse.cli.main import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"rankcollapse {__version__}"

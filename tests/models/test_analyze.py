@@ -217,3 +217,10 @@ def test_analyze_reports_progress_in_plain_lines_when_stderr_is_not_a_terminal(t
     err = capsys.readouterr().err
     assert "\r" not in err and err.splitlines()[-1].startswith("rankcollapse: analyze tiny bert")
     assert err.splitlines()[-1].split(": ")[2].startswith("4/4 layers (100%)")
+
+
+def test_a_result_shows_itself_in_one_short_line() -> None:
+    config = AnalyzeConfig(model="tiny:bert", layers=3, samples=2, tokens=8, metrics=("mu", "mu_rel"))
+    result = analyze(config)
+    text = repr(result)  # was the whole dataclass: 13,273 characters for the README's MiniLM run
+    assert len(text) < 300 and "\n" not in text and "4 rows (layers 0..3)" in text and "mu_rel" in text

@@ -19,8 +19,20 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from rankcollapse import __version__
+
+        typer.echo(f"rankcollapse {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Rank collapse in transformers: masks as graphs, attention dynamics, LayerNorm equilibria,
     pretrained models, and the paper's reproduction."""
 

@@ -196,6 +196,22 @@ class AnalyzeResult:
     def column(self, name: str) -> list[Any]:
         return [row[name] for row in self.rows]
 
+    def __repr__(self) -> str:
+        """A short notebook line: the model, the rows, the metrics, mu_rel from the first to the last row
+        (the full record: ``.rows``, ``.to_frame()``, ``.model_info``)."""
+        from rankcollapse.metrics import METRIC_NAMES
+
+        label = self.model_info.get("label") or self.config.model
+        metrics = [k for k in (self.rows[0] if self.rows else {}) if k in METRIC_NAMES]
+        span = ""
+        if self.rows and "mu_rel" in self.rows[0]:
+            span = f", mu_rel {self.rows[0]['mu_rel']:.3g} -> {self.rows[-1]['mu_rel']:.3g}"
+        layers = f"layers {self.rows[0]['layer']}..{self.rows[-1]['layer']}" if self.rows else "no rows"
+        return (
+            f"AnalyzeResult({label!r}, mode {self.config.mode!r}, {len(self.rows)} rows ({layers}), "
+            f"metrics {', '.join(metrics)}{span}; .to_frame() for the table)"
+        )
+
     def per_sample_rows(self) -> list[dict[str, Any]]:
         """One row per hidden state and sample: ``layer``, ``hidden_state``, ``model_layer``, ``hook``,
         ``sample`` (its index in the batch), then each metric's value for that sample (NaN when the
