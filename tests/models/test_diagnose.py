@@ -61,8 +61,9 @@ def test_the_layer_table_shows_sink_heads_and_a_bounded_number_of_rows():
     rows = [{"layer": t, "mu_rel": 0.5, "full_rank": 1.0, "mean_abs_cos": 0.1, "attention_entropy": 1.0,
              "sink_rate": 0.5, "sink_heads": "0 3" if t else "", "massive_ratio": 10.0} for t in range(129)]
     lines = layer_table(rows, max_rows=13).splitlines()
-    assert lines[0].split() == ["layer", "mu_rel", "full_rank", "mean|cos|", "entropy", "sink_rate", "sink",
+    assert lines[0].split() == ["layer", "mu_rel", "full-rank%", "mean|cos|", "entropy", "sink_rate", "sink",
                                 "heads", "massive_ratio"]
+    assert lines[1].split()[2] == "100%"  # a share of samples, never to be read as "rank 1"
     shown = [int(line.split()[0]) for line in lines[1:-1]]
     assert shown[0] == 0 and shown[-1] == 128 and len(shown) <= 13
     assert lines[-1] == f"({len(shown)} of 129 rows; all in metrics.csv)" and "0 3" in lines[2]

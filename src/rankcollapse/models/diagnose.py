@@ -184,14 +184,22 @@ def _fmt(v: Any) -> str:
 
 #: (column, header) of :func:`layer_table`; a column is shown when the rows have it.
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("layer", "layer"), ("mu_rel", "mu_rel"), ("full_rank", "full_rank"), ("mean_abs_cos", "mean|cos|"),
+    ("layer", "layer"), ("mu_rel", "mu_rel"), ("full_rank", "full-rank%"), ("mean_abs_cos", "mean|cos|"),
     ("attention_entropy", "entropy"), ("sink_rate", "sink_rate"), ("sink_heads", "sink heads"),
     ("massive_ratio", "massive_ratio"),
 )
 
 
+def _cell(column: str, v: Any) -> str:
+    """A table cell: a share (``full_rank``: the share of samples at full rank, not a rank) as a percent."""
+    if column == "full_rank" and isinstance(v, int | float) and not math.isnan(v):
+        return f"{v:.0%}"
+    return _fmt(v)
+
+
 def layer_table(rows: list[dict[str, Any]], max_rows: int = 13) -> str:
-    """A short table of a run's rows for the console: ``layer``, ``mu_rel``, ``full_rank``,
+    """A short table of a run's rows for the console: ``layer``, ``mu_rel``, ``full-rank%`` (the share of
+    samples at full rank: ``100%``, never to be read as a rank),
     ``mean_abs_cos`` and, with diagnostics, ``attention_entropy`` (nats, mean over heads),
     ``sink_rate``, ``sink_heads`` and ``massive_ratio``. With more than ``max_rows`` rows, evenly
     spaced rows and the last one are shown (every row is in ``metrics.csv``)."""
@@ -202,7 +210,7 @@ def layer_table(rows: list[dict[str, Any]], max_rows: int = 13) -> str:
         step = math.ceil((len(rows) - 1) / (max_rows - 1))
         keep = sorted(set(range(0, len(rows), step)) | {len(rows) - 1})
     cols = [(k, h) for k, h in TABLE_COLUMNS if k in rows[0]]
-    cells = [[h for _, h in cols]] + [[_fmt(rows[i].get(k)) for k, _ in cols] for i in keep]
+    cells = [[h for _, h in cols]] + [[_cell(k, rows[i].get(k)) for k, _ in cols] for i in keep]
     widths = [max(len(c[j]) for c in cells) for j in range(len(cols))]
     lines = ["  ".join(c[j].rjust(widths[j]) for j in range(len(cols))).rstrip() for c in cells]
     if len(keep) < len(rows):
