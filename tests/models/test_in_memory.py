@@ -158,3 +158,19 @@ def test_diagnostics_of_an_undissected_model_are_refused_before_anything_runs() 
     ids = torch.randint(0, 100, (2, 12), generator=torch.Generator().manual_seed(0))
     with pytest.raises(RankCollapseError, match="not dissected: --diagnostics"):  # was IndexError
         analyze(AnalyzeConfig(model="opt", samples=2, tokens=12, diagnostics=True), model=opt, ids=ids)
+
+
+def test_a_users_forward_hooks_skipped_by_a_surgery_mode_are_said_not_silent(capsys) -> None:
+    model = bert().eval()
+    calls = []
+    handle = model.encoder.layer[0].register_forward_hook(lambda *a: calls.append(1))
+    ids = torch.randint(0, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    try:
+        got = analyze(AnalyzeConfig(model="mine", samples=2, tokens=12, mode="attn"), model=model, ids=ids)
+        warned = capsys.readouterr().err
+        assert "1 forward hook on the model will not run in mode 'attn'" in warned and not calls
+        assert any("will not run" in n for n in got.notes)
+        analyze(AnalyzeConfig(model="mine", samples=2, tokens=12, mode="full"), model=model, ids=ids)
+        assert "will not run" not in capsys.readouterr().err
+    finally:
+        handle.remove()

@@ -466,11 +466,28 @@ def analyze(
             model = load_model_cached(config.model, config.dtype, config.seed, config.device)
         elif hf_in is not None:
             model = from_memory(hf_in)
+            skipped = hooks_skipped(hf_in, config.mode)
+            if skipped:
+                print(f"rankcollapse: warning: {skipped}", file=sys.stderr)
+                model.info["note"] = "; ".join(n for n in (model.info.get("note"), skipped) if n)
         check_model_device(model, config.device)
         model = with_tokenizer(model, tokenizer, hf_in)
         seconds["load"] = time.perf_counter() - start
         return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,
                     in_memory=hf_in is not None)
+
+
+def hooks_skipped(hf_model: Any, mode: str) -> str:
+    """A sentence when the user's forward hooks on ``hf_model`` will not run: outside mode ``full``
+    the layers are reassembled from their parts, so the model's own modules (and their hooks) are not
+    called; "" when there is none or the mode is ``full``."""
+    if mode == "full":
+        return ""
+    count = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in hf_model.modules())
+    if not count:
+        return ""
+    return (f"{count} forward hook{'s' if count > 1 else ''} on the model will not run in mode {mode!r} "
+            "(its layers are reassembled from their parts); they run in mode 'full'")
 
 
 def check_model_device(model: LoadedModel, device: str) -> None:
