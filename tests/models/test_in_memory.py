@@ -174,3 +174,13 @@ def test_a_users_forward_hooks_skipped_by_a_surgery_mode_are_said_not_silent(cap
         assert "will not run" not in capsys.readouterr().err
     finally:
         handle.remove()
+
+
+def test_a_dtype_that_an_in_memory_model_does_not_have_is_refused_not_ignored() -> None:
+    model = bert().eval()  # float32
+    ids = torch.randint(0, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(RankCollapseError, match="the model given is float32, not dtype 'float64'"):
+        analyze(AnalyzeConfig(model="mine", samples=2, tokens=12, dtype="float64"), model=model, ids=ids)
+    got = analyze(AnalyzeConfig(model="mine", samples=2, tokens=12), model=model, ids=ids)  # its own dtype
+    assert got.model_info["dtype"] == "float32"
+    assert analyze(AnalyzeConfig(model="mine", samples=2, tokens=12, dtype="float32"), model=model, ids=ids).rows

@@ -106,7 +106,7 @@ class AnalyzeConfig:
     text_file: str | None = None
     samples: int = 16
     tokens: int = 128
-    dtype: str = "float32"
+    dtype: str | None = None  # None: float32 for a model loaded by name, an in-memory model's own dtype
     seed: int = 0
     backend: str = "auto"
     metrics: tuple[str, ...] | None = None
@@ -153,7 +153,8 @@ class AnalyzeConfig:
         check_d_qk(self.d_qk)
         if self.metric_threads is not None and self.metric_threads < 1:
             raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
-        self.dtype = dtype_name(self.dtype)
+        self._dtype_given = self.dtype is not None  # an in-memory model of another dtype is refused
+        self.dtype = dtype_name(self.dtype or "float32")
         self.device = str(parse_device(self.device, self.dtype))
         self.batch_size = check_batch_size(self.batch_size)
         self._mask = user_schedule(self.mask)  # a bad spec fails here
@@ -466,6 +467,7 @@ def analyze(
             model = load_model_cached(config.model, config.dtype, config.seed, config.device)
         elif hf_in is not None:
             model = from_memory(hf_in)
+            check_model_dtype(model, config)
             skipped = hooks_skipped(hf_in, config.mode)
             if skipped:
                 print(f"rankcollapse: warning: {skipped}", file=sys.stderr)
@@ -475,6 +477,17 @@ def analyze(
         seconds["load"] = time.perf_counter() - start
         return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,
                     in_memory=hf_in is not None)
+
+
+def check_model_dtype(model: LoadedModel, config: AnalyzeConfig) -> None:
+    """An in-memory model is measured in its own dtype (it is borrowed, never cast): a ``dtype`` given
+    that differs is refused in one line instead of silently running in the model's."""
+    own = str(model.dtype).removeprefix("torch.")
+    if getattr(config, "_dtype_given", False) and own != config.dtype:
+        raise RankCollapseError(
+            f"the model given is {own}, not dtype {config.dtype!r}; cast it first (e.g. model.double()) or "
+            "leave dtype unset: an in-memory model is measured in its own dtype"
+        )
 
 
 def hooks_skipped(hf_model: Any, mode: str) -> str:
