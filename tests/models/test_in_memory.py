@@ -183,4 +183,5 @@ def test_a_dtype_that_an_in_memory_model_does_not_have_is_refused_not_ignored() 
         analyze(AnalyzeConfig(model="mine", samples=2, tokens=12, dtype="float64"), model=model, ids=ids)
     got = analyze(AnalyzeConfig(model="mine", samples=2, tokens=12), model=model, ids=ids)  # its own dtype
     assert got.model_info["dtype"] == "float32"
-    assert analyze(AnalyzeConfig(model="mine", samples=2, tokens=12, dtype="float32"), model=model, ids=ids).rows
+    same = AnalyzeConfig(model="mine", samples=2, tokens=12, dtype="float32")
+    assert analyze(same, model=model, ids=ids).rows
