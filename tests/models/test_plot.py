@@ -58,13 +58,22 @@ def test_plot_overlays_finished_runs_labelled_by_mask_and_names_what_they_share(
     labels = [line.get_label() for line in ax_mu.get_lines()]
     assert labels[:2] == ["causal", "window:w=1"]
     title = figures[0]._suptitle.get_text()
-    assert title == "by mask — mode attn, model tiny bert (random init), dtype float64"
+    assert title == "by mask — mode attn, model tiny bert (random init), dtype float64, d_qk 16.0, 4 layers"
     floors = [line.get_label() for line in ax_rel.get_lines() if line.get_label().startswith("precision")]
     assert floors == [f"precision floor {floor_rel('float64'):.1e} (float64)"]
     # by mode both runs are "attn": the fact that differs (their mask) joins the label
     plots.plot(folders, tmp_path / "d.png", by="mode")
     labels = [line.get_label() for line in figures[1].axes[0].get_lines()][:2]
     assert labels == ["attn, causal", "attn, window:w=1"]
+    # by model, runs that differ in mode, mask and depth are labelled by each (the README's own example
+    # labelled them by model only)
+    other = AnalyzeConfig(model="tiny:bert", mode="full", mask="causal", layers=2, dtype="float64")
+    folders.append(tmp_path / "full")
+    write_run(analyze(other, model=tiny_models("bert", "f64"), ids=ids), folders[-1])
+    plots.plot(folders, tmp_path / "e.png", by="model")
+    labels = [line.get_label() for line in figures[2].axes[0].get_lines()][:3]
+    assert len(set(labels)) == 3 and all("tiny bert" in lab for lab in labels)
+    assert labels[2].endswith("causal, full, 2 layers") and labels[1].endswith("window:w=1, attn, 4 layers")
 
 
 def test_plot_reads_simulate_runs_too_and_refuses_what_is_not_a_run(tmp_path, capsys):
@@ -72,7 +81,8 @@ def test_plot_reads_simulate_runs_too_and_refuses_what_is_not_a_run(tmp_path, ca
     assert main(["simulate", "--n", "6", "--d", "4", "--layers", "5", "--out", str(sim),
                  "--no-progress"]) == 0
     run = plots.read_run(sim)
-    assert run.facts == {"mask": "complete", "mode": "attn", "model": "simulate n=6, d=4", "dtype": "float64"}
+    assert run.facts == {"mask": "complete", "mode": "attn", "model": "simulate n=6, d=4", "dtype": "float64",
+                         "d_qk": "d_qk 1.0", "layers": "5 layers"}
     (tmp_path / "empty").mkdir()
     with pytest.raises(RankCollapseError, match=r"not a finished run: no config\.json"):
         plots.read_run(tmp_path / "empty")
@@ -99,7 +109,7 @@ def test_analyze_plot_writes_mu_png_and_per_sample_rows_are_what_the_rows_summar
     assert main(["analyze", "--model", "tiny:gpt2", "--layers", "3", "--text", str(text), "--samples", "3",
                  "--tokens", "12", "--dtype", "float64", "--out", str(out), "--plot", "--per-sample"]) == 0
     printed = capsys.readouterr().out
-    assert printed.splitlines()[0].split()[:3] == ["layer", "mu_rel", "full_rank"]  # the table
+    assert printed.splitlines()[0].split()[:3] == ["layer", "mu_rel", "full-rank%"]  # the table
     assert (out / "mu.png").stat().st_size > 1000
     import pandas as pd
 

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,8 @@ COLLAPSE: tuple[tuple[str, str], ...] = (
 )
 #: What :func:`plot` can label its curves by.
 BY: tuple[str, ...] = ("mask", "mode", "model", "dtype")
+#: Every fact of a run a label or a title may name (``BY`` and the run's d_qk and depth).
+FACTS: tuple[str, ...] = (*BY, "d_qk", "layers")
 
 
 def _pyplot() -> Any:
@@ -158,42 +159,47 @@ class FinishedRun:
 
 
 def read_run(folder: str | Path) -> FinishedRun:
-    """Read ``folder/config.json`` and ``folder/metrics.csv`` of an ``analyze`` or ``simulate`` run
-    (RankCollapseError, one line, when it is not one)."""
+    """Read ``folder/config.json`` and ``folder/metrics.csv`` of a finished ``analyze`` or ``simulate``
+    run through the one input opener (regular files only, never blocking, a size cap); RankCollapseError
+    (one line) when it is not one. ``facts``: mask, mode, model, dtype, d_qk and depth (layers)."""
+    from rankcollapse.inputs import quote_path, read_json, read_text
+
     path = Path(folder)
+    for name in ("config.json", "metrics.csv"):
+        if not (path / name).exists():
+            raise RankCollapseError(f"{quote_path(path)} is not a finished run: no {name}; "
+                                    "allowed: a folder written by analyze or simulate")
+    record = read_json(path / "config.json", "run record")
     try:
-        record = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        with (path / "metrics.csv").open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except FileNotFoundError as err:
-        raise RankCollapseError(f"{str(path)[:80]} is not a finished run: no {Path(err.filename).name}; "
-                                "allowed: a folder written by analyze or simulate") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        raise RankCollapseError(f"cannot read the run in {str(path)[:80]}: {msg}") from None
+        rows = list(csv.DictReader(read_text(path / "metrics.csv", "metrics table").splitlines()))
+    except csv.Error as err:
+        raise RankCollapseError(f"{quote_path(path / 'metrics.csv')} is not a CSV table: {err}") from None
     cfg = record.get("config", {}) if isinstance(record, dict) else {}
-    if "analyze" in cfg:
-        a, m = cfg["analyze"], cfg.get("model", {})
+    cfg = cfg if isinstance(cfg, dict) else {}
+    if isinstance(cfg.get("analyze"), dict):
+        a, m = cfg["analyze"], cfg.get("model", {}) if isinstance(cfg.get("model"), dict) else {}
+        d_qk = m.get("d_qk", a.get("d_qk"))
         facts = {"mask": str(m.get("mask") or a.get("mask") or "own"), "mode": str(a.get("mode", "")),
-                 "model": str(m.get("label") or a.get("model", "")), "dtype": str(a.get("dtype", ""))}
-    elif "simulate" in cfg:
+                 "model": str(m.get("label") or a.get("model", "")), "dtype": str(a.get("dtype", "")),
+                 "d_qk": f"d_qk {d_qk}" if d_qk is not None else "", "layers": f"{len(rows) - 1} layers"}
+    elif isinstance(cfg.get("simulate"), dict):
         s = cfg["simulate"]
         facts = {"mask": str(s.get("mask", "")), "mode": str(s.get("preset", "")),
-                 "model": f"simulate n={s.get('n')}, d={s.get('d')}", "dtype": str(s.get("dtype", ""))}
+                 "model": f"simulate n={s.get('n')}, d={s.get('d')}", "dtype": str(s.get("dtype", "")),
+                 "d_qk": f"d_qk {s.get('d_qk')}", "layers": f"{len(rows) - 1} layers"}
     else:
-        raise RankCollapseError(f"{str(path)[:80]}/config.json is not from analyze or simulate")
-    if not rows or "mu_rel" not in rows[0]:
-        raise RankCollapseError(f"{str(path)[:80]}/metrics.csv has no rows with mu_rel")
+        raise RankCollapseError(f"{quote_path(path / 'config.json')} is not from analyze or simulate")
+    if not rows or "mu_rel" not in rows[0] or "layer" not in rows[0]:
+        raise RankCollapseError(f"{quote_path(path / 'metrics.csv')} has no rows with layer and mu_rel")
     return FinishedRun(path, facts, rows)
 
 
 def _labels(runs: Sequence[FinishedRun], by: str) -> list[str]:
-    """Each run's value of ``by``, with the other facts that differ added where two would coincide."""
-    labels = [r.facts[by] for r in runs]
-    if len(set(labels)) == len(labels):
-        return labels
-    differ = [k for k in BY if k != by and len({r.facts[k] for r in runs}) > 1]
-    labels = [", ".join([r.facts[by], *(r.facts[k] for k in differ)]) for r in runs]
+    """Each run's value of ``by``, followed by every other fact in which the runs differ (mode, mask,
+    d_qk, depth, ...): two curves never carry the same label while their runs differ; the folder's
+    name is added where even that leaves two alike."""
+    differ = [k for k in FACTS if k != by and len({r.facts[k] for r in runs}) > 1]
+    labels = [", ".join(v for v in [r.facts[by], *(r.facts[k] for k in differ)] if v) for r in runs]
     if len(set(labels)) < len(labels):
         labels = [f"{lab} ({r.folder.name})" for lab, r in zip(labels, runs, strict=True)]
     return labels
@@ -216,7 +222,7 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
         _draw_collapse(ax_mu, ax_rel, run.rows, label, f"C{i % 10}", band=len(finished) <= 3)
     _draw_floors(ax_rel, [r.facts["dtype"] for r in finished if r.facts["dtype"] in ("float32", "float64")])
     _finish_collapse(ax_mu, ax_rel, any(_value(row, "at_floor") >= 1.0 for r in finished for row in r.rows))
-    shared = [f"{k} {finished[0].facts[k]}" for k in BY
-              if k != by and len({r.facts[k] for r in finished}) == 1]
+    shared = [f"{k} {finished[0].facts[k]}" if k in BY else finished[0].facts[k] for k in FACTS
+              if k != by and len({r.facts[k] for r in finished}) == 1 and finished[0].facts[k]]
     fig.suptitle(title or (f"by {by}" + (" — " + ", ".join(shared) if shared else "")))
     return _save(fig, out)
