@@ -244,7 +244,7 @@ def claim_row(
         story=story,
         key=statement.key,
         experiment=data.exp.name,
-        statement=statement.text + (f" [{model.label}]" if model.label else ""),
+        statement=statement.text + (f" [{model.label}]" if model.label else f" [{qual}]" if qual else ""),
         source=statement.source,
         origin=origin.value,
         verdict=word,
