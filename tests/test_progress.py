@@ -50,3 +50,36 @@ def test_on_a_terminal_it_is_a_bar():
     bar = Progress(3, "x", stream=Tty(), delay=0.0)
     assert bar._bar is not None
     bar.close()
+
+
+def test_a_terminal_that_reports_no_size_still_shows_the_bar() -> None:
+    """Under ``script`` (a pseudo-terminal of 0 x 0) tqdm took every row as off-screen and drew nothing:
+    an 18 s analyze showed no progress at all. A new pty reports 0 x 0 too."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    code = (
+        "from rankcollapse.progress import Progress\n"
+        "p = Progress(10, 'demo', 'layers', delay=0.0)\n"
+        "for _ in range(10):\n    p.update(1)\n"
+        "p.close()\n"
+    )
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], stderr=slave, stdout=slave, timeout=60,
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0 and b"demo:" in out and b"/10 [" in out  # the bar was drawn

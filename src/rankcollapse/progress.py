@@ -32,6 +32,18 @@ def is_terminal(stream: Any) -> bool:
         return False
 
 
+def terminal_size(stream: Any) -> tuple[int, int]:
+    """(columns, lines) the terminal of ``stream`` reports; (0, 0) when it reports none (a
+    pseudo-terminal without a size, as under ``script``)."""
+    import os
+
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, ValueError, OSError):
+        return 0, 0
+    return int(size.columns), int(size.lines)
+
+
 def duration_text(s: float) -> str:
     """``"42 s"`` or ``"13 min 05 s"``."""
     if s < 60:
@@ -64,8 +76,13 @@ class Progress:
         if enabled and (is_terminal(self.stream) if bar is None else bar):
             from tqdm import tqdm
 
+            # a pseudo-terminal without a size (under `script`, some IDE consoles) reports 0 x 0: tqdm
+            # then takes every row as off-screen and draws nothing; give it a fixed size instead
+            cols, rows = terminal_size(self.stream)
+            sized = cols > 0 and rows > 0
             self._bar = tqdm(total=self.total, desc=desc, unit=unit.rstrip("s") or unit, file=self.stream,
-                             delay=self.delay, leave=False, dynamic_ncols=True)
+                             delay=self.delay, leave=False, dynamic_ncols=sized,
+                             ncols=None if sized else 80, nrows=None if sized else 24)
 
     def line(self) -> str:
         """The plain progress line for the current count (no newline)."""
