@@ -186,3 +186,29 @@ def test_version_prints_the_package_version_and_runs_no_command(capsys) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"rankcollapse {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("simulate", ["--n", "4", "--d", "4", "--layers", "2", "--temperature", "2", "--no-progress"]),
+        ("simulate", ["--n", "4", "--d", "4", "--layers", "2", "--preset", "attn+ln", "--no-progress"]),
+        ("analyze", ["--model", "tiny:bert", "--mode", "attn", "--temperature", "4", "--layers", "1",
+                     "--samples", "2", "--tokens", "8", "--no-progress"]),
+    ],
+)
+def test_every_old_spelling_warns_once_through_the_one_deprecation_path(
+    command, args, tmp_path, capsys
+) -> None:
+    """The CLI prints each deprecation as one line after the command succeeded (a refused command stays
+    one line); the Python API raises the same FutureWarning (tests/dynamics/test_validation.py)."""
+    from rankcollapse.cli.main import main
+
+    code = main([command, *args, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.splitlines()
+    warned = [line for line in err if "deprecated" in line]
+    assert code == 0 and len(warned) == 1 and warned[0].startswith("rankcollapse: warning: ")
+    bad = ["--samples", "0"] if command == "analyze" else ["--n", "0"]
+    refused = main([command, *args, *bad, "--out", str(tmp_path / "p")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert refused == 2 and len(err) == 1 and "deprecated" not in err[0]

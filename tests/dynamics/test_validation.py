@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from rankcollapse.cli.main import main
+from rankcollapse.deprecation import RankCollapseDeprecation
 from rankcollapse.dynamics import SimulationConfig, simulate
 from rankcollapse.dynamics.config import estimate_memory
 from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
@@ -68,7 +69,9 @@ def test_deprecated_names_still_work_with_a_warning_and_give_the_same_numbers() 
         warnings.simplefilter("always")
         old = small(preset="attn+ln", temperature=4.0)
     assert old.preset == "attn+sphere" and old.d_qk == 4.0 and old.temperature is None
-    assert {type(w.message) for w in caught} == {FutureWarning} and len(caught) == 2
+    # one channel: the one deprecation class (a FutureWarning), one warning per old name
+    assert all(isinstance(w.message, RankCollapseDeprecation) for w in caught) and len(caught) == 2
+    assert issubclass(RankCollapseDeprecation, FutureWarning)
     new = small(preset="attn+sphere", d_qk=4.0)
     assert torch.equal(simulate(old).final, simulate(new).final)
     with pytest.raises(RankCollapseError, match="not both"):

@@ -17,14 +17,10 @@ def _warn(message: str) -> None:
 
 
 def resolve_d_qk(d_qk: float | None, temperature: float | None) -> float | None:
-    """``--d-qk``, or its deprecated alias ``--temperature`` (same number; one warning line)."""
-    if temperature is None:
-        return d_qk
-    if d_qk is not None:
-        raise RankCollapseError("give --d-qk or its old name --temperature, not both")
-    _warn("--temperature is deprecated; use --d-qk (the d_qk in logits = q k^T / sqrt(d_qk); "
-          "the model's own is its head_dim)")
-    return temperature
+    """``--d-qk``, or its deprecated alias ``--temperature`` (same number; the one deprecation path)."""
+    from rankcollapse.deprecation import renamed
+
+    return renamed("--d-qk", d_qk, "--temperature", temperature, "the d_qk in logits = q k^T / sqrt(d_qk)")
 
 
 @app.command("analyze")

@@ -96,11 +96,10 @@ def equilibria_command(
     """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
     import torch
 
+    from rankcollapse.deprecation import renamed
+
     deprecated = temperature is not None
-    if temperature is not None:
-        if d_qk is not None:
-            raise RankCollapseError("give --d-qk or its deprecated alias --temperature, not both")
-        d_qk = temperature
+    d_qk = renamed("--d-qk", d_qk, "--temperature", temperature)
     if n < 1 or d < 1 or n > 64 or d > 64:
         raise RankCollapseError(f"--n and --d must be in 1..64, got n={n}, d={d}")
     if rank is not None and not 1 <= rank <= min(n, d):
@@ -130,7 +129,6 @@ def equilibria_command(
         _refuse("--value (a search)", w=w, family=family)
         rows = _search(
             value, n, d, mask or "causal", 1.0 if d_qk is None else d_qk, starts or 256, steps, gen, rank,
-            warn_deprecated=deprecated,
         )
     elif construction == "paper":
         _refuse("--construction paper (its mask is causal, W_Q = W_K = 0)", mask=mask, **qk)
@@ -170,13 +168,11 @@ def equilibria_command(
 
 
 def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, steps: int, gen: Any,
-            rank: int | None, warn_deprecated: bool = False) -> list[dict[str, Any]]:
+            rank: int | None) -> list[dict[str, Any]]:
     from rankcollapse.equilibria import find_equilibria, resolve_mask
 
     w_v = _load_value(value, d)
     m = resolve_mask(mask, n)
-    if warn_deprecated:  # only once the settings are known to be valid: an error stays one line
-        print("rankcollapse: warning: --temperature is deprecated; use --d-qk", file=sys.stderr)
     rows = []
     for eq in find_equilibria(w_v, n, m, None, d_qk, starts=starts, steps=steps, generator=gen):
         if rank is not None and eq.rank != rank:

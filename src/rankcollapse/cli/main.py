@@ -173,11 +173,14 @@ def _run(args: list[str]) -> int:
     import typer
 
     from rankcollapse.cli.app import app
+    from rankcollapse.deprecation import collected
 
     command = typer.main.get_command(app)
     try:
-        with command.make_context("rankcollapse", list(args)) as ctx:
+        with collected() as deprecations, command.make_context("rankcollapse", list(args)) as ctx:
             result = command.invoke(ctx)
+        for text in deprecations:  # after success only: a refused command stays one line
+            _say(f"warning: {text}")
     except Interrupted as err:
         return _stopped(err.message)
     except RankCollapseError as err:

@@ -26,22 +26,21 @@ def warn(message: str) -> None:
     print(f"rankcollapse: warning: {message}", file=sys.stderr)
 
 
-def _d_qk(d_qk: float | None, temperature: float | None, notes: list[str]) -> float:
-    """``--d-qk``, or its deprecated alias ``--temperature`` (a warning line in ``notes``)."""
-    if temperature is not None:
-        if d_qk is not None:
-            raise RankCollapseError("give --d-qk or its old name --temperature, not both")
-        notes.append("--temperature is deprecated; use --d-qk (the d_qk in logits / sqrt(d_qk))")
-        return temperature
-    return 1.0 if d_qk is None else d_qk
+def _d_qk(d_qk: float | None, temperature: float | None) -> float:
+    """``--d-qk``, or its deprecated alias ``--temperature`` (the one deprecation path)."""
+    from rankcollapse.deprecation import renamed
+
+    value = renamed("--d-qk", d_qk, "--temperature", temperature, "the d_qk in logits / sqrt(d_qk)")
+    return 1.0 if value is None else value
 
 
-def _preset(preset: str, notes: list[str]) -> str:
+def _preset(preset: str) -> str:
+    from rankcollapse.deprecation import warn
     from rankcollapse.dynamics.layers import canonical_preset
 
     name, warning = canonical_preset(preset)
     if warning:
-        notes.append(warning)
+        warn(warning)
     return name
 
 
@@ -97,16 +96,13 @@ def simulate_command(
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
     from rankcollapse.io import OutputFolder, RunWriter
 
-    notes: list[str] = []  # deprecation warnings, printed once the settings are known to be valid
     config = SimulationConfig(
-        mask=mask, n=n, d=d, layers=layers, preset=_preset(preset, notes), heads=heads,
-        d_qk=_d_qk(d_qk, temperature, notes), value=value, value_scale=value_scale, qk_scale=qk_scale,
+        mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
+        d_qk=_d_qk(d_qk, temperature), value=value, value_scale=value_scale, qk_scale=qk_scale,
         shared_weights=shared_weights, inputs=inputs,
         batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=_metric_names(metrics),
         stop_below=stop_below,
     )
-    for note in notes:
-        warn(note)
     if threads is not None:
         import torch
 

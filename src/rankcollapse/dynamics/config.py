@@ -10,7 +10,6 @@ accepted for one release with a ``FutureWarning``: ``temperature`` (now ``d_qk``
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -20,6 +19,7 @@ from torch import Tensor
 from rankcollapse.core.execution import parse_device
 from rankcollapse.core.norms import NORMS
 from rankcollapse.core.precision import canonical_dtype_name, parse_dtype
+from rankcollapse.deprecation import renamed, warn
 from rankcollapse.dynamics.kernels import KERNELS, default_band_block
 from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
@@ -123,11 +123,9 @@ class SimulationConfig:
             raise RankCollapseError(f"heads must divide d = {self.d} (or give qk_dim), got {self.heads}")
         if self.temperature is not None:
             t = check_float("temperature", self.temperature, low=0, low_open=True)
-            if self.d_qk != 1.0 and self.d_qk != t:
-                raise RankCollapseError(f"give d_qk or its old name temperature, not both ({self.d_qk}, {t})")
-            warnings.warn("SimulationConfig(temperature=...) is deprecated; use d_qk (the number under "
-                          "the square root)", FutureWarning, stacklevel=5)
-            self.d_qk, self.temperature = t, None
+            given = None if self.d_qk in (1.0, t) else self.d_qk  # 1.0: the default, not a choice
+            self.d_qk = renamed("d_qk", given, "temperature", t, "the number under the square root")
+            self.temperature = None
         self.d_qk = check_float("d_qk", self.d_qk, low=0, low_open=True)
         self.qk_scale = check_float("qk_scale", self.qk_scale)
         if self.value_scale is not None:
@@ -150,7 +148,7 @@ class SimulationConfig:
     def _check_names(self) -> None:
         self.preset, warning = canonical_preset(self.preset)
         if warning:
-            warnings.warn(warning, FutureWarning, stacklevel=5)
+            warn(warning, stacklevel=6)
         for name, allowed in (("value", VALUE_FAMILIES), ("output", OUTPUT_FAMILIES), ("inputs", INPUT_KINDS),
                               ("kernel", KERNELS)):
             check_choice(name, getattr(self, name), allowed)
