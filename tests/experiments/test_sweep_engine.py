@@ -284,3 +284,15 @@ def test_dask_reproduce_of_a_model_slice_gives_the_local_rows_to_the_bit(tmp_pat
     b = pd.read_csv(tmp_path / "dask" / "runs.csv").sort_values(key).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert [(c.id, c.verdict) for c in dask.claims] == [(c.id, c.verdict) for c in local.claims]
+
+
+def test_a_grid_too_large_is_refused_before_it_is_expanded() -> None:
+    """A 3 KB YAML grid named 1.6e9 runs and died with MemoryError while expanding: its size is the
+    product of its axes, checked first."""
+    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.experiments.engine.grid import MAX_GRID_RUNS, expand_grid
+
+    huge = {f"axis{i}": list(range(12)) for i in range(9)}  # 12^9 = 5.2e9 runs
+    with pytest.raises(RankCollapseError, match=r"the grid names 5.16e\+09 runs"):
+        expand_grid({}, huge)
+    assert len(expand_grid({}, {"a": list(range(MAX_GRID_RUNS))})) == MAX_GRID_RUNS

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ from typing import Any
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.io import to_jsonable
+
+#: The most runs one experiment's grid may name (its product is checked before it is expanded).
+MAX_GRID_RUNS = 100_000
 
 
 def expand_grid(base: dict[str, Any], grid: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -32,6 +36,12 @@ def expand_grid(base: dict[str, Any], grid: dict[str, Sequence[Any]]) -> list[di
     for axis, values in grid.items():
         if isinstance(values, str | bytes) or not isinstance(values, Sequence) or len(values) == 0:
             raise RankCollapseError(f"grid axis {axis!r} must be a non-empty list, got {values!r}"[:200])
+    size = math.prod(len(v) for v in grid.values())
+    if size > MAX_GRID_RUNS:  # checked before expanding: a 3 KB YAML can name 1.6e9 runs
+        axes = " x ".join(f"{len(v)} {k}" for k, v in grid.items())
+        raise RankCollapseError(
+            f"the grid names {size:.3g} runs ({axes}); allowed: at most {MAX_GRID_RUNS} runs per experiment"
+        )
     keys = list(grid)
     points = []
     for combo in itertools.product(*(grid[k] for k in keys)):
