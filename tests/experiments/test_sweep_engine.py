@@ -296,3 +296,21 @@ def test_a_grid_too_large_is_refused_before_it_is_expanded() -> None:
     with pytest.raises(RankCollapseError, match=r"the grid names 5.16e\+09 runs"):
         expand_grid({}, huge)
     assert len(expand_grid({}, {"a": list(range(MAX_GRID_RUNS))})) == MAX_GRID_RUNS
+
+
+def test_a_sweep_whose_every_run_failed_is_one_line_exit_2_and_never_complete(tmp_path, capsys) -> None:
+    """It exited 0 and marked its folder complete (a report of nothing, looking finished)."""
+    from rankcollapse.cli.main import main
+    from rankcollapse.io import is_complete
+
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "broken.yaml").write_text(
+        "title: every run fails\ntask: toy\nbase: {layers: 2, rate: 0.5, fail: true}\ngrid: {seed: [0, 1]}\n"
+    )
+    out = tmp_path / "out"
+    argv = ["reproduce", "--config-dir", str(configs), "--workers", "1", "--no-progress", "--out", str(out)]
+    code = main(argv)
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(errors) == 1 and "every one of the 2 runs failed" in errors[0], errors
+    assert not is_complete(out)

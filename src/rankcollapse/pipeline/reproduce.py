@@ -293,6 +293,12 @@ def reproduce(
             )
 
         sweep = sweep_runs(specs, "")
+        if sweep.total and sweep.failed == sweep.total:  # nothing measured: never a "complete" folder
+            first = sweep.failures[0] if sweep.failures else ("?", "?")
+            raise RankCollapseError(
+                f"every one of the {sweep.total} runs failed (the first, {first[0]}: {str(first[1])[:160]}); "
+                "each run's error is in its record under runs/, and the next call retries them"
+            )
         looks: dict[str, int] = {}
         sampling = None
         if until_decided:
