@@ -15,6 +15,7 @@ schedule (``causal-window:w=3;causal``, cycled) must have a period that divides 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -165,12 +166,50 @@ def choose_backend(model: LoadedModel, mode: str, mask_is_own: bool, d_qk: float
     return backend
 
 
+def fusable(model: LoadedModel, dtype: torch.dtype) -> bool:
+    """True when torch's fused attention computes the same function as the eager one the model was
+    loaded with, at ``dtype``: the model has an SDPA path, no logit soft-capping, and every layer's
+    eager softmax runs in ``dtype`` itself (float32 always; float64 except where Hugging Face's eager
+    softmax rounds to float32, Llama's family, which only eager reproduces). An undissected model:
+    float32 only."""
+    if not getattr(model.hf_model, "_supports_sdpa", False):
+        return False
+    if not model.dissected:
+        return dtype == torch.float32
+    return all(p.logit_softcap is None and p.softmax_dtype in (None, dtype) for p in model.layers)
+
+
+@contextlib.contextmanager
+def fused_attention(model: LoadedModel, on: bool = True) -> Iterator[None]:
+    """Inside: the model's attention runs through torch's ``scaled_dot_product_attention`` (Hugging
+    Face's ``sdpa``, its default) instead of the eager softmax it was loaded with, then back to eager
+    (also on an error). Use it where :func:`fusable`: the same scores, mask and softmax without the
+    [b, h, n, n] weights in memory, so the ``hf`` backend runs at the model's own default speed. The
+    attention weights (diagnostics, the sinks ablation) always come from the parts. ``on=False``: no-op.
+    """
+    hf = model.hf_model
+    if not on:
+        yield
+        return
+    configs = {id(c): c for c in [hf.config, *(getattr(m, "config", None) for m in hf.modules())]
+               if hasattr(c, "_attn_implementation")}
+    before = {k: c._attn_implementation for k, c in configs.items()}
+    try:
+        for c in configs.values():
+            c._attn_implementation = "sdpa"
+        yield
+    finally:
+        for k, c in configs.items():
+            c._attn_implementation = before[k]
+
+
 def _full_only(model: LoadedModel, ids: Tensor, depth: int,
                attention_mask: Tensor | None) -> Iterator[tuple[int, str, Tensor]]:
     if depth != model.n_model_layers:
         raise RankCollapseError(f"{model.arch!r} is not dissected: --layers must be its depth "
                                 f"({model.n_model_layers}), got {depth}")
-    with torch.inference_mode():
+    dtype = next(model.hf_model.parameters()).dtype
+    with torch.inference_mode(), fused_attention(model, fusable(model, dtype)):
         states = model.hf_model(input_ids=ids, attention_mask=attention_mask,
                                 output_hidden_states=True).hidden_states
     for t, x in enumerate(states):
@@ -250,11 +289,13 @@ def iter_hidden_states(
         ready = {k: _on(x.device, _additive(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
                  for k, v in dense.items()}
         yield 0, hidden_state_name(0), x
+        fused = which == "hf" and fusable(model, x.dtype)
         for t in range(1, depth + 1):
             parts = model.layers[(t - 1) % n_layers]
             m = ready[id(masks[t - 1])]
             if which == "hf":
-                x = parts.hf_forward(x, m, pos)
+                with fused_attention(model, fused):  # per layer: the caller runs between yields
+                    x = parts.hf_forward(x, m, pos)
             else:
                 x = run_block(parts, x, mode, m, d_qk, pos, sink_damping, record)
             trim_heap_every(t)
