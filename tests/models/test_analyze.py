@@ -224,3 +224,26 @@ def test_a_result_shows_itself_in_one_short_line() -> None:
     result = analyze(config)
     text = repr(result)  # was the whole dataclass: 13,273 characters for the README's MiniLM run
     assert len(text) < 300 and "\n" not in text and "4 rows (layers 0..3)" in text and "mu_rel" in text
+
+
+def test_analyze_measures_the_metrics_it_is_given_and_refuses_unknown_ones_in_one_line(tiny_models, tmp_path):
+    """analyze had no --metrics: the quadratic defaults (mean |cos|) ran at every length."""
+    from rankcollapse.cli.main import main
+    from rankcollapse.metrics import METRIC_NAMES
+
+    cfg = AnalyzeConfig(model="tiny:llama", samples=2, tokens=16, metrics="mu_rel,effective_rank")
+    assert cfg.metrics == ("mu_rel", "effective_rank")
+    rows = analyze(cfg, model=tiny_models("llama")).rows
+    measured = {k for k in rows[0] if k in METRIC_NAMES}
+    assert measured == {"mu_rel", "effective_rank"}
+    full = analyze(AnalyzeConfig(model="tiny:llama", samples=2, tokens=16), model=tiny_models("llama")).rows
+    assert [r["mu_rel"] for r in rows] == [r["mu_rel"] for r in full]  # a subset changes no value
+    with pytest.raises(RankCollapseError, match=r"metrics \['rank'\] unknown; allowed: mu, mu_rel"):
+        AnalyzeConfig(model="tiny:llama", metrics=("rank",))
+    out = tmp_path / "cli"
+    assert main(["analyze", "--model", "tiny:llama", "--samples", "2", "--tokens", "16", "--metrics",
+                 "mu,mu_rel", "--no-progress", "--no-table", "--out", str(out)]) == 0
+    header = (out / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert {k for k in header if k in METRIC_NAMES} == {"mu", "mu_rel"}
+    bad = ["analyze", "--model", "tiny:llama", "--metrics", "mu,cos", "--out", str(tmp_path / "x")]
+    assert main(bad) == 2

@@ -53,6 +53,8 @@ def analyze_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the excerpts (and of random-init weights)."),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
                                 "only) or parts (generic blocks)."),
+    metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute per "
+                                "layer (default all; mu,mu_rel is the cheapest; see rankcollapse.metrics)."),
     metric_threads: int = typer.Option(1, "--metric-threads", help="torch threads while measuring "
                                        "(1: fastest on a loaded machine; the forward uses torch's setting)."),
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads for the whole run "
@@ -114,7 +116,7 @@ def analyze_command(
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=resolve_d_qk(d_qk, temperature),
                            layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
-                           metric_threads=metric_threads, diagnostics=diagnostics,
+                           metrics=metrics, metric_threads=metric_threads, diagnostics=diagnostics,
                            sink_threshold=sink_threshold, ablation=ablation, sink_damping=sink_damping,
                            device=device, batch_size=batch_size)
     if save_attention and not diagnostics:

@@ -12,13 +12,8 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.metrics.measures import metric_names
 from rankcollapse.validate import quote
-
-
-def _metric_names(metrics: str | None) -> tuple[str, ...] | None:
-    if metrics is None or metrics.strip() in ("", "all"):
-        return None
-    return tuple(m.strip() for m in metrics.split(",") if m.strip())
 
 
 def warn(message: str) -> None:
@@ -100,7 +95,7 @@ def simulate_command(
         mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
         d_qk=_d_qk(d_qk, temperature), value=value, value_scale=value_scale, qk_scale=qk_scale,
         shared_weights=shared_weights, inputs=inputs,
-        batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=_metric_names(metrics),
+        batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=metric_names(metrics),
         stop_below=stop_below,
     )
     if threads is not None:

@@ -24,7 +24,7 @@ from rankcollapse.dynamics.kernels import KERNELS, default_band_block
 from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
 from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.metrics import METRIC_NAMES
+from rankcollapse.metrics import METRIC_NAMES, metric_names
 from rankcollapse.validate import (
     check_choice,
     check_float,
@@ -160,14 +160,7 @@ class SimulationConfig:
         if self.placement is not None:
             check_choice("placement", self.placement, PLACEMENTS)
         self._check_device()
-        if self.metrics is not None:
-            if isinstance(self.metrics, str) or not all(isinstance(m, str) for m in self.metrics):
-                raise RankCollapseTypeError(f"metrics must be a tuple of names, got {quote(self.metrics)}")
-            self.metrics = tuple(self.metrics)
-            unknown = [m for m in self.metrics if m not in METRIC_NAMES]
-            if unknown:
-                allowed = ", ".join(METRIC_NAMES)
-                raise RankCollapseError(f"metrics {quote(unknown)} unknown; allowed: {allowed}")
+        self.metrics = metric_names(self.metrics)
         if self.value_scale is not None and self.value not in SCALED_VALUES:
             raise RankCollapseError(f"value_scale does not apply to value {self.value!r} (allowed with "
                                     f"{', '.join(SCALED_VALUES)})")

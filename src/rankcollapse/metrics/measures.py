@@ -409,6 +409,30 @@ SVD_METRICS = frozenset({"num_rank", "full_rank", "sigma_min", "sigma_max", "sta
 CHEAP_METRICS: tuple[str, ...] = ("mu", "mu_rel", "at_floor", "mean_signed_cos", "dong_residual")
 
 
+def metric_names(metrics: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...] | None:
+    """The one parser of a metric selection (``--metrics`` and every config's ``metrics=``): ``"mu,mu_rel"``
+    or a tuple of names of :data:`METRIC_NAMES` -> a tuple in the order given (None, ``""`` or ``"all"``:
+    None, every metric). RankCollapseError naming the allowed names for an unknown one, RankCollapseTypeError
+    for anything else."""
+    from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
+    from rankcollapse.validate import quote
+
+    if metrics is None:
+        return None
+    if isinstance(metrics, str):
+        if metrics.strip() in ("", "all"):
+            return None
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not isinstance(metrics, tuple | list) or not all(isinstance(m, str) for m in metrics):
+        raise RankCollapseTypeError(f"metrics must be names separated by commas, got {quote(metrics)}")
+    unknown = [m for m in metrics if m not in METRIC_NAMES]
+    if unknown:
+        raise RankCollapseError(f"metrics {quote(unknown)} unknown; allowed: {', '.join(METRIC_NAMES)}")
+    if not metrics:
+        raise RankCollapseError("metrics names none; allowed: all, or some of " + ", ".join(METRIC_NAMES))
+    return tuple(dict.fromkeys(metrics))
+
+
 @checked
 def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None) -> dict[str, Tensor]:
     """Every collapse measure of each sample: x [b, n, d] (or [n, d]) -> {name: [b] (or [])}.

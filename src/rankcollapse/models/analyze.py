@@ -31,7 +31,7 @@ from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks import Mask
 from rankcollapse.masks.schedule import MaskSchedule
-from rankcollapse.metrics import document_columns
+from rankcollapse.metrics import document_columns, metric_names
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import (
@@ -153,6 +153,7 @@ class AnalyzeConfig:
         check_d_qk(self.d_qk)
         if self.metric_threads is not None and self.metric_threads < 1:
             raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
+        self.metrics = metric_names(self.metrics)
         self._dtype_given = self.dtype is not None  # an in-memory model of another dtype is refused
         self.dtype = dtype_name(self.dtype or "float32")
         self.device = str(parse_device(self.device, self.dtype))
