@@ -87,15 +87,23 @@ def test_isotropic_gaussian_cosine_near_zero_effective_rank_near_full() -> None:
     assert float(mt.mu_rel(x)) == pytest.approx(1.0, abs=0.01)
 
 
-def test_chunked_abs_cosine_matches_direct(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("tile", [64 * 64, 100 * 64 * 64, 1 << 20])  # n > side; samples per tile; one tile
+@pytest.mark.parametrize("shape", [(2, 137, 5), (3, 2, 64, 4), (130, 3)])
+def test_tiled_abs_cosine_matches_the_whole_gram_matrix(monkeypatch: pytest.MonkeyPatch, tile, shape) -> None:
+    """Every pair once: tiles on the diagonal counted once, those above it twice, none below; a zero token
+    counts 0; batch dimensions kept."""
     from rankcollapse.metrics import measures
 
-    x = torch.randn(2, 37, 5, generator=_gen(4), dtype=torch.float64)
-    u = x / x.norm(dim=-1, keepdim=True)
-    g = (u @ u.transpose(-1, -2)).abs()
-    direct = (g.sum(dim=(-2, -1)) - g.diagonal(dim1=-2, dim2=-1).sum(-1)) / (37 * 36)
-    monkeypatch.setattr(measures, "_COSINE_CHUNK", 8)
-    assert torch.allclose(mt.mean_abs_cos(x), direct)
+    x = torch.randn(*shape, generator=_gen(4), dtype=torch.float64)
+    x[..., 3, :] = 0.0
+    n = shape[-2]
+    g = mt.pairwise_cosines(x).abs()
+    direct = (g.sum(dim=(-2, -1)) - g.diagonal(dim1=-2, dim2=-1).sum(-1)) / (n * (n - 1))
+    monkeypatch.setattr(measures, "_COSINE_TILE", tile)
+    got = mt.mean_abs_cos(x)
+    assert got.shape == direct.shape and got.dtype == torch.float64
+    assert torch.allclose(got, direct, rtol=1e-12, atol=0)
+    assert torch.allclose(mt.mean_abs_cos(x.float()), direct.float(), rtol=1e-5)
 
 
 def test_zero_token_counts_as_zero_cosine() -> None:

@@ -30,9 +30,14 @@ def test_cycled_layers_repeat_the_same_functions(tiny_models, ids):
     model = tiny_models("gpt2", "f64")
     states = [x.clone() for _, _, x in iter_hidden_states(model, ids, layers=8)]
     # layer 5 is model layer 0 again: X(5) is model layer 0 applied to X(4)
+    from rankcollapse.models.stream import fused_attention
+
     p0 = model.layers[0]
-    again = p0.hf_forward(states[4], _causal(ids.shape[1]), NO_POSITIONS)
+    with fused_attention(model):  # as the stream runs it: fused, the module's own causal mask
+        again = p0.hf_forward(states[4], None, NO_POSITIONS)
     torch.testing.assert_close(again, states[5], rtol=0, atol=0)
+    other = model.layers[1].hf_forward(states[4], _causal(ids.shape[1]), NO_POSITIONS)
+    assert float((other - states[5]).abs().max()) > 1e-3
 
 
 def _causal(n: int) -> torch.Tensor:

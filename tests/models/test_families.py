@@ -18,6 +18,7 @@ from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.loading import dissect
 from rankcollapse.models.registry import SUPPORTED
 from rankcollapse.models.spec import FamilySpec
+from rankcollapse.models.stream import fused_attention
 
 WINDOWED = {  # the tiny configs' own schedules (window of 4 keys: causal-window:w=3)
     "mistral": ["causal-window:w=3"] * 4,
@@ -138,7 +139,7 @@ def test_an_undissected_model_runs_full_mode_through_hf_and_refuses_the_rest(ids
                             pad_token_id=0, attn_implementation="eager")).eval()
     model = dissect(hf, name="opt")
     assert not model.dissected and "not dissected" in model.info["note"]
-    with torch.inference_mode():
+    with torch.inference_mode(), fused_attention(model):  # HF's own default forward (sdpa)
         ref = hf(input_ids=ids, output_hidden_states=True).hidden_states
     rows = [x.clone() for _, _, x in iter_hidden_states(model, ids)]
     assert len(rows) == 3 and all(torch.equal(a, b) for a, b in zip(rows, ref, strict=True))
@@ -174,6 +175,6 @@ def test_gated_t5_runs_in_full_mode_only_with_the_reason(ids):
     model = dissect(hf)
     assert not model.dissected and "is_gated_act" in model.info["note"] and "flan-t5" in model.info["note"]
     rows = [x.clone() for _, _, x in iter_hidden_states(model, ids)]
-    with torch.inference_mode():
+    with torch.inference_mode(), fused_attention(model):  # HF's own default forward (sdpa)
         ref = hf(input_ids=ids, output_hidden_states=True).hidden_states
     assert len(rows) == 3 and torch.equal(rows[-1], ref[-1])

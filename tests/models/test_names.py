@@ -13,6 +13,7 @@ import torch
 from rankcollapse.models import iter_hidden_states
 from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.names import crosswalk_markdown, nnsight_path, tl_hook_name
+from rankcollapse.models.stream import fusable, fused_attention
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 
@@ -47,8 +48,8 @@ def test_each_rows_nnsight_path_reads_that_row_from_the_hf_module_tree(family, t
             def post(mod, args, out, t=t, what=what):
                 seen[t] = out[0] if what == "output[0]" else out
             handles.append(module.register_forward_hook(post))
-    try:
-        with torch.inference_mode():
+    try:  # the hf backend's attention: fused where that is the same function
+        with torch.inference_mode(), fused_attention(model, fusable(model, torch.float64)):
             model.hf_model(input_ids=ids)
     finally:
         for h in handles:

@@ -214,26 +214,36 @@ def test_relative_bias_is_shared_by_every_layer_and_changes_the_output(tiny_mode
 
 
 @pytest.mark.parametrize(("arch", "dtype", "fused"), [("llama", "f32", True), ("bert", "f64", True),
+                                                      ("gemma3_text", "f32", True), ("gemma2", "f32", False),
                                                       ("llama", "f64", False)])
 def test_the_hf_backend_runs_torch_fused_attention_exactly_where_it_is_the_same_function(
         tiny_models, ids, monkeypatch, arch, dtype, fused):
     """Eager attention (which materialises [b, h, n, n]) made the hf backend 2.9x slower than the
-    model's own default forward at 2,048 tokens. Fused where it is the same function; Llama's float32
-    eager softmax in a float64 model only eager reproduces. The model stays eager afterwards."""
+    model's own default forward at 2,048 tokens. Fused where it is the same function (Llama's float32
+    eager softmax in a float64 model and Gemma 2's logit soft-capping only eager reproduces); a plain
+    causal mask goes as none, so that the kernel applies it itself (Gemma 3's sliding windows go as
+    masks). The model stays eager afterwards."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    calls: list[int] = []
+    masks: list[bool] = []
     real = ALL_ATTENTION_FUNCTIONS["sdpa"]
 
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
+    def counting(module, q, k, v, attention_mask, *args, **kwargs):
+        masks.append(attention_mask is None)
+        return real(module, q, k, v, attention_mask, *args, **kwargs)
 
     monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS._global_mapping, "sdpa", counting)
     model = tiny_models(arch, dtype, hf_casts=True)
+    ids = ids[:, :12] if arch != "gemma3_text" else torch.cat([ids, ids], dim=1)  # longer than its window
     assert _max_rel_err(model, ids, "hf", _hf_hidden_states(model, ids)) <= TOL[dtype]
-    assert len(calls) == (len(model.layers) if fused else 0)
+    assert len(masks) == (len(model.layers) if fused else 0)
+    windows = [not torch.equal(model.own_layer_mask(t).dense(ids.shape[1]),
+                               torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril())
+               for t in range(len(model.layers))]
+    if fused and arch != "bert":
+        assert masks == [not w for w in windows] and any(masks)
+        assert arch != "gemma3_text" or not all(masks)
     assert model.hf_model.config._attn_implementation == "eager"
-    calls.clear()
+    masks.clear()
     list(iter_hidden_states(model, ids, backend="parts"))  # the parts never call it
-    assert not calls
+    assert not masks

@@ -111,7 +111,9 @@ class LayerParts:
     ``mlp`` maps [..., d] -> [..., d] without residual or norm. ``softmax_dtype`` reproduces
     Hugging Face's Llama, whose eager softmax runs in float32 (None: the input's dtype).
     ``hf_forward(x, additive_mask, positions)`` is the model's own layer module (the fast path
-    of ``full`` mode with the model's own mask and ``d_qk``).
+    of ``full`` mode with the model's own mask and ``d_qk``); ``hf_causal``: its attention module
+    applies the causal mask itself when given none (Hugging Face's ``is_causal``: the fused kernel then
+    skips the masked half).
     """
 
     w_q: Tensor
@@ -138,6 +140,7 @@ class LayerParts:
     logit_softcap: float | None = None
     rotary_type: str | None = None
     hf_forward: Callable[[Tensor, Tensor | None, Positions], Tensor] | None = field(default=None, repr=False)
+    hf_causal: bool = False
 
     def __post_init__(self) -> None:
         if self.norm_placement not in PLACEMENTS:

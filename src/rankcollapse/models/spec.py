@@ -241,6 +241,7 @@ def layer_parts(fam: FamilySpec, layer: nn.Module, config: Any, hf_casts: bool, 
         logit_softcap=float(cap) if cap else None,
         rotary_type=rotary_type,
         hf_forward=_hf_forward(fam, layer, rotary_type),
+        hf_causal=bool(getattr(att, "is_causal", False)) if att is not None else False,
     )
 
 

@@ -290,9 +290,13 @@ def iter_hidden_states(
                  for k, v in dense.items()}
         yield 0, hidden_state_name(0), x
         fused = which == "hf" and fusable(model, x.dtype)
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        plain_causal = {k: v.ndim == 2 and bool(torch.equal(v, causal)) for k, v in dense.items()}
         for t in range(1, depth + 1):
             parts = model.layers[(t - 1) % n_layers]
             m = ready[id(masks[t - 1])]
+            if fused and parts.hf_causal and plain_causal[id(masks[t - 1])]:
+                m = None  # the module's own causal mask: the fused kernel skips the masked half
             if which == "hf":
                 with fused_attention(model, fused):  # per layer: the caller runs between yields
                     x = parts.hf_forward(x, m, pos)
