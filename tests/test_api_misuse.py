@@ -68,6 +68,7 @@ _add(metrics, "pairwise_cosines", X)
 _add(metrics, "dong_residual", X, relative=True)
 _add(metrics, "rank_tolerance", torch.tensor([[3.0, 1.0]], dtype=torch.float64), 4, 3)
 _add(metrics, "summarize", {"mu": torch.tensor([1.0, 2.0])})
+_add(metrics, "metric_names", "mu,mu_rel")
 ATTN = torch.softmax(_x(2, 2, 4, 4), dim=-1)
 for _name in ("attention_entropy", "first_token_attention"):
     _add(metrics, _name, ATTN)

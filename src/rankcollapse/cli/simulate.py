@@ -12,7 +12,6 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.metrics.measures import metric_names
 from rankcollapse.validate import quote
 
 
@@ -95,7 +94,7 @@ def simulate_command(
         mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
         d_qk=_d_qk(d_qk, temperature), value=value, value_scale=value_scale, qk_scale=qk_scale,
         shared_weights=shared_weights, inputs=inputs,
-        batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=metric_names(metrics),
+        batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=metrics,
         stop_below=stop_below,
     )
     if threads is not None:

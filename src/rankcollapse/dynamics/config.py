@@ -91,7 +91,7 @@ class SimulationConfig:
     device: str = "cpu"
     kernel: str = "auto"
     band_block: int | None = None
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | str | None = None  # "mu,mu_rel" or names; metrics.metric_names parses it
     stop_below: float | None = None
     track_min_weight: bool | None = None
     metric_threads: int | None = 1

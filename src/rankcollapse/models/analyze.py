@@ -109,7 +109,7 @@ class AnalyzeConfig:
     dtype: str | None = None  # None: float32 for a model loaded by name, an in-memory model's own dtype
     seed: int = 0
     backend: str = "auto"
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | str | None = None  # "mu,mu_rel" or names; metrics.metric_names parses it
     metric_threads: int | None = 1
     diagnostics: bool = False
     sink_threshold: float = SINK_THRESHOLD
