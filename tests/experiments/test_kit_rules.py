@@ -434,6 +434,23 @@ def test_full_rank_is_judged_on_an_interval_at_every_layer() -> None:
     assert "E - 1" in rules.full_rank(lay([1.0] * 3, share=True), TH, "rank <= E - 1 = 127").evidence
 
 
+def test_a_share_open_at_the_yaml_value_asks_for_samples_though_its_range_would_flip_it() -> None:
+    """100 % of 128 excerpts at full rank against 95 %: the interval reaches below 95 % (open), 90 % would
+    decide it, 99 % not. The full run printed "inconclusive for a reason more samples do not change
+    (threshold)" and the sequential run never extended it; more samples decide it at the YAML's value."""
+    from rankcollapse.experiments.kit.claims import judged
+
+    th = Thresholds.of("test", dict(TH.values), {"full_rank_min": [0.9, 0.99]})
+    j = judged(lambda t: rules.full_rank(lay([1.0] * 13, n=128, share=True), t), th)
+    assert j.verdict == INCONCLUSIVE and j.flips and j.judgement.cause_kind == "sample too small"
+    undecided, needed, interval = sampling_state(j, None, th, "threshold")
+    assert undecided and needed is not None and needed > 128 and interval
+    failed, _, _ = sampling_state(j, None, th, "failed runs")  # a cause samples cannot remove
+    assert not failed
+    decided = judged(lambda t: rules.full_rank(lay([1.0] * 12 + [0.5], n=32, share=True), t), th)
+    assert not sampling_state(decided, None, th, "threshold")[0]
+
+
 def test_sigma_ratio_verdicts_are_relative_to_the_rank_tolerance() -> None:
     tol32, tol64 = 768 * 1.19e-7, 768 * 2.2e-16
     assert rules.sigma_ratio(lay([0.1, 0.05]), [tol32, tol32], TH).verdict == REPRODUCED

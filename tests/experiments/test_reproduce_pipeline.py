@@ -237,7 +237,6 @@ def test_tiny_verdicts_are_pinned(tiny_all) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_undecided_rows_say_their_n_and_the_n_that_would_decide_it(tiny_all) -> None:
     """A row the sample leaves open is counted apart, names its open comparison and a needed n above
     its n; its class is ``undecided`` exactly when its word is inconclusive; the page says so."""
@@ -248,7 +247,8 @@ def test_undecided_rows_say_their_n_and_the_n_that_would_decide_it(tiny_all) -> 
     for c in undecided:
         assert c.interval or c.needed_n is not None, c.id
         assert c.needed_n is None or (c.n is not None and c.needed_n > c.n), c.id
-        assert c.cause_kind not in ("threshold", "failed runs", "untested", "no data", "not testable"), c.id
+        # a threshold inside its range may be the cause: the YAML's value still needs more samples
+        assert c.cause_kind not in ("failed runs", "untested", "no data", "not testable"), c.id
     for c in tiny_all.claims:
         plain_open = c.undecided and verdict_class(c.verdict) == "inconclusive"
         assert (c.verdict_class == "undecided") == plain_open
