@@ -1,0 +1,200 @@
+"""Long context: ``analyze``'s full mode against the model's own forward, and ``simulate``'s default metrics.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_long_context.py [--part analyze|memory|simulate|all]
+        [--model smollm2] [--tokens 512,2048,8192] [--repeats 2] [--eager-up-to 2048]
+
+Parts (each prints a table and a PASS/FAIL line per target of issue 28):
+
+``analyze``: one Wikipedia excerpt of N tokens through SmolLM2-135M, float32, ``full`` mode, no
+diagnostics. Interleaved, minimum over ``--repeats`` (the least noisy estimate on a shared CPU):
+``hf`` = Hugging Face's own default forward, ``hf_model(ids, output_hidden_states=True)`` with its
+default attention (SDPA); ``hf eager`` = the same with the eager attention ``analyze`` used before (up
+to ``--eager-up-to`` tokens: it materialises [h, N, N] per layer); ``ours`` = ``analyze(...)``'s own
+``seconds["forward"]`` and ``seconds["metrics"]`` (default metrics: every column of
+``rankcollapse.metrics.METRIC_NAMES``). Targets: forward <= 1.1 x hf; metrics <= 25 % of the forward.
+
+``memory``: each contender in a fresh process, the resident set sampled every 2 ms by a thread: the
+peak above the process's size once the model is loaded and the input made. ``hf + metrics by hand``
+= the HF default forward with ``output_hidden_states`` (every layer's state kept), then the same
+metrics per state; ``ours`` = ``analyze``. Target: ours <= 1.2 x hf + metrics by hand.
+
+``simulate``: ``simulate --mask window:w=8 --n 16384 --d 16`` (batch 8, float64), seconds per layer
+with the default metrics and with ``--metrics mu,mu_rel``, from the difference of a 4-layer and a
+1-layer run (start-up and the input row cancel). Target: default <= 2 x mu,mu_rel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+import torch
+
+from rankcollapse.runtime import raise_mmap_threshold
+
+
+def _loaded(name: str, tokens: int) -> tuple[object, torch.Tensor]:
+    from rankcollapse.models import excerpts, load_model
+
+    model = load_model(name, "float32", seed=0)
+    return model, excerpts(model, "wikipedia", samples=1, tokens=tokens, seed=0)
+
+
+def _hf_forward(model: object, ids: torch.Tensor, impl: str) -> None:
+    hf = model.hf_model  # type: ignore[attr-defined]
+    hf.set_attn_implementation(impl)
+    try:
+        with torch.inference_mode():
+            hf(input_ids=ids, output_hidden_states=True)
+    finally:
+        hf.set_attn_implementation("eager")  # as load_model leaves it
+
+
+def _ours(name: str, model: object, tokens: int) -> dict[str, float]:
+    from rankcollapse.models import AnalyzeConfig, analyze
+
+    result = analyze(AnalyzeConfig(model=name, samples=1, tokens=tokens), model=model)
+    return dict(result.seconds)
+
+
+def part_analyze(name: str, tokens: list[int], repeats: int, eager_up_to: int) -> bool:
+    ok = True
+    print(f"analyze, full mode, no diagnostics: {name}, float32, 1 excerpt")
+    print(f"{'N':>6} {'hf (sdpa) s':>12} {'hf eager s':>11} {'ours fwd s':>11} {'fwd/hf':>7} "
+          f"{'metrics s':>10} {'metrics/fwd':>12}")
+    for n in tokens:
+        model, ids = _loaded(name, n)
+        fns: dict[str, Callable[[], object]] = {"hf": lambda m=model, i=ids: _hf_forward(m, i, "sdpa")}
+        if n <= eager_up_to:
+            fns["eager"] = lambda m=model, i=ids: _hf_forward(m, i, "eager")
+        times: dict[str, list[float]] = {k: [] for k in fns}
+        ours: list[dict[str, float]] = []
+        for _ in range(repeats):
+            for key, fn in fns.items():
+                start = time.perf_counter()
+                fn()
+                times[key].append(time.perf_counter() - start)
+            ours.append(_ours(name, model, n))
+        hf = min(times["hf"])
+        eager = min(times["eager"]) if "eager" in times else float("nan")
+        fwd = min(o["forward"] for o in ours)
+        met = min(o["metrics"] for o in ours)
+        print(f"{n:>6} {hf:>12.2f} {eager:>11.2f} {fwd:>11.2f} {fwd / hf:>7.2f} {met:>10.2f} "
+              f"{met / fwd:>12.0%}")
+        ok &= _verdict(f"N = {n}: forward {fwd / hf:.2f} x hf", fwd / hf <= 1.1)
+        ok &= _verdict(f"N = {n}: metrics {met / fwd:.0%} of the forward", met / fwd <= 0.25)
+    return ok
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def child(kind: str, name: str, tokens: int) -> None:
+    """One contender in this process; prints {"peak": bytes above the loaded state, "base": bytes}."""
+    model, ids = _loaded(name, tokens)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss())
+            time.sleep(0.002)
+
+    base = _rss()
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    if kind == "hf":
+        from rankcollapse.metrics import per_sample_metrics
+
+        hf = model.hf_model  # type: ignore[attr-defined]
+        hf.set_attn_implementation("sdpa")
+        with torch.inference_mode():
+            states = hf(input_ids=ids, output_hidden_states=True).hidden_states
+            for x in states:
+                per_sample_metrics(x)
+    else:
+        _ours(name, model, tokens)
+    done.set()
+    thread.join()
+    print(json.dumps({"peak": max(peak[0], _rss()) - base, "base": base}))
+
+
+def part_memory(name: str, tokens: list[int]) -> bool:
+    ok = True
+    print(f"memory: peak resident set above the loaded model and input, {name}, float32, 1 excerpt")
+    print(f"{'N':>6} {'hf + metrics MB':>16} {'ours MB':>8} {'ratio':>6}")
+    for n in tokens:
+        got = {}
+        for kind in ("hf", "ours"):
+            argv = [sys.executable, __file__, "--child", kind, "--model", name, "--tokens", str(n)]
+            out = subprocess.run(argv, capture_output=True, text=True, check=True, env=os.environ.copy())
+            got[kind] = json.loads(out.stdout.strip().splitlines()[-1])["peak"]
+        ratio = got["ours"] / max(got["hf"], 1)
+        print(f"{n:>6} {got['hf'] / 2**20:>16.0f} {got['ours'] / 2**20:>8.0f} {ratio:>6.2f}")
+        ok &= _verdict(f"N = {n}: peak {ratio:.2f} x hf + metrics by hand", ratio <= 1.2)
+    return ok
+
+
+def part_simulate(repeats: int) -> bool:
+    from rankcollapse.dynamics import SimulationConfig, simulate
+
+    def seconds(metrics: str | None, layers: int) -> float:
+        cfg = SimulationConfig(mask="window:w=8", n=16384, d=16, layers=layers, seed=0, metrics=metrics)
+        start = time.perf_counter()
+        simulate(cfg)
+        return time.perf_counter() - start
+
+    per: dict[str, list[float]] = {"default": [], "mu,mu_rel": []}
+    for _ in range(repeats):
+        for label, metrics in (("default", None), ("mu,mu_rel", "mu,mu_rel")):
+            per[label].append((seconds(metrics, 4) - seconds(metrics, 1)) / 3)
+    med = {k: statistics.median(v) for k, v in per.items()}
+    print("simulate --mask window:w=8 --n 16384 --d 16 (batch 8, float64): seconds per layer")
+    for k, v in med.items():
+        print(f"  {k:>10}: {v:.2f} s/layer")
+    ratio = med["default"] / med["mu,mu_rel"]
+    return _verdict(f"default metrics {ratio:.2f} x mu,mu_rel per layer", ratio <= 2.0)
+
+
+def _verdict(what: str, passed: bool) -> bool:
+    print(f"{'PASS' if passed else 'FAIL'}: {what}")
+    return passed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", default="all", choices=("analyze", "memory", "simulate", "all"))
+    ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--tokens", default="512,2048,8192")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--eager-up-to", type=int, default=2048)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    raise_mmap_threshold()
+    tokens = [int(t) for t in str(args.tokens).split(",")]
+    if args.child:
+        child(args.child, args.model, tokens[0])
+        return 0
+    threads = torch.get_num_threads()
+    print(f"load average {os.getloadavg()[0]:.2f}, torch {torch.__version__}, {threads} threads")
+    ok = True
+    if args.part in ("analyze", "all"):
+        ok &= part_analyze(args.model, tokens, args.repeats, args.eager_up_to)
+    if args.part in ("memory", "all"):
+        ok &= part_memory(args.model, tokens)
+    if args.part in ("simulate", "all"):
+        ok &= part_simulate(args.repeats)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
