@@ -272,8 +272,13 @@ def test_write_results_publishes_only_a_finished_folder_and_writes_through_the_o
 
     def run(*extra: str) -> subprocess.CompletedProcess:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-        return subprocess.run([sys.executable, str(script), str(out), "--to", str(tmp_path / "r.md"), *extra],
-                              capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, str(script), str(out), "--to", str(tmp_path / "r.md"), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
     assert run().returncode == 0 and (tmp_path / "r.md").is_file()
     victim = tmp_path / "victim.json"
@@ -294,3 +299,36 @@ def test_write_results_publishes_only_a_finished_folder_and_writes_through_the_o
     (out / "claims.json").write_text("{}")
     proc = run()
     assert proc.returncode == 2 and "no claims table" in proc.stderr
+
+
+def test_a_row_whose_mechanism_half_is_open_gets_seeds_for_that_half() -> None:
+    """Fig. 4 judges float32 (as plotted) and float64 (the mechanism) on different rows. A folder in
+    which float32 already has more excerpt seeds than float64 (what a full run left when the extension
+    followed the plotted half) must extend the float64 half: the row's conditions do not pin the dtype,
+    its seeds are the smaller half's, and the next look's runs include new float64 runs."""
+    from experiments.story_run import arm_data
+    from rankcollapse.experiments.engine.config import load_arms
+    from rankcollapse.experiments.engine.story import Data, StoryData
+    from rankcollapse.experiments.stories import all_stories
+    from rankcollapse.pipeline.sequential import extension
+
+    found = all_stories()["fig4"]
+    exps = load_arms(found.config, "tiny", "fig4", found.story.tasks)
+    exp = next(e for e in exps if e.grid is not None)
+    data = arm_data(exp)
+    # drop float64's seed 2: float32 has seeds 0, 1, 2 and float64 only 0, 1
+    gone = set(data.index.loc[(data.index["dtype"] == "float64") & (data.index["seed"] == 2), "run_id"])
+    assert gone
+    data = Data(
+        exp, data.table[~data.table["run_id"].isin(gone)], data.index[~data.index["run_id"].isin(gone)]
+    )
+    sd = StoryData("fig4", {exp.arm: data}, dict(exp.verdict), dict(exp.ranges))
+    rows = [c for c in found.story.claims(sd) if c.mechanism != "n/a"]
+    assert rows
+    for c in rows:
+        assert "dtype" not in c.axes, c.axes
+        assert sorted(c.seeds) == [0, 1], (c.id, c.seeds)
+        ext = extension(c, exp, max_samples=1024)
+        assert not isinstance(ext, str), ext
+        new64 = {s.seed for s in ext.runs if s.params["dtype"] == "float64"}
+        assert new64 == {2, 3}, (c.id, new64)

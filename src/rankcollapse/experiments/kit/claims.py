@@ -172,13 +172,17 @@ def claim_row(
     sample_note: str = "",
     norm_words: str = "",
     names: tuple[str, str] = ("raw mu (the paper's quantity)", "mu_rel with the precision floor"),
+    axes_frame: pd.DataFrame | None = None,
 ) -> Claim:
     """One claims-table row (see the module docstring).
 
     ``frame``: the table rows behind it (gives the model); ``runs``: the index rows (gives seeds);
-    ``names``: the words for the plotted quantity and the mechanism in the evidence.
+    ``names``: the words for the plotted quantity and the mechanism in the evidence; ``axes_frame``:
+    every table row either half judged, where the halves are judged on different rows (a dtype each):
+    the grid values they share are the conditions a sequential run extends (default ``frame``).
     """
     frame = frame if frame is not None else pd.DataFrame()
+    axes = shared_axes(data, axes_frame if axes_frame is not None else frame)
     model = Model.of(frame)
     origin = origin_of(statement, data, model)
     untested = model.untested  # a random init never stands in for pretrained weights, in any row
@@ -207,7 +211,7 @@ def claim_row(
             conditions=data.conditions(),
             seeds=seeds,
             figure=figure,
-            axes=shared_axes(data, frame),
+            axes=axes,
         )
     kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words, names)
     used = set(plotted.used) | (set(mechanism.used) if mechanism is not None else set())
@@ -271,7 +275,7 @@ def claim_row(
         interval=interval,
         decided_by=decided_by(plotted, mechanism, names),
         scope=scope,
-        axes=shared_axes(data, frame),
+        axes=axes,
     )
 
 
@@ -376,11 +380,25 @@ def model_row(
     figure: str,
     names: tuple[str, str] = ("raw mu (the paper's quantity)", "mu_rel with the precision floor"),
     norm_words: str = "",
+    mechanism_frame: pd.DataFrame | None = None,
 ) -> Claim:
-    """:func:`claim_row` for one model's rows ``frame`` of an arm: its runs, seeds and sample note."""
+    """:func:`claim_row` for one model's rows ``frame`` of an arm: its runs, seeds and sample note.
+
+    ``mechanism_frame``: where the mechanism is judged on other rows than ``frame`` (fig. 4: float64
+    beside the plotted float32), those rows. The row's seeds are then the smaller half's (its ``n``),
+    and its conditions span both halves, so that ``reproduce --until-decided`` doubles the half that
+    is open (it once added float32 excerpts to 2,048 while the open float64 half stayed at 32)."""
     from rankcollapse.experiments.kit.data import runs_of, sample_note
 
     runs = runs_of(data, frame)
+    note = sample_note(runs, frame)
+    axes_frame = None
+    if mechanism_frame is not None and not mechanism_frame.empty:
+        mech_runs = runs_of(data, mechanism_frame)
+        axes_frame = pd.concat([frame, mechanism_frame], ignore_index=True)
+        if mechanism is not None and (mechanism.judgement.n or 0) < (plotted.judgement.n or 0):
+            runs = mech_runs
+        note += f" · {names[1]}: {sample_note(mech_runs, mechanism_frame)}"
     return claim_row(
         story,
         statement,
@@ -392,9 +410,10 @@ def model_row(
         frame=frame,
         runs=runs,
         figure=figure,
-        sample_note=sample_note(runs, frame),
+        sample_note=note,
         norm_words=norm_words,
         names=names,
+        axes_frame=axes_frame,
     )
 
 

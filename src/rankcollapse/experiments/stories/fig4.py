@@ -112,6 +112,7 @@ def claims(sd: StoryData) -> list[Claim]:
                     qualifier=tag if arm == "paper" else f"{arm}: {tag}",
                     figure="fig4" if arm == "paper" else "ext_fig4",
                     names=(f"{plotted_dt} (the paper's dtype)", "float64"),
+                    mechanism_frame=per["float64"] if mech is not None else None,
                 )
             )
     return out
