@@ -309,6 +309,14 @@ def _weights_bytes(folder: Path) -> bytes:
     return (folder / "model.safetensors").read_bytes()
 
 
+def _drop_weights(folder: Path, part: str) -> None:
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    kept = {k: v for k, v in load_file(path).items() if part not in k}
+    save_file(kept, path, metadata={"format": "pt"})
+
+
 FolderMaker = Callable[[Path], None]
 FOLDER: dict[str, FolderMaker] = {
     "weights: corrupt safetensors header": lambda f: (f / "model.safetensors").write_bytes(
@@ -325,6 +333,7 @@ FOLDER: dict[str, FolderMaker] = {
         (f / "pytorch_model.bin").write_bytes(pickle.dumps({"w": RunCode()})),
     ),
     "weights: a FIFO": lambda f: _replace(f, "model.safetensors", os.mkfifo),
+    "weights: one layer missing (it would load at its random init)": lambda f: _drop_weights(f, ".layer.1."),
     "config.json: a FIFO": lambda f: _replace(f, "config.json", os.mkfifo),
     "config.json: a link to /dev/zero": lambda f: _replace(
         f, "config.json", lambda p: p.symlink_to("/dev/zero")
@@ -496,6 +505,8 @@ def test_a_hostile_model_folder_is_one_line_and_exit_2(
             assert "no tokenizer files" in line  # not "use a longer text"
         if command == "analyze" and "auto_map" in kind:
             assert "never runs a model folder's code" in line
+        if command == "analyze" and "layer missing" in kind:
+            assert "random init" in line and "layer.1." in line
         if command == "analyze" and "unknown model_type" in kind:
             assert "frobnicator" in line and "offline" not in line
     finally:

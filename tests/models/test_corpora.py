@@ -73,3 +73,38 @@ def test_wikipedia_excerpts_start_at_article_starts_with_the_bert_tokenizer():
 def test_text_shorter_than_tokens_is_a_user_error():
     with pytest.raises(RankCollapseError, match="fewer than --tokens 64"):
         sample_token_batches(torch.arange(10), 2, 64)
+
+
+def test_an_edited_tokenizer_json_gets_new_ids_not_the_cached_ones(tmp_path, monkeypatch):
+    """The token cache is keyed by what a tokenizer encodes with, not by its folder: the same folder
+    read twice shares the cache; the same folder with two vocabulary ids swapped in tokenizer.json
+    (same class, path and vocabulary size: the old key) encodes the text anew."""
+    import importlib
+    import json
+
+    from transformers import AutoTokenizer
+
+    from rankcollapse.models.loading import load_model
+
+    ex = importlib.import_module("rankcollapse.models.excerpts")  # the package exports a function of that name
+
+    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "tok"
+    load_model("tiny:bert").tokenizer.save_pretrained(folder)
+    text = "the cat sat on the mat of the house " * 20
+    first = AutoTokenizer.from_pretrained(folder)
+    ids = ex._stream_cached(None, first, text).ids.clone()
+    ex._STREAMS.clear()
+    again = ex._stream_cached(None, AutoTokenizer.from_pretrained(folder), text).ids
+    assert torch.equal(again, ids) and len(list((tmp_path / "cache" / "tokens").iterdir())) == 1  # shared
+
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    vocab = spec["model"]["vocab"]
+    vocab["the"], vocab["of"] = vocab["of"], vocab["the"]
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    edited = AutoTokenizer.from_pretrained(folder)
+    assert len(edited) == len(first) and edited.name_or_path == first.name_or_path
+    ex._STREAMS.clear()  # a new process: only the file cache is left
+    new_ids = ex._stream_cached(None, edited, text).ids
+    assert torch.equal(new_ids, torch.tensor(edited(text, add_special_tokens=False)["input_ids"]))
+    assert not torch.equal(new_ids, ids)

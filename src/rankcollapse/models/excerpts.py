@@ -5,6 +5,7 @@ documents the rules)."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import torch
@@ -52,18 +53,30 @@ def check_excerpts(model: LoadedModel, tokens: int) -> None:
 _STREAMS: dict[str, TokenStream] = {}
 
 
+def tokenizer_identity(tokenizer: Any) -> str:
+    """What a tokenizer encodes with, hashed: its class and its content (a fast tokenizer's whole
+    ``tokenizer.json`` as the backend serialises it: vocabulary, merges, normalizer, pre-tokenizer;
+    otherwise its vocabulary), never its name or path, so an edited ``tokenizer.json`` in the same
+    folder gets new ids instead of the cached ones."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and hasattr(backend, "to_str"):
+        content = json.dumps(json.loads(backend.to_str()), sort_keys=True)  # its maps' order varies
+    elif hasattr(tokenizer, "get_vocab"):
+        content = repr(sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1]))
+    else:  # neither: nothing to hash but its name, so never shared between two tokenizers by accident
+        content = f"{getattr(tokenizer, 'name_or_path', '')}|{id(tokenizer)}"
+    specials = repr(sorted((str(k), str(v)) for k, v in getattr(tokenizer, "special_tokens_map", {}).items()))
+    digest = hashlib.sha1(f"{content}|{specials}".encode()).hexdigest()
+    return f"{type(tokenizer).__name__}|{digest}"
+
+
 def _stream_cached(corpus: str | None, tokenizer: Any, text: str | None) -> TokenStream:
     """:func:`token_stream`, cached in memory and under ``cache_dir()/tokens`` (keyed by the corpus or
     text and the tokenizer's identity), so a corpus is tokenised once per tokenizer."""
     if tokenizer is None:
         raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
     what = f"corpus:{corpus}:v2" if text is None else "text:" + hashlib.sha1(text.encode()).hexdigest()
-    ident = f"{type(tokenizer).__name__}|{getattr(tokenizer, 'name_or_path', '')}|{len(tokenizer)}"
-    if not getattr(tokenizer, "name_or_path", "") and hasattr(tokenizer, "get_vocab"):
-        # a tokenizer built in memory has no name: key it by its vocabulary
-        vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
-        ident += "|" + hashlib.sha1(repr(vocab).encode()).hexdigest()
-    key = hashlib.sha1(f"{what}|{ident}".encode()).hexdigest()[:20]
+    key = hashlib.sha1(f"{what}|{tokenizer_identity(tokenizer)}".encode()).hexdigest()[:20]
     if key in _STREAMS:
         return _STREAMS[key]
     path = cache_dir() / "tokens" / f"{key}.pt"

@@ -262,6 +262,26 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if type(err).__module__ not in ("builtins",) else text
 
 
+#: Parameters a measurement never reads: missing from a checkpoint, they may stay at their init.
+_UNUSED_PARAMETERS = ("pooler.",)
+
+
+def check_loading_info(info: dict[str, Any], shown: str) -> None:
+    """Refuse a checkpoint that leaves parameters at their random init (transformers loads it with a
+    warning table and the measurement would read random layers as pretrained ones): any missing or
+    mismatched parameter but those of :data:`_UNUSED_PARAMETERS` is one line naming the first few."""
+    missing = [k for k in info.get("missing_keys", ()) if not any(u in k for u in _UNUSED_PARAMETERS)]
+    mismatched = [k if isinstance(k, str) else k[0] for k in info.get("mismatched_keys", ())]
+    bad = sorted(missing) + sorted(mismatched)
+    if bad:
+        what = "missing" if missing and not mismatched else "missing or of the wrong shape"
+        names = ", ".join(bad[:3]) + (f", ... ({len(bad)} in all)" if len(bad) > 3 else "")
+        raise RankCollapseError(
+            f"the weights of {shown!r} leave parameters {what} ({names}): they would be measured at their "
+            "random init; refused (a random model: name it random:<config>)"
+        )
+
+
 def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, Any, str | None]:
     """Model and tokenizer of a local folder (never the network, never a folder's code, never a
     prompt: :func:`rankcollapse.models.hub.hub_kwargs`); the third item says why there is no
@@ -278,11 +298,15 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
     except Exception as err:  # a config transformers cannot build: whatever its loader raises
         raise RankCollapseError(f"model folder {shown!r}: config.json cannot be read by transformers "
                                 f"({_reason(err)})") from None
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()  # its load table (MISSING, UNEXPECTED): check_loading_info says it
+    hf_logging.set_verbosity_error()
     try:
         with warnings.catch_warnings():  # torch's note on a pickle's protocol: the error below says it all
             warnings.filterwarnings("ignore", module=r"torch\._weights_only_unpickler")
-            model = _model_class(config.model_type).from_pretrained(
-                str(path), dtype=dtype, attn_implementation="eager", **hub_kwargs())
+            model, info = _model_class(config.model_type).from_pretrained(
+                str(path), dtype=dtype, attn_implementation="eager", output_loading_info=True, **hub_kwargs())
     except pickle.UnpicklingError:  # a .bin pickle holding more than tensors: never unpickled
         raise RankCollapseError(
             f"the weights of {shown!r} are a pickle holding more than tensors; refused (rankcollapse never "
@@ -290,6 +314,9 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
         ) from None
     except Exception as err:  # SafetensorError (corrupt, truncated), OSError, ...
         raise RankCollapseError(f"cannot read the weights of {shown!r}: {_reason(err)}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    check_loading_info(info, shown)
     missing = missing_tokenizer(p)
     tokenizer = None
     if missing is None:
