@@ -86,7 +86,7 @@ def test_an_edited_tokenizer_json_gets_new_ids_not_the_cached_ones(tmp_path, mon
 
     from rankcollapse.models.loading import load_model
 
-    ex = importlib.import_module("rankcollapse.models.excerpts")  # the package exports a function of that name
+    ex = importlib.import_module("rankcollapse.models.excerpts")  # the package exports a function so named
 
     monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "tok"
