@@ -87,6 +87,8 @@ BY: tuple[str, ...] = ("mask", "mode", "model", "dtype")
 FACTS: tuple[str, ...] = (*BY, "d_qk", "layers")
 #: The columns :func:`figure_geometry` draws (the ranks share one panel).
 GEOMETRY_COLUMNS: tuple[str, ...] = ("effective_rank", "num_rank", "full_rank", "sigma_min", "mean_abs_cos")
+#: The characters a title line holds at :data:`COLUMN_WIDTH` (a longer line is wrapped).
+TITLE_CHARS = 64
 #: The characters two legend columns may hold side by side at :data:`COLUMN_WIDTH` (else one column).
 LEGEND_CHARS = 62
 #: Sun et al. (2024) call activations massive at about this many times the median magnitude.
@@ -139,7 +141,14 @@ def _title(label: str, mode: str, mask: str, d_qk: Any, dtype: str, samples: Any
     except (TypeError, ValueError):
         dq = ""
     size = f", {samples} excerpts × {tokens} tokens" if samples and tokens else ""
-    return f"{label} — {mode}, mask {mask}\n{dtype}{dq}{size}"
+    return _wrap(f"{label} — {mode}, mask {mask}\n{dtype}{dq}{size}")
+
+
+def _wrap(title: str) -> str:
+    """Each line of a title cut at :data:`TITLE_CHARS` characters (a figure is one column wide)."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, TITLE_CHARS, break_on_hyphens=False) for line in title.split("\n"))
 
 
 def _run_of(result: Any) -> _Run:
@@ -169,7 +178,7 @@ def _run_of(result: Any) -> _Run:
             )
         s = cfg.get("simulate", {})
         f = result.facts
-        title = f"{f['model']} — {f['mode']}, mask {f['mask']}\n{f['dtype']}, {f['d_qk']}"
+        title = _wrap(f"{f['model']} — {f['mode']}, mask {f['mask']}\n{f['dtype']}, {f['d_qk']}")
         return _Run(result.rows, f["dtype"], title, tokens=_int(s.get("n")), width=_int(s.get("d")))
     rows, config, info = (getattr(result, k, None) for k in ("rows", "config", "model_info"))
     if not isinstance(rows, list) or config is None or not isinstance(info, dict):
@@ -298,11 +307,21 @@ def _zeros(ax: Any, layers: Sequence[int], values: Sequence[float], color: str) 
 
 
 def _log_y(ax: Any) -> None:
-    """Log y; the labels a narrow span puts on minor ticks read as plain numbers (30, not 3 x 10^1)."""
+    """Log y (call it after the data are drawn). Where the data span less than two decades, every label
+    reads as a plain number (0.1, 40, 60, not 4 x 10^1 beside 10^2); wider spans keep powers of ten."""
     from matplotlib.ticker import LogFormatter
 
+    class Plain(LogFormatter):
+        """LogFormatter's choice of the ticks to label, each label a plain number."""
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
     ax.set_yscale("log")
-    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(Plain(labelOnlyBase=False))
+    low, high = ax.get_ylim()
+    if low > 0 and high / low < 100:
+        ax.yaxis.set_major_formatter(Plain(labelOnlyBase=False))
 
 
 def _draw_collapse(
@@ -453,6 +472,7 @@ def _geometry_figure(run: _Run) -> Any:
                 if run.tokens and run.width:
                     bound = min(run.tokens, run.width)
                     ax.axhline(bound, color="0.4", ls=":", lw=0.9, label=f"min(N, d) = {bound}")
+                    ax.set_ylim(0, 1.08 * bound)  # the bound inside the frame, not on it
                 ax.set_ylim(bottom=0)
                 continue
             logy = key == "sigma_min"
@@ -601,10 +621,10 @@ def _diagnostics_figure(run: _Run) -> Any:
         # massive activations
         ratio = [_positive(_value(r, "massive_ratio")) for r in rows]
         ax_mass.plot(every, ratio, marker="o", color="C4")
-        _log_y(ax_mass)
         finite = [v for v in ratio if math.isfinite(v)]
         if finite and max(finite) > MASSIVE / 10:
             ax_mass.axhline(MASSIVE, color="0.4", ls="--", lw=0.9, label="massive: ~1000 (Sun et al. 2024)")
+        _log_y(ax_mass)
         _layer_axis(ax_mass, label=False)
         _label(ax_mass, "massive_ratio")
         for ax in (ax_map, ax_sink, ax_ent, ax_mass):  # one x range: row 0 has no attention
