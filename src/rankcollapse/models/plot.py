@@ -400,7 +400,10 @@ def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
     except OSError as err:
         raise RankCollapseError(f"cannot write plot {quote(str(out))}: {err.strerror}") from None
     finally:
-        _pyplot().close(fig)  # a pyplot figure is closed; an unregistered one is left to the collector
+        if getattr(fig.canvas, "manager", None) is not None:  # a pyplot figure (plot()) is closed; a figure
+            import matplotlib.pyplot as plt  # object is left to the collector, the backend untouched
+
+            plt.close(fig)
     return out
 
 
