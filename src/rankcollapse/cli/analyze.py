@@ -73,8 +73,13 @@ def analyze_command(
                                      "the model's config defines; writes mask_check.json, exit 1 on a "
                                      "mismatch."),
     out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ plot)."),
-    plot: bool = typer.Option(False, "--plot", help="Also draw mu.png: mu and mu_rel per layer with the "
-                              "precision floor, and the token-geometry panels (paper Figure 4)."),
+    plot: bool = typer.Option(False, "--plot", help="Also draw the figures (one paper column wide): mu.png "
+                              "(mu and mu_rel per layer with the precision floor), geometry.png (ranks, "
+                              "full-rank share, sigma_min, mean |cos|) and, with --diagnostics, "
+                              "diagnostics.png (first-token attention per layer x head, sink rate, entropy, "
+                              "massive ratio)."),
+    plot_format: str = typer.Option(None, "--plot-format", help="With --plot: the figures' formats, png, pdf "
+                                    "or svg, separated by commas (default png)."),
     tokenizer: str = typer.Option(None, "--tokenizer", help="A Hugging Face tokenizer name or folder to read "
                                   "the text with (default: the model's own; random models: bundled BERT)."),
     per_sample: bool = typer.Option(False, "--per-sample", help="Also write per_sample.csv: one row per "
@@ -121,6 +126,14 @@ def analyze_command(
                            device=device, batch_size=batch_size)
     if save_attention and not diagnostics:
         raise RankCollapseError("--save-attention applies only with --diagnostics")
+    if plot_format is not None and not plot:
+        raise RankCollapseError("--plot-format applies only with --plot")
+    from rankcollapse.models.plot import FORMATS, figure_files, figure_names, plot_formats
+
+    formats = plot_formats(plot_format or "png")
+    if plot and not figure_names(config.metrics, diagnostics):
+        raise RankCollapseError(f"--plot draws mu, mu_rel or the token geometry; --metrics {metrics} has "
+                                "none of them (add mu_rel)")
     if save_attention and (config.batch_size or samples) < samples:
         raise RankCollapseError(f"--save-attention writes every sample of a layer at once; it needs one "
                                 f"batch (--batch-size {config.batch_size} < --samples {samples})")
@@ -134,8 +147,10 @@ def analyze_command(
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
-    outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png", "per_sample.csv",
+    figures = figure_files(figure_names(None, True), FORMATS)  # every name a figure may have: replaced
+    outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, *figures, "per_sample.csv",
                "mask_check.json")
+    drawn: list[Path] = []
     checks: list = []
     with OutputFolder(out, "analyze", outputs=outputs) as folder:
         with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:
@@ -146,13 +161,9 @@ def analyze_command(
 
             write_per_sample(result, folder.file("per_sample.csv"))
         if plot:
-            from rankcollapse.models.plot import plot_collapse
+            from rankcollapse.models.plot import save_figures
 
-            title = f"{loaded.label} — {mode}, mask {info['mask']}, d_qk {info['d_qk']:g}, {config.dtype}"
-            try:
-                plot_collapse(result.rows, folder.file("mu.png"), dtype=config.dtype, title=title)
-            except OSError as err:
-                raise RankCollapseError(f"cannot write plot into {out}: {err.strerror}") from err
+            drawn = save_figures(result, folder.path, formats)
         if check_masks:
             checks = _check_masks(loaded, ids, folder.file("mask_check.json"), config.batch_size)
     if table:
@@ -171,6 +182,8 @@ def analyze_command(
                   f"{last['mu_rel_docs_max']:.3g}")
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
                f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
+    if drawn:
+        typer.echo(f"figures: {', '.join(p.name for p in drawn)} in {out}")
     for note in result.notes:
         if note == loaded.info.get("note"):
             print(f"rankcollapse: note: {note}", file=sys.stderr)

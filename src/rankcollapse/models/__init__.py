@@ -21,7 +21,11 @@
 - ``excerpts``     :func:`excerpts`: seeded excerpts of N tokens as the model reads text (cached tokens)
 - ``analyze``      :func:`iter_hidden_states`, :class:`AnalyzeConfig`,
                    :func:`analyze` -> :class:`AnalyzeResult`
-- ``plot``         :func:`~rankcollapse.models.plot.plot_collapse` (mu, mu_rel, floors, Figure 4 panels),
+- ``plot``         one run's figures as matplotlib objects, one paper column wide:
+                   :func:`~rankcollapse.models.plot.figure_collapse` (mu, mu_rel, floor),
+                   :func:`~rankcollapse.models.plot.figure_geometry` (ranks, sigma_min, mean |cos|),
+                   :func:`~rankcollapse.models.plot.figure_diagnostics` (sinks per layer x head, entropy,
+                   massive activations), :func:`~rankcollapse.models.plot.figures` (``analyze --plot``);
                    :func:`~rankcollapse.models.plot.plot` (finished runs overlaid: ``rankcollapse plot``)
 
 Formulas and conventions: ``docs/models.md``.

@@ -234,6 +234,14 @@ class AnalyzeResult:
 
         return pd.DataFrame(self.per_sample_rows() if per_sample else self.rows)
 
+    def figures(self) -> dict[str, Any]:
+        """Every figure of this run that applies, by name (``mu``, ``geometry``, and ``diagnostics`` with
+        ``diagnostics=True``): ``matplotlib.figure.Figure`` objects one paper column wide, not registered
+        with pyplot (``fig.savefig(path)``); :func:`rankcollapse.models.plot.figures`."""
+        from rankcollapse.models.plot import figures
+
+        return figures(self)
+
     @property
     def overflow_layers(self) -> list[int]:
         """Layers ``t`` whose hidden state is non-finite in at least one sample."""

@@ -1,40 +1,99 @@
-"""Figures of analysis rows (``metrics.csv`` or :attr:`AnalyzeResult.rows`), and finished runs overlaid.
+"""Figures of analysis rows (:class:`~rankcollapse.models.analyze.AnalyzeResult` or a finished run), and
+finished runs overlaid.
 
-- :func:`plot_collapse`: one run. Top: ``mu`` and ``mu_rel`` against the layer t (log y), the
-  batch mean with its min-max band, ``mu_rel``'s precision floor (``32 eps`` of the run's dtype)
-  and the layers where every sample is at it; bottom: the token-geometry panels of paper
-  Figure 4 (:func:`plot_token_geometry`: full-rank share, smallest singular value, mean
-  ``|cosine|``). What ``rankcollapse analyze --plot`` draws (``DIR/mu.png``).
-- :func:`plot`: finished runs (folders with ``config.json`` and ``metrics.csv`` from ``analyze``
-  or ``simulate``) overlaid on one figure, one curve per run labelled by ``by`` (``mask``,
-  ``mode``, ``model`` or ``dtype``); ``rankcollapse plot DIR DIR ... --by mask`` is this function.
+Figures as objects (``matplotlib.figure.Figure``, not registered with pyplot: nothing to close; save one
+with ``fig.savefig(path)``, a notebook shows it), each sized for one column of a two-column paper
+(:data:`COLUMN_WIDTH` inches, 7-8 pt text), the layer index t on x (0 = embeddings), the title naming
+the model, mode, mask, d_qk, dtype and the sample size:
+
+- :func:`figure_collapse`: ``mu`` and ``mu_rel`` (log y), the batch mean with its min-max band over
+  samples, ``mu_rel``'s precision floor (``32 eps`` of the run's dtype) and the layers where every
+  sample is at it.
+- :func:`figure_geometry`: the token geometry of paper Figure 4 and the ranks: ``effective_rank`` and
+  ``num_rank`` against ``min(N, d)``, ``full_rank`` (share of samples at full rank), ``sigma_min``
+  (log y), ``mean_abs_cos`` against the isotropic ``sqrt(2 / (pi d))``.
+- :func:`figure_diagnostics` (runs with ``diagnostics=True`` only): ``first_token_attention_h{k}`` as a
+  heatmap layer t x head h with the sink heads (above the run's sink threshold) marked,
+  ``first_token_attention`` and ``sink_rate``, ``attention_entropy`` (nats, band: min-max over heads)
+  and ``massive_ratio`` (log y).
+- :func:`figures`: every figure that applies to a run, by name (``mu``, ``geometry``, ``diagnostics``:
+  the stems of the files ``rankcollapse analyze --plot`` writes, :func:`save_figures`).
+
+Files: :func:`plot_collapse` (``DIR/mu.png``) and :func:`plot_token_geometry` save the first two from
+bare rows; :func:`plot` overlays finished runs (folders with ``config.json`` and ``metrics.csv`` from
+``analyze`` or ``simulate``) on one figure, one curve per run labelled by ``by`` (``mask``, ``mode``,
+``model`` or ``dtype``); ``rankcollapse plot DIR DIR ... --by mask`` is that function.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.validate import quote
 
-PANELS: tuple[tuple[str, str, bool], ...] = (
-    ("full_rank", "full-rank share", False),
-    ("sigma_min", "smallest singular value", True),
-    ("mean_abs_cos", "mean |cosine| (anisotropy)", False),
-)
+#: Width of one column of a two-column paper, in inches: the width every figure of a run is drawn at.
+COLUMN_WIDTH = 3.5
+#: Resolution of the PNG files (a column-wide PNG is 1050 pixels wide).
+DPI = 300
+#: The formats :func:`save_figures` (``analyze --plot-format``) writes.
+FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
+#: Text sizes of a column-wide figure (points), applied while a figure is drawn, never globally.
+STYLE: dict[str, Any] = {
+    "font.size": 7.5,
+    "axes.titlesize": 7.5,
+    "axes.labelsize": 7,
+    "xtick.labelsize": 6.5,
+    "ytick.labelsize": 6.5,
+    "legend.fontsize": 6,
+    "figure.titlesize": 7.5,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "lines.linewidth": 1.2,
+    "lines.markersize": 2.5,
+    "axes.linewidth": 0.6,
+    "legend.frameon": False,
+    "legend.handlelength": 1.6,
+}
+
 COLLAPSE: tuple[tuple[str, str], ...] = (
-    ("mu", "mu = ||X - 1 mean(X)||_F"),
-    ("mu_rel", "mu_rel = mu / ||X||_F"),
+    ("mu", r"mu $= \|X - \mathbf{1}\,\bar{x}^{\top}\|_F$"),
+    ("mu_rel", r"mu_rel $=$ mu$\,/\,\|X\|_F$"),
 )
+#: Each panel's title (the names of the columns it draws, ``rankcollapse.metrics``) and y label (the unit).
+PANELS: dict[str, tuple[str, str]] = {
+    "mu": (COLLAPSE[0][1], "units of X"),
+    "mu_rel": (COLLAPSE[1][1], "ratio"),
+    "rank": ("effective_rank, num_rank", "dimensions"),
+    "full_rank": ("full_rank", "share of samples"),
+    "sigma_min": ("sigma_min", "units of X"),
+    "mean_abs_cos": ("mean_abs_cos", "|cosine|, token pairs"),
+    "heads": ("first_token_attention_h", "head h"),
+    "sinks": ("sinks", "share"),
+    "attention_entropy": ("attention_entropy", "nats"),
+    "massive_ratio": ("massive_ratio", "max |x| / median |x|"),
+}
 #: What :func:`plot` can label its curves by.
 BY: tuple[str, ...] = ("mask", "mode", "model", "dtype")
 #: Every fact of a run a label or a title may name (``BY`` and the run's d_qk and depth).
 FACTS: tuple[str, ...] = (*BY, "d_qk", "layers")
+#: The columns :func:`figure_geometry` draws (the ranks share one panel).
+GEOMETRY_COLUMNS: tuple[str, ...] = ("effective_rank", "num_rank", "full_rank", "sigma_min", "mean_abs_cos")
+#: The characters a title line holds at :data:`COLUMN_WIDTH` (a longer line is wrapped).
+TITLE_CHARS = 64
+#: The characters two legend columns may hold side by side at :data:`COLUMN_WIDTH` (else one column).
+LEGEND_CHARS = 62
+#: Sun et al. (2024) call activations massive at about this many times the median magnitude.
+MASSIVE = 1000.0
+LAYER_LABEL = "layer t (0 = embeddings)"
 
 
 def _pyplot() -> Any:
@@ -59,16 +118,231 @@ def _positive(v: float) -> float:
     return v if v > 0 else math.nan
 
 
-def _draw_collapse(ax_mu: Any, ax_rel: Any, rows: Sequence[dict[str, Any]], label: str, color: str,
-                   band: bool = True) -> None:
-    layers = [int(float(r["layer"])) for r in rows]
+def _layers(rows: Sequence[dict[str, Any]]) -> list[int]:
+    return [int(float(r["layer"])) for r in rows]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a figure needs of a run: its rows, dtype and title, the sink threshold, N tokens and width d."""
+
+    rows: Sequence[dict[str, Any]]
+    dtype: str
+    title: str = ""
+    sink_threshold: float = SINK_THRESHOLD
+    tokens: int | None = None
+    width: int | None = None
+
+
+def _title(label: str, mode: str, mask: str, d_qk: Any, dtype: str, samples: Any, tokens: Any) -> str:
+    """Two lines: the model, mode and mask; the dtype, d_qk and the sample size."""
+    try:
+        dq = f", d_qk {float(d_qk):g}"
+    except (TypeError, ValueError):
+        dq = ""
+    size = f", {samples} excerpts × {tokens} tokens" if samples and tokens else ""
+    return _wrap(f"{label} — {mode}, mask {mask}\n{dtype}{dq}{size}")
+
+
+def _wrap(title: str) -> str:
+    """Each line of a title cut at :data:`TITLE_CHARS` characters (a figure is one column wide)."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, TITLE_CHARS, break_on_hyphens=False) for line in title.split("\n"))
+
+
+def _run_of(result: Any) -> _Run:
+    """An :class:`AnalyzeResult` or a :class:`FinishedRun` as what the figures read (one-line refusal
+    of anything else)."""
+    if isinstance(result, FinishedRun):
+        cfg = result.config
+        a, m = cfg.get("analyze"), cfg.get("model")
+        if isinstance(a, dict):
+            m = m if isinstance(m, dict) else {}
+            f = result.facts
+            return _Run(
+                result.rows,
+                f["dtype"],
+                _title(
+                    f["model"],
+                    f["mode"],
+                    f["mask"],
+                    m.get("d_qk"),
+                    f["dtype"],
+                    a.get("samples"),
+                    a.get("tokens"),
+                ),
+                float(a.get("sink_threshold", SINK_THRESHOLD)),
+                _int(a.get("tokens")),
+                _int(m.get("d_model")),
+            )
+        s = cfg.get("simulate", {})
+        f = result.facts
+        title = _wrap(f"{f['model']} — {f['mode']}, mask {f['mask']}\n{f['dtype']}, {f['d_qk']}")
+        return _Run(result.rows, f["dtype"], title, tokens=_int(s.get("n")), width=_int(s.get("d")))
+    rows, config, info = (getattr(result, k, None) for k in ("rows", "config", "model_info"))
+    if not isinstance(rows, list) or config is None or not isinstance(info, dict):
+        raise RankCollapseError(
+            f"cannot draw {quote(type(result).__name__, 40)}; allowed: an AnalyzeResult "
+            "(analyze(...)) or a finished run (read_run(folder))"
+        )
+    label = info.get("label") or config.model
+    ids = getattr(result, "ids", None)  # the tokens read: [b, n] (the config's sizes when none are kept)
+    samples, tokens = (
+        tuple(ids.shape) if ids is not None and ids.ndim == 2 else (config.samples, config.tokens)
+    )
+    title = _title(label, config.mode, info.get("mask", ""), info.get("d_qk"), config.dtype, samples, tokens)
+    return _Run(
+        rows, config.dtype, title, float(config.sink_threshold), _int(tokens), _int(info.get("d_model"))
+    )
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A figure (not registered with pyplot: no global state, garbage-collected like any object), the
+    subfigure its panels go in (``height`` inches tall) and the one the legend goes in, below."""
+
+    fig: Any
+    panels: Any
+    legend: Any
+    grid: Any
+    height: float
+
+
+def _frame(height: float, width: float = COLUMN_WIDTH) -> _Frame:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height + 0.3), layout="constrained")
+    grid = fig.add_gridspec(2, 1, height_ratios=(height, 0.3))
+    return _Frame(fig, fig.add_subfigure(grid[0]), fig.add_subfigure(grid[1]), grid, height)
+
+
+def _finish(frame: _Frame, axes: Sequence[Any], title: str, extra: Sequence[tuple[Any, str]] = ()) -> Any:
+    """The x label under the panels, the title above them, and one legend under everything: each
+    labelled artist of ``axes`` once (then ``extra``), so that no legend covers a curve, in two columns
+    where they fit the width (else one); the figure grows by the legend's height. Returns the figure."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    for h, lab in extra:
+        handles.setdefault(lab, h)
+    labels = list(handles)
+    half = math.ceil(len(labels) / 2)
+    wide = max(map(len, labels[:half]), default=0) + max(map(len, labels[half:]), default=0)
+    ncol = 2 if wide <= LEGEND_CHARS else 1
+    frame.panels.supxlabel(LAYER_LABEL, fontsize=STYLE["axes.labelsize"])
+    if title:
+        frame.panels.suptitle(title)
+    below = 0.06 + 0.12 * math.ceil(len(handles) / ncol) if handles else 0.02
+    frame.fig.set_size_inches(frame.fig.get_figwidth(), frame.height + below)
+    frame.grid.set_height_ratios((frame.height, below))
+    if handles:
+        frame.legend.legend(list(handles.values()), list(handles), loc="center", ncol=ncol, columnspacing=1.2)
+    return frame.fig
+
+
+def _layer_axis(ax: Any, label: bool = True, layers: Sequence[int] = ()) -> None:
+    """Integer layer ticks on x, every layer of ``layers`` in range (a curve with no value there leaves a
+    visible gap, not a shorter axis), and the x label unless the figure has one for all its panels."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=7))
+    if layers:
+        ax.set_xlim(min(layers) - 0.5, max(layers) + 0.5)
+    if label:
+        ax.set_xlabel(LAYER_LABEL)
+
+
+#: The row statuses a figure shades (``AnalyzeResult``'s ``status``), with their legend entries.
+STATUS_SHADES: dict[str, tuple[str, str]] = {
+    "underflow": ("0.88", "underflow (a sample's X is 0)"),
+    "overflow": ("mistyrose", "overflow (a sample non-finite)"),
+}
+
+
+def _shade_statuses(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
+    """Shade the layers whose row status is ``underflow`` or ``overflow`` (values there are partial or
+    undefined), one span per run of consecutive layers."""
+    layers = _layers(rows)
+    for status, (color, label) in STATUS_SHADES.items():
+        ts = [t for t, r in zip(layers, rows, strict=True) if r.get("status") == status]
+        for i, t in enumerate(ts):
+            if i == 0 or ts[i - 1] != t - 1:
+                end = t
+                while end + 1 in ts:
+                    end += 1
+                ax.axvspan(t - 0.5, end + 0.5, color=color, lw=0, zorder=0, label=label)
+
+
+def _zeros(ax: Any, layers: Sequence[int], values: Sequence[float], color: str) -> None:
+    """On a log axis, a marker at the bottom edge where a value is exactly 0 (a log axis cannot show it)."""
+    ts = [t for t, v in zip(layers, values, strict=True) if v == 0]
+    if ts:
+        ax.plot(
+            ts,
+            [0.0] * len(ts),
+            "v",
+            color=color,
+            ms=3,
+            clip_on=False,
+            transform=ax.get_xaxis_transform(),
+            label="exactly 0 (off the log axis)",
+        )
+
+
+def _log_y(ax: Any) -> None:
+    """Log y (call it after the data are drawn). Where the data span less than two decades, every label
+    reads as a plain number (0.1, 40, 60, not 4 x 10^1 beside 10^2); wider spans keep powers of ten."""
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        """LogFormatter's choice of the ticks to label, each label a plain number."""
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(Plain(labelOnlyBase=False))
+    low, high = ax.get_ylim()
+    if low > 0 and high / low < 100:
+        ax.yaxis.set_major_formatter(Plain(labelOnlyBase=False))
+
+
+def _draw_collapse(
+    ax_mu: Any, ax_rel: Any, rows: Sequence[dict[str, Any]], label: str, color: str, band: bool = True
+) -> None:
+    layers = _layers(rows)
     for ax, (key, _) in ((ax_mu, COLLAPSE[0]), (ax_rel, COLLAPSE[1])):
-        ax.plot(layers, [_positive(_value(r, key)) for r in rows], "-", color=color, label=label, lw=1.4)
+        if ax is None:
+            continue
+        ax.plot(layers, [_positive(_value(r, key)) for r in rows], "-", color=color, label=label)
         if band and rows and f"{key}_min" in rows[0]:
-            ax.fill_between(layers, [_positive(_value(r, f"{key}_min")) for r in rows],
-                            [_positive(_value(r, f"{key}_max")) for r in rows], color=color, alpha=0.15, lw=0)
+            ax.fill_between(
+                layers,
+                [_positive(_value(r, f"{key}_min")) for r in rows],
+                [_positive(_value(r, f"{key}_max")) for r in rows],
+                color=color,
+                alpha=0.15,
+                lw=0,
+            )
     at = [(t, _value(r, "mu_rel")) for t, r in zip(layers, rows, strict=True) if _value(r, "at_floor") >= 1.0]
-    if at:
+    if at and ax_rel is not None:
         ax_rel.plot([t for t, _ in at], [_positive(v) for _, v in at], ".", color="0.45", ms=5)
 
 
@@ -76,86 +350,400 @@ def _draw_floors(ax_rel: Any, dtypes: Sequence[str]) -> None:
     from rankcollapse.core.precision import floor_rel
 
     for dtype in dict.fromkeys(dtypes):
-        ax_rel.axhline(floor_rel(dtype), color="C3", ls="--" if dtype == "float32" else ":", lw=1,
-                       label=f"precision floor {floor_rel(dtype):.1e} ({dtype})")
+        ax_rel.axhline(
+            floor_rel(dtype),
+            color="C3",
+            ls="--" if dtype == "float32" else ":",
+            lw=1,
+            label=f"precision floor {floor_rel(dtype):.1e} ({dtype})",
+        )
 
 
-def _finish_collapse(ax_mu: Any, ax_rel: Any, any_at_floor: bool) -> None:
-    for ax, (_, title) in ((ax_mu, COLLAPSE[0]), (ax_rel, COLLAPSE[1])):
-        ax.set_yscale("log")
-        ax.set_xlabel("layer t (0 = embeddings)")
-        ax.set_title(title)
-    if any_at_floor:
+def _finish_collapse(ax_mu: Any, ax_rel: Any, any_at_floor: bool, legend: bool = True) -> None:
+    for ax, key in ((ax_mu, "mu"), (ax_rel, "mu_rel")):
+        if ax is None:
+            continue
+        _log_y(ax)
+        _layer_axis(ax, label=legend)
+        _label(ax, key)
+    if any_at_floor and ax_rel is not None:
         ax_rel.plot([], [], ".", color="0.45", label="every sample at the floor")
-    for ax in (ax_mu, ax_rel):
-        ax.legend(fontsize=7)
+    if legend:
+        for ax in (ax_mu, ax_rel):
+            if ax is not None:
+                ax.legend()
 
 
-def _draw_geometry(axes: Sequence[Any], rows: Sequence[dict[str, Any]]) -> None:
-    layers = [int(float(r["layer"])) for r in rows]
-    for ax, (key, label, logy) in zip(axes, PANELS, strict=True):
-        values = [_value(r, key) for r in rows]
-        ax.plot(layers, values, marker="o", ms=3)
-        lo, hi = f"{key}_min", f"{key}_max"
-        if rows and lo in rows[0] and hi in rows[0]:
-            ax.fill_between(layers, [_value(r, lo) for r in rows], [_value(r, hi) for r in rows], alpha=0.2)
-        if logy and all(v > 0 for v in values):
-            ax.set_yscale("log")
-        ax.set_xlabel("layer t (0 = embeddings)")
-        ax.set_title(label)
+def _band(
+    ax: Any, layers: list[int], rows: Sequence[dict[str, Any]], key: str, color: str, log: bool = False
+) -> None:
+    lo, hi = f"{key}_min", f"{key}_max"
+    if rows and lo in rows[0] and hi in rows[0]:
+        f = _positive if log else (lambda v: v)
+        ax.fill_between(
+            layers,
+            [f(_value(r, lo)) for r in rows],
+            [f(_value(r, hi)) for r in rows],
+            color=color,
+            alpha=0.18,
+            lw=0,
+        )
 
 
-def _save(fig: Any, path: str | Path) -> Path:
+def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
     from rankcollapse.io import atomic_path
 
-    plt = _pyplot()
     out = Path(path)
     try:
         with atomic_path(out) as tmp:
-            fig.savefig(tmp, dpi=120, format=out.suffix.lstrip(".") or "png")
+            fig.savefig(tmp, dpi=dpi, format=out.suffix.lstrip(".") or "png")
     except OSError as err:
         raise RankCollapseError(f"cannot write plot {quote(str(out))}: {err.strerror}") from None
     finally:
-        plt.close(fig)
+        if getattr(fig.canvas, "manager", None) is not None:  # a pyplot figure (plot()) is closed; a figure
+            import matplotlib.pyplot as plt  # object is left to the collector, the backend untouched
+
+            plt.close(fig)
     return out
 
 
+def _label(ax: Any, key: str) -> None:
+    title, unit = PANELS[key]
+    ax.set_title(title)
+    ax.set_ylabel(unit)
+
+
+def _band_handle(color: str) -> Any:
+    from matplotlib.patches import Patch
+
+    return Patch(color=color, alpha=0.18, lw=0)
+
+
+def _collapse_figure(run: _Run) -> Any:
+    if not run.rows:
+        raise RankCollapseError("nothing to plot: the run has no rows")
+    keys = [k for k, _ in COLLAPSE if k in run.rows[0]]
+    if not keys:
+        raise RankCollapseError("nothing to plot: the rows have neither mu nor mu_rel (--metrics mu,mu_rel)")
+    with _style():
+        frame = _frame(2.15)
+        axes = frame.panels.subplots(1, len(keys), squeeze=False)[0]
+        ax = dict(zip(keys, axes, strict=True))
+        ax_mu, ax_rel = ax.get("mu"), ax.get("mu_rel")
+        _draw_collapse(ax_mu, ax_rel, run.rows, "batch mean", "C0")
+        if ax_rel is not None:
+            _draw_floors(ax_rel, [run.dtype] if run.dtype in ("float32", "float64") else [])
+        _finish_collapse(ax_mu, ax_rel, any(_value(r, "at_floor") >= 1.0 for r in run.rows), legend=False)
+        for key, a in ax.items():
+            _zeros(a, _layers(run.rows), [_value(r, key) for r in run.rows], "C0")
+            _shade_statuses(a, run.rows)
+            _layer_axis(a, False, _layers(run.rows))
+        return _finish(frame, axes, run.title, [(_band_handle("C0"), "min-max over samples")])
+
+
+def _geometry_figure(run: _Run) -> Any:
+    rows = run.rows
+    if not rows:
+        raise RankCollapseError("nothing to plot: the run has no rows")
+    shown = [
+        p
+        for p in ("rank", "full_rank", "sigma_min", "mean_abs_cos")
+        if p in rows[0] or (p == "rank" and ({"effective_rank", "num_rank"} & set(rows[0])))
+    ]
+    if not shown:
+        raise RankCollapseError(
+            "no token geometry in these rows: they need effective_rank, num_rank, "
+            "full_rank, sigma_min or mean_abs_cos (--metrics all)"
+        )
+    layers = _layers(rows)
+    nrows = math.ceil(len(shown) / 2)
+    with _style():
+        frame = _frame(1.5 * nrows + 0.5)
+        axes = list(frame.panels.subplots(nrows, 2, squeeze=False, sharex=True).flat)
+        for ax in axes[len(shown) :]:
+            ax.remove()
+        for ax, key in zip(axes, shown, strict=False):
+            _layer_axis(ax, False, layers)
+            _label(ax, key)
+            _shade_statuses(ax, rows)
+            if key == "rank":
+                for name, color, marker in (("effective_rank", "C0", "o"), ("num_rank", "C1", "s")):
+                    if name in rows[0]:
+                        values = [_value(r, name) for r in rows]
+                        ax.plot(layers, values, marker=marker, color=color, label=name)
+                        _band(ax, layers, rows, name, color)
+                if run.tokens and run.width:
+                    bound = min(run.tokens, run.width)
+                    ax.axhline(bound, color="0.4", ls=":", lw=0.9, label=f"min(N, d) = {bound}")
+                    ax.set_ylim(0, 1.08 * bound)  # the bound inside the frame, not on it
+                ax.set_ylim(bottom=0)
+                continue
+            logy = key == "sigma_min"
+            ax.plot(
+                layers,
+                [_positive(_value(r, key)) if logy else _value(r, key) for r in rows],
+                marker="o",
+                color="C0",
+            )
+            _band(ax, layers, rows, key, "C0", logy)
+            if logy:
+                _log_y(ax)
+                _zeros(ax, layers, [_value(r, key) for r in rows], "C0")
+            elif key == "full_rank":
+                ax.set_ylim(-0.04, 1.04)
+            else:
+                if run.width:
+                    iso = math.sqrt(2 / (math.pi * run.width))
+                    label = f"isotropic sqrt(2/(pi d)) = {iso:.2g}"
+                    ax.axhline(iso, color="C2", ls="--", lw=0.9, label=label)
+                ax.set_ylim(0, 1)
+        return _finish(frame, axes[: len(shown)], run.title, [(_band_handle("C0"), "min-max over samples")])
+
+
+def _heads(rows: Sequence[dict[str, Any]], prefix: str) -> list[str]:
+    """The per-head columns ``{prefix}_h0, _h1, ...`` of the rows, in head order."""
+    names = [k for k in rows[0] if k.startswith(f"{prefix}_h") and k[len(prefix) + 2 :].isdigit()]
+    return sorted(names, key=lambda k: int(k[len(prefix) + 2 :]))
+
+
+def _head_table(rows: Sequence[dict[str, Any]], column: str) -> tuple[list[int], list[list[float]]]:
+    names = _heads(rows, column)
+    kept = [r for r in rows if any(math.isfinite(_value(r, k)) for k in names)]
+    return _layers(kept), [[_value(r, k) for r in kept] for k in names]
+
+
+def head_values(result: Any, column: str = "first_token_attention") -> tuple[list[int], list[list[float]]]:
+    """The per-head values of a diagnostic column as a table ``(layers, values)``: ``values[h][i]`` is
+    column ``{column}_h{h}`` of the row of layer ``layers[i]``, over the rows with attention (row 0, the
+    embeddings, has none). ``column``: ``first_token_attention`` (what :func:`figure_diagnostics`'s
+    heatmap shows) or ``attention_entropy``. ``result``: an AnalyzeResult with diagnostics or a finished
+    run (:func:`read_run`)."""
+    if column not in ("first_token_attention", "attention_entropy"):
+        raise RankCollapseError(
+            f"no per-head column {quote(str(column), 40)}; allowed: first_token_attention, attention_entropy"
+        )
+    run = _run_of(result)
+    _check_diagnostics(run)
+    return _head_table(run.rows, column)
+
+
+def _check_diagnostics(run: _Run) -> None:
+    if not run.rows or not _heads(run.rows, "first_token_attention"):
+        raise RankCollapseError(
+            "this run has no diagnostics; run analyze with diagnostics=True "
+            "(--diagnostics) for the attention and activation figures"
+        )
+
+
+def _diagnostics_figure(run: _Run) -> Any:
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    _check_diagnostics(run)
+    rows, th = run.rows, run.sink_threshold
+    layers, heat = _head_table(rows, "first_token_attention")
+    every = _layers(rows)
+    with _style():
+        frame = _frame(3.55)
+        (ax_map, ax_sink), (ax_ent, ax_mass) = frame.panels.subplots(2, 2)
+        # first_token_attention per head h (y) and layer t (x), the sink heads outlined
+        data = np.array(heat, dtype=float)  # [h, t]
+        image = ax_map.imshow(
+            data,
+            aspect="auto",
+            origin="lower",
+            cmap="viridis",
+            vmin=0.0,
+            vmax=1.0,
+            interpolation="nearest",
+            extent=(layers[0] - 0.5, layers[-1] + 0.5, -0.5, data.shape[0] - 0.5),
+        )
+        hs, ts = np.nonzero(data > th)
+        ax_map.plot(np.asarray(layers)[ts], hs, "s", ms=2.4, mfc="none", mec="white", mew=0.6, ls="none")
+        bar = frame.panels.colorbar(image, ax=ax_map, fraction=0.09, pad=0.03, aspect=15)
+        bar.ax.tick_params(labelsize=5.5)
+        ax_map.grid(False)
+        ax_map.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+        _layer_axis(ax_map, label=False)
+        _label(ax_map, "heads")
+        sink = Line2D(
+            [],
+            [],
+            marker="s",
+            ms=3,
+            mfc="none",
+            mec="0.2",
+            mew=0.7,
+            ls="none",
+            label=f"sink head (first_token_attention_h > {th:g})",
+        )
+        # the means over heads
+        ax_sink.plot(
+            every,
+            [_value(r, "first_token_attention") for r in rows],
+            marker="o",
+            color="C0",
+            label="first_token_attention, mean over heads",
+        )
+        ax_sink.plot(
+            every,
+            [_value(r, "sink_rate") for r in rows],
+            marker="s",
+            color="C1",
+            label="sink_rate, share of heads",
+        )
+        ax_sink.axhline(th, color="0.4", ls=":", lw=0.9, label=f"sink threshold {th:g}")
+        ax_sink.set_ylim(-0.04, 1.04)
+        ax_sink.set_yticks([0, 0.25, 0.5, 0.75, 1])
+        _layer_axis(ax_sink, label=False)
+        _label(ax_sink, "sinks")
+        # attention entropy: mean over heads, band min-max over heads
+        ax_ent.plot(
+            every,
+            [_value(r, "attention_entropy") for r in rows],
+            marker="o",
+            color="C2",
+            label="attention_entropy, mean over heads",
+        )
+        heads = _heads(rows, "attention_entropy")
+        if heads:
+            per = [[_value(r, k) for k in heads] for r in rows]
+            ax_ent.fill_between(
+                every,
+                [min(v) if not any(map(math.isnan, v)) else math.nan for v in per],
+                [max(v) if not any(map(math.isnan, v)) else math.nan for v in per],
+                color="C2",
+                alpha=0.18,
+                lw=0,
+                label="min-max over heads",
+            )
+        ax_ent.set_ylim(bottom=0)
+        _layer_axis(ax_ent, label=False)
+        _label(ax_ent, "attention_entropy")
+        # massive activations
+        ratio = [_positive(_value(r, "massive_ratio")) for r in rows]
+        ax_mass.plot(every, ratio, marker="o", color="C4")
+        finite = [v for v in ratio if math.isfinite(v)]
+        if finite and max(finite) > MASSIVE / 10:
+            ax_mass.axhline(MASSIVE, color="0.4", ls="--", lw=0.9, label="massive: ~1000 (Sun et al. 2024)")
+        _log_y(ax_mass)
+        _layer_axis(ax_mass, label=False)
+        _label(ax_mass, "massive_ratio")
+        for ax in (ax_map, ax_sink, ax_ent, ax_mass):  # one x range: row 0 has no attention
+            _layer_axis(ax, False, every)
+            if ax is not ax_map:
+                _shade_statuses(ax, rows)
+        title = (run.title + "\n" if run.title else "") + "means over samples"
+        return _finish(frame, [ax_map, ax_sink, ax_ent, ax_mass], title, [(sink, sink.get_label())])
+
+
+def figure_collapse(result: Any) -> Any:
+    """``mu`` and ``mu_rel`` per layer t (log y; the batch mean and its min-max band over samples),
+    ``mu_rel``'s precision floor (``32 eps`` of the run's dtype) and the layers where every sample is at
+    it. ``result``: an :class:`~rankcollapse.models.analyze.AnalyzeResult` or a finished run
+    (:func:`read_run`). Returns a ``matplotlib.figure.Figure`` (not registered with pyplot), one column
+    wide; its axes are ``mu``'s then ``mu_rel``'s (the ones the rows have)."""
+    return _collapse_figure(_run_of(result))
+
+
+def figure_geometry(result: Any) -> Any:
+    """The token geometry per layer t, one panel each (those the rows have, in this order): ranks
+    (``effective_rank``, ``num_rank`` and ``min(N, d)``), ``full_rank`` (the share of samples at full
+    rank), ``sigma_min`` (log y), ``mean_abs_cos`` (with the isotropic ``sqrt(2 / (pi d))``); the batch
+    mean and its min-max band over samples. A ``matplotlib.figure.Figure``, one column wide."""
+    return _geometry_figure(_run_of(result))
+
+
+def figure_diagnostics(result: Any) -> Any:
+    """The diagnostics of a run with ``diagnostics=True`` (else RankCollapseError, one line): a heatmap
+    of ``first_token_attention_h{k}`` over layer t (x) and head h (y), the sink heads (above the run's
+    ``sink_threshold``) outlined (its array: :func:`head_values`); ``first_token_attention`` and
+    ``sink_rate`` (means over heads) with the threshold; ``attention_entropy`` (nats; band: min-max over
+    heads); ``massive_ratio`` (log y). Axes in that order (and the heatmap's colorbar last). A
+    ``matplotlib.figure.Figure``, one column wide."""
+    return _diagnostics_figure(_run_of(result))
+
+
+def figure_names(columns: Sequence[str] | None, diagnostics: bool) -> tuple[str, ...]:
+    """The figures a run draws, from its metric columns (None: every metric) and whether it has
+    diagnostics: ``mu`` (with ``mu`` or ``mu_rel``), ``geometry`` (with a column of
+    :data:`GEOMETRY_COLUMNS`), ``diagnostics``."""
+    have = set(GEOMETRY_COLUMNS) | {"mu", "mu_rel"} if columns is None else set(columns)
+    return tuple(
+        name
+        for name, applies in (
+            ("mu", bool(have & {"mu", "mu_rel"})),
+            ("geometry", bool(have & set(GEOMETRY_COLUMNS))),
+            ("diagnostics", diagnostics),
+        )
+        if applies
+    )
+
+
+def figures(result: Any) -> dict[str, Any]:
+    """Every figure that applies to a run, by name (:func:`figure_names` of its columns): ``mu``
+    (:func:`figure_collapse`), ``geometry`` (:func:`figure_geometry`) and ``diagnostics``
+    (:func:`figure_diagnostics`). ``result``: an AnalyzeResult or a finished run (:func:`read_run`)."""
+    run = _run_of(result)
+    if not run.rows:
+        raise RankCollapseError("nothing to plot: the run has no rows")
+    draw = {"mu": _collapse_figure, "geometry": _geometry_figure, "diagnostics": _diagnostics_figure}
+    names = figure_names(list(run.rows[0]), bool(_heads(run.rows, "first_token_attention")))
+    return {name: draw[name](run) for name in names}
+
+
+def plot_formats(spec: str | Sequence[str]) -> tuple[str, ...]:
+    """The one parser of figure formats (``--plot-format png,pdf``): a tuple of :data:`FORMATS`."""
+    names = [s.strip().lower() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    bad = [n for n in names if n not in FORMATS]
+    if bad or not names:
+        got = quote(spec if isinstance(spec, str) else list(spec), 40)
+        raise RankCollapseError(
+            f"--plot-format {got} is invalid; allowed: one or more of "
+            f"{', '.join(FORMATS)}, separated by commas"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def figure_files(names: Sequence[str], formats: Sequence[str] = ("png",)) -> tuple[str, ...]:
+    """The files :func:`save_figures` writes for figures ``names`` (:func:`figure_names`): ``mu.png``, ..."""
+    return tuple(f"{name}.{fmt}" for name in names for fmt in formats)
+
+
+def save_figures(result: Any, folder: str | Path, formats: Sequence[str] = ("png",)) -> list[Path]:
+    """Write every figure of :func:`figures` into ``folder`` as ``<name>.<format>`` (each format of
+    :data:`FORMATS` given; atomically) and return the paths written."""
+    folder = Path(folder)
+    formats = plot_formats(list(formats))
+    written = []
+    for name, fig in figures(result).items():
+        for fmt in formats:
+            written.append(_save(fig, folder / f"{name}.{fmt}"))
+    return written
+
+
 def plot_token_geometry(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
-    """Draw the three geometry panels (x: layer t, row 0 = embeddings) into ``path`` (PNG/PDF/SVG)."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
-    _draw_geometry(axes, rows)
-    if title:
-        fig.suptitle(title)
-    return _save(fig, path)
+    """Save :func:`figure_geometry` of bare rows (no model facts: no ``min(N, d)`` or isotropic line)
+    into ``path`` (PNG/PDF/SVG by its suffix)."""
+    return _save(_geometry_figure(_Run(rows, "", title)), path)
 
 
 def plot_collapse(rows: Sequence[dict[str, Any]], path: str | Path, *, dtype: str, title: str = "") -> Path:
-    """``mu`` and ``mu_rel`` per layer with ``mu_rel``'s precision floor, the geometry panels below
-    (module docstring) into ``path`` (PNG/PDF/SVG). ``dtype``: the run's (``float32`` / ``float64``)."""
-    if not rows:
-        raise RankCollapseError("nothing to plot: the run has no rows")
-    plt = _pyplot()
-    fig = plt.figure(figsize=(12, 7), constrained_layout=True)
-    grid = fig.add_gridspec(2, 6)
-    ax_mu, ax_rel = fig.add_subplot(grid[0, :3]), fig.add_subplot(grid[0, 3:])
-    _draw_collapse(ax_mu, ax_rel, rows, "batch mean (band: min-max over samples)", "C0")
-    _draw_floors(ax_rel, [dtype])
-    _finish_collapse(ax_mu, ax_rel, any(_value(r, "at_floor") >= 1.0 for r in rows))
-    if all(k in rows[0] for k, _, _ in PANELS):
-        _draw_geometry([fig.add_subplot(grid[1, 2 * i : 2 * i + 2]) for i in range(3)], rows)
-    if title:
-        fig.suptitle(title)
-    return _save(fig, path)
+    """Save :func:`figure_collapse` of bare rows into ``path`` (PNG/PDF/SVG by its suffix). ``dtype``:
+    the run's (``float32`` / ``float64``), whose precision floor is drawn."""
+    return _save(_collapse_figure(_Run(rows, dtype, title)), path)
 
 
 @dataclass(frozen=True)
 class FinishedRun:
-    """A run folder read back: its facts (``mask``, ``mode``, ``model``, ``dtype``) and its rows."""
+    """A run folder read back: its facts (``mask``, ``mode``, ``model``, ``dtype``, ``d_qk``, ``layers``),
+    its rows and ``config`` (``config.json``'s ``config``: ``analyze`` and ``model``, or ``simulate``)."""
 
     folder: Path
     facts: dict[str, str]
     rows: list[dict[str, str]]
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 def read_run(folder: str | Path) -> FinishedRun:
@@ -167,8 +755,10 @@ def read_run(folder: str | Path) -> FinishedRun:
     path = Path(folder)
     for name in ("config.json", "metrics.csv"):
         if not (path / name).exists():
-            raise RankCollapseError(f"{quote_path(path)} is not a finished run: no {name}; "
-                                    "allowed: a folder written by analyze or simulate")
+            raise RankCollapseError(
+                f"{quote_path(path)} is not a finished run: no {name}; "
+                "allowed: a folder written by analyze or simulate"
+            )
     record = read_json(path / "config.json", "run record")
     try:
         rows = list(csv.DictReader(read_text(path / "metrics.csv", "metrics table").splitlines()))
@@ -179,19 +769,29 @@ def read_run(folder: str | Path) -> FinishedRun:
     if isinstance(cfg.get("analyze"), dict):
         a, m = cfg["analyze"], cfg.get("model", {}) if isinstance(cfg.get("model"), dict) else {}
         d_qk = m.get("d_qk", a.get("d_qk"))
-        facts = {"mask": str(m.get("mask") or a.get("mask") or "own"), "mode": str(a.get("mode", "")),
-                 "model": str(m.get("label") or a.get("model", "")), "dtype": str(a.get("dtype", "")),
-                 "d_qk": f"d_qk {d_qk}" if d_qk is not None else "", "layers": f"{len(rows) - 1} layers"}
+        facts = {
+            "mask": str(m.get("mask") or a.get("mask") or "own"),
+            "mode": str(a.get("mode", "")),
+            "model": str(m.get("label") or a.get("model", "")),
+            "dtype": str(a.get("dtype", "")),
+            "d_qk": f"d_qk {d_qk}" if d_qk is not None else "",
+            "layers": f"{len(rows) - 1} layers",
+        }
     elif isinstance(cfg.get("simulate"), dict):
         s = cfg["simulate"]
-        facts = {"mask": str(s.get("mask", "")), "mode": str(s.get("preset", "")),
-                 "model": f"simulate n={s.get('n')}, d={s.get('d')}", "dtype": str(s.get("dtype", "")),
-                 "d_qk": f"d_qk {s.get('d_qk')}", "layers": f"{len(rows) - 1} layers"}
+        facts = {
+            "mask": str(s.get("mask", "")),
+            "mode": str(s.get("preset", "")),
+            "model": f"simulate n={s.get('n')}, d={s.get('d')}",
+            "dtype": str(s.get("dtype", "")),
+            "d_qk": f"d_qk {s.get('d_qk')}",
+            "layers": f"{len(rows) - 1} layers",
+        }
     else:
         raise RankCollapseError(f"{quote_path(path / 'config.json')} is not from analyze or simulate")
     if not rows or "mu_rel" not in rows[0] or "layer" not in rows[0]:
         raise RankCollapseError(f"{quote_path(path / 'metrics.csv')} has no rows with layer and mu_rel")
-    return FinishedRun(path, facts, rows)
+    return FinishedRun(path, facts, rows, cfg)
 
 
 def _labels(runs: Sequence[FinishedRun], by: str) -> list[str]:
@@ -222,7 +822,10 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
         _draw_collapse(ax_mu, ax_rel, run.rows, label, f"C{i % 10}", band=len(finished) <= 3)
     _draw_floors(ax_rel, [r.facts["dtype"] for r in finished if r.facts["dtype"] in ("float32", "float64")])
     _finish_collapse(ax_mu, ax_rel, any(_value(row, "at_floor") >= 1.0 for r in finished for row in r.rows))
-    shared = [f"{k} {finished[0].facts[k]}" if k in BY else finished[0].facts[k] for k in FACTS
-              if k != by and len({r.facts[k] for r in finished}) == 1 and finished[0].facts[k]]
+    shared = [
+        f"{k} {finished[0].facts[k]}" if k in BY else finished[0].facts[k]
+        for k in FACTS
+        if k != by and len({r.facts[k] for r in finished}) == 1 and finished[0].facts[k]
+    ]
     fig.suptitle(title or (f"by {by}" + (" — " + ", ".join(shared) if shared else "")))
-    return _save(fig, out)
+    return _save(fig, out, dpi=120)
