@@ -138,8 +138,8 @@ def layer_attention(x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | 
     for running the layer.
     """
     z = get_norm(spec.norm)(x) if spec.placement == "pre" else x
-    q = torch.einsum("bnd,hde->bhne", z, w.w_q)
-    k = torch.einsum("bnd,hde->bhne", z, w.w_k)
+    q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
+    k = z.unsqueeze(1) @ w.w_k
     return attention_weights(q, k, mask, d_qk)
 
 
