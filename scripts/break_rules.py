@@ -243,6 +243,12 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "mech = {}",
         "the counters hide the mechanism",
     ),
+    (
+        "engine/verdicts.py",
+        "rows = [c for c in claims if c.paper == check_paper(paper)]",
+        "rows = list(claims)",
+        "a follow-up paper's rows enter the main paper's tally",
+    ),
 ]
 
 

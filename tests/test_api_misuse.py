@@ -77,6 +77,14 @@ _add(metrics, "sink_rate", ATTN, 0.3)
 for _name in ("first_token_norm", "massive_ratio"):
     _add(metrics, _name, X)
 _add(metrics, "top_activations", X, 2)
+for _name in ("first_token_share", "first_token_gap", "rollout_columns", "influence_profile"):
+    _add(metrics, _name, ATTN[:, 0])
+_add(metrics, "head_mean", ATTN)
+_add(metrics, "mixing", ATTN, 0.5)
+_add(metrics, "rollout_step", ATTN[:, 0], ATTN[:, 0], 0.5)
+_add(metrics, "cumulative_context", [ATTN, ATTN], 0.5)
+_add(metrics, "identity_context", (2,), 4)
+_add(metrics, "uniform_causal_gap", 3, 2)
 DOCS = [torch.tensor([0, 1]), torch.tensor([2, 3])]
 _add(metrics, "document_mu_rel", X, DOCS)
 _add(metrics, "document_columns", X, DOCS, torch.tensor([4, 3]))
@@ -100,6 +108,8 @@ _add(core, "batch_slices", 7, 3)
 _add(core, "check_batch_size", 3)
 
 _add(dynamics, "apply_layer", _x(1, 4, 4), _weights(), dynamics.get_preset("attn"), _plan(), 1.0)
+_add(dynamics, "layer_attention", _x(1, 4, 4), _weights(), dynamics.get_preset("attn"),
+     torch.ones(4, 4, dtype=torch.bool).tril(), 1.0)
 _add(dynamics, "multihead_attention", _x(1, 4, 4), _weights(), _plan(), 1.0)
 _add(dynamics, "attend_dense", Q, Q, Q, torch.ones(4, 4, dtype=torch.bool), 1.0)
 _add(dynamics, "attend_sdpa", Q, Q, Q, 1.0)

@@ -174,3 +174,54 @@ def test_stand_in_rows_speak_of_the_stand_in_and_are_not_in_the_papers_line(tmp_
     assert "otherwise (stand-in)" in page and tally(claims)["paper setting"]["as plotted"] == {
         "reproduced": 1
     }
+
+
+def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_papers(tmp_path):
+    from dataclasses import replace
+
+    import pytest
+
+    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.experiments.engine.verdicts import FOLLOWUPS, MAIN_PAPER
+
+    _, claims = _page(tmp_path)
+    follow = next(iter(FOLLOWUPS))
+    extra = replace(
+        _claim(
+            "sc.one",
+            "sc",
+            "paper setting",
+            "not reproduced",
+            "falls slower",
+            "",
+            "slow",
+            "measured otherwise",
+        ),
+        paper=follow,
+    )
+    experiments = [
+        {
+            "name": f"{n}.a",
+            "story": n,
+            "title": f"title {n}",
+            "task": "t",
+            "base": {},
+            "grid": {},
+            "verdict": {},
+            "source": "paper",
+        }
+        for n in ("sa", "sb", "sc")
+    ]
+    figs: list[FigureFile] = []
+    page = render_report([*claims, extra], figs, experiments, {"profile": "tiny"}, tmp_path)
+    assert tally([*claims, extra]) == tally(claims)  # the main paper's counters do not move
+    assert tally([*claims, extra], follow)["paper setting"]["as plotted"] == {"not reproduced": 1}
+    top = page[: page.index("id='summary'")]
+    assert "not reproduced" not in top.split("<table class='counters'>")[1].split("</table>")[0]
+    head = page.index(f"id='paper-{follow}'")
+    assert head < page.index("id='exp-sc'") and page.index("id='exp-sb'") < head
+    assert "<table class='counters'>" in page[head : page.index("id='exp-sc'")]
+    assert "Not reproduced: statement sc.one" not in page[:head]  # the main summary leaves it out
+    assert extra.paper != MAIN_PAPER and claims[0].paper == MAIN_PAPER
+    with pytest.raises(RankCollapseError, match="unknown paper"):
+        replace(claims[0], paper="1234.5678")

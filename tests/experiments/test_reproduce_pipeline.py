@@ -100,6 +100,12 @@ PINNED = {
         "fig9.nonnegative[tiny:bert]": "reproduced as plotted; mechanism inconclusive",
         "fig9.nonnegative_other": "inconclusive (ours)",  # the engine's no-data row: no GPT-2 or T5 in tiny
     },
+    # a follow-up (Wu et al. 2025), counted apart: 4 networks; causal-window:w=4 (r = 3) against causal
+    # (r = 1) stays open at n = 4 (+0.10 ± 0.12 in log rate), the other pairs are ordered
+    "position_bias": {
+        "position_bias.causal_first_token": "reproduced",
+        "position_bias.window_slows": "inconclusive",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -115,6 +121,7 @@ FIGURES = {
     "fig4": ["fig4"],
     "fig8": ["fig8_tiny_bert_random_init"],
     "fig9": ["fig9"],
+    "position_bias": ["position_bias_first_token"],
 }
 
 

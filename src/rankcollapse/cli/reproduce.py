@@ -196,7 +196,7 @@ def _run(
     device: str | None = None,
     batch_size: int | None = None,
 ) -> None:
-    from rankcollapse.experiments.engine.verdicts import tally, tally_line
+    from rankcollapse.experiments.engine.verdicts import FOLLOWUPS, tally, tally_line
     from rankcollapse.experiments.stories import load_experiments
     from rankcollapse.pipeline.reproduce import reproduce
     from rankcollapse.pipeline.sequential import check_sequential, parse_duration
@@ -241,8 +241,11 @@ def _run(
     )
     for run_id, error in sweep.failures[:5]:
         typer.echo(f"  failed {run_id}: {error}", err=True)
-    if not counts:
+    if not result.claims:
         typer.echo("claims: none (no claim rules for these experiments)")
     for origin, by_class in counts.items():
         typer.echo(f"claims ({tally_line(origin, by_class)})")
+    for paper in FOLLOWUPS:  # each follow-up's rows on their own lines, never in the main tally
+        for origin, by_class in tally(result.claims, paper).items():
+            typer.echo(f"claims, follow-up arXiv {paper} ({tally_line(origin, by_class)})")
     typer.echo(f"report: {result.report}")

@@ -20,7 +20,14 @@ from rankcollapse.dynamics.kernels import (
     attend_sdpa,
     plan_kernel,
 )
-from rankcollapse.dynamics.layers import PRESETS, LayerSpec, apply_layer, get_preset, multihead_attention
+from rankcollapse.dynamics.layers import (
+    PRESETS,
+    LayerSpec,
+    apply_layer,
+    get_preset,
+    layer_attention,
+    multihead_attention,
+)
 from rankcollapse.dynamics.simulate import (
     SimulationConfig,
     SimulationResult,
@@ -59,6 +66,7 @@ __all__ = [
     "draw_inputs",
     "draw_layer_weights",
     "get_preset",
+    "layer_attention",
     "layer_norm",
     "masked_softmax",
     "multihead_attention",

@@ -24,7 +24,7 @@ from rankcollapse.dynamics.kernels import KERNELS, default_band_block
 from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
 from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.metrics import METRIC_NAMES, metric_names
+from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, ROLLOUT_NAMES, metric_names
 from rankcollapse.validate import (
     check_choice,
     check_float,
@@ -64,6 +64,11 @@ class SimulationConfig:
     check uses it; it forces the explicit attention matrix, hence the dense cost).
     metric_threads: torch intra-op threads while measuring (default 1: the per-layer measures are
     small reductions that only wait for a partner thread on a loaded machine; None keeps torch's).
+    Cumulative context (``metrics.rollout``, opt-in): ``metrics`` may name ``first_token_share_mean``
+    and ``first_token_gap_max`` (never part of ``metrics=None``); ``influence`` keeps the batch-mean
+    influence profile per layer, ``"last"`` (the last token's row ``P(t)[n-1, :]``) or ``"all"``
+    (``P(t)``); ``rollout_residual`` is ``lam`` of the mixing ``lam I + (1 - lam) A(t)`` (0: ``A(t)``).
+    Either forms the head-averaged attention matrices of every layer (dense [b, h, n, n]).
     temperature: deprecated spelling of ``d_qk``.
     """
 
@@ -95,6 +100,8 @@ class SimulationConfig:
     stop_below: float | None = None
     track_min_weight: bool | None = None
     metric_threads: int | None = 1
+    influence: str | None = None
+    rollout_residual: float = 0.0
     value_matrix: Tensor | None = field(default=None, repr=False)
     input_tokens: Tensor | None = field(default=None, repr=False)
     mask_matrix: Tensor | None = field(default=None, repr=False)
@@ -136,6 +143,7 @@ class SimulationConfig:
             self.stop_below = check_float("stop_below", self.stop_below, low=0, low_open=True)
         if self.metric_threads is not None:
             self.metric_threads = check_threads("metric_threads", self.metric_threads)
+        self.rollout_residual = check_float("rollout_residual", self.rollout_residual, low=0.0, high=1.0)
         if self.band_block is not None:
             self.band_block = check_int("band_block", self.band_block, low=1)
             if self.kernel not in ("auto", "band"):
@@ -160,7 +168,9 @@ class SimulationConfig:
         if self.placement is not None:
             check_choice("placement", self.placement, PLACEMENTS)
         self._check_device()
-        self.metrics = metric_names(self.metrics)
+        self.metrics = metric_names(self.metrics, extra=ROLLOUT_NAMES)
+        if self.influence is not None:
+            check_choice("influence", self.influence, INFLUENCE_KEPT)
         if self.value_scale is not None and self.value not in SCALED_VALUES:
             raise RankCollapseError(f"value_scale does not apply to value {self.value!r} (allowed with "
                                     f"{', '.join(SCALED_VALUES)})")
@@ -228,6 +238,16 @@ class SimulationConfig:
 
     # ---- derived -----------------------------------------------------------------------------------
     @property
+    def rollout_names(self) -> tuple[str, ...]:
+        """The cumulative-context columns asked for (``metrics.rollout.ROLLOUT_NAMES``), in order."""
+        return tuple(m for m in (self.metrics or ()) if m in ROLLOUT_NAMES)
+
+    @property
+    def rollout(self) -> bool:
+        """Whether the run forms the cumulative context ``P(t)`` (a rollout column or a kept profile)."""
+        return bool(self.rollout_names) or self.influence is not None
+
+    @property
     def scale(self) -> float:
         """The value family's sigma (``value_scale``, 1 when not given)."""
         return 1.0 if self.value_scale is None else float(self.value_scale)
@@ -264,7 +284,9 @@ def estimate_memory(
     Dense boolean mask ``2 n^2`` (built then copied); tokens and per-layer temporaries
     ``s b n (4 h e + 4 h d + 4 d)`` plus the float64 draw; attention ``2 s b h n W`` with ``W = n``
     (dense/SDPA) or the band window ``2 B + hi - lo``; cosines ``s b min(n, 1024) n``; kept rows
-    ``(T + 1)(24 b + 120 (3 m + 3))``; the trajectory ``(T + 1) s b n d`` when kept.
+    ``(T + 1)(24 b + 120 (3 m + 3))``; the cumulative context (when asked) ``s b n^2 (3 + h)`` and
+    its kept profiles ``8 (T + 1) n`` (``n^2`` for ``influence="all"``); the trajectory
+    ``(T + 1) s b n d`` when kept.
     ``fixed_only``: only the parts that do not depend on the kernel (checked first, so a huge n is
     refused before the mask is even asked for its band).
     """
@@ -275,6 +297,8 @@ def estimate_memory(
     tokens = s * b * n * (4.0 * h * e + 4.0 * h * d + 4.0 * d) + 8.0 * b * n * d
     names = len(METRIC_NAMES) if cfg.metrics is None else len(cfg.metrics) + 2
     rows = (t + 1.0) * (24.0 * b + 120.0 * (3 * names + 3))
+    if cfg.rollout:  # P(t) and its product, the attention of every head, the kept profiles
+        rows += s * b * n * n * (3.0 + h) + 8.0 * (t + 1.0) * (n * n if cfg.influence == "all" else n)
     fixed = mask_bytes + tokens + rows
     if fixed_only:
         return fixed

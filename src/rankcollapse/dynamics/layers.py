@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from rankcollapse.core.attention import attention_weights
 from rankcollapse.core.norms import NORMS, get_norm
 from rankcollapse.dynamics.kernels import KernelPlan
 from rankcollapse.dynamics.weights import LayerWeights
@@ -123,6 +124,23 @@ def multihead_attention(
     else:
         y = torch.einsum("bhnf,hfd->bnd", out, w.w_o)
     return y, min_w
+
+
+@checked
+def layer_attention(x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | None, d_qk: float) -> Tensor:
+    """The attention matrices a layer applies to ``x``:
+    ``A_h = softmax_M(X' W_Q,h (X' W_K,h)^T / sqrt(d_qk))`` with ``X' = Norm(X)`` for pre-norm, ``X' = X``
+    otherwise (the one masked softmax, ``core.attention.attention_weights``, whatever kernel the layer
+    itself runs).
+
+    x: [b, n, d]; mask: bool [n, n] or None (complete) -> A: [b, h, n, n], rows summing to 1. Costs one
+    more q, k projection and the dense [b, h, n, n] matrix: for measuring (the cumulative context), not
+    for running the layer.
+    """
+    z = get_norm(spec.norm)(x) if spec.placement == "pre" else x
+    q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
+    k = z.unsqueeze(1) @ w.w_k
+    return attention_weights(q, k, mask, d_qk)
 
 
 def mlp(x: Tensor, w_1: Tensor, w_2: Tensor) -> Tensor:

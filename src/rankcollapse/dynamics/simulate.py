@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,11 +26,21 @@ from torch import Tensor
 from rankcollapse.core.precision import floor_rel, parse_dtype
 from rankcollapse.dynamics.config import SimulationConfig, estimate_memory
 from rankcollapse.dynamics.kernels import KernelPlan, plan_kernel
-from rankcollapse.dynamics.layers import LayerSpec, apply_layer
+from rankcollapse.dynamics.layers import LayerSpec, apply_layer, layer_attention
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
 from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_weights
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.metrics import METRIC_NAMES, collapse_metrics, document_columns, summarize
+from rankcollapse.metrics import (
+    METRIC_NAMES,
+    collapse_metrics,
+    document_columns,
+    head_mean,
+    identity_context,
+    influence_profile,
+    rollout_columns,
+    rollout_step,
+    summarize,
+)
 from rankcollapse.runtime import trim_heap_every
 from rankcollapse.validate import trusted
 
@@ -116,6 +126,10 @@ class SimulationResult:
     no longer finite; their metrics are NaN). mu, mu_rel: [T+1, b] per sample.
     min_weight: [T, b] or None. final: X(T) [b, n, d]; trajectory: [T+1, b, n, d] or None.
     kernel: the attention path used. theory: the Theorem 1 check (pure attention only).
+    rollout: the cumulative-context columns asked for (``first_token_share_mean``,
+    ``first_token_gap_max``), per sample [T+1, b] (also batch means in ``rows``); influence: the batch-mean
+    influence profile per layer, [T+1, n] (``influence="last"``) or [T+1, n, n] (``"all"``), else None.
+    Both use ``P(t) = M(t) ... M(1)`` of the head-averaged attention, ``M = lam I + (1 - lam) A``.
     stopped: why the run ended before ``layers`` (``""`` if it did not); nonfinite_layer: the
     first layer with a non-finite token (None if none).
     """
@@ -132,6 +146,8 @@ class SimulationResult:
     trajectory: Tensor | None = None
     stopped: str = ""
     nonfinite_layer: int | None = None
+    rollout: dict[str, Tensor] = field(default_factory=dict)
+    influence: Tensor | None = None
 
     def to_frame(self) -> Any:
         """The rows as a pandas DataFrame (one row per layer, columns as in ``metrics.csv``)."""
@@ -271,7 +287,8 @@ def simulate(
                                    complete=mask.complete, block=cfg.band_block)
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
     names = METRIC_NAMES if cfg.metrics is None else tuple(
-        dict.fromkeys(("mu", "mu_rel", *cfg.metrics)))
+        dict.fromkeys(("mu", "mu_rel", *(m for m in cfg.metrics if m in METRIC_NAMES))))
+    rolled = cfg.rollout_names
     docs = mask.documents()
     docs = docs if len(docs) > 1 else []  # one part: the whole sequence, no per-document columns
     in_seed, w_seed = _seeds(cfg.seed)
@@ -283,17 +300,28 @@ def simulate(
     mu_rels: list[Tensor] = []
     mins: list[Tensor] = []
     traj: list[Tensor] = []
+    rollouts: dict[str, list[Tensor]] = {k: [] for k in rolled}
+    profiles: list[Tensor] = []
+    context = identity_context((cfg.batch,), cfg.n, dtype, device) if cfg.rollout else None
     stopped = ""
     nonfinite: int | None = None
 
     def measure(t: int, x: Tensor, min_w: Tensor | None) -> bool:
         """Measure X(t), emit its row; True when some sample is no longer finite."""
         per = _measure(x, names, cfg.metric_threads)
+        if context is not None:
+            cols = rollout_columns(context)
+            per.update({k: cols[k] for k in rolled})
+            kept = context if cfg.influence == "all" else influence_profile(context, -1)
+            if cfg.influence is not None:
+                profiles.append(kept.detach().to("cpu", torch.float64).nanmean(dim=0))
         bad = ~torch.isfinite(x).flatten(1).all(dim=1)
         if bool(bad.any()):  # a non-finite sample has no metric (NaN), only ``overflow``
             per = {k: torch.where(bad.to(v.device), torch.full_like(v, math.nan), v) for k, v in per.items()}
         mus.append(per["mu"].detach().to("cpu", torch.float64))
         mu_rels.append(per["mu_rel"].detach().to("cpu", torch.float64))
+        for k in rolled:
+            rollouts[k].append(per[k].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
         if docs:  # per document: mu_rel of each independent part, and the largest over parts
             parts = document_columns(torch.where(bad[:, None, None], torch.nan, x), docs)
@@ -312,7 +340,11 @@ def simulate(
     with torch.no_grad(), trusted():
         measure(0, x, None)
         for t in range(cfg.layers):
-            x, min_w = apply_layer(x, weights.layer(t), spec, plan, cfg.d_qk, need_min=track)
+            w = weights.layer(t)
+            if context is not None:  # P(t+1) = M(t+1) P(t) from the attention this layer applies to X(t)
+                attn = head_mean(layer_attention(x, w, spec, plan.mask, cfg.d_qk))
+                context = rollout_step(context, attn, cfg.rollout_residual)
+            x, min_w = apply_layer(x, w, spec, plan, cfg.d_qk, need_min=track)
             if min_w is not None:
                 mins.append(min_w.detach().to("cpu", torch.float64))
             if measure(t + 1, x, min_w):
@@ -345,7 +377,8 @@ def simulate(
         config=cfg, rows=rows, mu=mu_t, mu_rel=torch.stack(mu_rels), min_weight=min_weight,
         final=x.detach(), kernel=plan.name, radius=radius, theory=theory,
         trajectory=torch.stack(traj) if keep_trajectory else None, stopped=stopped,
-        nonfinite_layer=nonfinite,
+        nonfinite_layer=nonfinite, rollout={k: torch.stack(v) for k, v in rollouts.items()},
+        influence=torch.stack(profiles) if profiles else None,
     )
 
 

@@ -8,7 +8,9 @@ into ONE ``Mask`` object per spec, which caches per length ``n`` its dense ``tor
 ``parse_schedule`` / ``analyze_schedule`` handle a mask per layer (composed graph, layers to a
 center); ``schedule_from_hf_config`` reads a model's own schedule; ``check_support`` compares a
 model's attention with its mask; ``export`` turns a mask into Hugging Face, SDPA and FlexAttention
-forms. Neither torch nor scipy is imported until a form needs them.
+forms. ``first_token_prediction`` says what the graph predicts about the cumulative context's
+concentration on the first token (Wu et al. 2025: reach, hops, the rate bound). Neither torch nor
+scipy is imported until a form needs them.
 """
 
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
@@ -27,6 +29,7 @@ from rankcollapse.masks.families import Family
 from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree, from_dense
 from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config
+from rankcollapse.masks.position import FirstTokenPrediction, first_token_prediction, window_hops
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule, schedule_from_masks
 from rankcollapse.masks.sparse import SparseMask
@@ -39,6 +42,7 @@ __all__ = [
     "Document",
     "Family",
     "FileMask",
+    "FirstTokenPrediction",
     "Mask",
     "MaskAnalysis",
     "MaskSchedule",
@@ -54,6 +58,7 @@ __all__ = [
     "band_of_sparse",
     "check_schedule_support",
     "check_support",
+    "first_token_prediction",
     "from_dense",
     "from_hf_sliding_window",
     "from_longformer_attention_window",
@@ -66,4 +71,5 @@ __all__ = [
     "to_hf_4d",
     "to_hf_sliding_window",
     "to_sdpa",
+    "window_hops",
 ]

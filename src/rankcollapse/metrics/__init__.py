@@ -1,4 +1,5 @@
-"""Collapse measures (mu, ranks, cosines, Dong et al.'s residual) as pure functions of token matrices.
+"""Collapse measures (mu, ranks, cosines, Dong et al.'s residual) as pure functions of token matrices,
+and the cumulative context of the attention matrices (``rollout``: P(t) = A(t)...A(1), first-token share).
 
 Every measure maps ``x: [..., n, d]`` to ``[...]``; :func:`collapse_metrics` computes them all
 for a batch and :func:`summarize` turns them into one CSV row. Definitions: ``docs/dynamics.md``.
@@ -45,6 +46,20 @@ from rankcollapse.metrics.measures import (
     summarize,
     token_geometry,
 )
+from rankcollapse.metrics.rollout import (
+    INFLUENCE_KEPT,
+    ROLLOUT_NAMES,
+    cumulative_context,
+    first_token_gap,
+    first_token_share,
+    head_mean,
+    identity_context,
+    influence_profile,
+    mixing,
+    rollout_columns,
+    rollout_step,
+    uniform_causal_gap,
+)
 
 __all__ = [
     "CHEAP_METRICS",
@@ -52,7 +67,9 @@ __all__ = [
     "DOC_COLUMNS",
     "FLOOR_FACTOR",
     "GEOMETRY_NAMES",
+    "INFLUENCE_KEPT",
     "METRIC_NAMES",
+    "ROLLOUT_NAMES",
     "SINK_THRESHOLD",
     "SVD_METRICS",
     "at_floor",
@@ -60,17 +77,24 @@ __all__ = [
     "centered",
     "collapse_metrics",
     "composite_norm",
+    "cumulative_context",
     "document_columns",
     "document_mu_rel",
     "dong_residual",
     "effective_rank",
     "first_token_attention",
+    "first_token_gap",
     "first_token_norm",
+    "first_token_share",
     "full_rank",
+    "head_mean",
+    "identity_context",
+    "influence_profile",
     "massive_ratio",
     "mean_abs_cos",
     "mean_signed_cos",
     "metric_names",
+    "mixing",
     "mu",
     "mu_rel",
     "normalized_attention_entropy",
@@ -79,10 +103,13 @@ __all__ = [
     "per_sample_metrics",
     "precision_floor",
     "rank_tolerance",
+    "rollout_columns",
+    "rollout_step",
     "singular_values",
     "sink_rate",
     "stable_rank",
     "summarize",
     "token_geometry",
     "top_activations",
+    "uniform_causal_gap",
 ]

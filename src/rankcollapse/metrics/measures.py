@@ -421,11 +421,14 @@ SVD_METRICS = frozenset({"num_rank", "full_rank", "sigma_min", "sigma_max", "sta
 CHEAP_METRICS: tuple[str, ...] = ("mu", "mu_rel", "at_floor", "mean_signed_cos", "dong_residual")
 
 
-def metric_names(metrics: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...] | None:
+def metric_names(
+    metrics: str | tuple[str, ...] | list[str] | None, extra: tuple[str, ...] = ()
+) -> tuple[str, ...] | None:
     """The one parser of a metric selection (``--metrics`` and every config's ``metrics=``): ``"mu,mu_rel"``
-    or a tuple of names of :data:`METRIC_NAMES` -> a tuple in the order given (None, ``""`` or ``"all"``:
-    None, every metric). RankCollapseError naming the allowed names for an unknown one, RankCollapseTypeError
-    for anything else."""
+    or a tuple of names of :data:`METRIC_NAMES` (and of ``extra``: opt-in columns a caller offers, e.g.
+    the simulator's ``metrics.rollout.ROLLOUT_NAMES``, never part of ``all``) -> a tuple in the order
+    given (None, ``""`` or ``"all"``: None, every metric of :data:`METRIC_NAMES`). RankCollapseError
+    naming the allowed names for an unknown one, RankCollapseTypeError for anything else."""
     from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
     from rankcollapse.validate import quote
 
@@ -437,11 +440,12 @@ def metric_names(metrics: str | tuple[str, ...] | list[str] | None) -> tuple[str
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if not isinstance(metrics, tuple | list) or not all(isinstance(m, str) for m in metrics):
         raise RankCollapseTypeError(f"metrics must be names separated by commas, got {quote(metrics)}")
-    unknown = [m for m in metrics if m not in METRIC_NAMES]
+    allowed = (*METRIC_NAMES, *extra)
+    unknown = [m for m in metrics if m not in allowed]
     if unknown:
-        raise RankCollapseError(f"metrics {quote(unknown)} unknown; allowed: {', '.join(METRIC_NAMES)}")
+        raise RankCollapseError(f"metrics {quote(unknown)} unknown; allowed: {', '.join(allowed)}")
     if not metrics:
-        raise RankCollapseError("metrics names none; allowed: all, or some of " + ", ".join(METRIC_NAMES))
+        raise RankCollapseError("metrics names none; allowed: all, or some of " + ", ".join(allowed))
     return tuple(dict.fromkeys(metrics))
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 from rankcollapse.experiments.engine.verdicts import (
     CONSISTENT_CLASS,
+    FOLLOWUPS,
     INCONCLUSIVE,
+    MAIN_PAPER,
     NOT_REPRODUCED,
     ORIGINS,
     REPRODUCED,
@@ -262,9 +264,14 @@ def render_report(
     Everything a reader needs is inside the page (figures as base64 PNG, figure data as data-URI
     downloads up to :data:`EMBED_CSV_MAX`), so it works when the HTML file is sent alone.
     """
-    counts = tally(claims)
+    counts = tally(claims)  # the main paper's rows only: each follow-up has its own section and counters
     number = {cid: i for i, cid in enumerate(dict.fromkeys(c.id for c in claims), 1)}
-    stories = list(dict.fromkeys(e.get("story") or e["name"] for e in experiments))
+    paper_of = {c.story: c.paper for c in claims}
+    main = [c for c in claims if c.paper == MAIN_PAPER]
+    every = list(dict.fromkeys(e.get("story") or e["name"] for e in experiments))
+    stories = [s for s in every if paper_of.get(s, MAIN_PAPER) == MAIN_PAPER]
+    followups = {p: [s for s in every if paper_of.get(s) == p] for p in FOLLOWUPS}
+    followups = {p: names for p, names in followups.items() if names}
     titles: dict[str, str] = {}
     for e in experiments:
         titles.setdefault(e.get("story") or e["name"], e.get("story_title") or e["title"])
@@ -280,13 +287,15 @@ def render_report(
         f"({_e(meta.get('runs_failed', 0))} failed) · wall time {_e(meta.get('wall_s', 0))} s"
         + (f" · <code>{_e(meta['command'])}</code>" if meta.get("command") else "")
         + "</p>",
-        f"<p>{len(number)} rows (one per statement, model and origin), counted per origin by the verdict on "
+        f"<p>{len({c.id for c in main})} rows (one per statement, model and origin), counted per origin by "
+        "the verdict on "
         "the quantity the paper plots and, apart, by the mechanism (μ_rel against the precision floor, "
         "float64 beside float32):</p>",
         *_counters(counts),
-        *_summary(claims, headlines, meta.get("sequential")),
+        *_summary(main, {k: v for k, v in headlines.items() if k in stories}, meta.get("sequential")),
         "<p>Sections, in the paper's order: "
         + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories)
+        + "".join(f" · <a href='#paper-{_e(p)}'>follow-up: arXiv {_e(p)}</a>" for p in followups)
         + " · <a href='#glossary'>glossary</a></p>",
     ]
     by_story: dict[str, list[Claim]] = {}
@@ -295,7 +304,18 @@ def render_report(
     by_figs: dict[str, list[FigureFile]] = {}
     for f in figures:
         by_figs.setdefault(f.experiment, []).append(f)
-    for name in stories:
+    sections = [(name, "") for name in stories]
+    for paper, names in followups.items():
+        sections += [(name, paper if i == 0 else "") for i, name in enumerate(names)]
+    for name, opens in sections:
+        if opens:  # a follow-up paper: its own heading and counters, apart from the main paper's
+            mine = [c for c in claims if c.paper == opens]
+            parts.append(
+                f"<h2 id='paper-{_e(opens)}'>Follow-up: {_e(FOLLOWUPS[opens])}</h2>"
+                f"<p>{len({c.id for c in mine})} rows judge this paper's statements on the same engine; they "
+                "are counted here only, never in the counters at the top:</p>"
+            )
+            parts.extend(_counters(tally(claims, opens)))
         parts.append(f"<h2 id='exp-{_e(name)}'>{_e(titles[name])}</h2>")
         rows = by_story.get(name, [])
         if rows or headlines.get(name):

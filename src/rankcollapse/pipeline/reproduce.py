@@ -500,6 +500,8 @@ def _analyse(
                 )
                 first = next(iter(arms.values()), None)
                 rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
+        for c in rows:  # the paper each row judges: the story's (a follow-up's rows are counted apart)
+            c.paper = found.story.paper
         claims.extend(rows)
         if not draw:
             continue

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.experiments.engine.verdicts import MECHANISM_CLASSES, PLOTTED_CLASSES, Claim, Origin, tally
+from rankcollapse.experiments.engine.verdicts import (
+    FOLLOWUPS,
+    MAIN_PAPER,
+    MECHANISM_CLASSES,
+    PLOTTED_CLASSES,
+    Claim,
+    Origin,
+    tally,
+    tally_line,
+)
 from rankcollapse.io import atomic_write
 
 
@@ -57,8 +66,10 @@ def _table(rows: list[Claim]) -> list[str]:
 
 
 def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") -> str:
-    """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs."""
-
+    """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs. The main
+    paper's rows only: a follow-up's rows (``Claim.paper``) are listed after them, with their own counts."""
+    followups = {p: [c for c in claims if c.paper == p] for p in FOLLOWUPS}
+    claims = [c for c in claims if c.paper == MAIN_PAPER]
     calls = meta.get("calls") or [meta]
     wall = sum(float(c.get("wall_s") or 0.0) for c in calls)
     # the call that ran most runs speaks for the folder (a replay's looks run nothing and take no time)
@@ -153,6 +164,17 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
         rows = [c for c in claims if c.origin == origin.value]
         if rows:
             lines += ["", f"## {title}: {len(rows)} rows", "", *_table(rows)]
+    for paper, rows in followups.items():
+        if rows:
+            counts = "; ".join(tally_line(o, t) for o, t in tally(rows, paper).items())
+            lines += [
+                "",
+                f"## Follow-up: {FOLLOWUPS[paper]}: {len(rows)} rows",
+                "",
+                f"Counted apart from the paper above: {counts}.",
+                "",
+                *_table(rows),
+            ]
     lines.append("")
     return "\n".join(lines)
 

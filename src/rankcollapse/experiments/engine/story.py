@@ -10,7 +10,8 @@ A story module ``rankcollapse/experiments/stories/<name>.py`` defines::
         claims=my_claims,                  # (StoryData) -> list[Claim]
         figures=my_figures,                # (StoryData) -> list[FigureSpec]
         headlines=my_headlines,            # (StoryData) -> list[str]: findings with their numbers
-    )
+        paper="2405.18781",                # the arXiv id whose statements it judges (default: the
+    )                                      # main paper; a follow-up's rows get their own counters)
 
 and ``stories/<name>.yaml`` holds its title, thresholds and, per arm, base settings, grid and
 profiles (see ``engine.config``). An arm is one experiment (``<name>.<arm>``): the paper's setting,
@@ -34,6 +35,7 @@ import pandas as pd
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.tasks import Task
+from rankcollapse.experiments.engine.verdicts import MAIN_PAPER, check_paper
 
 #: The evidence of a claim judged on nothing.
 NO_RUNS = "no runs"
@@ -177,8 +179,12 @@ class Story:
     #: The story's findings in sentences with their numbers, computed from the data, for the report's
     #: summary and the section's paragraph (e.g. "raw mu ends at 5e-05 in float32 but 1e-13 in float64").
     headlines: HeadlinesFn = _no_headlines
+    #: The paper whose statements the story judges (an arXiv id of ``engine.verdicts.PAPERS``): the main
+    #: paper, or a follow-up, whose rows the engine marks so (``Claim.paper``) and counts apart.
+    paper: str = MAIN_PAPER
 
     def __post_init__(self) -> None:
+        check_paper(self.paper)
         if not self.name.isidentifier():
             raise RankCollapseError(f"story name {self.name!r} must be a Python identifier (the YAML stem)")
         for label in ("claims", "figures", "headlines"):

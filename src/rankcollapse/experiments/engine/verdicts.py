@@ -80,6 +80,30 @@ def combine_verdicts(verdicts: Iterable[str | Verdict]) -> Verdict:
     return INCONCLUSIVE
 
 
+#: The paper this project reproduces (its arXiv id). Every story judges it unless it names a follow-up
+#: (``Story.paper``); its rows alone make the counters that open the report, the CLI's and results.md's.
+MAIN_PAPER = "2405.18781"
+#: Papers after it whose statements stories judge on the same engine, each with its own section and
+#: counters, never in the main paper's tally: arXiv id -> citation.
+FOLLOWUPS: dict[str, str] = {
+    "2502.01951": 'Wu, Wang, Jegelka, Jadbabaie, "On the Emergence of Position Bias in Transformers", '
+    "ICML 2025 (arXiv 2502.01951)",
+}
+#: Every paper a row can be about: arXiv id -> citation.
+PAPERS: dict[str, str] = {
+    MAIN_PAPER: 'Wu, Ajorlou, Wang, Jegelka, Jadbabaie, "On the Role of Attention Masks and LayerNorm in '
+    'Transformers", NeurIPS 2024 (arXiv 2405.18781)',
+    **FOLLOWUPS,
+}
+
+
+def check_paper(paper: str) -> str:
+    """``paper`` if it is an arXiv id of :data:`PAPERS`, else RankCollapseError naming the allowed ids."""
+    if paper not in PAPERS:
+        raise RankCollapseError(f"unknown paper {quote(str(paper), 40)}; allowed: {', '.join(PAPERS)}")
+    return paper
+
+
 class Origin(str, Enum):
     """Where a claim row comes from."""
 
@@ -217,6 +241,8 @@ class Claim:
     ``decided_by``: the condition that decided each half of the row; ``scope``: where the verdict was
     actually tested when narrower than the statement (``tested at r = 1 only``).
     ``model``: the weights judged; ``stand_in``: what stood in for what, and why it may differ.
+    ``paper``: the arXiv id of the paper whose statement the row judges (:data:`PAPERS`; the story's
+    ``Story.paper``): the main paper's rows and each follow-up's are counted apart (:func:`tally`).
     """
 
     id: str
@@ -252,9 +278,11 @@ class Claim:
     unit: str = "samples"
     decided_by: str = ""
     scope: str = ""
+    paper: str = MAIN_PAPER
 
     def __post_init__(self) -> None:
         Origin(self.origin)
+        check_paper(self.paper)
         if self.verdict not in WORDS:
             raise ValueError(f"claim {self.id}: unknown verdict word {self.verdict!r}")
         Verdict.of(self.as_plotted)
@@ -297,13 +325,15 @@ MECHANISM_CLASSES: dict[str, str] = {
 }
 
 
-def tally(claims: Iterable[Claim]) -> dict[str, dict[str, dict[str, int]]]:
-    """The one verdict tally: per origin (paper setting, stand-in, extension; each its own line, a
-    stand-in never counted with the paper), ``{"as plotted": class -> rows, "mechanism": class -> rows}``
-    with the classes of :data:`PLOTTED_CLASSES` (``Claim.verdict_class``) and the mechanism's
-    holds / differs / inconclusive / n/a apart, so "reproduced as plotted; mechanism differs" is never
-    counted as plain agreement. Classes with no row are left out; untested rows have no mechanism."""
-    rows = list(claims)
+def tally(claims: Iterable[Claim], paper: str = MAIN_PAPER) -> dict[str, dict[str, dict[str, int]]]:
+    """The one verdict tally of one paper's rows (``paper``: an arXiv id of :data:`PAPERS`, the main
+    paper by default; a follow-up's rows never enter the main paper's tally): per origin (paper setting,
+    stand-in, extension; each its own line, a stand-in never counted with the paper),
+    ``{"as plotted": class -> rows, "mechanism": class -> rows}`` with the classes of
+    :data:`PLOTTED_CLASSES` (``Claim.verdict_class``) and the mechanism's holds / differs / inconclusive /
+    n/a apart, so "reproduced as plotted; mechanism differs" is never counted as plain agreement. Classes
+    with no row are left out; untested rows have no mechanism."""
+    rows = [c for c in claims if c.paper == check_paper(paper)]
     out: dict[str, dict[str, dict[str, int]]] = {}
     for origin in ORIGINS:
         mine = [c for c in rows if c.origin == origin.value]

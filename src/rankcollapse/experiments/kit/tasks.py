@@ -117,7 +117,8 @@ def _simulation_config(params: dict[str, Any], execution: Execution) -> Any:
 def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """The simulator on a ``SimulationConfig`` built from ``params``; its batch are the samples.
 
-    Rows (``kind = curve``): :func:`curve_rows` of the per-sample mu and mu_rel, the ``variant``
+    Rows (``kind = curve``): :func:`curve_rows` of the per-sample mu and mu_rel (and of each rollout column
+    the run's ``metrics`` name: ``first_token_gap_max``, ``first_token_share_mean``), the ``variant``
     (the simulator's preset: ``attn`` = SAN, ``attn+sphere`` = the theory's LayerNorm), model words
     for figures, and ``bound`` (Theorem 1's ``C (1 - eps^r)^{t/r}``, the largest C) where it applies.
     Summary: the Theorem 1 check (``theory.*``), the mask radius, final values, ``device`` and
@@ -128,6 +129,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     config = _simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
+    arrays.update({k: v.T.double().numpy() for k, v in result.rollout.items()})  # the cumulative context
     zero = np.isnan(arrays["mu_rel"]) & np.isfinite(arrays["mu"])
     with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel where mu_rel > 0
         x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)

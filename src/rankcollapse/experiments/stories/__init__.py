@@ -19,7 +19,8 @@ from rankcollapse.experiments.kit.tasks import GENERIC_TASKS
 from rankcollapse.validate import quote
 
 #: The report's order: the paper's order (§4.1 Theorem 1, §4.2 Theorem 2, §4.3.1 Figs. 1 and 5,
-#: §4.3.2 Theorem 3, §5 Figs. 2-4, App. G Figs. 6-9 inside their §5 twins, then 8, 9).
+#: §4.3.2 Theorem 3, §5 Figs. 2-4, App. G Figs. 6-9 inside their §5 twins, then 8, 9), then the
+#: follow-up papers' stories (``Story.paper``), each paper in its own section of the report.
 ORDER: tuple[str, ...] = (
     "theorem1",
     "theorem2",
@@ -30,6 +31,7 @@ ORDER: tuple[str, ...] = (
     "fig4",
     "fig8",
     "fig9",
+    "position_bias",  # a follow-up (Wu et al., ICML 2025): its own section and counters, after the paper's
 )
 
 
