@@ -90,3 +90,21 @@ def test_config_json_names_the_predicate_and_says_it_is_not_saved(tiny_models, i
     assert record["analyze"]["mask"] == "<predicate causal_window_2>"
     assert record["model"]["mask"] == "<predicate causal_window_2>"
     assert any("recorded by its name" in note for note in record["notes"])
+
+
+def test_padded_texts_get_the_diagnostics_of_their_own_length_mask(tiny_models):
+    """--diagnostics normalise the entropy by each query's number of kept keys: of the text's own mask."""
+    model = tiny_models("bert", "f64")
+    cfg = _cfg(
+        model="tiny:bert",
+        tokens=32,
+        mask="random:p=0.4,seed=5|causal-window:w=1",
+        metrics=("mu",),
+        diagnostics=True,
+    )
+    batch = analyze(cfg, model=model, texts=TEXTS)
+    alone = [analyze(cfg, model=model, texts=[t]) for t in TEXTS]
+    for t in range(1, len(batch.rows)):
+        for name in ("normalized_attention_entropy", "attention_entropy", "sink_rate"):
+            want = sum(r.rows[t][name] for r in alone) / len(alone)
+            assert math.isclose(batch.rows[t][name], want, rel_tol=1e-9), (name, t)

@@ -622,7 +622,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
                     attn = None if attn is None else batch.real(attn)
                     if attn is not None and on_attention is not None:
                         on_attention(t, attn)
-                    layer.diagnostics.append(diagnostic_values(x, attn, mask_of(model, config, t, x.shape[1]),
+                    layer.diagnostics.append(diagnostic_values(x, attn, mask_of(model, config, t),
                                                                config.sink_threshold, real))
                 if last:
                     row, values = layer.row(t, n_layers, hooks[t], config.sink_threshold, heads)
@@ -675,12 +675,13 @@ def run_documents(model: LoadedModel, config: AnalyzeConfig, n: int) -> list[Ten
     return [torch.from_numpy(p.copy()) for p in parts] if len(parts) > 1 else []
 
 
-def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor | None:
-    """The bool mask [n, n] of the t-th layer applied in this run (None for row 0)."""
+def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int) -> Mask | None:
+    """The mask of the t-th layer applied in this run (None for row 0); the diagnostics take it at
+    each text's own length."""
     if t == 0:
         return None
     depth = config.layers if config.layers is not None else len(model.layers)
-    return layer_masks(model, config.parsed_mask, depth)[t - 1].dense(n)
+    return layer_masks(model, config.parsed_mask, depth)[t - 1]
 
 
 def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False) -> Path:
