@@ -44,8 +44,10 @@ SCALED_VALUES = ("gaussian", "orthogonal", "scaled-identity")
 class SimulationConfig:
     """Everything that defines a run (JSON-able unless tensors are given).
 
-    mask: mask spec (``rankcollapse.masks.parse_mask``), e.g. ``"causal"``, ``"window:w=8"``, or a
-    parsed ``Mask``; parsed once here (``parsed_mask``) and passed down as that object.
+    mask: mask spec (``rankcollapse.masks.parse_mask``), e.g. ``"causal"``, ``"window:w=8"``, a
+    parsed ``Mask``, a predicate ``f(i, j)`` or a bool tensor [N, N] with N >= n (its top-left block;
+    ``rankcollapse.masks.custom``); parsed once here (``parsed_mask``) and passed down as that object;
+    the field then holds its spec (a predicate's or tensor's label, ``to_dict`` adds ``mask_note``).
     n, d, layers, batch: tokens, features, depth, independent input samples (same network).
     preset: layer assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
     (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip).
@@ -218,10 +220,11 @@ class SimulationConfig:
                 self.parsed_mask = self.mask
             elif isinstance(self.mask, str) and kept:
                 pass  # validated again (``simulate`` re-checks): keep the mask parsed at construction
-            elif isinstance(self.mask, str):
-                self.parsed_mask = parse_mask(self.mask)
+            elif isinstance(self.mask, str | Tensor) or callable(self.mask):
+                self.parsed_mask = parse_mask(self.mask)  # a predicate or a tensor: masks/custom.py
             else:
-                raise RankCollapseTypeError(f"mask must be a spec or a Mask, got {type_name(self.mask)}")
+                raise RankCollapseTypeError(f"mask must be a spec, a Mask, a predicate f(i, j) or a bool "
+                                            f"tensor, got {type_name(self.mask)}")
             self.mask = self.parsed_mask.spec
         itemsize = parse_dtype(self.dtype).itemsize
         what = f"simulate with n = {self.n}, d = {self.d}, batch = {self.batch}, layers = {self.layers}"
@@ -273,6 +276,11 @@ class SimulationConfig:
             out[f.name] = list(v) if isinstance(v, tuple) else (
                 {"given_shape": list(v.shape)} if isinstance(v, Tensor) else v)
         out["layer_spec"] = self.layer_spec().__dict__
+        from rankcollapse.masks import in_memory_note
+
+        note = in_memory_note(self.parsed_mask)
+        if note:
+            out["mask_note"] = note
         return out
 
 

@@ -1,8 +1,9 @@
 """Attention masks as rules and as directed graphs (the paper's §3, Definitions 1-5).
 
 ``parse_mask(spec)`` turns a spec string (``"causal"``, ``"window:w=4"``, ``"causal&window:w=4"``)
-into ONE ``Mask`` object per spec, which caches per length ``n`` its dense ``torch.bool [n, n]``
-(``M[i, j]`` iff query ``i`` may attend to key ``j``), CSR ``SparseMask``, ``band(n)``,
+into ONE ``Mask`` object per spec (a Python predicate ``f(i, j)`` or a bool tensor becomes a
+``PredicateMask`` / ``TensorMask``, ``custom.py``), which caches per length ``n`` its dense
+``torch.bool [n, n]`` (``M[i, j]`` iff query ``i`` may attend to key ``j``), CSR ``SparseMask``, ``band(n)``,
 ``is_complete(n)``, ``intervals(n)`` and ``analysis(n)`` (the graph facts; edge ``j -> i`` iff
 ``M[i, j]``). ``analyze_dense(m)`` / ``from_dense(m)`` analyse a matrix without a spec string.
 ``parse_schedule`` / ``analyze_schedule`` handle a mask per layer (composed graph, layers to a
@@ -16,6 +17,7 @@ scipy is imported until a form needs them.
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
 from rankcollapse.masks.composed import ScheduleAnalysis, analyze_schedule
 from rankcollapse.masks.consistency import SupportCheck, check_schedule_support, check_support
+from rankcollapse.masks.custom import PredicateMask, TensorMask, in_memory_note
 from rankcollapse.masks.export import (
     from_hf_sliding_window,
     from_longformer_attention_window,
@@ -48,9 +50,11 @@ __all__ = [
     "MaskSchedule",
     "MatrixMask",
     "OrMask",
+    "PredicateMask",
     "ScheduleAnalysis",
     "SparseMask",
     "SupportCheck",
+    "TensorMask",
     "Tree",
     "analyze_dense",
     "analyze_mask",
@@ -63,6 +67,7 @@ __all__ = [
     "from_hf_sliding_window",
     "from_longformer_attention_window",
     "hf_sliding_window_mask",
+    "in_memory_note",
     "parse_mask",
     "parse_schedule",
     "schedule_from_hf_config",

@@ -258,11 +258,16 @@ class Mask(ABC):
     def __or__(self, other: Mask) -> Mask:
         return OrMask((self, other))
 
+    def _identity(self) -> Any:
+        """What makes two masks one: the canonical spec; a mask holding a Python object (a predicate)
+        overrides it with that object's identity."""
+        return self.spec
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Mask) and self.spec == other.spec
+        return isinstance(other, Mask) and self._identity() == other._identity()
 
     def __hash__(self) -> int:
-        return hash(self.spec)
+        return hash(self._identity())
 
     def __repr__(self) -> str:
         return f"parse_mask({self.spec!r})"
@@ -277,6 +282,9 @@ class _Combined(Mask):
         for part in parts:
             flat.extend(part.parts if type(part) is type(self) else (part,))
         self.parts = tuple(flat)
+
+    def _identity(self) -> Any:
+        return (self.op, tuple(p._identity() for p in self.parts))
 
     def predicate(self, n: int) -> Predicate:
         preds = [p.predicate(n) for p in self.parts]

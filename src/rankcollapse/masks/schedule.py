@@ -21,6 +21,7 @@ through the layers, one edge of layer ``t`` at step ``t`` (self-loops let a path
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import Mask
@@ -70,9 +71,8 @@ class MaskSchedule:
         """The same layers with the shortest period that repeats to them (``a;b;a;b`` -> ``a;b``, the
         depth kept); the layers of the period must fill the depth for a shorter period to count."""
         layers = self.masks
-        specs = [m.spec for m in layers]
         for p in range(1, len(layers) + 1):
-            if all(specs[t] == specs[t % p] for t in range(len(specs))):
+            if all(layers[t] == layers[t % p] for t in range(len(layers))):
                 return MaskSchedule(tuple(layers[:p]), self.depth)
         return self
 
@@ -161,19 +161,25 @@ class _ScheduleParser:
         return int(digits)
 
 
-def parse_schedule(spec: str | Mask | MaskSchedule, depth: int | None = None) -> MaskSchedule:
+def parse_schedule(spec: str | Mask | MaskSchedule | Any, depth: int | None = None) -> MaskSchedule:
     """Parse a schedule spec (module docstring); ``depth`` defaults to the period's length.
 
-    A ``Mask`` is the one-mask schedule; a ``MaskSchedule`` passes through (re-depthed if ``depth``).
+    A ``Mask`` (or anything ``parse_mask`` takes: a predicate ``f(i, j)``, a bool tensor) is the
+    one-mask schedule; a list of masks is the period, one item per layer; a ``MaskSchedule`` passes
+    through (re-depthed if ``depth``).
     """
     if isinstance(spec, MaskSchedule):
         return spec if depth is None else spec.at_depth(depth)
-    if isinstance(spec, Mask):
-        period: tuple[Mask, ...] = (spec,)
-    elif isinstance(spec, str):
+    if isinstance(spec, str):
         period = tuple(_ScheduleParser(spec).parse())
+    elif isinstance(spec, list | tuple):
+        if not spec or len(spec) > MAX_LAYERS:
+            raise RankCollapseError(
+                f"a mask schedule given as a list needs 1..{MAX_LAYERS} masks, got {len(spec)}"
+            )
+        period = tuple(parse_mask(m) for m in spec)
     else:
-        raise RankCollapseError(f"mask schedule must be a string, got {type(spec).__name__}")
+        period = (parse_mask(spec),)  # a Mask, a predicate or a tensor: the same mask in every layer
     return MaskSchedule(period, len(period) if depth is None else _check_layers(depth, "depth"))
 
 

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.masks.base import AndMask, Mask, OrMask
+from rankcollapse.masks.custom import PredicateMask, TensorMask, is_array
 from rankcollapse.masks.fixed import FileMask
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 from rankcollapse.validate import quote
@@ -145,8 +148,10 @@ def _parameters(family: type, name: str, sep: str, rest: str, raw: str) -> dict[
     return values
 
 
-def parse_mask(spec: str | Mask) -> Mask:
-    """Parse a mask spec such as ``"causal&window:w=4"`` (a ``Mask`` passes through).
+def parse_mask(spec: str | Mask | Callable[..., Any] | Any) -> Mask:
+    """Parse a mask spec such as ``"causal&window:w=4"`` (a ``Mask`` passes through); a callable
+    ``f(i, j)`` becomes a ``PredicateMask``, a boolean ``[N, N]`` tensor or array a ``TensorMask``
+    (``masks/custom.py``: validated here, once).
 
     Raises ``RankCollapseError`` (one line naming the bad part, quoted and cut to 60 characters,
     and what is allowed) on an unknown family or parameter, a missing / negative / non-integer
@@ -154,8 +159,18 @@ def parse_mask(spec: str | Mask) -> Mask:
     """
     if isinstance(spec, Mask):
         return spec
+    if is_array(spec):
+        return TensorMask(spec)
+    if callable(spec) and not isinstance(spec, type):
+        return PredicateMask(spec)
     if not isinstance(spec, str):
-        raise RankCollapseError(f"mask spec must be a string, got {type(spec).__name__}")
+        raise RankCollapseError(f"mask must be a spec string, a Mask, a predicate f(i, j) or a bool [n, n] "
+                                f"tensor, got {type(spec).__name__}")
+    if spec.strip().startswith("<"):
+        raise RankCollapseError(
+            f"mask {quote(spec)} is the label of an in-memory mask (a predicate, a tensor or a matrix), "
+            "not a spec; allowed: pass the object itself, or a spec"
+        )
     memoise = "file" not in spec
     if memoise:
         with _memo_lock:

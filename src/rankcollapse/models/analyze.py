@@ -29,7 +29,7 @@ from torch import Tensor
 from rankcollapse.core.execution import batch_slices, check_batch_size, device_memory, parse_device
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.masks import Mask
+from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.metrics import document_columns, metric_names
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
@@ -75,8 +75,11 @@ class AnalyzeConfig:
 
     ``model``: a name of :func:`rankcollapse.models.registry.resolve_model`. ``mode``: one of
     :data:`~rankcollapse.models.parts.MODES` (:data:`~rankcollapse.models.parts.PAPER_VARIANTS`
-    gives the paper's names). ``mask``: a spec or :class:`~rankcollapse.masks.Mask`, parsed once
-    here (None: the model's own); the field keeps the canonical spec, :attr:`parsed_mask` the object.
+    gives the paper's names). ``mask``: a spec or :class:`~rankcollapse.masks.Mask`, a predicate
+    ``f(i, j)`` or a bool tensor [N, N] (:mod:`rankcollapse.masks.custom`: the predicate is evaluated
+    at each text's own length, the tensor gives its top-left block, N >= every text's length), parsed
+    once here (None: the model's own); the field keeps the canonical spec (a label for a predicate or
+    a tensor, which ``config.json`` records with a note), :attr:`parsed_mask` the object.
     ``d_qk``: the number under the square root, logits ``q k^T / sqrt(d_qk)`` (None: the model's
     own, head_dim; T5: 1). ``layers``: depth L (None: the model's own), cycling the model's layers.
     ``tokens``: N, the excerpt length including the model's start token. ``metrics``: metric
@@ -99,7 +102,7 @@ class AnalyzeConfig:
 
     model: str = "minilm"
     mode: str = "full"
-    mask: str | None = None
+    mask: str | Any | None = None
     d_qk: float | None = None
     layers: int | None = None
     corpus: str | None = None
@@ -580,6 +583,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     n_layers = len(model.layers) if model.dissected else model.n_model_layers
     if model.info.get("note"):
         notes.append(model.info["note"])
+    notes += [n for n in (in_memory_note(config.parsed_mask),) if n]  # config.json: the mask by label only
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Tensor]] = []
     docs = run_documents(model, config, ids.shape[1])
@@ -626,7 +630,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
                     attn = None if attn is None else batch.real(attn)
                     if attn is not None and on_attention is not None:
                         on_attention(t, attn)
-                    layer.diagnostics.append(diagnostic_values(x, attn, mask_of(model, config, t, x.shape[1]),
+                    layer.diagnostics.append(diagnostic_values(x, attn, mask_of(model, config, t),
                                                                config.sink_threshold, real))
                 if last:
                     row, values = layer.row(t, n_layers, hooks[t], config.sink_threshold, heads)
@@ -668,23 +672,24 @@ def run_documents(model: LoadedModel, config: AnalyzeConfig, n: int) -> list[Ten
     if config.parsed_mask is None:
         return []
     depth = config.layers if config.layers is not None else len(model.layers)
-    masks = {m.spec: m for m in layer_masks(model, config.parsed_mask, max(depth, 1))}
+    masks = list(dict.fromkeys(layer_masks(model, config.parsed_mask, max(depth, 1))))
     if len(masks) == 1:
-        parts = next(iter(masks.values())).documents(n)
+        parts = masks[0].documents(n)
     else:
         union = torch.zeros(n, n, dtype=torch.bool)
-        for m in masks.values():
+        for m in masks:
             union |= m.dense(n)
         parts = from_dense(union).documents(n)
     return [torch.from_numpy(p.copy()) for p in parts] if len(parts) > 1 else []
 
 
-def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int, n: int) -> Tensor | None:
-    """The bool mask [n, n] of the t-th layer applied in this run (None for row 0)."""
+def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int) -> Mask | None:
+    """The mask of the t-th layer applied in this run (None for row 0); the diagnostics take it at
+    each text's own length."""
     if t == 0:
         return None
     depth = config.layers if config.layers is not None else len(model.layers)
-    return layer_masks(model, config.parsed_mask, depth)[t - 1].dense(n)
+    return layer_masks(model, config.parsed_mask, depth)[t - 1]
 
 
 def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False) -> Path:

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.masks.base import Mask
 from rankcollapse.masks.consistency import SupportCheck, check_support
 from rankcollapse.masks.schedule import schedule_from_masks
 from rankcollapse.metrics import diagnostics as dg
@@ -63,20 +64,21 @@ def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: 
     return {k: v.detach().to(device="cpu", dtype=torch.float64) for k, v in out.items()}
 
 
-def diagnostic_values(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
+def diagnostic_values(x: Tensor, attn: Tensor | None, mask: Tensor | Mask | None, threshold: float,
                       lengths: Tensor | None = None) -> dict[str, Tensor]:
     """The per-sample values a row's diagnostic columns are means of, in sample order: float64 on the
     CPU, ``[b, h]`` per head (``attention_entropy``, ``first_token_attention``) or ``[b]``. x, attn,
-    mask and ``lengths`` as in :func:`diagnostic_stats`. Batches of one run concatenated along the
+    mask and ``lengths`` as in :func:`diagnostic_stats`; a ``Mask`` is taken at each sample's length
+    (a bool [n, n] tensor: its top-left block). Batches of one run concatenated along the
     first axis give the values of one batch of all their samples."""
     b, n = x.shape[0], x.shape[1]
     if lengths is None or bool((lengths == n).all()):
-        return _per_sample(x, attn, mask, threshold)
+        return _per_sample(x, attn, mask.dense(n) if isinstance(mask, Mask) else mask, threshold)
     groups: dict[str, Tensor] = {}
     for m in sorted({int(v) for v in lengths}):
         rows = [i for i in range(b) if int(lengths[i]) == m]
-        part = _per_sample(x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m],
-                           None if mask is None else mask[:m, :m], threshold)
+        at_m = mask.dense(m) if isinstance(mask, Mask) else None if mask is None else mask[:m, :m]
+        part = _per_sample(x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m], at_m, threshold)
         for k, v in part.items():
             if k not in groups:
                 groups[k] = torch.full((b, *v.shape[1:]), math.nan, dtype=torch.float64)

@@ -19,6 +19,7 @@ import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -105,9 +106,10 @@ def check_d_qk(d_qk: float | None) -> None:
         raise RankCollapseError(f"d_qk must be a positive finite number, got {str(d_qk)[:30]}")
 
 
-def user_schedule(mask: Mask | MaskSchedule | str | None) -> MaskSchedule | None:
+def user_schedule(mask: Mask | MaskSchedule | str | Any | None) -> MaskSchedule | None:
     """A user's mask or schedule as a schedule (None: the model's own). A spec with ``;``, ``*`` or
-    ``[`` is a schedule (:mod:`rankcollapse.masks.schedule`), any other a mask."""
+    ``[`` is a schedule (:mod:`rankcollapse.masks.schedule`), any other a mask; a predicate
+    ``f(i, j)`` or a bool tensor is a mask (:mod:`rankcollapse.masks.custom`), a list one mask per layer."""
     if mask is None or isinstance(mask, MaskSchedule):
         return mask
     if isinstance(mask, str) and not any(c in mask for c in ";*["):
@@ -216,6 +218,44 @@ def _full_only(model: LoadedModel, ids: Tensor, depth: int,
         yield t, hidden_state_name(t), x
 
 
+def _layer_mask(mask: Mask, n: int) -> Tensor:
+    """``mask.dense(n)``, refused (one line) without every self-loop."""
+    bool_mask = mask.dense(n)
+    if not bool(bool_mask.diagonal().all()):
+        i = int((~bool_mask.diagonal()).nonzero()[0])
+        raise RankCollapseError(
+            f"mask {quote(mask.spec)} has no self-loop at token {i} (n = {n}); every token must attend "
+            "to itself (the paper's assumption A1)"
+        )
+    return bool_mask
+
+
+def text_lengths(attention_mask: Tensor | None, n: int) -> list[int] | None:
+    """Each sample's number of real tokens from a right-padding ``attention_mask`` [b, n] (1s then
+    0s); None without padding. Any other pattern is refused (one line)."""
+    if attention_mask is None:
+        return None
+    valid = attention_mask.bool().cpu()
+    if bool(valid.all()):
+        return None
+    if not bool(valid[:, 0].all()) or bool((valid[:, 1:] & ~valid[:, :-1]).any()):
+        raise RankCollapseError("attention_mask must be right padding (1s then 0s in every sample)")
+    return [int(v) for v in valid.sum(1)]
+
+
+def padded_mask(mask: Mask, lengths: list[int], n: int) -> Tensor:
+    """bool [b, 1, n, n] for a right-padded batch: sample b's real tokens ``0..L_b-1`` get
+    ``mask.dense(L_b)``, the rule evaluated at the text's own length (a random mask draws for L_b, a
+    predicate is called at L_b, a tensor gives its top-left block, a fixed-length mask refuses a
+    text of another length), and a padding token attends only to itself. So no real token attends
+    to padding, and each text's real states are those of the text run alone."""
+    out = torch.eye(n, dtype=torch.bool).repeat(len(lengths), 1, 1)
+    for length in sorted(set(lengths)):
+        rows = [b for b, L in enumerate(lengths) if L == length]
+        out[rows, :length, :length] = _layer_mask(mask, length)
+    return out[:, None]
+
+
 def iter_hidden_states(
     model: LoadedModel,
     ids: Tensor,
@@ -240,9 +280,10 @@ def iter_hidden_states(
     ``record``: a dict that holds, after each layer's row is yielded, that layer's attention
     weights under ``"attn"`` [b, h, n, n] (forces the parts backend).
     ``attention_mask``: [b, n], 1 for real tokens, 0 for padding (right-padded batches of texts of
-    different lengths): no real token attends to a padding token (each layer's mask becomes
-    ``M_ij and valid_j``, plus ``i = j`` so a padding query always has a key), so the real
-    tokens' states equal those of the unpadded text; the padding rows are meaningless.
+    different lengths): each layer's mask of a text of ``L_b`` real tokens is its mask at length
+    ``L_b`` on those tokens and only ``i = j`` for a padding query (:func:`padded_mask`), so no real
+    token attends to a padding token and the real tokens' states equal those of the unpadded text;
+    the padding rows are meaningless.
     """
     if mode not in MODES:
         raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
@@ -268,21 +309,10 @@ def iter_hidden_states(
         yield from _full_only(model, ids, depth, attention_mask)
         return
     dense: dict[int, Tensor | None] = {}
+    lengths = text_lengths(attention_mask, n)
     for m in masks:
-        if id(m) in dense:
-            continue
-        bool_mask = m.dense(n)
-        if not bool(bool_mask.diagonal().all()):
-            i = int((~bool_mask.diagonal()).nonzero()[0])
-            raise RankCollapseError(
-                f"mask {quote(m.spec)} has no self-loop at token {i} (n = {n}); every token must attend "
-                "to itself (the paper's assumption A1)"
-            )
-        dense[id(m)] = bool_mask
-    if attention_mask is not None and not bool(attention_mask.bool().all()):
-        valid = attention_mask.bool().cpu()[:, None, None, :]  # keys [b, 1, 1, n]
-        eye = torch.eye(n, dtype=torch.bool)
-        dense = {k: (v & valid) | eye for k, v in dense.items()}
+        if id(m) not in dense:
+            dense[id(m)] = _layer_mask(m, n) if lengths is None else padded_mask(m, lengths, n)
     with torch.inference_mode():
         x = model.embed(ids)
         pos = model.positions(x) if model.positions is not None else NO_POSITIONS
