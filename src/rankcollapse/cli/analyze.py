@@ -64,7 +64,7 @@ def analyze_command(
                                      "activations, massive ratio (runs the generic blocks)."),
     diagnostics_chunk: int = typer.Option(None, "--diagnostics-chunk", help="With --diagnostics: each layer "
                                           "forms its attention weights this many query rows at a time "
-                                          "(default: a 128 MiB block per sample; 37 rows for SmolLM2 at "
+                                          "(default: a 128 MiB block per sample; 28 rows for SmolLM2 at "
                                           "8,192 tokens). --save-attention forms whole maps."),
     sink_threshold: float = typer.Option(0.3, "--sink-threshold", help="A head is a sink when its mean "
                                          "attention on the first token exceeds this (with --diagnostics)."),

@@ -77,11 +77,13 @@ def _keys_per_query(attn: Tensor, mask: Tensor | None) -> Tensor:
     return full.sum(-1).to(attn.dtype)
 
 
-def _row_entropy(attn: Tensor) -> Tensor:
-    """``H_i = -sum_j A_ij log A_ij`` with ``0 log 0 = 0``: [b, h, i]. In place on one temporary
-    (about 10 bytes per weight next to ``attn``)."""
+def _row_entropy(attn: Tensor, dtype: torch.dtype | None = None) -> Tensor:
+    """``H_i = -sum_j A_ij log A_ij`` with ``0 log 0 = 0``: [b, h, i], computed in ``dtype`` (None:
+    attn's; float64 of a float32 ``attn`` is exactly the entropy of ``attn.double()``). In place on one
+    temporary: ``dtype``'s itemsize + 2 bytes per weight next to ``attn``."""
     positive = attn > 0
-    terms = torch.where(positive, attn, 1.0).log_().mul_(attn)  # A log A, 1 log 1 = 0 off the support
+    terms = attn.to(dtype or attn.dtype, copy=True).masked_fill_(~positive, 1.0)
+    terms.log_().mul_(attn)  # A log A; 1 log 1 = 0 off the support
     return -terms.masked_fill_(~positive, 0.0).sum(-1)
 
 
@@ -159,6 +161,20 @@ class AttentionRows:
         return AttentionRows(*(torch.cat([getattr(p, f) for p in parts], dim=-1)
                                for f in ("entropy", "first", "keys")))
 
+    @staticmethod
+    def empty(b: int, h: int, n: int, dtype: torch.dtype, device: torch.device | str = "cpu"
+              ) -> AttentionRows:
+        """Room for ``n`` queries, filled block by block with :meth:`put`."""
+        return AttentionRows(torch.empty(b, h, n, dtype=dtype, device=device),
+                             torch.empty(b, h, n, dtype=dtype, device=device),
+                             torch.empty(b, 1, n, dtype=dtype, device=device))
+
+    def put(self, queries: slice, block: AttentionRows) -> None:
+        """Write the rows of a block of ``queries`` in place (no allocation that outlives the block)."""
+        self.entropy[..., queries] = block.entropy
+        self.first[..., queries] = block.first
+        self.keys[..., queries] = block.keys
+
     def take(self, samples: Sequence[int] | slice, queries: int) -> AttentionRows:
         """The rows of some samples, their first ``queries`` queries (a right-padded sample's real tokens)."""
         return AttentionRows(self.entropy[samples, :, :queries], self.first[samples, :, :queries],
@@ -185,13 +201,17 @@ class AttentionRows:
         return (share > _check_threshold(threshold)).to(share.dtype).mean(-1)
 
 
-def attention_rows(attn: Tensor, mask: Tensor | None = None) -> AttentionRows:
+def attention_rows(
+    attn: Tensor, mask: Tensor | None = None, dtype: torch.dtype | None = None
+) -> AttentionRows:
     """:class:`AttentionRows` of ``attn [b, h, i, j]`` (a block of query rows, or all of them) under
-    ``mask`` (bool, the same rows: [i, j] or [b, 1, i, j]; None: every key allowed), in ``attn``'s dtype."""
+    ``mask`` (bool, the same rows: [i, j] or [b, 1, i, j]; None: every key allowed), computed in
+    ``dtype`` (None: attn's): those of ``attn.to(dtype)`` without a copy of the block in ``dtype``."""
     attn = _attn(attn)
     b, _, i, _ = attn.shape
-    keys = _keys_per_query(attn[:, :1], mask).expand(b, 1, i)
-    return AttentionRows(_row_entropy(attn), attn[..., 0].clone(), keys.clone())
+    dtype = dtype or attn.dtype
+    keys = _keys_per_query(attn[:, :1], mask).to(dtype).expand(b, 1, i)  # counts: exact in float32
+    return AttentionRows(_row_entropy(attn, dtype), attn[..., 0].to(dtype, copy=True), keys.clone())
 
 
 def first_token_norm(x: Tensor) -> Tensor:

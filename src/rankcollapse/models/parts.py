@@ -27,6 +27,7 @@ from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_logits, masked_softmax
 from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
+from rankcollapse.runtime import trim_heap
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
 Mode = Literal["full", "attn", "attn+ln", "attn+skip", "attn+skip+ln"]
@@ -162,16 +163,17 @@ class LayerParts:
 #: computed in blocks (:func:`chunk_rows`): 128 MiB. The diagnostics' default (``--diagnostics-chunk``).
 CHUNK_BYTES: int = 128 * 2**20
 
-#: Bytes alive per attention weight of a block, an upper bound: the logits, the masked logits and the
-#: weights in the model's dtype (float64: 3 x 8), their float64 copy for the diagnostics (8) and the
-#: entropy's temporaries (9), with room for a position bias or a soft cap.
-CHUNK_BYTES_PER_WEIGHT: int = 48
+#: Bytes of resident memory per attention weight of a block, a bound: measured 31 in float32 (SmolLM2,
+#: 2,048 tokens, inside a run: the logits, the masked logits and the weights, the entropy's float64 terms
+#: and the float64 copy torch makes to multiply them by the float32 weights, two bool masks, the heap's
+#: slack); float64 doubles the first three, a position bias or a soft cap adds one.
+CHUNK_BYTES_PER_WEIGHT: int = 64
 
 
 def chunk_rows(n_heads: int, n: int, budget: int = CHUNK_BYTES) -> int:
     """Query rows per block so that one sample's block, ``n_heads x rows x n`` weights at
     :data:`CHUNK_BYTES_PER_WEIGHT` bytes each, fits ``budget`` bytes (at least 1 row, at most n).
-    SmolLM2-135M (9 heads) at n = 8,192: 37 rows, 222 blocks per layer."""
+    SmolLM2-135M (9 heads) at n = 8,192: 28 rows, 293 blocks per layer."""
     return max(1, min(n, budget // (CHUNK_BYTES_PER_WEIGHT * n_heads * n)))
 
 
@@ -233,18 +235,19 @@ def attention(
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise ValueError(f"chunk must be a positive number of query rows, got {chunk!r}")
         out = torch.empty(b, h, n, e, dtype=v.dtype, device=v.device)
-        rows: list[AttentionRows] = []
-        for start in range(0, n, chunk):
+        rows = None if record is None else AttentionRows.empty(b, h, n, torch.float64, v.device)
+        for start in range(0, n, chunk):  # nothing outlives a block but what is written into out and rows
             i = slice(start, min(n, start + chunk))
             m = None if mask is None else mask[..., i, :]
             bias = None if positions.bias is None else positions.bias[..., i, :]
             block = _weights(parts, q[:, :, i], k, m, bias, scale, sink_damping, start)
             out[:, :, i] = torch.matmul(block, v)
-            if record is not None:
-                rows.append(attention_rows(block.to(torch.float64), m))
+            if rows is not None:
+                rows.put(i, attention_rows(block, m, torch.float64))
             del block
         if record is not None:
-            record["rows"] = AttentionRows.cat(rows)
+            record["rows"] = rows
+        trim_heap()  # the blocks' freed pages back to the OS: the heap does not fragment layer after layer
     out = out.transpose(1, 2).reshape(b, n, h * e)
     return F.linear(out, parts.w_o, parts.b_o)
 
