@@ -1,7 +1,8 @@
 """Long context: ``analyze``'s full mode against the model's own forward, and ``simulate``'s default metrics.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_long_context.py [--part analyze|memory|simulate|all]
-        [--model smollm2] [--tokens 512,2048,8192] [--repeats 2] [--eager-up-to 2048]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_long_context.py
+        [--part analyze|memory|diagnostics|simulate|all] [--model smollm2] [--tokens 512,2048,8192]
+        [--repeats 2] [--eager-up-to 2048]
 
 Parts (each prints a table and a PASS/FAIL line per target of issue 28):
 
@@ -17,6 +18,13 @@ to ``--eager-up-to`` tokens: it materialises [h, N, N] per layer); ``ours`` = ``
 peak above the process's size once the model is loaded and the input made. ``hf + metrics by hand``
 = the HF default forward with ``output_hidden_states`` (every layer's state kept), then the same
 metrics per state; ``ours`` = ``analyze``. Target: ours <= 1.2 x hf + metrics by hand.
+
+``diagnostics``: ``analyze --diagnostics`` (``AnalyzeConfig(diagnostics=True)``, the default chunk:
+:func:`rankcollapse.models.parts.chunk_rows`) in a fresh process, its peak measured as in ``memory``,
+against ``hf + metrics by hand`` (as in ``memory``) plus one chunk's workspace (``CHUNK_BYTES`` per
+sample). Up to ``--eager-up-to`` tokens also ``reference``: the same run forming every layer's whole
+map (the path ``on_attention`` takes), what ``--diagnostics`` needed before. Target: diagnostics <=
+hf + metrics by hand + one chunk.
 
 ``simulate``: ``simulate --mask window:w=8 --n 16384 --d 16`` (batch 8, float64), seconds per layer
 with the default metrics and with ``--metrics mu,mu_rel``, from the difference of a 4-layer and a
@@ -57,10 +65,14 @@ def _hf_forward(model: object, ids: torch.Tensor, impl: str) -> None:
         hf.set_attn_implementation("eager")  # as load_model leaves it
 
 
-def _ours(name: str, model: object, tokens: int) -> dict[str, float]:
+def _ours(name: str, model: object, tokens: int, diagnostics: str = "") -> dict[str, float]:
+    """``analyze`` of one excerpt; ``diagnostics``: "" (none), "chunked" (the default) or "reference"
+    (every layer's whole map formed: an ``on_attention`` that keeps nothing)."""
     from rankcollapse.models import AnalyzeConfig, analyze
 
-    result = analyze(AnalyzeConfig(model=name, samples=1, tokens=tokens), model=model)
+    config = AnalyzeConfig(model=name, samples=1, tokens=tokens, diagnostics=bool(diagnostics))
+    hook = (lambda t, a: None) if diagnostics == "reference" else None
+    result = analyze(config, model=model, on_attention=hook)
     return dict(result.seconds)
 
 
@@ -122,10 +134,18 @@ def child(kind: str, name: str, tokens: int) -> None:
             for x in states:
                 per_sample_metrics(x)
     else:
-        _ours(name, model, tokens)
+        _ours(name, model, tokens, {"ours": "", "diagnostics": "chunked", "reference": "reference"}[kind])
     done.set()
     thread.join()
     print(json.dumps({"peak": max(peak[0], _rss()) - base, "base": base}))
+
+
+def _peak(kind: str, name: str, n: int) -> tuple[int, float]:
+    """(peak bytes, wall seconds) of one contender in a fresh process (:func:`child`)."""
+    argv = [sys.executable, __file__, "--child", kind, "--model", name, "--tokens", str(n)]
+    start = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=os.environ.copy())
+    return json.loads(out.stdout.strip().splitlines()[-1])["peak"], time.perf_counter() - start
 
 
 def part_memory(name: str, tokens: list[int]) -> bool:
@@ -133,14 +153,33 @@ def part_memory(name: str, tokens: list[int]) -> bool:
     print(f"memory: peak resident set above the loaded model and input, {name}, float32, 1 excerpt")
     print(f"{'N':>6} {'hf + metrics MB':>16} {'ours MB':>8} {'ratio':>6}")
     for n in tokens:
-        got = {}
-        for kind in ("hf", "ours"):
-            argv = [sys.executable, __file__, "--child", kind, "--model", name, "--tokens", str(n)]
-            out = subprocess.run(argv, capture_output=True, text=True, check=True, env=os.environ.copy())
-            got[kind] = json.loads(out.stdout.strip().splitlines()[-1])["peak"]
+        got = {kind: _peak(kind, name, n)[0] for kind in ("hf", "ours")}
         ratio = got["ours"] / max(got["hf"], 1)
         print(f"{n:>6} {got['hf'] / 2**20:>16.0f} {got['ours'] / 2**20:>8.0f} {ratio:>6.2f}")
         ok &= _verdict(f"N = {n}: peak {ratio:.2f} x hf + metrics by hand", ratio <= 1.2)
+    return ok
+
+
+def part_diagnostics(name: str, tokens: list[int], eager_up_to: int) -> bool:
+    from rankcollapse.models import load_model
+    from rankcollapse.models.parts import CHUNK_BYTES, chunk_rows
+
+    heads = load_model(name, "float32", seed=0).layers[0].n_heads
+    ok = True
+    print(f"diagnostics: peak resident set above the loaded model and input, {name}, float32, 1 excerpt; "
+          f"chunk = CHUNK_BYTES {CHUNK_BYTES / 2**20:.0f} MiB per sample")
+    print(f"{'N':>6} {'rows':>5} {'map/layer MB':>13} {'hf + metrics MB':>16} {'+ chunk MB':>11} "
+          f"{'diagnostics MB':>15} {'s':>5} {'reference MB':>13} {'s':>5}")
+    for n in tokens:
+        hf, _ = _peak("hf", name, n)
+        diag, secs = _peak("diagnostics", name, n)
+        ref, ref_s = _peak("reference", name, n) if n <= eager_up_to else (float("nan"), float("nan"))
+        bound = hf + CHUNK_BYTES
+        mb = 2**20
+        print(f"{n:>6} {chunk_rows(heads, n):>5} {heads * n * n * 4 / mb:>13.0f} {hf / mb:>16.0f} "
+              f"{bound / mb:>11.0f} {diag / mb:>15.0f} {secs:>5.0f} {ref / mb:>13.0f} {ref_s:>5.0f}")
+        ok &= _verdict(f"N = {n}: diagnostics peak {diag / mb:.0f} MB <= hf + metrics by hand + one chunk "
+                       f"{bound / mb:.0f} MB", diag <= bound)
     return ok
 
 
@@ -172,7 +211,7 @@ def _verdict(what: str, passed: bool) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", default="all", choices=("analyze", "memory", "simulate", "all"))
+    ap.add_argument("--part", default="all", choices=("analyze", "memory", "diagnostics", "simulate", "all"))
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--tokens", default="512,2048,8192")
     ap.add_argument("--repeats", type=int, default=2)
@@ -191,6 +230,8 @@ def main() -> int:
         ok &= part_analyze(args.model, tokens, args.repeats, args.eager_up_to)
     if args.part in ("memory", "all"):
         ok &= part_memory(args.model, tokens)
+    if args.part in ("diagnostics", "all"):
+        ok &= part_diagnostics(args.model, tokens, args.eager_up_to)
     if args.part in ("simulate", "all"):
         ok &= part_simulate(args.repeats)
     return 0 if ok else 1

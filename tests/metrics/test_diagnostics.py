@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from rankcollapse.core.attention import masked_softmax
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import (
     SINK_THRESHOLD,
@@ -18,6 +19,7 @@ from rankcollapse.metrics import (
     sink_rate,
     top_activations,
 )
+from rankcollapse.metrics import diagnostics as dg
 
 
 def _uniform(mask: torch.Tensor) -> torch.Tensor:
@@ -108,3 +110,29 @@ def test_bad_inputs_are_one_line_errors(call) -> None:
     with pytest.raises(RankCollapseError) as err:
         call()
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "per-sample"])
+def test_attention_rows_of_row_blocks_give_the_whole_maps_diagnostics(mask_kind) -> None:
+    """The per-query reductions of blocks of query rows (4 + 4 + 3 of 11, as a chunked layer forms
+    them), concatenated, give the functions of the whole map (to the rounding of a mean over a strided
+    column against a contiguous one)."""
+    g = torch.Generator().manual_seed(0)
+    n = 11
+    mask = {"none": None, "causal": torch.ones(n, n, dtype=torch.bool).tril(),
+            "per-sample": torch.rand(2, 1, n, n, generator=g) > 0.5}[mask_kind]
+    if mask is not None:
+        mask = mask | torch.eye(n, dtype=torch.bool)
+    attn = masked_softmax(torch.randn(2, 3, n, n, dtype=torch.float64, generator=g) * 3, mask)
+    blocks = [dg.attention_rows(attn[:, :, i:i + 4], None if mask is None else mask[..., i:i + 4, :])
+              for i in range(0, n, 4)]
+    rows = dg.AttentionRows.cat(blocks)
+    assert rows.entropy.shape == (2, 3, n) and rows.keys.shape == (2, 1, n)
+    close = {"rtol": 1e-14, "atol": 1e-16}
+    torch.testing.assert_close(rows.attention_entropy(), dg.attention_entropy(attn), **close)
+    want = dg.normalized_attention_entropy(attn, mask)
+    torch.testing.assert_close(rows.normalized_attention_entropy(), want, **close)
+    torch.testing.assert_close(rows.first_token_attention(), dg.first_token_attention(attn), **close)
+    assert torch.equal(rows.sink_rate(0.2), dg.sink_rate(attn, 0.2))
+    cut = rows.take([1], 6)  # a right-padded sample of 6 real tokens: its first 6 queries
+    assert torch.equal(cut.first, attn[1:, :, :6, 0])

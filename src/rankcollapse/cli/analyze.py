@@ -62,6 +62,10 @@ def analyze_command(
     diagnostics: bool = typer.Option(False, "--diagnostics", help="Also measure, per layer: attention "
                                      "entropy (per head), sink rate, first-token attention and norm, largest "
                                      "activations, massive ratio (runs the generic blocks)."),
+    diagnostics_chunk: int = typer.Option(None, "--diagnostics-chunk", help="With --diagnostics: each layer "
+                                          "forms its attention weights this many query rows at a time "
+                                          "(default: a 128 MiB block per sample; 28 rows for SmolLM2 at "
+                                          "8,192 tokens). --save-attention forms whole maps."),
     sink_threshold: float = typer.Option(0.3, "--sink-threshold", help="A head is a sink when its mean "
                                          "attention on the first token exceeds this (with --diagnostics)."),
     ablation: str = typer.Option(None, "--ablation", help="sinks: damp every query's attention on the first "
@@ -122,7 +126,8 @@ def analyze_command(
                            layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
                            metrics=metrics, metric_threads=metric_threads, diagnostics=diagnostics,
-                           sink_threshold=sink_threshold, ablation=ablation, sink_damping=sink_damping,
+                           diagnostics_chunk=diagnostics_chunk, sink_threshold=sink_threshold,
+                           ablation=ablation, sink_damping=sink_damping,
                            device=device, batch_size=batch_size)
     if save_attention and not diagnostics:
         raise RankCollapseError("--save-attention applies only with --diagnostics")

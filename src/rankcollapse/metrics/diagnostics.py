@@ -10,6 +10,8 @@ b batch, h heads, i queries, j keys, n tokens, d features.
 - ``first_token_attention`` [b, h]: ``mean_i A_i0`` over all queries (query 0 included).
 - ``sink_rate`` [b]: share of heads with ``first_token_attention > threshold`` (Gu et al., 2024).
 - ``first_token_norm`` [b]: ``||x_0||_2``.
+- :class:`AttentionRows`: the per-query values the attention diagnostics are means of (``H_i``,
+  ``A_i0``, ``|N_i|``: ``O(b h n)``), so a layer can form its map a block of query rows at a time.
 - ``top_activations`` [b, k]: the ``k`` largest ``|x_nd|`` over tokens and features, descending
   (Sun et al., 2024).
 - ``massive_ratio`` [b]: ``max |x_nd| / median |x_nd|`` (Sun et al., 2024).
@@ -22,6 +24,10 @@ and ``massive_ratio`` of an all-zero ``x`` is 0/0.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -71,11 +77,30 @@ def _keys_per_query(attn: Tensor, mask: Tensor | None) -> Tensor:
     return full.sum(-1).to(attn.dtype)
 
 
-def _row_entropy(attn: Tensor) -> Tensor:
-    """``H_i = -sum_j A_ij log A_ij`` with ``0 log 0 = 0``: [b, h, i]."""
+def _row_entropy(attn: Tensor, dtype: torch.dtype | None = None) -> Tensor:
+    """``H_i = -sum_j A_ij log A_ij`` with ``0 log 0 = 0``: [b, h, i], computed in ``dtype`` (None:
+    attn's; float64 of a float32 ``attn`` is exactly the entropy of ``attn.double()``). In place on one
+    temporary: ``dtype``'s itemsize + 2 bytes per weight next to ``attn``."""
     positive = attn > 0
-    safe = torch.where(positive, attn, torch.ones_like(attn))
-    return -(torch.where(positive, attn * torch.log(safe), torch.zeros_like(attn))).sum(-1)
+    terms = attn.to(dtype or attn.dtype, copy=True).masked_fill_(~positive, 1.0)
+    terms.log_().mul_(attn)  # A log A; 1 log 1 = 0 off the support
+    return -terms.masked_fill_(~positive, 0.0).sum(-1)
+
+
+def _normalized(entropy: Tensor, keys: Tensor) -> Tensor:
+    """``mean over queries with |N_i| > 1 of H_i / log |N_i|``: entropy [b, h, i], keys broadcast to it
+    -> [b, h] (NaN for a head with no such query)."""
+    choice = keys > 1
+    ratio = torch.where(choice, entropy / torch.log(torch.where(choice, keys, 2.0)), 0.0)
+    count = choice.expand_as(ratio).sum(-1)
+    total = ratio.sum(-1)
+    return torch.where(count > 0, total / count.clamp(min=1), torch.full_like(total, float("nan")))
+
+
+def _check_threshold(threshold: object) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        raise RankCollapseError(f"threshold={threshold!r} is invalid; allowed: a number in [0, 1]")
+    return float(threshold)
 
 
 def attention_entropy(attn: Tensor) -> Tensor:
@@ -95,12 +120,7 @@ def normalized_attention_entropy(attn: Tensor, mask: Tensor | None = None) -> Te
     with no other query is NaN. 1 means uniform over the allowed keys, 0 one key per query.
     """
     attn = _attn(attn)
-    keys = _keys_per_query(attn, mask)
-    choice = keys > 1
-    ratio = torch.where(choice, _row_entropy(attn) / torch.log(torch.where(choice, keys, 2.0)), 0.0)
-    count = choice.sum(-1)
-    total = ratio.sum(-1)
-    return torch.where(count > 0, total / count.clamp(min=1), torch.full_like(total, float("nan")))
+    return _normalized(_row_entropy(attn), _keys_per_query(attn, mask))
 
 
 def first_token_attention(attn: Tensor) -> Tensor:
@@ -115,10 +135,83 @@ def sink_rate(attn: Tensor, threshold: float = SINK_THRESHOLD) -> Tensor:
     [0, 1], default ``SINK_THRESHOLD = 0.3`` (Gu et al., 2024). Average over layers for their
     model-level metric.
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-        raise RankCollapseError(f"threshold={threshold!r} is invalid; allowed: a number in [0, 1]")
+    threshold = _check_threshold(threshold)
     share = first_token_attention(attn)
     return (share > threshold).to(share.dtype).mean(-1)
+
+
+@dataclass(frozen=True)
+class AttentionRows:
+    """Per-query reductions of one layer's attention weights ``A [b, h, i, j]``: all the attention
+    diagnostics need, ``O(b h i)`` instead of the ``[b, h, i, j]`` map, so the map can be formed a block
+    of query rows at a time and dropped (:func:`attention_rows` of each block, :meth:`cat` along ``i``).
+
+    ``entropy`` [b, h, i]: ``H_i = -sum_j A_ij log A_ij``; ``first`` [b, h, i]: ``A_i0``; ``keys``
+    [b, 1, i]: ``|N_i|``, the allowed keys of query ``i``. The methods are the functions of the same
+    names on the whole map: ``attention_entropy() == attention_entropy(A)`` and so on.
+    """
+
+    entropy: Tensor
+    first: Tensor
+    keys: Tensor
+
+    @staticmethod
+    def cat(parts: Sequence[AttentionRows]) -> AttentionRows:
+        """Blocks of consecutive query rows, in order, as one."""
+        return AttentionRows(*(torch.cat([getattr(p, f) for p in parts], dim=-1)
+                               for f in ("entropy", "first", "keys")))
+
+    @staticmethod
+    def empty(b: int, h: int, n: int, dtype: torch.dtype, device: torch.device | str = "cpu"
+              ) -> AttentionRows:
+        """Room for ``n`` queries, filled block by block with :meth:`put`."""
+        return AttentionRows(torch.empty(b, h, n, dtype=dtype, device=device),
+                             torch.empty(b, h, n, dtype=dtype, device=device),
+                             torch.empty(b, 1, n, dtype=dtype, device=device))
+
+    def put(self, queries: slice, block: AttentionRows) -> None:
+        """Write the rows of a block of ``queries`` in place (no allocation that outlives the block)."""
+        self.entropy[..., queries] = block.entropy
+        self.first[..., queries] = block.first
+        self.keys[..., queries] = block.keys
+
+    def take(self, samples: Sequence[int] | slice, queries: int) -> AttentionRows:
+        """The rows of some samples, their first ``queries`` queries (a right-padded sample's real tokens)."""
+        return AttentionRows(self.entropy[samples, :, :queries], self.first[samples, :, :queries],
+                             self.keys[samples, :, :queries])
+
+    def to(self, **kw: Any) -> AttentionRows:
+        return AttentionRows(self.entropy.to(**kw), self.first.to(**kw), self.keys.to(**kw))
+
+    def attention_entropy(self) -> Tensor:
+        """:func:`attention_entropy`: ``[b, h]``."""
+        return self.entropy.mean(-1)
+
+    def normalized_attention_entropy(self) -> Tensor:
+        """:func:`normalized_attention_entropy` with the mask the rows were taken under: ``[b, h]``."""
+        return _normalized(self.entropy, self.keys)
+
+    def first_token_attention(self) -> Tensor:
+        """:func:`first_token_attention`: ``[b, h]``."""
+        return self.first.mean(-1)
+
+    def sink_rate(self, threshold: float = SINK_THRESHOLD) -> Tensor:
+        """:func:`sink_rate`: ``[b]``."""
+        share = self.first_token_attention()
+        return (share > _check_threshold(threshold)).to(share.dtype).mean(-1)
+
+
+def attention_rows(
+    attn: Tensor, mask: Tensor | None = None, dtype: torch.dtype | None = None
+) -> AttentionRows:
+    """:class:`AttentionRows` of ``attn [b, h, i, j]`` (a block of query rows, or all of them) under
+    ``mask`` (bool, the same rows: [i, j] or [b, 1, i, j]; None: every key allowed), computed in
+    ``dtype`` (None: attn's): those of ``attn.to(dtype)`` without a copy of the block in ``dtype``."""
+    attn = _attn(attn)
+    b, _, i, _ = attn.shape
+    dtype = dtype or attn.dtype
+    keys = _keys_per_query(attn[:, :1], mask).to(dtype).expand(b, 1, i)  # counts: exact in float32
+    return AttentionRows(_row_entropy(attn, dtype), attn[..., 0].to(dtype, copy=True), keys.clone())
 
 
 def first_token_norm(x: Tensor) -> Tensor:

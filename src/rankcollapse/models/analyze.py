@@ -36,6 +36,7 @@ from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import (
     ABLATIONS,
+    chunked_diagnostic_values,
     diagnostic_row,
     diagnostic_values,
     layer_schedule_info,
@@ -51,7 +52,7 @@ from rankcollapse.models.inputs import (
 )
 from rankcollapse.models.loading import LoadedModel, load_model
 from rankcollapse.models.names import tl_hook_names
-from rankcollapse.models.parts import MODES
+from rankcollapse.models.parts import MODES, chunk_rows
 from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names of the stream)
     BACKENDS,
     additive_mask,
@@ -88,7 +89,11 @@ class AnalyzeConfig:
     ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
     ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
     ``sink_threshold``), first-token attention and norm, largest activations and the massive
-    ratio to each row (``rankcollapse.metrics.diagnostics``; parts backend). ``ablation``
+    ratio to each row (``rankcollapse.metrics.diagnostics``; parts backend). Each layer forms its
+    attention weights ``diagnostics_chunk`` query rows at a time and keeps only their per-query
+    reductions (None: the rows of :data:`~rankcollapse.models.parts.CHUNK_BYTES`, 128 MiB per sample,
+    :func:`~rankcollapse.models.parts.chunk_rows`), never the whole ``[b, h, n, n]`` map (except for
+    ``on_attention``, which gets it). ``ablation``
     ``"sinks"``: damp every query's attention on the first token by ``sink_damping`` (0: remove)
     and renormalise.
 
@@ -115,6 +120,7 @@ class AnalyzeConfig:
     metrics: tuple[str, ...] | str | None = None  # "mu,mu_rel" or names; metrics.metric_names parses it
     metric_threads: int | None = 1
     diagnostics: bool = False
+    diagnostics_chunk: int | None = None
     sink_threshold: float = SINK_THRESHOLD
     ablation: str | None = None
     sink_damping: float | None = None
@@ -137,6 +143,13 @@ class AnalyzeConfig:
                 f"--sink-threshold {str(self.sink_threshold)[:20]} is invalid; allowed: a number in [0, 1]")
         if self.sink_threshold != SINK_THRESHOLD and not self.diagnostics:
             raise RankCollapseError("--sink-threshold applies only with --diagnostics")
+        if self.diagnostics_chunk is not None:
+            c = self.diagnostics_chunk
+            if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                raise RankCollapseError(f"--diagnostics-chunk {quote(c, 20)} is invalid; allowed: a positive "
+                                        "number of query rows")
+            if not self.diagnostics:
+                raise RankCollapseError("--diagnostics-chunk applies only with --diagnostics")
         if self.mode not in MODES:
             raise RankCollapseError(f"unknown mode {self.mode!r}; allowed: {', '.join(MODES)}")
         if self.corpus is not None and self.text_file is not None:
@@ -461,7 +474,9 @@ def analyze(
 
     ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise).
     ``on_attention(t, A)``: each layer's attention weights ``A [b, h, n, n]`` (needs
-    ``config.diagnostics`` and one batch; the tensor is reused: copy what you keep).
+    ``config.diagnostics`` and one batch; the tensor is reused: copy what you keep). With it each
+    layer forms its whole map, the reference the default blocks of ``diagnostics_chunk`` rows are
+    tested against (the same diagnostics to rounding).
 
     ``config.device``: the model is loaded there (a model given must already be there: it is not
     moved), each batch of ids goes there, and the metrics are computed there (per-sample values
@@ -587,7 +602,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Tensor]] = []
     docs = run_documents(model, config, ids.shape[1])
-    record: dict[str, Tensor] | None = {} if config.diagnostics else None
+    record: dict[str, Any] | None = {} if config.diagnostics else None
     depth = n_layers if config.layers is None else config.layers
     hooks = tl_hook_names(model, depth, own=_own_tensors(model, config, ids.shape[1]))
     count = len(batch_slices(int(ids.shape[0]), config.batch_size))
@@ -596,6 +611,10 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
                                 f"{config.batch_size} (--batch-size at least --samples {ids.shape[0]})")
     layers = [_LayerSamples() for _ in range(depth + 1)]
     heads = model.layers[0].n_heads if config.diagnostics else None
+    chunk = None  # on_attention gets each layer's whole map: the reference path
+    if config.diagnostics and on_attention is None:
+        heads_max = max(p.n_heads for p in model.layers)
+        chunk = config.diagnostics_chunk or chunk_rows(heads_max, int(ids.shape[1]))
     bar = progress_lines((depth + 1) * count, f"analyze {model.label}", "layers", enabled=progress)
     try:
         for j, batch in enumerate(iter_batches(ids, config.batch_size, model.device, attention_mask)):
@@ -604,7 +623,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
             stream = iter_hidden_states(model, batch.ids, mode=config.mode, mask=config.parsed_mask,
                                         d_qk=config.d_qk, layers=config.layers, backend=config.backend,
                                         sink_damping=config.sink_damping, record=record,
-                                        attention_mask=batch.attention_mask)
+                                        attention_mask=batch.attention_mask, chunk=chunk)
             while True:
                 start = time.perf_counter()
                 try:
@@ -625,7 +644,11 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
                     parts = document_columns(finite_x if finite_x.device.type == "cpu" else finite_x.cpu(),
                                              docs, real)
                     layer.docs.append({k: v.cpu() for k, v in parts.items()})
-                if record is not None:
+                if record is not None and chunk is not None:
+                    kept = record.pop("rows", None) if t > 0 else None
+                    kept = None if kept is None else kept.take(slice(0, batch.size), x.shape[1])
+                    layer.diagnostics.append(chunked_diagnostic_values(x, kept, config.sink_threshold, real))
+                elif record is not None:
                     attn = record.pop("attn", None) if t > 0 else None
                     attn = None if attn is None else batch.real(attn)
                     if attn is not None and on_attention is not None:

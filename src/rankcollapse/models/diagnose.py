@@ -1,7 +1,9 @@
 """What ``analyze`` measures next to collapse, and the check that a model applies the masks it should.
 
 - :func:`diagnostic_stats`: the columns ``--diagnostics`` adds to a row, from that layer's
-  attention weights ``A [b, h, n, n]`` and its output ``X [b, n, d]``
+  attention weights ``A [b, h, n, n]`` and its output ``X [b, n, d]`` (the reference; an ``analyze``
+  run computes the same from per-query reductions of ``A`` formed in blocks of query rows,
+  :func:`chunked_diagnostic_values`)
   (:mod:`rankcollapse.metrics.diagnostics`, means over samples): ``attention_entropy`` (mean over
   heads) and ``attention_entropy_h{k}`` per head, ``normalized_attention_entropy``,
   ``first_token_attention`` (mean over heads) and ``first_token_attention_h{k}`` per head,
@@ -20,6 +22,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,6 +46,21 @@ def mean_defined(v: Tensor) -> float:
     return float(v.mean()) if v.numel() else math.nan
 
 
+def _activations(x: Tensor) -> dict[str, Tensor]:
+    """``first_token_norm``, ``top_activation``, ``massive_ratio`` of x [b, n, d], [b] each (NaN for a
+    non-finite sample), float64 where x lives."""
+    finite = torch.isfinite(x).flatten(1).all(dim=1)
+    safe = torch.where(finite[:, None, None], x, torch.zeros_like(x)).to(torch.float64)
+    nan = torch.full((x.shape[0],), math.nan, dtype=torch.float64, device=x.device)
+    return {"first_token_norm": torch.where(finite, dg.first_token_norm(safe), nan),
+            "top_activation": torch.where(finite, dg.top_activations(safe, 1)[:, 0], nan),
+            "massive_ratio": torch.where(finite, dg.massive_ratio(safe), nan)}
+
+
+def _cpu(out: dict[str, Tensor]) -> dict[str, Tensor]:
+    return {k: v.detach().to(device="cpu", dtype=torch.float64) for k, v in out.items()}
+
+
 def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float) -> dict[str, Tensor]:
     """Per-sample diagnostic values of x [b, n, d] and attn [b, h, n, n] (all samples n tokens long):
     ``[b, h]`` for the per-head ones, ``[b]`` for the others; non-finite samples give NaN. Computed
@@ -55,13 +73,31 @@ def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: 
         out["normalized_attention_entropy"] = dg.normalized_attention_entropy(attn, mask)
         out["first_token_attention"] = dg.first_token_attention(attn)
         out["sink_rate"] = dg.sink_rate(attn, threshold)
-    finite = torch.isfinite(x).flatten(1).all(dim=1)
-    safe = torch.where(finite[:, None, None], x, torch.zeros_like(x)).to(torch.float64)
-    nan = torch.full((x.shape[0],), math.nan, dtype=torch.float64, device=x.device)
-    out["first_token_norm"] = torch.where(finite, dg.first_token_norm(safe), nan)
-    out["top_activation"] = torch.where(finite, dg.top_activations(safe, 1)[:, 0], nan)
-    out["massive_ratio"] = torch.where(finite, dg.massive_ratio(safe), nan)
-    return {k: v.detach().to(device="cpu", dtype=torch.float64) for k, v in out.items()}
+    return _cpu({**out, **_activations(x)})
+
+
+def _from_rows(x: Tensor, rows: dg.AttentionRows | None, threshold: float) -> dict[str, Tensor]:
+    """:func:`_per_sample` from the per-query reductions of the map instead of the map."""
+    out: dict[str, Tensor] = {}
+    if rows is not None:
+        out["attention_entropy"] = rows.attention_entropy()
+        out["normalized_attention_entropy"] = rows.normalized_attention_entropy()
+        out["first_token_attention"] = rows.first_token_attention()
+        out["sink_rate"] = rows.sink_rate(threshold)
+    return _cpu({**out, **_activations(x)})
+
+
+def _by_length(b: int, lengths: Tensor, part: Callable[[list[int], int], dict[str, Tensor]]
+               ) -> dict[str, Tensor]:
+    """The values of ``part(rows, m)`` for each group of samples of one length ``m``, in sample order."""
+    groups: dict[str, Tensor] = {}
+    for m in sorted({int(v) for v in lengths}):
+        rows = [i for i in range(b) if int(lengths[i]) == m]
+        for k, v in part(rows, m).items():
+            if k not in groups:
+                groups[k] = torch.full((b, *v.shape[1:]), math.nan, dtype=torch.float64)
+            groups[k][rows] = v  # back in sample order
+    return groups
 
 
 def diagnostic_values(x: Tensor, attn: Tensor | None, mask: Tensor | Mask | None, threshold: float,
@@ -69,21 +105,32 @@ def diagnostic_values(x: Tensor, attn: Tensor | None, mask: Tensor | Mask | None
     """The per-sample values a row's diagnostic columns are means of, in sample order: float64 on the
     CPU, ``[b, h]`` per head (``attention_entropy``, ``first_token_attention``) or ``[b]``. x, attn,
     mask and ``lengths`` as in :func:`diagnostic_stats`; a ``Mask`` is taken at each sample's length
-    (a bool [n, n] tensor: its top-left block). Batches of one run concatenated along the
-    first axis give the values of one batch of all their samples."""
+    (a bool [n, n] tensor: its top-left block). Batches of one run concatenated along the first axis
+    give the values of one batch of all their samples. The reference:
+    :func:`chunked_diagnostic_values` computes the same from the per-query reductions."""
     b, n = x.shape[0], x.shape[1]
     if lengths is None or bool((lengths == n).all()):
         return _per_sample(x, attn, mask.dense(n) if isinstance(mask, Mask) else mask, threshold)
-    groups: dict[str, Tensor] = {}
-    for m in sorted({int(v) for v in lengths}):
-        rows = [i for i in range(b) if int(lengths[i]) == m]
-        at_m = mask.dense(m) if isinstance(mask, Mask) else None if mask is None else mask[:m, :m]
-        part = _per_sample(x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m], at_m, threshold)
-        for k, v in part.items():
-            if k not in groups:
-                groups[k] = torch.full((b, *v.shape[1:]), math.nan, dtype=torch.float64)
-            groups[k][rows] = v  # back in sample order
-    return groups
+
+    def at(m: int) -> Tensor | None:
+        return mask.dense(m) if isinstance(mask, Mask) else None if mask is None else mask[:m, :m]
+
+    return _by_length(b, lengths, lambda rows, m: _per_sample(
+        x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m], at(m), threshold))
+
+
+def chunked_diagnostic_values(x: Tensor, rows: dg.AttentionRows | None, threshold: float,
+                              lengths: Tensor | None = None) -> dict[str, Tensor]:
+    """:func:`diagnostic_values` from the layer's per-query reductions ``rows`` (``[b, h, n]``:
+    :class:`~rankcollapse.metrics.diagnostics.AttentionRows`, taken under the mask the layer used,
+    block by block, :func:`rankcollapse.models.parts.attention` with ``chunk``) instead of its map
+    ``[b, h, n, n]``. With ``lengths``, sample ``i`` keeps its first ``m = lengths[i]`` queries (no real
+    query has a padding key, so their rows are those of ``attn[i, :, :m, :m]`` under ``mask[:m, :m]``)."""
+    b, n = x.shape[0], x.shape[1]
+    if lengths is None or bool((lengths == n).all()):
+        return _from_rows(x, rows, threshold)
+    return _by_length(b, lengths, lambda sel, m: _from_rows(
+        x[sel, :m], None if rows is None else rows.take(sel, m), threshold))
 
 
 def diagnostic_row(per: dict[str, Tensor], threshold: float, n_heads: int | None = None) -> dict[str, Any]:

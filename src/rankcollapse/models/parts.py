@@ -19,13 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_logits, masked_softmax
+from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
+from rankcollapse.runtime import trim_heap
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
 Mode = Literal["full", "attn", "attn+ln", "attn+skip", "attn+skip+ln"]
@@ -157,6 +159,24 @@ class LayerParts:
             raise ValueError(f"d_qk must be a positive finite number, got {self.d_qk}")
 
 
+#: The workspace of one block of query rows, per sample, that a layer's attention may hold when it is
+#: computed in blocks (:func:`chunk_rows`): 128 MiB. The diagnostics' default (``--diagnostics-chunk``).
+CHUNK_BYTES: int = 128 * 2**20
+
+#: Bytes of resident memory per attention weight of a block, a bound: measured 31 in float32 (SmolLM2,
+#: 2,048 tokens, inside a run: the logits, the masked logits and the weights, the entropy's float64 terms
+#: and the float64 copy torch makes to multiply them by the float32 weights, two bool masks, the heap's
+#: slack); float64 doubles the first three, a position bias or a soft cap adds one.
+CHUNK_BYTES_PER_WEIGHT: int = 64
+
+
+def chunk_rows(n_heads: int, n: int, budget: int = CHUNK_BYTES) -> int:
+    """Query rows per block so that one sample's block, ``n_heads x rows x n`` weights at
+    :data:`CHUNK_BYTES_PER_WEIGHT` bytes each, fits ``budget`` bytes (at least 1 row, at most n).
+    SmolLM2-135M (9 heads) at n = 8,192: 28 rows, 293 blocks per layer."""
+    return max(1, min(n, budget // (CHUNK_BYTES_PER_WEIGHT * n_heads * n)))
+
+
 def attention(
     parts: LayerParts,
     x: Tensor,
@@ -164,7 +184,8 @@ def attention(
     d_qk: float | None = None,
     positions: Positions = NO_POSITIONS,
     sink_damping: float | None = None,
-    record: dict[str, Tensor] | None = None,
+    record: dict[str, Any] | None = None,
+    chunk: int | None = None,
 ) -> Tensor:
     """Multi-head attention from parts: ``Σ_h A_h (x W_V,h + b_V,h) W_O,h + b_O``.
 
@@ -173,14 +194,20 @@ def attention(
     the model has them; ``cap(S) = c tanh(S / c)`` with soft-capping, else ``S``;
     ``g(h) = h // (n_heads / n_kv_heads)`` under GQA; ``rot`` the rotary embedding on the first
     ``r`` features when the layer has rotary angles; ``B`` = ``positions.bias`` or 0).
-    ``d_qk`` None: the layer's own. x: [b, n, d]; mask: bool [n, n] (True: query i may attend to
-    key j) or None (complete) -> [b, n, d].
+    ``d_qk`` None: the layer's own. x: [b, n, d]; mask: bool [n, n] or [b, 1, n, n] (True: query i
+    may attend to key j) or None (complete) -> [b, n, d].
 
     ``sink_damping`` λ (the ``sinks`` ablation, ours): every query ``i >= 1`` keeps ``λ A_i0`` of its
     weight on the first token, and the row is renormalised, ``A'_ij = A_ij / (1 - (1 - λ) A_i0)``
     (``j >= 1``); λ = 0 removes the sink, λ = 1 changes nothing; query 0 is left alone (under a
-    causal mask token 0 is its only key). ``record``: if given, ``record["attn"]`` gets the
-    weights ``[b, h, n, n]`` actually used.
+    causal mask token 0 is its only key).
+
+    ``chunk`` None: the weights ``[b, h, n, n]`` are formed at once (the reference), and ``record``, if
+    given, gets them under ``"attn"``. ``chunk`` c: they are formed ``c`` query rows at a time, each
+    block ``[b, h, c, n]`` through the same softmax, multiplied into the output and dropped (a row's
+    softmax needs only its own logits, so the function is the same; rounding may differ in the last
+    bits); ``record`` then gets the per-query reductions of every block under ``"rows"``
+    (:class:`~rankcollapse.metrics.diagnostics.AttentionRows`, float64, ``O(b h n)``).
     """
     b, n, _ = x.shape
     h, g, e = parts.n_heads, parts.n_kv_heads, parts.head_dim
@@ -198,29 +225,60 @@ def attention(
     if g != h:
         k = k.repeat_interleave(h // g, dim=1)
         v = v.repeat_interleave(h // g, dim=1)
-    logits = attention_logits(q, k, parts.d_qk if d_qk is None else d_qk)
-    if positions.bias is not None:
-        logits = logits + positions.bias
-    if parts.logit_softcap is not None:
-        logits = torch.tanh(logits / parts.logit_softcap) * parts.logit_softcap
-    if parts.softmax_dtype is not None:
-        weights = masked_softmax(logits.to(parts.softmax_dtype), mask).to(x.dtype)
+    scale = parts.d_qk if d_qk is None else d_qk
+    if chunk is None:
+        weights = _weights(parts, q, k, mask, positions.bias, scale, sink_damping, 0)
+        if record is not None:
+            record["attn"] = weights
+        out = torch.matmul(weights, v)
     else:
-        weights = masked_softmax(logits, mask)
-    if sink_damping is not None and n > 1:
-        weights = damp_first_token(weights, sink_damping)
-    if record is not None:
-        record["attn"] = weights
-    out = torch.matmul(weights, v).transpose(1, 2).reshape(b, n, h * e)
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise ValueError(f"chunk must be a positive number of query rows, got {chunk!r}")
+        out = torch.empty(b, h, n, e, dtype=v.dtype, device=v.device)
+        rows = None if record is None else AttentionRows.empty(b, h, n, torch.float64, v.device)
+        for start in range(0, n, chunk):  # nothing outlives a block but what is written into out and rows
+            i = slice(start, min(n, start + chunk))
+            m = None if mask is None else mask[..., i, :]
+            bias = None if positions.bias is None else positions.bias[..., i, :]
+            block = _weights(parts, q[:, :, i], k, m, bias, scale, sink_damping, start)
+            out[:, :, i] = torch.matmul(block, v)
+            if rows is not None:
+                rows.put(i, attention_rows(block, m, torch.float64))
+            del block
+        if record is not None:
+            record["rows"] = rows
+        trim_heap()  # the blocks' freed pages back to the OS: the heap does not fragment layer after layer
+    out = out.transpose(1, 2).reshape(b, n, h * e)
     return F.linear(out, parts.w_o, parts.b_o)
 
 
-def damp_first_token(weights: Tensor, damping: float) -> Tensor:
-    """Rows ``i >= 1`` of ``weights [..., n, n]`` with ``A_i0 -> λ A_i0``, renormalised to sum 1."""
+def _weights(parts: LayerParts, q: Tensor, k: Tensor, mask: Tensor | None, bias: Tensor | None,
+             d_qk: float, sink_damping: float | None, first_row: int) -> Tensor:
+    """The weights ``[b, h, i, j]`` of queries ``q [b, h, i, e]`` (rows ``first_row..``) on keys
+    ``k [b, h, j, e]`` (:func:`attention`), in q's dtype; mask and bias: those rows."""
+    logits = attention_logits(q, k, d_qk)
+    if bias is not None:
+        logits = logits + bias
+    if parts.logit_softcap is not None:
+        logits = torch.tanh(logits / parts.logit_softcap) * parts.logit_softcap
+    if parts.softmax_dtype is not None:
+        weights = masked_softmax(logits.to(parts.softmax_dtype), mask).to(q.dtype)
+    else:
+        weights = masked_softmax(logits, mask)
+    del logits
+    if sink_damping is not None and k.shape[-2] > 1:
+        weights = damp_first_token(weights, sink_damping, first_row)
+    return weights
+
+
+def damp_first_token(weights: Tensor, damping: float, first_row: int = 0) -> Tensor:
+    """Rows ``i >= 1`` of ``weights [..., i, j]`` with ``A_i0 -> λ A_i0``, renormalised to sum 1.
+    ``first_row``: the query index of the block's first row (a block of rows of a larger map)."""
     scale = torch.ones_like(weights[..., :1, :])
     scale[..., 0] = damping
+    skip = max(0, 1 - first_row)  # query 0 is left alone
     damped = weights.clone()
-    damped[..., 1:, :] = weights[..., 1:, :] * scale
+    damped[..., skip:, :] = weights[..., skip:, :] * scale
     return damped / damped.sum(-1, keepdim=True)
 
 
@@ -232,9 +290,11 @@ def run_block(
     d_qk: float | None = None,
     positions: Positions = NO_POSITIONS,
     sink_damping: float | None = None,
-    record: dict[str, Tensor] | None = None,
+    record: dict[str, Any] | None = None,
+    chunk: int | None = None,
 ) -> Tensor:
-    """One layer in ``mode`` from its parts. x: [b, n, d] -> [b, n, d]. ``Attn`` is :func:`attention`.
+    """One layer in ``mode`` from its parts. x: [b, n, d] -> [b, n, d]. ``Attn`` is :func:`attention`
+    (``record``, ``chunk``: there).
 
     ================  ======================  ==============================  ==============================
     mode              the paper's variant     post-LN (BERT, ALBERT, MPNet)   pre-LN (GPT-2, Llama, T5)
@@ -254,7 +314,7 @@ def run_block(
     ``attn+ln`` / ``attn+skip+ln``; ``full`` is ``y = x + P1(Attn(N1(x))); y + P2(MLP(N2(y)))``.
     """
     def attn(z: Tensor) -> Tensor:
-        return attention(parts, z, mask, d_qk, positions, sink_damping, record)
+        return attention(parts, z, mask, d_qk, positions, sink_damping, record, chunk)
 
     place = parts.norm_placement
     post = place == "post"

@@ -266,8 +266,9 @@ def iter_hidden_states(
     layers: int | None = None,
     backend: str = "auto",
     sink_damping: float | None = None,
-    record: dict[str, Tensor] | None = None,
+    record: dict[str, Any] | None = None,
     attention_mask: Tensor | None = None,
+    chunk: int | None = None,
 ) -> Iterator[tuple[int, str, Tensor]]:
     """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
     state is kept (copy a tensor to keep it).
@@ -278,7 +279,10 @@ def iter_hidden_states(
     (None: each layer's own). ``layers``: L (default: the model's depth), cycling the model's
     layers. ``sink_damping``: the ``sinks`` ablation (:func:`~rankcollapse.models.parts.attention`).
     ``record``: a dict that holds, after each layer's row is yielded, that layer's attention
-    weights under ``"attn"`` [b, h, n, n] (forces the parts backend).
+    weights under ``"attn"`` [b, h, n, n] (forces the parts backend). ``chunk`` c (with ``record``):
+    each layer forms its weights c query rows at a time instead, and ``record`` holds their per-query
+    reductions under ``"rows"`` (:class:`~rankcollapse.metrics.diagnostics.AttentionRows`; memory: one
+    block ``[b, h, c, n]``, :func:`~rankcollapse.models.parts.attention`).
     ``attention_mask``: [b, n], 1 for real tokens, 0 for padding (right-padded batches of texts of
     different lengths): each layer's mask of a text of ``L_b`` real tokens is its mask at length
     ``L_b`` on those tokens and only ``i = j`` for a padding query (:func:`padded_mask`), so no real
@@ -299,6 +303,8 @@ def iter_hidden_states(
         raise RankCollapseError(f"layers must be >= 0, got {layers}")
     masks = layer_masks(model, mask, depth)
     surgery = sink_damping is not None or record is not None
+    if chunk is not None and record is None:
+        raise RankCollapseError("chunk (query rows per block of attention weights) applies only with record")
     if surgery and not model.dissected:
         raise RankCollapseError(f"{model.arch!r} is not dissected: diagnostics and the sinks ablation need "
                                 "the attention weights of a dissected family")
@@ -320,8 +326,11 @@ def iter_hidden_states(
                  for k, v in dense.items()}
         yield 0, hidden_state_name(0), x
         fused = which == "hf" and fusable(model, x.dtype)
-        causal = torch.ones(n, n, dtype=torch.bool).tril()
-        plain_causal = {k: v.ndim == 2 and bool(torch.equal(v, causal)) for k, v in dense.items()}
+        plain_causal: dict[int, bool] = {}
+        if fused:  # an [n, n] comparison only where it is used
+            causal = torch.ones(n, n, dtype=torch.bool).tril()
+            plain_causal = {k: v.ndim == 2 and bool(torch.equal(v, causal)) for k, v in dense.items()}
+            del causal
         for t in range(1, depth + 1):
             parts = model.layers[(t - 1) % n_layers]
             m = ready[id(masks[t - 1])]
@@ -331,6 +340,6 @@ def iter_hidden_states(
                 with fused_attention(model, fused):  # per layer: the caller runs between yields
                     x = parts.hf_forward(x, m, pos)
             else:
-                x = run_block(parts, x, mode, m, d_qk, pos, sink_damping, record)
+                x = run_block(parts, x, mode, m, d_qk, pos, sink_damping, record, chunk)
             trim_heap_every(t)
             yield t, hidden_state_name(t), x
