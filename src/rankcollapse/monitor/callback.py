@@ -49,8 +49,15 @@ class MonitorCallback(TrainerCallback):
             raise RankCollapseError(f"give a Monitor or its fields ({', '.join(fields)}), not both")
         self._batch: Any = None
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
-                       train_dataloader: Any = None, **kwargs: Any) -> None:
+    def on_train_begin(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        model: Any = None,
+        train_dataloader: Any = None,
+        **kwargs: Any,
+    ) -> None:
         if self.monitor.probe is None and train_dataloader is not None:
             try:
                 self._batch = first_examples(train_dataloader, int(args.per_device_train_batch_size))

@@ -63,30 +63,39 @@ def _from_path(model: nn.Module, path: str) -> list[nn.Module]:
     except (AttributeError, IndexError, ValueError, TypeError):
         raise RankCollapseError(
             f"model {_name(model)} has no module {quote(path)}; allowed: layers='path.to.blocks', the "
-            "attribute path of its list of layers (e.g. 'transformer.h')") from None
+            "attribute path of its list of layers (e.g. 'transformer.h')"
+        ) from None
     if not isinstance(found, nn.ModuleList | nn.Sequential) or len(found) == 0:
-        raise RankCollapseError(f"layers={quote(path)} of model {_name(model)} is a {type(found).__name__}, "
-                                "not a non-empty nn.ModuleList / nn.Sequential of layer modules")
+        raise RankCollapseError(
+            f"layers={quote(path)} of model {_name(model)} is a {type(found).__name__}, "
+            "not a non-empty nn.ModuleList / nn.Sequential of layer modules"
+        )
     return list(found)
 
 
 def _searched(model: nn.Module) -> tuple[str, list[nn.Module]]:
     """The one ``nn.ModuleList`` of layers of a model no family entry describes (module docstring)."""
-    lists = [(name, m) for name, m in model.named_modules()
-             if isinstance(m, nn.ModuleList) and len(m) > 0 and len({type(c) for c in m}) == 1]
+    lists = [
+        (name, m)
+        for name, m in model.named_modules()
+        if isinstance(m, nn.ModuleList) and len(m) > 0 and len({type(c) for c in m}) == 1
+    ]
     depth = getattr(getattr(model, "config", None), "num_hidden_layers", None)
     if isinstance(depth, int) and any(len(m) == depth for _, m in lists):
         lists = [(name, m) for name, m in lists if len(m) == depth]
     if not lists:
         raise RankCollapseError(
-            f"model {_name(model)} has no list of layers (no nn.ModuleList of modules of one type), so it has "
-            "no hidden states to measure; allowed: a transformer, or layers='path.to.blocks'")
+            f"model {_name(model)} has no list of layers (no nn.ModuleList of modules of one type), so it "
+            "has no hidden states to measure; allowed: a transformer, or layers='path.to.blocks'"
+        )
     longest = max(len(m) for _, m in lists)
     best = [(name, m) for name, m in lists if len(m) == longest]
     if len(best) > 1:
         names = ", ".join(quote(name) for name, _ in best[:3])
-        raise RankCollapseError(f"model {_name(model)} has several lists of {longest} layers ({names}); "
-                                "allowed: layers='path' naming the one to measure")
+        raise RankCollapseError(
+            f"model {_name(model)} has several lists of {longest} layers ({names}); "
+            "allowed: layers='path' naming the one to measure"
+        )
     return best[0][0], list(best[0][1])
 
 
@@ -106,11 +115,18 @@ def find_layers(model: nn.Module, layers: str | None = None) -> Layers:
         try:
             root, modules = layer_modules(fam, base)
         except (AttributeError, IndexError, TypeError):
-            raise RankCollapseError(f"model {_name(model)} (model_type {model_type!r}) does not have the "
-                                    f"layout of its family; allowed: layers='path.to.blocks'") from None
+            raise RankCollapseError(
+                f"model {_name(model)} (model_type {model_type!r}) does not have the "
+                f"layout of its family; allowed: layers='path.to.blocks'"
+            ) from None
         if not modules:
             raise RankCollapseError(f"model {_name(model)} has no layers (num_hidden_layers = 0)")
-        return Layers(root if fam.stack else base, tuple(modules), fam.tl_blocks, fam,
-                      f"the {model_type} family's layers")
+        return Layers(
+            root if fam.stack else base,
+            tuple(modules),
+            fam.tl_blocks,
+            fam,
+            f"the {model_type} family's layers",
+        )
     path, modules = _searched(model)
     return Layers(model, tuple(modules), "", None, f"its list of layers {path!r}")

@@ -48,8 +48,14 @@ class Outputs:
     """The sinks of one monitor (module docstring). ``record``: what ``config.json`` holds;
     ``warn(message)``: how a failing sink is reported (one line)."""
 
-    def __init__(self, out: str | Path | None, record: dict[str, Any], warn: Callable[[str], None],
-                 tensorboard: Any = None, wandb: Any = None) -> None:
+    def __init__(
+        self,
+        out: str | Path | None,
+        record: dict[str, Any],
+        warn: Callable[[str], None],
+        tensorboard: Any = None,
+        wandb: Any = None,
+    ) -> None:
         self.out = None if out is None else Path(out)
         self.record = record
         self.warn = warn
@@ -94,8 +100,10 @@ class Outputs:
                     self._writer.write_row(row)
             except Exception as err:  # a disk that fills, a folder that went read-only: never stop training
                 self._csv_ok = False
-                self.warn(f"CSV in {self.out} switched off at step {step} ({describe(err)}); rows are kept in "
-                          "memory (Monitor.to_frame())")
+                self.warn(
+                    f"CSV in {self.out} switched off at step {step} ({describe(err)}); rows are kept in "
+                    "memory (Monitor.to_frame())"
+                )
                 self._abandon()
         if self.tensorboard is not None:
             try:
@@ -115,8 +123,12 @@ class Outputs:
         """Claim the folder (:class:`rankcollapse.io.OutputFolder`, command ``monitor``) and start the CSV."""
         from rankcollapse.io import OutputFolder, RunWriter
 
-        folder = OutputFolder(self.out, "monitor", option="out", outputs=(
-            "config.json", RunWriter.FINAL, RunWriter.PARTIAL, PARQUET)).acquire()
+        folder = OutputFolder(
+            self.out,
+            "monitor",
+            option="out",
+            outputs=("config.json", RunWriter.FINAL, RunWriter.PARTIAL, PARQUET),
+        ).acquire()
         self._folder = folder
         try:
             self._writer = RunWriter(folder, {"monitor": self.record})
@@ -131,7 +143,7 @@ class Outputs:
         try:
             if writer is not None:
                 writer.close()
-        except Exception:  # noqa: S110  (already reported: the writer failed)
+        except Exception:
             pass
         finally:
             if folder is not None:
@@ -154,8 +166,10 @@ class Outputs:
                     written.append(folder.path / PARQUET)
                 failed = False
             except Exception as err:
-                self.warn(f"could not finish the files in {self.out} ({describe(err)}); rows are kept in "
-                          "memory (Monitor.to_frame())")
+                self.warn(
+                    f"could not finish the files in {self.out} ({describe(err)}); rows are kept in "
+                    "memory (Monitor.to_frame())"
+                )
             finally:
                 writer.close()
                 try:

@@ -47,13 +47,15 @@ def _frame(source: Any) -> Any:
             raise RankCollapseError(f"cannot read monitor rows from {quote(str(path))}: {err}") from None
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
-        raise RankCollapseError(f"rows lack the columns {', '.join(missing)}; allowed: a Monitor's rows "
-                                f"({', '.join(COLUMNS)})")
+        raise RankCollapseError(
+            f"rows lack the columns {', '.join(missing)}; allowed: a Monitor's rows ({', '.join(COLUMNS)})"
+        )
     return frame
 
 
-def plot_monitor(source: Any, out: str | Path | None = None, metrics: Sequence[str] | None = None,
-                 title: str = "") -> Any:
+def plot_monitor(
+    source: Any, out: str | Path | None = None, metrics: Sequence[str] | None = None, title: str = ""
+) -> Any:
     """Draw ``metrics`` (default: every metric in the rows, in their order) against the step, one
     curve per layer; ``source``: a :class:`~rankcollapse.monitor.Monitor`, its ``to_frame()``, or a
     ``metrics.csv`` (or its folder). ``out``: save there (atomically; the format from the suffix).
@@ -73,8 +75,10 @@ def plot_monitor(source: Any, out: str | Path | None = None, metrics: Sequence[s
     names = list(dict.fromkeys(frame["metric"])) if metrics is None else list(metrics)
     unknown = [m for m in names if m not in set(frame["metric"])]
     if unknown:
-        raise RankCollapseError(f"metrics {quote(unknown)} are not in the rows; allowed: "
-                                f"{', '.join(dict.fromkeys(frame['metric']))}")
+        raise RankCollapseError(
+            f"metrics {quote(unknown)} are not in the rows; allowed: "
+            f"{', '.join(dict.fromkeys(frame['metric']))}"
+        )
     layers = sorted(frame["layer"].unique())
     norm = Normalize(vmin=min(layers), vmax=max(max(layers), 1))
     cmap = plt.get_cmap("viridis_r")
@@ -86,8 +90,13 @@ def plot_monitor(source: Any, out: str | Path | None = None, metrics: Sequence[s
         for t in layers:
             curve = part[part["layer"] == t].sort_values("step")
             if not curve.empty:
-                ax.plot(curve["step"], curve["value"], color=cmap(norm(t)), lw=1.4, marker="." if len(curve) < 30
-                        else None)
+                ax.plot(
+                    curve["step"],
+                    curve["value"],
+                    color=cmap(norm(t)),
+                    lw=1.4,
+                    marker="." if len(curve) < 30 else None,
+                )
         if name == "mu_rel":
             floor = floor_rel("float32")
             low = part["value"].min()
@@ -98,7 +107,7 @@ def plot_monitor(source: Any, out: str | Path | None = None, metrics: Sequence[s
         ax.set_xlabel("training step", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     bar = fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.8, pad=0.02)
     bar.set_label("row t (0: embeddings, t: output of layer t)", fontsize=8)

@@ -45,8 +45,15 @@ from rankcollapse.validate import quote
 DEFAULT_METRICS: tuple[str, ...] = ("mu", "mu_rel", "at_floor", "num_rank", "effective_rank", "mean_abs_cos")
 #: The ``diagnostics`` a probe adds (:func:`rankcollapse.models.diagnose.diagnostic_row`, means over
 #: samples and heads); the first four need attention weights, so row 0 has only the last three.
-DIAGNOSTICS: tuple[str, ...] = ("attention_entropy", "normalized_attention_entropy", "first_token_attention",
-                                "sink_rate", "first_token_norm", "top_activation", "massive_ratio")
+DIAGNOSTICS: tuple[str, ...] = (
+    "attention_entropy",
+    "normalized_attention_entropy",
+    "first_token_attention",
+    "sink_rate",
+    "first_token_norm",
+    "top_activation",
+    "massive_ratio",
+)
 _ATTENTION = DIAGNOSTICS[:4]
 #: Keys of a Hugging Face batch the base model reads (``labels`` and the like are left out).
 MODEL_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids", "position_ids")
@@ -78,21 +85,31 @@ class MonitorConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1:
-            raise RankCollapseError(f"every={quote(self.every)} is invalid; allowed: a whole number >= 1 (steps)")
+            raise RankCollapseError(
+                f"every={quote(self.every)} is invalid; allowed: a whole number >= 1 (steps)"
+            )
         self.metrics = metric_names(self.metrics) or METRIC_NAMES
         if not isinstance(self.diagnostics, bool) or not isinstance(self.at_start, bool):
             raise RankCollapseTypeError("diagnostics and at_start must be True or False")
-        if isinstance(self.sink_threshold, bool) or not isinstance(self.sink_threshold, int | float) \
-                or not 0.0 <= self.sink_threshold <= 1.0:
-            raise RankCollapseError(f"sink_threshold={quote(self.sink_threshold)} is invalid; allowed: a number "
-                                    "in [0, 1]")
+        if (
+            isinstance(self.sink_threshold, bool)
+            or not isinstance(self.sink_threshold, int | float)
+            or not 0.0 <= self.sink_threshold <= 1.0
+        ):
+            raise RankCollapseError(
+                f"sink_threshold={quote(self.sink_threshold)} is invalid; allowed: a number in [0, 1]"
+            )
         if self.sink_threshold != SINK_THRESHOLD and not self.diagnostics:
             raise RankCollapseError("sink_threshold applies only with diagnostics=True")
         if self.layers is not None and (not isinstance(self.layers, str) or not self.layers.strip()):
-            raise RankCollapseError(f"layers={quote(self.layers)} is invalid; allowed: an attribute path such "
-                                    "as 'transformer.h'")
-        if self.metric_threads is not None and (isinstance(self.metric_threads, bool) or
-                                                not isinstance(self.metric_threads, int) or self.metric_threads < 1):
+            raise RankCollapseError(
+                f"layers={quote(self.layers)} is invalid; allowed: an attribute path such as 'transformer.h'"
+            )
+        if self.metric_threads is not None and (
+            isinstance(self.metric_threads, bool)
+            or not isinstance(self.metric_threads, int)
+            or self.metric_threads < 1
+        ):
             raise RankCollapseError(f"metric_threads={quote(self.metric_threads)} is invalid; allowed: >= 1")
         if self.out is not None:
             from rankcollapse.io import check_output_folder
@@ -148,8 +165,15 @@ class Monitor:
     failure reported (one line each, also on stderr, each distinct message once).
     """
 
-    def __init__(self, config: MonitorConfig | None = None, *, probe: Any = None, tensorboard: Any = None,
-                 wandb: Any = None, **fields: Any) -> None:
+    def __init__(
+        self,
+        config: MonitorConfig | None = None,
+        *,
+        probe: Any = None,
+        tensorboard: Any = None,
+        wandb: Any = None,
+        **fields: Any,
+    ) -> None:
         if config is not None and fields:
             raise RankCollapseError(f"give a MonitorConfig or its fields ({', '.join(fields)}), not both")
         if config is not None and not isinstance(config, MonitorConfig):
@@ -193,7 +217,9 @@ class Monitor:
             self._warn(f"step {step}: probe skipped ({describe(err)})")
             return []
 
-    def measure(self, model: nn.Module, batch: Any = None, *, step: int | None = None) -> list[dict[str, Any]]:
+    def measure(
+        self, model: nn.Module, batch: Any = None, *, step: int | None = None
+    ) -> list[dict[str, Any]]:
         """Probe ``model`` now on :attr:`probe` (else ``batch``) and return its rows (also appended to
         :attr:`rows` and the sinks). ``step`` labels the rows (default: the count of :meth:`step`).
         RankCollapseError (one line) for a model without layers, a batch it cannot read, a probe that
@@ -205,8 +231,12 @@ class Monitor:
         layers = find_layers(model, self.config.layers)
         args, kwargs, ids_shape, padding = _model_inputs(layers.call, _check_batch(given), _is_hf(model))
         _check_probe_memory(model, ids_shape)
-        state = _Probe(step, layers, None if padding is None else padding.sum(1).cpu(),
-                       padding if padding is not None and not bool(padding.all()) else None)
+        state = _Probe(
+            step,
+            layers,
+            None if padding is None else padding.sum(1).cpu(),
+            padding if padding is not None and not bool(padding.all()) else None,
+        )
         if self.config.diagnostics:
             _attention_parts(model, layers, state, ids_shape[1])
         rows = _run_probe(model, layers, args, kwargs, state, self)
@@ -223,11 +253,18 @@ class Monitor:
         t = state.t
         if not isinstance(x, Tensor) or x.ndim != 3 or not x.is_floating_point():
             what = f"a tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
-            raise RankCollapseError(f"layer {max(t - 1, 0)} of {type(state.layers.call).__name__} gives {what}, "
-                                    "not hidden states [b, n, d]; allowed: layers='path' naming the transformer "
-                                    "blocks")
+            raise RankCollapseError(
+                f"layer {max(t - 1, 0)} of {type(state.layers.call).__name__} gives {what}, "
+                "not hidden states [b, n, d]; allowed: layers='path' naming the transformer "
+                "blocks"
+            )
         x = x.detach()
-        base = {"step": state.step, "layer": t, "hidden_state": hidden_state_name(t), "hook": state.layers.hook(t)}
+        base = {
+            "step": state.step,
+            "layer": t,
+            "hidden_state": hidden_state_name(t),
+            "hook": state.layers.hook(t),
+        }
         ok, values = sample_values(x, self.config.metrics, self.config.metric_threads, state.lengths)
         _, stats = summarize_samples(ok, values)
         state.rows += [{**base, "metric": name, "value": stats[name]} for name in self.config.metrics]
@@ -237,7 +274,7 @@ class Monitor:
             mask = state.masks[t - 1] if t > 0 and state.masks else None
             per = diagnostic_values(x, attn, mask, self.config.sink_threshold, state.lengths)
             row = diagnostic_row(per, self.config.sink_threshold, state.heads)
-            names = DIAGNOSTICS if attn is not None else DIAGNOSTICS[len(_ATTENTION):]
+            names = DIAGNOSTICS if attn is not None else DIAGNOSTICS[len(_ATTENTION) :]
             state.rows += [{**base, "metric": name, "value": row[name]} for name in names]
 
     # ---- results -----------------------------------------------------------------------------------
@@ -262,37 +299,47 @@ class Monitor:
     def __enter__(self) -> Monitor:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
         steps = sorted({r["step"] for r in self.rows})
         span = f"steps {steps[0]}..{steps[-1]}" if steps else "no probe yet"
-        return (f"Monitor(every={self.config.every}, metrics {', '.join(self.config.metrics)}, {len(steps)} "
-                f"probes ({span}), {len(self.failures)} failures; .to_frame() for the table)")
+        return (
+            f"Monitor(every={self.config.every}, metrics {', '.join(self.config.metrics)}, {len(steps)} "
+            f"probes ({span}), {len(self.failures)} failures; .to_frame() for the table)"
+        )
 
 
 def _check_batch(batch: Any) -> Any:
     """A batch as a probe reads it (the :class:`Monitor` docstring); RankCollapseError (one line) else."""
     if isinstance(batch, tuple | list):
         if not batch:
-            raise RankCollapseError("batch is an empty tuple; allowed: token ids [b, n], a mapping, or (inputs, ...)")
+            raise RankCollapseError(
+                "batch is an empty tuple; allowed: token ids [b, n], a mapping, or (inputs, ...)"
+            )
         batch = batch[0]
     if isinstance(batch, Tensor):
         if batch.ndim < 2 or batch.shape[0] < 1 or batch.shape[1] < 2:
-            raise RankCollapseError(f"batch has shape {tuple(batch.shape)}; allowed: [b, n] token ids (or "
-                                    "[b, n, ...] inputs) with b >= 1 and n >= 2 tokens")
+            raise RankCollapseError(
+                f"batch has shape {tuple(batch.shape)}; allowed: [b, n] token ids (or "
+                "[b, n, ...] inputs) with b >= 1 and n >= 2 tokens"
+            )
         return batch
     if isinstance(batch, Mapping):
         if not batch:
             raise RankCollapseError("batch is an empty mapping; allowed: one with input_ids [b, n]")
         return dict(batch)
-    raise RankCollapseTypeError(f"batch must be token ids [b, n], a mapping or a tuple, got {type(batch).__name__}")
+    raise RankCollapseTypeError(
+        f"batch must be token ids [b, n], a mapping or a tuple, got {type(batch).__name__}"
+    )
 
 
-def _model_inputs(call: nn.Module, batch: Any, hf: bool
-                  ) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, int], Tensor | None]:
+def _model_inputs(
+    call: nn.Module, batch: Any, hf: bool
+) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, int], Tensor | None]:
     """``(args, kwargs, (b, n), padding)`` to run ``call`` on ``batch``, on the model's device;
     ``padding``: bool [b, n] of real tokens from a right-padded ``attention_mask`` (None: none)."""
     first = next(iter(call.parameters()), None)
@@ -310,19 +357,24 @@ def _model_inputs(call: nn.Module, batch: Any, hf: bool
         if main is None:
             main = next((v for v in kwargs.values() if isinstance(v, Tensor) and v.ndim >= 2), None)
         if main is None:
-            raise RankCollapseError(f"batch has no input_ids (keys: {', '.join(map(str, batch))[:120]}); "
-                                    "allowed: a mapping with input_ids [b, n]")
+            raise RankCollapseError(
+                f"batch has no input_ids (keys: {', '.join(map(str, batch))[:120]}); "
+                "allowed: a mapping with input_ids [b, n]"
+            )
         args = ()
     padding = None
     mask = kwargs.get("attention_mask")
     if isinstance(mask, Tensor):
         if mask.shape != main.shape[:2]:
-            raise RankCollapseError(f"attention_mask has shape {tuple(mask.shape)}, not that of the ids "
-                                    f"{tuple(main.shape[:2])}")
+            raise RankCollapseError(
+                f"attention_mask has shape {tuple(mask.shape)}, not that of the ids {tuple(main.shape[:2])}"
+            )
         real = mask.bool()
         if not bool(real[:, 0].all()) or bool((real[:, 1:] & ~real[:, :-1]).any()):
-            raise RankCollapseError("attention_mask must be right padding (1s then 0s, token 0 real in every "
-                                    "sample); allowed: a right-padded batch")
+            raise RankCollapseError(
+                "attention_mask must be right padding (1s then 0s, token 0 real in every "
+                "sample); allowed: a right-padded batch"
+            )
         padding = real
     return args, kwargs, (int(main.shape[0]), int(main.shape[1])), padding
 
@@ -355,21 +407,27 @@ def _attention_parts(model: nn.Module, layers: Layers, state: _Probe, n: int) ->
 
     fam = layers.family
     if fam is None:
-        raise RankCollapseError(f"diagnostics need the attention weights of a family we dissect; "
-                                f"{type(model).__name__} is not one (diagnostics=False measures the rest)")
+        raise RankCollapseError(
+            f"diagnostics need the attention weights of a family we dissect; "
+            f"{type(model).__name__} is not one (diagnostics=False measures the rest)"
+        )
     base = base_model(model)
     try:
         dissected = DISSECTORS[fam.model_type](base, True)
     except Exception as err:
-        raise RankCollapseError(f"diagnostics: {type(model).__name__} cannot be dissected ({describe(err)}); "
-                                "diagnostics=False measures the rest") from None
+        raise RankCollapseError(
+            f"diagnostics: {type(model).__name__} cannot be dissected ({describe(err)}); "
+            "diagnostics=False measures the rest"
+        ) from None
     state.parts = dissected.layers
     state.heads = dissected.layers[0].n_heads
     depth = len(dissected.layers)
     sched = own_schedule(getattr(base, fam.stack).config if fam.stack else base.config, depth)
     kind = "causal" if dissected.is_decoder else "complete"
-    state.masks = [(sched.period[i % len(sched.period)] if sched is not None else parse_mask(kind)).dense(n)
-                   for i in range(depth)]
+    state.masks = [
+        (sched.period[i % len(sched.period)] if sched is not None else parse_mask(kind)).dense(n)
+        for i in range(depth)
+    ]
     state.positions = dissected.positions
 
 
@@ -392,8 +450,14 @@ def _layer_attention(state: _Probe, x: Tensor) -> Tensor:
     return record["attn"]
 
 
-def _run_probe(model: nn.Module, layers: Layers, args: tuple[Any, ...], kwargs: dict[str, Any],
-               state: _Probe, monitor: Monitor) -> list[dict[str, Any]]:
+def _run_probe(
+    model: nn.Module,
+    layers: Layers,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    state: _Probe,
+    monitor: Monitor,
+) -> list[dict[str, Any]]:
     """Run the forward with the hooks in place, in eval mode under ``torch.no_grad``; hooks removed and
     training flags restored afterwards, also on an error."""
     from rankcollapse.models.inputs import borrowed
@@ -421,21 +485,26 @@ def _run_probe(model: nn.Module, layers: Layers, args: tuple[Any, ...], kwargs: 
             try:
                 layers.call(*args, **kwargs)
             except torch.OutOfMemoryError as err:
-                raise RankCollapseError(f"monitor probe does not fit in memory ({describe(err)}); allowed: a "
-                                        "smaller probe batch") from None
+                raise RankCollapseError(
+                    f"monitor probe does not fit in memory ({describe(err)}); allowed: a smaller probe batch"
+                ) from None
             except RuntimeError as err:
                 text = str(err)
                 if "can't allocate memory" in text or "out of memory" in text:
-                    raise RankCollapseError(f"monitor probe does not fit in memory ({describe(err)}); allowed: "
-                                            "a smaller probe batch") from None
+                    raise RankCollapseError(
+                        f"monitor probe does not fit in memory ({describe(err)}); allowed: "
+                        "a smaller probe batch"
+                    ) from None
                 raise
     finally:
         for handle in handles:
             handle.remove()
         state.attn = None
     if state.t == 0:
-        raise RankCollapseError(f"no layer of {type(layers.call).__name__} ran during the probe ({layers.found}); "
-                                "allowed: layers='path' naming the blocks its forward calls")
+        raise RankCollapseError(
+            f"no layer of {type(layers.call).__name__} ran during the probe ({layers.found}); "
+            "allowed: layers='path' naming the blocks its forward calls"
+        )
     return state.rows
 
 
