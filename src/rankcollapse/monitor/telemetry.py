@@ -289,13 +289,6 @@ class Monitor:
         returns the files written. A failure is one warning line."""
         return self._outputs.close(self.to_frame)
 
-    def callback(self) -> Any:
-        """A ``transformers.TrainerCallback`` driving this monitor
-        (:class:`rankcollapse.monitor.callback.MonitorCallback`)."""
-        from rankcollapse.monitor.callback import MonitorCallback
-
-        return MonitorCallback(self)
-
     def __enter__(self) -> Monitor:
         return self
 
