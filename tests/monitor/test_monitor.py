@@ -37,8 +37,9 @@ def ids_for(vocab: int, b: int = 3, n: int = 12, seed: int = 1) -> torch.Tensor:
 def tiny_gpt2_lm(seed: int = 0, layers: int = 2) -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(n_layer=layers, n_embd=32, n_head=2, vocab_size=300, n_positions=32,
-                        bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        n_layer=layers, n_embd=32, n_head=2, vocab_size=300, n_positions=32, bos_token_id=0, eos_token_id=0
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return GPT2LMHeadModel(config)
@@ -48,11 +49,21 @@ def by_layer(rows: list[dict], metric: str) -> dict[int, float]:
     return {r["layer"]: r["value"] for r in rows if r["metric"] == metric}
 
 
-def assert_rows_equal_analyze(rows: list[dict], model: object, ids: torch.Tensor, names: tuple[str, ...],
-                              attention_mask: torch.Tensor | None = None, diagnostics: bool = False) -> None:
+def assert_rows_equal_analyze(
+    rows: list[dict],
+    model: object,
+    ids: torch.Tensor,
+    names: tuple[str, ...],
+    attention_mask: torch.Tensor | None = None,
+    diagnostics: bool = False,
+) -> None:
     """Each (layer, metric) of ``rows`` equals the row of ``analyze`` on the same model and ids."""
-    ref = analyze(AnalyzeConfig(metrics=DEFAULT_METRICS, diagnostics=diagnostics), model=model, ids=ids,
-                  attention_mask=attention_mask).rows
+    ref = analyze(
+        AnalyzeConfig(metrics=DEFAULT_METRICS, diagnostics=diagnostics),
+        model=model,
+        ids=ids,
+        attention_mask=attention_mask,
+    ).rows
     assert sorted({r["layer"] for r in rows}) == [r["layer"] for r in ref]
     for name in names:
         ours = by_layer(rows, name)
@@ -60,8 +71,10 @@ def assert_rows_equal_analyze(rows: list[dict], model: object, ids: torch.Tensor
             if row["layer"] not in ours:
                 assert name in DIAGNOSTICS[:4] and row["layer"] == 0  # no attention before layer 1
                 continue
-            assert ours[row["layer"]] == pytest.approx(row[name], rel=RTOL, abs=ATOL, nan_ok=True), \
-                (name, row["layer"])
+            assert ours[row["layer"]] == pytest.approx(row[name], rel=RTOL, abs=ATOL, nan_ok=True), (
+                name,
+                row["layer"],
+            )
     hooks = {r["layer"]: r["hook"] for r in rows}
     assert [hooks[row["layer"]] for row in ref] == [row["hook"] for row in ref]
 
@@ -86,9 +99,12 @@ def test_a_right_padded_batch_is_measured_on_each_samples_real_tokens():
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0
     mask[2, 3:] = 0
-    rows = Monitor(every=1, diagnostics=True).measure(loaded.hf_model, {"input_ids": ids, "attention_mask": mask})
-    assert_rows_equal_analyze(rows, loaded, ids, DEFAULT_METRICS + DIAGNOSTICS, attention_mask=mask,
-                              diagnostics=True)
+    rows = Monitor(every=1, diagnostics=True).measure(
+        loaded.hf_model, {"input_ids": ids, "attention_mask": mask}
+    )
+    assert_rows_equal_analyze(
+        rows, loaded, ids, DEFAULT_METRICS + DIAGNOSTICS, attention_mask=mask, diagnostics=True
+    )
     plain = Monitor(every=1).measure(loaded.hf_model, ids)  # the padding changes the values: it was used
     assert by_layer(plain, "mu_rel")[2] != pytest.approx(by_layer(rows, "mu_rel")[2], rel=1e-4)
 
@@ -99,7 +115,10 @@ def test_a_model_with_a_head_is_measured_on_its_base_models_layers():
     rows = Monitor(every=1).measure(model, {"input_ids": ids, "labels": ids})  # labels are not read
     assert_rows_equal_analyze(rows, model, ids, DEFAULT_METRICS)
     assert [r["hook"] for r in rows if r["metric"] == "mu"] == [
-        "blocks.0.hook_resid_pre", "blocks.0.hook_resid_post", "blocks.1.hook_resid_post"]
+        "blocks.0.hook_resid_pre",
+        "blocks.0.hook_resid_post",
+        "blocks.1.hook_resid_post",
+    ]
 
 
 # ---- what a probe leaves behind ------------------------------------------------------------------------
@@ -249,7 +268,7 @@ def test_layers_names_the_list_where_a_model_has_several():
             super().__init__()
             self.extra = nn.ModuleList(nn.Linear(16, 16) for _ in range(3))
 
-    with pytest.raises(RankCollapseError, match="several lists of 3 layers.*layers='path'"):
+    with pytest.raises(RankCollapseError, match=r"several lists of 3 layers.*layers='path'"):
         find_layers(Two())
     model = Two()
     assert find_layers(model, "blocks").modules == tuple(model.blocks)
@@ -264,9 +283,18 @@ def run_trainer(tmp_path, callback, epochs: int = 3, examples: int = 8, batch: i
     model = tiny_gpt2_lm()
     ids = ids_for(300, b=examples, n=12, seed=3)
     data = [{"input_ids": row, "labels": row} for row in ids]
-    args = TrainingArguments(output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=batch,
-                             num_train_epochs=epochs, use_cpu=True, report_to=[], logging_strategy="no",
-                             save_strategy="no", disable_tqdm=True, seed=0, dataloader_num_workers=0)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "trainer"),
+        per_device_train_batch_size=batch,
+        num_train_epochs=epochs,
+        use_cpu=True,
+        report_to=[],
+        logging_strategy="no",
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[callback])
     trainer.train()
     return trainer, model, ids
@@ -283,7 +311,10 @@ def test_the_trainer_callback_probes_at_the_start_and_every_k_steps_with_analyze
     last = [r for r in callback.monitor.rows if r["step"] == 6]
     assert_rows_equal_analyze(last, model, ids[:4], DEFAULT_METRICS)  # the probe: the first 4 examples
     written = pd.read_csv(tmp_path / "telemetry" / "metrics.csv", keep_default_na=False)
-    assert written[["step", "layer", "metric"]].values.tolist() == frame[["step", "layer", "metric"]].values.tolist()
+    assert (
+        written[["step", "layer", "metric"]].values.tolist()
+        == frame[["step", "layer", "metric"]].values.tolist()
+    )
     assert written["value"].to_numpy() == pytest.approx(frame["value"].to_numpy(), rel=1e-12)
     assert not callback.monitor.failures
 
@@ -317,7 +348,9 @@ def test_a_callback_whose_every_probe_fails_warns_once_and_the_training_runs_to_
     trainer, _, _ = run_trainer(tmp_path, callback)
     assert trainer.state.global_step == 6
     assert len(callback.monitor.failures) == 7 and not callback.monitor.rows  # steps 0..6
-    lines = [line for line in capsys.readouterr().err.splitlines() if "rankcollapse: warning: monitor" in line]
+    lines = [
+        line for line in capsys.readouterr().err.splitlines() if "rankcollapse: warning: monitor" in line
+    ]
     assert len(lines) == 1 and "no input_ids" in lines[0]
 
 
@@ -361,8 +394,10 @@ def test_an_allocation_failure_inside_the_probe_is_one_line(monkeypatch, capsys)
     model.train()
 
     def no_memory(module, args):
-        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: "
-                           "you tried to allocate 68719476736 bytes.\nmore text")
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: "
+            "you tried to allocate 68719476736 bytes.\nmore text"
+        )
 
     model.transformer.h[1].register_forward_pre_hook(no_memory)
     monitor = Monitor(every=1)
@@ -372,7 +407,9 @@ def test_an_allocation_failure_inside_the_probe_is_one_line(monkeypatch, capsys)
     assert model.training and hooks_on(model) == 1
 
 
-def test_a_disk_that_fills_switches_the_csv_off_in_one_line_and_keeps_every_row(tmp_path, monkeypatch, capsys):
+def test_a_disk_that_fills_switches_the_csv_off_in_one_line_and_keeps_every_row(
+    tmp_path, monkeypatch, capsys
+):
     from rankcollapse.io import RunWriter
 
     written = []
@@ -406,14 +443,17 @@ def test_an_output_folder_that_is_not_ours_is_refused_at_construction(tmp_path):
         Monitor(out=str(tmp_path))
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ({"every": 0}, "every=0 is invalid"),
-    ({"every": True}, "every=True is invalid"),
-    ({"metrics": "mu,rank"}, "unknown; allowed: mu, mu_rel"),
-    ({"sink_threshold": 0.5}, "applies only with diagnostics=True"),
-    ({"sink_threshold": 2.0, "diagnostics": True}, "sink_threshold=2.0 is invalid"),
-    ({"layers": ""}, "layers='' is invalid"),
-])
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"every": 0}, "every=0 is invalid"),
+        ({"every": True}, "every=True is invalid"),
+        ({"metrics": "mu,rank"}, "unknown; allowed: mu, mu_rel"),
+        ({"sink_threshold": 0.5}, "applies only with diagnostics=True"),
+        ({"sink_threshold": 2.0, "diagnostics": True}, "sink_threshold=2.0 is invalid"),
+        ({"layers": ""}, "layers='' is invalid"),
+    ],
+)
 def test_a_bad_setting_is_one_line_naming_it(fields, message):
     with pytest.raises(RankCollapseError, match=message.replace("(", r"\(")):
         MonitorConfig(**fields)
@@ -452,8 +492,9 @@ def test_tensorboard_and_wandb_get_every_row_as_a_scalar_and_a_failing_one_is_sw
     for step in (1, 2, 3):
         monitor.measure(model, ids_for(300), step=step)
     rows = monitor.rows
-    assert writer.scalars == [(f"rankcollapse/{r['metric']}/{r['hidden_state']}", r["value"], r["step"])
-                              for r in rows]
+    assert writer.scalars == [
+        (f"rankcollapse/{r['metric']}/{r['hidden_state']}", r["value"], r["step"]) for r in rows
+    ]
     assert [s for _, s in run.logged] == [1]
     assert run.logged[0][0]["rankcollapse/mu_rel/layer_2_out"] == by_layer(rows, "mu_rel")[2]
     err = capsys.readouterr().err.strip().splitlines()
@@ -482,5 +523,5 @@ def test_plot_monitor_draws_a_panel_per_metric_and_refuses_an_absent_one(tmp_pat
     fig = plot_monitor(monitor, tmp_path / "m.png")
     assert (tmp_path / "m.png").stat().st_size > 0
     assert [ax.get_title() for ax in fig.axes[:2]][1] == "effective rank"
-    with pytest.raises(RankCollapseError, match="'sink_rate'.* not in the rows"):
+    with pytest.raises(RankCollapseError, match=r"'sink_rate'.* not in the rows"):
         plot_monitor(monitor, metrics=["sink_rate"])

@@ -10,7 +10,8 @@ it. The probe batch is the monitor's ``probe``, else a fixed one: the first
 dataloader's own collator (under a forked RNG, so a collator that draws, e.g. MLM masking, leaves
 the training's random stream as it was; the sampler is never touched). At the end of training the
 monitor is closed (``metrics.csv``, ``metrics.parquet``). A failure of the telemetry is one warning
-line and training goes on.
+line and training goes on. In multi-process training only the main process
+(``state.is_world_process_zero``) probes and writes.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class MonitorCallback(TrainerCallback):
         train_dataloader: Any = None,
         **kwargs: Any,
     ) -> None:
+        if not getattr(state, "is_world_process_zero", True):
+            return
         if self.monitor.probe is None and train_dataloader is not None:
             try:
                 self._batch = first_examples(train_dataloader, int(args.per_device_train_batch_size))
@@ -67,8 +70,11 @@ class MonitorCallback(TrainerCallback):
             self.monitor.safe_measure(model, self._batch, step=int(state.global_step))
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-        if model is not None and state.global_step % self.monitor.config.every == 0:
+        if not getattr(state, "is_world_process_zero", True) or model is None:
+            return
+        if state.global_step % self.monitor.config.every == 0:
             self.monitor.safe_measure(model, self._batch, step=int(state.global_step))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.monitor.close()
+        if getattr(state, "is_world_process_zero", True):
+            self.monitor.close()
