@@ -68,7 +68,7 @@ def main() -> None:
             monitor.step(model)
             if step % 50 == 0:
                 took = time.perf_counter() - start
-                print(f"step {step}: loss {float(loss):.3f} ({took:.0f} s)", flush=True)
+                print(f"step {step}: loss {float(loss.detach()):.3f} ({took:.0f} s)", flush=True)
     title = f"GPT-2, 4 layers, d = 128, trained from random init on Shakespeare ({args.steps} steps)"
     panels = [
         "mu_rel",

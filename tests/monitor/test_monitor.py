@@ -366,7 +366,7 @@ def test_a_model_without_layers_is_one_warning_line_and_the_loop_runs_on(capsys)
         loss.backward()
         opt.step()
         opt.zero_grad()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         assert monitor.step(model, ids) == []
     assert losses[-1] < losses[0]
     err = capsys.readouterr().err.strip().splitlines()

@@ -84,7 +84,9 @@ def plot_monitor(
     cmap = plt.get_cmap("viridis_r")
     cols = min(len(names), 3)
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, layout="constrained"
+    )
     for ax, name in zip(axes.flat, names, strict=False):
         part = frame[frame["metric"] == name]
         for t in layers:
@@ -110,6 +112,7 @@ def plot_monitor(
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     bar = fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.8, pad=0.02)
+    bar.set_ticks(layers if len(layers) <= 13 else layers[:: -(-len(layers) // 12)])
     bar.set_label("row t (0: embeddings, t: output of layer t)", fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -118,5 +121,5 @@ def plot_monitor(
 
         path = Path(out)
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png", bbox_inches="tight")
+            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
     return fig
