@@ -525,3 +525,23 @@ def test_plot_monitor_draws_a_panel_per_metric_and_refuses_an_absent_one(tmp_pat
     assert [ax.get_title() for ax in fig.axes[:2]][1] == "effective rank"
     with pytest.raises(RankCollapseError, match=r"'sink_rate'.* not in the rows"):
         plot_monitor(monitor, metrics=["sink_rate"])
+
+
+def test_in_multi_process_training_only_the_main_process_probes_and_writes(tmp_path):
+    from types import SimpleNamespace
+
+    from rankcollapse.monitor import MonitorCallback
+
+    model = tiny_gpt2_lm()
+    probe = ids_for(300)
+    for main, probes in ((False, []), (True, [0, 2])):
+        callback = MonitorCallback(Monitor(every=2, probe=probe, out=str(tmp_path / f"main{main}")))
+        state = SimpleNamespace(global_step=0, is_world_process_zero=main)
+        args = SimpleNamespace(per_device_train_batch_size=2)
+        callback.on_train_begin(args, state, None, model=model)
+        for step in (1, 2):
+            state.global_step = step
+            callback.on_step_end(args, state, None, model=model)
+        callback.on_train_end(args, state, None)
+        assert sorted({r["step"] for r in callback.monitor.rows}) == probes
+        assert (tmp_path / f"main{main}" / "metrics.csv").exists() == main
