@@ -22,7 +22,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["README.md", "docs/masks.md", "docs/models.md", "docs/paper-experiments.md", "configs/README.md"]
+PAGES = [
+    "README.md",
+    "docs/masks.md",
+    "docs/models.md",
+    "docs/monitor.md",
+    "docs/paper-experiments.md",
+    "configs/README.md",
+]
 RUN = ("python", "bash")
 SKIP_TAGS = ("long", "setup")
 

@@ -29,7 +29,7 @@ FLOORS: list[tuple[str, ...]] = [
         "rankcollapse.__main__",
     ),
     ("rankcollapse.masks", "rankcollapse.metrics"),
-    ("rankcollapse.dynamics", "rankcollapse.models", "rankcollapse.equilibria"),
+    ("rankcollapse.dynamics", "rankcollapse.models", "rankcollapse.equilibria", "rankcollapse.monitor"),
     ("rankcollapse.experiments", "rankcollapse.experiments.engine"),
     ("rankcollapse.experiments.kit",),  # the judging kit: one way to summarise, judge and draw
     ("rankcollapse.experiments.stories",),

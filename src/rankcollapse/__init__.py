@@ -7,6 +7,7 @@ Layout (each folder has a module docstring saying what lives there):
 - ``dynamics``    deep self-attention dynamics: attention kernels, norms, layers, simulator, theory
 - ``equilibria``  LayerNorm dynamics: the N = 2 counterexample and equilibria of every rank
 - ``models``      pretrained Hugging Face models dissected layer by layer, corpora
+- ``monitor``     collapse telemetry per layer inside a training loop (Trainer callback, plain loop)
 - ``experiments`` the paper's experiments, sweeps and the reproduction report
 - ``cli``         the ``rankcollapse`` command, a thin layer over the Python API
 """

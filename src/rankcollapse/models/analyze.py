@@ -279,9 +279,13 @@ def batch_bytes(model: LoadedModel, batch: int, tokens: int) -> int:
     cfg = model.hf_model.config
     width = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0) or 768)
     heads = parts.n_heads if parts is not None else int(getattr(cfg, "num_attention_heads", 12))
-    acts = 8 * batch * tokens * width * itemsize
-    maps = 2 * batch * heads * tokens * tokens * itemsize
-    return acts + maps
+    return forward_bytes(batch, tokens, width, heads, itemsize)
+
+
+def forward_bytes(batch: int, tokens: int, width: int, heads: int, itemsize: int) -> int:
+    """The estimate of :func:`batch_bytes` from the sizes: ``8 b n d + 2 b h n^2`` elements of
+    ``itemsize`` bytes (eight ``[b, n, d]`` activations, two ``[b, h, n, n]`` attention maps)."""
+    return (8 * batch * tokens * width + 2 * batch * heads * tokens * tokens) * itemsize
 
 
 def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:

@@ -278,19 +278,25 @@ def _positions(fam: FamilySpec, root: nn.Module, config: Any) -> Callable[[Tenso
     return None
 
 
+def layer_modules(fam: FamilySpec, model: nn.Module) -> tuple[nn.Module, list[nn.Module]]:
+    """``(root, modules)``: the module holding the layers (the base model, or its ``fam.stack``) and
+    the layer modules in the order they are applied (ALBERT: its shared layer once per application)."""
+    root = getattr(model, fam.stack, model) if fam.stack else model
+    if callable(fam.layers):
+        return root, list(fam.layers(root))
+    depth = getattr(root.config, "num_hidden_layers", None) or None
+    return root, list(get_path(root, fam.layers))[:depth]
+
+
 def dissect_family(fam: FamilySpec, model: nn.Module, hf_casts: bool) -> Dissected:
     """Dissect ``model`` (a base model of ``fam.model_type``) by its entry; :class:`Unsupported` when
     its config asks for something the entry does not implement (``fam.requires``)."""
-    root = getattr(model, fam.stack, model) if fam.stack else model
+    root, modules = layer_modules(fam, model)
     config = root.config
     for key, value in fam.requires.items():
         got = getattr(config, key, value)
         if got != value:
             raise Unsupported(f"config {key}={got!r} (dissected: {value!r})")
-    if callable(fam.layers):
-        modules = fam.layers(root)
-    else:
-        modules = list(get_path(root, fam.layers))[: getattr(config, "num_hidden_layers", None) or None]
     layers = [layer_parts(fam, m, config, hf_casts, i) for i, m in enumerate(modules)]
     embed = fam.embed(root) if callable(fam.embed) else get_path(root, fam.embed)
     context = next((getattr(config, k) for k in fam.context if getattr(config, k, None)), 512)

@@ -1,0 +1,125 @@
+"""The figure of a monitored training run: each metric against the training step, one curve per layer.
+
+:func:`plot_monitor` draws one panel per metric; each curve is one row ``t`` (``embeddings``, then the
+output of layer t), coloured from light (row 0) to dark (the last layer), so a reader sees both how
+a layer moves over training and how the layers are ordered at each step. ``mu_rel`` also shows its
+precision floor (``FLOOR_FACTOR eps`` of float32) when the curves come near it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.monitor.outputs import COLUMNS
+from rankcollapse.validate import quote
+
+#: Axis labels of the metrics a figure names in words.
+LABELS: dict[str, str] = {
+    "mu_rel": "mu_rel = ||X - 1 mean(X)||_F / ||X||_F",
+    "mu": "mu = ||X - 1 mean(X)||_F",
+    "effective_rank": "effective rank",
+    "num_rank": "numerical rank",
+    "mean_abs_cos": "mean |cos| (anisotropy)",
+    "sink_rate": "sink rate (share of heads)",
+    "first_token_attention": "attention on the first token",
+    "attention_entropy": "attention entropy (nats)",
+    "massive_ratio": "max |x| / median |x|",
+}
+
+
+def _frame(source: Any) -> Any:
+    """A tidy frame from a Monitor, a DataFrame, or a ``metrics.csv`` / folder written by one."""
+    import pandas as pd
+
+    if hasattr(source, "to_frame"):
+        return source.to_frame()
+    if isinstance(source, pd.DataFrame):
+        frame = source
+    else:
+        path = Path(source)
+        path = path / "metrics.csv" if path.is_dir() else path
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, ValueError) as err:
+            raise RankCollapseError(f"cannot read monitor rows from {quote(str(path))}: {err}") from None
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise RankCollapseError(
+            f"rows lack the columns {', '.join(missing)}; allowed: a Monitor's rows ({', '.join(COLUMNS)})"
+        )
+    return frame
+
+
+def plot_monitor(
+    source: Any, out: str | Path | None = None, metrics: Sequence[str] | None = None, title: str = ""
+) -> Any:
+    """Draw ``metrics`` (default: every metric in the rows, in their order) against the step, one
+    curve per layer; ``source``: a :class:`~rankcollapse.monitor.Monitor`, its ``to_frame()``, or a
+    ``metrics.csv`` (or its folder). ``out``: save there (atomically; the format from the suffix).
+    Returns the matplotlib figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import cm
+    from matplotlib.colors import Normalize
+
+    from rankcollapse.core.precision import floor_rel
+
+    frame = _frame(source)
+    if frame.empty:
+        raise RankCollapseError("no rows to plot: the monitor has not probed yet")
+    names = list(dict.fromkeys(frame["metric"])) if metrics is None else list(metrics)
+    unknown = [m for m in names if m not in set(frame["metric"])]
+    if unknown:
+        raise RankCollapseError(
+            f"metrics {quote(unknown)} are not in the rows; allowed: "
+            f"{', '.join(dict.fromkeys(frame['metric']))}"
+        )
+    layers = sorted(frame["layer"].unique())
+    norm = Normalize(vmin=min(layers), vmax=max(max(layers), 1))
+    cmap = plt.get_cmap("viridis_r")
+    cols = min(len(names), 3)
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, layout="constrained"
+    )
+    for ax, name in zip(axes.flat, names, strict=False):
+        part = frame[frame["metric"] == name]
+        for t in layers:
+            curve = part[part["layer"] == t].sort_values("step")
+            if not curve.empty:
+                ax.plot(
+                    curve["step"],
+                    curve["value"],
+                    color=cmap(norm(t)),
+                    lw=1.4,
+                    marker="." if len(curve) < 30 else None,
+                )
+        if name == "mu_rel":
+            floor = floor_rel("float32")
+            low = part["value"].min()
+            if low == low and low < 100 * floor:
+                ax.axhline(floor, color="grey", ls=":", lw=1, label="float32 floor")
+                ax.legend(fontsize=7, loc="best")
+        ax.set_title(LABELS.get(name, name), fontsize=9)
+        ax.set_xlabel("training step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(names) :]:
+        ax.axis("off")
+    bar = fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.8, pad=0.02)
+    bar.set_ticks(layers if len(layers) <= 13 else layers[:: -(-len(layers) // 12)])
+    bar.set_label("row t (0: embeddings, t: output of layer t)", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    if out is not None:
+        from rankcollapse.io import atomic_path
+
+        path = Path(out)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
+    return fig
