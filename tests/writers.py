@@ -27,6 +27,9 @@ class Writer:
     rows: int = 0  # metrics.csv rows of a finished simulate / analyze run
 
 
+#: Where a run writes before it is published (the output layer's staging folder), as a glob.
+STAGED = ".rankcollapse.staging.*.tmp/"
+
 WRITERS = (
     Writer("simulate", ("simulate", "--n", "8", "--d", "4", "--layers", "3000", "--metrics", "mu",
                         "--no-progress", "--overwrite", "--out", "OUT"),
@@ -35,9 +38,9 @@ WRITERS = (
                        "--layers", "60", "--out", "OUT"),
            ("config.json", "metrics.csv"), "metrics*.csv", 61),
     Writer("portrait", ("portrait", "--out", "OUT"),
-           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), "paper_figure1.png"),
+           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), STAGED + "paper_figure1.png"),
     Writer("counterexample", ("counterexample", "--out", "OUT"),
-           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), "paper_figure1.png"),
+           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), STAGED + "paper_figure1.png"),
     Writer("reproduce", ("reproduce", "--profile", "tiny", "--only", "theorem1,theorem2", "--workers", "1",
                          "--no-progress", "--out", "OUT"),
            ("runs.csv", "claims.csv", "report.html"), "runs/*/*.json"),
