@@ -703,8 +703,11 @@ class OutputFolder:
         self._published = {"complete": complete, "files": files, "started_at": None, "finished_at": None}
 
     def _write_marker(self, *, running: bool) -> None:
+        # this run's partial files are listed from before they exist (a kill right after leaves them ours)
         scratch = [
-            n for n in dict.fromkeys([*self._old_scratch, *self._scratch]) if os.path.lexists(self.path / n)
+            n
+            for n in dict.fromkeys([*self._old_scratch, *self._scratch])
+            if (running and n in self._scratch) or os.path.lexists(self.path / n)
         ]
         record = {
             "rankcollapse": "output folder",
