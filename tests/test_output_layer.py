@@ -551,3 +551,20 @@ def _dead_pid() -> int:
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
     return int(proc.stdout)
+
+
+def test_a_folder_from_before_manifests_loses_only_the_commands_own_outputs(tmp_path: Path) -> None:
+    """A marker written before manifests listed every entry, the user's included: such a folder is taken
+    to hold the command's own output names only (a folder among them, such as attention/: its files)."""
+    out = tmp_path / "old"
+    (out / "attention").mkdir(parents=True)
+    (out / "attention" / "layer_001.npy").write_bytes(b"old run")
+    (out / "metrics.csv").write_text("layer,mu\n0,1\n")
+    (out / "notes.txt").write_text("mine")
+    legacy = {"rankcollapse": "output folder", "command": "analyze", "complete": True,
+              "files": ["attention", "metrics.csv", "notes.txt"]}
+    (out / MARKER_NAME).write_text(json.dumps(legacy))
+    with OutputFolder(out, "analyze", existing="replace", outputs=("metrics.csv", "attention")) as folder:
+        folder.file("metrics.csv").write_text("layer,mu\n0,2\n")
+    assert (out / "notes.txt").read_text() == "mine" and not (out / "attention").exists()
+    assert read_marker(out)["files"] == ["metrics.csv"]  # type: ignore[index]

@@ -682,8 +682,9 @@ class OutputFolder:
 
     def _inherit(self, previous: dict[str, Any] | None) -> None:
         """What the folder holds now: the published run (complete or not, its manifest) and the scratch
-        files of an interrupted one; a marker before manifests (or none: a folder before markers) lists
-        its run's files among the command's ``outputs`` and its own ``files``, at the top level."""
+        files of an interrupted one. A folder from before manifests (a marker listing every entry, or no
+        marker) is taken to hold the command's own ``outputs`` only (a folder among them: its files), so
+        a file of the user's that an old marker listed is never taken for the run's."""
         if previous is not None and previous.get("format") == MARKER_FORMAT:
             self._published = {
                 "complete": previous.get("complete") is True,
@@ -693,14 +694,20 @@ class OutputFolder:
             }
             self._old_scratch = [n for n in _entries(previous.get("scratch")) if "/" not in n]
             return
-        names = set(self.outputs) | set(_entries(previous.get("files") if previous else None))
-        files = sorted(
-            n
-            for n in names
-            if "/" not in n and os.path.lexists(self.path / n) and not _is_real_dir(self.path / n)
-        )
+        files: list[str] = []
+        for name in _entries(list(self.outputs)):
+            path = self.path / name
+            if _is_real_dir(path):
+                files.extend(f"{name}/{rel}" for rel in _files_under(path))
+            elif "/" not in name and os.path.lexists(path):
+                files.append(name)
         complete = previous.get("complete") is True if previous is not None else bool(files)
-        self._published = {"complete": complete, "files": files, "started_at": None, "finished_at": None}
+        self._published = {
+            "complete": complete,
+            "files": sorted(files),
+            "started_at": None,
+            "finished_at": None,
+        }
 
     def _write_marker(self, *, running: bool) -> None:
         # this run's partial files are listed from before they exist (a kill right after leaves them ours)

@@ -143,8 +143,9 @@ def analyze_command(
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
+    # what analyze wrote before the marker listed a run's files (a folder from then is replaced by these)
     outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png", "per_sample.csv",
-               "mask_check.json")
+               "mask_check.json", "attention")
     checks: list = []
     with OutputFolder(out, "analyze", existing=existing, outputs=outputs) as folder:
         with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:

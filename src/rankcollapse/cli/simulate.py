@@ -105,6 +105,7 @@ def simulate_command(
     from rankcollapse.progress import progress as progress_lines
 
     bar = progress_lines(config.layers + 1, f"simulate {config.mask}", "layers", enabled=progress)
+    # what simulate wrote before the marker listed a run's files (a folder from then is replaced by these)
     outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png")
     with OutputFolder(out, "simulate", existing=existing, outputs=outputs) as folder:
         try:
