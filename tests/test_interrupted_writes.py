@@ -7,6 +7,9 @@ half run.
 - SIGTERM mid-run: exit 143 (128 + SIGTERM) and one line ``rankcollapse: terminated; ...``; SIGKILL
   mid-run (no clean-up at all): the same folder state. In both the folder does not look finished,
   and a rerun completes it.
+- SIGKILL mid-*rerun* (``--overwrite`` into a finished run's folder): the earlier result is whole, byte
+  for byte, and still marked complete (the new run was staged aside, never published); the next run
+  removes the killed run's staging folder and completes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from rankcollapse.io import is_complete, read_marker
 from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, looks_finished, start
 
 #: Small enough that every command's outputs pass it (figures, reports, metrics), large enough for
@@ -74,3 +78,31 @@ def test_a_signal_mid_run_leaves_nothing_that_looks_finished(
         assert proc.returncode == -signal.SIGKILL
     assert not looks_finished(writer, out)
     _rerun_completes(writer, out)
+
+
+REPLACING = [w for w in WRITERS if w.command != "reproduce"]  # reproduce resumes: it replaces nothing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", REPLACING, ids=[w.command for w in REPLACING])
+def test_a_rerun_killed_mid_run_leaves_the_earlier_result_whole(writer: Writer, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _rerun_completes(writer, out)
+    marker = read_marker(out)
+    assert marker is not None
+    earlier = {name: (out / name).read_bytes() for name in marker["files"]}
+    assert set(writer.finished) <= set(earlier)
+    proc = start(writer, out, extra=("--overwrite",))
+    try:
+        stopped = holding(proc, out, writer.busy)
+        assert stopped, f"the rerun ended before it could be stopped: {proc.communicate()}"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    assert is_complete(out) and read_marker(out)["files"] == marker["files"]  # type: ignore[index]
+    assert {name: (out / name).read_bytes() for name in marker["files"]} == earlier
+    assert not (out / "metrics.csv").exists() or (out / "metrics.csv").read_bytes() == earlier["metrics.csv"]
+    _rerun_completes(writer, out)
+    assert not list(out.glob(".rankcollapse.staging.*"))  # the killed run's staging folder: removed

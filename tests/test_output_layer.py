@@ -258,10 +258,13 @@ def test_the_marker_says_complete_only_after_a_clean_finish(tmp_path: Path) -> N
 
     with pytest.raises(RankCollapseError, match="No space left on device"):
         write_folder(out, "portrait", fails)
-    marker = read_marker(out)
-    assert marker is not None and marker["complete"] is False and not is_complete(out)
+    assert not is_complete(out) and not (out / "figure1.png").exists()  # the half file was staged only
     assert write_folder(out, "portrait", lambda folder: 7) == 7
     assert is_complete(out)
+    with OutputFolder(tmp_path / "busy", "portrait") as folder:
+        folder.file("a.txt").write_text("staged")
+        assert not is_complete(folder.path) and not (folder.path / "a.txt").exists()
+    assert (tmp_path / "busy" / "a.txt").read_text() == "staged"
     with OutputFolder(tmp_path / "new", "portrait"):
         assert not is_complete(tmp_path / "new")  # while running: not finished
     with pytest.raises(KeyError), OutputFolder(tmp_path / "gone", "portrait"):
@@ -382,3 +385,186 @@ def test_a_folder_of_someone_elses_run_jsons_is_not_taken_for_a_reproduce_folder
               "status": "ok", "csv_sha256": "0" * 64}
     (ours / "runs" / "fig2.paper" / "abc.json").write_text(json.dumps(record))
     assert check_output_folder(ours, "reproduce", existing="resume") == ours
+
+
+# ---- staging, manifest, publication (issue 25) -----------------------------------------------------------
+def test_only_what_the_run_wrote_is_ever_removed(tmp_path: Path) -> None:
+    """The marker lists the files a run wrote (subfolders included); a file anyone else puts into the
+    folder, during the run or after, is in no manifest and survives every rerun. An earlier run's files
+    the new run does not write go at publication, with the folders they leave empty."""
+    out = tmp_path / "out"
+    with OutputFolder(out, "portrait") as folder:
+        folder.file("a.csv").write_text("run 1")
+        (folder.subfolder("sub") / "b.npy").write_bytes(b"run 1")
+        (out / "notes.txt").write_text("mine, dropped in during the run")
+        (out / "mine").mkdir()
+        (out / "mine" / "x.txt").write_text("mine too")
+    marker = read_marker(out)
+    assert marker is not None and marker["complete"] is True
+    assert marker["files"] == ["a.csv", "sub/b.npy"]
+    with OutputFolder(out, "portrait", existing="replace") as folder:
+        folder.file("c.csv").write_text("run 2")
+        (out / "later.txt").write_text("mine, dropped in during the second run")
+    assert read_marker(out)["files"] == ["c.csv"]  # type: ignore[index]
+    assert (out / "notes.txt").read_text() == "mine, dropped in during the run"
+    assert (out / "mine" / "x.txt").exists() and (out / "later.txt").exists()
+    assert not (out / "a.csv").exists() and not (out / "sub").exists()
+    assert (out / "c.csv").read_text() == "run 2"
+
+
+def test_a_rerun_publishes_at_the_end_and_a_failed_one_leaves_the_earlier_run_whole(tmp_path: Path) -> None:
+    """While a rerun writes, the earlier finished run stays whole and marked complete; a rerun that fails
+    (here: its figure cannot be drawn) changes nothing; one that succeeds replaces it in one step."""
+    out = tmp_path / "out"
+    with OutputFolder(out, "portrait") as folder:
+        folder.file("figure1.png").write_bytes(b"run 1")
+    with OutputFolder(out, "portrait", existing="replace") as folder:
+        folder.file("figure1.png").write_bytes(b"run 2")
+        assert is_complete(out) and (out / "figure1.png").read_bytes() == b"run 1"
+    assert (out / "figure1.png").read_bytes() == b"run 2" and is_complete(out)
+    before = read_marker(out)
+    with pytest.raises(RankCollapseError, match="cannot write plot"), OutputFolder(
+        out, "portrait", existing="replace"
+    ) as folder:
+        folder.file("figure1.png").write_bytes(b"run 3, half")
+        raise RankCollapseError("cannot write plot 'figure5.png': No space left on device (ENOSPC)")
+    assert (out / "figure1.png").read_bytes() == b"run 2" and is_complete(out)
+    after = read_marker(out)
+    assert after is not None and before is not None and after["files"] == before["files"]
+    assert after["finished_at"] == before["finished_at"]
+    assert sorted(p.name for p in out.iterdir()) == [".lock", MARKER_NAME, "figure1.png"]  # no staging left
+
+
+def test_a_plot_error_after_the_rows_leaves_nothing_that_looks_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``analyze --plot``: metrics.csv, per_sample.csv and mu.png are published together, after the last
+    of them is written; a plot that fails leaves no metrics.csv and no complete marker."""
+    import rankcollapse.models.plot as plots
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RankCollapseError("cannot write plot 'mu.png': No space left on device (ENOSPC)")
+
+    monkeypatch.setattr(plots, "plot_collapse", broken)
+    out = tmp_path / "run"
+    assert "No space left" in one_line_error(writer_args("analyze", out, "--plot", "--per-sample"))
+    assert not (out / "metrics.csv").exists() and not (out / "per_sample.csv").exists()
+    assert not is_complete(out)
+
+
+def test_plot_refuses_a_run_folder_whose_marker_says_unfinished(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert run_cli(writer_args("simulate", out))[0] == 0
+    marker = read_marker(out)
+    assert marker is not None
+    (out / MARKER_NAME).write_text(json.dumps({**marker, "complete": False}))  # e.g. killed mid-publication
+    line = one_line_error(["plot", str(out), "--out", str(tmp_path / "p.png")])
+    assert "not a finished run" in line and "did not complete" in line
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_an_analyze_rerun_leaves_no_attention_files_of_the_earlier_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    code, _, err = run_cli(writer_args("analyze", out, "--diagnostics", "--save-attention", "--no-table"))
+    assert code == 0, err
+    first = read_marker(out)
+    assert first is not None and "attention/layer_001.npy" in first["files"]
+    assert (out / "attention" / "layer_001.npy").is_file()
+    code, _, err = run_cli(writer_args("analyze", out, "--overwrite", "--no-table"))
+    assert code == 0, err
+    assert not (out / "attention").exists()
+    marker = read_marker(out)
+    assert marker is not None and marker["complete"] is True
+    assert sorted(marker["files"]) == ["config.json", "metrics.csv"]
+
+
+@pytest.mark.parametrize("command", ["analyze", "portrait"])
+def test_an_earlier_run_is_replaced_only_with_overwrite_one_rule_for_every_command(
+    command: str, tmp_path: Path
+) -> None:
+    """simulate refuses an earlier run without --overwrite; analyze and portrait used to replace it
+    silently: now a deprecation warning (one release), then the same refusal. The layer's rule is refuse."""
+    from rankcollapse.io import check_output_folder
+
+    out = tmp_path / "run"
+    code, _, err = run_cli(writer_args(command, out, *(["--no-table"] if command == "analyze" else [])))
+    assert code == 0 and not err.strip(), err
+    with pytest.raises(RankCollapseError, match="--overwrite"):
+        check_output_folder(out, command)
+    extra = ["--no-table"] if command == "analyze" else []
+    code, _, err = run_cli(writer_args(command, out, *extra))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 0 and len(lines) == 1, err
+    assert lines[0].startswith("rankcollapse: warning: replacing an earlier") and "--overwrite" in lines[0]
+    code, _, err = run_cli(writer_args(command, out, *extra, "--overwrite"))
+    assert code == 0 and not err.strip(), err
+    assert is_complete(out)
+
+
+def test_the_next_writer_removes_the_temporaries_of_a_killed_one(tmp_path: Path) -> None:
+    """``kill -9`` inside an atomic write (reproduce drawing ``figures/``) leaves ``.NAME.<pid>.<hex>.tmp``;
+    the next writer that takes the folder's lock removes it (and a dead run's staging folder), never a
+    live process's."""
+    import subprocess
+    import sys
+
+    from rankcollapse.experiments.engine.lock import OutputLock as ReproduceLock
+
+    out = tmp_path / "repro"
+    with ReproduceLock(out):
+        (out / "figures").mkdir()
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from rankcollapse.io import atomic_path\n"
+        "with atomic_path(Path(sys.argv[1]) / 'figures' / 'fig2.png') as tmp:\n"
+        "    tmp.write_bytes(b'half a figure')\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, check=False)
+    assert killed.returncode == -9, killed.stderr
+    litter = list((out / "figures").iterdir())
+    assert [p.name for p in litter] and litter[0].name.startswith(".fig2.png.") and litter[0].suffix == ".tmp"
+    dead_staging = out / f".rankcollapse.staging.{_dead_pid()}.0123456789ab.tmp"
+    dead_staging.mkdir()
+    (dead_staging / "metrics.csv").write_text("layer\n0\n")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        kept = out / "figures" / f".fig3.png.{live.pid}.0123456789ab.tmp"
+        kept.write_bytes(b"being written")
+        mine = out / "figures" / "fig9.png.1.0123456789ab.tmp"  # not a temporary's name: not ours to touch
+        mine.write_bytes(b"a user's file")
+        with ReproduceLock(out):
+            assert not any(p.exists() for p in litter) and not dead_staging.exists()
+            assert kept.exists() and mine.exists()
+        assert is_complete(out)
+    finally:
+        live.kill()
+        live.wait()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    return int(proc.stdout)
+
+
+def test_a_folder_from_before_manifests_loses_only_the_commands_own_outputs(tmp_path: Path) -> None:
+    """A marker written before manifests listed every entry, the user's included: such a folder is taken
+    to hold the command's own output names only (a folder among them, such as attention/: its files)."""
+    out = tmp_path / "old"
+    (out / "attention").mkdir(parents=True)
+    (out / "attention" / "layer_001.npy").write_bytes(b"old run")
+    (out / "metrics.csv").write_text("layer,mu\n0,1\n")
+    (out / "notes.txt").write_text("mine")
+    legacy = {"rankcollapse": "output folder", "command": "analyze", "complete": True,
+              "files": ["attention", "metrics.csv", "notes.txt"]}
+    (out / MARKER_NAME).write_text(json.dumps(legacy))
+    with OutputFolder(out, "analyze", existing="replace", outputs=("metrics.csv", "attention")) as folder:
+        folder.file("metrics.csv").write_text("layer,mu\n0,2\n")
+    assert (out / "notes.txt").read_text() == "mine" and not (out / "attention").exists()
+    assert read_marker(out)["files"] == ["metrics.csv"]  # type: ignore[index]

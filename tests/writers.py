@@ -27,17 +27,22 @@ class Writer:
     rows: int = 0  # metrics.csv rows of a finished simulate / analyze run
 
 
+#: Where a run writes before it is published (the output layer's staging folder), as a glob.
+STAGED = ".rankcollapse.staging.*.tmp/"
+
 WRITERS = (
     Writer("simulate", ("simulate", "--n", "8", "--d", "4", "--layers", "3000", "--metrics", "mu",
                         "--no-progress", "--overwrite", "--out", "OUT"),
-           ("config.json", "metrics.csv"), "metrics*.csv", 3001),
+           ("config.json", "metrics.csv"), "metrics.partial.csv", 3001),
     Writer("analyze", ("analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64",
                        "--layers", "60", "--out", "OUT"),
-           ("config.json", "metrics.csv"), "metrics*.csv", 61),
+           ("config.json", "metrics.csv"), "metrics.partial.csv", 61),
     Writer("portrait", ("portrait", "--out", "OUT"),
-           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), "paper_figure1.png"),
+           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"),
+           STAGED + "paper_figure1.png"),
     Writer("counterexample", ("counterexample", "--out", "OUT"),
-           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"), "paper_figure1.png"),
+           ("paper_figure1.png", "paper_figure5.pdf", "paper_counterexample.json"),
+           STAGED + "paper_figure1.png"),
     Writer("reproduce", ("reproduce", "--profile", "tiny", "--only", "theorem1,theorem2", "--workers", "1",
                          "--no-progress", "--out", "OUT"),
            ("runs.csv", "claims.csv", "report.html"), "runs/*/*.json"),
@@ -52,9 +57,11 @@ def _child_setup(fsize: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
 
-def start(writer: Writer, out: Path, fsize: int | None = None) -> subprocess.Popen[str]:
-    """``python -m rankcollapse <writer's slow run>`` into ``out`` (with ``RLIMIT_FSIZE`` when given)."""
-    args = [str(out) if a == "OUT" else a for a in writer.slow]
+def start(writer: Writer, out: Path, fsize: int | None = None,
+          extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    """``python -m rankcollapse <writer's slow run> <extra>`` into ``out`` (with ``RLIMIT_FSIZE`` when
+    given)."""
+    args = [str(out) if a == "OUT" else a for a in writer.slow] + [a for a in extra if a not in writer.slow]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "rankcollapse", *args],

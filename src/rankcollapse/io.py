@@ -23,6 +23,8 @@ import fcntl
 import json
 import os
 import platform
+import re
+import shutil
 import stat
 import sys
 import time
@@ -31,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Literal
 
@@ -159,14 +161,79 @@ LOCK_NAME = ".lock"
 MARKER_NAME = ".rankcollapse.json"
 #: Entries an output folder may hold that are the layer's own, not a run's results.
 SCAFFOLD = frozenset({LOCK_NAME, MARKER_NAME})
-#: What an existing folder of the same command gets: ``refuse`` (e.g. simulate without --overwrite),
-#: ``replace`` (its previous outputs are removed first) or ``resume`` (kept: reproduce).
-Existing = Literal["refuse", "replace", "resume"]
+#: The marker's format: 2 lists what the run wrote (its manifest, ``files``); before it, every entry.
+MARKER_FORMAT = 2
+#: A run's staging folder inside its output folder: ``.rankcollapse.staging.<pid>.<hex>.tmp``.
+STAGING_NAME = "rankcollapse.staging"
+#: What an earlier finished run of the same command in the folder gets: ``refuse`` (the rule: a run
+#: never replaces another silently; the CLI's ``--overwrite`` turns it into ``replace``), ``replace``,
+#: ``deprecated-replace`` (replaced with a deprecation warning: a command whose default used to replace,
+#: for one release) or ``resume`` (kept and added to in place: reproduce).
+Existing = Literal["refuse", "replace", "deprecated-replace", "resume"]
+
+#: A temporary of this layer: ``.NAME.<pid>.<12 hex>.tmp`` (:func:`temporary_sibling`, a staging folder).
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.(?P<tag>[0-9a-f]{12})\.tmp")
+
+
+def temporary_owner(name: str) -> int | None:
+    """The pid in the name of one of this layer's temporaries (``.NAME.<pid>.<hex>.tmp``), else None."""
+    found = _TEMPORARY.fullmatch(name)
+    return int(found["pid"]) if found else None
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts; a pid that cannot exist does not)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OverflowError, ValueError):
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | Path) -> list[Path]:
+    """Remove, anywhere under ``folder``, this layer's temporaries whose process is gone: the
+    ``.NAME.<pid>.<hex>.tmp`` files of :func:`atomic_path` and the staging folders of
+    :class:`OutputFolder` that a ``kill -9`` left. A live process's temporaries are kept; links are
+    never followed (a link with such a name is removed as a link). Returns what was removed.
+
+    :class:`OutputLock` calls it once it holds a folder's lock, so the next writer clears the litter.
+    """
+    removed: list[Path] = []
+    for top, dirs, files in os.walk(folder):
+        for name in (*files, *dirs):
+            pid = temporary_owner(name)
+            if pid is None or pid == os.getpid() or _pid_alive(pid):
+                continue
+            path = Path(top) / name
+            try:
+                if _is_real_dir(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+            except OSError:
+                continue
+            removed.append(path)
+        dirs[:] = [d for d in dirs if temporary_owner(d) is None]  # never into a live run's staging
+    return removed
 
 
 def _is_dir(path: Path) -> bool:
     try:
         return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_real_dir(path: Path) -> bool:
+    """A folder that is not a symbolic link."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
 
@@ -182,6 +249,20 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("command"), str) else None
+
+
+def _entries(value: Any) -> list[str]:
+    """The relative paths in a marker's list (read from a file anyone may write): each a plain path
+    inside the folder, never absolute, never ``..``, never the layer's own files."""
+    found: list[str] = []
+    for item in value if isinstance(value, list) else ():
+        if not isinstance(item, str) or not item or "\x00" in item or "\\" in item:
+            continue
+        parts = PurePosixPath(item).parts
+        if item.startswith("/") or any(p in ("", ".", "..") for p in parts) or _is_scaffold(parts[0]):
+            continue
+        found.append(str(PurePosixPath(*parts)))
+    return found
 
 
 #: The keys every run record of a reproduce store has (``experiments.engine.store``): a folder is ours by
@@ -236,9 +317,12 @@ def _legacy_owner(folder: Path) -> str | None:
 
 
 def _is_scaffold(name: str) -> bool:
-    """The layer's own files: the lock, the marker, and a marker being written (its temporary), which a
-    second process may see while the first holds the lock and has not renamed it yet."""
-    return name in SCAFFOLD or any(name.startswith(f".{s}.") and name.endswith(".tmp") for s in SCAFFOLD)
+    """The layer's own entries: the lock, the marker, a marker being written (its temporary, which a
+    second process may see while the first holds the lock and has not renamed it yet), and a run's
+    staging folder."""
+    if name in SCAFFOLD or any(name.startswith(f".{s}.") and name.endswith(".tmp") for s in SCAFFOLD):
+        return True
+    return name.startswith(f".{STAGING_NAME}.") and temporary_owner(name) is not None
 
 
 def folder_owner(folder: str | Path) -> str | None:
@@ -249,6 +333,16 @@ def folder_owner(folder: str | Path) -> str | None:
     return _legacy_owner(Path(folder))
 
 
+def holds_finished_run(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a finished run that a new one would replace: its marker says
+    ``complete: true``, or it is a run folder made before markers. An interrupted run's leftovers
+    (marker ``complete: false``) are not one."""
+    marker = read_marker(folder)
+    if marker is not None:
+        return marker.get("complete") is True
+    return _legacy_owner(Path(folder)) is not None
+
+
 def _existing_parent(path: Path) -> Path:
     for parent in path.absolute().parents:
         if os.path.lexists(parent):
@@ -257,12 +351,13 @@ def _existing_parent(path: Path) -> Path:
 
 
 def check_output_folder(
-    path: str | Path, command: str, *, option: str = "--out", existing: Existing = "replace"
+    path: str | Path, command: str, *, option: str = "--out", existing: Existing = "refuse"
 ) -> Path:
     """Check, writing nothing, that ``command`` may write the folder ``path``; return it as a Path.
 
     Allowed: a new folder (under an existing, writable folder), an empty one, or one this command
-    made (its marker, or its layout before markers), under ``existing``'s rule. Refused with one
+    made (its marker, or its layout before markers), under ``existing``'s rule (``refuse``: an earlier
+    finished run there is refused, naming ``--overwrite``; an interrupted one is not). Refused with one
     line: a file, a path under a file, an unwritable folder, a non-empty folder rankcollapse did
     not make, another command's folder, and a folder whose entries include a symbolic link.
     """
@@ -326,10 +421,10 @@ def check_output_folder(
             f"{option} {quote_path(folder)} holds the output of {quote(f'rankcollapse {owner}')}; allowed: "
             f"a new or empty folder, or one an earlier 'rankcollapse {command}' wrote"
         )
-    if existing == "refuse":
+    if existing == "refuse" and holds_finished_run(folder):
         raise RankCollapseError(
-            f"{option} {quote_path(folder)} exists and is not empty (an earlier {command} run); pass "
-            "--overwrite to replace its files"
+            f"{option} {quote_path(folder)} holds an earlier finished {command} run; pass --overwrite to "
+            "replace it (a run never replaces another silently)"
         )
     return folder
 
@@ -340,10 +435,12 @@ class OutputLock:
     The holder writes its pid into the file; a second process either fails at once with one line
     naming that pid (``RankCollapseError``, exit 2 on the CLI) or, with ``wait=True``, blocks until
     the holder is done. The kernel drops the lock when the holder dies (``kill -9`` included), so a
-    stale file never blocks anyone. The lock file is opened with ``O_NOFOLLOW`` and without
-    ``O_TRUNC``, and must be a regular file with no other hard link: a planted link or FIFO is
-    refused, never truncated or written. Folders this lock created are removed again if the run
-    failed and left nothing but the layer's own files in them (no empty folders after a failure).
+    stale file never blocks anyone; the new holder then removes the temporaries a dead writer left
+    anywhere in the folder (:func:`remove_stale_temporaries`). The lock file is opened with
+    ``O_NOFOLLOW`` and without ``O_TRUNC``, and must be a regular file with no other hard link: a
+    planted link or FIFO is refused, never truncated or written. Folders this lock created are removed
+    again if the run failed and left nothing but the layer's own files in them (no empty folders after
+    a failure).
     """
 
     def __init__(self, folder: str | Path, wait: bool = False, option: str = "output folder") -> None:
@@ -407,6 +504,7 @@ class OutputLock:
             self._remove_empty()
             raise
         self._fd = fd
+        remove_stale_temporaries(self.folder)
         return self
 
     def release(self, failed: bool = False) -> None:
@@ -437,28 +535,117 @@ class OutputLock:
         self.release(failed=kind is not None)
 
 
+def _files_under(folder: Path) -> list[str]:
+    """Every file (or link) under ``folder`` as a relative POSIX path, sorted; links never followed."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        rel = PurePosixPath(Path(top).relative_to(folder))
+        found.extend(str(rel / f) for f in files)
+        found.extend(str(rel / d) for d in dirs if os.path.islink(Path(top) / d))
+    return sorted(found)
+
+
+def _real_parents(root: Path, rel: str) -> Path:
+    """``root / rel``'s folder, each part a real folder (created where missing; a link or a file in the
+    way refused): a file placed there never lands outside ``root`` through a planted link."""
+    folder = root
+    for part in PurePosixPath(rel).parts[:-1]:
+        folder = folder / part
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            os.mkdir(folder)
+            continue
+        if stat.S_ISLNK(mode):
+            raise LinkRefusedError(
+                f"{quote_path(folder)} is a symbolic link; rankcollapse never writes through a link "
+                "(remove it)"
+            )
+        if not stat.S_ISDIR(mode):
+            raise RankCollapseError(f"{quote_path(folder)} is a file; allowed: a folder")
+    return root / rel
+
+
+def _remove_entry(root: Path, rel: str) -> None:
+    """Remove the file (or link) ``root / rel`` of an earlier run, and the folders it leaves empty; never
+    through a link or a file in its path, never a folder."""
+    parts = PurePosixPath(rel).parts
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        if not _is_real_dir(folder):
+            return
+    target = folder / parts[-1]
+    try:
+        if stat.S_ISDIR(os.lstat(target).st_mode):
+            return
+        os.unlink(target)
+    except FileNotFoundError:
+        return
+    for depth in range(len(parts) - 1, 0, -1):
+        try:
+            os.rmdir(root.joinpath(*parts[:depth]))
+        except OSError:
+            return
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
 class OutputFolder:
     """``with OutputFolder(out, "simulate") as folder: ...``: one command's claim on its output folder.
 
     On entry: :func:`check_output_folder`, then the folder is created and locked
-    (:class:`OutputLock`), checked again under the lock (two writers cannot both pass), the
-    previous outputs of this command removed if ``existing="replace"`` (the names in ``outputs``
-    and those the previous marker lists), and the marker written with ``complete: false``. On a
-    clean exit the marker is rewritten with ``complete: true`` (last), listing the files written;
-    on an exception it stays ``false`` and a folder this call created is removed if it holds only
-    the layer's own files. :meth:`file` gives a path inside the folder that is not a link.
+    (:class:`OutputLock`; temporaries of dead writers removed), checked again under the lock (two
+    writers cannot both pass), and a staging folder made inside it (``.rankcollapse.staging.<pid>.
+    <hex>.tmp``, :attr:`staging`): :meth:`file` and :meth:`subfolder` give paths there, so everything a
+    run writes is written aside, whatever its name. An earlier finished run stays whole, and its marker
+    says ``complete: true`` with its files, until the new run **publishes** on a clean exit: each staged
+    file renamed into the folder, then the earlier run's files this run did not write removed, then the
+    marker rewritten ``complete: true`` with the new manifest (``files``: every file the run wrote,
+    ``attention/layer_000.npy`` included), last. A file anyone else put in the folder is never in a
+    manifest, so never removed. During the renames the marker says ``complete: false``: a kill there
+    never leaves a mix that looks finished. On an exception the staging folder is removed, the earlier
+    run is untouched, and a folder this call created is removed if it holds only the layer's own files;
+    after a ``kill -9`` the next writer removes the staging folder.
+
+    :meth:`partial` is the one file written in the folder itself while the run goes on (rows as they are
+    measured, under a name that says partial), recorded in the marker (``scratch``) so that the next run
+    may remove it. ``existing="resume"`` (reproduce) writes in place, without staging; its marker lists
+    the folder's entries and nothing is ever removed. ``outputs``: the names this command wrote before
+    markers listed a run's files (a folder from then is replaced by those names only).
     """
 
-    def __init__(self, path: str | Path, command: str, *, option: str = "--out",
-                 existing: Existing = "replace", wait: bool = False, outputs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        command: str,
+        *,
+        option: str = "--out",
+        existing: Existing = "refuse",
+        wait: bool = False,
+        outputs: tuple[str, ...] = (),
+    ) -> None:
         self.path = Path(path)
         self.command = command
         self.option = option
         self.existing = existing
         self.wait = wait
         self.outputs = outputs
+        #: Where this run writes: the staging folder (the folder itself with ``existing="resume"``).
+        self.staging = self.path
         self._lock: OutputLock | None = None
         self._started = ""
+        self._published: dict[str, Any] = {
+            "complete": False,
+            "files": [],
+            "started_at": None,
+            "finished_at": None,
+        }
+        self._old_scratch: list[str] = []
+        self._scratch: list[str] = []
+        self._publishing = False
 
     # the engine's ``OutputLock`` interface (acquire / release), so reproduce can hold one
     def acquire(self) -> OutputFolder:
@@ -467,40 +654,98 @@ class OutputFolder:
         lock.acquire()
         try:
             check_output_folder(self.path, self.command, option=self.option, existing=self.existing)
-            previous = read_marker(self.path)
-            if self.existing == "replace":
-                self._clear(previous)
-            self._started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            self._write_marker(complete=False)
+            self._started = _now()
+            if self.existing == "resume":
+                self._write_resume_marker(complete=False)
+            else:
+                self._inherit(read_marker(self.path))
+                if self.existing == "deprecated-replace" and self._published["complete"]:
+                    from rankcollapse.deprecation import warn
+
+                    warn(
+                        f"replacing an earlier {self.command} run in {self.option} without --overwrite is "
+                        "deprecated; pass --overwrite (the next release refuses, as simulate does)"
+                    )
+                self.staging = self.path / f".{STAGING_NAME}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+                os.mkdir(self.staging)
+                self._write_marker(running=True)
+        except OSError as err:
+            self._drop_staging()
+            lock.release(failed=True)
+            raise os_error(self.option, self.path, err, verb="write into") from None
         except BaseException:
+            self._drop_staging()
             lock.release(failed=True)
             raise
         self._lock = lock
         return self
 
-    def _clear(self, previous: dict[str, Any] | None) -> None:
-        listed = previous.get("files") if previous else None
-        names = set(self.outputs) | {str(n) for n in listed or () if isinstance(n, str)}
-        for name in sorted(names):
-            if "/" in name or name in SCAFFOLD or name in ("", ".", ".."):
-                continue
-            target = self.path / name
-            try:
-                if target.is_symlink() or target.is_file():
-                    target.unlink()
-            except OSError as err:
-                raise os_error(self.option, target, err, verb="replace") from None
+    def _inherit(self, previous: dict[str, Any] | None) -> None:
+        """What the folder holds now: the published run (complete or not, its manifest) and the scratch
+        files of an interrupted one. A folder from before manifests (a marker listing every entry, or no
+        marker) is taken to hold the command's own ``outputs`` only (a folder among them: its files), so
+        a file of the user's that an old marker listed is never taken for the run's."""
+        if previous is not None and previous.get("format") == MARKER_FORMAT:
+            self._published = {
+                "complete": previous.get("complete") is True,
+                "files": _entries(previous.get("files")),
+                "started_at": previous.get("started_at"),
+                "finished_at": previous.get("finished_at"),
+            }
+            self._old_scratch = [n for n in _entries(previous.get("scratch")) if "/" not in n]
+            return
+        files: list[str] = []
+        for name in _entries(list(self.outputs)):
+            path = self.path / name
+            if _is_real_dir(path):
+                files.extend(f"{name}/{rel}" for rel in _files_under(path))
+            elif "/" not in name and os.path.lexists(path):
+                files.append(name)
+        complete = previous.get("complete") is True if previous is not None else bool(files)
+        self._published = {
+            "complete": complete,
+            "files": sorted(files),
+            "started_at": None,
+            "finished_at": None,
+        }
 
-    def _write_marker(self, complete: bool) -> None:
+    def _write_marker(self, *, running: bool) -> None:
+        # this run's partial files are listed from before they exist (a kill right after leaves them ours)
+        scratch = [
+            n
+            for n in dict.fromkeys([*self._old_scratch, *self._scratch])
+            if (running and n in self._scratch) or os.path.lexists(self.path / n)
+        ]
+        record = {
+            "rankcollapse": "output folder",
+            "format": MARKER_FORMAT,
+            "command": self.command,
+            "complete": self._published["complete"],
+            "pid": os.getpid(),
+            "started_at": self._published["started_at"],
+            "finished_at": self._published["finished_at"],
+            "files": self._published["files"],
+            "scratch": scratch,
+            "running": {"pid": os.getpid(), "started_at": self._started, "staging": self.staging.name}
+            if running
+            else None,
+        }
+        try:
+            write_json(self.path / MARKER_NAME, record)
+        except OSError as err:
+            raise os_error(self.option, self.path / MARKER_NAME, err, verb="write") from None
+
+    def _write_resume_marker(self, complete: bool) -> None:
         files = sorted(e for e in os.listdir(self.path) if e not in SCAFFOLD and not e.startswith("."))
         record = {
             "rankcollapse": "output folder",
+            "format": MARKER_FORMAT,
             "command": self.command,
             "complete": complete,
             "pid": os.getpid(),
             "started_at": self._started,
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z") if complete else None,
-            "files": files if complete else [],
+            "finished_at": _now() if complete else None,
+            "files": files if complete else [],  # resumed in place: the folder's entries, none ever removed
         }
         try:
             write_json(self.path / MARKER_NAME, record)
@@ -508,21 +753,95 @@ class OutputFolder:
             raise os_error(self.option, self.path / MARKER_NAME, err, verb="write") from None
 
     def file(self, name: str) -> Path:
-        """``folder / name``, refused if it is a symbolic link."""
-        return refuse_link(self.path / name)
+        """Where this run writes ``name`` (in the staging folder), refused if it is a symbolic link."""
+        return refuse_link(self.staging / name)
 
     def subfolder(self, name: str) -> Path:
-        """``folder / name`` as a real folder (created if missing; a link or a file there is refused)."""
-        return real_subfolder(self.path, name)
+        """``name`` in the staging folder as a real folder (created if missing; a link or a file there is
+        refused); its files are published with the rest."""
+        return real_subfolder(self.staging, name)
+
+    def partial(self, name: str) -> Path:
+        """``folder / name`` for a file that grows in the folder itself while the run goes on (rows as
+        they are measured), under a name that says it is partial: recorded in the marker first
+        (``scratch``), so that the next run may remove it, and moved into the staging folder by its
+        writer once complete (:class:`RunWriter`). A file there that no run of ours left is refused."""
+        target = refuse_link(self.path / name)
+        if os.path.lexists(target):
+            if name not in self._old_scratch and name not in self._published["files"]:
+                raise RankCollapseError(
+                    f"{quote_path(target)} is in the way and no rankcollapse run wrote it; remove it, or "
+                    f"choose another {self.option}"
+                )
+            try:
+                target.unlink()
+            except OSError as err:
+                raise os_error(self.option, target, err, verb="replace") from None
+        self._scratch.append(name)
+        self._write_marker(running=self.existing != "resume")
+        return target
+
+    def published(self, obj: Any) -> Any:
+        """``obj`` (a path, or a dict / list / tuple of them, as a job returns) with every path in the
+        staging folder given as where it is published."""
+        if isinstance(obj, dict):
+            return {k: self.published(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return type(obj)(self.published(v) for v in obj)
+        if isinstance(obj, str | Path) and self.staging != self.path:
+            try:
+                rel = Path(obj).relative_to(self.staging)
+            except ValueError:
+                return obj
+            return type(obj)(self.path / rel) if isinstance(obj, Path) else str(self.path / rel)
+        return obj
+
+    def _publish(self) -> None:
+        """Rename every staged file into the folder, remove the earlier run's files this run did not
+        write, then mark the folder complete with the new manifest (see the class docstring)."""
+        new = _files_under(self.staging)
+        old = self._published["files"]
+        self._publishing = True
+        self._published = {**self._published, "complete": False, "files": sorted(set(old) | set(new))}
+        self._write_marker(running=True)
+        for rel in new:
+            target = _real_parents(self.path, rel)
+            refuse_link(target)
+            os.replace(self.staging / rel, target)
+        for rel in sorted(set(old) - set(new)):
+            _remove_entry(self.path, rel)
+        for name in self._old_scratch:  # an interrupted run's partial rows this run did not replace
+            if name not in self._scratch:
+                _remove_entry(self.path, name)
+        self._drop_staging()
+        self._published = {"complete": True, "files": new, "started_at": self._started, "finished_at": _now()}
+        self._write_marker(running=False)
+
+    def _drop_staging(self) -> None:
+        if self.staging != self.path and _is_real_dir(self.staging):
+            shutil.rmtree(self.staging, ignore_errors=True)
 
     def release(self, failed: bool = False) -> None:
         if self._lock is None:
             return
+        ok = False
         try:
-            if not failed:
-                self._write_marker(complete=True)
+            if self.existing == "resume":
+                if not failed:
+                    self._write_resume_marker(complete=True)
+            elif not failed:
+                self._publish()
+            else:
+                self._drop_staging()
+                if not self._publishing and os.path.lexists(self.path / MARKER_NAME):
+                    self._write_marker(running=False)  # the earlier run as it was
+            ok = not failed
+        except OSError as err:
+            raise os_error(self.option, self.path, err, verb="publish into") from None
         finally:
-            self._lock.release(failed=failed)
+            if not ok:
+                self._drop_staging()
+            self._lock.release(failed=not ok)
             self._lock = None
 
     def __enter__(self) -> OutputFolder:
@@ -534,16 +853,19 @@ class OutputFolder:
         self.release(failed=kind is not None)
 
 
-def write_folder(path: str | Path, command: str, job: Any, *, outputs: tuple[str, ...] = (),
-                 existing: Existing = "replace") -> Any:
-    """``job(folder_path)`` inside an :class:`OutputFolder` of ``command``; an ``OSError`` of the job
-    is one line naming the folder. Returns what the job returns."""
+def write_folder(
+    path: str | Path, command: str, job: Any, *, outputs: tuple[str, ...] = (), existing: Existing = "refuse"
+) -> Any:
+    """``job(staging_folder)`` inside an :class:`OutputFolder` of ``command``: everything the job writes
+    there is published when it returns; an ``OSError`` of the job is one line naming the folder. Returns
+    what the job returns, its paths as published (:meth:`OutputFolder.published`)."""
     with OutputFolder(path, command, existing=existing, outputs=outputs) as folder:
         try:
-            return job(folder.path)
+            result = job(folder.staging)
         except OSError as err:
-            where = err.filename if isinstance(err.filename, str) else folder.path
+            where = folder.published(err.filename) if isinstance(err.filename, str) else folder.path
             raise os_error("output", where, err, verb="write") from None
+    return folder.published(result)
 
 
 def is_complete(folder: str | Path) -> bool:
@@ -570,41 +892,51 @@ def real_subfolder(folder: str | Path, name: str) -> Path:
 
 
 class RunWriter:
-    """Writes ``out/config.json`` at once and streams rows to ``out/metrics.partial.csv``, renamed
-    to ``out/metrics.csv`` when the block ends without an exception.
+    """Writes ``config.json`` and streams rows to ``out/metrics.partial.csv``; when the block ends
+    without an exception the rows become ``metrics.csv``, published with the rest of the run.
 
     >>> with RunWriter(out, {"simulate": {...}}) as w:
     ...     w.write_row({"layer": 0, "mu": 1.0})
 
-    ``out``: an :class:`OutputFolder` already held, or a path (then this writer holds one itself,
-    for ``command``, default the config's first key, replacing an earlier run of that command).
-    The CSV header is fixed by the first row; later rows must have the same keys. Each row is
-    flushed as written, so an interrupted run keeps every row under the partial name.
+    ``out``: an :class:`OutputFolder` already held (the files are staged there and published when it is
+    released), or a path (then this writer holds one itself, for ``command``, default the config's first
+    key, under ``existing``'s rule, and publishes when the block ends). The CSV header is fixed by the
+    first row; later rows must have the same keys. Each row is flushed as written into the folder itself
+    (:meth:`OutputFolder.partial`), so an interrupted run keeps every row under the partial name; one
+    that wrote no row leaves nothing.
     """
 
     PARTIAL = "metrics.partial.csv"
     FINAL = "metrics.csv"
 
-    def __init__(self, out: str | Path | OutputFolder, config: dict[str, Any] | Any,
-                 command: str | None = None) -> None:
+    def __init__(
+        self,
+        out: str | Path | OutputFolder,
+        config: dict[str, Any] | Any,
+        command: str | None = None,
+        existing: Existing = "refuse",
+    ) -> None:
         cfg = to_jsonable(config)
         self._own: OutputFolder | None = None
         if isinstance(out, OutputFolder):
             folder = out
         else:
             name = command or (next(iter(cfg)) if isinstance(cfg, dict) and cfg else "run")
-            folder = self._own = OutputFolder(out, str(name), option="output folder",
-                                              outputs=("config.json", self.FINAL, self.PARTIAL)).acquire()
+            folder = self._own = OutputFolder(
+                out,
+                str(name),
+                option="output folder",
+                existing=existing,
+                outputs=("config.json", self.FINAL, self.PARTIAL),
+            ).acquire()
         self.folder = folder
         self.out_dir = folder.path
-        self.metrics_path = self.out_dir / self.FINAL
-        self.partial_path = self.out_dir / self.PARTIAL
+        self.metrics_path = self.out_dir / self.FINAL  # where the rows are once published
         self.rows = 0
         record = {"config": cfg, "versions": package_versions(), "command": sys.argv}
         try:
             write_json(folder.file("config.json"), record)
-            if os.path.lexists(self.partial_path):
-                os.unlink(self.partial_path)
+            self.partial_path = folder.partial(self.PARTIAL)
             fd = create_exclusive(self.partial_path)
         except OSError as err:
             self._fail()
@@ -631,10 +963,10 @@ class RunWriter:
         self.rows += 1
 
     def finish(self) -> Path:
-        """Close the rows and publish them as ``metrics.csv`` (the run is complete)."""
+        """Close the rows and stage them as ``metrics.csv`` (published when the folder is released);
+        returns where they are published."""
         self.close()
-        refuse_link(self.metrics_path)
-        os.replace(self.partial_path, self.metrics_path)
+        os.replace(self.partial_path, self.folder.file(self.FINAL))
         return self.metrics_path
 
     def close(self) -> None:
@@ -654,6 +986,8 @@ class RunWriter:
         try:
             if failed:
                 self.close()
+                if not self.rows:  # a run that wrote no row leaves no partial file saying nothing
+                    self.partial_path.unlink(missing_ok=True)
             else:
                 self.finish()
         except OSError as err:

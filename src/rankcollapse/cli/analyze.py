@@ -5,11 +5,15 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
+
+if TYPE_CHECKING:
+    from rankcollapse.io import OutputFolder
 
 
 def _warn(message: str) -> None:
@@ -76,7 +80,11 @@ def analyze_command(
                                      "Hugging Face's forward computes has exactly the support of the mask "
                                      "the model's config defines; writes mask_check.json, exit 1 on a "
                                      "mismatch."),
-    out: Path = typer.Option(..., "--out", help="Output folder: config.json, metrics.csv (+ plot)."),
+    out: Path = typer.Option(..., "--out", help="Output folder (new, empty, or an earlier analyze run's "
+                             "with --overwrite): config.json, metrics.csv (+ plot)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier analyze run in --out "
+                                   "(published when this run is complete; without it, replacing is "
+                                   "deprecated: a warning now, refused in the next release)."),
     plot: bool = typer.Option(False, "--plot", help="Also draw the figures (one paper column wide): mu.png "
                               "(mu and mu_rel per layer with the precision floor), geometry.png (ranks, "
                               "full-rank share, sigma_min, mean |cos|) and, with --diagnostics, "
@@ -103,7 +111,8 @@ def analyze_command(
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
     from rankcollapse.io import check_output_folder
 
-    check_output_folder(out, "analyze")  # a foreign, read-only or busy --out: found before the model loads
+    existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
+    check_output_folder(out, "analyze", existing=existing)  # a foreign or read-only --out: before the model
     if download:
         from rankcollapse.models.hub import allow_downloads
 
@@ -153,14 +162,15 @@ def analyze_command(
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
     figures = figure_files(figure_names(None, True), FORMATS)  # every name a figure may have: replaced
+    # what analyze wrote before the marker listed a run's files (a folder from then is replaced by these)
     outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, *figures, "per_sample.csv",
-               "mask_check.json")
+               "mask_check.json", "attention")
     drawn: list[Path] = []
     checks: list = []
-    with OutputFolder(out, "analyze", outputs=outputs) as folder:
+    with OutputFolder(out, "analyze", existing=existing, outputs=outputs) as folder:
         with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:
             result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row, progress=progress,
-                             on_attention=_attention_writer(folder.path) if save_attention else None)
+                             on_attention=_attention_writer(folder) if save_attention else None)
         if per_sample:
             from rankcollapse.models.analyze import write_per_sample
 
@@ -168,7 +178,7 @@ def analyze_command(
         if plot:
             from rankcollapse.models.plot import save_figures
 
-            drawn = save_figures(result, folder.path, formats)
+            drawn = save_figures(result, folder.staging, formats)  # published with the run
         if check_masks:
             checks = _check_masks(loaded, ids, folder.file("mask_check.json"), config.batch_size)
     if table:
@@ -198,14 +208,14 @@ def analyze_command(
         raise typer.Exit(1)
 
 
-def _attention_writer(out: Path) -> object:
-    """``on_attention`` that saves each layer's weights to ``out/attention/layer_<t>.npy`` (float32)."""
+def _attention_writer(out: OutputFolder) -> object:
+    """``on_attention`` that saves each layer's weights to ``attention/layer_<t>.npy`` (float32) of the
+    output folder ``out`` (an ``io.OutputFolder``: staged, published with the run)."""
     import numpy as np
 
     from rankcollapse.io import atomic_path
 
-    folder = out / "attention"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = out.subfolder("attention")
 
     def save(t: int, attn: object) -> None:
         with atomic_path(folder / f"layer_{t:03d}.npy") as tmp, tmp.open("wb") as f:

@@ -6,13 +6,16 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.validate import quote
+
+if TYPE_CHECKING:
+    from rankcollapse.io import Existing
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -40,6 +43,10 @@ def counterexample_command(
     out: Path = typer.Option(
         None, "--out", help="Also write Figs. 1 and 5 (.png, .pdf) and the numbers here."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace an earlier counterexample run in --out (without it, replacing is "
+        "deprecated: a warning now, refused in the next release)."
+    ),
     as_json: bool = typer.Option(
         False,
         "--json",
@@ -52,10 +59,11 @@ def counterexample_command(
         raise RankCollapseError(
             f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {quote(construction, 40)}"
         )
+    existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
     if out is not None:
         from rankcollapse.io import check_output_folder
 
-        check_output_folder(out, "counterexample")
+        check_output_folder(out, "counterexample", existing=existing)
     if construction == "ours":
         if w is not None:
             raise RankCollapseError(
@@ -66,7 +74,7 @@ def counterexample_command(
         from rankcollapse.equilibria.plots import portrait_numbers, write_portrait
 
         if out is not None:
-            _write(out, write_portrait)
+            _write(out, write_portrait, existing)
         numbers = portrait_numbers()
         numbers["source"] = "ours (surrogate W_V = ((0.95, 1), (0, 1)), W_QK = I)"
         _print(numbers, as_json)
@@ -87,20 +95,22 @@ def counterexample_command(
     if out is not None:
         from rankcollapse.equilibria.plots_paper import write_paper_portrait
 
-        obj["files"] = _write(out, lambda folder: write_paper_portrait(folder, value))
+        obj["files"] = _write(out, lambda folder: write_paper_portrait(folder, value), existing)
     _print(obj, as_json)
 
 
-#: Every file ``counterexample --out`` may write (replaced on a rerun into the folder).
+#: Every file ``counterexample --out`` wrote before the marker listed a run's files (a folder from then is
+#: replaced by these names; since, by the marker's manifest).
 FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "paper_figure5")
            for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
 
 
-def _write(out: Path, job: Callable[[Path], Any]) -> Any:
-    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`)."""
+def _write(out: Path, job: Callable[[Path], Any], existing: Existing) -> Any:
+    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`: staged, published
+    when the job returns; an earlier counterexample run there under ``existing``'s rule)."""
     from rankcollapse.io import write_folder
 
-    return write_folder(out, "counterexample", job, outputs=FILES)
+    return write_folder(out, "counterexample", job, outputs=FILES, existing=existing)
 
 
 def _print(obj: dict, as_json: bool) -> None:

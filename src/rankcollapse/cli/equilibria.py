@@ -13,13 +13,16 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.validate import quote
+
+if TYPE_CHECKING:
+    from rankcollapse.io import Existing
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -287,6 +290,10 @@ def portrait_command(
     out: Path = typer.Option(
         ..., "--out", help="Output folder for Figs. 1 and 5 (.png, .pdf) and the numbers."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace an earlier portrait run in --out (without it, replacing is "
+        "deprecated: a warning now, refused in the next release)."
+    ),
     construction: str = typer.Option(
         "paper",
         "--construction",
@@ -306,14 +313,15 @@ def portrait_command(
         )
     from rankcollapse.io import check_output_folder
 
-    check_output_folder(out, "portrait")  # a file, a path under a file, a foreign or unwritable folder
+    existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
+    check_output_folder(out, "portrait", existing=existing)  # a file, a foreign or unwritable folder, ...
     if construction == "paper":
         _refuse("--construction paper", a=a, s=s)
         from rankcollapse.equilibria.counterexample_paper import DEFAULT_W, check_w
         from rankcollapse.equilibria.plots_paper import write_paper_portrait
 
         value = check_w(DEFAULT_W if w is None else w)
-        paths = write_into(out, "portrait", lambda folder: write_paper_portrait(folder, value))
+        paths = write_into(out, "portrait", lambda folder: write_paper_portrait(folder, value), existing)
     else:
         _refuse("--construction ours", w=w)
         a_v, s_v = 0.95 if a is None else a, 1.0 if s is None else s
@@ -322,18 +330,20 @@ def portrait_command(
         from rankcollapse.equilibria import counterexample_2d, write_portrait
 
         cx = counterexample_2d([[a_v, s_v], [0.0, 1.0]])
-        paths = write_into(out, "portrait", lambda folder: write_portrait(folder, cx))
+        paths = write_into(out, "portrait", lambda folder: write_portrait(folder, cx), existing)
     for key, p in paths.items():
         print(f"{key}: {p}")
 
 
-#: Every file ``portrait`` / ``counterexample --out`` may write (replaced on a rerun into the folder).
+#: Every file ``portrait`` / ``counterexample --out`` wrote before the marker listed a run's files (a folder
+#: from then is replaced by these names; since, by the marker's manifest).
 PORTRAIT_FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "paper_figure5")
                     for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
 
 
-def write_into(out: Path, command: str, job: Callable[[Path], Any]) -> Any:
-    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`)."""
+def write_into(out: Path, command: str, job: Callable[[Path], Any], existing: Existing = "refuse") -> Any:
+    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`: staged, published
+    when the job returns; an earlier run of ``command`` there under ``existing``'s rule)."""
     from rankcollapse.io import write_folder
 
-    return write_folder(out, command, job, outputs=PORTRAIT_FILES)
+    return write_folder(out, command, job, outputs=PORTRAIT_FILES, existing=existing)

@@ -72,8 +72,9 @@ def simulate_command(
     out: str = typer.Option(..., "--out", metavar="DIR", help="Output folder (new or empty): config.json, "
                             "metrics.csv (+ mu.png); rows stream to metrics.partial.csv until the run is "
                             "complete. One writer per folder."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the files of an earlier simulate "
-                                   "run in --out (a folder rankcollapse did not make is never replaced)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier simulate run in --out "
+                                   "(published when this run is complete; a folder rankcollapse did not make "
+                                   "is never replaced)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
     plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: "
@@ -104,9 +105,9 @@ def simulate_command(
     from rankcollapse.progress import progress as progress_lines
 
     bar = progress_lines(config.layers + 1, f"simulate {config.mask}", "layers", enabled=progress)
+    # what simulate wrote before the marker listed a run's files (a folder from then is replaced by these)
     outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png")
     with OutputFolder(out, "simulate", existing=existing, outputs=outputs) as folder:
-        writer = None
         try:
             with RunWriter(folder, {"simulate": config.to_dict()}) as writer:
                 def on_layer(row: dict[str, float]) -> None:
@@ -115,11 +116,7 @@ def simulate_command(
 
                 result = simulate(config, on_layer=on_layer)
         except OSError as err:
-            _discard(folder.path, writer)
             raise RankCollapseError(f"cannot write into --out {quote(str(out))}: {err.strerror}") from None
-        except RankCollapseError:
-            _discard(folder.path, writer)
-            raise
         finally:
             bar.close()
         if plot:
@@ -142,18 +139,6 @@ def simulate_command(
             if "final_mu_rel_docs_max" in summary else "")
     typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'}; final mu_rel "
                f"{summary['final_mu_rel']:.3g}{floor}{docs}; kernel {result.kernel}{note}")
-
-
-def _discard(out: Path, writer: Any) -> None:
-    """After a failure before the first row: leave no config-only run behind (the output layer then
-    removes a folder it created and left empty)."""
-    if writer is not None and writer.rows:
-        return
-    for name in ("config.json", "metrics.partial.csv"):
-        try:
-            (out / name).unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 def _finite(obj: Any) -> Any:

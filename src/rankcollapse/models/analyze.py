@@ -719,17 +719,24 @@ def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int) -> Mask | None:
     return layer_masks(model, config.parsed_mask, depth)[t - 1]
 
 
-def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False) -> Path:
+def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False,
+              overwrite: bool = False) -> Path:
     """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI);
-    ``per_sample``: also ``per_sample.csv`` (:func:`write_per_sample`)."""
-    from rankcollapse.io import RunWriter
+    ``per_sample``: also ``per_sample.csv`` (:func:`write_per_sample`). Through the output layer: staged
+    and published together, the marker complete last. An earlier analyze run in ``out_dir`` is replaced
+    with ``overwrite=True``; without it, replacing is deprecated (a warning now, refused next release).
+    Returns the path of ``metrics.csv``."""
+    from rankcollapse.io import OutputFolder, RunWriter
 
-    with RunWriter(out_dir, {"analyze": asdict(result.config), "model": result.model_info,
-                             "notes": result.notes}) as writer:
-        for row in result.rows:
-            writer.write_row(row)
-    if per_sample:
-        write_per_sample(result, Path(out_dir) / "per_sample.csv")
+    existing = "replace" if overwrite else "deprecated-replace"
+    legacy = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "per_sample.csv")  # before manifests
+    with OutputFolder(out_dir, "analyze", option="out_dir", existing=existing, outputs=legacy) as folder:
+        with RunWriter(folder, {"analyze": asdict(result.config), "model": result.model_info,
+                                "notes": result.notes}) as writer:
+            for row in result.rows:
+                writer.write_row(row)
+        if per_sample:
+            write_per_sample(result, folder.file("per_sample.csv"))
     return writer.metrics_path
 
 

@@ -749,10 +749,17 @@ class FinishedRun:
 def read_run(folder: str | Path) -> FinishedRun:
     """Read ``folder/config.json`` and ``folder/metrics.csv`` of a finished ``analyze`` or ``simulate``
     run through the one input opener (regular files only, never blocking, a size cap); RankCollapseError
-    (one line) when it is not one. ``facts``: mask, mode, model, dtype, d_qk and depth (layers)."""
+    (one line) when it is not one: a folder whose marker (``.rankcollapse.json``) does not say
+    ``complete: true`` is refused (a folder from before markers is read as it is). ``facts``: mask,
+    mode, model, dtype, d_qk and depth (layers)."""
     from rankcollapse.inputs import quote_path, read_json, read_text
+    from rankcollapse.io import MARKER_NAME, read_marker
 
     path = Path(folder)
+    marker = read_marker(path)
+    if marker is not None and marker.get("complete") is not True:
+        raise RankCollapseError(f"{quote_path(path)} is not a finished run: its {MARKER_NAME} says the run "
+                                "did not complete (interrupted or failed); run it again")
     for name in ("config.json", "metrics.csv"):
         if not (path / name).exists():
             raise RankCollapseError(

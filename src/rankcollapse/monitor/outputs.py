@@ -157,7 +157,7 @@ class Outputs:
             writer, folder, self._writer, self._folder = self._writer, self._folder, None, None
             failed = True
             try:
-                written.append(writer.finish())
+                written.append(folder.published(writer.finish()))
                 if importlib.util.find_spec("pyarrow") is not None:
                     from rankcollapse.io import atomic_path
 
