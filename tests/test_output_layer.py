@@ -445,7 +445,7 @@ def test_a_plot_error_after_the_rows_leaves_nothing_that_looks_finished(
     def broken(*args: object, **kwargs: object) -> None:
         raise RankCollapseError("cannot write plot 'mu.png': No space left on device (ENOSPC)")
 
-    monkeypatch.setattr(plots, "plot_collapse", broken)
+    monkeypatch.setattr(plots, "save_figures", broken)
     out = tmp_path / "run"
     assert "No space left" in one_line_error(writer_args("analyze", out, "--plot", "--per-sample"))
     assert not (out / "metrics.csv").exists() and not (out / "per_sample.csv").exists()

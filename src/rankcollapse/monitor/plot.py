@@ -61,11 +61,9 @@ def plot_monitor(
     ``metrics.csv`` (or its folder). ``out``: save there (atomically; the format from the suffix).
     Returns the matplotlib figure."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib import cm
     from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
 
     from rankcollapse.core.precision import floor_rel
 
@@ -81,12 +79,11 @@ def plot_monitor(
         )
     layers = sorted(frame["layer"].unique())
     norm = Normalize(vmin=min(layers), vmax=max(max(layers), 1))
-    cmap = plt.get_cmap("viridis_r")
+    cmap = matplotlib.colormaps["viridis_r"]
     cols = min(len(names), 3)
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, layout="constrained"
-    )
+    fig = Figure(figsize=(4.2 * cols, 3.2 * rows), layout="constrained")  # never registered with pyplot
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         part = frame[frame["metric"] == name]
         for t in layers:
