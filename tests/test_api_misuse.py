@@ -85,6 +85,12 @@ _add(metrics, "rollout_step", ATTN[:, 0], ATTN[:, 0], 0.5)
 _add(metrics, "cumulative_context", [ATTN, ATTN], 0.5)
 _add(metrics, "identity_context", (2,), 4)
 _add(metrics, "uniform_causal_gap", 3, 2)
+for _name in ("affine_rank", "linear_rank", "rank_floor", "rank_margin"):
+    _add(metrics, _name, X)
+_add(metrics, "span_residual", X, X)
+_add(metrics, "norm_scales", X, "layernorm")
+_add(metrics, "normalised_rank_terms", X[0], "sphere")
+_add(metrics, "rank_columns", X, ("affine_rank", "norm_in_linear_rank"), (X, X))
 DOCS = [torch.tensor([0, 1]), torch.tensor([2, 3])]
 _add(metrics, "document_mu_rel", X, DOCS)
 _add(metrics, "document_columns", X, DOCS, torch.tensor([4, 3]))
@@ -111,6 +117,7 @@ _add(dynamics, "apply_layer", _x(1, 4, 4), _weights(), dynamics.get_preset("attn
 _add(dynamics, "layer_attention", _x(1, 4, 4), _weights(), dynamics.get_preset("attn"),
      torch.ones(4, 4, dtype=torch.bool).tril(), 1.0)
 _add(dynamics, "multihead_attention", _x(1, 4, 4), _weights(), _plan(), 1.0)
+_add(dynamics, "norm_step", _x(1, 4, 4), _weights(), dynamics.get_preset("attn+sphere"), _plan(), 1.0)
 _add(dynamics, "attend_dense", Q, Q, Q, torch.ones(4, 4, dtype=torch.bool), 1.0)
 _add(dynamics, "attend_sdpa", Q, Q, Q, 1.0)
 _add(dynamics, "attend_band", Q, Q, Q, _band_plan(), 1.0)

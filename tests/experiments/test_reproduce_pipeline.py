@@ -106,6 +106,14 @@ PINNED = {
         "position_bias.causal_first_token": "reproduced",
         "position_bias.window_slows": "inconclusive",
     },
+    # a follow-up (Herasimchyk et al. 2026, from its abstract), counted apart: 4 networks; the gap still
+    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it
+    "residual_rollout": {
+        "residual_rollout.residuals_prevent": "not reproduced",
+        "residual_rollout.residuals_slow": "confirmed (ours)",
+        "residual_rollout.no_residual_collapses": "confirmed (ours)",
+        "residual_rollout.u_shape_alibi": "untested",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -122,6 +130,7 @@ FIGURES = {
     "fig8": ["fig8_tiny_bert_random_init"],
     "fig9": ["fig9"],
     "position_bias": ["position_bias_first_token"],
+    "residual_rollout": ["residual_rollout_first_token"],
 }
 
 

@@ -27,6 +27,7 @@ from rankcollapse.dynamics.layers import (
     get_preset,
     layer_attention,
     multihead_attention,
+    norm_step,
 )
 from rankcollapse.dynamics.simulate import (
     SimulationConfig,
@@ -70,6 +71,7 @@ __all__ = [
     "layer_norm",
     "masked_softmax",
     "multihead_attention",
+    "norm_step",
     "plan_kernel",
     "resolve_mask",
     "rms_norm",

@@ -24,7 +24,7 @@ from rankcollapse.dynamics.kernels import KERNELS, default_band_block
 from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
 from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, ROLLOUT_NAMES, metric_names
+from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, RANK_NAMES, ROLLOUT_NAMES, metric_names
 from rankcollapse.validate import (
     check_choice,
     check_float,
@@ -71,6 +71,10 @@ class SimulationConfig:
     influence profile per layer, ``"last"`` (the last token's row ``P(t)[n-1, :]``) or ``"all"``
     (``P(t)``); ``rollout_residual`` is ``lam`` of the mixing ``lam I + (1 - lam) A(t)`` (0: ``A(t)``).
     Either forms the head-averaged attention matrices of every layer (dense [b, h, n, n]).
+    Ranks at the precision floor (``metrics.affine``, opt-in): ``metrics`` may name ``affine_rank`` and
+    ``linear_rank`` of X(t), and ``norm_in_*`` / ``norm_out_*`` of what layer t's first normalisation
+    received and returned (``dynamics.layers.norm_step``: the attention once more per layer; a preset
+    with a normalisation only).
     temperature: deprecated spelling of ``d_qk``.
     """
 
@@ -170,7 +174,13 @@ class SimulationConfig:
         if self.placement is not None:
             check_choice("placement", self.placement, PLACEMENTS)
         self._check_device()
-        self.metrics = metric_names(self.metrics, extra=ROLLOUT_NAMES)
+        self.metrics = metric_names(self.metrics, extra=(*ROLLOUT_NAMES, *RANK_NAMES))
+        stepped = [m for m in self.metrics or () if m.startswith("norm_") and m in RANK_NAMES]
+        if stepped and self.layer_spec().norm == "none":
+            raise RankCollapseError(
+                f"metrics {stepped[0]!r} measures a layer's normalisation; preset {self.preset!r} has none "
+                "(allowed: a preset or norm with a normalisation)"
+            )
         if self.influence is not None:
             check_choice("influence", self.influence, INFLUENCE_KEPT)
         if self.value_scale is not None and self.value not in SCALED_VALUES:
@@ -244,6 +254,11 @@ class SimulationConfig:
     def rollout_names(self) -> tuple[str, ...]:
         """The cumulative-context columns asked for (``metrics.rollout.ROLLOUT_NAMES``), in order."""
         return tuple(m for m in (self.metrics or ()) if m in ROLLOUT_NAMES)
+
+    @property
+    def rank_names(self) -> tuple[str, ...]:
+        """The rank columns asked for (``metrics.affine.RANK_NAMES``), in order."""
+        return tuple(m for m in (self.metrics or ()) if m in RANK_NAMES)
 
     @property
     def rollout(self) -> bool:

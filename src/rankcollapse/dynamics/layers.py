@@ -143,6 +143,27 @@ def layer_attention(x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | 
     return attention_weights(q, k, mask, d_qk)
 
 
+@checked
+def norm_step(
+    x: Tensor, w: LayerWeights, spec: LayerSpec, kernel: KernelPlan, d_qk: float
+) -> tuple[Tensor, Tensor]:
+    """``(Z, Norm(Z))``: what the layer's first normalisation receives and returns.
+
+    Post-norm: ``Z = X + lam Attn(X)`` (``Z = Attn(X)`` without a skip), so ``Norm(Z) = X(t+1)`` unless an
+    MLP follows; pre-norm: ``Z = X``. x: [b, n, d] -> two [b, n, d]. Costs the layer's attention once more:
+    for measuring (the one-step ranks around the norm, ``metrics.affine``), not for running the layer.
+    RankCollapseError for a spec without a norm.
+    """
+    if spec.norm == "none":
+        raise RankCollapseError("norm_step needs a layer with a normalisation; this spec has norm 'none'")
+    norm = get_norm(spec.norm)
+    if spec.placement == "pre":
+        return x, norm(x)
+    y, _ = multihead_attention(x, w, kernel, d_qk)
+    z = y if spec.skip is None else x + spec.skip * y
+    return z, norm(z)
+
+
 def mlp(x: Tensor, w_1: Tensor, w_2: Tensor) -> Tensor:
     """``GELU(x W_1) W_2``. x: [b, n, d]; w_1: [d, m]; w_2: [m, d] -> [b, n, d]."""
     return torch.nn.functional.gelu(x @ w_1) @ w_2

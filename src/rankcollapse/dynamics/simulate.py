@@ -26,7 +26,7 @@ from torch import Tensor
 from rankcollapse.core.precision import floor_rel, parse_dtype
 from rankcollapse.dynamics.config import SimulationConfig, estimate_memory
 from rankcollapse.dynamics.kernels import KernelPlan, plan_kernel
-from rankcollapse.dynamics.layers import LayerSpec, apply_layer, layer_attention
+from rankcollapse.dynamics.layers import LayerSpec, apply_layer, layer_attention, norm_step
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
 from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_weights
 from rankcollapse.errors import RankCollapseError
@@ -37,6 +37,7 @@ from rankcollapse.metrics import (
     head_mean,
     identity_context,
     influence_profile,
+    rank_columns,
     rollout_columns,
     rollout_step,
     summarize,
@@ -130,6 +131,8 @@ class SimulationResult:
     ``first_token_gap_max``), per sample [T+1, b] (also batch means in ``rows``); influence: the batch-mean
     influence profile per layer, [T+1, n] (``influence="last"``) or [T+1, n, n] (``"all"``), else None.
     Both use ``P(t) = M(t) ... M(1)`` of the head-averaged attention, ``M = lam I + (1 - lam) A``.
+    ranks: the rank columns asked for (``metrics.affine.RANK_NAMES``), per sample [T+1, b] (NaN where a
+    column does not apply: ``norm_*`` at row 0), also batch means in ``rows``.
     stopped: why the run ended before ``layers`` (``""`` if it did not); nonfinite_layer: the
     first layer with a non-finite token (None if none).
     """
@@ -148,6 +151,7 @@ class SimulationResult:
     nonfinite_layer: int | None = None
     rollout: dict[str, Tensor] = field(default_factory=dict)
     influence: Tensor | None = None
+    ranks: dict[str, Tensor] = field(default_factory=dict)
 
     def to_frame(self) -> Any:
         """The rows as a pandas DataFrame (one row per layer, columns as in ``metrics.csv``)."""
@@ -289,6 +293,8 @@ def simulate(
     names = METRIC_NAMES if cfg.metrics is None else tuple(
         dict.fromkeys(("mu", "mu_rel", *(m for m in cfg.metrics if m in METRIC_NAMES))))
     rolled = cfg.rollout_names
+    ranked = cfg.rank_names
+    stepped = any(k.startswith("norm_") for k in ranked)
     docs = mask.documents()
     docs = docs if len(docs) > 1 else []  # one part: the whole sequence, no per-document columns
     in_seed, w_seed = _seeds(cfg.seed)
@@ -302,13 +308,19 @@ def simulate(
     traj: list[Tensor] = []
     rollouts: dict[str, list[Tensor]] = {k: [] for k in rolled}
     profiles: list[Tensor] = []
+    ranks: dict[str, list[Tensor]] = {k: [] for k in ranked}
     context = identity_context((cfg.batch,), cfg.n, dtype, device) if cfg.rollout else None
     stopped = ""
     nonfinite: int | None = None
 
-    def measure(t: int, x: Tensor, min_w: Tensor | None) -> bool:
-        """Measure X(t), emit its row; True when some sample is no longer finite."""
+    def measure(
+        t: int, x: Tensor, min_w: Tensor | None, step: tuple[Tensor, Tensor] | None = None
+    ) -> bool:
+        """Measure X(t) (and the norm step of the layer that made it), emit its row; True when some
+        sample is no longer finite."""
         per = _measure(x, names, cfg.metric_threads)
+        if ranked:
+            per.update(rank_columns(x, ranked, step))
         if context is not None:
             cols = rollout_columns(context)
             per.update({k: cols[k] for k in rolled})
@@ -322,6 +334,8 @@ def simulate(
         mu_rels.append(per["mu_rel"].detach().to("cpu", torch.float64))
         for k in rolled:
             rollouts[k].append(per[k].detach().to("cpu", torch.float64))
+        for k in ranked:
+            ranks[k].append(per[k].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
         if docs:  # per document: mu_rel of each independent part, and the largest over parts
             parts = document_columns(torch.where(bad[:, None, None], torch.nan, x), docs)
@@ -344,10 +358,11 @@ def simulate(
             if context is not None:  # P(t+1) = M(t+1) P(t) from the attention this layer applies to X(t)
                 attn = head_mean(layer_attention(x, w, spec, plan.mask, cfg.d_qk))
                 context = rollout_step(context, attn, cfg.rollout_residual)
+            step = norm_step(x, w, spec, plan, cfg.d_qk) if stepped else None
             x, min_w = apply_layer(x, w, spec, plan, cfg.d_qk, need_min=track)
             if min_w is not None:
                 mins.append(min_w.detach().to("cpu", torch.float64))
-            if measure(t + 1, x, min_w):
+            if measure(t + 1, x, min_w, step):
                 nonfinite = t + 1
                 stopped = f"tokens not finite at layer {t + 1} (the network overflows in {cfg.dtype})"
                 break
@@ -379,6 +394,7 @@ def simulate(
         trajectory=torch.stack(traj) if keep_trajectory else None, stopped=stopped,
         nonfinite_layer=nonfinite, rollout={k: torch.stack(v) for k, v in rollouts.items()},
         influence=torch.stack(profiles) if profiles else None,
+        ranks={k: torch.stack(v) for k, v in ranks.items()},
     )
 
 

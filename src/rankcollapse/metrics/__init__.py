@@ -1,11 +1,25 @@
 """Collapse measures (mu, ranks, cosines, Dong et al.'s residual) as pure functions of token matrices,
-and the cumulative context of the attention matrices (``rollout``: P(t) = A(t)...A(1), first-token share).
+the cumulative context of the attention matrices (``rollout``: P(t) = A(t)...A(1), first-token share),
+and the affine / linear rank at the precision floor with the closed form of a normalisation's effect on
+them (``affine``).
 
 Every measure maps ``x: [..., n, d]`` to ``[...]``; :func:`collapse_metrics` computes them all
 for a batch and :func:`summarize` turns them into one CSV row. Definitions: ``docs/dynamics.md``.
 """
 
 from rankcollapse.core.precision import FLOOR_FACTOR, precision_floor
+from rankcollapse.metrics.affine import (
+    RANK_NAMES,
+    RankTerms,
+    affine_rank,
+    linear_rank,
+    norm_scales,
+    normalised_rank_terms,
+    rank_columns,
+    rank_floor,
+    rank_margin,
+    span_residual,
+)
 from rankcollapse.metrics.diagnostics import (
     DIAGNOSTIC_NAMES,
     SINK_THRESHOLD,
@@ -69,9 +83,12 @@ __all__ = [
     "GEOMETRY_NAMES",
     "INFLUENCE_KEPT",
     "METRIC_NAMES",
+    "RANK_NAMES",
     "ROLLOUT_NAMES",
     "SINK_THRESHOLD",
     "SVD_METRICS",
+    "RankTerms",
+    "affine_rank",
     "at_floor",
     "attention_entropy",
     "centered",
@@ -90,6 +107,7 @@ __all__ = [
     "head_mean",
     "identity_context",
     "influence_profile",
+    "linear_rank",
     "massive_ratio",
     "mean_abs_cos",
     "mean_signed_cos",
@@ -97,16 +115,22 @@ __all__ = [
     "mixing",
     "mu",
     "mu_rel",
+    "norm_scales",
+    "normalised_rank_terms",
     "normalized_attention_entropy",
     "num_rank",
     "pairwise_cosines",
     "per_sample_metrics",
     "precision_floor",
+    "rank_columns",
+    "rank_floor",
+    "rank_margin",
     "rank_tolerance",
     "rollout_columns",
     "rollout_step",
     "singular_values",
     "sink_rate",
+    "span_residual",
     "stable_rank",
     "summarize",
     "token_geometry",

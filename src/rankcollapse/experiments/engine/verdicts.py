@@ -88,6 +88,8 @@ MAIN_PAPER = "2405.18781"
 FOLLOWUPS: dict[str, str] = {
     "2502.01951": 'Wu, Wang, Jegelka, Jadbabaie, "On the Emergence of Position Bias in Transformers", '
     "ICML 2025 (arXiv 2502.01951)",
+    "2602.16837": "Herasimchyk, Labryga, Prusina, Laue, residual-aware attention rollout and position bias "
+    "(arXiv 2602.16837, 2026; known from its abstract)",
 }
 #: Every paper a row can be about: arXiv id -> citation.
 PAPERS: dict[str, str] = {

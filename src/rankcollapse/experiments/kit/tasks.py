@@ -114,6 +114,15 @@ def _simulation_config(params: dict[str, Any], execution: Execution) -> Any:
     return config_from(SimulationConfig, params)
 
 
+def profile_layers(depth: int) -> list[int]:
+    """The layers whose influence profile a run keeps: 0, 1, 2, 4, 8, ... and the last (``depth``)."""
+    out, t = [0], 1
+    while t < depth:
+        out.append(t)
+        t *= 2
+    return [*out, depth] if depth > 0 else out
+
+
 def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """The simulator on a ``SimulationConfig`` built from ``params``; its batch are the samples.
 
@@ -121,6 +130,8 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     the run's ``metrics`` name: ``first_token_gap_max``, ``first_token_share_mean``), the ``variant``
     (the simulator's preset: ``attn`` = SAN, ``attn+sphere`` = the theory's LayerNorm), model words
     for figures, and ``bound`` (Theorem 1's ``C (1 - eps^r)^{t/r}``, the largest C) where it applies.
+    With ``influence: last``, rows ``kind = influence``: at the layers of :func:`profile_layers` and each
+    input position ``j``, the batch-mean influence ``P(t)[n-1, j]`` of the last token (``metrics.rollout``).
     Summary: the Theorem 1 check (``theory.*``), the mask radius, final values, ``device`` and
     ``batch_size`` (the simulator's whole batch: ``execution``'s batch size does not apply).
     """
@@ -162,6 +173,13 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
                 **extra,
             }
         )
+    if result.influence is not None and result.influence.ndim == 2:  # influence="last": P(t)[n-1, :]
+        profiles = result.influence.tolist()
+        for t in profile_layers(len(profiles) - 1):
+            rows.extend(
+                {"kind": "influence", "layer": t, "position": j, "influence": v, "dtype": config.dtype}
+                for j, v in enumerate(profiles[t])
+            )
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
     summary.update(device=config.device, batch_size=config.batch)
