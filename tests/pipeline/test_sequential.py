@@ -332,3 +332,14 @@ def test_a_row_whose_mechanism_half_is_open_gets_seeds_for_that_half() -> None:
         assert not isinstance(ext, str), ext
         new64 = {s.seed for s in ext.runs if s.params["dtype"] == "float64"}
         assert new64 == {2, 3}, (c.id, new64)
+
+
+def test_the_recorded_command_is_the_cli_line_however_the_cli_was_started() -> None:
+    """``python -m rankcollapse reproduce ...`` recorded an empty command (its argv[0] is __main__.py)."""
+    from rankcollapse.pipeline.reproduce import cli_command
+
+    args = ["reproduce", "--full", "--out", "x"]
+    assert cli_command(["/v/bin/rankcollapse", *args]) == "rankcollapse reproduce --full --out x"
+    assert cli_command(["/src/rankcollapse/__main__.py", *args]) == "rankcollapse reproduce --full --out x"
+    assert cli_command(["/usr/lib/python3/pytest/__main__.py", *args]) == ""
+    assert cli_command(["-c"]) == "" and cli_command([]) == ""

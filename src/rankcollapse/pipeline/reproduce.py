@@ -400,6 +400,15 @@ def source_commit() -> str:
         return ""
 
 
+def cli_command(argv: list[str]) -> str:
+    """The command line that ran, as ``rankcollapse ARGS`` when the CLI ran (its script, or ``python -m
+    rankcollapse``, whose ``argv[0]`` is the package's ``__main__.py``); empty for a Python caller."""
+    head = Path(argv[0]) if argv else Path()
+    by_module = head.name == "__main__.py" and head.parent.name == "rankcollapse"
+    by_cli = head.name == "rankcollapse" or by_module
+    return " ".join(["rankcollapse", *argv[1:]]) if by_cli else ""
+
+
 def _meta(
     profile: str,
     only: list[str] | None,
@@ -411,7 +420,7 @@ def _meta(
 ) -> dict[str, Any]:
     failed = index[index["status"] != "ok"] if not index.empty else index
     return {
-        "command": " ".join(["rankcollapse", *sys.argv[1:]]) if sys.argv[0].endswith("rankcollapse") else "",
+        "command": cli_command(sys.argv),
         "profile": profile,
         "only": only or [],
         "executor": executor,
