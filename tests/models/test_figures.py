@@ -73,6 +73,7 @@ def _layers(result):
 
 def test_figure_collapse_draws_the_results_mu_and_mu_rel_per_layer_with_its_floor(runs):
     plain, _ = runs
+    open_before = plt.get_fignums()  # another test in this worker may have left pyplot figures open
     fig = plots.figure_collapse(plain)
     ax_mu, ax_rel = fig.axes
     assert [ax_mu.get_title(), ax_rel.get_title()] == [t for _, t in plots.COLLAPSE]
@@ -95,7 +96,7 @@ def test_figure_collapse_draws_the_results_mu_and_mu_rel_per_layer_with_its_floo
     )
     labels = [t.get_text() for t in fig.subfigs[1].legends[0].get_texts()]
     assert "batch mean" in labels and "min-max over samples" in labels
-    assert plt.get_fignums() == []  # a figure object, never registered with pyplot
+    assert plt.get_fignums() == open_before  # a figure object, never registered with pyplot
 
 
 def test_figure_geometry_draws_each_geometry_column_against_its_bound(runs):
@@ -212,12 +213,13 @@ def test_a_finished_run_read_back_draws_the_figures_of_its_result(runs, tmp_path
 
 def test_the_file_writers_leave_no_pyplot_figure_open(runs, tmp_path):
     plain, diag = runs
+    open_before = plt.get_fignums()
     plots.plot_collapse(plain.rows, tmp_path / "mu.png", dtype="float32")
     plots.plot_token_geometry(plain.rows, tmp_path / "geo.pdf")
     written = plots.save_figures(diag, tmp_path, ("png", "svg"))
     write_run(plain, tmp_path / "a")
     plots.plot([tmp_path / "a", tmp_path / "a"], tmp_path / "c.png", by="mode")
-    assert plt.get_fignums() == []
+    assert plt.get_fignums() == open_before
     assert [p.name for p in written] == [
         "mu.png",
         "mu.svg",
