@@ -34,6 +34,12 @@ from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
 QUOTE_LIMIT = 60
 
 
+def plain_text(text: str) -> str:
+    """``text`` as matplotlib draws it literally: each ``$`` escaped, so a user's string in a figure (a
+    title, a folder or mask name in a label) is never parsed as mathtext (``$\\foo{$`` raised at save)."""
+    return str(text).replace("$", r"\$")
+
+
 def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
     """The one way a user value is quoted back in a message: its ``repr`` on one line, cut to ``limit``
     characters (``'...'`` marks a cut, with the length of a long string: ``'abc...' (100000 chars)``);

@@ -122,3 +122,25 @@ def test_analyze_plot_writes_mu_png_and_per_sample_rows_are_what_the_rows_summar
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(grouped.mean(), rows[name], strict=True))
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(grouped.max(), rows[f"{name}_max"],
                                                                        strict=True))
+
+
+def test_a_dollar_in_a_title_folder_or_mask_name_is_drawn_literally(tmp_path, capsys):
+    """matplotlib parses ``$...$`` as mathtext: a folder, title or file-mask name holding ``$\\foo{$``
+    raised a ParseFatalException traceback at save time (exit 1); every user string in a figure is
+    escaped (``validate.plain_text``), so each command draws it and exits 0."""
+    from rankcollapse.validate import plain_text
+
+    odd = "x $\\foo{$ y"
+    assert plain_text(odd) == "x \\$\\foo{\\$ y"
+    run = tmp_path / odd
+    assert main(["simulate", "--mask", "causal", "--n", "6", "--d", "3", "--layers", "2", "--out", str(run),
+                 "--plot"]) == 0
+    assert main(["plot", str(run), str(run), "--by", "mask", "--title", odd, "--out",
+                 str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").stat().st_size > 0
+    import numpy as np
+
+    mask = tmp_path / f"{odd}.npy"
+    np.save(mask, np.tril(np.ones((3, 3), dtype=bool)))
+    assert main(["mask", f"file:{mask}", "--n", "3", "--plot", str(tmp_path / "m.png")]) == 0
+    assert (tmp_path / "m.png").stat().st_size > 0

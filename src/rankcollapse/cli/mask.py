@@ -10,7 +10,7 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.validate import plain_text, quote
 
 PLOT_MAX_PIXELS = 1024
 """``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
@@ -149,7 +149,8 @@ def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
         ax.legend(loc="lower left", fontsize=8)
     ax.set_xlabel("key j")
     ax.set_ylabel("query i")
-    ax.set_title(title + (f"\n(each cell: share allowed in {f}x{f} block)" if f > 1 else ""), fontsize=9)
+    block = f"\n(each cell: share allowed in {f}x{f} block)" if f > 1 else ""
+    ax.set_title(plain_text(title) + block, fontsize=9)
     fig.tight_layout()
     fmt = path.suffix[1:].lower() or "png"
     try:

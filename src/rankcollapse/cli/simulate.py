@@ -12,7 +12,7 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.validate import plain_text, quote
 
 
 def warn(message: str) -> None:
@@ -190,7 +190,7 @@ def plot_mu(
         axes[0].loglog(t, bound, "--", color="C2", label=label)
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.suptitle(title)
+    fig.suptitle(plain_text(title))
     fig.tight_layout()
     from rankcollapse.io import atomic_path
 

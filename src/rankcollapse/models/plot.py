@@ -37,7 +37,7 @@ from typing import Any
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
-from rankcollapse.validate import quote
+from rankcollapse.validate import plain_text, quote
 
 #: Width of one column of a two-column paper, in inches: the width every figure of a run is drawn at.
 COLUMN_WIDTH = 3.5
@@ -248,7 +248,7 @@ def _finish(frame: _Frame, axes: Sequence[Any], title: str, extra: Sequence[tupl
     ncol = 2 if wide <= LEGEND_CHARS else 1
     frame.panels.supxlabel(LAYER_LABEL, fontsize=STYLE["axes.labelsize"])
     if title:
-        frame.panels.suptitle(title)
+        frame.panels.suptitle(plain_text(title))
     below = 0.06 + 0.12 * math.ceil(len(handles) / ncol) if handles else 0.02
     frame.fig.set_size_inches(frame.fig.get_figwidth(), frame.height + below)
     frame.grid.set_height_ratios((frame.height, below))
@@ -331,7 +331,7 @@ def _draw_collapse(
     for ax, (key, _) in ((ax_mu, COLLAPSE[0]), (ax_rel, COLLAPSE[1])):
         if ax is None:
             continue
-        ax.plot(layers, [_positive(_value(r, key)) for r in rows], "-", color=color, label=label)
+        ax.plot(layers, [_positive(_value(r, key)) for r in rows], "-", color=color, label=plain_text(label))
         if band and rows and f"{key}_min" in rows[0]:
             ax.fill_between(
                 layers,
@@ -834,5 +834,5 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
         for k in FACTS
         if k != by and len({r.facts[k] for r in finished}) == 1 and finished[0].facts[k]
     ]
-    fig.suptitle(title or (f"by {by}" + (" — " + ", ".join(shared) if shared else "")))
+    fig.suptitle(plain_text(title or (f"by {by}" + (" — " + ", ".join(shared) if shared else ""))))
     return _save(fig, out, dpi=120)

@@ -14,7 +14,7 @@ from typing import Any
 
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.monitor.outputs import COLUMNS
-from rankcollapse.validate import quote
+from rankcollapse.validate import plain_text, quote
 
 #: Axis labels of the metrics a figure names in words.
 LABELS: dict[str, str] = {
@@ -112,7 +112,7 @@ def plot_monitor(
     bar.set_ticks(layers if len(layers) <= 13 else layers[:: -(-len(layers) // 12)])
     bar.set_label("row t (0: embeddings, t: output of layer t)", fontsize=8)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(plain_text(title), fontsize=10)
     if out is not None:
         from rankcollapse.io import atomic_path
 
