@@ -45,7 +45,8 @@ def terminal_size(stream: Any) -> tuple[int, int]:
 
 
 def duration_text(s: float) -> str:
-    """``"42 s"`` or ``"13 min 05 s"``."""
+    """``"42 s"`` or ``"13 min 05 s"``; a negative duration (an estimate behind the clock) is ``"0 s"``."""
+    s = max(float(s), 0.0) if s == s else 0.0
     if s < 60:
         return f"{s:.0f} s"
     return f"{int(s // 60)} min {s % 60:02.0f} s"

@@ -35,6 +35,7 @@ from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
 from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.progress import duration_text
 from rankcollapse.validate import quote
 
 #: ``--max-samples`` when not given: per condition, about a third of the paper's 3000 (enough to
@@ -217,10 +218,8 @@ def plan(
         todo = [s for s in new if not finished(s)]
         cost = wall_factor * sum(experiments[ext.experiment].cost_s(s) or 0.0 for s in todo)
         if left_s is not None and cost > 0 and spent + cost > left_s:
-            reasons[ext.claim] = (
-                f"budget: the next look's runs (about {(spent + cost) / 60:.0f} min) would not fit in the "
-                f"{left_s / 60:.0f} min left"
-            )
+            room = f"would not fit in the {duration_text(left_s)} left" if left_s >= 1 else "found it spent"
+            reasons[ext.claim] = f"budget: the next look's runs (about {duration_text(spent + cost)}) {room}"
             continue
         spent += cost
         rows.append(ext.claim)
