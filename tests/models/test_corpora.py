@@ -108,3 +108,25 @@ def test_an_edited_tokenizer_json_gets_new_ids_not_the_cached_ones(tmp_path, mon
     new_ids = ex._stream_cached(None, edited, text).ids
     assert torch.equal(new_ids, torch.tensor(edited(text, add_special_tokens=False)["input_ids"]))
     assert not torch.equal(new_ids, ids)
+
+
+def test_no_home_folder_is_one_line_naming_the_variable_to_set(monkeypatch, capsys, tmp_path):
+    """No HOME and no password entry: Path.home() raised RuntimeError through every command that keeps a
+    cache (a traceback); it is one line naming RANKCOLLAPSE_CACHE, and exit 2."""
+    import pwd
+
+    from rankcollapse.cli.main import main
+    from rankcollapse.models.bundled import cache_dir
+
+    def no_entry(uid: int) -> object:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("RANKCOLLAPSE_CACHE", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    with pytest.raises(RankCollapseError, match="RANKCOLLAPSE_CACHE"):
+        cache_dir()
+    code = main(["analyze", "--model", "tiny:bert", "--samples", "2", "--tokens", "8", "--no-table",
+                 "--no-progress", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "RANKCOLLAPSE_CACHE" in err[0]

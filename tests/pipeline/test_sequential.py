@@ -349,5 +349,6 @@ def test_a_spent_budget_never_reads_minus_zero_minutes() -> None:
     """The stop reason once read "would not fit in the -0 min left" (and "-3 min" when a look overran)."""
     from rankcollapse.progress import duration_text
 
-    assert duration_text(-0.4) == "0 s" and duration_text(-200) == "0 s" and duration_text(float("nan")) == "0 s"
+    assert duration_text(-0.4) == "0 s" and duration_text(-200) == "0 s"
+    assert duration_text(float("nan")) == "0 s"
     assert duration_text(75) == "1 min 15 s"

