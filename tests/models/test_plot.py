@@ -144,3 +144,18 @@ def test_a_dollar_in_a_title_folder_or_mask_name_is_drawn_literally(tmp_path, ca
     np.save(mask, np.tril(np.ones((3, 3), dtype=bool)))
     assert main(["mask", f"file:{mask}", "--n", "3", "--plot", str(tmp_path / "m.png")]) == 0
     assert (tmp_path / "m.png").stat().st_size > 0
+
+
+def test_plot_to_a_suffix_matplotlib_does_not_write_is_one_line(tmp_path, capsys):
+    """``plot --out x.foo`` came through as matplotlib's ValueError traceback; it is one line listing
+    the formats, exit 2, nothing written (a known suffix in capitals still works)."""
+    run = tmp_path / "run"
+    args = ["simulate", "--mask", "causal", "--n", "6", "--d", "3", "--layers", "2", "--out", str(run)]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["plot", str(run), "--out", str(tmp_path / "p.foo")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'foo'" in err[0] and "png" in err[0]
+    assert not (tmp_path / "p.foo").exists()
+    assert main(["plot", str(run), "--out", str(tmp_path / "p.PDF")]) == 0
+    assert (tmp_path / "p.PDF").read_bytes()[:4] == b"%PDF"

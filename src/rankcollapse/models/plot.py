@@ -394,9 +394,16 @@ def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
     from rankcollapse.io import atomic_path
 
     out = Path(path)
+    fmt = out.suffix.lstrip(".").lower() or "png"
     try:
+        known = sorted(fig.canvas.get_supported_filetypes())
+        if fmt not in known:  # matplotlib's ValueError came through `plot --out x.foo` as a traceback
+            raise RankCollapseError(
+                f"cannot write plot {quote(str(out))}: format {quote(fmt)} (the file's suffix) is not one "
+                f"matplotlib writes; allowed: {', '.join(known)}"
+            )
         with atomic_path(out) as tmp:
-            fig.savefig(tmp, dpi=dpi, format=out.suffix.lstrip(".") or "png")
+            fig.savefig(tmp, dpi=dpi, format=fmt)
     except OSError as err:
         raise RankCollapseError(f"cannot write plot {quote(str(out))}: {err.strerror}") from None
     finally:
