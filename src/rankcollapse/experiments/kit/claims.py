@@ -23,6 +23,7 @@ from rankcollapse.experiments.engine.verdicts import (
     NA,
     NOT_REPRODUCED,
     REPRODUCED,
+    UNTESTED,
     Claim,
     Origin,
     Verdict,
@@ -442,6 +443,31 @@ def checks_row(
         figure=figure,
         qualifier=qualifier,
         names=names,
+    )
+
+
+def untested_row(
+    story: str, statement: Statement, data: Data | None, missing: str, figure: str = ""
+) -> Claim:
+    """The row of a paper statement that needs what is not here (``missing``: e.g. a kind of pretrained
+    model no wheel ships): untested, with no n and no interval."""
+    return Claim(
+        id=f"{story}.{statement.key}",
+        story=story,
+        key=statement.key,
+        experiment=data.exp.name if data is not None else story,
+        statement=statement.text,
+        source=statement.source,
+        origin=Origin.PAPER.value,
+        verdict=UNTESTED,
+        as_plotted=INCONCLUSIVE.value,
+        mechanism=NA,
+        rule=statement.rule,
+        evidence=f"not run: no {missing} offline",
+        cause_kind="untested",
+        cause=causes.untested(missing),
+        conditions=data.conditions() if data is not None else "",
+        figure=figure,
     )
 
 

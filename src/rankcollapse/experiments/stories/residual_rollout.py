@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NA, UNTESTED, Claim, Origin
-from rankcollapse.experiments.kit import causes, rules
-from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.kit import rules
+from rankcollapse.experiments.kit.claims import claim_row, judged, untested_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, pyplot
@@ -95,26 +95,7 @@ def _labelled(curves: dict[float, Curve], dtype: str) -> dict[str, Curve]:
 
 
 def _untested_row(sd: StoryData) -> Claim:
-    s = STATEMENTS[3]
-    data = sd.arm("paper")
-    return Claim(
-        id=f"residual_rollout.{s.key}",
-        story="residual_rollout",
-        key=s.key,
-        experiment=data.exp.name if data is not None else "residual_rollout",
-        statement=s.text,
-        source=s.source,
-        origin=Origin.PAPER.value,
-        verdict=UNTESTED,
-        as_plotted=INCONCLUSIVE.value,
-        mechanism=NA,
-        rule=s.rule,
-        evidence=f"not run: no {ALIBI} offline",
-        cause_kind="untested",
-        cause=causes.untested(ALIBI),
-        conditions=data.conditions() if data is not None else "",
-        figure=FIGURE,
-    )
+    return untested_row("residual_rollout", STATEMENTS[3], sd.arm("paper"), ALIBI, FIGURE)
 
 
 def claims(sd: StoryData) -> list[Claim]:
