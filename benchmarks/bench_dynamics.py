@@ -32,7 +32,7 @@ from collections.abc import Callable
 import torch
 
 from rankcollapse.dynamics import SimulationConfig, simulate
-from rankcollapse.runtime import raise_mmap_threshold
+from rankcollapse.edge.runtime import raise_mmap_threshold
 
 
 def sync(device: str) -> None:

@@ -45,7 +45,7 @@ from collections.abc import Callable
 
 import torch
 
-from rankcollapse.runtime import raise_mmap_threshold
+from rankcollapse.edge.runtime import raise_mmap_threshold
 
 
 def _loaded(name: str, tokens: int) -> tuple[object, torch.Tensor]:

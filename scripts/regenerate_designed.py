@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
+from rankcollapse.edge.atomic import atomic_write
 from rankcollapse.equilibria.design import design_entry
 from rankcollapse.equilibria.design_checks import basin_ladder, entry_spectral_radius, entry_transient_growth
-from rankcollapse.io import atomic_write
 
 CELLS = [(n, k) for k in range(3, 7) for n in range(k, 7)]
 DATA = Path(__file__).resolve().parents[1] / "src" / "rankcollapse" / "equilibria" / "designed_data.py"

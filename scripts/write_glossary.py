@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.out} is not up to date: run python scripts/write_glossary.py", file=sys.stderr)
             return 1
         return 0
-    from rankcollapse.io import atomic_write
+    from rankcollapse.edge.atomic import atomic_write
 
     atomic_write(args.out, text)
     print(f"wrote {args.out} ({len(text.splitlines()) - HEADER.count(chr(10))} terms)")

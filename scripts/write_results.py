@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.pipeline.results import record_commit, write_results
 
 

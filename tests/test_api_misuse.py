@@ -21,7 +21,7 @@ import torch
 import rankcollapse.core as core
 import rankcollapse.dynamics as dynamics
 import rankcollapse.metrics as metrics
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 
 def _gen() -> torch.Generator:
@@ -203,7 +203,7 @@ def test_misuse_raises_a_clear_error_naming_the_argument(
     except RankCollapseError as err:
         assert "\n" not in str(err), "a RankCollapseError is one line"
     except (TypeError, ValueError) as err:
-        assert type(err).__module__ in ("builtins", "rankcollapse.errors"), f"{type(err)}: {err}"
+        assert type(err).__module__ in ("builtins", "rankcollapse.edge.errors"), f"{type(err)}: {err}"
         assert argument in str(err), f"the message does not name {argument!r}: {err}"
 
 

@@ -20,12 +20,7 @@ FLOORS: list[tuple[str, ...]] = [
     (
         "rankcollapse",
         "rankcollapse.core",
-        "rankcollapse.errors",
-        "rankcollapse.inputs",
-        "rankcollapse.io",
-        "rankcollapse.progress",
-        "rankcollapse.runtime",
-        "rankcollapse.validate",
+        "rankcollapse.edge",
         "rankcollapse.__main__",
     ),
     ("rankcollapse.masks", "rankcollapse.metrics"),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rankcollapse.io import is_complete, read_marker
+from rankcollapse.edge.folder import is_complete, read_marker
 from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, looks_finished, start
 
 #: Small enough that every command's outputs pass it (figures, reports, metrics), large enough for

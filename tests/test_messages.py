@@ -114,7 +114,7 @@ def test_a_hub_name_without_download_says_how_to_download_not_offline(tmp_path: 
 
 @pytest.mark.parametrize("problem", ["not ours", "not writable", "under a file"])
 def test_a_bad_out_is_found_before_the_model_loads(tmp_path: Path, monkeypatch, problem: str) -> None:
-    import rankcollapse.io as rio
+    import rankcollapse.edge.folder as rio
     import rankcollapse.models.loading as loading
 
     def never(*args: object, **kwargs: object) -> None:

@@ -23,13 +23,12 @@ import pandas as pd
 import pytest
 
 from rankcollapse.cli.main import main
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.io import (
+from rankcollapse.edge.atomic import LinkRefusedError, atomic_write
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.folder import (
     MARKER_NAME,
-    LinkRefusedError,
     OutputFolder,
     OutputLock,
-    atomic_write,
     folder_owner,
     is_complete,
     read_marker,
@@ -223,7 +222,7 @@ def test_an_atomic_write_refuses_a_link_or_a_special_file_at_its_destination(tmp
 
 def test_the_temporary_of_an_atomic_write_is_created_exclusively(tmp_path: Path, monkeypatch) -> None:
     """A link planted at the temporary's name is an error, never a file written through."""
-    import rankcollapse.io as rio
+    import rankcollapse.edge.atomic as rio
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
@@ -344,8 +343,8 @@ def test_text_read_from_a_folder_reaches_the_terminal_escaped(tmp_path: Path) ->
     there (retitle or clear the terminal) is quoted, never printed raw."""
     import fcntl
 
-    from rankcollapse.errors import RankCollapseError
-    from rankcollapse.io import LOCK_NAME, MARKER_NAME, OutputLock, check_output_folder
+    from rankcollapse.edge.errors import RankCollapseError
+    from rankcollapse.edge.folder import LOCK_NAME, MARKER_NAME, OutputLock, check_output_folder
 
     hostile = "simulate\x1b]0;pwned\x07\x1b[2J"
     folder = tmp_path / "theirs"
@@ -370,8 +369,8 @@ def test_text_read_from_a_folder_reaches_the_terminal_escaped(tmp_path: Path) ->
 def test_a_folder_of_someone_elses_run_jsons_is_not_taken_for_a_reproduce_folder(tmp_path: Path) -> None:
     """``runs/<x>/<y>.json`` is a common layout in ML projects: without our marker, only our own run
     records make a folder reproduce's (the shape alone silently lost a user's report.html)."""
-    from rankcollapse.errors import RankCollapseError
-    from rankcollapse.io import check_output_folder
+    from rankcollapse.edge.errors import RankCollapseError
+    from rankcollapse.edge.folder import check_output_folder
 
     theirs = tmp_path / "project"
     (theirs / "runs" / "exp1").mkdir(parents=True)
@@ -484,7 +483,7 @@ def test_an_earlier_run_is_replaced_only_with_overwrite_one_rule_for_every_comma
 ) -> None:
     """simulate refuses an earlier run without --overwrite; analyze and portrait used to replace it
     silently: now a deprecation warning (one release), then the same refusal. The layer's rule is refuse."""
-    from rankcollapse.io import check_output_folder
+    from rankcollapse.edge.folder import check_output_folder
 
     out = tmp_path / "run"
     code, _, err = run_cli(writer_args(command, out, *(["--no-table"] if command == "analyze" else [])))
@@ -516,7 +515,7 @@ def test_the_next_writer_removes_the_temporaries_of_a_killed_one(tmp_path: Path)
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from rankcollapse.io import atomic_path\n"
+        "from rankcollapse.edge.atomic import atomic_path\n"
         "with atomic_path(Path(sys.argv[1]) / 'figures' / 'fig2.png') as tmp:\n"
         "    tmp.write_bytes(b'half a figure')\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"

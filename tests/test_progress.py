@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rankcollapse.progress import Progress, progress
+from rankcollapse.edge.progress import Progress, progress
 
 
 class Clock:
@@ -61,7 +61,7 @@ def test_a_terminal_that_reports_no_size_still_shows_the_bar() -> None:
     import sys
 
     code = (
-        "from rankcollapse.progress import Progress\n"
+        "from rankcollapse.edge.progress import Progress\n"
         "p = Progress(10, 'demo', 'layers', delay=0.0)\n"
         "for _ in range(10):\n    p.update(1)\n"
         "p.close()\n"

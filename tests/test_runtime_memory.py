@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from rankcollapse.runtime import trim_heap, trim_heap_every
+from rankcollapse.edge.runtime import trim_heap, trim_heap_every
 
 _PROBE = """
 import resource, sys
-from rankcollapse.runtime import raise_mmap_threshold
+from rankcollapse.edge.runtime import raise_mmap_threshold
 raise_mmap_threshold()
 from rankcollapse.dynamics import SimulationConfig, simulate
 simulate(SimulationConfig(mask="complete", n=64, d=16, layers=int(sys.argv[1]), metrics=("mu",)))

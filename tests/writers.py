@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankcollapse.io import LOCK_NAME, is_complete, read_marker
+from rankcollapse.edge.folder import LOCK_NAME, is_complete, read_marker
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,24 @@
 """rankcollapse: rank collapse in transformers, after Wu et al., NeurIPS 2024 (arXiv 2405.18781).
 
-Layout (each folder has a module docstring saying what lives there):
+Layout (each folder has a module docstring saying what lives there), lowest floor first:
 
+- ``core``        the vocabulary: the one masked softmax, the norms, every random draw, the precision floor
+- ``edge``        what meets the user: the one error, input opener, validation, output layer, deprecation
 - ``masks``       attention masks as directed graphs: specs, sparse form, graph analysis, exporters
 - ``metrics``     collapse measures (mu, ranks, cosines) as pure functions of token matrices
 - ``dynamics``    deep self-attention dynamics: attention kernels, norms, layers, simulator, theory
 - ``equilibria``  LayerNorm dynamics: the N = 2 counterexample and equilibria of every rank
 - ``models``      pretrained Hugging Face models dissected layer by layer, corpora
 - ``monitor``     collapse telemetry per layer inside a training loop (Trainer callback, plain loop)
-- ``experiments`` the paper's experiments, sweeps and the reproduction report
+- ``experiments`` the engine (grid, store, executors), the judging kit and one story per paper result
+- ``pipeline``    ``reproduce``: every story's grid run and judged, the report
 - ``cli``         the ``rankcollapse`` command, a thin layer over the Python API
 """
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.deprecation import install_moved_modules
+from rankcollapse.edge.errors import RankCollapseError
+
+install_moved_modules()
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ import torch
 
 import rankcollapse.core.execution as execution
 from rankcollapse.core.execution import batch_slices, check_batch_size, parse_device
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 
 def _fake_gpus(monkeypatch: pytest.MonkeyPatch, count: int) -> None:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rankcollapse.dynamics.kernels import attend_dense, band_of_dense, plan_band, plan_kernel
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 
 def band_mask(n: int, lo: int, hi: int) -> torch.Tensor:

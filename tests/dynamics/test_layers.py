@@ -9,7 +9,7 @@ from rankcollapse.core.attention import attention_weights
 from rankcollapse.dynamics.kernels import plan_kernel
 from rankcollapse.dynamics.layers import PRESETS, apply_layer, get_preset, multihead_attention
 from rankcollapse.dynamics.weights import draw_layer_weights
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 N, D = 12, 6
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rankcollapse.core.norms import get_norm, layer_norm, rms_norm, sphere_normalize
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 
 def test_sphere_puts_tokens_on_unit_sphere_and_refuses_zero_tokens() -> None:

@@ -7,7 +7,7 @@ import torch
 
 from rankcollapse.dynamics import SimulationConfig, simulate
 from rankcollapse.dynamics.simulate import resolve_mask
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics import METRIC_NAMES, collapse_metrics
 
 

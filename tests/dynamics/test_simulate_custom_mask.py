@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rankcollapse.dynamics import SimulationConfig, simulate
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 
 def run(mask, **kw):  # type: ignore[no-untyped-def]

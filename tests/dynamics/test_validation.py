@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from rankcollapse.cli.main import main
-from rankcollapse.deprecation import RankCollapseDeprecation
 from rankcollapse.dynamics import SimulationConfig, simulate
 from rankcollapse.dynamics.config import estimate_memory
-from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.validate import available_memory, check_memory
+from rankcollapse.edge.deprecation import RankCollapseDeprecation
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.validate import available_memory, check_memory
 
 
 def small(**kw: object) -> SimulationConfig:

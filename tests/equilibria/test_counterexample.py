@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria import (
     angle_map,
     antipode_threshold,
@@ -18,7 +19,6 @@ from rankcollapse.equilibria import (
     scan_value_family,
     simulate_pair,
 )
-from rankcollapse.errors import RankCollapseError
 
 
 @pytest.fixture(scope="module")

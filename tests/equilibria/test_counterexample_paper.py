@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from rankcollapse.cli.main import main
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria.counterexample_paper import (
     arc_limits_by_iteration,
     moving_token1,
     paper_counterexample,
     token1_limit,
 )
-from rankcollapse.errors import RankCollapseError
 
 WS = (1.2, 2.0, 3.0, 10.0)
 

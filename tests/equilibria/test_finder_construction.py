@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria import (
     causal_mask,
     construct_rank_k,
@@ -15,7 +16,6 @@ from rankcollapse.equilibria import (
     verify_equilibrium,
     wilson_interval,
 )
-from rankcollapse.errors import RankCollapseError
 
 W_CX = torch.tensor([[0.95, 1.0], [0.0, 1.0]], dtype=torch.float64)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria.lnmap import causal_mask
 from rankcollapse.equilibria.theorem3 import (
     appendix_f1_value,
@@ -28,7 +29,6 @@ from rankcollapse.equilibria.theorem3_checks import (
     srank_bound,
     tangent_moduli,
 )
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import num_rank
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import load_experiment
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 from rankcollapse.experiments.engine.store import RunStore

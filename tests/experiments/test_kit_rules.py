@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes, rules
 from rankcollapse.experiments.kit.claims import Judged, sampling_state

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from rankcollapse.cli.main import main
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.executors import check_executor, run_sweep
 from rankcollapse.experiments.engine.lock import OutputLock
 from rankcollapse.experiments.engine.store import write_tables

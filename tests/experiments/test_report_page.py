@@ -181,7 +181,7 @@ def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_pap
 
     import pytest
 
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
     from rankcollapse.experiments.engine.verdicts import FOLLOWUPS, MAIN_PAPER
 
     _, claims = _page(tmp_path)

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from experiments.story_run import story_package
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import Arm, Statement, Story, discover_stories
 from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.stories import all_stories, load_experiments

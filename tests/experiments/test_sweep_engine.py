@@ -13,7 +13,7 @@ import time
 import pandas as pd
 import pytest
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.executors import run_sweep
 from rankcollapse.experiments.engine.grid import expand_grid, make_runs, run_identity
 from rankcollapse.experiments.engine.store import RunStore, collect_table, write_tables
@@ -289,7 +289,7 @@ def test_dask_reproduce_of_a_model_slice_gives_the_local_rows_to_the_bit(tmp_pat
 def test_a_grid_too_large_is_refused_before_it_is_expanded() -> None:
     """A 3 KB YAML grid named 1.6e9 runs and died with MemoryError while expanding: its size is the
     product of its axes, checked first."""
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
     from rankcollapse.experiments.engine.grid import MAX_GRID_RUNS, expand_grid
 
     huge = {f"axis{i}": list(range(12)) for i in range(9)}  # 12^9 = 5.2e9 runs
@@ -301,7 +301,7 @@ def test_a_grid_too_large_is_refused_before_it_is_expanded() -> None:
 def test_a_sweep_whose_every_run_failed_is_one_line_exit_2_and_never_complete(tmp_path, capsys) -> None:
     """It exited 0 and marked its folder complete (a report of nothing, looking finished)."""
     from rankcollapse.cli.main import main
-    from rankcollapse.io import is_complete
+    from rankcollapse.edge.folder import is_complete
 
     configs = tmp_path / "configs"
     configs.mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.story import Data, Statement
 from rankcollapse.experiments.engine.verdicts import (

@@ -92,7 +92,7 @@ def test_analyze_dense_and_from_dense_match_the_spec_without_a_string_round_trip
 
 
 def test_from_dense_refuses_what_is_not_a_square_bool_matrix() -> None:
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
 
     for bad in (np.ones((2, 3), dtype=bool), np.ones((3, 3)), [[True]]):
         with pytest.raises(RankCollapseError):

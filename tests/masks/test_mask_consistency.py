@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rankcollapse.core.attention import masked_softmax
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
 from rankcollapse.masks.consistency import check_schedule_support, check_support
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config

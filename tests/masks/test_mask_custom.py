@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import (
     PredicateMask,
     TensorMask,

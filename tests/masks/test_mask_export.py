@@ -9,7 +9,7 @@ from torch.nn.attention.flex_attention import create_mask
 from torch.nn.functional import scaled_dot_product_attention
 
 from rankcollapse.core.attention import attention_weights
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
 from rankcollapse.masks.export import (
     from_hf_sliding_window,

@@ -199,7 +199,7 @@ def test_analysis_of_spec_never_builds_a_dense_matrix(monkeypatch) -> None:
 def test_analysis_accepts_torch_bool_tensor_and_rejects_bad_arrays() -> None:
     import torch
 
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
 
     a = analyze_mask(torch.tril(torch.ones(5, 5, dtype=torch.bool)))
     assert a.center_nodes.tolist() == [0] and a.radius == 1 and a.spec is None

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rankcollapse.cli.main import main
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config
 
 transformers = pytest.importorskip("transformers")

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
 from rankcollapse.masks.composed import analyze_schedule
 from rankcollapse.masks.schedule import MAX_LAYERS, parse_schedule, schedule_from_masks

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rankcollapse.dynamics import SimulationConfig, simulate
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import first_token_prediction, parse_mask, window_hops
 
 N = 16

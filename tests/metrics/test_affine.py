@@ -7,7 +7,7 @@ import torch
 
 from rankcollapse.core.norms import layer_norm, sphere_normalize
 from rankcollapse.dynamics import SimulationConfig, simulate
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics import (
     affine_rank,
     linear_rank,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rankcollapse.core.attention import masked_softmax
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics import (
     SINK_THRESHOLD,
     attention_entropy,

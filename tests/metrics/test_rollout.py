@@ -10,7 +10,7 @@ from rankcollapse.dynamics import SimulationConfig, simulate
 from rankcollapse.dynamics.kernels import plan_kernel
 from rankcollapse.dynamics.layers import apply_layer, get_preset, layer_attention
 from rankcollapse.dynamics.weights import draw_layer_weights
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
 from rankcollapse.metrics import (
     cumulative_context,

@@ -9,7 +9,7 @@ import weakref
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, hidden_state_name, iter_hidden_states, write_run
 from rankcollapse.models.parts import NO_POSITIONS
 from rankcollapse.models.plot import plot_token_geometry
@@ -213,7 +213,7 @@ def test_rows_that_underflow_to_zero_are_marked_underflow_not_collapsed(tiny_mod
 
 def test_analyze_reports_progress_in_plain_lines_when_stderr_is_not_a_terminal(tiny_models, ids, capsys,
                                                                                 monkeypatch):
-    from rankcollapse import progress as module
+    from rankcollapse.edge import progress as module
     from rankcollapse.models import AnalyzeConfig, analyze
 
     monkeypatch.setattr(module, "DELAY_S", 0.0)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze
 from rankcollapse.models.analyze import write_run
 

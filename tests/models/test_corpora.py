@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import CORPORA, load_corpus, sample_token_batches
 from rankcollapse.models.corpora import TokenStream, token_stream, wikipedia_articles
 

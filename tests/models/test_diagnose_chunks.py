@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, iter_hidden_states, load_model
 from rankcollapse.models import parts as parts_module
 from rankcollapse.models.parts import CHUNK_BYTES, CHUNK_BYTES_PER_WEIGHT, chunk_rows

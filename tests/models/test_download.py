@@ -273,7 +273,7 @@ def test_a_tokenizer_name_goes_through_the_hub_gate_and_never_hangs(tmp_path: Pa
         env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), RANKCOLLAPSE_DOWNLOAD="")
         code = (
             "from rankcollapse.models.inputs import load_tokenizer\n"
-            "from rankcollapse.errors import RankCollapseError\n"
+            "from rankcollapse.edge.errors import RankCollapseError\n"
             "try:\n    load_tokenizer('someone/never-cached')\nexcept RankCollapseError as e:\n    print(e)\n"
         )
         proc = subprocess.run(

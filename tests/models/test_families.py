@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
 from rankcollapse.masks.schedule import parse_schedule
 from rankcollapse.models import iter_hidden_states, load_model

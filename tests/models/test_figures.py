@@ -14,8 +14,8 @@ import pytest
 
 from rankcollapse.cli.main import main
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.io import read_marker
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.folder import read_marker
 from rankcollapse.models import AnalyzeConfig, analyze, write_run
 from rankcollapse.models import plot as plots
 

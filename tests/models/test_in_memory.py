@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze
 from rankcollapse.models.loading import bert_tokenizer
 

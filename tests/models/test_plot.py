@@ -9,7 +9,7 @@ import pytest
 
 from rankcollapse.cli.main import main
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, write_run
 from rankcollapse.models import plot as plots
 
@@ -128,7 +128,7 @@ def test_a_dollar_in_a_title_folder_or_mask_name_is_drawn_literally(tmp_path, ca
     """matplotlib parses ``$...$`` as mathtext: a folder, title or file-mask name holding ``$\\foo{$``
     raised a ParseFatalException traceback at save time (exit 1); every user string in a figure is
     escaped (``validate.plain_text``), so each command draws it and exits 0."""
-    from rankcollapse.validate import plain_text
+    from rankcollapse.edge.validate import plain_text
 
     odd = "x $\\foo{$ y"
     assert plain_text(odd) == "x \\$\\foo{\\$ y"

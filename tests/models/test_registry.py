@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, paper_model, resolve_model
 from rankcollapse.models.registry import hf_cached
 

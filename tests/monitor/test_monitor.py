@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, load_model
 from rankcollapse.monitor import COLUMNS, DEFAULT_METRICS, DIAGNOSTICS, Monitor, MonitorConfig, find_layers
 
@@ -377,7 +377,7 @@ def test_a_model_without_layers_is_one_warning_line_and_the_loop_runs_on(capsys)
 
 
 def test_a_probe_batch_that_does_not_fit_in_memory_is_refused_before_it_runs(monkeypatch, capsys):
-    import rankcollapse.validate as validate
+    import rankcollapse.edge.validate as validate
 
     model = tiny_gpt2_lm()
     called = []
@@ -410,7 +410,7 @@ def test_an_allocation_failure_inside_the_probe_is_one_line(monkeypatch, capsys)
 def test_a_disk_that_fills_switches_the_csv_off_in_one_line_and_keeps_every_row(
     tmp_path, monkeypatch, capsys
 ):
-    from rankcollapse.io import RunWriter
+    from rankcollapse.edge.runs import RunWriter
 
     written = []
     original = RunWriter.write_row

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from experiments.story_run import story_package
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.story import discover_stories
 from rankcollapse.experiments.kit.curves import ALPHA, looks
 from rankcollapse.experiments.kit.judgement import Margin
@@ -264,7 +264,7 @@ def test_write_results_publishes_only_a_finished_folder_and_writes_through_the_o
     import subprocess
     import sys
 
-    from rankcollapse.io import MARKER_NAME
+    from rankcollapse.edge.folder import MARKER_NAME
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "write_results.py"
     out = tmp_path / "out"
@@ -347,7 +347,7 @@ def test_the_recorded_command_is_the_cli_line_however_the_cli_was_started() -> N
 
 def test_a_spent_budget_never_reads_minus_zero_minutes() -> None:
     """The stop reason once read "would not fit in the -0 min left" (and "-3 min" when a look overran)."""
-    from rankcollapse.progress import duration_text
+    from rankcollapse.edge.progress import duration_text
 
     assert duration_text(-0.4) == "0 s" and duration_text(-200) == "0 s"
     assert duration_text(float("nan")) == "0 s"

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
-    from rankcollapse.io import OutputFolder
+    from rankcollapse.edge.folder import OutputFolder
 
 
 def _warn(message: str) -> None:
@@ -22,7 +22,7 @@ def _warn(message: str) -> None:
 
 def resolve_d_qk(d_qk: float | None, temperature: float | None) -> float | None:
     """``--d-qk``, or its deprecated alias ``--temperature`` (same number; the one deprecation path)."""
-    from rankcollapse.deprecation import renamed
+    from rankcollapse.edge.deprecation import renamed
 
     return renamed("--d-qk", d_qk, "--temperature", temperature, "the d_qk in logits = q k^T / sqrt(d_qk)")
 
@@ -109,7 +109,7 @@ def analyze_command(
                                   "RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded."),
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
-    from rankcollapse.io import check_output_folder
+    from rankcollapse.edge.folder import check_output_folder
 
     existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
     check_output_folder(out, "analyze", existing=existing)  # a foreign or read-only --out: before the model
@@ -119,14 +119,15 @@ def analyze_command(
         allow_downloads()
     import torch
 
-    from rankcollapse.io import OutputFolder, RunWriter
+    from rankcollapse.edge.folder import OutputFolder
+    from rankcollapse.edge.runs import RunWriter
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
     from rankcollapse.models.inputs import with_tokenizer
     from rankcollapse.models.loading import load_model
 
     if layers is not None:  # the depth is checked here, by its flag's name, before a schedule names it
+        from rankcollapse.edge.validate import check_int
         from rankcollapse.masks.schedule import MAX_LAYERS
-        from rankcollapse.validate import check_int
 
         check_int("--layers", layers, low=0, high=MAX_LAYERS)
     if corpus is not None and text is not None:
@@ -213,7 +214,7 @@ def _attention_writer(out: OutputFolder) -> object:
     output folder ``out`` (an ``io.OutputFolder``: staged, published with the run)."""
     import numpy as np
 
-    from rankcollapse.io import atomic_path
+    from rankcollapse.edge.atomic import atomic_path
 
     folder = out.subfolder("attention")
 
@@ -228,7 +229,7 @@ def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None
     """Run the per-layer mask check and write ``mask_check.json``; return the checks (one per layer)."""
     from dataclasses import asdict as as_dict
 
-    from rankcollapse.io import write_json
+    from rankcollapse.edge.atomic import write_json
     from rankcollapse.models.diagnose import check_masks
 
     checks = check_masks(loaded, ids, batch_size)

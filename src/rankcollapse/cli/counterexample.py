@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 if TYPE_CHECKING:
-    from rankcollapse.io import Existing
+    from rankcollapse.edge.folder import Existing
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -61,7 +61,7 @@ def counterexample_command(
         )
     existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
     if out is not None:
-        from rankcollapse.io import check_output_folder
+        from rankcollapse.edge.folder import check_output_folder
 
         check_output_folder(out, "counterexample", existing=existing)
     if construction == "ours":
@@ -106,9 +106,9 @@ FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "
 
 
 def _write(out: Path, job: Callable[[Path], Any], existing: Existing) -> Any:
-    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`: staged, published
+    """``job(folder)`` inside the output layer (:func:`edge.folder.write_folder`: staged, published
     when the job returns; an earlier counterexample run there under ``existing``'s rule)."""
-    from rankcollapse.io import write_folder
+    from rankcollapse.edge.folder import write_folder
 
     return write_folder(out, "counterexample", job, outputs=FILES, existing=existing)
 

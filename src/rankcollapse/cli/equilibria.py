@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 if TYPE_CHECKING:
-    from rankcollapse.io import Existing
+    from rankcollapse.edge.folder import Existing
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -31,7 +31,7 @@ def _load_value(path: Path, d: int) -> Any:
     import numpy as np
     import torch
 
-    from rankcollapse.inputs import read_npy
+    from rankcollapse.edge.inputs import read_npy
 
     def check(shape: tuple[int, ...], dtype: object) -> None:  # before any data is read
         if shape != (d, d):
@@ -99,7 +99,7 @@ def equilibria_command(
     """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
     import torch
 
-    from rankcollapse.deprecation import renamed
+    from rankcollapse.edge.deprecation import renamed
 
     deprecated = temperature is not None
     d_qk = renamed("--d-qk", d_qk, "--temperature", temperature)
@@ -311,7 +311,7 @@ def portrait_command(
         raise RankCollapseError(
             f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {quote(construction, 40)}"
         )
-    from rankcollapse.io import check_output_folder
+    from rankcollapse.edge.folder import check_output_folder
 
     existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
     check_output_folder(out, "portrait", existing=existing)  # a file, a foreign or unwritable folder, ...
@@ -342,8 +342,8 @@ PORTRAIT_FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_fi
 
 
 def write_into(out: Path, command: str, job: Callable[[Path], Any], existing: Existing = "refuse") -> Any:
-    """``job(folder)`` inside the output layer (:func:`rankcollapse.io.write_folder`: staged, published
+    """``job(folder)`` inside the output layer (:func:`edge.folder.write_folder`: staged, published
     when the job returns; an earlier run of ``command`` there under ``existing``'s rule)."""
-    from rankcollapse.io import write_folder
+    from rankcollapse.edge.folder import write_folder
 
     return write_folder(out, command, job, outputs=PORTRAIT_FILES, existing=existing)

@@ -61,7 +61,7 @@ def _stopped(message: str) -> int:
 
 def os_error_line(err: OSError) -> str:
     """One line for an ``OSError`` no command caught: the path(s) and the errno text."""
-    from rankcollapse.inputs import os_reason, quote_path
+    from rankcollapse.edge.inputs import os_reason, quote_path
 
     names = [n for n in (err.filename, err.filename2) if n is not None]
     where = " -> ".join(quote_path(n) for n in names)
@@ -165,15 +165,15 @@ def usage_message(err: object, args: list[str]) -> str:
 
 
 def _run(args: list[str]) -> int:
-    from rankcollapse.errors import Interrupted, RankCollapseError
-    from rankcollapse.runtime import raise_mmap_threshold
+    from rankcollapse.edge.errors import Interrupted, RankCollapseError
+    from rankcollapse.edge.runtime import raise_mmap_threshold
 
     raise_mmap_threshold()
     load_commands(args)
     import typer
 
     from rankcollapse.cli.app import app
-    from rankcollapse.deprecation import collected
+    from rankcollapse.edge.deprecation import collected
 
     command = typer.main.get_command(app)
     try:

@@ -9,8 +9,8 @@ from typing import Any
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import plain_text, quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import plain_text, quote
 
 PLOT_MAX_PIXELS = 1024
 """``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
@@ -122,7 +122,7 @@ def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
     """
     import numpy as np
 
-    from rankcollapse.io import atomic_path
+    from rankcollapse.edge.atomic import atomic_path
     from rankcollapse.masks.picture import block_counts
 
     f = -(-n // PLOT_MAX_PIXELS)

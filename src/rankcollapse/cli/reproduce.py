@@ -10,7 +10,7 @@ from types import FrameType
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import Interrupted, RankCollapseError
+from rankcollapse.edge.errors import Interrupted, RankCollapseError
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -163,13 +163,13 @@ def check_config_dir(folder: Path) -> None:
     """Read every ``*.yaml`` of ``--config-dir`` through the one input opener (regular files only, at
     most 1 MiB each, aliases bounded): a FIFO, a link to /dev/zero or an alias bomb is one line
     before the experiment loader opens anything."""
-    from rankcollapse.inputs import check_folder, read_yaml
+    from rankcollapse.edge.inputs import check_folder, read_yaml
 
     check_folder(folder, "--config-dir")
     try:
         paths = sorted(Path(folder).glob("*.yaml"))
     except OSError as err:
-        from rankcollapse.inputs import os_error
+        from rankcollapse.edge.inputs import os_error
 
         raise os_error("--config-dir", folder, err, verb="list") from None
     for path in paths:
@@ -214,7 +214,7 @@ def _run(
             typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
         return
     out_dir = Path(out) if out is not None else Path("results") / name
-    from rankcollapse.io import check_output_folder
+    from rankcollapse.edge.folder import check_output_folder
 
     check_output_folder(out_dir, "reproduce", existing="resume")  # a foreign folder: refused, nothing written
     result = reproduce(

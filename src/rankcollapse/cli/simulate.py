@@ -11,8 +11,8 @@ from typing import Any
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import plain_text, quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import plain_text, quote
 
 
 def warn(message: str) -> None:
@@ -22,15 +22,15 @@ def warn(message: str) -> None:
 
 def _d_qk(d_qk: float | None, temperature: float | None) -> float:
     """``--d-qk``, or its deprecated alias ``--temperature`` (the one deprecation path)."""
-    from rankcollapse.deprecation import renamed
+    from rankcollapse.edge.deprecation import renamed
 
     value = renamed("--d-qk", d_qk, "--temperature", temperature, "the d_qk in logits / sqrt(d_qk)")
     return 1.0 if value is None else value
 
 
 def _preset(preset: str) -> str:
-    from rankcollapse.deprecation import warn
     from rankcollapse.dynamics.layers import canonical_preset
+    from rankcollapse.edge.deprecation import warn
 
     name, warning = canonical_preset(preset)
     if warning:
@@ -81,15 +81,16 @@ def simulate_command(
                                   "a bar on a terminal, a plain line every 10 s otherwise."),
 ) -> None:
     """Simulate X(t+1) = layer(X(t)) and write one metrics.csv row per layer (row 0 = the input)."""
-    from rankcollapse.io import check_output_folder
-    from rankcollapse.validate import check_threads
+    from rankcollapse.edge.folder import check_output_folder
+    from rankcollapse.edge.validate import check_threads
 
     existing = "replace" if overwrite else "refuse"
     out = check_output_folder(out, "simulate", existing=existing)
     if threads is not None:
         threads = check_threads("--threads", threads)
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
-    from rankcollapse.io import OutputFolder, RunWriter
+    from rankcollapse.edge.folder import OutputFolder
+    from rankcollapse.edge.runs import RunWriter
 
     config = SimulationConfig(
         mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
@@ -102,7 +103,7 @@ def simulate_command(
         import torch
 
         torch.set_num_threads(threads)
-    from rankcollapse.progress import progress as progress_lines
+    from rankcollapse.edge.progress import progress as progress_lines
 
     bar = progress_lines(config.layers + 1, f"simulate {config.mask}", "layers", enabled=progress)
     # what simulate wrote before the marker listed a run's files (a folder from then is replaced by these)
@@ -192,7 +193,7 @@ def plot_mu(
         ax.legend(fontsize=7)
     fig.suptitle(plain_text(title))
     fig.tight_layout()
-    from rankcollapse.io import atomic_path
+    from rankcollapse.edge.atomic import atomic_path
 
     try:
         with atomic_path(path) as tmp:

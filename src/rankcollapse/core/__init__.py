@@ -7,7 +7,7 @@
 - :mod:`~rankcollapse.core.precision` dtype names parsed once, ``eps`` and the precision floor
 - :mod:`~rankcollapse.core.execution` where a computation runs: the device parsed once, the sample batches
 
-Nothing here imports another folder of the package (only :mod:`rankcollapse.errors`).
+Nothing here imports another folder of the package (only :mod:`rankcollapse.edge.errors`).
 """
 
 from rankcollapse.core.attention import attention_logits, attention_weights, masked_softmax

@@ -10,7 +10,7 @@ import math
 import torch
 from torch import Tensor
 
-from rankcollapse.validate import checked
+from rankcollapse.edge.validate import checked
 
 
 @checked

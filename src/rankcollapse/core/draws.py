@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from rankcollapse.validate import checked
+from rankcollapse.edge.validate import checked
 
 _F64 = torch.float64
 

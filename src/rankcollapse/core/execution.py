@@ -1,7 +1,7 @@
 """Where a computation runs and in how many pieces: the device, parsed once, and the sample batches.
 
 - :func:`parse_device`: ``cpu``, ``cuda`` or ``cuda:K`` -> ``torch.device``, refused with one line
-  (:class:`~rankcollapse.errors.RankCollapseError`) for an unknown spelling, CUDA where torch sees
+  (:class:`~rankcollapse.edge.errors.RankCollapseError`) for an unknown spelling, CUDA where torch sees
   none, an index beyond the GPUs visible, and ``float64`` on a device that lacks it
   (:func:`supports_float64`). Every entry point (``analyze``, ``simulate``, ``reproduce``) calls it
   once, before anything is computed or written.
@@ -20,8 +20,8 @@ import re
 import torch
 
 from rankcollapse.core.precision import parse_dtype
-from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.validate import quote
 
 #: The device spellings accepted (``cuda:K``: the K-th GPU torch sees).
 DEVICE_SPELLINGS: tuple[str, ...] = ("cpu", "cuda", "cuda:K")

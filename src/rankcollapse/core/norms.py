@@ -18,8 +18,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import checked, quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked, quote
 
 NORMS = ("none", "sphere", "layernorm", "rmsnorm")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import checked
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked
 
 #: Canonical dtype names, in the order the CLI lists them.
 DTYPE_NAMES: tuple[str, ...] = ("float64", "float32")

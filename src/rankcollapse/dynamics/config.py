@@ -1,6 +1,6 @@
 """``SimulationConfig``: every setting of a simulator run, validated when it is built.
 
-Validation (``__post_init__``, through :mod:`rankcollapse.validate`) checks types, ranges, names,
+Validation (``__post_init__``, through :mod:`rankcollapse.edge.validate`) checks types, ranges, names,
 user tensors (shape, real dtype, finite entries) and the estimated peak memory against what
 the machine has, before anything is allocated; options that do not apply are refused
 (``value_scale`` with ``value="identity"`` or a user ``value_matrix``, ...). Old spellings are
@@ -19,13 +19,12 @@ from torch import Tensor
 from rankcollapse.core.execution import parse_device
 from rankcollapse.core.norms import NORMS
 from rankcollapse.core.precision import canonical_dtype_name, parse_dtype
-from rankcollapse.deprecation import renamed, warn
 from rankcollapse.dynamics.kernels import KERNELS, default_band_block
 from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
-from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, RANK_NAMES, ROLLOUT_NAMES, metric_names
-from rankcollapse.validate import (
+from rankcollapse.edge.deprecation import renamed, warn
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.validate import (
     check_choice,
     check_float,
     check_int,
@@ -35,6 +34,7 @@ from rankcollapse.validate import (
     quote,
     type_name,
 )
+from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, RANK_NAMES, ROLLOUT_NAMES, metric_names
 
 #: Value families whose ``value_scale`` is meaningful.
 SCALED_VALUES = ("gaussian", "orthogonal", "scaled-identity")

@@ -30,8 +30,8 @@ from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_weights
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import checked
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked
 
 KERNELS = ("auto", "dense", "sdpa", "band")
 

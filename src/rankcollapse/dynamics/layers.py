@@ -24,8 +24,8 @@ from rankcollapse.core.attention import attention_weights
 from rankcollapse.core.norms import NORMS, get_norm
 from rankcollapse.dynamics.kernels import KernelPlan
 from rankcollapse.dynamics.weights import LayerWeights
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import checked
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked
 
 PLACEMENTS = ("post", "pre")
 

@@ -29,7 +29,9 @@ from rankcollapse.dynamics.kernels import KernelPlan, plan_kernel
 from rankcollapse.dynamics.layers import LayerSpec, apply_layer, layer_attention, norm_step
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
 from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_weights
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.runtime import trim_heap_every
+from rankcollapse.edge.validate import trusted
 from rankcollapse.metrics import (
     METRIC_NAMES,
     collapse_metrics,
@@ -42,8 +44,6 @@ from rankcollapse.metrics import (
     rollout_step,
     summarize,
 )
-from rankcollapse.runtime import trim_heap_every
-from rankcollapse.validate import trusted
 
 __all__ = [
     "ResolvedMask",
@@ -99,8 +99,8 @@ class ResolvedMask:
 
 def resolve_mask(mask: Any, n: int) -> ResolvedMask:
     """A parsed ``Mask``, a spec string (parsed here) or a boolean [n, n] tensor, at length n."""
+    from rankcollapse.edge.validate import check_int, check_tensor, type_name
     from rankcollapse.masks import Mask, parse_mask
-    from rankcollapse.validate import check_int, check_tensor, type_name
 
     n = check_int("n", n, low=1)
     if isinstance(mask, Tensor):
@@ -272,14 +272,14 @@ def simulate(
     ``overflow > 0`` and NaN metrics for the non-finite samples, and ``nonfinite_layer`` is set.
     """
     if not isinstance(config, SimulationConfig):
-        from rankcollapse.errors import RankCollapseTypeError
-        from rankcollapse.validate import type_name
+        from rankcollapse.edge.errors import RankCollapseTypeError
+        from rankcollapse.edge.validate import type_name
 
         raise RankCollapseTypeError(f"config must be a SimulationConfig, got {type_name(config)}")
     cfg = config
     cfg.validate()
     if keep_trajectory:
-        from rankcollapse.validate import check_memory
+        from rankcollapse.edge.validate import check_memory
 
         size = (cfg.layers + 1.0) * cfg.batch * cfg.n * cfg.d * parse_dtype(cfg.dtype).itemsize
         check_memory(f"keep_trajectory with layers = {cfg.layers}", size)

@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.norms import sphere_normalize
-from rankcollapse.validate import checked
+from rankcollapse.edge.validate import checked
 
 #: Relative slack when comparing a measured tail rate with ``rho``.
 RATE_RTOL = 1e-6

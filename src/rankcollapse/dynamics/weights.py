@@ -25,8 +25,8 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.draws import gaussian, haar_orthogonal, hemisphere_tokens, sphere_tokens
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import checked
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked
 
 VALUE_FAMILIES = ("gaussian", "orthogonal", "identity", "scaled-identity")
 OUTPUT_FAMILIES = ("mean", "gaussian")

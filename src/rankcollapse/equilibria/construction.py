@@ -14,9 +14,9 @@ from torch import Tensor
 
 from rankcollapse.core.draws import gaussian
 from rankcollapse.core.norms import sphere_normalize
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria.finder import newton_polish, residual
 from rankcollapse.equilibria.lnmap import iterate, resolve_mask
-from rankcollapse.errors import RankCollapseError
 
 OFF_BLOCK_GAIN = 0.5
 COUNTEREXAMPLE_BLOCK = ((0.95, 1.0), (0.0, 1.0))

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from scipy.optimize import brentq
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 TWO_PI = 2.0 * math.pi
 DEFAULT_W_V = ((0.95, 1.0), (0.0, 1.0))

@@ -44,9 +44,9 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.norms import sphere_normalize
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.equilibria.lnmap import causal_mask, iterate
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
 
 DEFAULT_W = 2.0
 TWO_PI = 2.0 * math.pi

@@ -19,8 +19,8 @@ from torch import Tensor
 
 from rankcollapse.core.draws import sphere_tokens
 from rankcollapse.core.norms import sphere_normalize
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria.lnmap import iterate, ln_attention_map, tangent_basis
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import num_rank, singular_values
 
 #: Relative rank tolerance for states reached by iteration (``num_rank(x, rtol=RANK_TOL)``): orbits that

@@ -18,8 +18,8 @@ from torch import Tensor
 
 from rankcollapse.core.attention import attention_weights
 from rankcollapse.core.norms import sphere_normalize
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 PLACEMENTS = ("post", "pre")
 

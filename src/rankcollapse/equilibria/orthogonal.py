@@ -32,10 +32,10 @@ from rankcollapse.core.draws import (
 from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.dynamics.theory import TheoryCheck, check_ln_results, tail_rate
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.equilibria.lnmap import PLACEMENTS, attention_matrix, iterate, ln_attention_map
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import mu, mu_rel
-from rankcollapse.validate import quote
 
 INPUTS = ("sphere", "nonnegative")
 

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from rankcollapse.edge.atomic import atomic_path, atomic_write
 from rankcollapse.equilibria.counterexample import (
     TWO_PI,
     BasinArc,
@@ -28,7 +29,6 @@ from rankcollapse.equilibria.counterexample import (
     fixed_points_on_circle,
     simulate_pair,
 )
-from rankcollapse.io import atomic_path, atomic_write
 
 
 def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] = (0.6, 0.8),

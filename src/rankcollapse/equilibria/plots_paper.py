@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from rankcollapse.edge.atomic import atomic_path, write_json
 from rankcollapse.equilibria.counterexample_paper import (
     DEFAULT_W,
     TWO_PI,
@@ -26,7 +27,6 @@ from rankcollapse.equilibria.counterexample_paper import (
     ratio_map,
     run_pair,
 )
-from rankcollapse.io import atomic_path, write_json
 
 TITLE = "the paper's construction: N = d = 2, causal, W_Q = W_K = 0, W_V = [[1, w], [0, 1]], w = {w:g}"
 

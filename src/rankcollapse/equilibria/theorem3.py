@@ -32,8 +32,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 SOURCE = "paper (Theorem 3, App. F.1: upper-bidiagonal W_V, W_Q = W_K = 0, causal)"
 #: Equilibria :func:`enumerate_equilibria` lists at most (the tree can grow like (2 + 2d)^N).

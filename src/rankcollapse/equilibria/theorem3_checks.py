@@ -32,10 +32,10 @@ from torch import Tensor
 
 from rankcollapse.core.draws import gaussian
 from rankcollapse.core.norms import sphere_normalize
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
 from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map, tangent_basis
 from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.metrics import num_rank, stable_rank
 
 NEUTRAL_TOL = 1e-9

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.limits import DENSE_BYTES_PER_PAIR, SPARSE_BYTES_PER_EDGE, require_memory
 from rankcollapse.masks.sparse import SparseMask, band_of_sparse, check_n
-from rankcollapse.validate import quote
 
 if TYPE_CHECKING:  # torch is imported only where a tensor is made (keeps `rankcollapse mask` light)
     import torch

@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import human_bytes
 from rankcollapse.masks.base import Mask, check_n
 from rankcollapse.masks.graph import MaskAnalysis, analyze_sparse
 from rankcollapse.masks.intervals import compose, has_one_hop_center, interval_analysis, one_hop_centers
 from rankcollapse.masks.limits import require_memory
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.masks.sparse import SparseMask
-from rankcollapse.validate import human_bytes
 
 BITSET_MAX_WORK = 2e9
 """Largest ``2 * sum_t (nnz(M_t) + n) * ceil(n / 64)`` (uint64 word operations: the product pass and

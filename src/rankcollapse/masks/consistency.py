@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks.base import Mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.masks.spec import parse_mask

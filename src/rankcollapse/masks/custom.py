@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote, type_name
 from rankcollapse.masks.base import CACHE_MAX_ENTRIES, Mask, Predicate
 from rankcollapse.masks.limits import DENSE_BYTES_PER_PAIR, require_memory
 from rankcollapse.masks.lookup import _table_predicate
 from rankcollapse.masks.sparse import SparseMask, check_n
-from rankcollapse.validate import quote, type_name
 
 SCALAR_MAX_N = 1024
 """Largest ``n`` at which a predicate that fails on index tensors is called pair by pair (n^2 calls)."""

@@ -46,10 +46,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.base import Intervals, Mask, Predicate
 from rankcollapse.masks.sparse import SparseMask
-from rankcollapse.validate import quote
 
 LIST_MAX_ITEMS = 1_000_000
 """Most entries a list parameter (``lengths``, ``parents``) may have."""

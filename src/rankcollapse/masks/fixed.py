@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.inputs import read_npy
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import read_npy
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.base import Mask, Predicate
 from rankcollapse.masks.families import Family, Param
 from rankcollapse.masks.limits import require_memory
 from rankcollapse.masks.lookup import _lookup, _table_predicate
 from rankcollapse.masks.sparse import SparseMask
-from rankcollapse.validate import quote
 
 
 class _FixedLength(Mask):

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.analysis import (
     ANALYSIS_BYTES_PER_EDGE,
     MaskAnalysis,
@@ -21,7 +22,6 @@ from rankcollapse.masks.analysis import (
 from rankcollapse.masks.fixed import from_dense
 from rankcollapse.masks.sparse import SparseMask, check_n
 from rankcollapse.masks.spec import parse_mask
-from rankcollapse.validate import quote
 
 __all__ = [
     "ANALYSIS_BYTES_PER_EDGE",

@@ -19,11 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.inputs import read_json
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import read_json
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.export import hf_sliding_window_mask
 from rankcollapse.masks.schedule import MaskSchedule, schedule_from_masks
-from rankcollapse.validate import quote
 
 ENCODER_TYPES = ("bert", "roberta", "distilbert", "albert", "mpnet", "t5", "electra", "deberta", "deberta-v2",
                  "xlm-roberta", "camembert")

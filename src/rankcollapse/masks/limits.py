@@ -16,7 +16,7 @@ the physical memory), read at each check.
 
 from __future__ import annotations
 
-from rankcollapse.validate import check_memory
+from rankcollapse.edge.validate import check_memory
 
 DENSE_BYTES_PER_PAIR = 17
 SPARSE_BYTES_PER_EDGE = 24

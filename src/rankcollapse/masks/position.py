@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,10 @@ def _check_eps(eps: float) -> None:
 
 def first_token_prediction(mask: Any, n: int) -> FirstTokenPrediction:
     """The predictions for ``mask`` (a spec string, a ``Mask`` or a boolean [n, n] matrix) at ``n`` tokens."""
+    from rankcollapse.edge.validate import check_int
     from rankcollapse.masks.analysis import bfs_distances
     from rankcollapse.masks.fixed import from_dense
     from rankcollapse.masks.spec import parse_mask
-    from rankcollapse.validate import check_int
 
     n = check_int("n", n, low=1)
     if isinstance(mask, str):

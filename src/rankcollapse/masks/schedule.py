@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.base import Mask
 from rankcollapse.masks.spec import MAX_NESTING, parse_mask
-from rankcollapse.validate import quote
 
 MAX_LAYERS = 100_000
 """Most layers a schedule may have (period or depth)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:  # scipy and torch are imported where used (keeps `rankcollapse mask` start-up light)
     import scipy.sparse as sp

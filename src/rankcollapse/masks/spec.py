@@ -25,12 +25,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks.base import AndMask, Mask, OrMask
 from rankcollapse.masks.custom import PredicateMask, TensorMask, is_array
 from rankcollapse.masks.fixed import FileMask
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
-from rankcollapse.validate import quote
 
 _OPERATORS = "&|()"
 MAX_NESTING = 64

@@ -44,9 +44,9 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.precision import FLOOR_FACTOR
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked
 from rankcollapse.metrics.measures import singular_values
-from rankcollapse.validate import checked
 
 #: The normalisations whose rank terms :func:`normalised_rank_terms` knows (``core.norms`` names).
 RANK_NORMS: tuple[str, ...] = ("sphere", "layernorm")

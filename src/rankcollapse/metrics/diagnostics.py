@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 SINK_THRESHOLD = 0.3
 """Default ``sink_rate`` threshold on a head's mean attention to the first token (Gu et al., 2024)."""

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.precision import FLOOR_FACTOR
-from rankcollapse.validate import checked
+from rankcollapse.edge.validate import checked
 
 #: Cosine of a pair that contains a zero token (its direction is undefined) is taken as 0.
 #: Entries of one Gram tile of :func:`mean_abs_cos` (1M: 8 MB in float64, about a core's share of cache).
@@ -40,7 +40,7 @@ _COSINE_TILE = 1 << 20
 
 def _check(x: Tensor) -> None:
     if not isinstance(x, Tensor):
-        from rankcollapse.errors import RankCollapseTypeError
+        from rankcollapse.edge.errors import RankCollapseTypeError
 
         raise RankCollapseTypeError(f"x must be a torch.Tensor of tokens [..., n, d], got {type(x).__name__}")
     if x.ndim < 2:
@@ -92,7 +92,7 @@ DOC_COLUMNS = 16
 
 def _check_docs(docs: object, n: int) -> list[Tensor]:
     """``docs`` as a list of int64 index tensors into ``n`` tokens (RankCollapseError naming ``docs``)."""
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
 
     if not isinstance(docs, list | tuple) or not docs:
         raise RankCollapseError(
@@ -123,7 +123,7 @@ def document_columns(x: Tensor, docs: list[Tensor], lengths: Tensor | None = Non
     over all K documents) of x [b, n, d]: ``{name: [b]}``. ``lengths`` [b]: sample ``i`` has its
     first ``lengths[i]`` tokens (each document cut to them; a document with none is NaN, left out
     of the max)."""
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
 
     _check(x)
     docs = _check_docs(docs, x.shape[-2])
@@ -429,8 +429,8 @@ def metric_names(
     the simulator's ``metrics.rollout.ROLLOUT_NAMES``, never part of ``all``) -> a tuple in the order
     given (None, ``""`` or ``"all"``: None, every metric of :data:`METRIC_NAMES`). RankCollapseError
     naming the allowed names for an unknown one, RankCollapseTypeError for anything else."""
-    from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
-    from rankcollapse.validate import quote
+    from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+    from rankcollapse.edge.validate import quote
 
     if metrics is None:
         return None

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 #: Per-sample rollout columns of the simulator (opt-in: not part of ``metrics=None``).
 ROLLOUT_NAMES: tuple[str, ...] = ("first_token_share_mean", "first_token_gap_max")
@@ -86,7 +86,7 @@ def identity_context(
     shape: Sequence[int], n: int, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"
 ) -> Tensor:
     """``P(0) = I`` broadcast to ``[*shape, n, n]`` (a contiguous copy, ready for :func:`rollout_step`)."""
-    from rankcollapse.validate import check_int
+    from rankcollapse.edge.validate import check_int
 
     n = check_int("n", n, low=1)
     if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):

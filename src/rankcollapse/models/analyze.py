@@ -28,7 +28,9 @@ from torch import Tensor
 
 from rankcollapse.core.execution import batch_slices, check_batch_size, device_memory, parse_device
 from rankcollapse.core.precision import dtype_name
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.progress import progress as progress_lines
+from rankcollapse.edge.validate import check_memory, quote
 from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.metrics import document_columns, metric_names
@@ -66,8 +68,6 @@ from rankcollapse.models.stream import (  # noqa: F401  (re-exported: the names 
     tl_hook_name,
     user_schedule,
 )
-from rankcollapse.progress import progress as progress_lines
-from rankcollapse.validate import check_memory, quote
 
 
 @dataclass
@@ -726,7 +726,8 @@ def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = Fal
     and published together, the marker complete last. An earlier analyze run in ``out_dir`` is replaced
     with ``overwrite=True``; without it, replacing is deprecated (a warning now, refused next release).
     Returns the path of ``metrics.csv``."""
-    from rankcollapse.io import OutputFolder, RunWriter
+    from rankcollapse.edge.folder import OutputFolder
+    from rankcollapse.edge.runs import RunWriter
 
     existing = "replace" if overwrite else "deprecated-replace"
     legacy = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "per_sample.csv")  # before manifests
@@ -745,7 +746,7 @@ def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
     import csv
     import io
 
-    from rankcollapse.io import atomic_write
+    from rankcollapse.edge.atomic import atomic_write
 
     rows = result.per_sample_rows()
     buf = io.StringIO()

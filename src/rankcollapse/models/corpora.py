@@ -36,9 +36,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.inputs import read_text
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import read_text
+from rankcollapse.edge.validate import quote
 
 CORPORA: tuple[str, ...] = ("wikipedia", "shakespeare", "kjv", "pydocs")
 DEFAULT_CORPUS = "wikipedia"
@@ -97,7 +97,7 @@ def load_corpus(name: str) -> str:
 
 
 def read_text_file(path: str | Path) -> str:
-    """A UTF-8 text file's contents through the one input opener (:mod:`rankcollapse.inputs`):
+    """A UTF-8 text file's contents through the one input opener (:mod:`rankcollapse.edge.inputs`):
     regular files only, at most ``LIMITS["text file"]`` (256 MiB), never blocking; RankCollapseError
     (one line naming the path) if missing, not a regular file, too large, unreadable or not UTF-8."""
     return read_text(path, "text file")

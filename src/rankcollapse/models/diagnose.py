@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks.base import Mask
 from rankcollapse.masks.consistency import SupportCheck, check_support
 from rankcollapse.masks.schedule import schedule_from_masks

@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.io import atomic_path
+from rankcollapse.edge.atomic import atomic_path
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models.corpora import (
     DEFAULT_CORPUS,
     TokenStream,

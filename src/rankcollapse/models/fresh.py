@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models.families import FRESH_LAYERS, fresh_parts
 from rankcollapse.models.parts import LayerParts
 

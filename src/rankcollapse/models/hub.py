@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 DOWNLOAD_ENV = "RANKCOLLAPSE_DOWNLOAD"
 #: Seconds the first request may take, and the hub library's per-request timeouts during a download.

@@ -12,9 +12,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.models.loading import LoadedModel, dissect
-from rankcollapse.validate import quote
 
 
 def text_batch(model: LoadedModel, texts: list[str], tokens: int) -> tuple[Tensor, Tensor]:

@@ -33,7 +33,8 @@ from torch import Tensor, nn
 
 from rankcollapse.core.execution import parse_device
 from rankcollapse.core.precision import parse_dtype
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks import Mask, parse_mask
 from rankcollapse.masks.hf_schedule import DECODER_TYPES, schedule_from_hf_config
 from rankcollapse.masks.schedule import MaskSchedule
@@ -52,7 +53,6 @@ from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F40
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
 from rankcollapse.models.spec import Unsupported
-from rankcollapse.validate import quote
 
 WEIGHT_FILES: tuple[str, ...] = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                                  "pytorch_model.bin.index.json")
@@ -188,12 +188,12 @@ def check_model_folder(path: Path) -> dict[str, Any]:
     """A local model folder as transformers will read it, checked first; returns its config dict.
 
     Every file in it must be a regular file (a FIFO, a device or a link to one would block or never
-    end a read), ``config.json`` readable JSON (at most 16 MiB, through :mod:`rankcollapse.inputs`)
+    end a read), ``config.json`` readable JSON (at most 16 MiB, through :mod:`rankcollapse.edge.inputs`)
     with a ``model_type`` this transformers knows (a folder that needs its own code, ``auto_map``,
     is refused: rankcollapse never runs a model folder's code), and weights present.
     RankCollapseError (one line) else.
     """
-    from rankcollapse.inputs import file_kind, os_error, quote_path, read_text
+    from rankcollapse.edge.inputs import file_kind, os_error, quote_path, read_text
 
     shown = quote_path(path)
     try:

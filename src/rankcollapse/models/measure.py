@@ -28,8 +28,8 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.precision import dtype_name
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 #: The value of a ``masks`` entry that means each layer's own mask (the model's config).
 OWN_MASK = "own"

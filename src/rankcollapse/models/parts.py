@@ -26,8 +26,8 @@ from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_logits, masked_softmax
+from rankcollapse.edge.runtime import trim_heap
 from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
-from rankcollapse.runtime import trim_heap
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
 Mode = Literal["full", "attn", "attn+ln", "attn+skip", "attn+skip+ln"]

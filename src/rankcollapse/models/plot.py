@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import plain_text, quote
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
-from rankcollapse.validate import plain_text, quote
 
 #: Width of one column of a two-column paper, in inches: the width every figure of a run is drawn at.
 COLUMN_WIDTH = 3.5
@@ -391,7 +391,7 @@ def _band(
 
 
 def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
-    from rankcollapse.io import atomic_path
+    from rankcollapse.edge.atomic import atomic_path
 
     out = Path(path)
     fmt = out.suffix.lstrip(".").lower() or "png"
@@ -759,8 +759,8 @@ def read_run(folder: str | Path) -> FinishedRun:
     (one line) when it is not one: a folder whose marker (``.rankcollapse.json``) does not say
     ``complete: true`` is refused (a folder from before markers is read as it is). ``facts``: mask,
     mode, model, dtype, d_qk and depth (layers)."""
-    from rankcollapse.inputs import quote_path, read_json, read_text
-    from rankcollapse.io import MARKER_NAME, read_marker
+    from rankcollapse.edge.folder import MARKER_NAME, read_marker
+    from rankcollapse.edge.inputs import quote_path, read_json, read_text
 
     path = Path(folder)
     marker = read_marker(path)

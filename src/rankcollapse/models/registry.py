@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.inputs import os_error, quote_path
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import os_error, quote_path
+from rankcollapse.edge.validate import quote
 from rankcollapse.models.bundled import BUNDLED, mpnet_installed
 from rankcollapse.models.checkpoints import (
     CHECKPOINT_CONFIGS,
@@ -47,7 +48,6 @@ from rankcollapse.models.checkpoints import (
 from rankcollapse.models.families import FAMILIES, FRESH_LAYERS
 from rankcollapse.models.hub import FILES as HUB_FILES
 from rankcollapse.models.hub import download, downloads_allowed, how_to_download
-from rankcollapse.validate import quote
 
 Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
 KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")

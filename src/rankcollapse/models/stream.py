@@ -25,14 +25,14 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.execution import batch_slices
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.runtime import trim_heap_every
+from rankcollapse.edge.validate import quote
 from rankcollapse.masks import Mask, parse_mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.names import tl_hook_name  # noqa: F401  (re-exported)
 from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
-from rankcollapse.runtime import trim_heap_every
-from rankcollapse.validate import quote
 
 BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
 

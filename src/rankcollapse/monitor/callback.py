@@ -45,7 +45,7 @@ class MonitorCallback(TrainerCallback):
     def __init__(self, monitor: Monitor | None = None, **fields: Any) -> None:
         self.monitor = monitor if monitor is not None else Monitor(**fields)
         if monitor is not None and fields:
-            from rankcollapse.errors import RankCollapseError
+            from rankcollapse.edge.errors import RankCollapseError
 
             raise RankCollapseError(f"give a Monitor or its fields ({', '.join(fields)}), not both")
         self._batch: Any = None

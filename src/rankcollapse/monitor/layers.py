@@ -20,12 +20,12 @@ from typing import Any
 
 from torch import nn
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.models.families import FAMILIES
 from rankcollapse.models.loading import base_model
 from rankcollapse.models.names import tl_hook_name
 from rankcollapse.models.spec import FamilySpec, get_path, layer_modules
-from rankcollapse.validate import quote
 
 
 @dataclass(frozen=True, eq=False)

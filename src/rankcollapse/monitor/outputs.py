@@ -2,9 +2,9 @@
 
 Every row is tidy: ``step, layer, hidden_state, hook, metric, value`` (:data:`COLUMNS`).
 
-- ``out`` (a folder, through the one output layer :mod:`rankcollapse.io`): ``config.json`` and
+- ``out`` (a folder, through the one output layer :mod:`rankcollapse.edge.folder`): ``config.json`` and
   ``metrics.partial.csv`` from the first probe on, each row flushed as written
-  (:class:`rankcollapse.io.RunWriter`), renamed ``metrics.csv`` when the monitor is closed;
+  (:class:`rankcollapse.edge.runs.RunWriter`), renamed ``metrics.csv`` when the monitor is closed;
   ``metrics.parquet`` too (written atomically at close) where ``pyarrow`` is installed.
 - ``tensorboard``: an object with ``add_scalar(tag, value, step)`` (a ``SummaryWriter``), or a log
   folder for one (used only where ``tensorboard`` is installed). Tag ``rankcollapse/{metric}/{hidden_state}``.
@@ -28,7 +28,7 @@ PARQUET = "metrics.parquet"
 
 def describe(err: BaseException) -> str:
     """One line for an error: a RankCollapseError's message, else ``Type: first line`` (cut at 200)."""
-    from rankcollapse.errors import RankCollapseError
+    from rankcollapse.edge.errors import RankCollapseError
 
     text = (str(err).strip().splitlines() or [""])[0][:200]
     if isinstance(err, RankCollapseError):
@@ -120,8 +120,9 @@ class Outputs:
                 self.warn(f"wandb scalars switched off at step {step} ({describe(err)})")
 
     def _open(self) -> None:
-        """Claim the folder (:class:`rankcollapse.io.OutputFolder`, command ``monitor``) and start the CSV."""
-        from rankcollapse.io import OutputFolder, RunWriter
+        """Claim the folder (:class:`edge.folder.OutputFolder`, command ``monitor``) and start the CSV."""
+        from rankcollapse.edge.folder import OutputFolder
+        from rankcollapse.edge.runs import RunWriter
 
         folder = OutputFolder(
             self.out,
@@ -159,7 +160,7 @@ class Outputs:
             try:
                 written.append(folder.published(writer.finish()))
                 if importlib.util.find_spec("pyarrow") is not None:
-                    from rankcollapse.io import atomic_path
+                    from rankcollapse.edge.atomic import atomic_path
 
                     with atomic_path(folder.file(PARQUET)) as tmp:
                         frame().to_parquet(tmp, index=False)

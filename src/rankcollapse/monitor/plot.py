@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import plain_text, quote
 from rankcollapse.monitor.outputs import COLUMNS
-from rankcollapse.validate import plain_text, quote
 
 #: Axis labels of the metrics a figure names in words.
 LABELS: dict[str, str] = {
@@ -114,7 +114,7 @@ def plot_monitor(
     if title:
         fig.suptitle(plain_text(title), fontsize=10)
     if out is not None:
-        from rankcollapse.io import atomic_path
+        from rankcollapse.edge.atomic import atomic_path
 
         path = Path(out)
         with atomic_path(path) as tmp:

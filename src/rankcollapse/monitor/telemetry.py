@@ -34,11 +34,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.validate import quote
 from rankcollapse.metrics import METRIC_NAMES, SINK_THRESHOLD, metric_names
 from rankcollapse.monitor.layers import Layers, find_layers
 from rankcollapse.monitor.outputs import COLUMNS, Outputs, describe
-from rankcollapse.validate import quote
 
 #: What a probe measures by default: the paper's measure with its floor, two ranks and the anisotropy
 #: (the SVD-based ``num_rank`` and ``effective_rank`` share one SVD per sample).
@@ -112,7 +112,7 @@ class MonitorConfig:
         ):
             raise RankCollapseError(f"metric_threads={quote(self.metric_threads)} is invalid; allowed: >= 1")
         if self.out is not None:
-            from rankcollapse.io import check_output_folder
+            from rankcollapse.edge.folder import check_output_folder
 
             self.out = str(check_output_folder(self.out, "monitor", option="out"))
 
@@ -376,8 +376,8 @@ def _check_probe_memory(model: nn.Module, shape: tuple[int, int]) -> None:
     """Refuse, before it runs, a probe whose forward would not fit (the estimate of
     :func:`rankcollapse.models.analyze.forward_bytes`; a model without a config is not estimated)."""
     from rankcollapse.core.execution import device_memory
+    from rankcollapse.edge.validate import check_memory
     from rankcollapse.models.analyze import forward_bytes
-    from rankcollapse.validate import check_memory
 
     cfg = getattr(model, "config", None)
     width = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None)

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 #: The flags a headless Chromium needs on a closed machine run as root (no sandbox, no network noise).
 FLAGS = (

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.edge.atomic import atomic_write
 from rankcollapse.experiments.engine.verdicts import (
     CONSISTENT_CLASS,
     FOLLOWUPS,
@@ -32,7 +33,6 @@ from rankcollapse.experiments.engine.verdicts import (
 )
 from rankcollapse.experiments.kit.glossary import terms_used
 from rankcollapse.experiments.kit.plots import FigureFile
-from rankcollapse.io import atomic_write
 from rankcollapse.pipeline.summary import (
     origin_sentences,
     sample_sentence,

@@ -30,7 +30,10 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.atomic import atomic_write, to_jsonable, write_json
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import read_json
+from rankcollapse.edge.provenance import package_versions
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
 from rankcollapse.experiments.engine.grid import RunSpec
@@ -42,8 +45,6 @@ from rankcollapse.experiments.kit.claims import no_data_row, with_failures
 from rankcollapse.experiments.kit.curves import looks as at_looks
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
-from rankcollapse.inputs import read_json
-from rankcollapse.io import atomic_write, package_versions, to_jsonable, write_json
 from rankcollapse.pipeline.sequential import (
     DEFAULT_MAX_SAMPLES,
     check_sequential,

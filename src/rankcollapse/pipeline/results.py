@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.atomic import atomic_write
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.verdicts import (
     FOLLOWUPS,
     MAIN_PAPER,
@@ -27,7 +28,6 @@ from rankcollapse.experiments.engine.verdicts import (
     tally,
     tally_line,
 )
-from rankcollapse.io import atomic_write
 
 
 def _cell(text: Any, width: int = 0) -> str:
@@ -217,8 +217,8 @@ def load_judged(out_dir: str | Path) -> tuple[list[Claim], dict[str, Any]]:
     (``inputs.read_json``: regular files only, never blocking, a size cap): RankCollapseError (one line)
     for a folder ``reproduce`` did not make, one whose last call did not finish (marker ``complete:
     false``), or a claims table that is not one."""
-    from rankcollapse.inputs import read_json
-    from rankcollapse.io import read_marker
+    from rankcollapse.edge.folder import read_marker
+    from rankcollapse.edge.inputs import read_json
 
     out = Path(out_dir)
     marker = read_marker(out)
@@ -259,8 +259,9 @@ def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path
 def record_commit(out_dir: str | Path, commit: str) -> None:
     """Record the commit a folder's run used (for folders written before runs recorded it), through the
     output layer: under the folder's lock, written atomically, never through a link."""
-    from rankcollapse.inputs import read_json
-    from rankcollapse.io import OutputLock, write_json
+    from rankcollapse.edge.atomic import write_json
+    from rankcollapse.edge.folder import OutputLock
+    from rankcollapse.edge.inputs import read_json
 
     out = Path(out_dir)
     load_judged(out)  # a finished reproduce folder only

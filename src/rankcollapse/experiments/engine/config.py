@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 from rankcollapse.experiments.engine.tasks import Task
-from rankcollapse.validate import quote
 
 PROFILES = ("quick", "full", "tiny", "paper")
 
@@ -197,9 +197,9 @@ def load_experiment(
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """The mapping in a YAML config file, read through the one input opener (``rankcollapse.inputs``:
+    """The mapping in a YAML config file, read through the one input opener (``rankcollapse.edge.inputs``:
     bounded, never blocking, aliases bounded); RankCollapseError, one line, for anything else."""
-    from rankcollapse.inputs import read_yaml
+    from rankcollapse.edge.inputs import read_yaml
 
     raw = read_yaml(path, "experiment config")
     if not isinstance(raw, dict):

@@ -20,13 +20,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.progress import SweepProgress, run_weights
 from rankcollapse.experiments.engine.store import RunStore
 from rankcollapse.experiments.engine.tasks import RunResult, execute_run
 from rankcollapse.experiments.engine.workers import init_worker
-from rankcollapse.validate import quote
 
 EXECUTORS = ("local", "dask")
 _ADDRESS = re.compile(r"^((tcp|tls|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$|^inproc://\S+$")

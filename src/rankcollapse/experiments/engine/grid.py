@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.io import to_jsonable
+from rankcollapse.edge.atomic import to_jsonable
+from rankcollapse.edge.errors import RankCollapseError
 
 #: The most runs one experiment's grid may name (its product is checked before it is expanded).
 MAX_GRID_RUNS = 100_000

@@ -1,6 +1,6 @@
 """One writer per output folder, and the folder is ours: reproduce's claim on ``--out``.
 
-:class:`OutputLock` is the shared output layer (:class:`rankcollapse.io.OutputFolder`) for the
+:class:`OutputLock` is the shared output layer (:class:`rankcollapse.edge.folder.OutputFolder`) for the
 ``reproduce`` command, resuming: held for the whole run (an exclusive ``flock`` on ``DIR/.lock``,
 opened with ``O_NOFOLLOW``, never truncating a planted link's target); a second process fails at
 once with one line naming the holder's pid, or with ``wait=True`` blocks until it is done. A
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rankcollapse.io import LOCK_NAME, OutputFolder
+from rankcollapse.edge.folder import LOCK_NAME, OutputFolder
 
 __all__ = ["LOCK_NAME", "OutputLock"]
 

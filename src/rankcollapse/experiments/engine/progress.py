@@ -1,4 +1,4 @@
-"""Progress of a sweep, weighted by each run's estimated cost, on ``rankcollapse.progress``.
+"""Progress of a sweep, weighted by each run's estimated cost, on ``rankcollapse.edge.progress``.
 
 Runs differ in cost by orders of magnitude (a 12-layer simulation against a 128-layer BERT), so
 counting runs or layers lies about the time left. :class:`SweepProgress` counts *estimated seconds
@@ -22,8 +22,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from rankcollapse.edge.progress import Progress, duration_text
 from rankcollapse.experiments.engine.grid import RunSpec
-from rankcollapse.progress import Progress, duration_text
 
 #: Share of a run's weight its layer ticks may credit before the run ends.
 _TICK_CAP = 0.95
@@ -66,7 +66,7 @@ class SweepProgress:
     """Progress of ``specs`` weighted by ``weights`` (estimated seconds per run id); thread-safe.
 
     ``layer(run_id)`` for a layer tick, ``run(run_id)`` when a run is stored, ``close()`` at the end.
-    ``enabled=False`` prints nothing. ``clock``/``stream``/``bar`` go to ``rankcollapse.progress``.
+    ``enabled=False`` prints nothing. ``clock``/``stream``/``bar`` go to ``rankcollapse.edge.progress``.
     """
 
     def __init__(

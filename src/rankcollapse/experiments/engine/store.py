@@ -9,7 +9,7 @@ Storage under ``out_dir/runs/<experiment>/``:
   a run killed before, or whose CSV was cut, changed or deleted since, is simply run again, never
   trusted, and ``collect_table`` leaves it out (``collect_index`` flags it ``damaged``).
 
-Both are written through ``rankcollapse.io.atomic_write`` (a temporary name unique per process,
+Both are written through ``rankcollapse.edge.atomic.atomic_write`` (a temporary name unique per process,
 fsync, rename), so two writers never share a temporary and a crash never leaves half a file.
 ``collect_table`` joins all finished runs into one tidy table (``runs.csv``: run_id, experiment,
 task, every parameter, then the row columns); ``collect_index`` gives one row per run
@@ -28,11 +28,13 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.atomic import atomic_write, to_jsonable
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.folder import real_subfolder
+from rankcollapse.edge.inputs import read_bytes
+from rankcollapse.edge.provenance import package_versions
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
 from rankcollapse.experiments.engine.tasks import RunResult
-from rankcollapse.inputs import read_bytes
-from rankcollapse.io import atomic_write, package_versions, real_subfolder, to_jsonable
 
 #: Keys every readable run record has (a record without them is ignored, as if absent).
 RECORD_KEYS = ("run_id", "experiment", "task", "status", "params")

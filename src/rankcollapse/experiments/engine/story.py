@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.tasks import Task
 from rankcollapse.experiments.engine.verdicts import MAIN_PAPER, check_paper

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.io import to_jsonable
+from rankcollapse.edge.atomic import to_jsonable
+from rankcollapse.edge.errors import RankCollapseError
 
 OnLayer = Callable[[int], None]
 

@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.validate import quote
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
 
 
 class Verdict(str, Enum):

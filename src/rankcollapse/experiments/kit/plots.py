@@ -8,7 +8,7 @@ mu_rel = 0/0) a dashed vertical line marks the layer (never a point that could b
 labelled, and the caption says so. ``mu_rel`` panels show the float32 and float64 floors (``32 eps``) as
 grey lines; values below a floor are drawn on it. Raw-mu panels show each series' own floor
 ``32 eps ||X||_F`` as a dotted line in its colour wherever the series comes within 100x of it.
-:func:`save_figure` writes PNG, PDF and the data CSV, each through ``rankcollapse.io``.
+:func:`save_figure` writes PNG, PDF and the data CSV, each through ``rankcollapse.edge.atomic``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
+from rankcollapse.edge.atomic import atomic_path, atomic_write
 from rankcollapse.experiments.engine.story import FigureSpec
 from rankcollapse.experiments.kit.curves import Curve
-from rankcollapse.io import atomic_path, atomic_write
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 STYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1)))

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from rankcollapse.core.precision import dtype_name
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import EXECUTION_KEYS, named_depth
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats

@@ -10,12 +10,18 @@ silent choice.
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.machinery import ModuleSpec
 from typing import Any, TypeVar
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 T = TypeVar("T")
 
@@ -63,3 +69,43 @@ def collected() -> Iterator[list[str]]:
         warnings.showwarning = show
         warnings.simplefilter("always", RankCollapseDeprecation)
         yield lines
+
+
+#: Modules that moved, old name -> the modules that now hold its names (one release of aliases).
+MOVED_MODULES: dict[str, tuple[str, ...]] = {
+    **{f"rankcollapse.{name}": (f"rankcollapse.edge.{name}",)
+       for name in ("errors", "inputs", "validate", "runtime", "progress", "deprecation")},
+    "rankcollapse.io": ("rankcollapse.edge.atomic", "rankcollapse.edge.folder", "rankcollapse.edge.runs",
+                        "rankcollapse.edge.provenance"),
+}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old module name (``rankcollapse.io``) as its new home, with one deprecation warning.
+
+    A name that moved whole is the new module itself (``rankcollapse.errors is rankcollapse.edge.errors``);
+    a module split in parts is a module holding the public names of every part."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED_MODULES else None
+
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType:
+        homes = [importlib.import_module(name) for name in MOVED_MODULES[spec.name]]
+        warn(f"module {spec.name} is deprecated; import from {' / '.join(MOVED_MODULES[spec.name])}",
+             stacklevel=3)
+        if len(homes) == 1:
+            return homes[0]
+        names = ", ".join(MOVED_MODULES[spec.name])
+        module = types.ModuleType(spec.name, f"Deprecated: the names of {names}")
+        for home in homes:
+            module.__dict__.update({k: v for k, v in vars(home).items() if not k.startswith("__")})
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def install_moved_modules() -> None:
+    """Let the old module names import for one release (called once by ``rankcollapse/__init__``)."""
+    if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())

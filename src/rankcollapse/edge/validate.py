@@ -3,8 +3,8 @@
 Every public entry point (a config's ``__post_init__``, a CLI command) checks its arguments
 here before it allocates anything, so a user sees one line naming the bad argument and what is
 allowed, never a traceback from deep inside torch. Each helper returns the checked (and, where
-stated, normalised) value and raises :class:`~rankcollapse.errors.RankCollapseError` (a
-``ValueError``) or :class:`~rankcollapse.errors.RankCollapseTypeError` (also a ``TypeError``).
+stated, normalised) value and raises :class:`~rankcollapse.edge.errors.RankCollapseError` (a
+``ValueError``) or :class:`~rankcollapse.edge.errors.RankCollapseTypeError` (also a ``TypeError``).
 
 Sizes: :func:`check_memory` refuses a job whose estimated peak memory exceeds what the machine
 has available now (``MemAvailable`` of ``/proc/meminfo``), naming the estimate.
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 
 #: Longest user string quoted back in an error message.
 QUOTE_LIMIT = 60

@@ -1,162 +1,38 @@
-"""Writing: atomic files, run outputs, and the one output layer every command's folder goes through.
+"""The one output layer every command's folder goes through.
 
-- :func:`atomic_path` / :func:`atomic_write` / :func:`write_json`: a temporary created beside the
-  target with ``O_EXCL | O_NOFOLLOW`` (unique per process), renamed over the target on success; a
-  target that is a symbolic link is refused, so no write ever follows a planted link.
-- :class:`OutputFolder`: one command's claim on its output folder. A marker file
-  (``.rankcollapse.json``) says the folder is ours and which command made it; a non-empty folder
-  without it (or another command's) is refused with one line; one writer at a time
-  (:class:`OutputLock`, an ``flock`` on ``.lock`` opened with ``O_NOFOLLOW``); the marker says
-  ``complete: true`` only once everything is written, so a half-written run is never mistaken for a
-  finished one. :func:`check_output_folder` is the same check without writing anything (commands
-  call it before loading a model, so a read-only or foreign ``--out`` is found at once).
-- :class:`RunWriter`: ``config.json`` at once and rows streamed to ``metrics.partial.csv``,
-  renamed to ``metrics.csv`` when the run completes: an interrupted run keeps every layer measured
-  under a name that says it is partial.
+:class:`OutputFolder`: one command's claim on its output folder. A marker file (``.rankcollapse.json``)
+says the folder is ours and which command made it; a non-empty folder without it (or another
+command's) is refused with one line; one writer at a time (:class:`OutputLock`, an ``flock`` on
+``.lock`` opened with ``O_NOFOLLOW``); the marker says ``complete: true`` only once everything is
+written, so a half-written run is never mistaken for a finished one. :func:`check_output_folder` is the
+same check without writing anything (commands call it before loading a model, so a read-only or foreign
+``--out`` is found at once).
 """
 
 from __future__ import annotations
 
-import csv
 import errno
 import fcntl
 import json
 import os
-import platform
 import re
 import shutil
 import stat
-import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
-from importlib import metadata
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Literal
 
-from rankcollapse.errors import RankCollapseError
-from rankcollapse.inputs import file_kind, os_error, quote_path
-from rankcollapse.validate import quote
+from rankcollapse.edge.atomic import (
+    LinkRefusedError,
+    refuse_link,
+    write_json,
+)
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import os_error, quote_path
+from rankcollapse.edge.validate import quote
 
-_VERSIONED = ("rankcollapse", "torch", "numpy", "scipy", "transformers", "networkx")
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python and of the packages that change numbers (absent ones omitted)."""
-    versions = {"python": platform.python_version()}
-    for name in _VERSIONED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Dataclasses, paths, tuples and numpy/torch scalars into plain JSON values."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return to_jsonable(asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return obj
-
-
-def temporary_sibling(path: Path) -> Path:
-    """A temporary name beside ``path``, unique per process and call: ``.NAME.<pid>.<random>.tmp``.
-
-    Two processes (or threads) writing the same file never share a temporary, so neither can
-    publish the other's half-written bytes.
-    """
-    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
-
-
-class LinkRefusedError(RankCollapseError):
-    """A path the tool would write is a symbolic link (planted or not): never written through."""
-
-
-def refuse_link(path: str | Path) -> Path:
-    """``path`` if it is absent or a regular file; a symbolic link is :class:`LinkRefusedError`, a
-    FIFO, a device, a socket or a folder a RankCollapseError (one line): a file written there would
-    go through the link, or replace ``/dev/full`` with a picture."""
-    target = Path(path)
-    try:
-        mode = os.lstat(target).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return target
-    except OSError as err:
-        raise os_error("output", target, err, verb="write") from None
-    if stat.S_ISLNK(mode):
-        raise LinkRefusedError(
-            f"{quote_path(target)} is a symbolic link; rankcollapse never writes through a link "
-            "(remove it, or choose another output)"
-        )
-    if not stat.S_ISREG(mode):
-        raise RankCollapseError(f"{quote_path(target)} is {file_kind(mode)}; allowed: a regular file path")
-    return target
-
-
-def create_exclusive(path: str | Path, mode: int = 0o644) -> int:
-    """A new file at ``path`` opened for writing with ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing
-    file or link there is an error (``FileExistsError`` / ``OSError``), never opened."""
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-
-
-@contextmanager
-def atomic_path(path: str | Path, fsync: bool = False) -> Iterator[Path]:
-    """Yield a unique temporary path beside ``path``; on success rename it over ``path``.
-
-    >>> with atomic_path(out / "fig.png") as tmp:
-    ...     figure.savefig(tmp, format="png")
-
-    The temporary is created here (``O_EXCL | O_NOFOLLOW``: a name planted in its place is an
-    error, not a file written through); a ``path`` that is a symbolic link is refused
-    (:class:`LinkRefusedError`). On an exception the temporary is removed and ``path`` is untouched: a
-    crash never leaves a half-written file. ``fsync=True`` flushes the bytes before the rename.
-    """
-    target = refuse_link(path)
-    tmp = temporary_sibling(target)
-    os.close(create_exclusive(tmp))
-    try:
-        yield tmp
-        if fsync:
-            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        refuse_link(target)
-        os.replace(tmp, target)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
-def atomic_write(path: str | Path, data: str | bytes, fsync: bool = False) -> None:
-    """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically (unique temporary + rename)."""
-    payload = data if isinstance(data, bytes) else data.encode("utf-8")
-    with atomic_path(path, fsync=fsync) as tmp:
-        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-
-
-def write_json(path: str | Path, obj: Any, fsync: bool = False) -> None:
-    """Write JSON atomically (unique temporary + rename): a crash never leaves a half-written file."""
-    atomic_write(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n", fsync=fsync)
-
-
-# ---- output folders --------------------------------------------------------------------------------
 LOCK_NAME = ".lock"
 MARKER_NAME = ".rankcollapse.json"
 #: Entries an output folder may hold that are the layer's own, not a run's results.
@@ -660,7 +536,7 @@ class OutputFolder:
             else:
                 self._inherit(read_marker(self.path))
                 if self.existing == "deprecated-replace" and self._published["complete"]:
-                    from rankcollapse.deprecation import warn
+                    from rankcollapse.edge.deprecation import warn
 
                     warn(
                         f"replacing an earlier {self.command} run in {self.option} without --overwrite is "
@@ -891,109 +767,3 @@ def real_subfolder(folder: str | Path, name: str) -> Path:
     return path
 
 
-class RunWriter:
-    """Writes ``config.json`` and streams rows to ``out/metrics.partial.csv``; when the block ends
-    without an exception the rows become ``metrics.csv``, published with the rest of the run.
-
-    >>> with RunWriter(out, {"simulate": {...}}) as w:
-    ...     w.write_row({"layer": 0, "mu": 1.0})
-
-    ``out``: an :class:`OutputFolder` already held (the files are staged there and published when it is
-    released), or a path (then this writer holds one itself, for ``command``, default the config's first
-    key, under ``existing``'s rule, and publishes when the block ends). The CSV header is fixed by the
-    first row; later rows must have the same keys. Each row is flushed as written into the folder itself
-    (:meth:`OutputFolder.partial`), so an interrupted run keeps every row under the partial name; one
-    that wrote no row leaves nothing.
-    """
-
-    PARTIAL = "metrics.partial.csv"
-    FINAL = "metrics.csv"
-
-    def __init__(
-        self,
-        out: str | Path | OutputFolder,
-        config: dict[str, Any] | Any,
-        command: str | None = None,
-        existing: Existing = "refuse",
-    ) -> None:
-        cfg = to_jsonable(config)
-        self._own: OutputFolder | None = None
-        if isinstance(out, OutputFolder):
-            folder = out
-        else:
-            name = command or (next(iter(cfg)) if isinstance(cfg, dict) and cfg else "run")
-            folder = self._own = OutputFolder(
-                out,
-                str(name),
-                option="output folder",
-                existing=existing,
-                outputs=("config.json", self.FINAL, self.PARTIAL),
-            ).acquire()
-        self.folder = folder
-        self.out_dir = folder.path
-        self.metrics_path = self.out_dir / self.FINAL  # where the rows are once published
-        self.rows = 0
-        record = {"config": cfg, "versions": package_versions(), "command": sys.argv}
-        try:
-            write_json(folder.file("config.json"), record)
-            self.partial_path = folder.partial(self.PARTIAL)
-            fd = create_exclusive(self.partial_path)
-        except OSError as err:
-            self._fail()
-            raise os_error("output folder", self.out_dir, err, verb="write into") from None
-        except BaseException:
-            self._fail()
-            raise
-        self._file = os.fdopen(fd, "w", newline="", encoding="utf-8")
-        self._writer: csv.DictWriter[str] | None = None
-
-    def _fail(self) -> None:
-        if self._own is not None:
-            self._own.release(failed=True)
-            self._own = None
-
-    def write_row(self, row: dict[str, Any]) -> None:
-        """Append one row and flush it to disk."""
-        clean = {k: to_jsonable(v) for k, v in row.items()}
-        if self._writer is None:
-            self._writer = csv.DictWriter(self._file, fieldnames=list(clean))
-            self._writer.writeheader()
-        self._writer.writerow(clean)
-        self._file.flush()
-        self.rows += 1
-
-    def finish(self) -> Path:
-        """Close the rows and stage them as ``metrics.csv`` (published when the folder is released);
-        returns where they are published."""
-        self.close()
-        os.replace(self.partial_path, self.folder.file(self.FINAL))
-        return self.metrics_path
-
-    def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
-
-    def __enter__(self) -> RunWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        failed = exc_type is not None
-        try:
-            if failed:
-                self.close()
-                if not self.rows:  # a run that wrote no row leaves no partial file saying nothing
-                    self.partial_path.unlink(missing_ok=True)
-            else:
-                self.finish()
-        except OSError as err:
-            failed = True
-            raise os_error("output folder", self.out_dir, err, verb="write into") from None
-        finally:
-            if self._own is not None:
-                self._own.release(failed=failed)
-                self._own = None

@@ -10,7 +10,7 @@ disk that answers EIO. Every file the tool reads (``--text``, experiment YAML, `
   the file a link names must be regular), so a FIFO, a device, a directory or a socket is one line;
 - refuses a file larger than the cap of its kind (:data:`LIMITS`, the number is in the message)
   and never reads more than the cap, whatever the file claims (``/proc`` files say size 0);
-- turns every ``OSError`` into a :class:`~rankcollapse.errors.RankCollapseError` naming the path
+- turns every ``OSError`` into a :class:`~rankcollapse.edge.errors.RankCollapseError` naming the path
   and the errno text (``File name too long (ENAMETOOLONG)``).
 
 On top: :func:`read_text`, :func:`read_json`, :func:`read_yaml` (a safe loader whose alias
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 

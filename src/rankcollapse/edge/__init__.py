@@ -1,0 +1,14 @@
+"""The edge: what meets the user's files, values and terminal, parsed and checked once.
+
+- ``errors``       :class:`RankCollapseError`, the one user error (one line; exit 2 at the command line)
+- ``inputs``       the one input opener: a user's file read once (regular files only, size caps, one-line
+                   OS errors)
+- ``validate``     checks of a user's value (types, ranges, shapes, finiteness, memory) and quoting it
+- ``atomic``       every file written: a unique temporary beside the target, renamed on success
+- ``folder``       the one output layer: a command's folder (marker, lock, staging, manifest, publish)
+- ``runs``         a run's ``config.json`` and streamed ``metrics.csv``
+- ``provenance``   the package versions recorded beside a run
+- ``deprecation``  the one deprecation path (old spellings for one release, one warning)
+- ``progress``     progress lines on stderr
+- ``runtime``      heap settings for long float64 runs
+"""
