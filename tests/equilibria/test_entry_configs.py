@@ -29,7 +29,7 @@ from rankcollapse.equilibria.entry import (
         ({"n": 2, "d": 2, "construction": "theirs"}, "construction 'theirs' is not allowed"),
         ({"n": 2, "d": 2, "value": Path("w.npy"), "construction": "ours"}, "construction does not apply"),
         ({"n": 2, "d": 2, "value": Path("w.npy"), "w": 3.0}, "w does not apply to value"),
-        ({"n": 2, "d": 2, "construction": "paper", "mask": "causal"}, "mask does not apply to construction paper"),
+        ({"n": 2, "d": 2, "construction": "paper", "mask": "causal"}, "mask does not apply to construction"),
         ({"n": 2, "d": 2, "family": "paper"}, "family does not apply to construction ours"),
         ({"n": 2, "d": 2, "n_": 1}, "unexpected keyword"),
     ],
