@@ -75,8 +75,9 @@ STATEMENTS = (
         "Attention-only stacks never leave the span of the input embeddings [abstract only]: in the sense "
         "tested here, the rows of X(t) lie in the row space of X(0) W_V(1) ... W_V(t)",
         SOURCE,
-        "per n and dtype, every network's largest span residual ||X(t) - X(t) Q Q^T||_F / ||X(t)||_F over "
-        "layers and samples (Q a basis of the row space of X(0) W_V(1) ... W_V(t)) within span_floor_max "
+        "per dtype, where n < d (with n >= d the span is all of R^d), every network's largest span "
+        "residual ||X(t) - X(t) Q Q^T||_F / ||X(t)||_F over layers and samples (Q a basis of the row space "
+        "of X(0) W_V(1) ... W_V(t)) within span_floor_max "
         "relative floors -> reproduced; one network beyond it -> not reproduced (kit.notions.span_kept); "
         "the stacks with a residual or LayerNorm are reported beside it",
     ),
@@ -135,8 +136,10 @@ def _depth_counts(rows: pd.DataFrame, preset: str) -> dict[str, list[tuple[int, 
 
 
 def _span_worst(rows: pd.DataFrame, preset: str) -> dict[str, list[float]]:
-    """``"<preset>, <regime>, <dtype>" -> [largest span residual in floors per network]``."""
-    sub = rows[rows["variant"] == preset]
+    """``"<preset>, <regime>, <dtype>" -> [largest span residual in floors per network]``, where n < d only:
+    with n >= d generic tokens the value products span R^d and the test says nothing (their measured
+    residual is then the floor's cut of the products' smallest directions, not a token leaving)."""
+    sub = rows[(rows["variant"] == preset) & (rows["n"] < rows["d"])]
     out: dict[str, list[float]] = {}
     for (n, d, dt), g in sub.groupby(["n", "d", "dtype"], sort=True):
         out[f"{preset}, {_regime(int(n), int(d))}, {dt}"] = [
@@ -346,7 +349,8 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
         "space of X(0) W_V(1) ... W_V(t), over samples and networks, in units of the dtype's relative "
         "precision floor (dotted: the rule's limit; values below 1e-3 floors drawn at 1e-3). Attention only "
         "stays at rounding; a residual or LayerNorm's centring leaves the span from the first layer "
-        "(where n > d the tokens already span R^d, so the test is informative only where n < d)."
+        "(where n > d the value products already span R^d: the test is informative, and judged, only where "
+        "n < d; at n > d the residual is the floor's cut of the products' smallest directions)."
     )
     return FigureSpec(FIG_SPAN, fig, table, caption)
 
