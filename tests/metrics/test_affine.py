@@ -130,5 +130,5 @@ def test_simulator_norm_step_ranks_are_the_ranks_of_the_norm_input_and_output() 
 
 
 def test_norm_step_ranks_are_refused_without_a_normalisation() -> None:
-    with pytest.raises(RankCollapseError, match="preset 'attn' has none"):
+    with pytest.raises(RankCollapseError, match="mode 'attn' has none"):
         SimulationConfig(preset="attn", metrics=("mu", "norm_in_affine_rank"))

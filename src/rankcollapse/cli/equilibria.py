@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.core.names import quantity as q
+from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 
@@ -54,8 +56,9 @@ def _refuse(mode: str, **given: object) -> None:
 
 @app.command("equilibria")
 def equilibria_command(
-    n: int = typer.Option(..., "--n", help="Tokens N (>= 1)."),
-    d: int = typer.Option(..., "--d", help="Features d (>= 1)."),
+    tokens: int = typer.Option(None, "--tokens", help=q("tokens").help("required, 1..64")),
+    n: int = typer.Option(None, "--n", hidden=True, help="Deprecated: --tokens."),
+    d: int = typer.Option(..., "--d", help=q("d").help("1..64")),
     construction: str = typer.Option(
         "ours",
         "--construction",
@@ -77,12 +80,12 @@ def equilibria_command(
         "x -> x W_V) from random starts instead of a construction.",
     ),
     mask: str = typer.Option(
-        None, "--mask", help="--value only: mask spec (see 'rankcollapse mask'); default causal."
+        None, "--mask", help=q("mask").help("--value only (see 'rankcollapse mask'); default causal")
     ),
     d_qk: float = typer.Option(
         None,
         "--d-qk",
-        help="--value only: d_QK under the square root of the logits, W_Q W_K^T = I (default 1).",
+        help=q("d_qk").help("--value only, W_Q W_K^T = I (default 1)"),
     ),
     temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated alias of --d-qk."),
     starts: int = typer.Option(
@@ -91,26 +94,31 @@ def equilibria_command(
         help="Random starts (ours, --value: also the basin sample, "
         "default 256; paper: nearby starts per equilibrium, default 8).",
     ),
-    steps: int = typer.Option(2000, "--steps", help="Layers iterated from each start."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random starts."),
+    layers: int = typer.Option(None, "--layers", help=q("layers").help("iterated from each start (default "
+                               "2000)")),
+    steps: int = typer.Option(None, "--steps", hidden=True, help="Deprecated: --layers."),
+    seed: int = typer.Option(0, "--seed", help=q("seed").help("the random starts")),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per equilibrium (JSON lines)."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1)."),
 ) -> None:
     """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
     import torch
 
-    from rankcollapse.edge.deprecation import renamed
-
     deprecated = temperature is not None
-    d_qk = renamed("--d-qk", d_qk, "--temperature", temperature)
+    d_qk = renamed("d_qk", d_qk, "--temperature", temperature)
+    n = renamed("tokens", tokens, "--n", n)
+    steps = renamed("layers", layers, "--steps", steps)
+    steps = 2000 if steps is None else steps
+    if n is None:
+        raise RankCollapseError("missing option --tokens (tokens N, 1..64)")
     if n < 1 or d < 1 or n > 64 or d > 64:
-        raise RankCollapseError(f"--n and --d must be in 1..64, got n={n}, d={d}")
+        raise RankCollapseError(f"--tokens and --d must be in 1..64, got N={n}, d={d}")
     if rank is not None and not 1 <= rank <= min(n, d):
         raise RankCollapseError(f"--rank must be in 1..min(N, d) = 1..{min(n, d)}, got {rank}")
     if starts is not None and not 1 <= starts <= 100_000:
         raise RankCollapseError(f"--starts must be in 1..100000, got {starts}")
     if not 1 <= steps <= 1_000_000:
-        raise RankCollapseError(f"--steps must be in 1..1000000, got {steps}")
+        raise RankCollapseError(f"--layers must be in 1..1000000, got {steps}")
     if d_qk is not None and not (d_qk > 0 and math.isfinite(d_qk)):
         raise RankCollapseError(f"--d-qk must be positive and finite, got {d_qk}")
     if not 1 <= threads <= 256:
@@ -165,7 +173,7 @@ def equilibria_command(
     if not rows:
         print(
             "rankcollapse: note: no equilibrium found"
-            + (" of that rank" if rank else "; raise --steps or --starts"),
+            + (" of that rank" if rank else "; raise --layers or --starts"),
             file=sys.stderr,
         )
 

@@ -203,7 +203,8 @@ def renamed(key: str, value: T | None, old: str, old_value: T | None) -> T | Non
     q = QUANTITIES[key]
     if old not in q.aliases:
         raise KeyError(f"{old!r} is not an alias of {key!r}")
-    return deprecated(q.name_for(old), value, old, old_value, q.definition)
+    hint = q.definition if len(q.definition) <= 70 else (q.label if q.label != q.key else "")
+    return deprecated(q.name_for(old), value, old, old_value, hint)
 
 
 def read(record: Mapping[str, Any], key: str, where: str = "config.json") -> Any:
