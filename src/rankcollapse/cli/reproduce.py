@@ -92,7 +92,8 @@ def reproduce_command(
         False,
         "--until-decided",
         help="Sequential sampling: conditions whose rows are undecided get more seeds (the samples "
-        "double per look, every look judged at level 0.0455/K, Bonferroni) until decided, --max-samples or --budget.",
+        "double per look, every look judged at level 0.0455/K, Bonferroni) until decided, --max-samples or "
+        "--budget.",
     ),
     max_samples: int = typer.Option(
         None,
