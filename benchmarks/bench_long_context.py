@@ -187,7 +187,7 @@ def part_simulate(repeats: int) -> bool:
     from rankcollapse.dynamics import SimulationConfig, simulate
 
     def seconds(metrics: str | None, layers: int) -> float:
-        cfg = SimulationConfig(mask="window:w=8", n=16384, d=16, layers=layers, seed=0, metrics=metrics)
+        cfg = SimulationConfig(mask="window:w=8", tokens=16384, d=16, layers=layers, seed=0, metrics=metrics)
         start = time.perf_counter()
         simulate(cfg)
         return time.perf_counter() - start

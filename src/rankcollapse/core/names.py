@@ -84,7 +84,7 @@ _TABLE: tuple[Quantity, ...] = (
        aliases=("--n", "n"), stored=("n",)),
     _q("d", "--d", "d", "features d", "d", "features per token, the columns of X"),
     _q("layers", "--layers", None, "depth L", "L",
-       "depth: the layers applied, X(0) .. X(L)", aliases=("--steps", "steps"), stored=("steps",)),
+       "depth: the layers applied, X(0) .. X(L)", aliases=("--steps",), stored=("steps",)),
     _q("layer", None, "layer", "layer t", "t",
        "the index t of a hidden state X(t): 0 is the input (a model's embeddings), t after t layers"),
     _q("mode", "--mode", "mode", "block", "mode",
