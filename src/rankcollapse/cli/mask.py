@@ -9,6 +9,8 @@ from typing import Any
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.core.names import quantity as q
+from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import plain_text, quote
 
@@ -180,7 +182,7 @@ def _parse_int(text: str | None, flag: str, what: str, required: bool = True) ->
     except ValueError:
         got = quote(text, 40)
         raise RankCollapseError(f"{flag} {got} is not an integer; allowed: an integer >= 1") from None
-    if value < 1 and flag != "--n":  # --n is checked by the masks package (names "sequence length n")
+    if value < 1 and flag not in ("--tokens", "--n"):  # checked by the masks package ("sequence length n")
         raise RankCollapseError(f"{flag} {value} is invalid; allowed: an integer >= 1")
     return value
 
@@ -210,17 +212,19 @@ def mask_command(
                                "bigbird:w,global,random,seed, sinks:w,sinks, random:p,seed, "
                                "document:lengths, tree:parents, file:PATH. A schedule (one mask per layer): "
                                "'causal-window:w=511*5;causal', repeated to --layers (docs/masks.md)."),
-    n: str = typer.Option(None, "--n", metavar="N", help="Sequence length N (tokens), an integer >= 1."),
-    layers: str = typer.Option(None, "--layers", metavar="L", help="Analyse SPEC as a per-layer schedule "
-                               "repeated to L layers: the composed graph, layers to a center, the bound."),
+    tokens: str = typer.Option(None, "--tokens", metavar="N", help=q("tokens").help("an integer >= 1")),
+    n: str = typer.Option(None, "--n", metavar="N", hidden=True, help="Deprecated: --tokens."),
+    layers: str = typer.Option(None, "--layers", metavar="L", help=q("layers").help(
+                               "analyse SPEC as a per-layer schedule repeated to L layers: the composed "
+                               "graph, layers to a center, the bound")),
     hf_config: str = typer.Option(None, "--hf-config", metavar="CONFIG.json",
                                   help="Use a Hugging Face model's own per-layer schedule from its "
                                   "config.json (a file or a model folder) instead of SPEC; --layers must "
                                   "then be its depth."),
     model: str = typer.Option(None, "--model", metavar="NAME",
-                              help="Use the per-layer schedule of a model name (as 'analyze --model': "
+                              help=q("model").help("use its per-layer schedule (as 'analyze --model': "
                               "random:gpt2, tiny:gemma3_text, gemma3-270m, a folder) read from its "
-                              "config, no weights loaded; --layers must then be its depth."),
+                              "config, no weights loaded; --layers must then be its depth")),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (keys: docs/masks.md)."),
     full: bool = typer.Option(None, "--full/--summary", help="JSON: list per-token arrays (hop distances, "
                               "center eccentricities, closed components) in full, or only histograms. "
@@ -232,7 +236,8 @@ def mask_command(
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
     from rankcollapse.masks import parse_mask
 
-    length = _parse_int(n, "--n", "sequence length")
+    flag = "--n" if n is not None else "--tokens"
+    length = _parse_int(renamed("tokens", tokens, "--n", n), flag, "sequence length")
     depth = _parse_int(layers, "--layers", "number of layers", required=False)
     plot_path = _check_plot_path(plot) if plot is not None else None
     if hf_config is not None or model is not None:

@@ -1,6 +1,6 @@
 """The simulator: run a deep self-attention network layer by layer and measure collapse as it goes.
 
->>> result = simulate(SimulationConfig(mask="causal", n=32, d=16, layers=128))
+>>> result = simulate(SimulationConfig(mask="causal", tokens=32, d=16, layers=128))
 >>> result.rows[-1]["mu_rel"]        # row t describes X(t); row 0 the input
 
 Only metric rows (and the per-sample mu, mu_rel, smallest attention weight) are kept, so memory
@@ -222,9 +222,9 @@ def _seeds(seed: int) -> tuple[int, int]:
 def _initial_tokens(cfg: SimulationConfig, gen: torch.Generator, dtype: torch.dtype) -> Tensor:
     if cfg.input_tokens is not None:
         x = cfg.input_tokens.detach().to("cpu", torch.float64)
-        x = x.expand(cfg.batch, cfg.n, cfg.d).clone()
+        x = x.expand(cfg.samples, cfg.tokens, cfg.d).clone()
     else:
-        x = draw_inputs(cfg.inputs, cfg.batch, cfg.n, cfg.d, gen)
+        x = draw_inputs(cfg.inputs, cfg.samples, cfg.tokens, cfg.d, gen)
     cast = x.to(dtype=dtype)
     if not bool(torch.isfinite(cast).all()):
         big = float(x.abs().max())
@@ -264,7 +264,7 @@ def simulate(
     keep_trajectory: bool = False,
     on_layer: Callable[[dict[str, float]], None] | None = None,
 ) -> SimulationResult:
-    """Run ``config.layers`` layers on ``config.batch`` input samples and measure every layer.
+    """Run ``config.layers`` layers on ``config.samples`` input samples and measure every layer.
 
     Returns a :class:`SimulationResult`; row t of ``rows`` describes X(t) (row 0 the input).
     Stops early (``stopped`` says why) once every sample's mu_rel is below ``stop_below`` or the
@@ -281,12 +281,12 @@ def simulate(
     if keep_trajectory:
         from rankcollapse.edge.validate import check_memory
 
-        size = (cfg.layers + 1.0) * cfg.batch * cfg.n * cfg.d * parse_dtype(cfg.dtype).itemsize
+        size = (cfg.layers + 1.0) * cfg.samples * cfg.tokens * cfg.d * parse_dtype(cfg.dtype).itemsize
         check_memory(f"keep_trajectory with layers = {cfg.layers}", size)
     spec = cfg.layer_spec()
     dtype = parse_dtype(cfg.dtype)
     device = torch.device(cfg.device)
-    mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.parsed_mask, cfg.n)
+    mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.parsed_mask, cfg.tokens)
     plan: KernelPlan = plan_kernel(mask.dense.to(device), kernel=cfg.kernel, band=mask.band,
                                    complete=mask.complete, block=cfg.band_block)
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
@@ -309,7 +309,7 @@ def simulate(
     rollouts: dict[str, list[Tensor]] = {k: [] for k in rolled}
     profiles: list[Tensor] = []
     ranks: dict[str, list[Tensor]] = {k: [] for k in ranked}
-    context = identity_context((cfg.batch,), cfg.n, dtype, device) if cfg.rollout else None
+    context = identity_context((cfg.samples,), cfg.tokens, dtype, device) if cfg.rollout else None
     stopped = ""
     nonfinite: int | None = None
 

@@ -219,7 +219,7 @@ class AnalyzeResult:
         (the full record: ``.rows``, ``.to_frame()``, ``.model_info``)."""
         from rankcollapse.metrics import METRIC_NAMES
 
-        label = self.model_info.get("label") or self.config.model
+        label = self.model_info.get("model_label") or self.config.model
         metrics = [k for k in (self.rows[0] if self.rows else {}) if k in METRIC_NAMES]
         span = ""
         if self.rows and "mu_rel" in self.rows[0]:
@@ -318,7 +318,7 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
     mask = config.parsed_mask
     src = model.source
     check_surgery(model, config)
-    return {"name": model.name, "label": model.label, "kind": src.kind if src else "",
+    return {"model_name": model.name, "model_label": model.label, "model_kind": src.kind if src else "",
             "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
             "pretrained": src.pretrained if src else None, "arch": model.arch,
             "source": model.info.get("loaded_from", ""), "tokenizer": model.info.get("tokenizer", ""),

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.core.names import read as read_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import plain_text, quote
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
@@ -179,14 +180,15 @@ def _run_of(result: Any) -> _Run:
         s = cfg.get("simulate", {})
         f = result.facts
         title = _wrap(f"{f['model']} — {f['mode']}, mask {f['mask']}\n{f['dtype']}, {f['d_qk']}")
-        return _Run(result.rows, f["dtype"], title, tokens=_int(s.get("n")), width=_int(s.get("d")))
+        tokens = _int(read_name(s, "tokens"))
+        return _Run(result.rows, f["dtype"], title, tokens=tokens, width=_int(s.get("d")))
     rows, config, info = (getattr(result, k, None) for k in ("rows", "config", "model_info"))
     if not isinstance(rows, list) or config is None or not isinstance(info, dict):
         raise RankCollapseError(
             f"cannot draw {quote(type(result).__name__, 40)}; allowed: an AnalyzeResult "
             "(analyze(...)) or a finished run (read_run(folder))"
         )
-    label = info.get("label") or config.model
+    label = read_name(info, "model_label", "model info") or config.model
     ids = getattr(result, "ids", None)  # the tokens read: [b, n] (the config's sizes when none are kept)
     samples, tokens = (
         tuple(ids.shape) if ids is not None and ids.ndim == 2 else (config.samples, config.tokens)
@@ -786,7 +788,7 @@ def read_run(folder: str | Path) -> FinishedRun:
         facts = {
             "mask": str(m.get("mask") or a.get("mask") or "own"),
             "mode": str(a.get("mode", "")),
-            "model": str(m.get("label") or a.get("model", "")),
+            "model": str(read_name(m, "model_label") or a.get("model", "")),
             "dtype": str(a.get("dtype", "")),
             "d_qk": f"d_qk {d_qk}" if d_qk is not None else "",
             "layers": f"{len(rows) - 1} layers",
@@ -795,8 +797,8 @@ def read_run(folder: str | Path) -> FinishedRun:
         s = cfg["simulate"]
         facts = {
             "mask": str(s.get("mask", "")),
-            "mode": str(s.get("preset", "")),
-            "model": f"simulate n={s.get('n')}, d={s.get('d')}",
+            "mode": str(read_name(s, "mode") or ""),
+            "model": f"simulate N={read_name(s, 'tokens')}, d={s.get('d')}",
             "dtype": str(s.get("dtype", "")),
             "d_qk": f"d_qk {s.get('d_qk')}",
             "layers": f"{len(rows) - 1} layers",
