@@ -17,8 +17,8 @@ Statistics per network (ours):
   ``t_peak`` the probe of largest ``r`` after ``t_min``; ``compress = log(r(T) / r(t_peak))``
   (:func:`phase_ratios`).
 
-Rules: :func:`moved_from_init` (``move_min``), :func:`onset_in_window` (``onset_lo``, ``onset_hi``),
-:func:`phases` (``phase_min``); thresholds from the story's YAML, none in code.
+Rules: :func:`moved_from_init` (``move_min``), :func:`onset_in_window` (``onset_level``,
+``onset_lo``, ``onset_hi``), :func:`phases` (``phase_min``); thresholds from the story's YAML, none in code.
 """
 
 from __future__ import annotations
@@ -182,23 +182,27 @@ def moved_from_init(per_network: Mapping[str, np.ndarray], th: Thresholds) -> Ju
     return combine_parts(parts)
 
 
-def onset_in_window(
-    per_network: Mapping[str, tuple[np.ndarray, int]], th: Thresholds, scope: str = ""
-) -> Judgement:
-    """Something appears between ``onset_lo`` and ``onset_hi`` steps: per condition (label: (onset step
-    per network, NaN = never; the run's last step)) the mean onset over networks lies inside the window
-    for sure (reproduced) or outside it for sure, earlier or later (not reproduced); no network's onset
-    by a last step past ``onset_hi``: not reproduced (later); none by a last step before ``onset_hi``:
-    not testable (the run ends too early); some networks without an onset: inconclusive (no mean onset).
-    ``scope``: where the verdict was tested, when narrower than the statement."""
-    lo_step, hi_step = th["onset_lo"], th["onset_hi"]
+def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: str = "") -> Judgement:
+    """Something appears between ``onset_lo`` and ``onset_hi`` steps: per condition (label: a
+    :class:`Series`) the onset (:func:`onsets` at ``onset_level``) averaged over networks lies inside the
+    window for sure (reproduced) or outside it for sure, earlier or later (not reproduced); no network's
+    onset by a last step past ``onset_hi``: not reproduced (later); none by a last step before
+    ``onset_hi``: not testable (the run ends too early); some networks without an onset, or at the
+    level already at step 0 (nothing emerges): not testable. ``scope``: where the verdict was tested,
+    when narrower than the statement. Bonferroni over the conditions."""
+    lo_step, hi_step, level = th["onset_lo"], th["onset_hi"], th["onset_level"]
     parts = []
     with conditions(len(per_network)):
-        for label, (values, last) in per_network.items():
-            never = int(np.isnan(values).sum())
-            n = int(values.size)
+        for label, s in per_network.items():
+            values, last, n = onsets(s, level), s.last_step, s.n
+            never, at_init = int(np.isnan(values).sum()), int((s.values[:, 0] >= level).sum())
             if n < 2:
                 parts.append((label, _few(label, n, f"{n} network(s)")))
+                continue
+            if at_init:
+                words = f"{at_init} of {n} networks at {level:g} or more at step 0"
+                why = causes.not_testable(f"{label}: {words}: nothing to emerge")
+                parts.append((label, Part(INCONCLUSIVE, words, (), "not testable", why, n, NETWORK)))
                 continue
             if never == n:
                 words = f"no onset by step {last} in any of {n} networks"
@@ -243,9 +247,10 @@ def phases(per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, 
     :func:`phase_ratios`) the mean ``collapse`` below ``-phase_min`` for sure, ``expand`` above
     ``phase_min`` for sure and ``compress`` below ``-phase_min`` for sure (reproduced). No early
     collapse or no expansion for sure (the mean inside ``[-phase_min, phase_min]``, or of the other
-    sign): not reproduced. A compression not seen is never read as refuted: it is reported late in
-    long pretraining runs, so a short run leaves it open (not testable; ``span`` says the run's length).
-    Bonferroni over the conditions and the three phases."""
+    sign) is not reproduced: the warm-up, where it is reported, lies inside every run. An expansion or
+    a compression not seen is never read as refuted: they are reported over long pretraining runs, so a
+    short run leaves them open (not testable; ``span`` says the run's length). Bonferroni over the
+    conditions and the three phases."""
     limit = th["phase_min"]
     parts: list[tuple[str, Part]] = []
     with conditions(3 * len(per_network)):
@@ -266,11 +271,11 @@ def phases(per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, 
                 absent = lo > -limit if sign < 0 else hi < limit
                 if seen:
                     verdicts.append(REPRODUCED)
-                elif phase == "compress":
+                elif phase != "collapse":
                     verdicts.append(INCONCLUSIVE)
                     causes_.append(("not testable", causes.not_testable(
-                        f"{label}: no compression for sure after the peak ({span}); it is reported late in "
-                        "long pretraining runs, which a run this short cannot show absent")))
+                        f"{label}: no {phase} for sure ({span}); it is reported over long pretraining "
+                        "runs, which a run this short cannot show absent")))
                 elif absent:
                     verdicts.append(NOT_REPRODUCED)
                     no = causes.measured_otherwise(f"{label}: no {phase}")
