@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
@@ -51,6 +52,13 @@ SHOWN = {
     "effective_rank": "effective rank (last layer)",
     "mean_abs_cos": "mean |cos| (last layer)",
     "sink_rate": "sink rate (all layers)",
+}
+#: The range each shown metric can take (its interval is clipped to it).
+RANGE = {
+    "mu_rel": (0.0, 1.0),
+    "effective_rank": (1.0, np.inf),
+    "mean_abs_cos": (0.0, 1.0),
+    "sink_rate": (0.0, 1.0),
 }
 SINK_SOURCE = "Gu et al., ICLR 2025 (FOLLOWUPS.md: [abstract / 2nd-hand])"
 PHASE_SOURCE = "arXiv 2509.23024, NeurIPS 2025, Pythia/OLMo checkpoints (FOLLOWUPS.md: [abstract / 2nd-hand])"
@@ -248,6 +256,8 @@ def _curves(data: Data) -> pd.DataFrame:
             for metric in SHOWN:
                 s = tr.series(sub, metric, None if metric == "sink_rate" else last)
                 mean, lo, hi = s.mean_interval()
+                low, high = RANGE[metric]  # the band is drawn inside the metric's own range
+                lo, hi = np.clip(lo, low, high), np.clip(hi, low, high)
                 out += [
                     {"variant": variant, "mask": mask, "metric": metric, "step": int(step), "mean": m,
                      "lo": a, "hi": b, "networks": s.n}
@@ -287,7 +297,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         f"Ours: small byte-level decoder LMs trained from random init on Shakespeare ({_span(data)}), "
         f"probed at step 0 and every {_base(data, 'every')} steps on {_base(data, 'probe')} held-out "
         f"excerpts. Each panel: one metric (rows) of one block variant (columns), the mean over {n} networks "
-        "(seeds) per mask, with its interval over the networks (Student t, one condition); the dotted line "
+        "(seeds) per mask, with its interval over the networks (Student t, one condition; clipped to the "
+        "metric's range); the dotted line "
         "is the end of the warm-up. mu_rel, effective rank and mean |cos| are those of the last layer; the "
         "sink rate is the share of heads, over all layers, whose mean attention on the first token exceeds "
         f"0.3. Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
