@@ -284,6 +284,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                                   markevery=max(1, len(g) // 8), label=mask)
                 ax.fill_between(g["step"], g["lo"], g["hi"], color=line.get_color(), alpha=0.2, lw=0)
             ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
+            if RANGE[metric][0] == 0.0:
+                ax.set_ylim(bottom=-0.02)
             if r == 0:
                 ax.set_title(variant, fontsize=9)
             if c == 0:
@@ -325,6 +327,17 @@ def headlines(sd: StoryData) -> list[str]:
                 shown.append(f"{metric} {m['mean'].iloc[0]:.3g} -> {m['mean'].iloc[-1]:.3g}")
         bits.append(f"{variant}: {', '.join(shown)}")
     steps = int(table["step"].max())
+    early = float(sd.verdict["early_factor"]) * float(_base(data, "warmup"))
+    dips = []
+    rank = table[(table["mask"] == "causal") & (table["metric"] == "effective_rank")]
+    for variant, g in rank.groupby("variant", sort=False):
+        g = g.sort_values("step")
+        low = g[g["step"] <= early].nsmallest(1, "mean")
+        if not low.empty:
+            dips.append(
+                f"{variant} {g['mean'].iloc[0]:.3g} -> {low['mean'].iloc[0]:.3g} at step "
+                f"{int(low['step'].iloc[0])} -> {g['mean'].iloc[-1]:.3g} at step {steps}"
+            )
     sink = table[(table["metric"] == "sink_rate") & (table["mask"] == "causal")]
     peak = sink.groupby("variant", sort=False)["mean"].max()
     sinks = ", ".join(f"{v} {p:.2f}" for v, p in peak.items() if math.isfinite(p))
@@ -332,6 +345,8 @@ def headlines(sd: StoryData) -> list[str]:
         f"Trained {steps} steps from random init (causal mask, last layer, mean over networks): "
         + "; ".join(bits) + ".",
         f"Largest sink rate over training (causal): {sinks}.",
+        f"Last layer's effective rank at init -> its least value up to step {early:g} -> the end (causal, "
+        f"mean over networks): {'; '.join(dips)}.",
     ]
 
 
