@@ -4,8 +4,9 @@ Each run of ``stories/training.yaml`` (``rankcollapse.monitor.trajectory.train_t
 byte-level LM trained from random init, probed by a Monitor) runs one torch thread. This script runs
 ``--sample`` of a profile's runs in this process (one per variant, causal mask, seed 0, by default)
 and measures each run's CPU time (``time.process_time``: on a shared machine its wall time says more
-about the load than about the run). The wall time of the whole profile on ``--workers`` idle cores is
-then estimated as ``mean CPU per run x runs / workers`` (the runs are independent and equally long).
+about the load than about the run; the corpus is read before the first). The wall time of the whole
+profile on ``--workers`` idle cores is then estimated as ``mean CPU per run x runs / workers`` (the
+runs are independent and about equally long).
 Target (issue 29): the ``quick`` profile (``make reproduce``) in at most ~3 minutes on 2 idle cores.
 
     python benchmarks/bench_training.py                 # the quick profile, 4 sample runs
@@ -36,13 +37,14 @@ def main() -> None:
 
     from rankcollapse.experiments.engine.tasks import config_from
     from rankcollapse.experiments.stories import load_experiments
-    from rankcollapse.monitor.trajectory import TrajectoryConfig, train_trajectory
+    from rankcollapse.monitor.trajectory import TrajectoryConfig, corpus_bytes, train_trajectory
 
     (exp,) = load_experiments(args.profile, ["training"])
     runs = exp.runs()
     picked = [r for r in runs if r.params.get("mask") == "causal" and r.params.get("seed") == 0]
     picked = (picked or runs)[: args.sample]
     print(f"profile {args.profile}: {len(runs)} runs; timing {len(picked)}; load before {loadavg()}")
+    corpus_bytes(str(picked[0].params.get("corpus", "shakespeare")))  # read once, before the first run
     cpu = []
     for spec in picked:
         config = config_from(TrajectoryConfig, dict(spec.params))
