@@ -140,3 +140,21 @@ def test_a_bad_config_is_one_line_naming_the_value(fields, words):
 def test_a_config_that_is_not_one_is_refused_in_one_line():
     with pytest.raises(RankCollapseError, match="config must be a TrajectoryConfig"):
         train_trajectory({"variant": "pre-ln"})  # type: ignore[arg-type]
+
+
+def test_diagnostics_from_a_models_own_attention_refuse_a_padded_batch_in_one_line():
+    from rankcollapse.monitor import Monitor
+    from rankcollapse.monitor.trajectory import ByteLM
+
+    cfg = TrajectoryConfig(**TINY)
+    model = ByteLM(cfg, torch.Generator().manual_seed(0))
+    ids = torch.zeros(2, cfg.tokens, dtype=torch.long)
+    mask = torch.ones_like(ids)
+    mask[1, -3:] = 0
+    monitor = Monitor(every=1, diagnostics=True)
+    with pytest.raises(RankCollapseError, match="need an unpadded batch") as err:
+        monitor.measure(model, {"input_ids": ids, "attention_mask": mask}, step=0)
+    assert "\n" not in str(err.value)
+    rows = monitor.measure(model, ids, step=1)  # unpadded: the diagnostics of its own attention
+    sink = {r["layer"]: r["value"] for r in rows if r["metric"] == "sink_rate"}
+    assert sorted(sink) == [1, 2] and all(0 <= v <= 1 for v in sink.values())  # row 0: no attention

@@ -150,7 +150,7 @@ class TrajectoryConfig:
         self.mask_dense = mask
 
     @property
-    def dtype_(self) -> torch.dtype:
+    def torch_dtype(self) -> torch.dtype:
         return parse_dtype(self.dtype)
 
 
@@ -200,7 +200,7 @@ class ByteLM(nn.Module):
 
     def __init__(self, config: TrajectoryConfig, generator: torch.Generator) -> None:
         super().__init__()
-        c, dtype = config, config.dtype_
+        c, dtype = config, config.torch_dtype
         spec = VARIANTS[c.variant]
         self.embed = nn.Parameter(gaussian((VOCAB, c.d), generator).to(dtype))
         self.position = nn.Parameter(gaussian((c.tokens, c.d), generator).to(dtype))
