@@ -100,6 +100,21 @@ PINNED = {
         "fig9.nonnegative[tiny:bert]": "reproduced as plotted; mechanism inconclusive",
         "fig9.nonnegative_other": "inconclusive (ours)",  # the engine's no-data row: no GPT-2 or T5 in tiny
     },
+    # ours (issue 29): 4 networks, 40 steps; no run reaches the 1k-2k window of the sink statement
+    "training": {
+        "training.training_moves[post-ln]": "inconclusive (ours)",
+        "training.sink_window[post-ln]": "inconclusive (ours)",
+        "training.phases[post-ln]": "inconclusive (ours)",
+        "training.training_moves[pre-ln]": "confirmed (ours)",
+        "training.sink_window[pre-ln]": "inconclusive (ours)",
+        "training.phases[pre-ln]": "inconclusive (ours)",
+        "training.training_moves[no-ln]": "confirmed (ours)",
+        "training.sink_window[no-ln]": "inconclusive (ours)",
+        "training.phases[no-ln]": "inconclusive (ours)",
+        "training.training_moves[no-skip]": "inconclusive (ours)",
+        "training.sink_window[no-skip]": "inconclusive (ours)",
+        "training.phases[no-skip]": "inconclusive (ours)",
+    },
     # a follow-up (Wu et al. 2025), counted apart: 4 networks; causal-window:w=4 (r = 3) against causal
     # (r = 1) stays open at n = 4 (+0.10 ± 0.12 in log rate), the other pairs are ordered
     "position_bias": {
@@ -139,6 +154,7 @@ FIGURES = {
     "fig4": ["fig4"],
     "fig8": ["fig8_tiny_bert_random_init"],
     "fig9": ["fig9"],
+    "training": ["ext_training_trajectory"],
     "position_bias": ["position_bias_first_token"],
     "residual_rollout": ["residual_rollout_first_token"],
     "cirrincione": [
