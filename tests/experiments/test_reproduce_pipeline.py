@@ -139,6 +139,16 @@ PINNED = {
         "cirrincione.residual_prevents[simulator]": "not reproduced as plotted; mechanism inconclusive",
         "cirrincione.residual_prevents[random init]": "reproduced",
     },
+    # Herasimchyk et al. 2026 on models' own attention; tiny: random inits judged as themselves, 4 networks x
+    # 2 excerpts: tiny:gpt2's causal rollout gathers on token 0 and keeps lam^t on the last token (a U);
+    # tiny:bert's start arm sits on the middle (x1.0: no first-token sink in a complete mask)
+    "rollout_models": {
+        "rollout_models.u_shape_models[tiny:bert, lam=0.5]": "inconclusive",
+        "rollout_models.u_shape_models[tiny:bert, lam=0.9]": "inconclusive",
+        "rollout_models.u_shape_models[tiny:gpt2, lam=0.5]": "reproduced",
+        "rollout_models.u_shape_models[tiny:gpt2, lam=0.9]": "reproduced",
+        "rollout_models.first_token_models[tiny:gpt2]": "confirmed (ours)",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -163,6 +173,7 @@ FIGURES = {
         "cirrincione_span",
         "cirrincione_residual_bert",
     ],
+    "rollout_models": ["rollout_models_influence"],
 }
 
 
