@@ -140,7 +140,7 @@ def measure_curves(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import per_sample_metrics
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.analyze import load_model_cached
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.stream import iter_batches
 
     start = time.perf_counter()
@@ -258,7 +258,7 @@ def measure_geometry(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import token_geometry
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.analyze import load_model_cached
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.loading import structural_rank
     from rankcollapse.models.stream import iter_batches
 
