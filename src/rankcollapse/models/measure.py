@@ -258,8 +258,8 @@ def measure_geometry(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import token_geometry
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.loading import structural_rank
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.stream import iter_batches
 
     model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
