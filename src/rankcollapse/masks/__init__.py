@@ -8,10 +8,10 @@ into ONE ``Mask`` object per spec (a Python predicate ``f(i, j)`` or a bool tens
 ``M[i, j]``). ``analyze_dense(m)`` / ``from_dense(m)`` analyse a matrix without a spec string.
 ``parse_schedule`` / ``analyze_schedule`` handle a mask per layer (composed graph, layers to a
 center); ``schedule_from_hf_config`` reads a model's own schedule; ``check_support`` compares a
-model's attention with its mask; ``export`` turns a mask into Hugging Face, SDPA and FlexAttention
-forms. ``first_token_prediction`` says what the graph predicts about the cumulative context's
-concentration on the first token (Wu et al. 2025: reach, hops, the rate bound). Neither torch nor
-scipy is imported until a form needs them.
+model's attention with its mask; ``export`` turns a mask into Hugging Face, SDPA and FlexAttention forms
+(``to_hf_additive``: the one bool -> Hugging Face additive conversion). ``first_token_prediction``
+says what the graph predicts about the cumulative context's concentration on the first token (Wu et
+al. 2025: reach, hops, the rate bound). Neither torch nor scipy is imported until a form needs them.
 """
 
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
@@ -24,6 +24,7 @@ from rankcollapse.masks.export import (
     hf_sliding_window_mask,
     to_flex_mask_mod,
     to_hf_4d,
+    to_hf_additive,
     to_hf_sliding_window,
     to_sdpa,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "schedule_from_masks",
     "to_flex_mask_mod",
     "to_hf_4d",
+    "to_hf_additive",
     "to_hf_sliding_window",
     "to_sdpa",
     "window_hops",
