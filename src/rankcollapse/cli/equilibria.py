@@ -175,7 +175,7 @@ def _search(value: Path, n: int, d: int, mask: str, d_qk: float, starts: int, st
     from rankcollapse.equilibria import find_equilibria, resolve_mask
 
     w_v = _load_value(value, d)
-    m = resolve_mask(mask, n)
+    m = resolve_mask(mask, n).matrix
     rows = []
     for eq in find_equilibria(w_v, n, m, None, d_qk, starts=starts, steps=steps, generator=gen):
         if rank is not None and eq.rank != rank:
