@@ -23,7 +23,15 @@ from rankcollapse.models.diagnose import ABLATIONS
 from rankcollapse.models.parts import MODES
 from rankcollapse.models.stream import check_d_qk, user_schedule
 
-__all__ = ["AnalyzeConfig"]
+__all__ = ["AnalyzeConfig", "check_excerpt_size"]
+
+
+def check_excerpt_size(samples: int, tokens: int) -> None:
+    """A run reads ``samples`` excerpts of ``tokens`` tokens each (the ids ``[b, n]``): ``b >= 1`` and
+    ``n >= 2`` (the start token and one more), else one line. The one check of every config that reads
+    excerpts (:class:`AnalyzeConfig`, ``measure.CurvesConfig``, ``measure.GeometryConfig``)."""
+    if samples < 1 or tokens < 2:
+        raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {samples}, {tokens}")
 
 
 @dataclass
@@ -118,8 +126,7 @@ class AnalyzeConfig:
             raise RankCollapseError(
                 f"unknown corpus {quote(str(self.corpus))}; allowed: {', '.join(CORPORA)} (or --text FILE)"
             )
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
+        check_excerpt_size(self.samples, self.tokens)
         if self.layers is not None and self.layers < 0:
             raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
         check_d_qk(self.d_qk)

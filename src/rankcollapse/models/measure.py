@@ -30,6 +30,7 @@ from torch import Tensor
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
+from rankcollapse.models.analyze_config import check_excerpt_size
 
 #: The value of a ``masks`` entry that means each layer's own mask (the model's config).
 OWN_MASK = "own"
@@ -105,8 +106,7 @@ class CurvesConfig:
             raise RankCollapseError("variants, masks and d_qk each need at least one value")
         if any(d is not None and not (d > 0 and math.isfinite(d)) for d in self.d_qk):
             raise RankCollapseError(f"d_qk values must be positive finite numbers, got {list(self.d_qk)}")
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
+        check_excerpt_size(self.samples, self.tokens)
         if self.layers is not None and self.layers < 1:
             raise RankCollapseError(f"layers must be >= 1 (or null: the model's own), got {self.layers}")
         self.dtype = dtype_name(self.dtype)
@@ -221,8 +221,7 @@ class GeometryConfig:
     cosine_bins: int = 40
 
     def __post_init__(self) -> None:
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
+        check_excerpt_size(self.samples, self.tokens)
         if not 0 <= self.spectrum_samples <= self.samples or not 0 <= self.cosine_samples <= self.samples:
             raise RankCollapseError(
                 f"spectrum_samples and cosine_samples must be in 0..samples={self.samples}, got "
