@@ -235,7 +235,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
         print(f"rankcollapse: warning: {note}", file=sys.stderr)
-    n_layers = len(model.layers) if model.dissected else model.n_model_layers
+    n_layers = model.depth
     if model.info.get("note"):
         notes.append(model.info["note"])
     notes += [n for n in (in_memory_note(config.parsed_mask),) if n]  # config.json: the mask by label only
@@ -334,7 +334,7 @@ def run_documents(model: LoadedModel, config: AnalyzeConfig, n: int) -> list[Ten
 
     if config.parsed_mask is None:
         return []
-    depth = config.layers if config.layers is not None else len(model.layers)
+    depth = config.layers if config.layers is not None else model.depth
     masks = list(dict.fromkeys(layer_masks(model, config.parsed_mask, max(depth, 1))))
     if len(masks) == 1:
         parts = masks[0].documents(n)
@@ -351,5 +351,5 @@ def mask_of(model: LoadedModel, config: AnalyzeConfig, t: int) -> Mask | None:
     each text's own length."""
     if t == 0:
         return None
-    depth = config.layers if config.layers is not None else len(model.layers)
+    depth = config.layers if config.layers is not None else model.depth
     return layer_masks(model, config.parsed_mask, depth)[t - 1]

@@ -265,7 +265,7 @@ def measure_geometry(
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
     info = model_columns(model)
     cap, why = structural_rank(model, cfg.tokens)
-    own = len(model.layers) if model.dissected else model.n_model_layers
+    own = model.depth
     chunks = batch_slices(cfg.samples, batch_size)
     ticks = Ticks(on_layer, (own if cfg.layers is None else cfg.layers) + 1, len(chunks))
     distinct_all: list[Tensor] = []

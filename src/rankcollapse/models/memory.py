@@ -48,7 +48,7 @@ def check_run_memory(config: AnalyzeConfig, model: LoadedModel) -> None:
     from rankcollapse.metrics import METRIC_NAMES
 
     batch = min(config.batch_size or config.samples, config.samples)
-    depth = config.layers if config.layers is not None else (len(model.layers) or model.n_model_layers)
+    depth = config.layers if config.layers is not None else model.depth
     metrics = len(config.metrics or METRIC_NAMES)
     what = f"analyze of {model.name}: {config.samples} samples x {config.tokens} tokens, batches of {batch}"
     kept = kept_bytes(config.samples, config.tokens, depth + 1, metrics)

@@ -293,7 +293,7 @@ def iter_hidden_states(
         raise RankCollapseError(
             f"--tokens {n} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
         )
-    n_layers = len(model.layers) if model.dissected else model.n_model_layers
+    n_layers = model.depth
     depth = n_layers if layers is None else int(layers)
     if depth < 0:
         raise RankCollapseError(f"layers must be >= 0, got {layers}")
