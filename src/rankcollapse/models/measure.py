@@ -161,20 +161,24 @@ def measure_curves(
             for v, m, d in wanted
         ]
         layers: dict[tuple, dict[str, list[np.ndarray]]] = {c: {k: [] for k in keys} for c in wanted}
-        for t in range(depth + 1):
-            for cond, stream in zip(wanted, streams, strict=True):
-                t_got, _, x = next(stream)
-                if t_got != t:
-                    raise RuntimeError(f"hidden state {t_got} where layer {t} was expected")
-                x = batch.real(x)
-                got = per_sample_metrics(x, tuple(dict.fromkeys(("mu_rel", *cfg.quantities))))
-                for q in cfg.quantities:
-                    layers[cond][q].append(got[q].numpy())
-                norm = torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
-                finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
-                layers[cond]["x_norm"].append(norm)
-                layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"].numpy()))
-            ticks.step()
+        try:
+            for t in range(depth + 1):
+                for cond, stream in zip(wanted, streams, strict=True):
+                    t_got, _, x = next(stream)
+                    if t_got != t:
+                        raise RuntimeError(f"hidden state {t_got} where layer {t} was expected")
+                    x = batch.real(x)
+                    got = per_sample_metrics(x, tuple(dict.fromkeys(("mu_rel", *cfg.quantities))))
+                    for q in cfg.quantities:
+                        layers[cond][q].append(got[q].numpy())
+                    norm = torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
+                    finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
+                    layers[cond]["x_norm"].append(norm)
+                    layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"].numpy()))
+                ticks.step()
+        finally:  # each stream holds torch.inference_mode while suspended: closed last in, first out, the
+            for stream in reversed(streams):  # caller's grad mode comes back (else it stays off)
+                stream.close()
         for cond in wanted:
             for k in keys:
                 parts[cond][k].append(np.stack(layers[cond][k], axis=1))
