@@ -32,6 +32,7 @@ from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap_every
 from rankcollapse.edge.validate import trusted
+from rankcollapse.masks.resolved import ResolvedMask, resolve_mask
 from rankcollapse.metrics import (
     METRIC_NAMES,
     collapse_metrics,
@@ -53,66 +54,6 @@ __all__ = [
     "resolve_mask",
     "simulate",
 ]
-
-
-@dataclass
-class ResolvedMask:
-    """The mask of a run at length n: the parsed ``Mask`` (None for a user matrix), its dense
-    matrix, band (lo, hi) or None, completeness; ``radius`` from the graph analysis, on demand."""
-
-    spec: str
-    dense: Tensor
-    band: tuple[int, int] | None
-    complete: bool
-    mask: Any = None
-    _analysis: Any = None
-
-    @property
-    def analysis(self) -> Any:
-        """The ``MaskAnalysis`` at this length (computed once, from the mask object itself)."""
-        if self._analysis is None:
-            from rankcollapse.masks import analyze_mask
-
-            n = self.dense.shape[0]
-            if self.mask is None:
-                self._analysis = analyze_mask(self.dense.cpu().numpy(), n)
-            elif hasattr(self.mask, "analysis"):
-                self._analysis = self.mask.analysis(n)
-            else:
-                self._analysis = analyze_mask(self.mask, n)
-        return self._analysis
-
-    @property
-    def radius(self) -> int | None:
-        r = self.analysis.radius
-        return None if r is None else int(r)
-
-    def documents(self) -> list[Tensor]:
-        """The mask's independent parts (``Mask.documents``) as int64 index tensors; one part when
-        the mask is connected (the whole sequence)."""
-        from rankcollapse.masks import from_dense
-
-        n = self.dense.shape[0]
-        mask = self.mask if self.mask is not None else from_dense(self.dense)
-        return [torch.from_numpy(p.copy()) for p in mask.documents(n)]
-
-
-def resolve_mask(mask: Any, n: int) -> ResolvedMask:
-    """A parsed ``Mask``, a spec string (parsed here) or a boolean [n, n] tensor, at length n."""
-    from rankcollapse.edge.validate import check_int, check_tensor, type_name
-    from rankcollapse.masks import Mask, parse_mask
-
-    n = check_int("n", n, low=1)
-    if isinstance(mask, Tensor):
-        check_tensor("mask", mask, shapes=[(n, n)], floating=False, finite=False)
-        if mask.dtype != torch.bool:
-            raise RankCollapseError(f"mask matrix must be torch.bool ({n}, {n}), got {mask.dtype}")
-        return ResolvedMask("<matrix>", mask.cpu(), None, bool(mask.all()))
-    if isinstance(mask, str):
-        mask = parse_mask(mask)
-    if not isinstance(mask, Mask):
-        raise RankCollapseError(f"mask must be a spec string, a Mask or a bool tensor, got {type_name(mask)}")
-    return ResolvedMask(mask.spec, mask.dense(n), mask.band(n), bool(mask.is_complete(n)), mask)
 
 
 @dataclass

@@ -140,7 +140,7 @@ def _search(config: EquilibriaConfig, gen: Any) -> list[dict[str, Any]]:
     n, d, mask = config.tokens, config.d, config.mask or "causal"
     d_qk = 1.0 if config.d_qk is None else config.d_qk
     w_v = load_value(config.value, d)
-    found = find_equilibria(w_v, n, resolve_mask(mask, n), None, d_qk, starts=config.starts or 256,
+    found = find_equilibria(w_v, n, resolve_mask(mask, n).matrix, None, d_qk, starts=config.starts or 256,
                             steps=config.layers, generator=gen)
     rows = []
     for eq in found:
