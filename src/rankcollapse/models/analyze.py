@@ -747,6 +747,7 @@ def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
     import io
 
     from rankcollapse.edge.atomic import atomic_write
+    from rankcollapse.edge.inputs import os_error
 
     rows = result.per_sample_rows()
     buf = io.StringIO()
@@ -757,5 +758,5 @@ def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
     try:
         atomic_write(path, buf.getvalue())
     except OSError as err:
-        raise RankCollapseError(f"cannot write {quote(str(path))}: {err.strerror}") from None
+        raise os_error("per-sample table", path, err, verb="write") from None
     return Path(path)
