@@ -7,6 +7,7 @@ no backend."""
 from __future__ import annotations
 
 import ast
+import io
 import re
 import subprocess
 import sys
@@ -63,10 +64,14 @@ def test_importing_edge_figures_imports_no_matplotlib_and_pyplot_chooses_agg():
 
 
 def test_each_path_is_written_in_its_suffixs_format_at_the_one_dpi(tmp_path):
+    import matplotlib
+
     fig = new_figure(2.0, 1.0)
     fig.subplots().plot([0, 1], [1, 0])
-    written = save_figure(fig, tmp_path / "a.png", tmp_path / "a.PDF", tmp_path / "a.svg", tmp_path / "bare")
-    assert written == [tmp_path / n for n in ("a.png", "a.PDF", "a.svg", "bare")]
+    paths = [tmp_path / n for n in ("a.png", "a.PDF", "a.svg", "bare")]
+    with matplotlib.rc_context({"savefig.bbox": "tight"}):  # a style set elsewhere does not cut it
+        written = save_figure(fig, *paths)
+    assert written == paths
     png = (tmp_path / "a.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the IHDR chunk
@@ -75,6 +80,12 @@ def test_each_path_is_written_in_its_suffixs_format_at_the_one_dpi(tmp_path):
     assert b"<svg" in (tmp_path / "a.svg").read_bytes()[:2000]
     assert (tmp_path / "bare").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # no suffix: PNG
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.PDF", "a.png", "a.svg", "bare"]  # no temporary
+    fig = new_figure(2.0, 1.0)
+    fig.subplots().plot([0, 1], [1, 0])
+    oracle = io.BytesIO()
+    fig.savefig(oracle, format="png", dpi=DPI, bbox_inches="tight")  # matplotlib's own cut
+    save_figure(fig, tmp_path / "tight.png", tight=True)
+    assert (tmp_path / "tight.png").read_bytes()[16:24] == oracle.getvalue()[16:24] != png[16:24]
 
 
 def test_a_suffix_matplotlib_does_not_write_is_one_line_and_nothing_is_written(tmp_path):

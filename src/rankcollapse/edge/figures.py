@@ -94,23 +94,29 @@ def save_figure(
     *more: str | os.PathLike[str],
     what: str = "figure",
     dpi: int = DPI,
+    tight: bool = False,
 ) -> list[Path]:
     """Write ``fig`` to ``path`` (and each of ``more``), each in the format of its suffix, atomically;
     return the paths written.
 
     Every suffix is checked before anything is written (:func:`figure_format`); an ``OSError`` is one
     line, ``cannot write {what} 'PATH': Permission denied (EACCES)``. The figure is closed afterwards
-    (:func:`close_figure`), also when a write fails. ``dpi``: the raster resolution (:data:`DPI`).
+    (:func:`close_figure`), also when a write fails. ``dpi``: the raster resolution (:data:`DPI`);
+    ``tight``: the picture cut to what is drawn (else the figure's own size, whatever matplotlib's
+    ``savefig.bbox`` setting says).
     """
+    import matplotlib
+
     paths = [Path(p) for p in (path, *more)]
     try:
         formats = [figure_format(fig, p, what) for p in paths]
-        for p, fmt in zip(paths, formats, strict=True):
-            try:
-                with atomic_path(p) as tmp:
-                    fig.savefig(tmp, format=fmt, dpi=dpi)
-            except OSError as err:
-                raise os_error(what, p, err, verb="write") from None
+        with matplotlib.rc_context({"savefig.bbox": "tight" if tight else "standard"}):
+            for p, fmt in zip(paths, formats, strict=True):
+                try:
+                    with atomic_path(p) as tmp:
+                        fig.savefig(tmp, format=fmt, dpi=dpi)
+                except OSError as err:
+                    raise os_error(what, p, err, verb="write") from None
     finally:
         close_figure(fig)
     return paths

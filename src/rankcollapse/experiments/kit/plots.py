@@ -51,7 +51,6 @@ STYLE: dict[str, Any] = {
     "axes.grid": True,
     "grid.alpha": 0.3,
     "figure.dpi": 110,
-    "savefig.bbox": "tight",
 }
 
 
@@ -76,10 +75,9 @@ def figure(width: float, height: float, layout: str | None = None) -> Any:
 
 def save_figure(spec: FigureSpec, out_dir: Path, experiment: str) -> FigureFile:
     """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.csv`` into ``out_dir``; close the figure."""
-    style()  # saved in the report's style (its bounding box cut tight)
     out_dir.mkdir(parents=True, exist_ok=True)
     png, pdf, csv = (out_dir / f"{spec.name}.{ext}" for ext in ("png", "pdf", "csv"))
-    figures.save_figure(spec.figure, png, pdf)
+    figures.save_figure(spec.figure, png, pdf, tight=True)
     atomic_write(csv, spec.data.to_csv(index=False))
     return FigureFile(spec.name, experiment, png, pdf, csv, spec.caption)
 
