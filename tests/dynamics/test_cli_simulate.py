@@ -63,6 +63,39 @@ def test_bad_options_exit_2_with_one_line(
     assert err.count("\n") == 0 and err.startswith("rankcollapse: error:") and needle in err
 
 
+def test_an_os_error_while_the_run_writes_is_one_line_naming_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import importlib
+
+    sim = importlib.import_module("rankcollapse.dynamics.simulate")  # the package's name is the function
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sim, "simulate", full)
+    assert main(["simulate", "--layers", "2", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot write into --out" in err
+    assert "No space left on device (ENOSPC)" in err
+
+
+def test_plot_into_a_read_only_folder_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rankcollapse.dynamics.plot import plot_mu
+    from rankcollapse.dynamics.simulate import SimulationConfig, simulate
+    from rankcollapse.edge.errors import RankCollapseError
+    from readonly import read_only
+
+    rows = simulate(SimulationConfig(n=4, d=3, layers=3, seed=0)).rows
+    out = read_only(tmp_path / "ro", monkeypatch)
+    with pytest.raises(RankCollapseError, match=r"^cannot write plot '.*mu\.png'.*\(EACCES\)$"):
+        plot_mu(rows, out / "mu.png", dtype="float64")
+    assert list(out.iterdir()) == []
+
+
 def test_missing_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--layers", "2"]) == 2
     assert "--out" in capsys.readouterr().err

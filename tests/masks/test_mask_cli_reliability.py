@@ -56,6 +56,14 @@ def test_plot_into_a_directory_is_refused(capsys, tmp_path) -> None:
     assert "mask.png" in line and list(tmp_path.iterdir()) == []
 
 
+def test_plot_into_a_read_only_folder_is_one_line_naming_the_file(capsys, tmp_path, monkeypatch) -> None:
+    from readonly import read_only
+
+    out = read_only(tmp_path / "ro", monkeypatch)
+    line = _one_line_error(capsys, "causal", "--n", "8", "--plot", str(out / "m.png"), fragment="(EACCES)")
+    assert "cannot write plot" in line and "m.png" in line and list(out.iterdir()) == []
+
+
 def test_file_mask_whose_header_claims_a_huge_shape_is_refused_before_allocating(capsys, tmp_path) -> None:
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(header, {"descr": "|b1", "fortran_order": False,

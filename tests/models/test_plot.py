@@ -19,11 +19,11 @@ def figures(monkeypatch):
     """Keep each figure instead of writing it (its artists are what the tests read)."""
     kept = []
 
-    def keep(fig, path, **_):
+    def keep(fig, path, *more, **_):
         kept.append(fig)
-        return path
+        return [path, *more]
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save_figure", keep)  # every file of models.plot is written through it
     return kept
 
 

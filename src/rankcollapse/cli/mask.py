@@ -12,10 +12,7 @@ from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
 from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import plain_text, quote
-
-PLOT_MAX_PIXELS = 1024
-"""``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
+from rankcollapse.edge.validate import quote
 
 _SCHEDULE_MARKS = ";*[]"
 
@@ -116,58 +113,6 @@ def _schedule_lines(facts: dict[str, Any], describe: str) -> list[str]:
     return lines
 
 
-def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
-    """Draw the mask matrix (row = query i, column = key j), centers marked on the diagonal.
-
-    For n > PLOT_MAX_PIXELS each cell is the share of allowed pairs in an f x f block
-    (``rankcollapse.masks.picture.block_counts``: from the runs of interval masks, else O(edges)).
-    """
-    import numpy as np
-
-    from rankcollapse.edge.atomic import atomic_path
-    from rankcollapse.masks.picture import block_counts
-
-    f = -(-n // PLOT_MAX_PIXELS)
-    cells = -(-n // f)
-    counts = block_counts(mask, n, f)
-    sizes = np.bincount(np.arange(n) // f, minlength=cells).astype(np.float64)
-    share = counts / np.outer(sizes, sizes)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 6))
-    extent = (-0.5, n - 0.5, n - 0.5, -0.5)
-    ax.imshow(share, cmap="Greys", vmin=0, vmax=1, interpolation="nearest", extent=extent)
-    if len(centers):
-        marks = np.unique(np.asarray(centers) // f) * f + (f - 1) / 2
-        # a red rug above the matrix at the center tokens' columns, plus diagonal dots when few
-        ax.plot(marks, np.full(marks.shape, -0.5 - 0.01 * n), "|", color="tab:red", ms=8, clip_on=False,
-                label="center nodes")
-        if marks.size <= 200:
-            ax.scatter(marks, marks, s=14, c="tab:red", zorder=3)
-        ax.legend(loc="lower left", fontsize=8)
-    ax.set_xlabel("key j")
-    ax.set_ylabel("query i")
-    block = f"\n(each cell: share allowed in {f}x{f} block)" if f > 1 else ""
-    ax.set_title(plain_text(title) + block, fontsize=9)
-    fig.tight_layout()
-    fmt = path.suffix[1:].lower() or "png"
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, format=fmt)
-    except RankCollapseError:  # the output layer's own one line (a link, a device at the path)
-        raise
-    except (OSError, ValueError) as err:
-        reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        msg = f"cannot write plot {quote(str(path), 100)} ({reason}); allowed: a writable .png path"
-        raise RankCollapseError(msg) from None
-    finally:
-        plt.close(fig)
-
-
 def _parse_int(text: str | None, flag: str, what: str, required: bool = True) -> int | None:
     """An integer option read here (not by Typer) so a missing or bad value is a one-line error."""
     if text is None:
@@ -235,6 +180,7 @@ def mask_command(
 ) -> None:
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
     from rankcollapse.masks import parse_mask
+    from rankcollapse.masks.picture import plot_mask
 
     flag = "--n" if n is not None else "--tokens"
     length = _parse_int(renamed("tokens", tokens, "--n", n), flag, "sequence length")

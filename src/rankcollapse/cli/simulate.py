@@ -13,8 +13,6 @@ import typer
 from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
 from rankcollapse.core.names import renamed
-from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import plain_text, quote
 
 
 def warn(message: str) -> None:
@@ -95,8 +93,10 @@ def simulate_command(
     out = check_output_folder(out, "simulate", existing=existing)
     if threads is not None:
         threads = check_threads("--threads", threads)
+    from rankcollapse.dynamics.plot import plot_mu
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
     from rankcollapse.edge.folder import OutputFolder
+    from rankcollapse.edge.inputs import os_error
     from rankcollapse.edge.runs import RunWriter
 
     config = SimulationConfig(
@@ -125,7 +125,7 @@ def simulate_command(
 
                 result = simulate(config, on_layer=on_layer)
         except OSError as err:
-            raise RankCollapseError(f"cannot write into --out {quote(str(out))}: {err.strerror}") from None
+            raise os_error("--out", out, err, verb="write into") from None
         finally:
             bar.close()
         if plot:
@@ -159,57 +159,3 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_finite(v) for v in obj]
     return obj
-
-
-def plot_mu(
-    rows: list[dict[str, float]], path: Path, *, dtype: str, theory: Any = None, title: str = ""
-) -> None:
-    """mu and mu_rel against depth t >= 1 on log-log axes; layers at the precision floor greyed, floor
-    line drawn, Theorem 1 bound overlaid when it applies."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import torch
-
-    from rankcollapse.core.precision import floor_rel
-
-    t = [int(r["layer"]) for r in rows if r["layer"] >= 1]
-    if not t:
-        raise RankCollapseError("nothing to plot: run at least one layer")
-    pick = [r for r in rows if r["layer"] >= 1]
-    floor = floor_rel(dtype)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    from rankcollapse.core.names import label as name_label
-
-    for ax, key in ((axes[0], "mu"), (axes[1], "mu_rel")):
-        label = name_label(key)
-        vals = [max(r[key], 1e-300) if math.isfinite(r[key]) else math.nan for r in pick]
-        at = [r.get("at_floor", 0.0) >= 1.0 for r in pick]
-        ax.loglog(t, vals, "-", color="C0", label=f"{label} (mean over {name_label('samples')})")
-        ax.fill_between(t, [max(r[f"{key}_min"], 1e-300) for r in pick],
-                        [max(r[f"{key}_max"], 1e-300) for r in pick], color="C0", alpha=0.2, lw=0)
-        if any(at):
-            floor_t = [x for x, a in zip(t, at, strict=True) if a]
-            floor_v = [v for v, a in zip(vals, at, strict=True) if a]
-            ax.loglog(floor_t, floor_v, ".", color="0.5", label="samples at precision floor (mean >= 1)")
-        ax.set_xlabel(name_label("layer"))
-        ax.set_title(label)
-    axes[1].axhline(floor, color="C3", ls="--", lw=1, label=f"precision floor {floor:.1e} ({dtype})")
-    if theory is not None and getattr(theory, "applicable", False):
-        bound = theory.bound(torch.tensor(t, dtype=torch.float64)).tolist()
-        label = f"Thm 1 bound, eps={theory.epsilon:.1e}, r={theory.radius}"
-        axes[0].loglog(t, bound, "--", color="C2", label=label)
-    for ax in axes:
-        ax.legend(fontsize=7)
-    fig.suptitle(plain_text(title))
-    fig.tight_layout()
-    from rankcollapse.edge.atomic import atomic_path
-
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-    except OSError as err:
-        raise RankCollapseError(f"cannot write plot {quote(str(path))}: {err.strerror}") from None
-    finally:
-        plt.close(fig)

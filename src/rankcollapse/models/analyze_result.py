@@ -13,8 +13,6 @@ from typing import Any
 
 from torch import Tensor
 
-from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import quote
 from rankcollapse.models.analyze_config import AnalyzeConfig
 from rankcollapse.models.diagnose import layer_schedule_info
 from rankcollapse.models.loading import LoadedModel
@@ -154,6 +152,7 @@ def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
     import io
 
     from rankcollapse.edge.atomic import atomic_write
+    from rankcollapse.edge.inputs import os_error
 
     rows = result.per_sample_rows()
     buf = io.StringIO()
@@ -164,5 +163,5 @@ def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
     try:
         atomic_write(path, buf.getvalue())
     except OSError as err:
-        raise RankCollapseError(f"cannot write {quote(str(path))}: {err.strerror}") from None
+        raise os_error("per-sample table", path, err, verb="write") from None
     return Path(path)
