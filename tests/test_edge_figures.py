@@ -130,7 +130,7 @@ def test_a_new_figure_is_not_pyplots_and_its_title_is_drawn_literally(tmp_path):
 def _rows() -> list[dict[str, float]]:
     from rankcollapse.dynamics import SimulationConfig, simulate
 
-    return simulate(SimulationConfig(n=4, d=3, layers=3, mask="causal", seed=0)).rows
+    return simulate(SimulationConfig(tokens=4, d=3, layers=3, mask="causal", seed=0)).rows
 
 
 def _kit(out: Path) -> object:

@@ -89,7 +89,7 @@ def test_plot_into_a_read_only_folder_is_one_line(
     from rankcollapse.edge.errors import RankCollapseError
     from readonly import read_only
 
-    rows = simulate(SimulationConfig(n=4, d=3, layers=3, seed=0)).rows
+    rows = simulate(SimulationConfig(tokens=4, d=3, layers=3, seed=0)).rows
     out = read_only(tmp_path / "ro", monkeypatch)
     with pytest.raises(RankCollapseError, match=r"^cannot write plot '.*mu\.png'.*\(EACCES\)$"):
         plot_mu(rows, out / "mu.png", dtype="float64")

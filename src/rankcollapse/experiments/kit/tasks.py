@@ -107,7 +107,7 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer, execution: Executi
 SIMULATED = ("tokens", "samples", "mode")
 
 
-def _simulation_config(params: dict[str, Any], execution: Execution) -> Any:
+def simulation_config(params: dict[str, Any], execution: Execution) -> Any:
     """The ``SimulationConfig`` of a run's params, on the execution's device when one is given. Params
     stored under the simulator's old names (``n``, ``batch``, ``preset``: the run's identity) are read
     under the table's (``core.names.from_stored``)."""
@@ -144,7 +144,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     """
     from rankcollapse.dynamics.simulate import simulate as run_simulation
 
-    config = _simulation_config(params, execution)
+    config = simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
     arrays.update({k: v.T.double().numpy() for k, v in result.rollout.items()})  # the cumulative context
@@ -210,7 +210,7 @@ def simulate(params: dict[str, Any], on_layer: OnLayer, execution: Execution = N
     max) and its summary. For custom sweeps (``--config-dir``). ``execution``: as :func:`simulate_curves`."""
     from rankcollapse.dynamics.simulate import simulate as run_simulation
 
-    config = _simulation_config(params, execution)
+    config = simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
