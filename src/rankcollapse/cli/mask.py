@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -13,8 +12,6 @@ from rankcollapse.core.names import quantity as q
 from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
-
-_SCHEDULE_MARKS = ";*[]"
 
 
 def _summary_lines(facts: dict[str, Any]) -> list[str]:
@@ -132,22 +129,6 @@ def _parse_int(text: str | None, flag: str, what: str, required: bool = True) ->
     return value
 
 
-def _check_plot_path(plot: str) -> Path:
-    if not plot.strip():
-        raise RankCollapseError("--plot '' is empty; allowed: a file path such as mask.png")
-    path = Path(plot)
-    if path.is_dir():
-        raise RankCollapseError(
-            f"--plot {quote(plot, 100)} is a directory; allowed: a file path such as "
-            f"{quote(str(path / 'mask.png'), 100)}"
-        )
-    if not path.parent.is_dir():
-        folder = str(path.parent)[:100]
-        raise RankCollapseError(f"cannot write plot {quote(plot, 100)}: folder {folder!r} does not exist; "
-                                "allowed: a path in an existing folder")
-    return path
-
-
 @app.command("mask")
 def mask_command(
     spec: str = typer.Argument(None, help="Mask spec, e.g. causal, window:w=4, 'causal&window:w=4', "
@@ -179,74 +160,31 @@ def mask_command(
                              "not a schedule)."),
 ) -> None:
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
-    from rankcollapse.masks import parse_mask
-    from rankcollapse.masks.picture import plot_mask
+    from rankcollapse.masks.entry import MaskQuery, mask_facts
 
     flag = "--n" if n is not None else "--tokens"
     length = _parse_int(renamed("tokens", tokens, "--n", n), flag, "sequence length")
     depth = _parse_int(layers, "--layers", "number of layers", required=False)
-    plot_path = _check_plot_path(plot) if plot is not None else None
-    if hf_config is not None or model is not None:
-        given = [f for f, v in (("SPEC", spec), ("--hf-config", hf_config), ("--model", model))
-                 if v is not None]
-        if len(given) > 1:
-            raise RankCollapseError(f"give one of SPEC, --hf-config, --model; got {' and '.join(given)}")
-        if plot_path is not None:
-            raise RankCollapseError(f"--plot does not apply to a schedule ({given[0]}); "
-                                    "allowed: plot one mask")
-        source: Any = hf_config
-        if model is not None:
-            from rankcollapse.models.registry import model_config
-
-            source = model_config(model)
-        _schedule_command(_hf_schedule(source, depth), length, None, as_json, full)
-        return
-    if spec is None:
+    given = [f for f, v in (("SPEC", spec), ("--hf-config", hf_config), ("--model", model)) if v is not None]
+    if len(given) > 1:
+        raise RankCollapseError(f"give one of SPEC, --hf-config, --model; got {' and '.join(given)}")
+    if not given:
         raise RankCollapseError("missing argument SPEC (a mask spec or a schedule); "
                                 "see 'rankcollapse mask --help'")
-    if depth is not None or any(c in spec for c in _SCHEDULE_MARKS):
-        if plot_path is not None:
-            raise RankCollapseError("--plot does not apply to a schedule (--layers or ';', '*'); "
-                                    "allowed: plot one layer's mask")
-        _schedule_command(spec, length, depth, as_json, full)
-        return
-    mask = parse_mask(spec)
-    analysis = mask.analysis(length)
-    facts = analysis.to_dict(full=full)
-    if plot_path is not None:
-        title = f"{mask.spec[:80]}, n={length}, radius={analysis.radius}"
-        plot_mask(mask, length, analysis.center_nodes, plot_path, title)
-        facts["plot"] = str(plot_path)
+    source: Any = hf_config
+    if model is not None:
+        from rankcollapse.models.registry import model_config
+
+        source = model_config(model)
+    query = MaskQuery(spec=spec, tokens=length, layers=depth, hf_config=source, full=full,
+                      plot=plot)
+    found = mask_facts(query)
     if as_json:
-        typer.echo(json.dumps(facts))
+        typer.echo(json.dumps(found.facts))
         return
-    for line in _summary_lines(facts):
+    schedule = found.schedule
+    lines = _summary_lines(found.facts) if schedule is None else _schedule_lines(found.facts, schedule)
+    for line in lines:
         typer.echo(line)
-    if plot_path is not None:
-        typer.echo(f"plot: {plot_path}")
-
-
-def _hf_schedule(path: Any, depth: int | None) -> Any:
-    from rankcollapse.masks.hf_schedule import schedule_from_hf_config
-
-    schedule = schedule_from_hf_config(path)
-    if depth is not None and depth != schedule.depth:
-        raise RankCollapseError(
-            f"--layers {depth} does not fit the model, which has {schedule.depth} layers; allowed: "
-            f"--layers {schedule.depth} or no --layers"
-        )
-    return schedule
-
-
-def _schedule_command(spec: Any, n: int | None, depth: int | None, as_json: bool, full: bool | None) -> None:
-    from rankcollapse.masks.composed import analyze_schedule
-    from rankcollapse.masks.schedule import parse_schedule
-
-    schedule = parse_schedule(spec, depth)
-    analysis = analyze_schedule(schedule, n)
-    facts = analysis.to_dict(full=full)
-    if as_json:
-        typer.echo(json.dumps(facts))
-        return
-    for line in _schedule_lines(facts, schedule.describe()):
-        typer.echo(line)
+    if found.plot is not None:
+        typer.echo(f"plot: {found.plot}")
