@@ -386,7 +386,8 @@ def read_table(path: str | os.PathLike[str], what: str, *, required: Sequence[st
     for line, row in body:
         if len(row) != len(header):
             raise RankCollapseError(
-                f"{shown}: line {line} has {len(row)} cells, its header {len(header)}; allowed: one cell per column"
+                f"{shown}: line {line} has {len(row)} cells, its header {len(header)}; "
+                "allowed: one cell per column"
             )
         for k in ints:
             cell = row[k].strip()
