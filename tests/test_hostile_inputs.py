@@ -352,6 +352,12 @@ FOLDER: dict[str, FolderMaker] = {
         (f / "modeling_x.py").write_text(f"open({str(SENTINEL)!r}, 'w')\n"),
     ),
     "config.json: unknown model_type": lambda f: _edit_config(f, model_type="frobnicator"),
+    "sizes: 10^6 layers of width 1024 (it built for minutes)": lambda f: _edit_config(
+        f, num_hidden_layers=10**6, hidden_size=1024, num_attention_heads=16
+    ),
+    "sizes: 0 heads (integer modulo by zero)": lambda f: _edit_config(f, num_attention_heads=0),
+    "sizes: a vocabulary of 0": lambda f: _edit_config(f, vocab_size=0),
+    "sizes: -3 layers": lambda f: _edit_config(f, num_hidden_layers=-3),
     "tokenizer: no tokenizer files": lambda f: [p.unlink() for p in list(f.iterdir()) if "token" in p.name],
     "tokenizer: a link to /dev/zero": lambda f: _replace(
         f, "tokenizer.json", lambda p: p.symlink_to("/dev/zero")
