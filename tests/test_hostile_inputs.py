@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import pickle
 import resource
@@ -273,6 +274,44 @@ JSON: dict[str, Maker] = {
     "json over 16 MiB": _oversize((16 << 20) + 1),
 }
 
+def _yaml_text(text: Callable[[bytes], str]) -> Maker:
+    return _write(lambda junk: text(junk).encode())
+
+
+def _junk_word(junk: bytes) -> str:
+    """The junk as a YAML double-quoted string (JSON is YAML): a word where a number goes."""
+    return json.dumps("x" + junk.decode("latin-1"))
+
+
+_SIM = "title: t\ntask: simulate\n"
+#: Custom sweeps that parse as YAML but say nonsense: each one line before any run, never a traceback.
+YAML_PARAMS: dict[str, Maker] = {
+    "yaml param: a word as a size": _yaml_text(lambda j: _SIM + f"base: {{n: {_junk_word(j)}, d: 2}}\n"),
+    "yaml param: a negative size": _yaml_text(lambda j: _SIM + f"base: {{n: {-1 - len(j)}, d: 2}}\n"),
+    "yaml param: a size of 10^(64 + junk)": _yaml_text(
+        lambda j: _SIM + f"base: {{n: 1{'0' * (64 + len(j))}}}\n"
+    ),
+    "yaml param: a list as a size": _yaml_text(lambda j: _SIM + f"base: {{layers: [{len(j)}, 2]}}\n"),
+    "yaml param: a missing key": _yaml_text(lambda j: "title: t\ntask: ln_bounds\nbase: {d: 2}\n"),
+    "yaml param: base a list": _yaml_text(lambda j: _SIM + f"base: [{_junk_word(j)}]\n"),
+    "yaml param: profiles a number": _yaml_text(lambda j: _SIM + f"base: {{n: 4}}\nprofiles: {len(j)}\n"),
+    "yaml param: a profile's grid a word": _yaml_text(
+        lambda j: _SIM + f"base: {{n: 4}}\nprofiles: {{tiny: {{grid: {_junk_word(j)}}}}}\n"
+    ),
+}
+
+#: A run's metrics.csv that is no table a figure can be drawn from.
+TABLE: dict[str, Maker] = {
+    "csv: a word as a layer": _write(lambda junk: b"layer,mu_rel\nx" + junk + b",0.5\n"),
+    "csv: no mu_rel column": _write(lambda junk: b"layer,mu\n0,0.5\n"),
+    "csv: NaN as a layer": _write(lambda junk: b"layer,mu_rel\nnan,0.5\n"),
+    "csv: a word in a number column": _write(
+        lambda junk: b"layer,mu_rel\n0,x" + junk.replace(b"\n", b"").replace(b",", b"") + b"\n"
+    ),
+    "csv: a ragged row": _write(lambda junk: b"layer,mu_rel\n0,0.5,1\n"),
+    "csv: header only": _write(lambda junk: b"layer,mu_rel\n"),
+}
+
 TEXT: dict[str, Maker] = {
     "text over 256 MiB": _oversize((256 << 20) + 1),
     "text that is not UTF-8": _write(lambda junk: b"caf\xe9 " * 100 + junk),
@@ -352,6 +391,12 @@ FOLDER: dict[str, FolderMaker] = {
         (f / "modeling_x.py").write_text(f"open({str(SENTINEL)!r}, 'w')\n"),
     ),
     "config.json: unknown model_type": lambda f: _edit_config(f, model_type="frobnicator"),
+    "sizes: 10^6 layers of width 1024 (it built for minutes)": lambda f: _edit_config(
+        f, num_hidden_layers=10**6, hidden_size=1024, num_attention_heads=16
+    ),
+    "sizes: 0 heads (integer modulo by zero)": lambda f: _edit_config(f, num_attention_heads=0),
+    "sizes: a vocabulary of 0": lambda f: _edit_config(f, vocab_size=0),
+    "sizes: -3 layers": lambda f: _edit_config(f, num_hidden_layers=-3),
     "tokenizer: no tokenizer files": lambda f: [p.unlink() for p in list(f.iterdir()) if "token" in p.name],
     "tokenizer: a link to /dev/zero": lambda f: _replace(
         f, "tokenizer.json", lambda p: p.symlink_to("/dev/zero")
@@ -370,7 +415,8 @@ class Reader:
     kinds: tuple[str, ...]
 
 
-_ALL: dict[str, Maker] = {**GENERIC, **NPY, **YAML, **JSON, **TEXT}
+_ALL: dict[str, Maker] = {**GENERIC, **NPY, **YAML, **JSON, **TEXT, **YAML_PARAMS, **TABLE}
+_PATH_SHAPES = ("name over 255 bytes", "path under a regular file", "NUL in the name")
 _NPY_READERS = (*GENERIC, *NPY)
 READERS = (
     Reader("mask file:", lambda p, o: ["mask", f"file:{p}", "--tokens", "4"], _NPY_READERS),
@@ -435,7 +481,13 @@ READERS = (
                 if k not in ("name over 255 bytes", "path under a regular file", "NUL in the name")
             ),
             *YAML,
+            *YAML_PARAMS,
         ),
+    ),
+    Reader(
+        "plot (its metrics.csv)",
+        lambda p, o: ["plot", str(Path(p).parent), "--out", o + ".png"],
+        (*(k for k in GENERIC if k not in _PATH_SHAPES), *TABLE),
     ),
     Reader(
         "reproduce --config-dir (the folder)",
@@ -451,8 +503,27 @@ NAMES = st.text(
 ).filter(lambda s: s not in (".", "..") and len(s.encode()) < 200)
 
 
+_RUN: list[Path] = []
+
+
+def _finished_run() -> Path:
+    """A finished simulate run (config.json, metrics.csv, marker), made once per session."""
+    if not _RUN:
+        run = Path(tempfile.mkdtemp(prefix="rc-hostile-run-")) / "run"
+        args = ["simulate", "--n", "4", "--d", "2", "--layers", "2", "--no-progress", "--out", str(run)]
+        assert main(args) == 0
+        _RUN.append(run)
+    return _RUN[0]
+
+
 def _place(scene: Scene, reader: Reader, name: str) -> Path:
-    """Where the hostile object goes: a file named ``name``, or ``x.yaml`` in a folder named ``name``."""
+    """Where the hostile object goes: a file named ``name``, ``x.yaml`` in a folder named ``name``, or the
+    ``metrics.csv`` of a finished run copied to a folder named ``name``."""
+    if reader.name == "plot (its metrics.csv)":
+        folder = scene.root / name
+        shutil.copytree(_finished_run(), folder)
+        (folder / "metrics.csv").unlink()
+        return folder / "metrics.csv"
     if reader.name == "reproduce --config-dir (its x.yaml)":
         folder = scene.root / name
         folder.mkdir()

@@ -188,12 +188,12 @@ def test_known_grid_points_keep_their_run_ids() -> None:
 
 
 def test_stored_params_reach_the_simulator_under_the_tables_names_without_a_warning() -> None:
-    from rankcollapse.experiments.kit.tasks import _simulation_config
+    from rankcollapse.experiments.kit.tasks import simulation_config
 
     stored = {"n": 6, "batch": 2, "preset": "attn+sphere", "d": 4, "layers": 1}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        cfg = _simulation_config(stored, None)
+        cfg = simulation_config(stored, None)
     assert (cfg.tokens, cfg.samples, cfg.mode) == (6, 2, "attn+sphere")
     assert from_stored({"steps": 5}, ("layers",)) == {"layers": 5}
     with pytest.raises(RankCollapseError, match="not both"):

@@ -68,10 +68,40 @@ def os_error_line(err: OSError) -> str:
     return f"{where}: {os_reason(err)}" if where else os_reason(err)
 
 
-def _say(message: str) -> None:
+#: True when the process started with stderr closed and no terminal: error lines go to stdout.
+_ERRORS_TO_STDOUT: list[bool] = []
+
+
+def reopen_stderr() -> str | None:
+    """A process started with stderr closed (``2>&-``: Python sets ``sys.stderr`` to None, and
+    ``print(file=None)`` writes to stdout, mixing error lines into the command's output): fd 2 is
+    reopened on the controlling terminal (``/dev/tty``) when there is one, so every line meant for stderr
+    (errors, warnings, the pre-sweep estimate) reaches the user and stdout stays the command's output;
+    with no terminal on ``/dev/null``, so that no file the command opens becomes fd 2 (a library writing
+    to fd 2 would write into it), and the error line alone goes to stdout, the one stream left (exit 2
+    either way). Returns ``"tty"``, ``"stdout"``, or None where stderr is open."""
+    if sys.stderr is not None:
+        return None
     try:
-        print(f"rankcollapse: {message}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # stderr closed
+        fd, where = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY), "tty"
+    except OSError:  # no controlling terminal (a daemon, cron, a CI job)
+        fd, where = os.open(os.devnull, os.O_WRONLY), "stdout"
+    if fd != 2:
+        os.dup2(fd, 2)
+        os.close(fd)
+    os.set_inheritable(2, True)  # worker processes get the same fd 2
+    sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)
+    _ERRORS_TO_STDOUT[:] = [where == "stdout"]
+    return where
+
+
+def _say(message: str) -> None:
+    """``rankcollapse: <message>`` on stderr (an error line on stdout where :func:`reopen_stderr` found
+    no terminal; a warning is not)."""
+    to_stdout = bool(_ERRORS_TO_STDOUT and _ERRORS_TO_STDOUT[0]) and not message.startswith("warning:")
+    try:
+        print(f"rankcollapse: {message}", file=sys.stdout if to_stdout else sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):  # the stream closed under us
         pass
 
 
@@ -221,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     interpreter shuts down, still prints one line and exits 130.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    reopen_stderr()
     if argv is None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
     if argv is None and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:

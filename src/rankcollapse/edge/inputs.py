@@ -14,20 +14,23 @@ disk that answers EIO. Every file the tool reads (``--text``, experiment YAML, `
   and the errno text (``File name too long (ENAMETOOLONG)``).
 
 On top: :func:`read_text`, :func:`read_json`, :func:`read_yaml` (a safe loader whose alias
-expansion is bounded: a 500-byte "billion laughs" config is refused, not expanded) and
+expansion is bounded: a 500-byte "billion laughs" config is refused, not expanded),
+:func:`read_table` (a CSV table whose header, row lengths and numeric cells are checked: a missing
+column, a word in a number column or binary junk is one line naming the row and column) and
 :func:`read_npy` (the header is checked, shape and dtype, before a byte of data is allocated; no
 pickled object arrays).
 """
 
 from __future__ import annotations
 
+import csv
 import errno
 import io
 import json
 import math
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -339,6 +342,84 @@ def read_yaml(path: str | os.PathLike[str], what: str = "experiment config", lim
               max_nodes: int = YAML_MAX_NODES) -> Any:
     """A YAML file read through :func:`read_text` and :func:`parse_yaml` (bounded, safe)."""
     return parse_yaml(read_text(path, what, limit), f"{what} {quote_path(path)}", max_nodes)
+
+
+def _cell(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+
+
+def read_table(path: str | os.PathLike[str], what: str, *, required: Sequence[str] = (),
+               integer: Sequence[str] = (), numeric: Callable[[str], bool] | None = None,
+               limit: int | None = None) -> list[dict[str, str]]:
+    """A CSV table (header row, then ``k >= 1`` rows) read through :func:`read_text`, checked before any
+    cell is used: every ``required`` column present, no column named twice, every row as many cells as
+    the header, the cells of ``integer`` columns whole numbers ``>= 0`` (``0``, ``12``), the cells of a
+    column ``numeric(name)`` accepts real numbers (``1.5e-3``, ``nan``, ``inf``) or empty (not measured).
+
+    Returns the rows as ``{column: cell}`` (strings, as ``csv.DictReader`` gives them). A file that is
+    not one is one line naming the file and, for a bad cell, its line, column and text:
+    ``metrics table 'run/metrics.csv': line 3, column 'mu' is 'abc'; allowed: a number``.
+    """
+    text = read_text(path, what, limit)
+    shown = f"{what} {quote_path(path)}"
+    try:
+        lines = csv.reader(io.StringIO(text, newline=""))
+        header = next(lines, None)
+        if header is None:
+            raise RankCollapseError(f"{shown} is empty; allowed: a CSV table with a header row and rows")
+        body = [(lines.line_num, row) for row in lines if row]
+    except csv.Error as err:
+        where = f"line {lines.line_num}"
+        why = (f"a cell longer than {csv.field_size_limit()} characters" if "field limit" in str(err)
+               else "a quote that does not close" if "EOF" in str(err) else "malformed CSV")
+        raise RankCollapseError(f"{shown} is not a CSV table ({where}: {why})") from None
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise RankCollapseError(f"{shown} names column {_cell(twice[0])} twice; allowed: each column once")
+    missing = [c for c in required if c not in header]
+    if missing:
+        got = ", ".join(_cell(c) for c in header[:6]) + (", ..." if len(header) > 6 else "")
+        raise RankCollapseError(
+            f"{shown} has no column {', '.join(missing)} (its header: {got or 'empty'}); "
+            f"allowed: a table with columns {', '.join(required)}"
+        )
+    if not body:
+        raise RankCollapseError(f"{shown} has a header but no rows; allowed: at least one row")
+    ints = [k for k, c in enumerate(header) if c in integer]
+    reals = [k for k, c in enumerate(header) if c not in integer and numeric is not None and numeric(c)]
+    rows = []
+    for line, row in body:
+        if len(row) != len(header):
+            raise RankCollapseError(
+                f"{shown}: line {line} has {len(row)} cells, its header {len(header)}; "
+                "allowed: one cell per column"
+            )
+        for k in ints:
+            cell = row[k].strip()
+            if not (cell.isascii() and cell.isdigit() and len(cell) <= 18):
+                raise RankCollapseError(
+                    f"{shown}: line {line}, column {_cell(header[k])} is {_cell(row[k])}; "
+                    "allowed: a whole number >= 0"
+                )
+        for k in reals:
+            cell = row[k].strip()
+            if cell and not _is_number(cell):
+                raise RankCollapseError(
+                    f"{shown}: line {line}, column {_cell(header[k])} is {_cell(row[k])}; "
+                    "allowed: a number (or empty)"
+                )
+        rows.append(dict(zip(header, row, strict=True)))
+    return rows
+
+
+def _is_number(cell: str) -> bool:
+    if not cell.isascii():  # float() also reads '١٢' and '１２'
+        return False
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 #: ``check(shape, dtype)`` called on a .npy header before its data is read; raises to refuse.

@@ -96,6 +96,26 @@ def check_float(
     return value
 
 
+#: Largest integer run parameter an estimate reads: a size beyond it is a typo (and no float).
+PARAM_MAX = 10**15
+
+
+def check_param(params: cabc.Mapping[str, Any], key: str, default: Any = None, *, low: float = 1,
+                integer: bool = True) -> float:
+    """A numeric run parameter (a config's ``base`` or grid point) as an estimate reads it:
+    ``params[key]`` (``default`` when absent or null; no default: one line saying it is missing), an
+    integer between ``low`` and :data:`PARAM_MAX` (a finite real ``>= low`` with ``integer=False``). The
+    line names it ``parameter <key>``: ``parameter n must be between 1 and 1e+15, got -4``."""
+    value = params.get(key) if isinstance(params, cabc.Mapping) else None
+    if value is None:
+        value = default
+    if value is None:
+        raise RankCollapseError(f"parameter {key} is missing; allowed: {key}: <a number> in base or grid")
+    if integer:
+        return float(check_int(f"parameter {key}", value, low=int(low), high=PARAM_MAX))
+    return check_float(f"parameter {key}", value, low=low)
+
+
 def _range_words(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
         return f"between {low:g} and {high:g}"

@@ -27,10 +27,12 @@ renamed, under an inter-process lock: a second process waits, then finds the cac
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -40,6 +42,7 @@ from pathlib import Path
 import torch
 
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import quote_path
 from rankcollapse.edge.validate import quote
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -73,11 +76,32 @@ def package_dir(package: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def disk_errno(err: BaseException) -> int | None:
+    """The errno behind a failed write, wherever a library put it: an ``OSError``'s own, or the
+    ``(os error 28)`` of a Rust I/O error in a library's exception text (safetensors' SafetensorError),
+    in ``err`` or its causes; None when there is none (a bug, not the disk)."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and isinstance(err.errno, int):
+            return err.errno
+        found = _OS_ERROR.search(str(err)) if not isinstance(err, KeyboardInterrupt | SystemExit) else None
+        if found:
+            return int(found.group(1))
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def build_once(target: Path, marker: str, build: Callable[[Path], None], force: bool = False) -> Path:
     """``target`` folder, built by ``build(tmp_folder)`` once; ``target / marker`` says it is complete.
 
     One builder at a time across processes (``fcntl.flock`` on ``target.lock``): a second one
     waits, then finds the cache ready (without the lock it could remove a folder another reads).
+    A failed build leaves nothing (its temporary folder removed); one the disk refused (full, quota,
+    read-only: :func:`disk_errno`) is one line naming the folder and the errno.
     """
     if (target / marker).is_file() and not force:
         return target
@@ -99,9 +123,16 @@ def build_once(target: Path, marker: str, build: Callable[[Path], None], force: 
         tmp.mkdir()
         try:
             build(tmp)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        except BaseException as err:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing half-built kept: only a renamed folder counts
+            code = disk_errno(err)
+            if code is None:
+                raise
+            raise RankCollapseError(
+                f"cannot build the model cache {quote_path(target)}: {os.strerror(code)} "
+                f"({errno.errorcode.get(code, code)}); nothing half-built was kept; free space there or set "
+                "RANKCOLLAPSE_CACHE to a folder with room"
+            ) from None
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)

@@ -103,14 +103,83 @@ def read_text_file(path: str | Path) -> str:
     return read_text(path, "text file")
 
 
-def tokenize(text: str | list[str], tokenizer: Any) -> Tensor:
-    """All token ids of ``text`` (or of several texts, concatenated) without special tokens -> int64 [n]."""
+#: Most characters one tokenizer call encodes. A fast tokenizer holds about 180 bytes per character of
+#: one call (offsets, pre-tokens, ids): a 60 MB ``--text`` in one call took 10.6 GB and aborted; in
+#: pieces of this size one call holds about 50 MB (``benchmarks/bench_tokenize.py`` measures it).
+TOKENIZE_CHARS = 1 << 18
+
+
+def _word_space(text: str, k: int) -> bool:
+    """``text[k]`` is one space between two non-space characters (``end.| Next``): a cut just before it
+    falls between two pre-tokens of every pre-tokenizer we load (BERT's whitespace split, GPT-2's and
+    Llama 3's byte-level regex, SentencePiece's Metaspace), so the pieces encode to the same ids."""
+    return (0 < k < len(text) - 1 and text[k] == " " and not text[k - 1].isspace()
+            and not text[k + 1].isspace())
+
+
+def _cut(text: str, start: int, end: int) -> int:
+    """Where the piece ``text[start:end]`` ends: just before a word space in its second half, the first
+    one after its last paragraph break, else after its last line break, else its last one; ``end``
+    when it has none (a text with no space for ``end - start`` characters is cut inside a word)."""
+    low = start + (end - start) // 2
+    for brk in ("\n\n", "\n"):
+        k = text.rfind(brk, low, end)
+        while 0 <= k < end:
+            k = text.find(" ", k, end)
+            if k < 0 or _word_space(text, k):
+                break
+            k += 1
+        if k >= 0 and _word_space(text, k):
+            return k
+    k = text.rfind(" ", low, end)
+    while k > low and not _word_space(text, k):
+        k = text.rfind(" ", low, k)
+    return k if k > low and _word_space(text, k) else end
+
+
+def text_pieces(text: str, size: int = TOKENIZE_CHARS) -> list[tuple[int, str]]:
+    """``(offset, piece)`` of ``text`` cut into pieces of at most ``size`` characters (:func:`_cut`);
+    their concatenation is ``text``."""
+    if size < 2:
+        raise RankCollapseError(f"piece size must be an integer >= 2, got {size}")
+    pieces, start = [], 0
+    while len(text) - start > size:
+        cut = _cut(text, start, start + size)
+        pieces.append((start, text[start:cut]))
+        start = cut
+    pieces.append((start, text[start:]))
+    return pieces
+
+
+def encode(tokenizer: Any, text: str | list[str], offset: int = 0) -> list[Any]:
+    """``tokenizer(text)["input_ids"]`` without special tokens; whatever the tokenizer raises (its own
+    errors, a Rust panic, running out of memory) is one line naming the tokenizer and the text."""
+    try:
+        out = tokenizer(text, add_special_tokens=False, return_attention_mask=False, verbose=False)
+        return out["input_ids"]
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as err:  # pyo3's PanicException is a BaseException
+        name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        first = text if isinstance(text, str) else (text[0] if text else "")
+        where = f"the text at character {offset}" if isinstance(text, str) else f"{len(text)} texts from"
+        raise RankCollapseError(
+            f"tokenizer {quote(name, 60)} ({type(tokenizer).__name__}) failed ({type(err).__name__}) to "
+            f"encode {where} {quote(first, 50)}; allowed: a text this tokenizer encodes (or another --model)"
+        ) from None
+
+
+def tokenize(text: str | list[str], tokenizer: Any, piece_chars: int = TOKENIZE_CHARS) -> Tensor:
+    """All token ids of ``text`` (or of several texts, concatenated) without special tokens -> int64 [n].
+
+    Encoded in pieces of at most ``piece_chars`` characters cut between words (:func:`text_pieces`):
+    the same ids as one call, in bounded memory."""
     if tokenizer is None:
         raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
-    ids = tokenizer(text, add_special_tokens=False, return_attention_mask=False, verbose=False)["input_ids"]
-    if isinstance(text, list):
-        ids = [i for one in ids for i in one]
-    return torch.tensor(ids, dtype=torch.long)
+    parts = [torch.tensor(encode(tokenizer, piece, offset), dtype=torch.long)
+             for one in ([text] if isinstance(text, str) else text)
+             for offset, piece in text_pieces(one, piece_chars)]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
 
 
 @dataclass(frozen=True)
@@ -131,8 +200,13 @@ def token_stream(corpus: str | None, tokenizer: Any, text: str | None = None) ->
         return TokenStream(tokenize(load_corpus(str(corpus)), tokenizer))
     if tokenizer is None:
         raise RankCollapseError("this model has no tokenizer; pass token ids instead of text")
-    per = tokenizer(list(wikipedia_articles()), add_special_tokens=False, return_attention_mask=False,
-                    verbose=False)["input_ids"]
+    articles, per, batch, size = wikipedia_articles(), [], [], 0
+    for k, article in enumerate(articles):  # batches of about TOKENIZE_CHARS characters: bounded memory
+        batch.append(article)
+        size += len(article)
+        if size >= TOKENIZE_CHARS or k == len(articles) - 1:
+            per.extend(encode(tokenizer, batch))
+            batch, size = [], 0
     lengths = torch.tensor([len(p) for p in per], dtype=torch.long)
     starts = torch.cumsum(lengths, 0) - lengths
     return TokenStream(torch.tensor([i for p in per for i in p], dtype=torch.long), starts)

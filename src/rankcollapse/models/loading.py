@@ -52,6 +52,7 @@ from rankcollapse.models.families import DISSECTORS, FAMILIES, HF_CASTS_FAMILIES
 from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F401  (re-exported)
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
+from rankcollapse.models.sizes import check_config, describe
 from rankcollapse.models.spec import Unsupported
 
 WEIGHT_FILES: tuple[str, ...] = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -177,6 +178,7 @@ def _random_model(source: ModelSource, dtype: torch.dtype, seed: int) -> nn.Modu
     key = spec.depth_key if spec is not None else None
     if source.depth is not None and key and source.depth < getattr(config, key):
         setattr(config, key, source.depth)
+    check_config(config, f"model {source.name!r}", str(dtype), min_layers=0)  # before a module is built
     cls = _model_class(config.model_type)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -265,7 +267,18 @@ def missing_tokenizer(path: Path) -> str | None:
             "save its checkpoint's tokenizer into it (tokenizer.save_pretrained(folder)) to read text")
 
 
-def _reason(err: BaseException) -> str:
+#: Exceptions whose text is Python's words about the code that failed ("integer modulo by zero", "list
+#: index out of range"), not about the input: a line names the type and the input's sizes instead.
+INTERNAL_ERRORS = (ArithmeticError, LookupError, AttributeError, TypeError, AssertionError, NameError)
+
+
+def _reason(err: BaseException, config: Any = None) -> str:
+    """Why a library refused: its own first line (``Type: text`` for a library's own type); for an
+    internal error (:data:`INTERNAL_ERRORS` of Python's own) its type and, given ``config``, the sizes
+    it was building from (:func:`rankcollapse.models.sizes.describe`)."""
+    if isinstance(err, INTERNAL_ERRORS) and type(err).__module__ == "builtins":
+        sizes = f" building from {describe(config)}" if config is not None else ""
+        return f"transformers failed with {type(err).__name__}{sizes}; check those sizes"
     text = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
     return f"{type(err).__name__}: {text}" if type(err).__module__ not in ("builtins",) else text
 
@@ -306,6 +319,7 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
     except Exception as err:  # a config transformers cannot build: whatever its loader raises
         raise RankCollapseError(f"model folder {shown!r}: config.json cannot be read by transformers "
                                 f"({_reason(err)})") from None
+    check_config(config, f"model folder {shown!r}", str(dtype))  # sizes and memory, before a module is built
     from transformers.utils import logging as hf_logging
 
     verbosity = hf_logging.get_verbosity()  # its load table (MISSING, UNEXPECTED): check_loading_info says it
@@ -321,7 +335,7 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
             "unpickles code); allowed: safetensors or a plain tensor checkpoint"
         ) from None
     except Exception as err:  # SafetensorError (corrupt, truncated), OSError, ...
-        raise RankCollapseError(f"cannot read the weights of {shown!r}: {_reason(err)}") from None
+        raise RankCollapseError(f"cannot read the weights of {shown!r}: {_reason(err, config)}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
     check_loading_info(info, shown)

@@ -27,7 +27,6 @@ bare rows; :func:`plot` overlays finished runs (folders with ``config.json`` and
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -735,7 +734,7 @@ def read_run(folder: str | Path) -> FinishedRun:
     ``complete: true`` is refused (a folder from before markers is read as it is). ``facts``: mask,
     mode, model, dtype, d_qk and depth (layers)."""
     from rankcollapse.edge.folder import MARKER_NAME, read_marker
-    from rankcollapse.edge.inputs import quote_path, read_json, read_text
+    from rankcollapse.edge.inputs import quote_path, read_json, read_table
 
     path = Path(folder)
     marker = read_marker(path)
@@ -749,10 +748,8 @@ def read_run(folder: str | Path) -> FinishedRun:
                 "allowed: a folder written by analyze or simulate"
             )
     record = read_json(path / "config.json", "run record")
-    try:
-        rows = list(csv.DictReader(read_text(path / "metrics.csv", "metrics table").splitlines()))
-    except csv.Error as err:
-        raise RankCollapseError(f"{quote_path(path / 'metrics.csv')} is not a CSV table: {err}") from None
+    rows = read_table(path / "metrics.csv", "metrics table", required=("layer", "mu_rel"), integer=("layer",),
+                      numeric=_numeric_column)
     cfg = record.get("config", {}) if isinstance(record, dict) else {}
     cfg = cfg if isinstance(cfg, dict) else {}
     if isinstance(cfg.get("analyze"), dict):
@@ -781,6 +778,12 @@ def read_run(folder: str | Path) -> FinishedRun:
     if not rows or "mu_rel" not in rows[0] or "layer" not in rows[0]:
         raise RankCollapseError(f"{quote_path(path / 'metrics.csv')} has no rows with layer and mu_rel")
     return FinishedRun(path, facts, rows, cfg)
+
+
+def _numeric_column(name: str) -> bool:
+    """A metrics.csv column that holds numbers (or is empty): every column but the words of an analyze
+    row, ``hidden_state``, ``status`` and ``hook``."""
+    return name not in ("hidden_state", "status", "hook")
 
 
 def _labels(runs: Sequence[FinishedRun], by: str) -> list[str]:

@@ -232,11 +232,19 @@ def load_judged(out_dir: str | Path) -> tuple[list[Claim], dict[str, Any]]:
     meta = read_json(out / "experiments.json", "run metadata")
     if not isinstance(rows, list) or not rows or not isinstance(meta, dict):
         raise RankCollapseError(f"{out}/claims.json holds no claims table (rows); nothing to publish")
-    try:
-        claims = [Claim(**row) for row in rows]
-    except (TypeError, ValueError) as err:
-        msg = f"{out}/claims.json has a row that is not a claim: {str(err)[:120]}"
-        raise RankCollapseError(msg) from None
+    claims = []
+    for k, row in enumerate(rows):
+        try:
+            claims.append(Claim(**row))
+        except (TypeError, ValueError):  # Python's words ("unexpected keyword argument") name no row
+            keys = sorted(map(str, row)) if isinstance(row, dict) else []
+            unknown = [key for key in keys if key not in Claim.__dataclass_fields__]
+            shown = f"keys {', '.join(keys[:6])}{', ...' if len(keys) > 6 else ''}"
+            why = (f"unknown keys {', '.join(unknown[:4])}" if unknown else shown if keys
+                   else f"a {type(row).__name__}")
+            raise RankCollapseError(
+                f"{out}/claims.json: row {k} ({why}) is not a claim; allowed: the rows reproduce writes"
+            ) from None
     return claims, meta.get("meta", {}) if isinstance(meta.get("meta", {}), dict) else {}
 
 

@@ -27,6 +27,7 @@ it) into ``Experiment.execution`` and every run's ``RunSpec.execution``; it may 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,26 @@ class Experiment:
         )
 
     def cost_s(self, spec: RunSpec) -> float | None:
-        """The task's estimate of one run's seconds (None: the task gives none)."""
+        """The task's estimate of one run's seconds (None: the task gives none): a finite number >= 0,
+        else one line naming the config file, the run's parameters and what is wrong with them (a
+        parameter missing, of the wrong type, or so large the estimate is not a number)."""
         if self.task_info is None or self.task_info.cost_s is None:
             return None
-        return float(self.task_info.cost_s(spec.params))
+        where = f"{self.source or self.name}: the run {quote(spec.params, 120)}"
+        try:
+            cost = float(self.task_info.cost_s(spec.params))
+        except RankCollapseError as err:
+            raise RankCollapseError(f"{where}: {err}") from None
+        except KeyError as err:
+            raise RankCollapseError(f"{where} lacks parameter {err.args[0]!r} the estimate of its "
+                                    f"task {self.task!r} needs") from None
+        except (TypeError, ValueError, ArithmeticError) as err:
+            raise RankCollapseError(f"{where} has a parameter of a type or size the estimate of its task "
+                                    f"{self.task!r} cannot use ({type(err).__name__})") from None
+        if not (cost >= 0 and math.isfinite(cost)):
+            raise RankCollapseError(f"{where} is estimated to take {cost:g} s; allowed: sizes whose "
+                                    "estimate is a finite number of seconds")
+        return cost
 
     def describe(self) -> dict[str, Any]:
         """JSON-able settings, for the report and ``experiments.json``."""
@@ -140,15 +157,29 @@ def split_execution(
     return base, execution
 
 
-def _apply_profile(raw: dict[str, Any], profile: str) -> tuple[dict[str, Any], dict[str, list[Any]] | None]:
-    base = copy.deepcopy(raw.get("base") or {})
-    grid = copy.deepcopy(raw.get("grid") or {})
+def _mapping(value: Any, where: str, key: str) -> dict[str, Any]:
+    """``value`` (``key:`` of a config) if it is a mapping or absent (``{}``); one line else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RankCollapseError(f"{where}: {key} must be a mapping (name: value), got {quote(value)}")
+    return value
+
+
+def _apply_profile(
+    raw: dict[str, Any], profile: str, where: str = "experiment config"
+) -> tuple[dict[str, Any], dict[str, list[Any]] | None]:
+    """``(base, grid)`` of ``raw`` under ``profile`` (None grid: skipped); every part that must be a
+    mapping (``base``, ``grid``, ``profiles``, a profile, its ``base`` and ``grid``) checked, one line."""
+    base = copy.deepcopy(_mapping(raw.get("base"), where, "base"))
+    grid = copy.deepcopy(_mapping(raw.get("grid"), where, "grid"))
     if profile != "full":
-        override = (raw.get("profiles") or {}).get(profile) or {}
+        profiles = _mapping(raw.get("profiles"), where, "profiles")
+        override = _mapping(profiles.get(profile), where, f"profiles.{profile}")
         if override.get("skip"):
             return base, None
-        base.update(override.get("base") or {})
-        for axis, values in (override.get("grid") or {}).items():
+        base.update(_mapping(override.get("base"), where, f"profiles.{profile}.base"))
+        for axis, values in _mapping(override.get("grid"), where, f"profiles.{profile}.grid").items():
             if values is None:
                 grid.pop(axis, None)
             else:
@@ -180,7 +211,10 @@ def load_experiment(
     missing = [k for k in ("title",) if k not in raw] + ([] if task or "task" in raw else ["task"])
     if missing:
         raise RankCollapseError(f"experiment config {path} lacks {', '.join(missing)}")
-    base, grid = _apply_profile(raw, profile)
+    for key in ("title", "task"):
+        if key in raw and not isinstance(raw[key], str):
+            raise RankCollapseError(f"experiment config {path}: {key} must be a word, got {quote(raw[key])}")
+    base, grid = _apply_profile(raw, profile, f"experiment config {path}")
     base, execution = split_execution(base, grid, f"experiment config {path}")
     return Experiment(
         name=name,
@@ -188,7 +222,7 @@ def load_experiment(
         task=task or raw["task"],
         base=base,
         grid=grid,
-        verdict=dict(raw.get("verdict") or {}),
+        verdict=dict(_mapping(raw.get("verdict"), f"experiment config {path}", "verdict")),
         profile=profile,
         source=path.name,
         target=target,
@@ -234,7 +268,7 @@ def load_arms(
         if not isinstance(spec, dict):
             raise RankCollapseError(f"story config {path}: arm {arm!r} must be a mapping")
         task, extension = tasks[arm]
-        base, grid = _apply_profile(spec, profile)
+        base, grid = _apply_profile(spec, profile, f"story config {path}, arm {arm}")
         base, execution = split_execution(base, grid, f"story config {path}, arm {arm}")
         out.append(
             Experiment(

@@ -22,6 +22,7 @@ from typing import Any
 
 from rankcollapse.edge.atomic import to_jsonable
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import check_param
 
 OnLayer = Callable[[int], None]
 
@@ -72,7 +73,7 @@ BUILTIN_TASKS: dict[str, Callable[[dict[str, Any], OnLayer], RunOutput]] = {"toy
 
 def toy_cost(params: dict[str, Any]) -> float:
     """Seconds of one :func:`toy` run: ``sleep_s`` per layer."""
-    return float(params.get("sleep_s", 0.0)) * (int(params["layers"]) + 1)
+    return check_param(params, "sleep_s", 0.0, low=0, integer=False) * (check_param(params, "layers") + 1)
 
 
 def task_target(fn: Callable[..., Any]) -> str:

@@ -36,6 +36,7 @@ import numpy as np
 from rankcollapse.core.names import from_stored
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import check_param, quote
 from rankcollapse.experiments.engine.grid import EXECUTION_KEYS, named_depth
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
@@ -256,16 +257,26 @@ SIM_UNIT_S = 2.0e-9
 
 
 def _scale(params: dict[str, Any]) -> float:
-    n = float(params.get("tokens", 128))
+    n = check_param(params, "tokens", 128)
     f = FLOAT64_FACTOR if dtype_name(str(params.get("dtype", "float32"))) == "float64" else 1.0
     return f * (n / 128.0)
 
 
 def _depth(params: dict[str, Any]) -> int:
     if params.get("layers"):
-        return int(params["layers"])
+        return int(check_param(params, "layers"))
     named = named_depth(params.get("model"))
     return 12 if named is None else named
+
+
+def _count(params: dict[str, Any], key: str) -> int:
+    """How many entries the list parameter ``key`` has (1 when absent or null; one line if not a list)."""
+    value = params.get(key)
+    if value is None:
+        return 1
+    if not isinstance(value, list) or not value:
+        raise RankCollapseError(f"parameter {key} must be a non-empty list, got {quote(value)}")
+    return len(value)
 
 
 def model_curves_cost(params: dict[str, Any]) -> float:
@@ -273,29 +284,33 @@ def model_curves_cost(params: dict[str, Any]) -> float:
     variants = params.get("variants") or list(LAYER_SAMPLE_S)
     if params.get("float64_variants") and dtype_name(str(params.get("dtype", "float32"))) == "float64":
         variants = params["float64_variants"]
-    per_layer = sum(LAYER_SAMPLE_S.get(v, 0.0235) for v in variants)
-    per_layer *= len(params.get("masks") or [1] * 4) * len(params.get("d_qk") or [None])
+    if not isinstance(variants, list):
+        raise RankCollapseError(f"parameter variants must be a list of modes, got {quote(variants)}")
+    per_layer = sum(LAYER_SAMPLE_S.get(v, 0.0235) if isinstance(v, str) else 0.0235 for v in variants)
+    per_layer *= _count(params, "masks") * _count(params, "d_qk")
     layers = _depth(params)
     fresh = max(0, layers - 12) * FRESH_LAYER_S if named_depth(params.get("model")) is not None else 0.0
-    return per_layer * layers * int(params.get("samples", 4)) * _scale(params) + LOAD_S + fresh
+    return per_layer * layers * check_param(params, "samples", 4) * _scale(params) + LOAD_S + fresh
 
 
 def model_geometry_cost(params: dict[str, Any]) -> float:
     """Estimated seconds of one :func:`model_geometry` run (own depth taken as 12 when null)."""
-    layers = params.get("layers")
-    layers = 12 if layers is None else int(layers)
-    per = (LAYER_SAMPLE_S["full"] * layers + GEOMETRY_EXTRA_S * (layers + 1)) * int(params.get("samples", 8))
+    layers = check_param(params, "layers", 12, low=0)  # 0: the embeddings only
+    samples = check_param(params, "samples", 8)
+    per = (LAYER_SAMPLE_S["full"] * layers + GEOMETRY_EXTRA_S * (layers + 1)) * samples
     return per * _scale(params) + LOAD_S
 
 
 def simulate_cost(params: dict[str, Any]) -> float:
     """Estimated seconds of one simulator run: ``SIM_UNIT_S x layers x samples x N^2 d`` (float32 half)."""
-    params = from_stored(params, SIMULATED)
+    def key(name: str, stored: str) -> str:  # the key the params use (a stored one names the user's)
+        return stored if stored in params else name
+
     size = (
-        float(params.get("layers") or 128)
-        * float(params.get("samples", 8))
-        * float(params.get("tokens", 32)) ** 2
-        * float(params.get("d", 16))
+        check_param(params, "layers", 128)
+        * check_param(params, key("samples", "batch"), 8)
+        * check_param(params, key("tokens", "n"), 32) ** 2
+        * check_param(params, "d", 16)
     )
     half = 0.5 if dtype_name(str(params.get("dtype", "float64"))) == "float32" else 1.0
     return SIM_UNIT_S * size * half + 0.05

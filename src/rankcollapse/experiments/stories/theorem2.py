@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
+from rankcollapse.edge.validate import check_param
 from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.engine.verdicts import Claim
@@ -85,8 +86,8 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
 def ln_bounds_cost(params: dict[str, Any]) -> float:
     """About 2e-8 s per (layer x sample x n^2 d), float64 (measured on the 2-core reference machine)."""
-    n, d = float(params["n"]), float(params["d"])
-    return 2e-8 * float(params["layers"]) * float(params["samples"]) * n * n * d + 0.05
+    n, d = check_param(params, "n"), check_param(params, "d")
+    return 2e-8 * check_param(params, "layers") * check_param(params, "samples") * n * n * d + 0.05
 
 
 BOUND_RULE = (
