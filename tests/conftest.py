@@ -13,15 +13,15 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 #: long file alone while the other idles (on a busy machine that tail was several minutes).
 LONG_FILES: dict[str, float] = {
     "tests/experiments/test_reproduce_pipeline.py": 150.0,
-    "tests/test_interrupted_writes.py": 110.0,
+    "tests/robustness/test_interrupted_writes.py": 110.0,
     "tests/test_docs.py": 95.0,
-    "tests/test_concurrent_writers.py": 60.0,
+    "tests/robustness/test_concurrent_writers.py": 60.0,
     "tests/models/test_bundled.py": 55.0,
     "tests/models/test_download.py": 50.0,
     "tests/experiments/test_sweep_engine.py": 45.0,
     "tests/models/test_paper_configs.py": 40.0,
     "tests/experiments/test_processes.py": 25.0,
-    "tests/test_cli_main.py": 20.0,
+    "tests/cli/test_cli_main.py": 20.0,
 }
 
 

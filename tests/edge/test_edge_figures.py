@@ -20,7 +20,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.figures import DPI, new_figure, pyplot, save_figure
 from readonly import read_only
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "rankcollapse"
+SRC = Path(__file__).resolve().parents[2] / "src" / "rankcollapse"
 HOME = SRC / "edge" / "figures.py"
 
 
