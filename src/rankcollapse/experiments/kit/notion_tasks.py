@@ -19,7 +19,7 @@ import numpy as np
 
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit.curves import curve_rows
-from rankcollapse.experiments.kit.tasks import Execution, simulate_cost, simulation_config
+from rankcollapse.experiments.kit.tasks import Execution, simulate_cost, simulation_config, simulator_info
 
 #: The per-sample columns of a ``kind = notion`` row.
 NOTION_COLUMNS: tuple[str, ...] = (
@@ -55,13 +55,7 @@ def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execu
         "d": config.d,
         "dtype": config.dtype,
     }
-    info = {
-        "model_label": f"Gaussian SAN (N = {config.tokens}, d = {config.d}, ours)",
-        "model_name": "simulator",
-        "model_kind": "simulated",
-        "pretrained": False,
-        "stand_in_for": "",
-    }
+    info = simulator_info(config)
     rows: list[dict[str, Any]] = [
         {"kind": "curve", **shared, **info, **row}
         for row in curve_rows({"mu": mu, "mu_rel": mu_rel}, config.dtype, zero, x_norm)

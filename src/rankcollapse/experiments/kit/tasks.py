@@ -122,6 +122,18 @@ def simulation_config(params: dict[str, Any], execution: Execution) -> Any:
     return config_from(SimulationConfig, params)
 
 
+def simulator_info(config: Any) -> dict[str, Any]:
+    """The model columns of a simulator run's rows (a Gaussian SAN of ``config``'s sizes: ours)."""
+    return {
+        "model_label": f"Gaussian SAN (N = {config.tokens}, d = {config.d}, ours)",
+        "model_name": "simulator",
+        "model_kind": "simulated",
+        "pretrained": False,
+        "stand_in_for": "",
+        "d_model": config.d,
+    }
+
+
 def profile_layers(depth: int) -> list[int]:
     """The layers whose influence profile a run keeps: 0, 1, 2, 4, 8, ... and the last (``depth``)."""
     out, t = [0], 1
@@ -152,14 +164,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     zero = np.isnan(arrays["mu_rel"]) & np.isfinite(arrays["mu"])
     with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel where mu_rel > 0
         x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
-    info = {
-        "model_label": f"Gaussian SAN (N = {config.tokens}, d = {config.d}, ours)",
-        "model_name": "simulator",
-        "model_kind": "simulated",
-        "pretrained": False,
-        "stand_in_for": "",
-        "d_model": config.d,
-    }
+    info = simulator_info(config)
     theory = result.theory
     bound = (
         theory.bound(list(range(len(result.rows)))).tolist()

@@ -266,12 +266,15 @@ def _curves(data: Data) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def figures(sd: StoryData) -> list[FigureSpec]:
+def _trained(sd: StoryData) -> tuple[Any, pd.DataFrame]:
+    """The trained arm's data and its curve table (an empty table without the arm)."""
     data = sd.arm("trained")
-    if data is None:
-        return []
-    table = _curves(data)
-    if table.empty:
+    return data, pd.DataFrame() if data is None else _curves(data)
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    data, table = _trained(sd)
+    if data is None or table.empty:
         return []
     variants = list(dict.fromkeys(table["variant"]))
     fig, axes = panel_grid(len(SHOWN) * len(variants), ncols=len(variants), w=3.0, h=2.4)
@@ -310,11 +313,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
 
 
 def headlines(sd: StoryData) -> list[str]:
-    data = sd.arm("trained")
-    if data is None:
-        return []
-    table = _curves(data)
-    if table.empty:
+    data, table = _trained(sd)
+    if data is None or table.empty:
         return []
     bits = []
     for variant, g in table[(table["mask"] == "causal") & (table["metric"].isin(MOVED))].groupby(
