@@ -53,10 +53,12 @@ def _samples(seed: int, n: int, d: int) -> torch.Tensor:
     return torch.stack([gauss, low, decay, shared]).float()
 
 
-@pytest.mark.parametrize("shape", [(300, 40), (40, 300), (64, 64), (1100, 20)])  # n > d, n < d, =, blocks
+# n > d, n < d, square, several row blocks, a Gram matrix formed as its lower block triangle (k >= 256)
+@pytest.mark.parametrize("shape", [(300, 40), (40, 300), (64, 64), (1100, 20), (300, 700)])
 def test_gram_singular_values_within_the_derived_bound_of_lapack_in_float64(shape) -> None:
     """|s_hat - s| <= Delta / (s_hat + s) (and <= sqrt(Delta)) for every singular value, down to the noise:
-    fails if the Gram matrix is formed in float32 (products rounded), or a block of rows is missed."""
+    fails if the Gram matrix is formed in float32 (products rounded), a block of rows or of the lower
+    triangle is missed."""
     x = _samples(1, *shape)
     got = mt.gram_singular_values(x)
     ref, slack = _reference(x)
