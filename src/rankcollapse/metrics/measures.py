@@ -12,7 +12,10 @@ singular values of ``x`` in decreasing order, ``u_i = x_i / ||x_i||``):
 ``at_floor``  ``mu(x) <= FLOOR_FACTOR * eps(dtype) * ||x||_F`` (1.0 / 0.0)
 ``num_rank`` ``#{k : s_k > max(n, d) * eps(dtype) * s_1}`` (torch.linalg.matrix_rank's
                    default tolerance)
-``singular_values`` ``s_1 >= ... >= s_min(n, d)`` (shape ``[..., min(n, d)]``)
+``singular_values`` ``s_1 >= ... >= s_min(n, d)`` (shape ``[..., min(n, d)]``; LAPACK's SVD)
+``gram_singular_values`` the same from the eigenvalues of the Gram matrix formed in float64, with a
+                   stated error bound (the spectrum :func:`collapse_metrics` reads for data coarser
+                   than float64)
 ``stable_rank``    ``||x||_F^2 / ||x||_2^2 = sum s_k^2 / s_1^2``
 ``effective_rank`` Roy & Vetterli (2007): ``exp(-sum p_k log p_k)``, ``p_k = s_k / sum s``
 ``mean_abs_cos``   ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|``   (anisotropy, the paper's Fig. 4)
@@ -34,8 +37,16 @@ from rankcollapse.core.precision import FLOOR_FACTOR
 from rankcollapse.edge.validate import checked
 
 #: Cosine of a pair that contains a zero token (its direction is undefined) is taken as 0.
-#: Entries of one Gram tile of :func:`mean_abs_cos` (1M: 8 MB in float64, about a core's share of cache).
+#: Most entries of one Gram tile of :func:`mean_abs_cos` (1M: 4 MB in float32; the side is at most 1024).
 _COSINE_TILE = 1 << 20
+#: Multiply-adds one tile of :func:`mean_abs_cos` aims at (``side^2 d``): enough to hide the loop's
+#: per-tile cost (tens of microseconds) when d is small, while d = 576 gets 256-row tiles (256 KB in
+#: float32, a core's share of L2) and a triangle of tiles close to the half the symmetry allows.
+_COSINE_WORK = 1 << 25
+#: Rows of x converted to float64 at a time while :func:`gram_singular_values` forms the Gram matrix.
+_GRAM_ROWS = 1024
+#: From a Gram side of twice this, only its lower block triangle is formed (3 of 4 half-size products).
+_GRAM_HALF_MIN = 128
 
 
 def _check(x: Tensor) -> None:
@@ -191,6 +202,65 @@ def _svdvals(x: Tensor) -> Tensor:
 
 
 @checked
+def gram_singular_values(x: Tensor) -> Tensor:
+    """Singular values of x from the eigenvalues of its Gram matrix formed in float64, descending, float64.
+
+    x: [..., n, d] -> [..., k], ``k = min(n, d)``: ``s_hat_k = sqrt(max(lambda_k, 0))``, ``lambda_k`` the
+    eigenvalues (``eigvalsh``) of ``G = x^T x`` [d, d] when n >= d, else of ``x x^T`` [n, n]; ``G`` is
+    accumulated over blocks of :data:`_GRAM_ROWS` rows (columns when n < d) converted to float64, so the
+    workspace is one block and ``G``; from k = 256 only its lower block triangle is formed (all that
+    ``eigvalsh`` reads). Cost ``3 n d k / 4`` float64 multiply-adds and one k x k eigenproblem, against
+    LAPACK's float32 SVD (:func:`singular_values`): about half its time at n = 2,048, d = 576.
+
+    Error bound, with ``m = max(n, d)`` (the length of each dot product in ``G``) and ``u = eps64 / 2``:
+    forming ``G`` errs by ``|E| <= gamma_{m+1} |x|^T |x|`` entrywise (``gamma_j = j u / (1 - j u)``; the
+    products of float32 numbers are exact in float64), so ``||E||_2 <= gamma_{m+1} ||x||_F^2``; the
+    eigensolver is backward stable, ``||F||_2 <= k u ||G||_2``; by Weyl's theorem
+    ``|lambda_k - s_k^2| <= Delta = (gamma_{m+1} + k u (1 + gamma_{m+1})) ||x||_F^2`` and hence
+    ``|s_hat_k - s_k| <= Delta / (s_hat_k + s_k) <= sqrt(Delta)``. For float32 (or float16 / bfloat16)
+    data, ``sqrt(Delta) <= sqrt((m + k + 1) k u) s_1`` stays below 0.2 of float32's rank tolerance
+    ``max(n, d) eps32 s_1`` (:func:`rank_tolerance`) at every shape, and a singular value at that
+    tolerance is exact to 2 %: the ranks, sigma_min, sigma_max, stable and effective rank keep their
+    values. Singular values below ``sqrt(Delta)`` are rounding noise here (0 where ``lambda_k < 0``), as
+    they are below ``eps32 s_1`` in a float32 SVD. For float64 data the Gram matrix squares the condition
+    number: values below ``sqrt(Delta)``, about ``1e-8 ||x||_F``, are lost although float64 resolves
+    ``max(n, d) eps64 s_1``, so float64 data keeps LAPACK's SVD (:func:`collapse_metrics`).
+    A sample with a NaN / inf entry gets a NaN row.
+    """
+    _check(x)
+    n, d = x.shape[-2], x.shape[-1]
+    y = working(x).reshape(-1, n, d)
+    if n < d:
+        y = y.mT  # x x^T is the Gram matrix of x's columns
+    finite = torch.isfinite(y).flatten(1).all(dim=1)
+    out = torch.full((y.shape[0], min(n, d)), math.nan, dtype=torch.float64, device=x.device)
+    if bool(finite.any()):
+        z = y if bool(finite.all()) else y[finite]
+        side = z.shape[-1]
+        half = side // 2 if side >= 2 * _GRAM_HALF_MIN else side  # eigvalsh reads the lower triangle only
+        g = torch.zeros(z.shape[0], side, side, dtype=torch.float64, device=x.device)
+        for first in range(0, z.shape[-2], _GRAM_ROWS):
+            block = z[:, first : first + _GRAM_ROWS].to(torch.float64)
+            left, right = block[..., :half], block[..., half:]
+            g[:, :half, :half].baddbmm_(left.mT, left)
+            if half < side:
+                g[:, half:, :half].baddbmm_(right.mT, left)
+                g[:, half:, half:].baddbmm_(right.mT, right)
+        lam = torch.linalg.eigvalsh(g, UPLO="L")  # ascending
+        out[finite] = lam.flip(-1).clamp_(min=0.0).sqrt_()
+    return out.reshape(*x.shape[:-2], min(n, d))
+
+
+def _spectrum(x: Tensor) -> Tensor:
+    """The singular values the rank columns of :func:`collapse_metrics` read, float64: from the float64
+    Gram matrix (:func:`gram_singular_values`) for data coarser than float64 on a device with float64
+    (within its bound, the same ranks and sigmas, faster), else LAPACK's SVD (:func:`_svdvals`)."""
+    if x.dtype != torch.float64 and x.device.type in ("cpu", "cuda"):
+        return gram_singular_values(x)
+    return _svdvals(x).to(torch.float64)
+
+
+@checked
 def rank_tolerance(s: Tensor, n: int, d: int, dtype: torch.dtype | None = None) -> Tensor:
     """torch.linalg.matrix_rank's default: ``max(n, d) * eps(dtype) * s_1``, ``dtype`` the data's own
     (default ``s``'s). s: [..., k] -> [...]."""
@@ -341,29 +411,39 @@ def mean_signed_cos(x: Tensor) -> Tensor:
 def mean_abs_cos(x: Tensor) -> Tensor:
     """Mean absolute pairwise cosine ``1/(n(n-1)) sum_{i != j} |<u_i, u_j>|`` (anisotropy, Fig. 4).
 
-    x: [..., n, d] -> [...]; needs n >= 2. A zero token counts as cosine 0. Exact, every pair, in
-    ``n^2 d`` multiply-adds per sample: the Gram matrix ``U U^T`` is formed in square tiles of
-    :data:`_COSINE_TILE` entries (several samples per tile when n is small), only the tiles on and above
-    the diagonal (the matrix is symmetric), each summed in float64 as soon as it is formed; memory is
-    one tile. At n = 16,384, d = 16 this is 5-10x faster than whole row blocks, whose [1024, n] blocks
-    left the cache on every pass.
+    x: [..., n, d] -> [...]; needs n >= 2. A zero token counts as cosine 0. Exact, every pair: the Gram
+    matrix ``U U^T`` is formed in x's dtype in square tiles, only those on and above the diagonal (the
+    matrix is symmetric: about ``n^2 d / 2`` multiply-adds per sample), each into one reused buffer,
+    its absolute values summed per row in x's dtype and the row sums in float64; memory is one tile.
+    The side is ``sqrt(_COSINE_WORK / d)`` rounded up to a power of two, within 64 .. 1024 and at most n
+    (256 at d = 576: a tile stays in a core's cache and the triangle of tiles is close to half the
+    square; 1024 at d = 16, where the per-tile loop would otherwise dominate); several samples share a
+    tile when n is small. Rounding: each cosine errs by at most about ``(d + 4) eps`` (a dot product of
+    two unit vectors, each normalised with a relative error ``<= (d / 2 + 2) eps``), each row sum of
+    ``side`` terms in [0, 1] by ``gamma_side`` relative, so the mean errs by at most ``(d + side + 6) eps``
+    in x's dtype (``1.0e-4`` for float32 at d = 576, side 256; the errors seen are about 1e-7).
     """
     _check(x)
     n, d = x.shape[-2], x.shape[-1]
     if n < 2:
         raise ValueError("pairwise cosines need at least 2 tokens")
     u = _unit_tokens(x).reshape(-1, n, d)
-    side = min(n, max(64, math.isqrt(_COSINE_TILE)))
+    wide = 1 << max(0, math.ceil(math.log2(max(1.0, _COSINE_WORK / d)) / 2))  # side^2 d ~ _COSINE_WORK
+    side = min(n, max(64, min(wide, math.isqrt(_COSINE_TILE))))
     group = max(1, _COSINE_TILE // (side * side))  # samples per tile
     total = torch.zeros(u.shape[0], dtype=torch.float64, device=x.device)
+    buffer = torch.empty(min(group, u.shape[0]), side, side, dtype=u.dtype, device=x.device)
     for first in range(0, u.shape[0], group):
         us = u[first : first + group]
         part = total[first : first + group]
         for i in range(0, n, side):
             rows = us[:, i : i + side]
             for j in range(i, n, side):
-                tile = torch.bmm(rows, us[:, j : j + side].transpose(-1, -2)).abs_()
-                part += tile.sum(dim=(-2, -1), dtype=torch.float64) * (1.0 if i == j else 2.0)
+                cols = us[:, j : j + side]
+                tile = buffer[: us.shape[0], : rows.shape[1], : cols.shape[1]]
+                torch.bmm(rows, cols.transpose(-1, -2), out=tile).abs_()
+                # rows summed in x's dtype (<= side terms each), the row sums in float64
+                part += tile.sum(dim=-1).sum(dim=-1, dtype=torch.float64) * (1.0 if i == j else 2.0)
     diag = (u * u).sum(dim=(-2, -1), dtype=torch.float64)  # |<u_i, u_i>| = 1 (0 for a zero token)
     return ((total - diag) / (n * (n - 1))).to(x.dtype).reshape(x.shape[:-2])
 
@@ -453,10 +533,12 @@ def metric_names(
 def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None) -> dict[str, Tensor]:
     """Every collapse measure of each sample: x [b, n, d] (or [n, d]) -> {name: [b] (or [])}.
 
-    Keys are :data:`METRIC_NAMES` (or ``names``, a subset, to skip costly ones), computed with
-    one SVD per sample. ``at_floor`` and ``full_rank`` are 0/1 so that their mean is a share. A float16 /
-    bfloat16 ``x`` is measured in float32 (:func:`working`), against its own dtype's floor and rank
-    tolerance.
+    Keys are :data:`METRIC_NAMES` (or ``names``, a subset, to skip costly ones); the rank columns
+    (:data:`SVD_METRICS`) read one spectrum per sample: LAPACK's SVD for float64 data, the float64 Gram
+    matrix's eigenvalues for float32 / float16 / bfloat16 data (:func:`gram_singular_values`: within its
+    bound the same ranks and sigmas, in about half the time). ``at_floor`` and ``full_rank`` are 0/1 so
+    that their mean is a share. A float16 / bfloat16 ``x`` is measured in float32 (:func:`working`),
+    against its own dtype's floor and rank tolerance.
     """
     _check(x)
     wanted = METRIC_NAMES if names is None else tuple(names)
@@ -478,10 +560,10 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
         elif name == "at_floor":
             out[name] = _at_floor(m, norm, own).to(x.dtype)
     if any(k in SVD_METRICS for k in wanted):
-        s = _svdvals(x)
+        s = _spectrum(x)  # float64, one spectrum for every rank column
         derived = {
             "num_rank": lambda: _rank_from_sv(s, n, d, own),
-            "full_rank": lambda: (_rank_from_sv(s, n, d, own) == min(n, d)).to(x.dtype),
+            "full_rank": lambda: (_rank_from_sv(s, n, d, own) == min(n, d)),
             "sigma_min": lambda: s[..., -1],
             "sigma_max": lambda: s[..., 0],
             "stable_rank": lambda: _stable_rank_from_sv(s),
@@ -489,7 +571,7 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
         }
         for name in wanted:
             if name in derived:
-                out[name] = derived[name]()
+                out[name] = derived[name]().to(x.dtype)
     if "mean_abs_cos" in wanted:
         out["mean_abs_cos"] = mean_abs_cos(x)
     if "mean_signed_cos" in wanted:
