@@ -12,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, start
 
 

@@ -19,9 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, looks_finished, start
 
 from rankcollapse.edge.folder import is_complete, read_marker
-from writers import IDS, WRITERS, Writer, assert_finished, error_lines, holding, looks_finished, start
 
 #: Small enough that every command's outputs pass it (figures, reports, metrics), large enough for
 #: the first files (the marker, the lock, config.json).

@@ -58,8 +58,9 @@ def analyze_command(
                                 "only) or parts (generic blocks)."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute per "
                                 "layer (default all; mu,mu_rel is the cheapest; see rankcollapse.metrics)."),
-    metric_threads: int = typer.Option(1, "--metric-threads", help="torch threads while measuring "
-                                       "(1: fastest on a loaded machine; the forward uses torch's setting)."),
+    metric_threads: str = typer.Option("auto", "--metric-threads", help="torch threads while measuring: "
+                                       "a number, or auto (1 below 1,024 tokens, fastest on a loaded "
+                                       "machine; torch's own from there)."),
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads for the whole run "
                                 "(default: torch's; 1 is much faster on a loaded machine or small batches)."),
     diagnostics: bool = typer.Option(False, "--diagnostics", help="Also measure, per layer: attention "
@@ -135,7 +136,7 @@ def analyze_command(
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk,
                            layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
-                           metrics=metrics, metric_threads=metric_threads, diagnostics=diagnostics,
+                           metrics=metrics, metric_threads=_threads(metric_threads), diagnostics=diagnostics,
                            diagnostics_chunk=diagnostics_chunk, sink_threshold=sink_threshold,
                            ablation=ablation, sink_damping=sink_damping,
                            device=device, batch_size=batch_size)
@@ -237,3 +238,16 @@ def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None
         "source": "ours: support of HF eager attention vs the config's masks",
         "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]})
     return checks
+
+
+def _threads(text: str) -> int | str:
+    """``--metric-threads``: ``auto`` or a whole number (checked by the config)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        from rankcollapse.edge.validate import quote
+
+        got = quote(text, 40)
+        raise RankCollapseError(f"--metric-threads {got} is not a number; allowed: auto or >= 1") from None

@@ -275,7 +275,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
                 x = batch.real(x)
                 layer = layers[t]
                 layer.name = name
-                ok, values = sample_values(x, config.metrics, config.metric_threads, real)
+                ok, values = sample_values(x, config.metrics, config.measure_threads, real)
                 layer.ok.append(ok)
                 layer.values.append(values)
                 layer.zero.append(zero_samples(x))

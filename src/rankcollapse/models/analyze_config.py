@@ -8,12 +8,12 @@ the device, the batch size) and refuses a bad one in one line
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rankcollapse.core.execution import check_batch_size, parse_device
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import quote
+from rankcollapse.edge.validate import check_int, quote
 from rankcollapse.masks import Mask
 from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.metrics import metric_names
@@ -22,6 +22,10 @@ from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
 from rankcollapse.models.diagnose import ABLATIONS
 from rankcollapse.models.parts import MODES
 from rankcollapse.models.stream import check_d_qk, user_schedule
+
+#: From this many tokens ``metric_threads="auto"`` measures on torch's threads (benchmarks/bench_metrics.py:
+#: at 8,192 tokens the exact all-pairs |cos| alone is about 28 % of the forward's multiply-adds).
+LONG_TOKENS = 1024
 
 __all__ = ["AnalyzeConfig", "check_excerpt_size"]
 
@@ -48,8 +52,10 @@ class AnalyzeConfig:
     ``d_qk``: the number under the square root, logits ``q k^T / sqrt(d_qk)`` (None: the model's
     own, head_dim; T5: 1). ``layers``: depth L (None: the model's own), cycling the model's layers.
     ``tokens``: N, the excerpt length including the model's start token. ``metrics``: metric
-    names (None: all). ``metric_threads``: torch threads while measuring (default 1: the
-    per-layer SVDs are small and multi-threaded small ops stall on a loaded machine).
+    names (None: all). ``metric_threads``: torch threads while measuring (``"auto"``, the default: 1
+    below :data:`LONG_TOKENS` tokens, where the per-layer SVDs are small and multi-threaded small ops
+    stall on a loaded machine; torch's own from there, where the all-pairs |cos| alone is n^2 d / 2
+    multiply-adds and one thread cannot keep up with the forward; None: torch's own).
     ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
     ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
     ``sink_threshold``), first-token attention and norm, largest activations and the massive
@@ -82,7 +88,7 @@ class AnalyzeConfig:
     seed: int = 0
     backend: str = "auto"
     metrics: tuple[str, ...] | str | None = None  # "mu,mu_rel" or names; metrics.metric_names parses it
-    metric_threads: int | None = 1
+    metric_threads: int | Literal["auto"] | None = "auto"
     diagnostics: bool = False
     diagnostics_chunk: int | None = None
     sink_threshold: float = SINK_THRESHOLD
@@ -90,6 +96,13 @@ class AnalyzeConfig:
     sink_damping: float | None = None
     device: str = "cpu"
     batch_size: int | None = None
+
+    @property
+    def measure_threads(self) -> int | None:
+        """The torch threads the metrics run on (``metric_threads`` with ``"auto"`` resolved)."""
+        if self.metric_threads == "auto":
+            return 1 if self.tokens < LONG_TOKENS else None
+        return self.metric_threads
 
     def __post_init__(self) -> None:
         if self.ablation not in ABLATIONS:
@@ -130,8 +143,8 @@ class AnalyzeConfig:
         if self.layers is not None and self.layers < 0:
             raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
         check_d_qk(self.d_qk)
-        if self.metric_threads is not None and self.metric_threads < 1:
-            raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
+        if self.metric_threads not in (None, "auto"):
+            check_int("metric_threads", self.metric_threads, low=1)
         self.metrics = metric_names(self.metrics)
         self._dtype_given = self.dtype is not None  # an in-memory model of another dtype is refused
         self.dtype = dtype_name(self.dtype or "float32")
