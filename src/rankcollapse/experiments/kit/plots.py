@@ -61,12 +61,6 @@ def style() -> None:
     matplotlib.rcParams.update(STYLE)
 
 
-def pyplot() -> Any:
-    """``matplotlib.pyplot`` (:func:`rankcollapse.edge.figures.pyplot`: Agg) with the report's style."""
-    style()
-    return figures.pyplot()
-
-
 def figure(width: float, height: float, layout: str | None = None) -> Any:
     """A ``width x height`` inch figure in the report's style (``edge.figures.new_figure``)."""
     style()

@@ -33,7 +33,7 @@ from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import arm_models, curves_by, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.notion_tasks import SIMULATE_NOTIONS
-from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, pyplot
+from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, figure
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -260,8 +260,8 @@ def _fig_rank(sd: StoryData, margin_min: float) -> FigureSpec | None:
     rows = _notion_rows(sd)
     if table.empty:
         return None
-    plt = pyplot()
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig = figure(11, 4.2, layout="constrained")
+    (ax, ax2) = fig.subplots(1, 2)
     y = np.arange(len(table))
     ax.barh(y, table["share_changed"].fillna(0.0), color=["C3" if s > 0.5 else "C0" for s in
                                                          table["share_changed"].fillna(0.0)])
@@ -296,9 +296,8 @@ def _fig_limit(sd: StoryData) -> FigureSpec | None:
     if not curves:
         return None
     regimes = sorted({(int(k[1]), int(k[2])) for k in curves})
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes), 4), squeeze=False,
-                             constrained_layout=True)
+    fig = figure(5.2 * len(regimes), 4, layout="constrained")
+    axes = fig.subplots(1, len(regimes), squeeze=False)
     for ax, (n, d) in zip(axes[0], regimes, strict=True):
         series = [
             (f"{k[0]} ({k[3]})", c) for k, c in sorted(curves.items(), key=lambda kv: (kv[0][3], kv[0][0]))
@@ -324,10 +323,9 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
     rows = _notion_rows(sd)
     if rows.empty:
         return None
-    plt = pyplot()
     regimes = sorted({(int(n), int(d)) for n, d in zip(rows["n"], rows["d"], strict=True)})
-    fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes), 4), squeeze=False,
-                             constrained_layout=True)
+    fig = figure(5.2 * len(regimes), 4, layout="constrained")
+    axes = fig.subplots(1, len(regimes), squeeze=False)
     table = (
         rows.groupby(["variant", "n", "d", "dtype", "layer"], as_index=False)["span_floors"]
         .max()
@@ -365,8 +363,8 @@ def _fig_bert(sd: StoryData) -> FigureSpec | None:
             series.append((f"simulator {preset}, {_regime(int(n), int(d))} ({dt})", c))
     if not series:
         return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), constrained_layout=True)
+    fig = figure(7.5, 4.5, layout="constrained")
+    ax = fig.subplots()
     curve_axes(ax, series, "mu_rel (mean ± std)", DTYPES)
     caption = (
         "Cirrincione 2026 [abstract only], claim (iv): mu_rel with depth of attention only against attention "

@@ -27,7 +27,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
 from rankcollapse.experiments.kit.influence import u_shaped
-from rankcollapse.experiments.kit.plots import MARKERS, pyplot
+from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rollout_tasks import MODEL_ROLLOUT
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -144,8 +144,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     head = rows_of(data, "head_share")
     if influence.empty:
         return []
-    plt = pyplot()
-    fig, (ax, ax2, ax3) = plt.subplots(1, 3, figsize=(14, 4.8), constrained_layout=True)
+    fig = figure(14, 4.8, layout="constrained")
+    (ax, ax2, ax3) = fig.subplots(1, 3)
     labels = list(dict.fromkeys(influence["model_label"]))
     styles = ["-", "--", "-.", ":"]
     for i, label in enumerate(labels):
