@@ -28,6 +28,7 @@ from rankcollapse.experiments.engine.verdicts import (
     Claim,
     Origin,
     class_word,
+    origin_heading,
     tally,
     verdict_class,
 )
@@ -203,12 +204,10 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
 
 def _counters(counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
     """Per origin (paper setting first) two lines: the rows in each class as plotted, and the mechanism's
-    classes apart (``engine.verdicts.tally``); the stand-ins' line says it is not the paper's tally."""
+    classes apart (``engine.verdicts.tally``), each origin under its ``origin_heading``."""
     parts = ["<table class='counters'><tbody>"]
     for origin, both in counts.items():
-        head = origin + (
-            " (their own behaviour; not the paper's tally)" if origin == Origin.STAND_IN.value else ""
-        )
+        head = origin_heading(origin)
         plotted = " · ".join(
             f"<b>{n}</b> {_verdict_badge(class_word(k, origin), k)}" for k, n in both["as plotted"].items()
         )
