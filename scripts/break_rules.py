@@ -3,7 +3,7 @@
     python scripts/break_rules.py            # every break, prints caught / MISSED per break
     python scripts/break_rules.py --dry-run  # only check that every break still applies (no test run)
 
-Each break is a one-line edit of ``experiments/kit`` or ``engine/verdicts.py`` that changes what a rule
+Each break is a one-line edit of ``experiments/kit`` or ``contract/verdicts.py`` that changes what a rule
 decides (a swapped comparison, a dropped condition, a wrong constant). The file is restored after each
 run. A break the tests do not catch is a rule without a test that pins it.
 """
@@ -160,13 +160,13 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "a random init stands in for pretrained weights",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "    if NOT_REPRODUCED in parts:\n",
         "    if False:\n",
         "combine_verdicts lets a failing part through",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         '(REPRODUCED, NOT_REPRODUCED): "reproduced as plotted; mechanism differs",',
         '(REPRODUCED, NOT_REPRODUCED): "not reproduced",',
         "the word table blames the paper for the mechanism",
@@ -227,25 +227,25 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "a bound tested at r = 1 only claims every radius",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "{Origin.EXTENSION: EXTENSION_WORDS, Origin.STAND_IN: STAND_IN_WORDS}",
         "{Origin.EXTENSION: EXTENSION_WORDS}",
         "a stand-in's row reads as a verdict on the paper",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         'if kind == "search" and plotted is REPRODUCED',
         'if False and plotted is REPRODUCED',
         "a search that found nothing reads 'reproduced'",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "mech = {w: sum(1 for c in tested if c.mechanism == k) for k, w in MECHANISM_CLASSES.items()}",
         "mech = {}",
         "the counters hide the mechanism",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "rows = [c for c in claims if c.paper == check_paper(paper)]",
         "rows = list(claims)",
         "a follow-up paper's rows enter the main paper's tally",

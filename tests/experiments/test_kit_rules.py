@@ -10,7 +10,7 @@ import pytest
 
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes, combine, rules
 from rankcollapse.experiments.kit.claims import Judged, sampling_state
 from rankcollapse.experiments.kit.curves import (

@@ -6,7 +6,7 @@ import html
 import re
 from pathlib import Path
 
-from rankcollapse.experiments.engine.verdicts import Claim, origin_heading, tally, tally_line
+from rankcollapse.experiments.contract.verdicts import Claim, origin_heading, tally, tally_line
 from rankcollapse.experiments.kit.glossary import GLOSSARY, terms_used
 from rankcollapse.experiments.kit.plots import FigureFile
 from rankcollapse.pipeline.report import render_report
@@ -194,7 +194,7 @@ def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_pap
     import pytest
 
     from rankcollapse.edge.errors import RankCollapseError
-    from rankcollapse.experiments.engine.verdicts import FOLLOWUPS, MAIN_PAPER
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS, MAIN_PAPER
 
     _, claims = _page(tmp_path)
     follow = next(iter(FOLLOWUPS))

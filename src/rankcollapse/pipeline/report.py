@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.edge.atomic import atomic_write
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     CONSISTENT_CLASS,
     FOLLOWUPS,
     INCONCLUSIVE,
@@ -204,7 +204,7 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
 
 def _counters(counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
     """Per origin (paper setting first) two lines: the rows in each class as plotted, and the mechanism's
-    classes apart (``engine.verdicts.tally``), each origin under its ``origin_heading``."""
+    classes apart (``contract.verdicts.tally``), each origin under its ``origin_heading``."""
     parts = ["<table class='counters'><tbody>"]
     for origin, both in counts.items():
         head = origin_heading(origin)

@@ -18,7 +18,7 @@ from typing import Any
 
 from rankcollapse.edge.atomic import atomic_write
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     FOLLOWUPS,
     MAIN_PAPER,
     MECHANISM_CLASSES,

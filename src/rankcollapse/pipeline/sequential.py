@@ -34,9 +34,9 @@ from typing import Any
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.progress import duration_text
 from rankcollapse.edge.validate import quote
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
-from rankcollapse.experiments.engine.verdicts import Claim
 
 #: ``--max-samples`` when not given: per condition, about a third of the paper's 3000 (enough to
 #: decide a log-rate gap of a tenth of the spread of one sample at the t interval).

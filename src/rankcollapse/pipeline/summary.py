@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     CONSISTENT_CLASS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -51,7 +51,7 @@ def _differs(rows: Sequence[Claim]) -> list[Claim]:
 
 def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> list[str]:
     """What reproduced and what did not, for one paper's rows of one origin, with the causes in one
-    sentence each; the numbers are the counters' (``engine.verdicts.tally``)."""
+    sentence each; the numbers are the counters' (``contract.verdicts.tally``)."""
     rows = [c for c in rows if c.origin == origin.value]
     if not rows:
         return []

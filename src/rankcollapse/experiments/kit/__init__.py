@@ -12,5 +12,6 @@
 - ``data``: from an arm's tables to curves; ``plots``: every figure helper; ``tasks``: thin adapters
   over ``models`` and ``dynamics``; ``glossary``: every term once.
 
-A story (``experiments/stories/<name>.py``) uses only the kit and the engine.
+A story (``experiments/stories/<name>.py``) uses only the kit, the judging contract
+(``experiments.contract``) and the engine.
 """

@@ -4,7 +4,7 @@ A rule judges each condition of a statement (a mask, a dtype, a layer, a run) on
 :class:`~rankcollapse.experiments.kit.judgement.Judgement` of that condition alone (its verdict, words,
 comparisons, cause, ``n`` and unit). :func:`combine_parts` merges labelled parts into the statement's
 judgement; the verdicts only through
-:func:`~rankcollapse.experiments.engine.verdicts.combine_verdicts`. The part constructors here give the
+:func:`~rankcollapse.experiments.contract.verdicts.combine_verdicts`. The part constructors here give the
 kit's shared causes one shape: an open comparison (:func:`sample_part`), too few samples
 (:func:`few_part`), a curve at the precision floor (:func:`floor_part`).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,

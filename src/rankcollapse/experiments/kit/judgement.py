@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from rankcollapse.experiments.engine.verdicts import Verdict
+from rankcollapse.experiments.contract.verdicts import Verdict
 from rankcollapse.experiments.kit.curves import SAMPLE, current_tests, n_words, z
 
 #: Beyond this many samples a comparison counts as one no sample decides (the value sits on its threshold).

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.store import run_summary
-from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
-from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
 from rankcollapse.experiments.kit.plots import pyplot
 from rankcollapse.experiments.kit.rules import stable_in_certain_directions

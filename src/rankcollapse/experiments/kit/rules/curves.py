@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes
 from rankcollapse.experiments.kit.combine import combine_parts, few_part, floor_part, sample_part
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, conditions, n_words, sample_std

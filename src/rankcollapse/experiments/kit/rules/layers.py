@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,

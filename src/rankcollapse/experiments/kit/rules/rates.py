@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes
 from rankcollapse.experiments.kit.combine import combine_parts, few_part, sample_part
 from rankcollapse.experiments.kit.curves import Curve, Rate, conditions, n_words, z
