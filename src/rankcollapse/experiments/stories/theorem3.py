@@ -167,55 +167,37 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     ok, table = data.ok, data.rows
     tol = th["residual_max"]
     st = {s.key: s for s in STATEMENTS}
-    out = []
     runs = _measured(ok)
-    checks = [
-        (
-            f"N = d = {m.n}, w = {r['w']}",
-            list(m.paper_ranks) == [2**k for k in range(1, m.n + 1)] and m.max_residual <= tol,
-            f"paper family {list(m.paper_ranks)} by rank, {m.equilibria} in all, max residual "
-            f"{m.max_residual:.2g}",
-        )
-        for r, m in runs
-        if m.w_at_least_n
-    ]
-    if checks:
-        runs_above = ok[[m.w_at_least_n for _, m in runs]]
-        out.append(
-            checks_row(
-                "theorem3",
-                st["every_rank"],
-                data,
-                th,
-                checks,
-                runs=runs_above,
-                figure=FIGURE,
-                names=("enumerated equilibria", ""),
+    above = [(r, m) for r, m in runs if m.w_at_least_n]
+    below = [(r, m) for r, m in runs if not m.w_at_least_n]
+
+    def row(key: str, checks: list[tuple[str, bool | None, str]], which: pd.DataFrame, what: str) -> Claim:
+        return checks_row("theorem3", st[key], data, th, checks, runs=which, figure=FIGURE, names=(what, ""))
+
+    out = []
+    if above:
+        every_rank = [
+            (
+                f"N = d = {m.n}, w = {r['w']}",
+                list(m.paper_ranks) == [2**k for k in range(1, m.n + 1)] and m.max_residual <= tol,
+                f"paper family {list(m.paper_ranks)} by rank, {m.equilibria} in all, max residual "
+                f"{m.max_residual:.2g}",
             )
-        )
-    checks = [
-        (
-            f"N = {m.n}, w = {r['w']}",
-            all(p + o > 0 for p, o in zip(m.paper_ranks, m.other_ranks, strict=True)),
-            f"paper {list(m.paper_ranks)}, other {list(m.other_ranks)}",
-        )
-        for r, m in runs
-        if not m.w_at_least_n
-    ]
-    if checks:
-        runs_below = ok[[not m.w_at_least_n for _, m in runs]]
-        out.append(
-            checks_row(
-                "theorem3",
-                st["below_w"],
-                data,
-                th,
-                checks,
-                runs=runs_below,
-                figure=FIGURE,
-                names=("enumerated equilibria", ""),
+            for r, m in above
+        ]
+        which = ok[[m.w_at_least_n for _, m in runs]]
+        out.append(row("every_rank", every_rank, which, "enumerated equilibria"))
+    if below:
+        below_w = [
+            (
+                f"N = {m.n}, w = {r['w']}",
+                all(p + o > 0 for p, o in zip(m.paper_ranks, m.other_ranks, strict=True)),
+                f"paper {list(m.paper_ranks)}, other {list(m.other_ranks)}",
             )
-        )
+            for r, m in below
+        ]
+        which = ok[[not m.w_at_least_n for _, m in runs]]
+        out.append(row("below_w", below_w, which, "enumerated equilibria"))
     f2 = [
         (
             f"N = {r['n']}, w = {r['w']}",
@@ -224,18 +206,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         )
         for r, m in runs
     ]
-    out.append(
-        checks_row(
-            "theorem3",
-            st["srank"],
-            data,
-            th,
-            f2,
-            runs=ok,
-            figure=FIGURE,
-            names=("stable rank of the full-rank equilibria", ""),
-        )
-    )
+    out.append(row("srank", f2, ok, "stable rank of the full-rank equilibria"))
     l13 = [
         (
             f"d = {r['n']}, w = {r['w']}",
@@ -246,11 +217,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         )
         for r, m in runs
     ]
-    out.append(
-        checks_row(
-            "theorem3", st["lemma13"], data, th, l13, runs=ok, figure=FIGURE, names=("iterated starts", "")
-        )
-    )
+    out.append(row("lemma13", l13, ok, "iterated starts"))
     f4 = [
         (
             f"N = {r['n']}, w = {r['w']}",
@@ -259,18 +226,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         )
         for r, m in runs
     ]
-    out.append(
-        checks_row(
-            "theorem3",
-            st["complete"],
-            data,
-            th,
-            f4,
-            runs=ok,
-            figure=FIGURE,
-            names=("complete-mask search", ""),
-        )
-    )
+    out.append(row("complete", f4, ok, "complete-mask search"))
     for n, g in table.groupby(table["n"].astype(int), sort=True):
         out.append(_attracts_row(data, th, st["attracts"], int(n), g, ok))
         if int(n) >= 3:  # the statement's scope: at N = d = 2 the full-rank B attracts (Fig. 1)
