@@ -20,10 +20,41 @@ TESTS = [
     "tests/experiments/test_kit_rules.py",
     "tests/experiments/test_verdict_words.py",
     "tests/experiments/test_report_page.py",
+    "tests/experiments/test_kit_notions.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
 BREAKS: list[tuple[str, str, str, str]] = [
+    (
+        "kit/notions.py",
+        "v = REPRODUCED if hi < limit else NOT_REPRODUCED if lo > limit else INCONCLUSIVE",
+        "v = REPRODUCED if lo < limit else NOT_REPRODUCED if lo > limit else INCONCLUSIVE",
+        "rank_kept reads the lower end of the share's interval for 'kept'",
+    ),
+    (
+        "kit/notions.py",
+        "if (w_in and o_in) or (w_out and o_out):",
+        "if (w_in and o_in) or (w_out or o_out):",
+        "same_limit: one side not collapsing is the same limit",
+    ),
+    (
+        "kit/notions.py",
+        'how = "mitigates" if w_out else "contributes to"',
+        'how = "contributes to" if w_out else "mitigates"',
+        "same_limit swaps mitigates and contributes",
+    ),
+    (
+        "kit/notions.py",
+        "if g and (not np.isfinite(v).all() or worst > limit):",
+        "if g and worst > limit:",
+        "span_kept lets a non-finite network pass",
+    ),
+    (
+        "kit/notions.py",
+        'elif g < th.count("min_samples"):',
+        "elif g < 0:",
+        "span_kept forgets min_samples",
+    ),
     (
         "kit/statuses.py",
         "if r.hi < -tol and tail.hi < -tol:",

@@ -114,6 +114,16 @@ PINNED = {
         "residual_rollout.no_residual_collapses": "confirmed (ours)",
         "residual_rollout.u_shape_alibi": "untested",
     },
+    # a follow-up (Cirrincione 2026, from its abstract), counted apart: 4 networks; LayerNorm drops the
+    # affine rank where n > d (its centring removes 1_d), the attention-only span holds to the floor, the
+    # simulator's residual stack still collapses slowly in mu_rel while tiny:bert's does not
+    "cirrincione": {
+        "cirrincione.ln_keeps_affine_rank": "not reproduced as plotted; mechanism inconclusive",
+        "cirrincione.ln_neither": "inconclusive as plotted; mechanism differs",
+        "cirrincione.attention_span": "reproduced",
+        "cirrincione.residual_prevents[simulator]": "not reproduced as plotted; mechanism inconclusive",
+        "cirrincione.residual_prevents[random init]": "reproduced",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -131,6 +141,12 @@ FIGURES = {
     "fig9": ["fig9"],
     "position_bias": ["position_bias_first_token"],
     "residual_rollout": ["residual_rollout_first_token"],
+    "cirrincione": [
+        "cirrincione_ln_affine_rank",
+        "cirrincione_ln_limit",
+        "cirrincione_span",
+        "cirrincione_residual_bert",
+    ],
 }
 
 

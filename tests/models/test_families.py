@@ -28,9 +28,19 @@ WINDOWED = {  # the tiny configs' own schedules (window of 4 keys: causal-window
 }
 
 
-def test_every_supported_family_is_one_entry_with_a_tiny_config():
-    assert set(SUPPORTED) == set(FAMILIES) == set(TINY_CONFIGS)
+def test_every_family_entry_has_a_tiny_config_and_the_documented_list_is_the_entries():
+    """Three lists kept by hand must agree: the family entries, the tiny configs (one per entry, each of
+    its own model_type) and the families docs/models.md tells users they can load as ``tiny:<name>``."""
+    import re
+    from pathlib import Path
+
+    assert set(FAMILIES) == set(TINY_CONFIGS), set(FAMILIES) ^ set(TINY_CONFIGS)
+    assert all(TINY_CONFIGS[name]["model_type"] == name for name in FAMILIES)
     assert all(isinstance(f, FamilySpec) for f in FAMILIES.values())
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    line = next(row for row in doc.splitlines() if row.startswith("| `tiny:<model_type>`"))
+    documented = re.findall(r"`([a-z0-9_]+)`", line.split("|")[1].split(":", 1)[1])
+    assert documented and set(documented) == set(SUPPORTED), set(documented) ^ set(SUPPORTED)
 
 
 def test_a_bad_entry_is_refused_when_written():

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import quote
 
 if TYPE_CHECKING:
-    from rankcollapse.edge.folder import Existing
+    pass
 
 CONSTRUCTIONS = ("paper", "ours")
 
@@ -55,62 +52,15 @@ def counterexample_command(
     ),
 ) -> None:
     """Closed forms of the N = 2, d = 2 counterexample: A, B, the four invariant arcs and their limits."""
-    if construction not in CONSTRUCTIONS:
-        raise RankCollapseError(
-            f"--construction must be one of {', '.join(CONSTRUCTIONS)}, got {quote(construction, 40)}"
-        )
+    from rankcollapse.equilibria.entry import CounterexampleConfig, counterexample
+
+    config = CounterexampleConfig(construction=construction, w=w, measure=measure)
     existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
     if out is not None:
         from rankcollapse.edge.folder import check_output_folder
 
         check_output_folder(out, "counterexample", existing=existing)
-    if construction == "ours":
-        if w is not None:
-            raise RankCollapseError(
-                "--w applies only to --construction paper (ours fixes W_V = ((0.95, 1), (0, 1)))"
-            )
-        if measure:
-            raise RankCollapseError("--measure applies only to --construction paper")
-        from rankcollapse.equilibria.plots import portrait_numbers, write_portrait
-
-        if out is not None:
-            _write(out, write_portrait, existing)
-        numbers = portrait_numbers()
-        numbers["source"] = "ours (surrogate W_V = ((0.95, 1), (0, 1)), W_QK = I)"
-        _print(numbers, as_json)
-        return
-    from rankcollapse.equilibria.counterexample_paper import (
-        DEFAULT_W,
-        arc_limits_by_iteration,
-        check_w,
-        moving_token1,
-        paper_counterexample,
-    )
-
-    value = check_w(DEFAULT_W if w is None else w)
-    obj = paper_counterexample(value).to_dict()
-    if measure:
-        obj["measured_arc_limits"] = arc_limits_by_iteration(value)
-        obj["token1_not_converged"] = moving_token1(value)
-    if out is not None:
-        from rankcollapse.equilibria.plots_paper import write_paper_portrait
-
-        obj["files"] = _write(out, lambda folder: write_paper_portrait(folder, value), existing)
-    _print(obj, as_json)
-
-
-#: Every file ``counterexample --out`` wrote before the marker listed a run's files (a folder from then is
-#: replaced by these names; since, by the marker's manifest).
-FILES = (*(f"{name}.{ext}" for name in ("figure1", "figure5", "paper_figure1", "paper_figure5")
-           for ext in ("png", "pdf")), "portrait.json", "paper_counterexample.json")
-
-
-def _write(out: Path, job: Callable[[Path], Any], existing: Existing) -> Any:
-    """``job(folder)`` inside the output layer (:func:`edge.folder.write_folder`: staged, published
-    when the job returns; an earlier counterexample run there under ``existing``'s rule)."""
-    from rankcollapse.edge.folder import write_folder
-
-    return write_folder(out, "counterexample", job, outputs=FILES, existing=existing)
+    _print(counterexample(config, out, existing), as_json)
 
 
 def _print(obj: dict, as_json: bool) -> None:

@@ -90,6 +90,8 @@ FOLLOWUPS: dict[str, str] = {
     "ICML 2025 (arXiv 2502.01951)",
     "2602.16837": "Herasimchyk, Labryga, Prusina, Laue, residual-aware attention rollout and position bias "
     "(arXiv 2602.16837, 2026; known from its abstract)",
+    "2604.23681": "Cirrincione, LayerNorm, the affine rank and the span of attention-only stacks "
+    "(arXiv 2604.23681, 2026; known from its abstract)",
 }
 #: Every paper a row can be about: arXiv id -> citation.
 PAPERS: dict[str, str] = {

@@ -33,6 +33,7 @@ ORDER: tuple[str, ...] = (
     "fig9",
     "position_bias",  # a follow-up (Wu et al., ICML 2025): its own section and counters, after the paper's
     "residual_rollout",  # a follow-up disputing it (Herasimchyk et al., arXiv 2602.16837)
+    "cirrincione",  # a follow-up disputing the paper's LayerNorm result (Cirrincione, arXiv 2604.23681)
 )
 
 
