@@ -44,10 +44,11 @@ def sample_part(
     return Judgement(verdict, words, n=n, margins=tuple(margins), unit=unit)
 
 
-def few_part(label: str, c_n: int, th: Thresholds, words: str) -> Judgement:
-    """Inconclusive: ``c_n`` samples, fewer than ``min_samples`` (sample too small)."""
+def few_part(label: str, c_n: int, th: Thresholds, words: str, unit: str = SAMPLE) -> Judgement:
+    """Inconclusive: ``c_n`` units (samples, or networks), fewer than ``min_samples`` (sample too small)."""
     need = th.count("min_samples")
-    return Judgement(INCONCLUSIVE, words, causes.too_few(c_n, need, SAMPLE, label), "sample too small", c_n)
+    cause = causes.too_few(c_n, need, unit, label)
+    return Judgement(INCONCLUSIVE, words, cause, "sample too small", c_n, unit=unit)
 
 
 def floor_part(verdict: Verdict, label: str, c: Curve, st: Status, words: str) -> Judgement:
