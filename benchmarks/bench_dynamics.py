@@ -76,7 +76,8 @@ def sim_layers(
     Each layer is timed from one ``on_layer`` call to the next; set-up and the first layer of each
     call (fresh buffers) are excluded.
     """
-    base = {"mask": mask, "n": n, "d": d, "batch": b, "dtype": dtype, "kernel": kernel, "device": device,
+    base = {"mask": mask, "tokens": n, "d": d, "samples": b, "dtype": dtype, "kernel": kernel,
+            "device": device,
             "metrics": ("mu",), "track_min_weight": False, "seed": 0}
     simulate(SimulationConfig(**base, layers=1))  # warm-up (mask, plan, allocator)
 

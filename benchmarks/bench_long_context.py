@@ -26,7 +26,7 @@ sample). Up to ``--eager-up-to`` tokens also ``reference``: the same run forming
 map (the path ``on_attention`` takes), what ``--diagnostics`` needed before. Target: diagnostics <=
 hf + metrics by hand + one chunk.
 
-``simulate``: ``simulate --mask window:w=8 --n 16384 --d 16`` (batch 8, float64), seconds per layer
+``simulate``: ``simulate --mask window:w=8 --tokens 16384 --d 16`` (samples 8, float64), seconds per layer
 with the default metrics and with ``--metrics mu,mu_rel``, from the difference of a 4-layer and a
 1-layer run (start-up and the input row cancel). Target: default <= 2 x mu,mu_rel.
 """
@@ -187,7 +187,7 @@ def part_simulate(repeats: int) -> bool:
     from rankcollapse.dynamics import SimulationConfig, simulate
 
     def seconds(metrics: str | None, layers: int) -> float:
-        cfg = SimulationConfig(mask="window:w=8", n=16384, d=16, layers=layers, seed=0, metrics=metrics)
+        cfg = SimulationConfig(mask="window:w=8", tokens=16384, d=16, layers=layers, seed=0, metrics=metrics)
         start = time.perf_counter()
         simulate(cfg)
         return time.perf_counter() - start
@@ -197,7 +197,7 @@ def part_simulate(repeats: int) -> bool:
         for label, metrics in (("default", None), ("mu,mu_rel", "mu,mu_rel")):
             per[label].append((seconds(metrics, 4) - seconds(metrics, 1)) / 3)
     med = {k: statistics.median(v) for k, v in per.items()}
-    print("simulate --mask window:w=8 --n 16384 --d 16 (batch 8, float64): seconds per layer")
+    print("simulate --mask window:w=8 --tokens 16384 --d 16 (samples 8, float64): seconds per layer")
     for k, v in med.items():
         print(f"  {k:>10}: {v:.2f} s/layer")
     ratio = med["default"] / med["mu,mu_rel"]

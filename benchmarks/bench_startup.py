@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_startup.py [--runs 5] [--target 1.0]
 
-Commands: ``rankcollapse --help`` and ``rankcollapse mask causal --n 32`` (each a fresh process,
+Commands: ``rankcollapse --help`` and ``rankcollapse mask causal --tokens 32`` (each a fresh process,
 ``python -m rankcollapse``, output discarded). Target: both under ``--target`` seconds (1 s);
 a PASS/FAIL line each, with the CPU time (user + system, which does not grow with the machine's
 load as the wall time does) and the heavy libraries each command imported (none of torch,
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-COMMANDS: tuple[tuple[str, ...], ...] = (("--help",), ("mask", "causal", "--n", "32"))
+COMMANDS: tuple[tuple[str, ...], ...] = (("--help",), ("mask", "causal", "--tokens", "32"))
 HEAVY = ("torch", "transformers", "matplotlib", "pandas", "dask", "scipy")
 
 _PROBE = """

@@ -21,10 +21,41 @@ TESTS = [
     "tests/experiments/test_verdict_words.py",
     "tests/experiments/test_report_page.py",
     "tests/experiments/test_kit_notions.py",
+    "tests/experiments/test_kit_influence.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
 BREAKS: list[tuple[str, str, str, str]] = [
+    (
+        "kit/influence.py",
+        "below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value < floor]",
+        "below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value > floor]",
+        "u_shaped calls an arm above the middle 'below'",
+    ),
+    (
+        "kit/influence.py",
+        "elif all(m.decided and m.value > floor for m in margins):",
+        "elif any(m.decided and m.value > floor for m in margins):",
+        "u_shaped takes one arm above the middle for a U",
+    ),
+    (
+        "kit/influence.py",
+        "if n < need:",
+        "if n < 0:",
+        "u_shaped forgets min_samples",
+    ),
+    (
+        "kit/influence.py",
+        "with conditions(2 * len(arms)):",
+        "with conditions(1):",
+        "u_shaped drops Bonferroni over the conditions and arms",
+    ),
+    (
+        "kit/influence.py",
+        'floor = th["u_log_min"]',
+        "floor = 0.0",
+        "u_shaped ignores the YAML's u_log_min",
+    ),
     (
         "kit/notions.py",
         "v = REPRODUCED if hi < limit else NOT_REPRODUCED if lo > limit else INCONCLUSIVE",

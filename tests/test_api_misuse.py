@@ -129,7 +129,7 @@ _add(dynamics, "get_preset", "attn+sphere")
 _add(dynamics, "plan_kernel", torch.ones(4, 4, dtype=torch.bool))
 _add(dynamics, "resolve_mask", "causal", 4)
 _add(dynamics, "value_matrix", "orthogonal", 3, 1.0, _gen())
-_add(dynamics, "simulate", dynamics.SimulationConfig(n=4, d=4, layers=2, batch=1))
+_add(dynamics, "simulate", dynamics.SimulationConfig(tokens=4, d=4, layers=2, samples=1))
 
 
 def _bad_values(value: Any) -> Iterator[tuple[str, Any]]:

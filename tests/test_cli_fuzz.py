@@ -137,7 +137,7 @@ def options(draw: st.DrawFn, table: dict[str, st.SearchStrategy[str] | None]) ->
 
 
 # ---- commands ------------------------------------------------------------------------------------
-MASK_OPTIONS = {"--n": ints(1, 64, (0, 200_000, 10**12, 99999999999999999999)), "--json": None,
+MASK_OPTIONS = {"--tokens": ints(1, 64, (0, 200_000, 10**12, 99999999999999999999)), "--json": None,
                 "--summary": None, "--full": None}
 
 
@@ -147,14 +147,15 @@ def test_mask(spec: str, opts: list[str], plot: str) -> None:
     with scratch() as root:
         extra = {"none": [], "png": ["--plot", str(root / "m.png")], "empty": ["--plot", ""],
                  "dir": ["--plot", str(root / "full")], "file": ["--plot", str(root / "file.txt" / "m.png")]}
-        if plot != "none" and "--n" in opts and opts[opts.index("--n") + 1] not in ("1", "2", "8", "16"):
-            opts = [*opts[: opts.index("--n")], "--n", "8", *opts[opts.index("--n") + 2 :]]
+        if plot != "none" and "--tokens" in opts and opts[opts.index("--tokens") + 1] not in ("1", "2", "8",
+                                                                                              "16"):
+            opts = [*opts[: opts.index("--tokens")], "--tokens", "8", *opts[opts.index("--tokens") + 2 :]]
         check(["mask", spec, *opts, *extra[plot]])
 
 
 MODEL_NAMES = ["tiny:gemma3_text", "tiny:bert", "random:gpt2", "random:gpt2,layers=3", "tiny:nonsense",
                "bogus-model", "", "/no/such/dir", "minilm"]
-MASK_MODEL_OPTIONS = {"--model": st.sampled_from(MODEL_NAMES), "--n": ints(1, 64, (0, 10**12)),
+MASK_MODEL_OPTIONS = {"--model": st.sampled_from(MODEL_NAMES), "--tokens": ints(1, 64, (0, 10**12)),
                       "--layers": ints(1, 6, (0, 10**9)), "--json": None, "--summary": None}
 
 
@@ -174,15 +175,15 @@ def test_models(opts: list[str]) -> None:
 
 
 SIMULATE_OPTIONS = {
-    "--mask": SPECS, "--n": ints(2, 24, (1, 0, 10**6, 2 * 10**9, 10**20)),
+    "--mask": SPECS, "--tokens": ints(2, 24, (1, 0, 10**6, 2 * 10**9, 10**20)),
     "--d": ints(1, 8, (0, 10**9)), "--layers": ints(0, 6, (10**15,)),
-    "--preset": st.sampled_from(["attn", "attn+sphere", "attn+ln", "attn+skip+ln", "attn+layernorm",
+    "--mode": st.sampled_from(["attn", "attn+sphere", "attn+ln", "attn+skip+ln", "attn+layernorm",
                                  "attn+rmsnorm", "attn+skip", "transformer", "transformer-pre", "gpt", ""]),
     "--heads": ints(1, 3, (0,)), "--d-qk": floats((1.0, 0.25, 64.0)), "--temperature": floats((1.0, 4.0)),
     "--value": st.sampled_from(["gaussian", "orthogonal", "identity", "scaled-identity", "unitary"]),
     "--value-scale": floats((1.0, 0.5, 1e3)), "--qk-scale": floats((1.0, 0.0, 3.0)),
     "--inputs": st.sampled_from(["gaussian", "sphere", "hemisphere", "uniform"]),
-    "--batch": ints(1, 3, (0,)), "--seed": ints(0, 5, (-1, 2**70)),
+    "--samples": ints(1, 3, (0,)), "--seed": ints(0, 5, (-1, 2**70)),
     "--dtype": st.sampled_from(["float64", "float32", "f64", "f32", "f16", "int8", ""]),
     "--device": st.sampled_from(["cpu", "cuda", "cuda:7", "tpu", ""]),
     "--kernel": st.sampled_from(["auto", "dense", "sdpa", "band", "flash"]),
@@ -210,8 +211,8 @@ def _restore_threads() -> Iterator[None]:
 
 
 EQUILIBRIA_BAD = {
-    "--n": ints(1, 4, (0, 10**9)), "--d": ints(1, 3, (0, 10**9)), "--rank": ints(-1, 4, (10**6,)),
-    "--mask": SPECS, "--starts": ints(0, 4, (-5, 10**12)), "--steps": ints(-1, 20, (10**15,)),
+    "--tokens": ints(1, 4, (0, 10**9)), "--d": ints(1, 3, (0, 10**9)), "--rank": ints(-1, 4, (10**6,)),
+    "--mask": SPECS, "--starts": ints(0, 4, (-5, 10**12)), "--layers": ints(-1, 20, (10**15,)),
     "--temperature": floats((1.0, 2.0)), "--seed": ints(0, 3, (-1,)), "--threads": ints(0, 2, (1000,)),
     "--json": None,
 }
@@ -238,9 +239,9 @@ def test_equilibria_refuses_or_runs_small(opts: list[str], value: str) -> None:
     # keep a run small: unless the test is about them, starts and steps stay tiny
     if "--starts" not in opts:
         opts = [*opts, "--starts", "2"]
-    if "--steps" not in opts:
-        opts = [*opts, "--steps", "5"]
-    for name in ("--n", "--d"):
+    if "--layers" not in opts:
+        opts = [*opts, "--layers", "5"]
+    for name in ("--tokens", "--d"):
         if name not in opts:
             opts = [*opts, name, "2"]
     with scratch() as root:
@@ -348,7 +349,8 @@ def test_portrait(a: str, s: str, out: str) -> None:
 @given(n=st.integers(1, 4), d=st.integers(1, 3), rank=st.integers(0, 4),
        mask=st.sampled_from(VALID_SPECS[:6]), value=VALUE_FILES)
 def test_equilibria_valid_sizes(n: int, d: int, rank: int, mask: str, value: str) -> None:
-    args = ["equilibria", "--n", str(n), "--d", str(d), "--starts", "4", "--steps", "30", "--mask", mask]
+    args = ["equilibria", "--tokens", str(n), "--d", str(d), "--starts", "4", "--layers", "30", "--mask",
+            mask]
     if rank:
         args += ["--rank", str(rank)]
     with scratch() as root:
@@ -370,14 +372,15 @@ def _model_dir(path: Path, config: str) -> None:
 
 
 REPORTED = [
-    ("simulate --seed -1", None), ("simulate --threads 1000", None), ("simulate --n 2000000000", None),
-    ("simulate --n 99999999999999999999", None), ("simulate --value identity --value-scale 5", None),
+    ("simulate --seed -1", None), ("simulate --threads 1000", None), ("simulate --tokens 2000000000", None),
+    ("simulate --tokens 99999999999999999999", None), ("simulate --value identity --value-scale 5", None),
     ("simulate --layers 2.5", None), ("simulate --out ''", None),
-    ("mask NESTED400 --n 4", None), ("mask LONGSPEC --n 4", None), ("mask causal --n 200000", None),
-    ("mask file:HUGE --n 4", None), ("mask causal --n 8 --plot ''", None),
-    ("mask causal --n 8 --plot DIR", None),
-    ("equilibria --n 2 --d 2 --rank 1 --mask nonsense --temperature 5", None),
-    ("equilibria --n 2 --d 2 --mask nonsense", None),
+    ("mask NESTED400 --tokens 4", None), ("mask LONGSPEC --tokens 4", None), ("mask causal --tokens 200000",
+                                                                              None),
+    ("mask file:HUGE --tokens 4", None), ("mask causal --tokens 8 --plot ''", None),
+    ("mask causal --tokens 8 --plot DIR", None),
+    ("equilibria --tokens 2 --d 2 --rank 1 --mask nonsense --temperature 5", None),
+    ("equilibria --tokens 2 --d 2 --mask nonsense", None),
     ("portrait --out FILE", None), ("portrait --out NEW --a 5", "no-folder"),
     ("portrait --out FILE/sub", None),
     ("analyze --model tiny:gpt2 --corpus kjv --text FILE --out NEW", None),

@@ -42,7 +42,7 @@ def test_unknown_option_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -
 
 def test_console_script_runs_as_module_without_traceback() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "rankcollapse", "mask", "nonsense-family", "--n", "4"],
+        [sys.executable, "-m", "rankcollapse", "mask", "nonsense-family", "--tokens", "4"],
         capture_output=True,
         text=True,
         check=False,
@@ -75,7 +75,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     import time
 
     out = tmp_path / "run"
-    proc = _start(["simulate", "--n", "8", "--d", "4", "--layers", "100000", "--metrics", "mu",
+    proc = _start(["simulate", "--tokens", "8", "--d", "4", "--layers", "100000", "--metrics", "mu",
                    "--no-progress", "--out", str(out)])
     if delay == "rows":
         deadline = time.time() + 60
@@ -107,7 +107,7 @@ print("HEAVY=" + ",".join(m for m in {heavy!r} if m in sys.modules))
 
 @pytest.mark.parametrize(("args", "allowed"), [(["--help"], ()), (["mask", "--help"], ()),
                                                (["simulate", "--help"], ()), (["analyze", "--help"], ()),
-                                               (["mask", "causal", "--n", "32"], ("scipy",))])
+                                               (["mask", "causal", "--tokens", "32"], ("scipy",))])
 def test_start_up_imports_no_heavy_library(args: list[str], allowed: tuple[str, ...]) -> None:
     """The front door stays fast: help and a small mask load none of the heavy libraries."""
     code = _PROBE.format(args=args, heavy=HEAVY)
@@ -120,7 +120,7 @@ def test_start_up_imports_no_heavy_library(args: list[str], allowed: tuple[str, 
 
 
 def test_lazy_loading_imports_only_the_command_run() -> None:
-    code = ("import sys\nfrom rankcollapse.cli.main import main\nmain(['mask', 'causal', '--n', '4'])\n"
+    code = ("import sys\nfrom rankcollapse.cli.main import main\nmain(['mask', 'causal', '--tokens', '4'])\n"
             "print('LOADED=' + ','.join(m for m in ('simulate', 'analyze', 'equilibria', 'reproduce') "
             "if 'rankcollapse.cli.' + m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
@@ -129,9 +129,9 @@ def test_lazy_loading_imports_only_the_command_run() -> None:
 
 
 @pytest.mark.parametrize("args", [
-    ["equilibria", "--n", "4", "--d", "3", "--starts", "256", "--steps", "20000"],
+    ["equilibria", "--tokens", "4", "--d", "3", "--starts", "256", "--layers", "20000"],
     # 24 s and 0.5 GB (p=0.5 needs 9 GB: refused, exit 2, where another job holds the memory)
-    ["mask", "random:p=0.02,seed=1", "--n", "20000"],
+    ["mask", "random:p=0.02,seed=1", "--tokens", "20000"],
     ["counterexample", "--measure"],
     pytest.param(["analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64", "--layers", "200",
                   "--out", "OUT"], marks=pytest.mark.slow),
@@ -191,8 +191,8 @@ def test_version_prints_the_package_version_and_runs_no_command(capsys) -> None:
 @pytest.mark.parametrize(
     ("command", "args"),
     [
-        ("simulate", ["--n", "4", "--d", "4", "--layers", "2", "--temperature", "2", "--no-progress"]),
-        ("simulate", ["--n", "4", "--d", "4", "--layers", "2", "--preset", "attn+ln", "--no-progress"]),
+        ("simulate", ["--tokens", "4", "--d", "4", "--layers", "2", "--temperature", "2", "--no-progress"]),
+        ("simulate", ["--tokens", "4", "--d", "4", "--layers", "2", "--mode", "attn+ln", "--no-progress"]),
         ("analyze", ["--model", "tiny:bert", "--mode", "attn", "--temperature", "4", "--layers", "1",
                      "--samples", "2", "--tokens", "8", "--no-progress"]),
     ],
@@ -208,7 +208,7 @@ def test_every_old_spelling_warns_once_through_the_one_deprecation_path(
     err = capsys.readouterr().err.splitlines()
     warned = [line for line in err if "deprecated" in line]
     assert code == 0 and len(warned) == 1 and warned[0].startswith("rankcollapse: warning: ")
-    bad = ["--samples", "0"] if command == "analyze" else ["--n", "0"]
+    bad = ["--samples", "0"] if command == "analyze" else ["--tokens", "0"]
     refused = main([command, *args, *bad, "--out", str(tmp_path / "p")])
     err = capsys.readouterr().err.strip().splitlines()
     assert refused == 2 and len(err) == 1 and "deprecated" not in err[0]

@@ -38,6 +38,7 @@ def test_a_schedule_frame_has_one_row_per_layer():
 
 
 def test_a_simulation_frame_is_its_rows():
-    result = simulate(SimulationConfig(n=6, d=4, layers=3, mask="causal", preset="attn", metrics=("mu_rel",)))
+    result = simulate(SimulationConfig(tokens=6, d=4, layers=3, mask="causal", mode="attn",
+                                       metrics=("mu_rel",)))
     frame = result.to_frame()
     assert len(frame) == 4 and list(frame["mu_rel"]) == [r["mu_rel"] for r in result.rows]

@@ -373,14 +373,14 @@ class Reader:
 _ALL: dict[str, Maker] = {**GENERIC, **NPY, **YAML, **JSON, **TEXT}
 _NPY_READERS = (*GENERIC, *NPY)
 READERS = (
-    Reader("mask file:", lambda p, o: ["mask", f"file:{p}", "--n", "4"], _NPY_READERS),
+    Reader("mask file:", lambda p, o: ["mask", f"file:{p}", "--tokens", "4"], _NPY_READERS),
     Reader(
         "simulate --mask file:",
         lambda p, o: [
             "simulate",
             "--mask",
             f"file:{p}",
-            "--n",
+            "--tokens",
             "4",
             "--d",
             "2",
@@ -394,10 +394,11 @@ READERS = (
     ),
     Reader(
         "equilibria --value",
-        lambda p, o: ["equilibria", "--n", "3", "--d", "3", "--value", p, "--steps", "5", "--starts", "2"],
+        lambda p, o: ["equilibria", "--tokens", "3", "--d", "3", "--value", p, "--layers", "5", "--starts",
+                      "2"],
         _NPY_READERS,
     ),
-    Reader("mask --hf-config", lambda p, o: ["mask", "--hf-config", p, "--n", "4"], (*GENERIC, *JSON)),
+    Reader("mask --hf-config", lambda p, o: ["mask", "--hf-config", p, "--tokens", "4"], (*GENERIC, *JSON)),
     Reader(
         "analyze --text",
         lambda p, o: [
@@ -497,7 +498,7 @@ def test_a_hostile_model_folder_is_one_line_and_exit_2(
         args = (
             ["analyze", "--model", str(folder), "--samples", "2", "--tokens", "8", "--out", str(out)]
             if command == "analyze"
-            else ["mask", "--model", str(folder), "--n", "4"]
+            else ["mask", "--model", str(folder), "--tokens", "4"]
         )
         line = assert_refused(args)
         assert not (out / "metrics.csv").exists()

@@ -47,7 +47,7 @@ def test_an_overflowing_qk_scale_is_an_overflow_not_an_internal_argument(tmp_pat
             "simulate",
             "--qk-scale",
             "1e200",
-            "--n",
+            "--tokens",
             "4",
             "--d",
             "2",
@@ -66,11 +66,11 @@ def test_an_overflowing_qk_scale_is_an_overflow_not_an_internal_argument(tmp_pat
     code, _, err = run_cli(
         [
             "simulate",
-            "--preset",
+            "--mode",
             "attn+sphere",
             "--qk-scale",
             "1e200",
-            "--n",
+            "--tokens",
             "4",
             "--d",
             "2",
@@ -91,9 +91,9 @@ def test_a_special_file_is_named_as_what_it_is(tmp_path: Path, make, words: str)
     path = tmp_path / "w.npy"
     make(path)
     for args in (
-        ["equilibria", "--n", "2", "--d", "2", "--value", str(path)],
-        ["mask", f"file:{path}", "--n", "2"],
-        ["mask", "--hf-config", str(path), "--n", "2"],
+        ["equilibria", "--tokens", "2", "--d", "2", "--value", str(path)],
+        ["mask", f"file:{path}", "--tokens", "2"],
+        ["mask", "--hf-config", str(path), "--tokens", "2"],
     ):
         line = one_line(args)
         assert words in line and "not exist" not in line and "not found" not in line, line

@@ -67,7 +67,7 @@ def snapshot(folder: Path) -> dict[str, bytes | None]:
 
 #: One quick run of each command that writes a folder, ``OUT`` standing for its folder.
 WRITERS = {
-    "simulate": ["simulate", "--n", "6", "--d", "3", "--layers", "3", "--no-progress", "--out", "OUT"],
+    "simulate": ["simulate", "--tokens", "6", "--d", "3", "--layers", "3", "--no-progress", "--out", "OUT"],
     "analyze": ["analyze", "--model", "tiny:bert", "--samples", "2", "--tokens", "8", "--out", "OUT"],
     "portrait": ["portrait", "--out", "OUT"],
     "counterexample": ["counterexample", "--out", "OUT"],

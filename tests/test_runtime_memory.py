@@ -14,7 +14,7 @@ import resource, sys
 from rankcollapse.edge.runtime import raise_mmap_threshold
 raise_mmap_threshold()
 from rankcollapse.dynamics import SimulationConfig, simulate
-simulate(SimulationConfig(mask="complete", n=64, d=16, layers=int(sys.argv[1]), metrics=("mu",)))
+simulate(SimulationConfig(mask="complete", tokens=64, d=16, layers=int(sys.argv[1]), metrics=("mu",)))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

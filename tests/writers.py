@@ -31,7 +31,7 @@ class Writer:
 STAGED = ".rankcollapse.staging.*.tmp/"
 
 WRITERS = (
-    Writer("simulate", ("simulate", "--n", "8", "--d", "4", "--layers", "3000", "--metrics", "mu",
+    Writer("simulate", ("simulate", "--tokens", "8", "--d", "4", "--layers", "3000", "--metrics", "mu",
                         "--no-progress", "--overwrite", "--out", "OUT"),
            ("config.json", "metrics.csv"), "metrics.partial.csv", 3001),
     Writer("analyze", ("analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64",

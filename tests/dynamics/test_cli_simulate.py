@@ -13,8 +13,8 @@ from rankcollapse.cli.main import main
 
 def test_simulate_writes_tidy_csv_config_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    code = main(["simulate", "--mask", "causal", "--n", "16", "--d", "8", "--layers", "12", "--batch", "2",
-                 "--seed", "3", "--out", str(out), "--json"])
+    code = main(["simulate", "--mask", "causal", "--tokens", "16", "--d", "8", "--layers", "12",
+                 "--samples", "2", "--seed", "3", "--out", str(out), "--json"])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     rows = list(csv.DictReader((out / "metrics.csv").open()))
@@ -29,8 +29,8 @@ def test_simulate_writes_tidy_csv_config_and_json(tmp_path: Path, capsys: pytest
 
 
 def test_simulate_reruns_identically_from_config(tmp_path: Path) -> None:
-    args = ["simulate", "--mask", "window:w=1", "--n", "12", "--d", "4", "--layers", "5", "--seed", "9",
-            "--dtype", "f32", "--value", "orthogonal", "--preset", "attn+sphere",
+    args = ["simulate", "--mask", "window:w=1", "--tokens", "12", "--d", "4", "--layers", "5", "--seed", "9",
+            "--dtype", "f32", "--value", "orthogonal", "--mode", "attn+sphere",
             "--metrics", "mu_rel,sigma_min"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
@@ -40,7 +40,7 @@ def test_simulate_reruns_identically_from_config(tmp_path: Path) -> None:
 
 
 def test_simulate_plot(tmp_path: Path) -> None:
-    assert main(["simulate", "--mask", "complete", "--layers", "40", "--n", "8", "--d", "4",
+    assert main(["simulate", "--mask", "complete", "--layers", "40", "--tokens", "8", "--d", "4",
                  "--out", str(tmp_path), "--plot"]) == 0
     assert (tmp_path / "mu.png").stat().st_size > 1000
 
@@ -48,7 +48,7 @@ def test_simulate_plot(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [(["--mask", "nonsense"], "nonsense"), (["--value", "foo"], "value"), (["--dtype", "f16"], "dtype"),
-     (["--preset", "gpt"], "preset"), (["--n", "0"], "n must"), (["--device", "cuda"], "cuda"),
+     (["--mode", "gpt"], "unknown mode"), (["--tokens", "0"], "tokens must"), (["--device", "cuda"], "cuda"),
      (["--metrics", "mu,bogus"], "metrics"), (["--heads", "3"], "heads"), (["--threads", "0"], "threads")],
 )
 def test_bad_options_exit_2_with_one_line(
@@ -61,6 +61,39 @@ def test_bad_options_exit_2_with_one_line(
     assert main(["simulate", *args, "--layers", "2", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("rankcollapse: error:") and needle in err
+
+
+def test_an_os_error_while_the_run_writes_is_one_line_naming_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import importlib
+
+    sim = importlib.import_module("rankcollapse.dynamics.simulate")  # the package's name is the function
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sim, "simulate", full)
+    assert main(["simulate", "--layers", "2", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot write into --out" in err
+    assert "No space left on device (ENOSPC)" in err
+
+
+def test_plot_into_a_read_only_folder_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rankcollapse.dynamics.plot import plot_mu
+    from rankcollapse.dynamics.simulate import SimulationConfig, simulate
+    from rankcollapse.edge.errors import RankCollapseError
+    from readonly import read_only
+
+    rows = simulate(SimulationConfig(tokens=4, d=3, layers=3, seed=0)).rows
+    out = read_only(tmp_path / "ro", monkeypatch)
+    with pytest.raises(RankCollapseError, match=r"^cannot write plot '.*mu\.png'.*\(EACCES\)$"):
+        plot_mu(rows, out / "mu.png", dtype="float64")
+    assert list(out.iterdir()) == []
 
 
 def test_missing_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

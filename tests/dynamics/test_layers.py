@@ -84,5 +84,5 @@ def test_presets_documented_and_unknown_rejected() -> None:
     required = {"attn", "attn+sphere", "attn+layernorm", "attn+skip", "attn+skip+layernorm", "transformer"}
     assert required <= set(PRESETS)
     assert all(formula for _, formula in PRESETS.values())
-    with pytest.raises(RankCollapseError, match="unknown preset"):
+    with pytest.raises(RankCollapseError, match="unknown mode"):
         get_preset("gpt")

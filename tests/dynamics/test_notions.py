@@ -15,7 +15,8 @@ from rankcollapse.metrics.affine import normalised_rank_terms
 
 def run(preset: str, n: int = 5, d: int = 10, dtype: str = "float64", layers: int = 6):
     cfg = SimulationConfig(
-        mask="causal", n=n, d=d, layers=layers, batch=3, preset=preset, seed=3, dtype=dtype, d_qk=float(d)
+        mask="causal", tokens=n, d=d, layers=layers, samples=3, mode=preset, seed=3, dtype=dtype,
+        d_qk=float(d),
     )
     return measure_notions(cfg)
 
@@ -36,7 +37,9 @@ def test_a_residual_or_the_centring_leaves_that_row_space(preset):
 def test_the_value_products_are_those_the_simulator_applied():
     """Oracle: with uniform attention (W_Q = W_K = 0 via qk_scale 0) on the complete mask, X(1) is the token
     mean of X(0) W_V(1) in every row, computed here by hand."""
-    cfg = SimulationConfig(mask="complete", n=4, d=6, layers=2, batch=2, preset="attn", seed=1, qk_scale=0.0)
+    cfg = SimulationConfig(
+        mask="complete", tokens=4, d=6, layers=2, samples=2, mode="attn", seed=1, qk_scale=0.0
+    )
     m = measure_notions(cfg)
     stack = value_stack(6, 2, "gaussian", 1.0, 1)
     x0 = m.result.trajectory[0]
@@ -61,6 +64,6 @@ def test_layernorm_keeps_the_affine_rank_below_d_and_drops_one_where_the_tokens_
 
 def test_refuses_what_it_cannot_measure():
     with pytest.raises(RankCollapseError, match="heads = 1"):
-        measure_notions(SimulationConfig(n=4, d=8, layers=2, heads=2))
+        measure_notions(SimulationConfig(tokens=4, d=8, layers=2, heads=2))
     with pytest.raises(RankCollapseError, match="SimulationConfig"):
         measure_notions({"n": 4})  # type: ignore[arg-type]

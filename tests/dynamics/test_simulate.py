@@ -12,7 +12,7 @@ from rankcollapse.metrics import METRIC_NAMES, collapse_metrics
 
 
 def cfg(**kw) -> SimulationConfig:  # type: ignore[no-untyped-def]
-    base = {"n": 16, "d": 8, "layers": 6, "batch": 3, "seed": 7}
+    base = {"tokens": 16, "d": 8, "layers": 6, "samples": 3, "seed": 7}
     base.update(kw)
     return SimulationConfig(**base)
 
@@ -52,7 +52,8 @@ def test_same_seed_same_numbers_other_seed_other_numbers() -> None:
 )
 def test_fast_paths_agree_with_dense_reference_over_128_layers(mask: str, n: int, expected: str) -> None:
     """float64, 128 layers: every X(t) of the fast path within 1e-12 (relative to max|X(t)|)."""
-    common = {"mask": mask, "n": n, "d": 16, "layers": 128, "batch": 2, "seed": 3, "metrics": ("mu_rel",),
+    common = {"mask": mask, "tokens": n, "d": 16, "layers": 128, "samples": 2, "seed": 3,
+              "metrics": ("mu_rel",),
               "track_min_weight": False, "value_scale": 1.0}
     fast = simulate(SimulationConfig(**common), keep_trajectory=True)
     ref = simulate(SimulationConfig(**common, kernel="dense"), keep_trajectory=True)
@@ -117,8 +118,8 @@ def test_metric_subset_keeps_mu() -> None:
 
 @pytest.mark.parametrize(
     ("change", "match"),
-    [({"preset": "gpt"}, "preset"), ({"value": "unitary"}, "value"), ({"dtype": "f16"}, "dtype"),
-     ({"n": 1}, "n must"), ({"heads": 3}, "heads"), ({"d_qk": 0.0}, "d_qk"),
+    [({"mode": "gpt"}, "unknown mode"), ({"value": "unitary"}, "value"), ({"dtype": "f16"}, "dtype"),
+     ({"tokens": 1}, "tokens must"), ({"heads": 3}, "heads"), ({"d_qk": 0.0}, "d_qk"),
      ({"device": "tpu"}, "device"), ({"metrics": ("nope",)}, "metrics"), ({"inputs": "uniform"}, "inputs"),
      ({"value_matrix": torch.eye(3)}, "value_matrix"), ({"kernel": "band", "mask": "block:size=4"}, "band")],
 )
@@ -147,21 +148,22 @@ def test_resolve_mask_from_spec() -> None:
 def test_sphere_ln_zero_token_raises() -> None:
     x0 = torch.zeros(16, 8, dtype=torch.float64)
     with pytest.raises(RankCollapseError, match="zero token"):
-        simulate(cfg(preset="attn+sphere", input_tokens=x0))
+        simulate(cfg(mode="attn+sphere", input_tokens=x0))
 
 
 def test_every_preset_runs_and_stays_finite() -> None:
     from rankcollapse.dynamics import PRESETS
 
     for name in PRESETS:
-        r = simulate(cfg(preset=name, heads=2, layers=3))
+        r = simulate(cfg(mode=name, heads=2, layers=3))
         assert all(torch.isfinite(torch.tensor(row["mu"])) for row in r.rows), name
         assert (r.theory is not None and r.theory.applicable) == (name == "attn")
 
 
 @pytest.mark.parametrize("mask", ["window:w=4", "complete"])
 def test_multihead_fast_paths_agree_with_dense(mask: str) -> None:
-    common = {"mask": mask, "n": 48, "d": 16, "heads": 2, "output": "gaussian", "layers": 32, "batch": 2,
+    common = {"mask": mask, "tokens": 48, "d": 16, "heads": 2, "output": "gaussian", "layers": 32,
+              "samples": 2,
               "seed": 5, "metrics": ("mu_rel",), "track_min_weight": False}
     fast = simulate(SimulationConfig(**common), keep_trajectory=True)
     ref = simulate(SimulationConfig(**common, kernel="dense"), keep_trajectory=True)

@@ -14,7 +14,7 @@ from rankcollapse.edge.errors import RankCollapseError
 
 def run(mask, **kw):  # type: ignore[no-untyped-def]
     return simulate(
-        SimulationConfig(mask=mask, **{"n": 16, "d": 8, "layers": 5, "batch": 2, "seed": 3, **kw})
+        SimulationConfig(mask=mask, **{"tokens": 16, "d": 8, "layers": 5, "samples": 2, "seed": 3, **kw})
     )
 
 
@@ -29,7 +29,7 @@ def run(mask, **kw):  # type: ignore[no-untyped-def]
 )
 @pytest.mark.parametrize("preset", ["attn", "attn+skip+sphere"])
 def test_a_python_mask_gives_the_run_of_the_spec_it_spells(mask, spec, preset):
-    mine, ref = run(mask, preset=preset), run(spec, preset=preset)
+    mine, ref = run(mask, mode=preset), run(spec, mode=preset)
     assert mine.kernel == ref.kernel
     assert torch.equal(mine.mu_rel, ref.mu_rel) and torch.equal(mine.final, ref.final)
     assert mine.radius == ref.radius
@@ -49,6 +49,6 @@ def test_the_record_names_the_mask_and_says_it_cannot_re_run_it():
 
 def test_a_tensor_smaller_than_n_or_a_failing_predicate_is_refused_at_construction():
     with pytest.raises(RankCollapseError, match=r"is 8 x 8 but n=16; allowed: n <= 8"):
-        SimulationConfig(mask=torch.ones(8, 8, dtype=torch.bool), n=16)
+        SimulationConfig(mask=torch.ones(8, 8, dtype=torch.bool), tokens=16)
     with pytest.raises(RankCollapseError, match=r"returned shape \(16,\) at n=16"):
-        SimulationConfig(mask=lambda i, j: i[:, 0] >= 0, n=16)
+        SimulationConfig(mask=lambda i, j: i[:, 0] >= 0, tokens=16)

@@ -20,7 +20,8 @@ N, D = 32, 16
 
 def run(mask: str, layers: int, **kw) -> float:  # type: ignore[no-untyped-def]
     """Largest (over 4 samples) relative mu after ``layers`` layers (early stop at 1e-10)."""
-    base = {"mask": mask, "n": N, "d": D, "layers": layers, "batch": 4, "seed": 0, "metrics": ("mu_rel",),
+    base = {"mask": mask, "tokens": N, "d": D, "layers": layers, "samples": 4, "seed": 0,
+            "metrics": ("mu_rel",),
             "track_min_weight": False}
     base.update(kw)
     return simulate(SimulationConfig(**base)).rows[-1]["mu_rel_max"]
@@ -32,7 +33,7 @@ def test_pure_attention_collapses_within_128_layers(mask: str) -> None:
 
 
 def test_mask_without_center_node_keeps_rank() -> None:
-    r = simulate(SimulationConfig(mask="block:size=8", n=N, d=D, layers=512, batch=4, seed=0,
+    r = simulate(SimulationConfig(mask="block:size=8", tokens=N, d=D, layers=512, samples=4, seed=0,
                                   metrics=("mu_rel",), track_min_weight=False))
     assert min(row["mu_rel_min"] for row in r.rows) > 1e-3
 
@@ -76,7 +77,8 @@ def test_floor_layers_are_left_out_of_the_tail_rate() -> None:
 
 
 def test_simulate_reports_the_theory_block_under_json_keys() -> None:
-    r = simulate(SimulationConfig(mask="causal", n=8, d=8, layers=64, batch=2, seed=0, metrics=("mu_rel",),
+    r = simulate(SimulationConfig(mask="causal", tokens=8, d=8, layers=64, samples=2, seed=0,
+                                  metrics=("mu_rel",),
                                   value="orthogonal", qk_scale=0.1))
     th = r.theory
     assert th is not None and th.applicable and th.radius == 1 and th.exponent == "t/r"

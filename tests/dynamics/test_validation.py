@@ -19,7 +19,7 @@ from rankcollapse.edge.validate import available_memory, check_memory
 
 
 def small(**kw: object) -> SimulationConfig:
-    base: dict[str, object] = {"n": 8, "d": 4, "layers": 4, "batch": 2}
+    base: dict[str, object] = {"tokens": 8, "d": 4, "layers": 4, "samples": 2}
     base.update(kw)
     return SimulationConfig(**base)  # type: ignore[arg-type]
 
@@ -33,7 +33,8 @@ def small(**kw: object) -> SimulationConfig:
      ({"mask_matrix": torch.ones(8, 8, dtype=torch.bool), "mask": "causal"}, "not both"),
      ({"kernel": "dense", "band_block": 8}, "band_block"), ({"metric_threads": 10**6}, "metric_threads"),
      ({"d_qk": math.nan}, "d_qk"), ({"d_qk": -1.0}, "d_qk"), ({"layers": 2.5}, "layers must be an integer"),
-     ({"n": 2_000_000_000}, "needs about .* of memory"), ({"n": 10**20}, "needs about .* of memory"),
+     ({"tokens": 2_000_000_000}, "needs about .* of memory"),
+     ({"tokens": 10**20}, "needs about .* of memory"),
      ({"layers": 10**13}, "needs about"), ({"stop_below": 0.0}, "stop_below"),
      ({"value_matrix": torch.full((4, 4), math.nan)}, "non-finite"),
      ({"input_tokens": torch.full((8, 4), math.inf)}, "non-finite"),
@@ -67,12 +68,21 @@ def test_memory_estimate_refuses_before_allocating_and_names_the_estimate() -> N
 def test_deprecated_names_still_work_with_a_warning_and_give_the_same_numbers() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        old = small(preset="attn+ln", temperature=4.0)
-    assert old.preset == "attn+sphere" and old.d_qk == 4.0 and old.temperature is None
-    # one channel: the one deprecation class (a FutureWarning), one warning per old name
-    assert all(isinstance(w.message, RankCollapseDeprecation) for w in caught) and len(caught) == 2
+        old = SimulationConfig(n=8, d=4, layers=4, batch=2, preset="attn+ln", temperature=4.0)
+    assert (old.tokens, old.samples, old.mode, old.d_qk) == (8, 2, "attn+sphere", 4.0)
+    assert (old.n, old.batch, old.preset, old.temperature) == (None, None, None, None)
+    # one channel: the one deprecation class (a FutureWarning), one warning per old name: the fields n,
+    # batch, preset, temperature (core.names) and the mode value attn+ln
+    assert all(isinstance(w.message, RankCollapseDeprecation) for w in caught) and len(caught) == 5
+    lines = sorted(str(w.message) for w in caught)
+    assert lines[:4] == ["batch is deprecated; use samples", "mode 'attn+ln' is deprecated (it is the "
+                         "scaling-only sphere normalisation, not a LayerNorm); use 'attn+sphere'",
+                         "n is deprecated; use tokens (tokens per input, the rows of X (a model's start "
+                         "token included))", "preset is deprecated; use mode (block)"], lines
+    assert lines[4].startswith("temperature is deprecated; use d_qk")
     assert issubclass(RankCollapseDeprecation, FutureWarning)
-    new = small(preset="attn+sphere", d_qk=4.0)
+    assert "n" not in old.to_dict() and old.to_dict()["tokens"] == 8  # config.json: the table's names
+    new = small(mode="attn+sphere", d_qk=4.0)
     assert torch.equal(simulate(old).final, simulate(new).final)
     with pytest.raises(RankCollapseError, match="not both"):
         small(d_qk=2.0, temperature=4.0)
@@ -123,8 +133,8 @@ def test_vanished_tokens_are_undefined_not_collapsed() -> None:
 def test_cli_reports_overflow_on_stderr_and_in_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["simulate", "--mask", "complete", "--n", "8", "--d", "4", "--value", "scaled-identity",
-                 "--value-scale", "1000", "--dtype", "float32", "--layers", "100", "--batch", "2", "--json",
+    code = main(["simulate", "--mask", "complete", "--tokens", "8", "--d", "4", "--value", "scaled-identity",
+                 "--value-scale", "1000", "--dtype", "float32", "--layers", "100", "--samples", "2", "--json",
                  "--out", str(tmp_path / "run")])
     captured = capsys.readouterr()
     assert code == 0
@@ -135,7 +145,7 @@ def test_cli_reports_overflow_on_stderr_and_in_json(
 
 
 def test_cli_never_overwrites_silently(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["simulate", "--n", "8", "--d", "4", "--layers", "2", "--no-progress",
+    args = ["simulate", "--tokens", "8", "--d", "4", "--layers", "2", "--no-progress",
             "--out", str(tmp_path / "run")]
     assert main(args) == 0
     before = (tmp_path / "run" / "metrics.csv").read_text()
@@ -151,7 +161,7 @@ def test_cli_never_overwrites_silently(tmp_path: Path, capsys: pytest.CaptureFix
     ("args", "needle"),
     [(["--value", "identity", "--value-scale", "5"], "value_scale does not apply"),
      (["--seed", "-1"], "seed must be >= 0"), (["--threads", "1000"], "--threads must be between 1 and"),
-     (["--n", "2000000000"], "needs about"), (["--n", "99999999999999999999"], "needs about"),
+     (["--tokens", "2000000000"], "needs about"), (["--tokens", "99999999999999999999"], "needs about"),
      (["--layers", "2.5"], "--layers '2.5' is not a valid integer"),
      (["--d-qk", "1", "--temperature", "2"], "not both"),
      (["--kernel", "band", "--mask", "block:size=4"], "needs a band mask")],

@@ -20,7 +20,8 @@ def _rows(out: str) -> list[dict]:
 
 
 def test_equilibria_rank_json_has_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["equilibria", "--n", "2", "--d", "2", "--rank", "2", "--starts", "32", "--steps", "600",
+    assert main(["equilibria", "--tokens", "2", "--d", "2", "--rank", "2", "--starts", "32", "--layers",
+                 "600",
                  "--json"]) == 0
     rows = _rows(capsys.readouterr().out)
     assert len(rows) == 1
@@ -30,7 +31,8 @@ def test_equilibria_rank_json_has_keys(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_equilibria_every_rank_up_to_six(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["equilibria", "--n", "6", "--d", "6", "--starts", "16", "--steps", "600", "--json"]) == 0
+    assert main(["equilibria", "--tokens", "6", "--d", "6", "--starts", "16", "--layers", "600",
+                 "--json"]) == 0
     captured = capsys.readouterr()
     rows = _rows(captured.out)
     assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5, 6]
@@ -43,8 +45,8 @@ def test_equilibria_every_rank_up_to_six(capsys: pytest.CaptureFixture[str]) -> 
 def test_equilibria_value_file_search(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "wv.npy"
     np.save(path, np.array([[0.95, 1.0], [0.0, 1.0]]))
-    assert main(["equilibria", "--n", "2", "--d", "2", "--value", str(path), "--starts", "64",
-                 "--steps", "800", "--seed", "3", "--json"]) == 0
+    assert main(["equilibria", "--tokens", "2", "--d", "2", "--value", str(path), "--starts", "64",
+                 "--layers", "800", "--seed", "3", "--json"]) == 0
     rows = _rows(capsys.readouterr().out)
     assert {r["rank"] for r in rows} == {1, 2}
     for r in rows:
@@ -56,8 +58,8 @@ PAPER_KEYS = {"rank", "x", "residual", "signs", "family", "unstable", "neutral",
 
 
 def test_paper_construction_lists_every_equilibrium_of_every_rank(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["equilibria", "--construction", "paper", "--n", "4", "--d", "4", "--w", "4",
-                 "--steps", "200",
+    assert main(["equilibria", "--construction", "paper", "--tokens", "4", "--d", "4", "--w", "4",
+                 "--layers", "200",
                  "--starts", "2", "--json"]) == 0
     rows = _rows(capsys.readouterr().out)
     assert all(PAPER_KEYS <= r.keys() for r in rows)
@@ -70,8 +72,8 @@ def test_paper_construction_lists_every_equilibrium_of_every_rank(capsys: pytest
 
 
 def test_paper_construction_rank_filter_and_family(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["equilibria", "--construction", "paper", "--n", "3", "--d", "3", "--family", "paper",
-                 "--rank", "3", "--steps", "100", "--starts", "2", "--json"]) == 0
+    assert main(["equilibria", "--construction", "paper", "--tokens", "3", "--d", "3", "--family", "paper",
+                 "--rank", "3", "--layers", "100", "--starts", "2", "--json"]) == 0
     rows = _rows(capsys.readouterr().out)
     assert len(rows) == 8 and all(r["rank"] == 3 and r["family"] == "paper" for r in rows)
     assert all(r["stable_rank"] <= r["srank_bound"] for r in rows)
@@ -80,23 +82,23 @@ def test_paper_construction_rank_filter_and_family(capsys: pytest.CaptureFixture
 @pytest.mark.parametrize(
     "args",
     [
-        ["--n", "4", "--d", "3", "--construction", "paper"],
-        ["--n", "3", "--d", "3", "--construction", "paper", "--w", "1"],
-        ["--n", "3", "--d", "3", "--construction", "paper", "--mask", "causal"],
-        ["--n", "3", "--d", "3", "--construction", "paper", "--d-qk", "2"],
-        ["--n", "2", "--d", "2", "--rank", "1", "--mask", "nonsense", "--temperature", "5"],
-        ["--n", "2", "--d", "2", "--rank", "1", "--temperature", "5"],
-        ["--n", "2", "--d", "2", "--w", "3"],
-        ["--n", "2", "--d", "2", "--value", "{zero}"],
-        ["--n", "2", "--d", "2", "--value", "{huge}"],
-        ["--n", "2", "--d", "2", "--value", "{zero}", "--construction", "paper"],
-        ["--n", "2", "--d", "2", "--construction", "nope"],
-        ["--n", "2", "--d", "2", "--rank", "3"],
-        ["--n", "0", "--d", "2"],
-        ["--n", "2", "--d", "2", "--value", "{bad_shape}"],
-        ["--n", "2", "--d", "2", "--value", "{not_finite}"],
-        ["--n", "2", "--d", "2", "--value", "{missing}"],
-        ["--n", "2", "--d", "2", "--value", "{bad_shape}", "--mask", "nonsense-mask"],
+        ["--tokens", "4", "--d", "3", "--construction", "paper"],
+        ["--tokens", "3", "--d", "3", "--construction", "paper", "--w", "1"],
+        ["--tokens", "3", "--d", "3", "--construction", "paper", "--mask", "causal"],
+        ["--tokens", "3", "--d", "3", "--construction", "paper", "--d-qk", "2"],
+        ["--tokens", "2", "--d", "2", "--rank", "1", "--mask", "nonsense", "--temperature", "5"],
+        ["--tokens", "2", "--d", "2", "--rank", "1", "--temperature", "5"],
+        ["--tokens", "2", "--d", "2", "--w", "3"],
+        ["--tokens", "2", "--d", "2", "--value", "{zero}"],
+        ["--tokens", "2", "--d", "2", "--value", "{huge}"],
+        ["--tokens", "2", "--d", "2", "--value", "{zero}", "--construction", "paper"],
+        ["--tokens", "2", "--d", "2", "--construction", "nope"],
+        ["--tokens", "2", "--d", "2", "--rank", "3"],
+        ["--tokens", "0", "--d", "2"],
+        ["--tokens", "2", "--d", "2", "--value", "{bad_shape}"],
+        ["--tokens", "2", "--d", "2", "--value", "{not_finite}"],
+        ["--tokens", "2", "--d", "2", "--value", "{missing}"],
+        ["--tokens", "2", "--d", "2", "--value", "{bad_shape}", "--mask", "nonsense-mask"],
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,9 +118,9 @@ def test_bad_input_is_one_line_exit_2(args, tmp_path, capsys: pytest.CaptureFixt
 def test_zero_and_overflowing_value_matrices_are_named(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     np.save(tmp_path / "z.npy", np.zeros((2, 2)))
     np.save(tmp_path / "h.npy", 1e300 * np.eye(2))
-    assert main(["equilibria", "--n", "2", "--d", "2", "--value", str(tmp_path / "z.npy")]) == 2
+    assert main(["equilibria", "--tokens", "2", "--d", "2", "--value", str(tmp_path / "z.npy")]) == 2
     assert "W_V = 0" in capsys.readouterr().err
-    assert main(["equilibria", "--n", "2", "--d", "2", "--value", str(tmp_path / "h.npy")]) == 2
+    assert main(["equilibria", "--tokens", "2", "--d", "2", "--value", str(tmp_path / "h.npy")]) == 2
     assert "overflows" in capsys.readouterr().err
 
 

@@ -20,18 +20,18 @@ from rankcollapse.equilibria.entry import (
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
-        ({"n": 0, "d": 2}, "n must be between 1 and 64"),
-        ({"n": 2, "d": 65}, "d must be between 1 and 64"),
-        ({"n": 3, "d": 2, "rank": 3}, "rank must be between 1 and 2"),
-        ({"n": 2, "d": 2, "steps": 0}, "steps"),
-        ({"n": 2, "d": 2, "seed": -1}, "seed"),
-        ({"n": 2, "d": 2, "d_qk": float("nan")}, "d_qk"),
-        ({"n": 2, "d": 2, "construction": "theirs"}, "construction 'theirs' is not allowed"),
-        ({"n": 2, "d": 2, "value": Path("w.npy"), "construction": "ours"}, "construction does not apply"),
-        ({"n": 2, "d": 2, "value": Path("w.npy"), "w": 3.0}, "w does not apply to value"),
-        ({"n": 2, "d": 2, "construction": "paper", "mask": "causal"}, "mask does not apply to construction"),
-        ({"n": 2, "d": 2, "family": "paper"}, "family does not apply to construction ours"),
-        ({"n": 2, "d": 2, "n_": 1}, "unexpected keyword"),
+        ({"tokens": 0, "d": 2}, "tokens must be between 1 and 64"),
+        ({"tokens": 2, "d": 65}, "d must be between 1 and 64"),
+        ({"tokens": 3, "d": 2, "rank": 3}, "rank must be between 1 and 2"),
+        ({"tokens": 2, "d": 2, "layers": 0}, "layers"),
+        ({"tokens": 2, "d": 2, "seed": -1}, "seed"),
+        ({"tokens": 2, "d": 2, "d_qk": float("nan")}, "d_qk"),
+        ({"tokens": 2, "d": 2, "construction": "theirs"}, "construction 'theirs' is not allowed"),
+        ({"tokens": 2, "d": 2, "value": Path("w.npy"), "construction": "ours"}, "construction does not"),
+        ({"tokens": 2, "d": 2, "value": Path("w.npy"), "w": 3.0}, "w does not apply to value"),
+        ({"tokens": 2, "d": 2, "construction": "paper", "mask": "causal"}, "mask does not apply"),
+        ({"tokens": 2, "d": 2, "family": "paper"}, "family does not apply to construction ours"),
+        ({"tokens": 2, "d": 2, "n_": 1}, "unexpected keyword"),
     ],
 )
 def test_an_equilibria_config_refuses_what_does_not_apply_in_one_line(fields: dict, words: str) -> None:
@@ -41,18 +41,18 @@ def test_an_equilibria_config_refuses_what_does_not_apply_in_one_line(fields: di
 
 
 def test_the_mode_follows_the_fields() -> None:
-    assert EquilibriaConfig(n=2, d=2).mode == "ours"
-    assert EquilibriaConfig(n=2, d=2, construction="paper").mode == "paper"
-    assert EquilibriaConfig(n=2, d=2, value=Path("w.npy")).mode == "search"
+    assert EquilibriaConfig(tokens=2, d=2).mode == "ours"
+    assert EquilibriaConfig(tokens=2, d=2, construction="paper").mode == "paper"
+    assert EquilibriaConfig(tokens=2, d=2, value=Path("w.npy")).mode == "search"
 
 
 def test_the_paper_construction_finds_every_rank_as_theorem_3_counts_them() -> None:
     """Theorem 3, N = d = 2, w = 2: the enumeration gives equilibria of rank 1 and 2, each with a residual
     of the LN map at the float64 floor; ``rank`` keeps only its own."""
-    rows = equilibria(EquilibriaConfig(n=2, d=2, construction="paper", starts=2, steps=200))
+    rows = equilibria(EquilibriaConfig(tokens=2, d=2, construction="paper", starts=2, layers=200))
     assert {row["rank"] for row in rows} == {1, 2}
     assert all(row["residual"] < 1e-10 for row in rows)
-    only = equilibria(EquilibriaConfig(n=2, d=2, construction="paper", rank=2, starts=2, steps=200))
+    only = equilibria(EquilibriaConfig(tokens=2, d=2, construction="paper", rank=2, starts=2, layers=200))
     assert only and {row["rank"] for row in only} == {2}
 
 

@@ -178,7 +178,7 @@ def test_construction_rejects_bad_rank():
 @pytest.mark.parametrize("mask", ["complete", "causal", "causal-window:w=1"])
 @pytest.mark.parametrize(("n", "d"), [(3, 2), (5, 4), (8, 3)])
 def test_orthogonal_value_matrix_with_hemisphere_inputs_collapses(mask, n, d):
-    res = orthogonal_collapse(n, d, resolve_mask(mask, n), samples=8, steps=400,
+    res = orthogonal_collapse(n, d, resolve_mask(mask, n).matrix, samples=8, steps=400,
                               generator=torch.Generator().manual_seed(n * 10 + d))
     assert float(res.mu_rel_start.min()) > 0.05
     assert float(res.mu_rel_end.max()) < 1e-6

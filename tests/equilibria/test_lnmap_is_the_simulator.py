@@ -18,7 +18,8 @@ def test_equilibria_map_equals_the_simulator_sphere_preset(placement: str, mask:
     g = torch.Generator().manual_seed(3)
     w_v = haar_orthogonal(d, g) * 1.3 + 0.2 * torch.eye(d, dtype=torch.float64)
     x0 = sphere_tokens(2, n, d, g)
-    res = simulate(SimulationConfig(mask=mask, n=n, d=d, layers=layers, batch=2, preset="attn", norm="sphere",
+    res = simulate(SimulationConfig(mask=mask, tokens=n, d=d, layers=layers, samples=2, mode="attn",
+                                    norm="sphere",
                                     placement=placement, qk_scale=0.0, value_matrix=w_v, input_tokens=x0,
                                     metrics=("mu_rel",), track_min_weight=False), keep_trajectory=True)
     assert res.trajectory is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -240,7 +241,10 @@ def test_san_collapse_verdicts_and_causes() -> None:
 def test_an_undecided_comparison_names_the_samples_that_would_decide_it() -> None:
     j = rules.san_collapse({"causal": curve(-0.02, noise=0.3)}, TH)
     assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
-    assert "n ≈" in j.cause and j.undecided
+    assert j.undecided
+    # in samples, never "n" (n counts tokens): "undecided at 16 samples: ...; about 40 samples would ..."
+    assert re.search(r"undecided at \d+ samples: .*; about \d+ samples would decide it", j.cause), j.cause
+    assert "n =" not in j.cause and "n ≈" not in j.cause
 
 
 def test_margin_needed_n_is_the_documented_formula() -> None:

@@ -17,7 +17,7 @@ def _run(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_json_has_documented_keys_and_values(capsys) -> None:
-    code, out, _ = _run(capsys, "causal&window:w=4", "--n", "10", "--json")
+    code, out, _ = _run(capsys, "causal&window:w=4", "--tokens", "10", "--json")
     assert code == 0
     facts = json.loads(out)
     for key in ("spec", "n", "edges", "self_loops", "strongly_connected", "quasi_strongly_connected",
@@ -33,7 +33,7 @@ def test_json_has_documented_keys_and_values(capsys) -> None:
 
 
 def test_json_without_center_has_null_radius(capsys) -> None:
-    code, out, _ = _run(capsys, "block:size=3", "--n", "7", "--json")
+    code, out, _ = _run(capsys, "block:size=3", "--tokens", "7", "--json")
     facts = json.loads(out)
     assert code == 0 and facts["radius"] is None and facts["center_nodes"] == []
     assert facts["closed_components"] == [[0, 1, 2], [3, 4, 5], [6]]
@@ -41,26 +41,26 @@ def test_json_without_center_has_null_radius(capsys) -> None:
 
 
 def test_json_summary_mode_for_large_n(capsys) -> None:
-    code, out, _ = _run(capsys, "window:w=8", "--n", "5000", "--json")
+    code, out, _ = _run(capsys, "window:w=8", "--tokens", "5000", "--json")
     facts = json.loads(out)
     assert code == 0 and "hop_distances" not in facts and len(facts["center_nodes"]) == 5000
     assert facts["radius"] == 313
-    code, out, _ = _run(capsys, "window:w=8", "--n", "50", "--json", "--summary")
+    code, out, _ = _run(capsys, "window:w=8", "--tokens", "50", "--json", "--summary")
     assert "hop_distances" not in json.loads(out)
 
 
 def test_text_summary_explains_theorem_1(capsys) -> None:
-    code, out, _ = _run(capsys, "causal-window:w=2", "--n", "9")
+    code, out, _ = _run(capsys, "causal-window:w=2", "--tokens", "9")
     assert code == 0
     assert "Theorem 1 applies" in out and "radius r = 4" in out and "slower rate" in out
-    code, out, _ = _run(capsys, "block:size=2", "--n", "6")
+    code, out, _ = _run(capsys, "block:size=2", "--tokens", "6")
     assert code == 0 and "Theorem 1 does not apply" in out and "no center node" in out
 
 
 def test_plot_writes_png(capsys, tmp_path) -> None:
     for n in (12, 3000):
         path = tmp_path / f"m{n}.png"
-        code, _, _ = _run(capsys, "window:w=2|causal", "--n", str(n), "--plot", str(path))
+        code, _, _ = _run(capsys, "window:w=2|causal", "--tokens", str(n), "--plot", str(path))
         assert code == 0 and path.stat().st_size > 1000
         assert path.read_bytes()[:4] == b"\x89PNG"
 
@@ -73,17 +73,17 @@ def test_help_exits_zero_and_lists_families(capsys) -> None:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["nope", "--n", "4"], "unknown mask family 'nope'"),
-        (["window", "--n", "4"], "missing parameter 'w'"),
-        (["window:w=-2", "--n", "4"], "too small"),
-        (["window:w=2,z=1", "--n", "4"], "unknown parameter 'z'"),
-        (["causal&", "--n", "4"], "expected a mask family"),
-        (["causal|(window:w=1", "--n", "4"], "missing ')'"),
-        (["causal", "--n", "0"], "sequence length n=0"),
-        (["causal", "--n", "-5"], "sequence length n=-5"),
-        (["causal"], "--n"),
-        (["causal", "--n", "abc"], "abc"),
-        (["causal", "--n", "4", "--plot", "/nonexistent/dir/x.png"], "cannot write plot"),
+        (["nope", "--tokens", "4"], "unknown mask family 'nope'"),
+        (["window", "--tokens", "4"], "missing parameter 'w'"),
+        (["window:w=-2", "--tokens", "4"], "too small"),
+        (["window:w=2,z=1", "--tokens", "4"], "unknown parameter 'z'"),
+        (["causal&", "--tokens", "4"], "expected a mask family"),
+        (["causal|(window:w=1", "--tokens", "4"], "missing ')'"),
+        (["causal", "--tokens", "0"], "sequence length n=0"),
+        (["causal", "--tokens", "-5"], "sequence length n=-5"),
+        (["causal"], "--tokens"),
+        (["causal", "--tokens", "abc"], "abc"),
+        (["causal", "--tokens", "4", "--plot", "/nonexistent/dir/x.png"], "cannot write plot"),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(capsys, args: list[str], fragment: str) -> None:
@@ -106,12 +106,12 @@ def test_bad_input_gives_one_line_and_exit_2(capsys, args: list[str], fragment: 
 def test_bad_file_mask_via_cli(capsys, tmp_path, array: np.ndarray, n: int, fragment: str) -> None:
     path = tmp_path / "m.npy"
     np.save(path, array)
-    code, _, err = _run(capsys, f"file:{path}", "--n", str(n))
+    code, _, err = _run(capsys, f"file:{path}", "--tokens", str(n))
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
 
 
 def test_good_file_mask_via_cli(capsys, tmp_path) -> None:
     path = tmp_path / "m.npy"
     np.save(path, np.tril(np.ones((5, 5), dtype=bool)))
-    code, out, _ = _run(capsys, f"file:{path}", "--n", "5", "--json")
+    code, out, _ = _run(capsys, f"file:{path}", "--tokens", "5", "--json")
     assert code == 0 and json.loads(out)["center_nodes"] == [0]

@@ -130,3 +130,53 @@ def test_hf_sliding_window_converter_matches_transformers(w: int) -> None:
 def test_converter_and_exporter_bad_input_raises(call) -> None:
     with pytest.raises(RankCollapseError):
         call()
+
+
+def _where_reference(dense: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The conversion ``to_hf_4d`` wrote by hand before ``to_hf_additive``: ``where(M, 0, finfo.min)``."""
+    zero = torch.zeros((), dtype=dtype)
+    return torch.where(dense, zero, torch.full((), torch.finfo(dtype).min, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("spec", SPECS)
+def test_hf_additive_is_zero_where_allowed_and_the_dtype_floor_elsewhere(spec: str, dtype) -> None:
+    from rankcollapse.masks import to_hf_additive
+
+    n = 11
+    dense = parse_mask(spec).dense(n)
+    out = to_hf_additive(dense, dtype)
+    assert out.shape == (n, n) and out.dtype == dtype
+    assert torch.equal(out, _where_reference(dense, dtype))
+    batched = torch.stack([dense, ~dense | torch.eye(n, dtype=torch.bool)])[:, None]  # [b, 1, n, n]
+    assert torch.equal(to_hf_additive(batched, dtype), _where_reference(batched, dtype))
+    hf = to_hf_4d(spec, n, batch=3, dtype=dtype)
+    assert torch.equal(hf, _where_reference(dense, dtype).expand(3, 1, n, n))
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_hf_additive_softmax_is_the_reference_masked_softmax(spec: str) -> None:
+    """softmax(S + A) with A = to_hf_additive(M): masked weights exactly 0, the rest the weights of
+    the reference ``where(M, S, -inf)`` softmax."""
+    from rankcollapse.masks import to_hf_additive
+
+    n, d = 11, 4
+    gen = torch.Generator().manual_seed(1)
+    q, k = (torch.randn(2, 3, n, d, generator=gen, dtype=torch.float64) for _ in range(2))
+    dense = parse_mask(spec).dense(n)
+    for dtype in (torch.float64, torch.float32):
+        logits = (q @ k.transpose(-1, -2)).to(dtype)
+        weights = torch.softmax(logits + to_hf_additive(dense, dtype), dim=-1)
+        assert bool((weights[..., ~dense] == 0).all())
+        torch.testing.assert_close(weights, attention_weights(q.to(dtype), k.to(dtype), dense, d_qk=1.0))
+
+
+def test_hf_additive_refuses_what_is_not_a_bool_mask_in_one_line() -> None:
+    from rankcollapse.masks import to_hf_additive
+
+    with pytest.raises(RankCollapseError, match=r"torch\.bool tensor, got torch\.float32"):
+        to_hf_additive(torch.ones(3, 3), torch.float32)
+    with pytest.raises(RankCollapseError, match=r"torch\.bool tensor, got ndarray"):
+        to_hf_additive(np.ones((3, 3), dtype=bool), torch.float32)
+    with pytest.raises(RankCollapseError, match="allowed: a float dtype"):
+        to_hf_additive(torch.ones(3, 3, dtype=torch.bool), torch.int64)

@@ -51,14 +51,14 @@ def test_cli_reads_a_config_file_and_refuses_a_depth_that_does_not_fit(tmp_path,
     path = tmp_path / "config.json"
     config = transformers.Gemma3TextConfig(num_hidden_layers=12, sliding_window=512)
     path.write_text(json.dumps(config.to_dict()))
-    assert main(["mask", "--hf-config", str(tmp_path), "--n", "4096", "--json"]) == 0
+    assert main(["mask", "--hf-config", str(tmp_path), "--tokens", "4096", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     assert facts["layers"] == 12 and facts["layers_to_center"] == 6 and facts["windows"] == [[0, 6], [6, 12]]
-    assert main(["mask", "--hf-config", str(path), "--n", "64", "--layers", "5"]) == 2
+    assert main(["mask", "--hf-config", str(path), "--tokens", "64", "--layers", "5"]) == 2
     err = capsys.readouterr().err
     assert "does not fit the model, which has 12 layers" in err and len(err.strip().splitlines()) == 1
-    assert main(["mask", "causal", "--hf-config", str(path), "--n", "8"]) == 2
-    assert main(["mask", "--hf-config", str(tmp_path / "nope"), "--n", "8"]) == 2
+    assert main(["mask", "causal", "--hf-config", str(path), "--tokens", "8"]) == 2
+    assert main(["mask", "--hf-config", str(tmp_path / "nope"), "--tokens", "8"]) == 2
     assert "not found" in capsys.readouterr().err
 
 
@@ -79,14 +79,14 @@ def test_reduced_keeps_every_layer_with_the_shortest_period(layers, period) -> N
 
 
 def test_mask_model_reads_a_models_schedule_without_its_weights(capsys) -> None:
-    assert main(["mask", "--model", "tiny:gemma3_text", "--n", "64", "--json"]) == 0
+    assert main(["mask", "--model", "tiny:gemma3_text", "--tokens", "64", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     assert facts["layers"] == 4 and facts["period"] == 2  # sliding, full, sliding, full
-    assert main(["mask", "--model", "random:gpt2,layers=3", "--n", "16", "--json"]) == 0
+    assert main(["mask", "--model", "random:gpt2,layers=3", "--tokens", "16", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["layers"] == 3
-    assert main(["mask", "--model", "tiny:gemma3_text", "--n", "64", "--layers", "6"]) == 2
+    assert main(["mask", "--model", "tiny:gemma3_text", "--tokens", "64", "--layers", "6"]) == 2
     assert "does not fit the model, which has 4 layers" in capsys.readouterr().err
-    assert main(["mask", "causal", "--model", "tiny:llama", "--n", "8"]) == 2
+    assert main(["mask", "causal", "--model", "tiny:llama", "--tokens", "8"]) == 2
     assert "give one of SPEC, --hf-config, --model" in capsys.readouterr().err
-    assert main(["mask", "--model", "no-such-model", "--n", "8"]) == 2
+    assert main(["mask", "--model", "no-such-model", "--tokens", "8"]) == 2
     assert "unknown model" in capsys.readouterr().err

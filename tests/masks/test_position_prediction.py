@@ -51,12 +51,12 @@ def test_prediction_holds_in_simulated_single_head_sans(mask: str) -> None:
     r = simulate(
         SimulationConfig(
             mask=mask,
-            n=N,
+            tokens=N,
             d=N,
             layers=layers,
-            batch=4,
+            samples=4,
             seed=5,
-            preset="attn",
+            mode="attn",
             metrics="mu,mu_rel,first_token_gap_max",
             influence="all",
         )

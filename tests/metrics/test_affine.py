@@ -121,7 +121,7 @@ def test_rank_margin_counts_decades_to_the_floor() -> None:
 
 def test_simulator_norm_step_ranks_are_the_ranks_of_the_norm_input_and_output() -> None:
     names = ("affine_rank", "norm_in_affine_rank", "norm_out_affine_rank", "norm_in_linear_rank")
-    cfg = SimulationConfig(n=6, d=8, layers=3, batch=2, preset="attn+sphere", metrics=("mu", *names))
+    cfg = SimulationConfig(tokens=6, d=8, layers=3, samples=2, mode="attn+sphere", metrics=("mu", *names))
     r = simulate(cfg, keep_trajectory=True)
     assert torch.isnan(r.ranks["norm_in_affine_rank"][0]).all()
     # post-norm without an MLP: the norm's output is X(t)
@@ -130,5 +130,5 @@ def test_simulator_norm_step_ranks_are_the_ranks_of_the_norm_input_and_output() 
 
 
 def test_norm_step_ranks_are_refused_without_a_normalisation() -> None:
-    with pytest.raises(RankCollapseError, match="preset 'attn' has none"):
-        SimulationConfig(preset="attn", metrics=("mu", "norm_in_affine_rank"))
+    with pytest.raises(RankCollapseError, match="mode 'attn' has none"):
+        SimulationConfig(mode="attn", metrics=("mu", "norm_in_affine_rank"))

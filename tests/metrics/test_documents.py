@@ -68,7 +68,7 @@ def test_document_columns_with_padding_cut_each_document_to_the_real_tokens():
 
 @pytest.mark.parametrize("spec", ["document:lengths=6,10", "document:lengths=6,10&causal"])
 def test_pure_attention_collapses_each_document_but_not_the_packed_sequence(spec):
-    cfg = SimulationConfig(n=16, d=8, layers=80, mask=spec, preset="attn", dtype="float64", batch=4,
+    cfg = SimulationConfig(tokens=16, d=8, layers=80, mask=spec, mode="attn", dtype="float64", samples=4,
                            metrics=("mu_rel",))
     last = simulate(cfg).rows[-1]
     assert last["mu_rel_doc0"] < 1e-12 and last["mu_rel_doc1"] < 1e-12 and last["mu_rel_docs_max"] < 1e-12
@@ -76,6 +76,6 @@ def test_pure_attention_collapses_each_document_but_not_the_packed_sequence(spec
 
 
 def test_a_connected_mask_has_no_document_columns():
-    cfg = SimulationConfig(n=8, d=4, layers=2, mask="causal", preset="attn", metrics=("mu_rel",))
+    cfg = SimulationConfig(tokens=8, d=4, layers=2, mask="causal", mode="attn", metrics=("mu_rel",))
     row = simulate(cfg).rows[0]
     assert not [k for k in row if "_doc" in k]

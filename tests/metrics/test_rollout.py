@@ -170,10 +170,10 @@ def test_simulator_rollout_with_uniform_attention_is_the_matrix_power(mask: str,
     r = simulate(
         SimulationConfig(
             mask=mask,
-            n=n,
+            tokens=n,
             d=4,
             layers=t,
-            batch=3,
+            samples=3,
             heads=2,
             qk_scale=0.0,
             metrics=ROLL,
@@ -196,7 +196,7 @@ def test_simulator_rollout_with_uniform_attention_is_the_matrix_power(mask: str,
 
 
 def test_simulator_rollout_is_opt_in_and_last_profile_is_the_last_row() -> None:
-    base = dict(mask="causal", n=8, d=8, layers=6, batch=4, seed=3)
+    base = dict(mask="causal", tokens=8, d=8, layers=6, samples=4, seed=3)
     plain = simulate(SimulationConfig(**base))
     assert plain.rollout == {} and plain.influence is None
     assert "first_token_gap_max" not in plain.rows[0]

@@ -84,7 +84,8 @@ def test_mpnet_keeps_full_rank_on_wikipedia_in_float64():
                                    metrics=("full_rank", "mean_abs_cos")))
     assert all(row["full_rank"] == 1.0 for row in result.rows)
     assert result.rows[-1]["mean_abs_cos"] > 3 * result.rows[0]["mean_abs_cos"]
-    assert result.model_info["stand_in_for"] is None and result.model_info["label"].startswith("all-mpnet")
+    info = result.model_info
+    assert info["stand_in_for"] is None and info["model_label"].startswith("all-mpnet")
 
 
 @pytest.mark.parametrize(("name", "own"), [("minilm", "complete"), ("smollm2", "causal"),

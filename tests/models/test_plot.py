@@ -19,11 +19,11 @@ def figures(monkeypatch):
     """Keep each figure instead of writing it (its artists are what the tests read)."""
     kept = []
 
-    def keep(fig, path, **_):
+    def keep(fig, path, *more, **_):
         kept.append(fig)
-        return path
+        return [path, *more]
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save_figure", keep)  # every file of models.plot is written through it
     return kept
 
 
@@ -78,10 +78,10 @@ def test_plot_overlays_finished_runs_labelled_by_mask_and_names_what_they_share(
 
 def test_plot_reads_simulate_runs_too_and_refuses_what_is_not_a_run(tmp_path, capsys):
     sim = tmp_path / "sim"
-    assert main(["simulate", "--n", "6", "--d", "4", "--layers", "5", "--out", str(sim),
+    assert main(["simulate", "--tokens", "6", "--d", "4", "--layers", "5", "--out", str(sim),
                  "--no-progress"]) == 0
     run = plots.read_run(sim)
-    assert run.facts == {"mask": "complete", "mode": "attn", "model": "simulate n=6, d=4", "dtype": "float64",
+    assert run.facts == {"mask": "complete", "mode": "attn", "model": "simulate N=6, d=4", "dtype": "float64",
                          "d_qk": "d_qk 1.0", "layers": "5 layers"}
     (tmp_path / "empty").mkdir()
     with pytest.raises(RankCollapseError, match=r"not a finished run: no config\.json"):
@@ -92,7 +92,8 @@ def test_plot_reads_simulate_runs_too_and_refuses_what_is_not_a_run(tmp_path, ca
 
 def test_the_plot_command_writes_the_figure_and_errors_are_one_line(tmp_path, capsys):
     sim = tmp_path / "sim"
-    assert main(["simulate", "--mask", "causal", "--n", "6", "--d", "4", "--layers", "5", "--out", str(sim),
+    assert main(["simulate", "--mask", "causal", "--tokens", "6", "--d", "4", "--layers", "5", "--out",
+                 str(sim),
                  "--no-progress"]) == 0
     capsys.readouterr()
     assert main(["plot", str(sim), str(sim), "--by", "mode", "--out", str(tmp_path / "c.png")]) == 0
@@ -133,7 +134,8 @@ def test_a_dollar_in_a_title_folder_or_mask_name_is_drawn_literally(tmp_path, ca
     odd = "x $\\foo{$ y"
     assert plain_text(odd) == "x \\$\\foo{\\$ y"
     run = tmp_path / odd
-    assert main(["simulate", "--mask", "causal", "--n", "6", "--d", "3", "--layers", "2", "--out", str(run),
+    assert main(["simulate", "--mask", "causal", "--tokens", "6", "--d", "3", "--layers", "2", "--out",
+                 str(run),
                  "--plot"]) == 0
     assert main(["plot", str(run), str(run), "--by", "mask", "--title", odd, "--out",
                  str(tmp_path / "p.png")]) == 0
@@ -142,7 +144,7 @@ def test_a_dollar_in_a_title_folder_or_mask_name_is_drawn_literally(tmp_path, ca
 
     mask = tmp_path / f"{odd}.npy"
     np.save(mask, np.tril(np.ones((3, 3), dtype=bool)))
-    assert main(["mask", f"file:{mask}", "--n", "3", "--plot", str(tmp_path / "m.png")]) == 0
+    assert main(["mask", f"file:{mask}", "--tokens", "3", "--plot", str(tmp_path / "m.png")]) == 0
     assert (tmp_path / "m.png").stat().st_size > 0
 
 
@@ -150,7 +152,7 @@ def test_plot_to_a_suffix_matplotlib_does_not_write_is_one_line(tmp_path, capsys
     """``plot --out x.foo`` came through as matplotlib's ValueError traceback; it is one line listing
     the formats, exit 2, nothing written (a known suffix in capitals still works)."""
     run = tmp_path / "run"
-    args = ["simulate", "--mask", "causal", "--n", "6", "--d", "3", "--layers", "2", "--out", str(run)]
+    args = ["simulate", "--mask", "causal", "--tokens", "6", "--d", "3", "--layers", "2", "--out", str(run)]
     assert main(args) == 0
     capsys.readouterr()
     assert main(["plot", str(run), "--out", str(tmp_path / "p.foo")]) == 2

@@ -432,7 +432,7 @@ def test_a_disk_that_fills_switches_the_csv_off_in_one_line_and_keeps_every_row(
     assert sorted({r["step"] for r in monitor.rows}) == [1, 2, 3, 4, 5]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "CSV in" in err[0] and "switched off at step 3" in err[0]
-    assert "No space left on device" in err[0]
+    assert "No space left on device (ENOSPC)" in err[0] and "metrics.partial.csv" in err[0]
     kept = pd.read_csv(out / "metrics.partial.csv")  # what reached the disk, under the partial name
     assert sorted(kept["step"].unique()) == [1, 2] and not (out / "metrics.csv").exists()
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.core.names import quantity as q
+from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
@@ -20,41 +22,38 @@ def _warn(message: str) -> None:
     print(f"rankcollapse: warning: {message}", file=sys.stderr)
 
 
-def resolve_d_qk(d_qk: float | None, temperature: float | None) -> float | None:
-    """``--d-qk``, or its deprecated alias ``--temperature`` (same number; the one deprecation path)."""
-    from rankcollapse.edge.deprecation import renamed
-
-    return renamed("--d-qk", d_qk, "--temperature", temperature, "the d_qk in logits = q k^T / sqrt(d_qk)")
-
-
 @app.command("analyze")
 def analyze_command(
-    model: str = typer.Option("minilm", "--model", help="A paper checkpoint when cached (bert-base-uncased, "
+    model: str = typer.Option("minilm", "--model", help=q("model").help(
+                              "a paper checkpoint when cached (bert-base-uncased, "
                               "openai-community/gpt2, google-t5/t5-base, albert/albert-base-v2), "
                               "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2> (that config, random "
                               "init), minilm, smollm2, mpnet, tiny:<model_type> (e.g. tiny:gemma3_text), "
-                              "or a local model folder (undissected architectures: full mode only)."),
-    mode: str = typer.Option("full", "--mode", help="attn (SAN), attn+skip (SAN + skip), attn+ln (SAN + "
-                             "LayerNorm), attn+skip+ln (SAN + skip + LayerNorm), full (transformer)."),
-    mask: str = typer.Option(None, "--mask", help="Mask spec for every layer, overriding each layer's own "
-                             "(complete / causal / the config's sliding windows), or a schedule "
-                             "'A;B*2' (one mask per layer, period dividing the depth)."),
-    d_qk: float = typer.Option(None, "--d-qk", help="The number under the square root: logits = "
-                               "q k^T / sqrt(d_qk) (default: the model's own, its head_dim; T5: 1)."),
+                              "or a local model folder (undissected architectures: full mode only)")),
+    mode: str = typer.Option("full", "--mode", help=q("mode").help("here attn (SAN), attn+skip (SAN + skip), "
+                             "attn+ln (SAN + LayerNorm), attn+skip+ln (SAN + skip + LayerNorm), full "
+                             "(transformer)")),
+    mask: str = typer.Option(None, "--mask", help=q("mask").help(
+                             "one for every layer, overriding each layer's own (complete / causal / the "
+                             "config's sliding windows), or a schedule 'A;B*2' (one mask per layer, period "
+                             "dividing the depth)")),
+    d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default: the model's own, its "
+                               "head_dim; T5: 1")),
     temperature: float = typer.Option(None, "--temperature", hidden=True,
                                       help="Deprecated alias of --d-qk."),
-    layers: int = typer.Option(None, "--layers", help="Depth L (default: the model's); cycles its layers."),
+    layers: int = typer.Option(None, "--layers", help=q("layers").help("default: the model's; past it, "
+                               "its layers cycle")),
     corpus: str = typer.Option(None, "--corpus", help="wikipedia (default), shakespeare, kjv or pydocs."),
     text: Path = typer.Option(None, "--text", help="UTF-8 text file to sample from instead of a corpus."),
-    samples: int = typer.Option(16, "--samples", help="Number of excerpts (all measured together)."),
-    batch_size: int = typer.Option(None, "--batch-size", help="Excerpts through the model at a time "
-                                   "(default: all --samples at once; more is clamped). Memory holds one "
-                                   "batch; the rows equal those of one batch."),
+    samples: int = typer.Option(16, "--samples", help=q("samples").help("here excerpts of the text")),
+    batch_size: int = typer.Option(None, "--batch-size", help=q("batch_size").help(
+                                   "default: all --samples at once; more is clamped. Memory holds one "
+                                   "batch")),
     device: str = typer.Option("cpu", "--device", help="Where the model, inputs and metrics run: cpu, "
                                "cuda or cuda:K."),
-    tokens: int = typer.Option(128, "--tokens", help="Tokens per excerpt, the model's start token included."),
-    dtype: str = typer.Option("float32", "--dtype", help="float32 or float64."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the excerpts (and of random-init weights)."),
+    tokens: int = typer.Option(128, "--tokens", help=q("tokens").help()),
+    dtype: str = typer.Option("float32", "--dtype", help=q("dtype").help("float32 or float64")),
+    seed: int = typer.Option(0, "--seed", help=q("seed").help("the excerpts, and random-init weights")),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
                                 "only) or parts (generic blocks)."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute per "
@@ -132,7 +131,8 @@ def analyze_command(
         check_int("--layers", layers, low=0, high=MAX_LAYERS)
     if corpus is not None and text is not None:
         raise RankCollapseError("--corpus does not apply with --text (the text file is the corpus); give one")
-    config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=resolve_d_qk(d_qk, temperature),
+    d_qk = renamed("d_qk", d_qk, "--temperature", temperature)
+    config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk,
                            layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
                            metrics=metrics, metric_threads=metric_threads, diagnostics=diagnostics,

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.core.names import quantity as q
+from rankcollapse.core.names import renamed
+from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
     pass
@@ -25,8 +28,9 @@ CONSTRUCTIONS = ("paper", "ours")
 
 @app.command("equilibria")
 def equilibria_command(
-    n: int = typer.Option(..., "--n", help="Tokens N (>= 1)."),
-    d: int = typer.Option(..., "--d", help="Features d (>= 1)."),
+    tokens: int = typer.Option(None, "--tokens", help=q("tokens").help("required, 1..64")),
+    n: int = typer.Option(None, "--n", hidden=True, help="Deprecated: --tokens."),
+    d: int = typer.Option(..., "--d", help=q("d").help("1..64")),
     construction: str = typer.Option(
         None,
         "--construction",
@@ -48,12 +52,12 @@ def equilibria_command(
         "x -> x W_V) from random starts instead of a construction.",
     ),
     mask: str = typer.Option(
-        None, "--mask", help="--value only: mask spec (see 'rankcollapse mask'); default causal."
+        None, "--mask", help=q("mask").help("--value only (see 'rankcollapse mask'); default causal")
     ),
     d_qk: float = typer.Option(
         None,
         "--d-qk",
-        help="--value only: d_QK under the square root of the logits, W_Q W_K^T = I (default 1).",
+        help=q("d_qk").help("--value only, W_Q W_K^T = I (default 1)"),
     ),
     temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated alias of --d-qk."),
     starts: int = typer.Option(
@@ -62,19 +66,24 @@ def equilibria_command(
         help="Random starts (ours, --value: also the basin sample, "
         "default 256; paper: nearby starts per equilibrium, default 8).",
     ),
-    steps: int = typer.Option(2000, "--steps", help="Layers iterated from each start."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random starts."),
+    layers: int = typer.Option(None, "--layers", help=q("layers").help("iterated from each start (default "
+                               "2000)")),
+    steps: int = typer.Option(None, "--steps", hidden=True, help="Deprecated: --layers."),
+    seed: int = typer.Option(0, "--seed", help=q("seed").help("the random starts")),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per equilibrium (JSON lines)."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1)."),
 ) -> None:
     """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
-    from rankcollapse.edge.deprecation import renamed
     from rankcollapse.equilibria.entry import EquilibriaConfig, equilibria
 
+    tokens = renamed("tokens", tokens, "--n", n)
+    if tokens is None:
+        raise RankCollapseError("missing option --tokens (tokens N, 1..64)")
+    layers = renamed("layers", layers, "--steps", steps)
     config = EquilibriaConfig(
-        n=n, d=d, construction=construction, w=w, family=family, rank=rank, value=value, mask=mask,
-        d_qk=renamed("--d-qk", d_qk, "--temperature", temperature), starts=starts, steps=steps, seed=seed,
-        threads=threads,
+        tokens=tokens, d=d, construction=construction, w=w, family=family, rank=rank, value=value, mask=mask,
+        d_qk=renamed("d_qk", d_qk, "--temperature", temperature), starts=starts,
+        layers=2000 if layers is None else layers, seed=seed, threads=threads,
     )
     rows = equilibria(config, note=lambda text: print(f"rankcollapse: note: {text}", file=sys.stderr))
     for row in rows:
@@ -97,7 +106,7 @@ def equilibria_command(
     if not rows:
         print(
             "rankcollapse: note: no equilibrium found"
-            + (" of that rank" if rank else "; raise --steps or --starts"),
+            + (" of that rank" if rank else "; raise --layers or --starts"),
             file=sys.stderr,
         )
 

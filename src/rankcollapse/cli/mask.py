@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.core.names import quantity as q
+from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import plain_text, quote
-
-PLOT_MAX_PIXELS = 1024
-"""``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
-
-_SCHEDULE_MARKS = ";*[]"
+from rankcollapse.edge.validate import quote
 
 
 def _summary_lines(facts: dict[str, Any]) -> list[str]:
@@ -114,58 +110,6 @@ def _schedule_lines(facts: dict[str, Any], describe: str) -> list[str]:
     return lines
 
 
-def plot_mask(mask: Any, n: int, centers: Any, path: Path, title: str) -> None:
-    """Draw the mask matrix (row = query i, column = key j), centers marked on the diagonal.
-
-    For n > PLOT_MAX_PIXELS each cell is the share of allowed pairs in an f x f block
-    (``rankcollapse.masks.picture.block_counts``: from the runs of interval masks, else O(edges)).
-    """
-    import numpy as np
-
-    from rankcollapse.edge.atomic import atomic_path
-    from rankcollapse.masks.picture import block_counts
-
-    f = -(-n // PLOT_MAX_PIXELS)
-    cells = -(-n // f)
-    counts = block_counts(mask, n, f)
-    sizes = np.bincount(np.arange(n) // f, minlength=cells).astype(np.float64)
-    share = counts / np.outer(sizes, sizes)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 6))
-    extent = (-0.5, n - 0.5, n - 0.5, -0.5)
-    ax.imshow(share, cmap="Greys", vmin=0, vmax=1, interpolation="nearest", extent=extent)
-    if len(centers):
-        marks = np.unique(np.asarray(centers) // f) * f + (f - 1) / 2
-        # a red rug above the matrix at the center tokens' columns, plus diagonal dots when few
-        ax.plot(marks, np.full(marks.shape, -0.5 - 0.01 * n), "|", color="tab:red", ms=8, clip_on=False,
-                label="center nodes")
-        if marks.size <= 200:
-            ax.scatter(marks, marks, s=14, c="tab:red", zorder=3)
-        ax.legend(loc="lower left", fontsize=8)
-    ax.set_xlabel("key j")
-    ax.set_ylabel("query i")
-    block = f"\n(each cell: share allowed in {f}x{f} block)" if f > 1 else ""
-    ax.set_title(plain_text(title) + block, fontsize=9)
-    fig.tight_layout()
-    fmt = path.suffix[1:].lower() or "png"
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, format=fmt)
-    except RankCollapseError:  # the output layer's own one line (a link, a device at the path)
-        raise
-    except (OSError, ValueError) as err:
-        reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        msg = f"cannot write plot {quote(str(path), 100)} ({reason}); allowed: a writable .png path"
-        raise RankCollapseError(msg) from None
-    finally:
-        plt.close(fig)
-
-
 def _parse_int(text: str | None, flag: str, what: str, required: bool = True) -> int | None:
     """An integer option read here (not by Typer) so a missing or bad value is a one-line error."""
     if text is None:
@@ -180,25 +124,9 @@ def _parse_int(text: str | None, flag: str, what: str, required: bool = True) ->
     except ValueError:
         got = quote(text, 40)
         raise RankCollapseError(f"{flag} {got} is not an integer; allowed: an integer >= 1") from None
-    if value < 1 and flag != "--n":  # --n is checked by the masks package (names "sequence length n")
+    if value < 1 and flag not in ("--tokens", "--n"):  # checked by the masks package ("sequence length n")
         raise RankCollapseError(f"{flag} {value} is invalid; allowed: an integer >= 1")
     return value
-
-
-def _check_plot_path(plot: str) -> Path:
-    if not plot.strip():
-        raise RankCollapseError("--plot '' is empty; allowed: a file path such as mask.png")
-    path = Path(plot)
-    if path.is_dir():
-        raise RankCollapseError(
-            f"--plot {quote(plot, 100)} is a directory; allowed: a file path such as "
-            f"{quote(str(path / 'mask.png'), 100)}"
-        )
-    if not path.parent.is_dir():
-        folder = str(path.parent)[:100]
-        raise RankCollapseError(f"cannot write plot {quote(plot, 100)}: folder {folder!r} does not exist; "
-                                "allowed: a path in an existing folder")
-    return path
 
 
 @app.command("mask")
@@ -210,17 +138,19 @@ def mask_command(
                                "bigbird:w,global,random,seed, sinks:w,sinks, random:p,seed, "
                                "document:lengths, tree:parents, file:PATH. A schedule (one mask per layer): "
                                "'causal-window:w=511*5;causal', repeated to --layers (docs/masks.md)."),
-    n: str = typer.Option(None, "--n", metavar="N", help="Sequence length N (tokens), an integer >= 1."),
-    layers: str = typer.Option(None, "--layers", metavar="L", help="Analyse SPEC as a per-layer schedule "
-                               "repeated to L layers: the composed graph, layers to a center, the bound."),
+    tokens: str = typer.Option(None, "--tokens", metavar="N", help=q("tokens").help("an integer >= 1")),
+    n: str = typer.Option(None, "--n", metavar="N", hidden=True, help="Deprecated: --tokens."),
+    layers: str = typer.Option(None, "--layers", metavar="L", help=q("layers").help(
+                               "analyse SPEC as a per-layer schedule repeated to L layers: the composed "
+                               "graph, layers to a center, the bound")),
     hf_config: str = typer.Option(None, "--hf-config", metavar="CONFIG.json",
                                   help="Use a Hugging Face model's own per-layer schedule from its "
                                   "config.json (a file or a model folder) instead of SPEC; --layers must "
                                   "then be its depth."),
     model: str = typer.Option(None, "--model", metavar="NAME",
-                              help="Use the per-layer schedule of a model name (as 'analyze --model': "
+                              help=q("model").help("use its per-layer schedule (as 'analyze --model': "
                               "random:gpt2, tiny:gemma3_text, gemma3-270m, a folder) read from its "
-                              "config, no weights loaded; --layers must then be its depth."),
+                              "config, no weights loaded; --layers must then be its depth")),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (keys: docs/masks.md)."),
     full: bool = typer.Option(None, "--full/--summary", help="JSON: list per-token arrays (hop distances, "
                               "center eccentricities, closed components) in full, or only histograms. "
@@ -230,72 +160,31 @@ def mask_command(
                              "not a schedule)."),
 ) -> None:
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
-    from rankcollapse.masks import parse_mask
+    from rankcollapse.masks.entry import MaskQuery, mask_facts
 
-    length = _parse_int(n, "--n", "sequence length")
+    flag = "--n" if n is not None else "--tokens"
+    length = _parse_int(renamed("tokens", tokens, "--n", n), flag, "sequence length")
     depth = _parse_int(layers, "--layers", "number of layers", required=False)
-    plot_path = _check_plot_path(plot) if plot is not None else None
-    if hf_config is not None or model is not None:
-        given = [f for f, v in (("SPEC", spec), ("--hf-config", hf_config), ("--model", model))
-                 if v is not None]
-        if len(given) > 1:
-            raise RankCollapseError(f"give one of SPEC, --hf-config, --model; got {' and '.join(given)}")
-        if plot_path is not None:
-            raise RankCollapseError(f"--plot does not apply to a schedule ({given[0]}); "
-                                    "allowed: plot one mask")
-        source: Any = hf_config
-        if model is not None:
-            from rankcollapse.models.registry import model_config
-
-            source = model_config(model)
-        _schedule_command(_hf_schedule(source, depth), length, None, as_json, full)
-        return
-    if spec is None:
+    given = [f for f, v in (("SPEC", spec), ("--hf-config", hf_config), ("--model", model)) if v is not None]
+    if len(given) > 1:
+        raise RankCollapseError(f"give one of SPEC, --hf-config, --model; got {' and '.join(given)}")
+    if not given:
         raise RankCollapseError("missing argument SPEC (a mask spec or a schedule); "
                                 "see 'rankcollapse mask --help'")
-    if depth is not None or any(c in spec for c in _SCHEDULE_MARKS):
-        if plot_path is not None:
-            raise RankCollapseError("--plot does not apply to a schedule (--layers or ';', '*'); "
-                                    "allowed: plot one layer's mask")
-        _schedule_command(spec, length, depth, as_json, full)
-        return
-    mask = parse_mask(spec)
-    analysis = mask.analysis(length)
-    facts = analysis.to_dict(full=full)
-    if plot_path is not None:
-        title = f"{mask.spec[:80]}, n={length}, radius={analysis.radius}"
-        plot_mask(mask, length, analysis.center_nodes, plot_path, title)
-        facts["plot"] = str(plot_path)
+    source: Any = hf_config
+    if model is not None:
+        from rankcollapse.models.registry import model_config
+
+        source = model_config(model)
+    query = MaskQuery(spec=spec, tokens=length, layers=depth, hf_config=source, full=full,
+                      plot=plot)
+    found = mask_facts(query)
     if as_json:
-        typer.echo(json.dumps(facts))
+        typer.echo(json.dumps(found.facts))
         return
-    for line in _summary_lines(facts):
+    schedule = found.schedule
+    lines = _summary_lines(found.facts) if schedule is None else _schedule_lines(found.facts, schedule)
+    for line in lines:
         typer.echo(line)
-    if plot_path is not None:
-        typer.echo(f"plot: {plot_path}")
-
-
-def _hf_schedule(path: Any, depth: int | None) -> Any:
-    from rankcollapse.masks.hf_schedule import schedule_from_hf_config
-
-    schedule = schedule_from_hf_config(path)
-    if depth is not None and depth != schedule.depth:
-        raise RankCollapseError(
-            f"--layers {depth} does not fit the model, which has {schedule.depth} layers; allowed: "
-            f"--layers {schedule.depth} or no --layers"
-        )
-    return schedule
-
-
-def _schedule_command(spec: Any, n: int | None, depth: int | None, as_json: bool, full: bool | None) -> None:
-    from rankcollapse.masks.composed import analyze_schedule
-    from rankcollapse.masks.schedule import parse_schedule
-
-    schedule = parse_schedule(spec, depth)
-    analysis = analyze_schedule(schedule, n)
-    facts = analysis.to_dict(full=full)
-    if as_json:
-        typer.echo(json.dumps(facts))
-        return
-    for line in _schedule_lines(facts, schedule.describe()):
-        typer.echo(line)
+    if found.plot is not None:
+        typer.echo(f"plot: {found.plot}")

@@ -10,6 +10,7 @@ from types import FrameType
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import Interrupted, RankCollapseError
 
 
@@ -90,8 +91,9 @@ def reproduce_command(
     until_decided: bool = typer.Option(
         False,
         "--until-decided",
-        help="Sequential sampling: conditions whose rows are undecided get more seeds (n doubles per "
-        "look, every look judged at level 0.0455/K, Bonferroni) until decided, --max-samples or --budget.",
+        help="Sequential sampling: conditions whose rows are undecided get more seeds (the samples "
+        "double per look, every look judged at level 0.0455/K, Bonferroni) until decided, --max-samples or "
+        "--budget.",
     ),
     max_samples: int = typer.Option(
         None,
@@ -111,7 +113,7 @@ def reproduce_command(
     ),
     device: str = typer.Option(None, "--device", help="cpu (default), cuda or cuda:K: where runs compute."),
     batch_size: int = typer.Option(
-        None, "--batch-size", help="Samples through a model at a time (default: the profile's, else all)."
+        None, "--batch-size", help=q("batch_size").help("default: the profile's, else all")
     ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""

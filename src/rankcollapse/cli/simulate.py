@@ -11,8 +11,8 @@ from typing import Any
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import plain_text, quote
+from rankcollapse.core.names import quantity as q
+from rankcollapse.core.names import renamed
 
 
 def warn(message: str) -> None:
@@ -20,19 +20,18 @@ def warn(message: str) -> None:
     print(f"rankcollapse: warning: {message}", file=sys.stderr)
 
 
-def _d_qk(d_qk: float | None, temperature: float | None) -> float:
-    """``--d-qk``, or its deprecated alias ``--temperature`` (the one deprecation path)."""
-    from rankcollapse.edge.deprecation import renamed
+def _given(key: str, value: object, old: str, old_value: object, default: object) -> object:
+    """The value of ``--<key>`` or of its deprecated alias ``old`` (``core.names``: one warning);
+    ``default`` when neither is given."""
+    chosen = renamed(key, value, old, old_value)
+    return default if chosen is None else chosen
 
-    value = renamed("--d-qk", d_qk, "--temperature", temperature, "the d_qk in logits / sqrt(d_qk)")
-    return 1.0 if value is None else value
 
-
-def _preset(preset: str) -> str:
+def _mode(mode: str) -> str:
     from rankcollapse.dynamics.layers import canonical_preset
     from rankcollapse.edge.deprecation import warn
 
-    name, warning = canonical_preset(preset)
+    name, warning = canonical_preset(mode)
     if warning:
         warn(warning)
     return name
@@ -40,16 +39,20 @@ def _preset(preset: str) -> str:
 
 @app.command("simulate")
 def simulate_command(
-    mask: str = typer.Option("complete", "--mask", help="Mask spec, e.g. complete, causal, window:w=8, "
-                             "causal-window:w=1, block:size=8 (see 'rankcollapse mask')."),
-    n: int = typer.Option(32, "--n", help="Tokens N (>= 2)."),
-    d: int = typer.Option(16, "--d", help="Features d."),
-    layers: int = typer.Option(128, "--layers", help="Depth: number of layers applied."),
-    preset: str = typer.Option("attn", "--preset", help="attn, attn+sphere (tokens renormalised to the "
-                               "sphere), attn+layernorm, attn+rmsnorm, attn+skip, attn+skip+sphere, "
-                               "attn+skip+layernorm, transformer, transformer-pre (docs/dynamics.md)."),
-    heads: int = typer.Option(1, "--heads", help="Attention heads (outputs averaged)."),
-    d_qk: float = typer.Option(None, "--d-qk", help="d_qk in logits = q k^T / sqrt(d_qk) (default 1)."),
+    mask: str = typer.Option("complete", "--mask", help=q("mask").help(
+                             "e.g. complete, causal, window:w=8, causal-window:w=1, block:size=8 (see "
+                             "'rankcollapse mask')")),
+    tokens: int = typer.Option(None, "--tokens", help=q("tokens").help("default 32, at least 2")),
+    n: int = typer.Option(None, "--n", hidden=True, help="Deprecated: --tokens."),
+    d: int = typer.Option(16, "--d", help=q("d").help()),
+    layers: int = typer.Option(128, "--layers", help=q("layers").help()),
+    mode: str = typer.Option(None, "--mode", help=q("mode").help(
+        "here attn (default), attn+sphere (tokens renormalised to the sphere), attn+layernorm, "
+        "attn+rmsnorm, attn+skip, attn+skip+sphere, attn+skip+layernorm, transformer, transformer-pre "
+        "(docs/dynamics.md)")),
+    preset: str = typer.Option(None, "--preset", hidden=True, help="Deprecated: --mode."),
+    heads: int = typer.Option(1, "--heads", help=q("heads").help("outputs averaged")),
+    d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default 1")),
     temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated: --d-qk."),
     value: str = typer.Option("gaussian", "--value", help="W_V family: gaussian, orthogonal, identity, "
                               "scaled-identity."),
@@ -59,9 +62,11 @@ def simulate_command(
     shared_weights: bool = typer.Option(False, "--shared-weights", help="Reuse one layer's weights at every "
                                         "depth (default: fresh weights per layer)."),
     inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere."),
-    batch: int = typer.Option(8, "--batch", help="Independent input samples (same network)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of inputs and weights (>= 0)."),
-    dtype: str = typer.Option("float64", "--dtype", help="float64 or float32 (f64, f32 accepted)."),
+    samples: int = typer.Option(None, "--samples", help=q("samples").help("default 8")),
+    batch: int = typer.Option(None, "--batch", hidden=True, help="Deprecated: --samples."),
+    seed: int = typer.Option(0, "--seed", help=q("seed").help("inputs and weights, >= 0")),
+    dtype: str = typer.Option("float64", "--dtype", help=q("dtype").help("float64 or float32 (f64, f32 "
+                              "accepted)")),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     kernel: str = typer.Option("auto", "--kernel", help="auto, dense, sdpa, band."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute "
@@ -88,16 +93,19 @@ def simulate_command(
     out = check_output_folder(out, "simulate", existing=existing)
     if threads is not None:
         threads = check_threads("--threads", threads)
+    from rankcollapse.dynamics.plot import plot_mu
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
     from rankcollapse.edge.folder import OutputFolder
+    from rankcollapse.edge.inputs import os_error
     from rankcollapse.edge.runs import RunWriter
 
     config = SimulationConfig(
-        mask=mask, n=n, d=d, layers=layers, preset=_preset(preset), heads=heads,
-        d_qk=_d_qk(d_qk, temperature), value=value, value_scale=value_scale, qk_scale=qk_scale,
-        shared_weights=shared_weights, inputs=inputs,
-        batch=batch, seed=seed, dtype=dtype, device=device, kernel=kernel, metrics=metrics,
-        stop_below=stop_below,
+        mask=mask, tokens=_given("tokens", tokens, "--n", n, 32), d=d, layers=layers,
+        mode=_mode(_given("mode", mode, "--preset", preset, "attn")), heads=heads,
+        d_qk=_given("d_qk", d_qk, "--temperature", temperature, 1.0), value=value, value_scale=value_scale,
+        qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs,
+        samples=_given("samples", samples, "--batch", batch, 8), seed=seed, dtype=dtype, device=device,
+        kernel=kernel, metrics=metrics, stop_below=stop_below,
     )
     if threads is not None:
         import torch
@@ -117,12 +125,12 @@ def simulate_command(
 
                 result = simulate(config, on_layer=on_layer)
         except OSError as err:
-            raise RankCollapseError(f"cannot write into --out {quote(str(out))}: {err.strerror}") from None
+            raise os_error("--out", out, err, verb="write into") from None
         finally:
             bar.close()
         if plot:
             plot_mu(result.rows, folder.file("mu.png"), dtype=config.dtype, theory=result.theory,
-                    title=f"{config.mask}, {config.preset}, n={n}, d={d}, {config.dtype}")
+                    title=f"{config.mask}, {config.mode}, N={config.tokens}, d={d}, {config.dtype}")
     if result.nonfinite_layer is not None:
         warn(f"the run turned non-finite at layer {result.nonfinite_layer} ({config.dtype} overflow); "
              "its rows carry overflow > 0 and NaN metrics")
@@ -151,54 +159,3 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_finite(v) for v in obj]
     return obj
-
-
-def plot_mu(
-    rows: list[dict[str, float]], path: Path, *, dtype: str, theory: Any = None, title: str = ""
-) -> None:
-    """mu and mu_rel against depth t >= 1 on log-log axes; layers at the precision floor greyed, floor
-    line drawn, Theorem 1 bound overlaid when it applies."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import torch
-
-    from rankcollapse.core.precision import floor_rel
-
-    t = [int(r["layer"]) for r in rows if r["layer"] >= 1]
-    if not t:
-        raise RankCollapseError("nothing to plot: run at least one layer")
-    pick = [r for r in rows if r["layer"] >= 1]
-    floor = floor_rel(dtype)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, key, label in ((axes[0], "mu", "mu = ||X - 1 mean||_F"), (axes[1], "mu_rel", "mu / ||X||_F")):
-        vals = [max(r[key], 1e-300) if math.isfinite(r[key]) else math.nan for r in pick]
-        at = [r.get("at_floor", 0.0) >= 1.0 for r in pick]
-        ax.loglog(t, vals, "-", color="C0", label=f"{label} (batch mean)")
-        ax.fill_between(t, [max(r[f"{key}_min"], 1e-300) for r in pick],
-                        [max(r[f"{key}_max"], 1e-300) for r in pick], color="C0", alpha=0.2, lw=0)
-        if any(at):
-            floor_t = [x for x, a in zip(t, at, strict=True) if a]
-            floor_v = [v for v, a in zip(vals, at, strict=True) if a]
-            ax.loglog(floor_t, floor_v, ".", color="0.5", label="samples at precision floor (mean >= 1)")
-        ax.set_xlabel("layer t")
-        ax.set_title(label)
-    axes[1].axhline(floor, color="C3", ls="--", lw=1, label=f"precision floor {floor:.1e} ({dtype})")
-    if theory is not None and getattr(theory, "applicable", False):
-        bound = theory.bound(torch.tensor(t, dtype=torch.float64)).tolist()
-        label = f"Thm 1 bound, eps={theory.epsilon:.1e}, r={theory.radius}"
-        axes[0].loglog(t, bound, "--", color="C2", label=label)
-    for ax in axes:
-        ax.legend(fontsize=7)
-    fig.suptitle(plain_text(title))
-    fig.tight_layout()
-    from rankcollapse.edge.atomic import atomic_path
-
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-    except OSError as err:
-        raise RankCollapseError(f"cannot write plot {quote(str(path))}: {err.strerror}") from None
-    finally:
-        plt.close(fig)

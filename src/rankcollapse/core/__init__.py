@@ -6,29 +6,35 @@
   non-negative-cosine inputs), each with a required ``torch.Generator``
 - :mod:`~rankcollapse.core.precision` dtype names parsed once, ``eps`` and the precision floor
 - :mod:`~rankcollapse.core.execution` where a computation runs: the device parsed once, the sample batches
+- :mod:`~rankcollapse.core.names`     one name per quantity: the table the CLI, the columns, the labels and
+  the glossary read
 
 Nothing here imports another folder of the package (only :mod:`rankcollapse.edge.errors`).
 """
 
-from rankcollapse.core.attention import attention_logits, attention_weights, masked_softmax
-from rankcollapse.core.draws import (
-    gaussian,
-    haar_orthogonal,
-    hemisphere_tokens,
-    nonnegative_cosine_tokens,
-    sphere_tokens,
-)
-from rankcollapse.core.execution import batch_slices, check_batch_size, parse_device
-from rankcollapse.core.norms import NORMS, get_norm, layer_norm, rms_norm, sphere_normalize
-from rankcollapse.core.precision import (
-    DTYPE_NAMES,
-    FLOOR_FACTOR,
-    dtype_name,
-    eps,
-    floor_rel,
-    parse_dtype,
-    precision_floor,
-)
+import importlib
+from typing import Any
+
+#: Each name of the vocabulary -> its module, imported on first use: ``core.names`` (the CLI's help
+#: texts) must not pull torch into ``rankcollapse --help``.
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(("attention_logits", "attention_weights", "masked_softmax"), "attention"),
+    **dict.fromkeys(("gaussian", "haar_orthogonal", "hemisphere_tokens", "nonnegative_cosine_tokens",
+                     "sphere_tokens"), "draws"),
+    **dict.fromkeys(("batch_slices", "check_batch_size", "parse_device"), "execution"),
+    **dict.fromkeys(("NORMS", "get_norm", "layer_norm", "rms_norm", "sphere_normalize"), "norms"),
+    **dict.fromkeys(("DTYPE_NAMES", "FLOOR_FACTOR", "dtype_name", "eps", "floor_rel", "parse_dtype",
+                     "precision_floor"), "precision"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(f"rankcollapse.core.{_HOMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rankcollapse.core' has no attribute {name!r}")
+
 
 __all__ = [
     "DTYPE_NAMES",

@@ -4,8 +4,9 @@ Validation (``__post_init__``, through :mod:`rankcollapse.edge.validate`) checks
 user tensors (shape, real dtype, finite entries) and the estimated peak memory against what
 the machine has, before anything is allocated; options that do not apply are refused
 (``value_scale`` with ``value="identity"`` or a user ``value_matrix``, ...). Old spellings are
-accepted for one release with a ``FutureWarning``: ``temperature`` (now ``d_qk``) and the presets
-``attn+ln`` / ``attn+skip+ln`` (now ``attn+sphere`` / ``attn+skip+sphere``).
+accepted for one release with a ``FutureWarning``: the fields ``n``, ``batch``, ``preset`` and
+``temperature`` (now ``tokens``, ``samples``, ``mode`` and ``d_qk``, the names of ``core.names``) and
+the modes ``attn+ln`` / ``attn+skip+ln`` (now ``attn+sphere`` / ``attn+skip+sphere``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rankcollapse.core import names
 from rankcollapse.core.execution import parse_device
 from rankcollapse.core.norms import NORMS
 from rankcollapse.core.precision import canonical_dtype_name, parse_dtype
 from rankcollapse.dynamics.kernels import KERNELS, default_band_block
 from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
-from rankcollapse.edge.deprecation import renamed, warn
+from rankcollapse.edge.deprecation import warn
 from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.validate import (
     check_choice,
@@ -39,6 +41,10 @@ from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, RANK_NAMES, ROLLO
 #: Value families whose ``value_scale`` is meaningful.
 SCALED_VALUES = ("gaussian", "orthogonal", "scaled-identity")
 
+#: Deprecated field -> the table's name (``core.names``): accepted for one release, one warning.
+RENAMED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("n", "tokens"), ("batch", "samples"), ("preset", "mode"), ("temperature", "d_qk"))
+
 
 @dataclass
 class SimulationConfig:
@@ -48,8 +54,8 @@ class SimulationConfig:
     parsed ``Mask``, a predicate ``f(i, j)`` or a bool tensor [N, N] with N >= n (its top-left block;
     ``rankcollapse.masks.custom``); parsed once here (``parsed_mask``) and passed down as that object;
     the field then holds its spec (a predicate's or tensor's label, ``to_dict`` adds ``mask_note``).
-    n, d, layers, batch: tokens, features, depth, independent input samples (same network).
-    preset: layer assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
+    tokens, d, layers, samples: tokens N, features, depth, independent input samples (same network).
+    mode: the block assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
     (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip).
     heads, qk_dim (per-head query/key width, default d // heads), d_qk (the number under the square
     root in ``logits / sqrt(d_qk)``), value (W_V family) with value_scale (sigma, default 1; only
@@ -75,14 +81,14 @@ class SimulationConfig:
     ``linear_rank`` of X(t), and ``norm_in_*`` / ``norm_out_*`` of what layer t's first normalisation
     received and returned (``dynamics.layers.norm_step``: the attention once more per layer; a preset
     with a normalisation only).
-    temperature: deprecated spelling of ``d_qk``.
+    n, batch, preset, temperature: deprecated spellings of ``tokens``, ``samples``, ``mode``, ``d_qk``.
     """
 
     mask: Any = "complete"
-    n: int = 32
+    tokens: int = 32
     d: int = 16
     layers: int = 128
-    preset: str = "attn"
+    mode: str = "attn"
     norm: str | None = None
     placement: str | None = None
     skip: float | None = None
@@ -96,7 +102,7 @@ class SimulationConfig:
     output: str = "mean"
     shared_weights: bool = False
     inputs: str = "gaussian"
-    batch: int = 8
+    samples: int = 8
     seed: int = 0
     dtype: str = "float64"
     device: str = "cpu"
@@ -111,6 +117,9 @@ class SimulationConfig:
     value_matrix: Tensor | None = field(default=None, repr=False)
     input_tokens: Tensor | None = field(default=None, repr=False)
     mask_matrix: Tensor | None = field(default=None, repr=False)
+    n: int | None = field(default=None, repr=False)
+    batch: int | None = field(default=None, repr=False)
+    preset: str | None = field(default=None, repr=False)
     temperature: float | None = field(default=None, repr=False)
     parsed_mask: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -125,20 +134,28 @@ class SimulationConfig:
         self._check_tensors()
         self._check_mask_and_memory()
 
+    def _renamed_fields(self) -> None:
+        """Each deprecated field's value under the table's name (one warning each); a new name left at
+        its default (or equal to the old one's value) is not a second choice."""
+        defaults = {f.name: f.default for f in fields(self)}
+        for old, new in RENAMED_FIELDS:
+            old_value = getattr(self, old)
+            if old_value is None:
+                continue
+            given = None if getattr(self, new) in (defaults[new], old_value) else getattr(self, new)
+            setattr(self, new, names.renamed(new, given, old, old_value))
+            setattr(self, old, None)
+
     def _check_scalars(self) -> None:
-        for name in ("n", "d", "batch", "heads"):
-            setattr(self, name, check_int(name, getattr(self, name), low=2 if name == "n" else 1))
+        self._renamed_fields()
+        for name in ("tokens", "d", "samples", "heads"):
+            setattr(self, name, check_int(name, getattr(self, name), low=2 if name == "tokens" else 1))
         self.layers = check_int("layers", self.layers, low=0)
         self.seed = check_int("seed", self.seed, low=0)
         if self.qk_dim is not None:
             self.qk_dim = check_int("qk_dim", self.qk_dim, low=1)
         elif self.d % self.heads:
             raise RankCollapseError(f"heads must divide d = {self.d} (or give qk_dim), got {self.heads}")
-        if self.temperature is not None:
-            t = check_float("temperature", self.temperature, low=0, low_open=True)
-            given = None if self.d_qk in (1.0, t) else self.d_qk  # 1.0: the default, not a choice
-            self.d_qk = renamed("d_qk", given, "temperature", t, "the number under the square root")
-            self.temperature = None
         self.d_qk = check_float("d_qk", self.d_qk, low=0, low_open=True)
         self.qk_scale = check_float("qk_scale", self.qk_scale)
         if self.value_scale is not None:
@@ -160,7 +177,7 @@ class SimulationConfig:
                 raise RankCollapseTypeError(f"{name} must be True or False, got {quote(v)}")
 
     def _check_names(self) -> None:
-        self.preset, warning = canonical_preset(self.preset)
+        self.mode, warning = canonical_preset(self.mode)
         if warning:
             warn(warning, stacklevel=6)
         for name, allowed in (("value", VALUE_FAMILIES), ("output", OUTPUT_FAMILIES), ("inputs", INPUT_KINDS),
@@ -178,8 +195,8 @@ class SimulationConfig:
         stepped = [m for m in self.metrics or () if m.startswith("norm_") and m in RANK_NAMES]
         if stepped and self.layer_spec().norm == "none":
             raise RankCollapseError(
-                f"metrics {stepped[0]!r} measures a layer's normalisation; preset {self.preset!r} has none "
-                "(allowed: a preset or norm with a normalisation)"
+                f"metrics {stepped[0]!r} measures a layer's normalisation; mode {self.mode!r} has none "
+                "(allowed: a mode or norm with a normalisation)"
             )
         if self.influence is not None:
             check_choice("influence", self.influence, INFLUENCE_KEPT)
@@ -206,12 +223,13 @@ class SimulationConfig:
                 raise RankCollapseError("shared_weights reuses one layer; a per-layer value_matrix "
                                         "[layers, h, d, d] does not apply")
         if self.input_tokens is not None:
-            check_tensor("input_tokens", self.input_tokens, shapes=[(self.n, d), (self.batch, self.n, d)])
+            n, b = self.tokens, self.samples
+            check_tensor("input_tokens", self.input_tokens, shapes=[(n, d), (b, n, d)])
             if self.inputs != "gaussian":
                 raise RankCollapseError(f"give inputs {self.inputs!r} or input_tokens, not both")
         if self.mask_matrix is not None:
-            m = check_tensor("mask_matrix", self.mask_matrix, shapes=[(self.n, self.n)], floating=False,
-                             finite=False)
+            n = self.tokens
+            m = check_tensor("mask_matrix", self.mask_matrix, shapes=[(n, n)], floating=False, finite=False)
             if m.dtype != torch.bool:
                 raise RankCollapseError(f"mask_matrix must be a torch.bool tensor, got {m.dtype}")
             if not bool(m.diagonal().all()):
@@ -237,11 +255,12 @@ class SimulationConfig:
                                             f"tensor, got {type_name(self.mask)}")
             self.mask = self.parsed_mask.spec
         itemsize = parse_dtype(self.dtype).itemsize
-        what = f"simulate with n = {self.n}, d = {self.d}, batch = {self.batch}, layers = {self.layers}"
+        what = (f"simulate with tokens = {self.tokens}, d = {self.d}, samples = {self.samples}, "
+                f"layers = {self.layers}")
         check_memory(what, estimate_memory(self, itemsize, band=None, fixed_only=True))
         if self.parsed_mask is not None:
-            band = self.parsed_mask.band(self.n)
-            full, causal = (-(self.n - 1), self.n - 1), (-(self.n - 1), 0)
+            band = self.parsed_mask.band(self.tokens)
+            full, causal = (-(self.tokens - 1), self.tokens - 1), (-(self.tokens - 1), 0)
             shown = quote(self.mask)
             if self.kernel == "band" and band is None:
                 raise RankCollapseError(f"kernel 'band' needs a band mask (lo <= j - i <= hi), not {shown}")
@@ -272,7 +291,7 @@ class SimulationConfig:
 
     def layer_spec(self) -> LayerSpec:
         """The preset with the explicit overrides applied."""
-        base = get_preset(self.preset)
+        base = get_preset(self.mode)
         skip = base.skip if self.skip is None else (None if self.skip == 0 else float(self.skip))
         return LayerSpec(
             norm=base.norm if self.norm is None else self.norm,
@@ -282,10 +301,11 @@ class SimulationConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able settings (user tensors reported by shape only; ``temperature`` folded into d_qk)."""
+        """JSON-able settings (user tensors reported by shape only; deprecated fields folded into their
+        new names)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("parsed_mask", "temperature"):
+            if f.name == "parsed_mask" or f.name in dict(RENAMED_FIELDS):
                 continue
             v = getattr(self, f.name)
             out[f.name] = list(v) if isinstance(v, tuple) else (
@@ -313,7 +333,7 @@ def estimate_memory(
     ``fixed_only``: only the parts that do not depend on the kernel (checked first, so a huge n is
     refused before the mask is even asked for its band).
     """
-    n, d, b, h, t = cfg.n, cfg.d, cfg.batch, cfg.heads, cfg.layers
+    n, d, b, h, t = cfg.tokens, cfg.d, cfg.samples, cfg.heads, cfg.layers
     e = cfg.qk_dim or d // h
     s = itemsize
     mask_bytes = 0 if cfg.mask_matrix is not None else 2.0 * n * n

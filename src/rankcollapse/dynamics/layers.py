@@ -85,11 +85,11 @@ def canonical_preset(name: str) -> tuple[str, str | None]:
     old name (None for a current one); RankCollapseError for an unknown name."""
     if isinstance(name, str) and name in DEPRECATED_PRESETS:
         new = DEPRECATED_PRESETS[name]
-        return new, (f"preset {name!r} is deprecated (it is the scaling-only sphere normalisation, not a "
+        return new, (f"mode {name!r} is deprecated (it is the scaling-only sphere normalisation, not a "
                      f"LayerNorm); use {new!r}")
     if not isinstance(name, str) or name not in PRESETS:
         shown = repr(name)[:60]
-        raise RankCollapseError(f"unknown preset {shown}; allowed: {', '.join(PRESETS)}")
+        raise RankCollapseError(f"unknown mode {shown}; allowed: {', '.join(PRESETS)}")
     return name, None
 
 

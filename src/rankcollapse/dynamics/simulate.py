@@ -1,6 +1,6 @@
 """The simulator: run a deep self-attention network layer by layer and measure collapse as it goes.
 
->>> result = simulate(SimulationConfig(mask="causal", n=32, d=16, layers=128))
+>>> result = simulate(SimulationConfig(mask="causal", tokens=32, d=16, layers=128))
 >>> result.rows[-1]["mu_rel"]        # row t describes X(t); row 0 the input
 
 Only metric rows (and the per-sample mu, mu_rel, smallest attention weight) are kept, so memory
@@ -32,6 +32,7 @@ from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap_every
 from rankcollapse.edge.validate import trusted
+from rankcollapse.masks.resolved import ResolvedMask, resolve_mask
 from rankcollapse.metrics import (
     METRIC_NAMES,
     collapse_metrics,
@@ -53,66 +54,6 @@ __all__ = [
     "resolve_mask",
     "simulate",
 ]
-
-
-@dataclass
-class ResolvedMask:
-    """The mask of a run at length n: the parsed ``Mask`` (None for a user matrix), its dense
-    matrix, band (lo, hi) or None, completeness; ``radius`` from the graph analysis, on demand."""
-
-    spec: str
-    dense: Tensor
-    band: tuple[int, int] | None
-    complete: bool
-    mask: Any = None
-    _analysis: Any = None
-
-    @property
-    def analysis(self) -> Any:
-        """The ``MaskAnalysis`` at this length (computed once, from the mask object itself)."""
-        if self._analysis is None:
-            from rankcollapse.masks import analyze_mask
-
-            n = self.dense.shape[0]
-            if self.mask is None:
-                self._analysis = analyze_mask(self.dense.cpu().numpy(), n)
-            elif hasattr(self.mask, "analysis"):
-                self._analysis = self.mask.analysis(n)
-            else:
-                self._analysis = analyze_mask(self.mask, n)
-        return self._analysis
-
-    @property
-    def radius(self) -> int | None:
-        r = self.analysis.radius
-        return None if r is None else int(r)
-
-    def documents(self) -> list[Tensor]:
-        """The mask's independent parts (``Mask.documents``) as int64 index tensors; one part when
-        the mask is connected (the whole sequence)."""
-        from rankcollapse.masks import from_dense
-
-        n = self.dense.shape[0]
-        mask = self.mask if self.mask is not None else from_dense(self.dense)
-        return [torch.from_numpy(p.copy()) for p in mask.documents(n)]
-
-
-def resolve_mask(mask: Any, n: int) -> ResolvedMask:
-    """A parsed ``Mask``, a spec string (parsed here) or a boolean [n, n] tensor, at length n."""
-    from rankcollapse.edge.validate import check_int, check_tensor, type_name
-    from rankcollapse.masks import Mask, parse_mask
-
-    n = check_int("n", n, low=1)
-    if isinstance(mask, Tensor):
-        check_tensor("mask", mask, shapes=[(n, n)], floating=False, finite=False)
-        if mask.dtype != torch.bool:
-            raise RankCollapseError(f"mask matrix must be torch.bool ({n}, {n}), got {mask.dtype}")
-        return ResolvedMask("<matrix>", mask.cpu(), None, bool(mask.all()))
-    if isinstance(mask, str):
-        mask = parse_mask(mask)
-    if not isinstance(mask, Mask):
-        raise RankCollapseError(f"mask must be a spec string, a Mask or a bool tensor, got {type_name(mask)}")
-    return ResolvedMask(mask.spec, mask.dense(n), mask.band(n), bool(mask.is_complete(n)), mask)
 
 
 @dataclass
@@ -222,9 +163,9 @@ def _seeds(seed: int) -> tuple[int, int]:
 def _initial_tokens(cfg: SimulationConfig, gen: torch.Generator, dtype: torch.dtype) -> Tensor:
     if cfg.input_tokens is not None:
         x = cfg.input_tokens.detach().to("cpu", torch.float64)
-        x = x.expand(cfg.batch, cfg.n, cfg.d).clone()
+        x = x.expand(cfg.samples, cfg.tokens, cfg.d).clone()
     else:
-        x = draw_inputs(cfg.inputs, cfg.batch, cfg.n, cfg.d, gen)
+        x = draw_inputs(cfg.inputs, cfg.samples, cfg.tokens, cfg.d, gen)
     cast = x.to(dtype=dtype)
     if not bool(torch.isfinite(cast).all()):
         big = float(x.abs().max())
@@ -264,7 +205,7 @@ def simulate(
     keep_trajectory: bool = False,
     on_layer: Callable[[dict[str, float]], None] | None = None,
 ) -> SimulationResult:
-    """Run ``config.layers`` layers on ``config.batch`` input samples and measure every layer.
+    """Run ``config.layers`` layers on ``config.samples`` input samples and measure every layer.
 
     Returns a :class:`SimulationResult`; row t of ``rows`` describes X(t) (row 0 the input).
     Stops early (``stopped`` says why) once every sample's mu_rel is below ``stop_below`` or the
@@ -281,12 +222,12 @@ def simulate(
     if keep_trajectory:
         from rankcollapse.edge.validate import check_memory
 
-        size = (cfg.layers + 1.0) * cfg.batch * cfg.n * cfg.d * parse_dtype(cfg.dtype).itemsize
+        size = (cfg.layers + 1.0) * cfg.samples * cfg.tokens * cfg.d * parse_dtype(cfg.dtype).itemsize
         check_memory(f"keep_trajectory with layers = {cfg.layers}", size)
     spec = cfg.layer_spec()
     dtype = parse_dtype(cfg.dtype)
     device = torch.device(cfg.device)
-    mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.parsed_mask, cfg.n)
+    mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.parsed_mask, cfg.tokens)
     plan: KernelPlan = plan_kernel(mask.dense.to(device), kernel=cfg.kernel, band=mask.band,
                                    complete=mask.complete, block=cfg.band_block)
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
@@ -309,7 +250,7 @@ def simulate(
     rollouts: dict[str, list[Tensor]] = {k: [] for k in rolled}
     profiles: list[Tensor] = []
     ranks: dict[str, list[Tensor]] = {k: [] for k in ranked}
-    context = identity_context((cfg.batch,), cfg.n, dtype, device) if cfg.rollout else None
+    context = identity_context((cfg.samples,), cfg.tokens, dtype, device) if cfg.rollout else None
     stopped = ""
     nonfinite: int | None = None
 

@@ -6,6 +6,8 @@
 - ``validate``     checks of a user's value (types, ranges, shapes, finiteness, memory) and quoting it
 - ``atomic``       every file written: a unique temporary beside the target, renamed on success
 - ``folder``       the one output layer: a command's folder (marker, lock, staging, manifest, publish)
+- ``figures``      every figure: one set-up (not registered with pyplot), one dpi, one save (atomic,
+                   one-line errors)
 - ``runs``         a run's ``config.json`` and streamed ``metrics.csv``
 - ``provenance``   the package versions recorded beside a run
 - ``deprecation``  the one deprecation path (old spellings for one release, one warning)

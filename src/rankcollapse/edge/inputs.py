@@ -72,8 +72,13 @@ def os_reason(err: OSError) -> str:
 
 def os_error(what: str, path: str | os.PathLike[str], err: OSError, verb: str = "read") -> RankCollapseError:
     """The one line for an ``OSError`` on ``path``:
-    ``cannot read text file 'x': Permission denied (EACCES)``."""
+    ``cannot read text file 'x': Permission denied (EACCES)``; a file written into a folder that does
+    not exist: ``cannot write plot 'x/a.png': its folder does not exist (ENOENT)``."""
     if isinstance(err, FileNotFoundError):
+        if verb == "write":
+            return RankCollapseError(
+                f"cannot write {what} {quote_path(path)}: its folder does not exist (ENOENT)"
+            )
         return RankCollapseError(f"{what} {quote_path(path)} not found")
     if isinstance(err, NotADirectoryError):
         return RankCollapseError(

@@ -39,7 +39,7 @@ class Construction:
     extra: dict = field(default_factory=dict)
 
     def mask_tensor(self) -> Tensor | None:
-        return resolve_mask(self.mask, self.n)
+        return resolve_mask(self.mask, self.n).matrix
 
     def neighbourhood_inputs(self, samples: int, radius: float, generator: torch.Generator) -> Tensor:
         """Inputs [samples, n, d]: ``x`` plus Gaussian noise of scale ``radius`` per token, renormalised
@@ -115,7 +115,7 @@ def construct_designed(entry: dict, d: int) -> Construction:
     x[:, :k] = xk
     w_qk = beta * torch.eye(d, dtype=torch.float64)
     mask_spec = "causal"
-    x = newton_polish(x, w_v, resolve_mask(mask_spec, n), w_qk, 1.0)
+    x = newton_polish(x, w_v, resolve_mask(mask_spec, n).matrix, w_qk, 1.0)
     return Construction(
         n,
         d,
@@ -153,7 +153,7 @@ def construct_rank_k(n: int, d: int, k: int) -> Construction:
     if k >= 3:
         return _construct_designed(n, d, k)
     mask_spec = "causal"
-    mask = resolve_mask(mask_spec, n)
+    mask = resolve_mask(mask_spec, n).matrix
     if k == 1:
         w_v = _embed_block(d, torch.ones(1, 1, dtype=torch.float64))
         x = torch.zeros(n, d, dtype=torch.float64)

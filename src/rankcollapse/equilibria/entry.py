@@ -1,7 +1,7 @@
 """The entry points of ``rankcollapse equilibria``, ``counterexample`` and ``portrait``: one config each,
 validating on construction, and one function each that the command calls with it.
 
->>> rows = equilibria(EquilibriaConfig(n=3, d=3, construction="paper"))   # Theorem 3, every rank
+>>> rows = equilibria(EquilibriaConfig(tokens=3, d=3, construction="paper"))   # Theorem 3, every rank
 >>> cx = counterexample(CounterexampleConfig(w=2.0))                     # the N = d = 2 closed forms
 >>> files = portrait(PortraitConfig(construction="ours", a=0.95), "out")  # Figs. 1 and 5, ours
 
@@ -38,7 +38,7 @@ class EquilibriaConfig:
     """What :func:`equilibria` finds and verifies, of ``X -> D A(X) X W_V`` (the theory's sphere LayerNorm).
 
     Arguments:
-        n, d: tokens N and features d (1..64).
+        tokens, d: tokens N and features d (1..64).
         construction: ``"paper"`` (Theorem 3, needs N = d) or ``"ours"``; ``None``: ours, or the search
             when ``value`` is given (a construction with ``value`` is refused).
         w: paper only, the superdiagonal ``w > 1`` of ``W_V`` (default N).
@@ -47,11 +47,11 @@ class EquilibriaConfig:
         value: search this ``d x d`` ``W_V`` (a ``.npy`` file, row convention ``x -> x W_V``).
         mask: search only, a mask spec (default causal); ``d_qk``: search only (default 1).
         starts: random starts (ours and search: also the basin sample, default 256; paper: nearby starts
-            per equilibrium, default 8); ``steps``: layers iterated from each start.
+            per equilibrium, default 8); ``layers``: layers iterated from each start.
         seed: the random starts' seed; ``threads``: torch intra-op threads.
     """
 
-    n: int
+    tokens: int
     d: int
     construction: Literal["paper", "ours"] | None = None
     w: float | None = None
@@ -61,18 +61,18 @@ class EquilibriaConfig:
     mask: str | None = None
     d_qk: float | None = None
     starts: int | None = None
-    steps: int = 2000
+    layers: int = 2000
     seed: int = 0
     threads: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("n", "d"):
+        for name in ("tokens", "d"):
             check_int(name, getattr(self, name), low=1, high=MAX_SIZE)
         if self.rank is not None:
-            check_int("rank", self.rank, low=1, high=min(self.n, self.d))
+            check_int("rank", self.rank, low=1, high=min(self.tokens, self.d))
         if self.starts is not None:
             check_int("starts", self.starts, low=1, high=MAX_STARTS)
-        check_int("steps", self.steps, low=1, high=MAX_STEPS)
+        check_int("layers", self.layers, low=1, high=MAX_STEPS)
         check_int("threads", self.threads, low=1, high=MAX_THREADS)
         check_int("seed", self.seed, low=0, high=2**63 - 1)
         if self.d_qk is not None:
@@ -137,11 +137,11 @@ def _search(config: EquilibriaConfig, gen: Any) -> list[dict[str, Any]]:
     from rankcollapse.equilibria.lnmap import resolve_mask
 
     assert config.value is not None
-    n, d, mask = config.n, config.d, config.mask or "causal"
+    n, d, mask = config.tokens, config.d, config.mask or "causal"
     d_qk = 1.0 if config.d_qk is None else config.d_qk
     w_v = load_value(config.value, d)
-    found = find_equilibria(w_v, n, resolve_mask(mask, n), None, d_qk, starts=config.starts or 256,
-                            steps=config.steps, generator=gen)
+    found = find_equilibria(w_v, n, resolve_mask(mask, n).matrix, None, d_qk, starts=config.starts or 256,
+                            steps=config.layers, generator=gen)
     rows = []
     for eq in found:
         if config.rank is not None and eq.rank != config.rank:
@@ -173,14 +173,14 @@ def _paper(config: EquilibriaConfig) -> list[dict[str, Any]]:
     )
     from rankcollapse.metrics import stable_rank
 
-    n, d = config.n, config.d
+    n, d = config.tokens, config.d
     w = check_size(n, d, float(n) if config.w is None else config.w)
     w_v = bidiagonal_value(d, w)
     eqs = [e for e in enumerate_equilibria(w_v, n, config.family or "all")
            if config.rank is None or e.rank == config.rank]
     mask, qk = causal_mask(n), zero_qk(d)
-    conv = convergence_from_nearby(eqs, w_v, starts=config.starts or 8, steps=config.steps, seed=config.seed)
-    directions = directional_convergence(eqs, w_v, steps=config.steps)
+    conv = convergence_from_nearby(eqs, w_v, starts=config.starts or 8, steps=config.layers, seed=config.seed)
+    directions = directional_convergence(eqs, w_v, steps=config.layers)
     rows = []
     for e, c, dirs in zip(eqs, conv, directions, strict=True):
         mods = tangent_moduli(e.x, w_v, mask, qk, block_triangular=True)
@@ -202,7 +202,7 @@ def _ours(config: EquilibriaConfig, gen: Any, note: Any) -> list[dict[str, Any]]
     from rankcollapse.equilibria.construction import construct_rank_k, constructed_ranks
     from rankcollapse.equilibria.finder import verify_equilibrium
 
-    n, d, starts, steps = config.n, config.d, config.starts or 256, config.steps
+    n, d, starts, steps = config.tokens, config.d, config.starts or 256, config.layers
     rows = []
     for k in [config.rank] if config.rank is not None else range(1, min(n, d) + 1):
         if config.rank is None and k not in constructed_ranks(n):

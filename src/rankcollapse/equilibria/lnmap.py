@@ -20,6 +20,7 @@ from rankcollapse.core.attention import attention_weights
 from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
+from rankcollapse.masks.resolved import resolve_mask  # noqa: F401  (re-exported: the one mask resolver)
 
 PLACEMENTS = ("post", "pre")
 
@@ -29,26 +30,6 @@ def causal_mask(n: int) -> Tensor:
     from rankcollapse.masks import parse_mask
 
     return parse_mask("causal").dense(n).to(torch.bool)
-
-
-def resolve_mask(mask: object, n: int) -> Tensor | None:
-    """A mask spec, a ``rankcollapse.masks.Mask`` or a dense bool tensor -> bool [n, n], or None if complete.
-
-    Specs are parsed here, at the edge, once; everything below takes the tensor.
-    """
-    if mask is None:
-        return None
-    if isinstance(mask, Tensor):
-        if mask.shape != (n, n) or mask.dtype != torch.bool:
-            raise RankCollapseError(
-                f"mask must be a bool tensor of shape ({n}, {n}), got {tuple(mask.shape)} {mask.dtype}"
-            )
-        return None if bool(mask.all()) else mask
-    from rankcollapse.masks import Mask, parse_mask
-
-    parsed = mask if isinstance(mask, Mask) else parse_mask(str(mask).strip())
-    dense = parsed.dense(n)
-    return None if bool(dense.all()) else dense.to(torch.bool)
 
 
 def attention_matrix(

@@ -1,6 +1,6 @@
 """Figures 1 and 5 of the paper for the N = 2, d = 2 counterexample, and the ``portrait`` bundle.
 
-Matplotlib with the Agg backend; every function returns the Figure so callers can save or embed it.
+Each function returns a Figure (``rankcollapse.edge.figures.new_figure``) to save or embed.
 """
 
 from __future__ import annotations
@@ -8,15 +8,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.figure import Figure
 
-from rankcollapse.edge.atomic import atomic_path, atomic_write
+from rankcollapse.edge.atomic import atomic_write
+from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.equilibria.counterexample import (
     TWO_PI,
     BasinArc,
@@ -30,6 +27,9 @@ from rankcollapse.equilibria.counterexample import (
     simulate_pair,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] = (0.6, 0.8),
                  starts: tuple[float, ...] = (0.3, 1.2, 2.2, 2.6, 3.3, 4.3, 5.2), steps: int = 60,
@@ -38,7 +38,8 @@ def plot_figure1(cx: Counterexample | None = None, token0: tuple[float, float] =
     """Fig. 1: left, without LayerNorm both tokens meet at one point; right, with LayerNorm token 1
     converges to B from the red arc (token 0 held at A = sink) and to A otherwise."""
     cx = cx or counterexample_2d()
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.8))
+    fig = new_figure(11, 4.8)
+    ax0, ax1 = fig.subplots(1, 2)
     # left: pure attention, both tokens move, no normalisation
     for k, th in enumerate(no_ln_starts):
         traj = simulate_pair(np.asarray(token0), np.asarray([th]), cx, steps=steps, layer_norm=False,
@@ -88,7 +89,8 @@ def plot_figure5(cx: Counterexample | None = None, starts: tuple[float, ...] = (
     (filled = stable, open = unstable), and ``θ(t)`` against ``t`` for several starts."""
     cx = cx or counterexample_2d()
     fps = fixed_points_on_circle(cx)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4.5))
+    fig = new_figure(10, 4.5)
+    ax0, ax1 = fig.subplots(1, 2)
     th = np.linspace(0, TWO_PI, 2000)
     f = angle_map(th, cx) % TWO_PI
     jumps = np.flatnonzero(np.abs(np.diff(f)) > math.pi) + 1
@@ -158,12 +160,8 @@ def write_portrait(out_dir: str | Path, cx: Counterexample | None = None) -> dic
     paths: dict[str, str] = {}
     arc = basin_arc(cx)
     for name, fig in (("figure1", plot_figure1(cx, arc=arc)), ("figure5", plot_figure5(cx))):
-        for ext in ("png", "pdf"):
-            p = out / f"{name}.{ext}"
-            with atomic_path(p) as tmp:
-                fig.savefig(tmp, format=ext, dpi=150)
-            paths[f"{name}_{ext}"] = str(p)
-        plt.close(fig)
+        for p in save_figure(fig, out / f"{name}.png", out / f"{name}.pdf"):
+            paths[f"{name}_{p.suffix[1:]}"] = str(p)
     p = out / "portrait.json"
     atomic_write(p, json.dumps(portrait_numbers(cx, arc), indent=2))
     paths["numbers"] = str(p)

@@ -1,24 +1,20 @@
 """Figs. 1 and 5 of the paper for its own counterexample (``W_V = [[1, w], [0, 1]]``, ``W_Q = W_K = 0``).
 
 Drawn from the closed forms of :mod:`rankcollapse.equilibria.counterexample_paper` and from the iterated map.
-Every title names the source: "the paper's construction". Matplotlib with the Agg backend.
+Every title names the source: "the paper's construction". Figures: ``rankcollapse.edge.figures``.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 
-from rankcollapse.edge.atomic import atomic_path, write_json
+from rankcollapse.edge.atomic import write_json
+from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.equilibria.counterexample_paper import (
     DEFAULT_W,
     TWO_PI,
@@ -27,6 +23,9 @@ from rankcollapse.equilibria.counterexample_paper import (
     ratio_map,
     run_pair,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TITLE = "the paper's construction: N = d = 2, causal, W_Q = W_K = 0, W_V = [[1, w], [0, 1]], w = {w:g}"
 
@@ -50,7 +49,8 @@ def plot_paper_figure1(
     violating A3, so raw tokens diverge); both tokens meet. Right: with LayerNorm, token 2 reaches ``B``
     from the red segment ``(theta_a, 3pi/2)`` (token 1 at ``(0, 1)``) and ``(0, 1)`` otherwise."""
     cx = paper_counterexample(w)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 5))
+    fig = new_figure(11, 5)
+    ax0, ax1 = fig.subplots(1, 2)
     _circle(ax0)
     for k, th in enumerate(starts):
         traj = run_pair(
@@ -126,7 +126,8 @@ def plot_paper_figure5(w: float = DEFAULT_W) -> Figure:
     """Fig. 5: the four invariant arcs coloured by limit (token 1 at ``(0, 1)``), and ``g(y)`` on the left
     half with its fixed points ``y_A = -w s`` (unstable) and ``y_B = +w s`` (stable)."""
     cx = paper_counterexample(w)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 5))
+    fig = new_figure(11, 5)
+    ax0, ax1 = fig.subplots(1, 2)
     _circle(ax0)
     colours = {"token1": "tab:blue", "B": "red"}
     styles = ["-", "-", "--", "--"]
@@ -179,12 +180,8 @@ def write_paper_portrait(out_dir: str | Path, w: float = DEFAULT_W) -> dict[str,
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, str] = {}
     for name, fig in (("paper_figure1", plot_paper_figure1(w)), ("paper_figure5", plot_paper_figure5(w))):
-        for ext in ("png", "pdf"):
-            p = out / f"{name}.{ext}"
-            with atomic_path(p) as tmp:
-                fig.savefig(tmp, format=ext, dpi=150)
-            paths[f"{name}_{ext}"] = str(p)
-        plt.close(fig)
+        for p in save_figure(fig, out / f"{name}.png", out / f"{name}.pdf"):
+            paths[f"{name}_{p.suffix[1:]}"] = str(p)
     p = out / "paper_counterexample.json"
     write_json(p, paper_counterexample(w).to_dict())
     paths["paper_numbers"] = str(p)

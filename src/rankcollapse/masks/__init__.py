@@ -8,10 +8,12 @@ into ONE ``Mask`` object per spec (a Python predicate ``f(i, j)`` or a bool tens
 ``M[i, j]``). ``analyze_dense(m)`` / ``from_dense(m)`` analyse a matrix without a spec string.
 ``parse_schedule`` / ``analyze_schedule`` handle a mask per layer (composed graph, layers to a
 center); ``schedule_from_hf_config`` reads a model's own schedule; ``check_support`` compares a
-model's attention with its mask; ``export`` turns a mask into Hugging Face, SDPA and FlexAttention
-forms. ``first_token_prediction`` says what the graph predicts about the cumulative context's
-concentration on the first token (Wu et al. 2025: reach, hops, the rate bound). Neither torch nor
-scipy is imported until a form needs them.
+model's attention with its mask; ``resolve_mask(mask, n)`` turns a spec, a ``Mask``, a bool
+tensor or None into a ``ResolvedMask`` (dense, band, complete; the one resolver of the simulator and
+the LayerNorm map); ``export`` turns a mask into Hugging Face, SDPA and FlexAttention forms
+(``to_hf_additive``: the one bool -> Hugging Face additive conversion). ``first_token_prediction``
+says what the graph predicts about the cumulative context's concentration on the first token (Wu et
+al. 2025: reach, hops, the rate bound). Neither torch nor scipy is imported until a form needs them.
 """
 
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
@@ -24,6 +26,7 @@ from rankcollapse.masks.export import (
     hf_sliding_window_mask,
     to_flex_mask_mod,
     to_hf_4d,
+    to_hf_additive,
     to_hf_sliding_window,
     to_sdpa,
 )
@@ -33,6 +36,7 @@ from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config
 from rankcollapse.masks.position import FirstTokenPrediction, first_token_prediction, window_hops
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
+from rankcollapse.masks.resolved import ResolvedMask, resolve_mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule, schedule_from_masks
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
@@ -51,6 +55,7 @@ __all__ = [
     "MatrixMask",
     "OrMask",
     "PredicateMask",
+    "ResolvedMask",
     "ScheduleAnalysis",
     "SparseMask",
     "SupportCheck",
@@ -70,10 +75,12 @@ __all__ = [
     "in_memory_note",
     "parse_mask",
     "parse_schedule",
+    "resolve_mask",
     "schedule_from_hf_config",
     "schedule_from_masks",
     "to_flex_mask_mod",
     "to_hf_4d",
+    "to_hf_additive",
     "to_hf_sliding_window",
     "to_sdpa",
     "window_hops",

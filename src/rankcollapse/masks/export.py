@@ -32,10 +32,32 @@ if TYPE_CHECKING:
 MaskMod = Callable[[Any, Any, Any, Any], Any]
 
 
+def to_hf_additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Hugging Face's additive form of a bool mask: ``A[..., i, j] = 0`` where ``M[..., i, j]``,
+    ``finfo(dtype).min`` elsewhere; bool ``[..., i, j]`` -> ``dtype`` ``[..., i, j]``, on M's device.
+
+    Added to the logits before the softmax: ``exp(finfo.min - max) = 0`` exactly, so a masked weight
+    is exactly 0, as with the reference ``where(M, S, -inf)``
+    (:func:`rankcollapse.core.attention.masked_softmax`) wherever a row keeps a key. The one
+    conversion: :func:`to_hf_4d` and the models' layers (:func:`rankcollapse.models.stream.additive_mask`)
+    go through it.
+    """
+    import torch
+
+    if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        got = allowed.dtype if isinstance(allowed, torch.Tensor) else type(allowed).__name__
+        raise RankCollapseError(f"an additive mask is made from a torch.bool tensor, got {got}")
+    if not dtype.is_floating_point:
+        raise RankCollapseError(f"dtype {dtype} is invalid for an additive mask; allowed: a float dtype")
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(
+        ~allowed, torch.finfo(dtype).min)
+
+
 def to_hf_4d(
     mask: Mask | str, n: int, batch: int = 1, dtype: torch.dtype | None = None, device: Any = None
 ) -> torch.Tensor:
-    """Hugging Face additive mask [batch, 1, n, n]: 0 where ``M[i, j]``, ``finfo(dtype).min`` elsewhere.
+    """Hugging Face additive mask [batch, 1, n, n]: 0 where ``M[i, j]``, ``finfo(dtype).min`` elsewhere
+    (:func:`to_hf_additive` of ``mask.dense(n)``).
 
     ``dtype`` defaults to ``torch.float32``.
     """
@@ -44,12 +66,8 @@ def to_hf_4d(
     dtype = torch.float32 if dtype is None else dtype
     if batch < 1:
         raise RankCollapseError(f"batch={batch} is invalid; allowed: an integer >= 1")
-    if not dtype.is_floating_point:
-        raise RankCollapseError(f"dtype {dtype} is invalid for an additive mask; allowed: a float dtype")
     dense = parse_mask(mask).dense(n).to(device)
-    zero = torch.zeros((), dtype=dtype, device=dense.device)
-    neg = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=dense.device)
-    return torch.where(dense, zero, neg).expand(batch, 1, n, n).contiguous()
+    return to_hf_additive(dense, dtype).expand(batch, 1, n, n).contiguous()
 
 
 def to_sdpa(mask: Mask | str, n: int, device: Any = None) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Allowed-pair counts per ``f x f`` block of a mask: what ``rankcollapse mask --plot`` draws.
+"""The picture of a mask (``rankcollapse mask --plot``): :func:`plot_mask` draws the allowed pairs, each
+cell the share allowed in an ``f x f`` block (:func:`block_counts`) once n exceeds :data:`PLOT_MAX_PIXELS`.
 
 ``block_counts(mask, n, f)[I, J]`` = number of allowed ``(i, j)`` with ``i // f == I`` and
 ``j // f == J``. Interval masks are counted from their runs in closed form (row ``i`` adds
@@ -9,9 +10,18 @@ sparse form (O(edges)).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
 import numpy as np
 
+from rankcollapse.edge.figures import new_figure, save_figure
+from rankcollapse.edge.validate import plain_text
 from rankcollapse.masks.base import Mask
+
+PLOT_MAX_PIXELS = 1024
+"""``--plot`` draws at most this many rows/columns; larger masks show the share of allowed pairs per cell."""
 
 
 def block_counts(mask: Mask, n: int, f: int) -> np.ndarray:
@@ -37,3 +47,38 @@ def _sum_min(values: np.ndarray, r0: np.ndarray, r1: np.ndarray, x: np.ndarray) 
     prefix = np.concatenate([[0], np.cumsum(values)]).astype(np.int64)
     p = np.clip(np.searchsorted(values, x, side="left"), r0, r1)
     return prefix[p] - prefix[r0] + x * (r1 - p)
+
+
+def plot_mask(
+    mask: Mask, n: int, centers: Sequence[int], path: str | os.PathLike[str], title: str
+) -> Path:
+    """Draw the mask matrix of ``n`` tokens (row = query i, column = key j), the center nodes marked on
+    the diagonal, and save it at ``path`` (the format its suffix names); return the path.
+
+    For n > PLOT_MAX_PIXELS each cell is the share of allowed pairs in an f x f block
+    (:func:`block_counts`: from the runs of interval masks, else O(edges)). ``title``: drawn literally.
+    """
+    f = -(-n // PLOT_MAX_PIXELS)
+    cells = -(-n // f)
+    counts = block_counts(mask, n, f)
+    sizes = np.bincount(np.arange(n) // f, minlength=cells).astype(np.float64)
+    share = counts / np.outer(sizes, sizes)
+
+    block = f"\n(each cell: share allowed in {f}x{f} block)" if f > 1 else ""
+    fig = new_figure(6, 6)
+    ax = fig.subplots()
+    extent = (-0.5, n - 0.5, n - 0.5, -0.5)
+    ax.imshow(share, cmap="Greys", vmin=0, vmax=1, interpolation="nearest", extent=extent)
+    if len(centers):
+        marks = np.unique(np.asarray(centers) // f) * f + (f - 1) / 2
+        # a red rug above the matrix at the center tokens' columns, plus diagonal dots when few
+        ax.plot(marks, np.full(marks.shape, -0.5 - 0.01 * n), "|", color="tab:red", ms=8, clip_on=False,
+                label="center nodes")
+        if marks.size <= 200:
+            ax.scatter(marks, marks, s=14, c="tab:red", zorder=3)
+        ax.legend(loc="lower left", fontsize=8)
+    ax.set_xlabel("key j")
+    ax.set_ylabel("query i")
+    ax.set_title(plain_text(title) + block, fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path, what="plot")[0]

@@ -19,8 +19,14 @@
                    ``attn+skip``, ``attn+skip+ln``; :data:`PAPER_VARIANTS` gives the paper's names)
 - ``corpora``      :func:`load_corpus`, :func:`sample_token_batches` (``wikipedia`` by default)
 - ``excerpts``     :func:`excerpts`: seeded excerpts of N tokens as the model reads text (cached tokens)
-- ``analyze``      :func:`iter_hidden_states`, :class:`AnalyzeConfig`,
-                   :func:`analyze` -> :class:`AnalyzeResult`
+- ``analyze``      :func:`analyze` -> :class:`AnalyzeResult` (the run; every name below importable from it)
+- ``analyze_config`` :class:`AnalyzeConfig` (one run, checked on construction)
+- ``analyze_result`` :class:`AnalyzeResult`, :func:`write_run`, :func:`write_per_sample`, ``model_info``
+- ``samples``      per-sample values of a hidden state and a row's summary (``sample_values``,
+                   ``summarize_samples``, ``measure``, ``status_of``)
+- ``memory``       a run's memory estimates (``kept_bytes``, ``batch_bytes``, ``forward_bytes``) and
+                   ``check_run_memory``
+- ``run_model``    ``load_model_cached`` (the last model kept), the checks on a model given to ``analyze``
 - ``plot``         one run's figures as matplotlib objects, one paper column wide:
                    :func:`~rankcollapse.models.plot.figure_collapse` (mu, mu_rel, floor),
                    :func:`~rankcollapse.models.plot.figure_geometry` (ranks, sigma_min, mean |cos|),

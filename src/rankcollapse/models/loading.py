@@ -108,6 +108,14 @@ class LoadedModel:
         return period[index % len(period)]
 
     @property
+    def depth(self) -> int:
+        """L, the layers a run applies by default (rows t = 1..L): the dissected layers (a deep random
+        model's fresh ones included, ``random:gpt2,layers=48``), or ``n_model_layers`` for a model run
+        through Hugging Face's forward only. Not the period of its own masks, which is the config's
+        ``n_model_layers`` (:func:`~rankcollapse.models.stream.layer_masks`)."""
+        return len(self.layers) if self.dissected else self.n_model_layers
+
+    @property
     def d_model(self) -> int:
         if self.layers:
             return int(self.layers[0].w_q.shape[1])

@@ -30,6 +30,7 @@ from torch import Tensor
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
+from rankcollapse.models.analyze_config import check_excerpt_size
 
 #: The value of a ``masks`` entry that means each layer's own mask (the model's config).
 OWN_MASK = "own"
@@ -105,8 +106,7 @@ class CurvesConfig:
             raise RankCollapseError("variants, masks and d_qk each need at least one value")
         if any(d is not None and not (d > 0 and math.isfinite(d)) for d in self.d_qk):
             raise RankCollapseError(f"d_qk values must be positive finite numbers, got {list(self.d_qk)}")
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
+        check_excerpt_size(self.samples, self.tokens)
         if self.layers is not None and self.layers < 1:
             raise RankCollapseError(f"layers must be >= 1 (or null: the model's own), got {self.layers}")
         self.dtype = dtype_name(self.dtype)
@@ -140,7 +140,7 @@ def measure_curves(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import per_sample_metrics
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.analyze import load_model_cached
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.stream import iter_batches
 
     start = time.perf_counter()
@@ -161,20 +161,24 @@ def measure_curves(
             for v, m, d in wanted
         ]
         layers: dict[tuple, dict[str, list[np.ndarray]]] = {c: {k: [] for k in keys} for c in wanted}
-        for t in range(depth + 1):
-            for cond, stream in zip(wanted, streams, strict=True):
-                t_got, _, x = next(stream)
-                if t_got != t:
-                    raise RuntimeError(f"hidden state {t_got} where layer {t} was expected")
-                x = batch.real(x)
-                got = per_sample_metrics(x, tuple(dict.fromkeys(("mu_rel", *cfg.quantities))))
-                for q in cfg.quantities:
-                    layers[cond][q].append(got[q].numpy())
-                norm = torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
-                finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
-                layers[cond]["x_norm"].append(norm)
-                layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"].numpy()))
-            ticks.step()
+        try:
+            for t in range(depth + 1):
+                for cond, stream in zip(wanted, streams, strict=True):
+                    t_got, _, x = next(stream)
+                    if t_got != t:
+                        raise RuntimeError(f"hidden state {t_got} where layer {t} was expected")
+                    x = batch.real(x)
+                    got = per_sample_metrics(x, tuple(dict.fromkeys(("mu_rel", *cfg.quantities))))
+                    for q in cfg.quantities:
+                        layers[cond][q].append(got[q].numpy())
+                    norm = torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
+                    finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
+                    layers[cond]["x_norm"].append(norm)
+                    layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"].numpy()))
+                ticks.step()
+        finally:  # each stream holds torch.inference_mode while suspended: closed last in, first out, the
+            for stream in reversed(streams):  # caller's grad mode comes back (else it stays off)
+                stream.close()
         for cond in wanted:
             for k in keys:
                 parts[cond][k].append(np.stack(layers[cond][k], axis=1))
@@ -221,8 +225,7 @@ class GeometryConfig:
     cosine_bins: int = 40
 
     def __post_init__(self) -> None:
-        if self.samples < 1 or self.tokens < 2:
-            raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {self.samples}, {self.tokens}")
+        check_excerpt_size(self.samples, self.tokens)
         if not 0 <= self.spectrum_samples <= self.samples or not 0 <= self.cosine_samples <= self.samples:
             raise RankCollapseError(
                 f"spectrum_samples and cosine_samples must be in 0..samples={self.samples}, got "
@@ -258,15 +261,15 @@ def measure_geometry(
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.metrics import token_geometry
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.analyze import load_model_cached
     from rankcollapse.models.loading import structural_rank
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.stream import iter_batches
 
     model = load_model_cached(cfg.model, cfg.dtype, cfg.seed, device)
     ids = excerpts(model, cfg.corpus, cfg.samples, cfg.tokens, cfg.seed)
     info = model_columns(model)
     cap, why = structural_rank(model, cfg.tokens)
-    own = len(model.layers) if model.dissected else model.n_model_layers
+    own = model.depth
     chunks = batch_slices(cfg.samples, batch_size)
     ticks = Ticks(on_layer, (own if cfg.layers is None else cfg.layers) + 1, len(chunks))
     distinct_all: list[Tensor] = []

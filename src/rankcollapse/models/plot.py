@@ -2,9 +2,9 @@
 finished runs overlaid.
 
 Figures as objects (``matplotlib.figure.Figure``, not registered with pyplot: nothing to close; save one
-with ``fig.savefig(path)``, a notebook shows it), each sized for one column of a two-column paper
-(:data:`COLUMN_WIDTH` inches, 7-8 pt text), the layer index t on x (0 = embeddings), the title naming
-the model, mode, mask, d_qk, dtype and the sample size:
+with :func:`rankcollapse.edge.figures.save_figure` or matplotlib's own ``savefig``, a notebook shows it),
+each sized for one column of a two-column paper (:data:`COLUMN_WIDTH` inches, 7-8 pt text), the layer
+index t on x (0 = embeddings), the title naming the model, mode, mask, d_qk, dtype and the sample size:
 
 - :func:`figure_collapse`: ``mu`` and ``mu_rel`` (log y), the batch mean with its min-max band over
   samples, ``mu_rel``'s precision floor (``32 eps`` of the run's dtype) and the layers where every
@@ -35,13 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.core.names import read as read_name
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.edge.validate import plain_text, quote
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 
 #: Width of one column of a two-column paper, in inches: the width every figure of a run is drawn at.
 COLUMN_WIDTH = 3.5
-#: Resolution of the PNG files (a column-wide PNG is 1050 pixels wide).
+#: Resolution of a column-wide figure's PNG (1050 pixels wide): a print resolution, where every other
+#: figure is saved at :data:`rankcollapse.edge.figures.DPI`.
 DPI = 300
 #: The formats :func:`save_figures` (``analyze --plot-format``) writes.
 FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
@@ -94,15 +97,6 @@ LEGEND_CHARS = 62
 #: Sun et al. (2024) call activations massive at about this many times the median magnitude.
 MASSIVE = 1000.0
 LAYER_LABEL = "layer t (0 = embeddings)"
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _value(row: dict[str, Any], key: str) -> float:
@@ -179,14 +173,15 @@ def _run_of(result: Any) -> _Run:
         s = cfg.get("simulate", {})
         f = result.facts
         title = _wrap(f"{f['model']} — {f['mode']}, mask {f['mask']}\n{f['dtype']}, {f['d_qk']}")
-        return _Run(result.rows, f["dtype"], title, tokens=_int(s.get("n")), width=_int(s.get("d")))
+        tokens = _int(read_name(s, "tokens"))
+        return _Run(result.rows, f["dtype"], title, tokens=tokens, width=_int(s.get("d")))
     rows, config, info = (getattr(result, k, None) for k in ("rows", "config", "model_info"))
     if not isinstance(rows, list) or config is None or not isinstance(info, dict):
         raise RankCollapseError(
             f"cannot draw {quote(type(result).__name__, 40)}; allowed: an AnalyzeResult "
             "(analyze(...)) or a finished run (read_run(folder))"
         )
-    label = info.get("label") or config.model
+    label = read_name(info, "model_label", "model info") or config.model
     ids = getattr(result, "ids", None)  # the tokens read: [b, n] (the config's sizes when none are kept)
     samples, tokens = (
         tuple(ids.shape) if ids is not None and ids.ndim == 2 else (config.samples, config.tokens)
@@ -225,9 +220,7 @@ class _Frame:
 
 
 def _frame(height: float, width: float = COLUMN_WIDTH) -> _Frame:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height + 0.3), layout="constrained")
+    fig = new_figure(width, height + 0.3, layout="constrained")
     grid = fig.add_gridspec(2, 1, height_ratios=(height, 0.3))
     return _Frame(fig, fig.add_subfigure(grid[0]), fig.add_subfigure(grid[1]), grid, height)
 
@@ -390,28 +383,10 @@ def _band(
         )
 
 
-def _save(fig: Any, path: str | Path, dpi: int = DPI) -> Path:
-    from rankcollapse.edge.atomic import atomic_path
-
-    out = Path(path)
-    fmt = out.suffix.lstrip(".").lower() or "png"
-    try:
-        known = sorted(fig.canvas.get_supported_filetypes())
-        if fmt not in known:  # matplotlib's ValueError came through `plot --out x.foo` as a traceback
-            raise RankCollapseError(
-                f"cannot write plot {quote(str(out))}: format {quote(fmt)} (the file's suffix) is not one "
-                f"matplotlib writes; allowed: {', '.join(known)}"
-            )
-        with atomic_path(out) as tmp:
-            fig.savefig(tmp, dpi=dpi, format=fmt)
-    except OSError as err:
-        raise RankCollapseError(f"cannot write plot {quote(str(out))}: {err.strerror}") from None
-    finally:
-        if getattr(fig.canvas, "manager", None) is not None:  # a pyplot figure (plot()) is closed; a figure
-            import matplotlib.pyplot as plt  # object is left to the collector, the backend untouched
-
-            plt.close(fig)
-    return out
+def _save(fig: Any, path: str | Path) -> Path:
+    """Save a column-wide ``fig`` at ``path``, at :data:`DPI`, in the format its suffix names
+    (:func:`rankcollapse.edge.figures.save_figure`)."""
+    return save_figure(fig, path, what="plot", dpi=DPI)[0]
 
 
 def _label(ax: Any, key: str) -> None:
@@ -786,7 +761,7 @@ def read_run(folder: str | Path) -> FinishedRun:
         facts = {
             "mask": str(m.get("mask") or a.get("mask") or "own"),
             "mode": str(a.get("mode", "")),
-            "model": str(m.get("label") or a.get("model", "")),
+            "model": str(read_name(m, "model_label") or a.get("model", "")),
             "dtype": str(a.get("dtype", "")),
             "d_qk": f"d_qk {d_qk}" if d_qk is not None else "",
             "layers": f"{len(rows) - 1} layers",
@@ -795,8 +770,8 @@ def read_run(folder: str | Path) -> FinishedRun:
         s = cfg["simulate"]
         facts = {
             "mask": str(s.get("mask", "")),
-            "mode": str(s.get("preset", "")),
-            "model": f"simulate n={s.get('n')}, d={s.get('d')}",
+            "mode": str(read_name(s, "mode") or ""),
+            "model": f"simulate N={read_name(s, 'tokens')}, d={s.get('d')}",
             "dtype": str(s.get("dtype", "")),
             "d_qk": f"d_qk {s.get('d_qk')}",
             "layers": f"{len(rows) - 1} layers",
@@ -830,8 +805,8 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
         raise RankCollapseError("give at least one run folder")
     finished = [read_run(r) for r in runs]
     labels = _labels(finished, by)
-    plt = _pyplot()
-    fig, (ax_mu, ax_rel) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    fig = new_figure(11, 4, layout="constrained")
+    ax_mu, ax_rel = fig.subplots(1, 2)
     for i, (run, label) in enumerate(zip(finished, labels, strict=True)):
         _draw_collapse(ax_mu, ax_rel, run.rows, label, f"C{i % 10}", band=len(finished) <= 3)
     _draw_floors(ax_rel, [r.facts["dtype"] for r in finished if r.facts["dtype"] in ("float32", "float64")])
@@ -842,4 +817,4 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
         if k != by and len({r.facts[k] for r in finished}) == 1 and finished[0].facts[k]
     ]
     fig.suptitle(plain_text(title or (f"by {by}" + (" — " + ", ".join(shared) if shared else ""))))
-    return _save(fig, out, dpi=120)
+    return save_figure(fig, out, what="plot")[0]  # screen-sized: the one DPI of rankcollapse's figures

@@ -29,6 +29,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap_every
 from rankcollapse.edge.validate import quote
 from rankcollapse.masks import Mask, parse_mask
+from rankcollapse.masks.export import to_hf_additive
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.names import tl_hook_name  # noqa: F401  (re-exported)
@@ -38,21 +39,16 @@ BACKENDS: tuple[str, ...] = ("auto", "hf", "parts")
 
 
 def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
-    """Hugging Face eager form of a bool mask: 0 where allowed, ``finfo.min`` elsewhere, [1, 1, i, j].
+    """Hugging Face eager form of a bool mask, :func:`~rankcollapse.masks.export.to_hf_additive` (0 where
+    allowed, ``finfo.min`` elsewhere): ``[i, j]`` -> ``[1, 1, i, j]``, a per-sample ``[b, 1, i, j]`` as it is.
 
     None for the complete mask (HF passes None too). ``exp(finfo.min - max)`` is exactly 0, so
     masked weights are exactly 0, as with the reference ``where(M, S, -inf)``.
     """
     if bool(mask.all()):
         return None
-    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)[None, None]
-
-
-def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor | None:
-    """:func:`additive_mask` of [n, n] ([1, 1, n, n]) or of a per-sample [b, 1, n, n] mask."""
-    if mask.ndim == 2:
-        return additive_mask(mask, dtype)
-    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)
+    additive = to_hf_additive(mask, dtype)
+    return additive[None, None] if mask.ndim == 2 else additive
 
 
 def _on(device: torch.device, mask: Tensor | None) -> Tensor | None:
@@ -297,7 +293,7 @@ def iter_hidden_states(
         raise RankCollapseError(
             f"--tokens {n} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
         )
-    n_layers = len(model.layers) if model.dissected else model.n_model_layers
+    n_layers = model.depth
     depth = n_layers if layers is None else int(layers)
     if depth < 0:
         raise RankCollapseError(f"layers must be >= 0, got {layers}")
@@ -322,7 +318,8 @@ def iter_hidden_states(
     with torch.inference_mode():
         x = model.embed(ids)
         pos = model.positions(x) if model.positions is not None else NO_POSITIONS
-        ready = {k: _on(x.device, _additive(v, x.dtype) if which == "hf" else (None if bool(v.all()) else v))
+        ready = {k: _on(x.device, additive_mask(v, x.dtype) if which == "hf"
+                        else (None if bool(v.all()) else v))
                  for k, v in dense.items()}
         yield 0, hidden_state_name(0), x
         fused = which == "hf" and fusable(model, x.dtype)

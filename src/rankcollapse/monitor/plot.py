@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import plain_text, quote
+from rankcollapse.edge.figures import new_figure, save_figure
+from rankcollapse.edge.validate import quote
 from rankcollapse.monitor.outputs import COLUMNS
 
 #: Axis labels of the metrics a figure names in words.
@@ -63,7 +64,6 @@ def plot_monitor(
     import matplotlib
     from matplotlib import cm
     from matplotlib.colors import Normalize
-    from matplotlib.figure import Figure
 
     from rankcollapse.core.precision import floor_rel
 
@@ -82,7 +82,7 @@ def plot_monitor(
     cmap = matplotlib.colormaps["viridis_r"]
     cols = min(len(names), 3)
     rows = -(-len(names) // cols)
-    fig = Figure(figsize=(4.2 * cols, 3.2 * rows), layout="constrained")  # never registered with pyplot
+    fig = new_figure(4.2 * cols, 3.2 * rows, layout="constrained", title=title, title_size=10)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         part = frame[frame["metric"] == name]
@@ -111,12 +111,6 @@ def plot_monitor(
     bar = fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.8, pad=0.02)
     bar.set_ticks(layers if len(layers) <= 13 else layers[:: -(-len(layers) // 12)])
     bar.set_label("row t (0: embeddings, t: output of layer t)", fontsize=8)
-    if title:
-        fig.suptitle(plain_text(title), fontsize=10)
     if out is not None:
-        from rankcollapse.edge.atomic import atomic_path
-
-        path = Path(out)
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
+        save_figure(fig, out, what="monitor figure")
     return fig

@@ -14,7 +14,9 @@ precision floor ``FLOOR_FACTOR eps ||X||_F`` of :mod:`rankcollapse.core.precisio
 ``|cos|``, ...); with ``diagnostics``, the columns of
 :func:`rankcollapse.models.diagnose.diagnostic_row` (attention entropy, first-token attention, sink
 rate, first-token norm, largest activation, massive-activation ratio) from the attention weights of
-the layer's parts (:func:`rankcollapse.models.parts.attention`, families we dissect only).
+the layer's parts (:func:`rankcollapse.models.parts.attention`, families we dissect), or from the
+layers themselves where every layer module declares them (:data:`OWN_ATTENTION`: a plain model such as
+:class:`rankcollapse.monitor.trajectory.ByteLM`).
 
 :class:`Monitor` is the API: ``measure(model, batch)`` on demand (raises RankCollapseError on bad
 input), ``step(model, batch)`` in a training loop (every ``every`` calls; a failure is one warning
@@ -55,6 +57,10 @@ DIAGNOSTICS: tuple[str, ...] = (
     "massive_ratio",
 )
 _ATTENTION = DIAGNOSTICS[:4]
+#: What a layer module of a plain model defines for the diagnostics: ``attention_weights(x)``, the
+#: weights ``[b, h, n, n]`` it applies to its input ``x [b, n, d]``; ``attention_mask(n)``, its mask
+#: bool ``[n, n]``; ``n_heads``.
+OWN_ATTENTION: tuple[str, ...] = ("attention_weights", "attention_mask", "n_heads")
 #: Keys of a Hugging Face batch the base model reads (``labels`` and the like are left out).
 MODEL_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids", "position_ids")
 
@@ -134,6 +140,7 @@ class _Probe:
     positions: Any = None
     pos: Any = None  # the positions of this probe's tokens, computed at the first layer
     heads: int = 0
+    own: bool = False  # the layers give their own attention weights (OWN_ATTENTION)
 
 
 def _first_tensor(value: Any) -> Any:
@@ -399,10 +406,21 @@ def _attention_parts(model: nn.Module, layers: Layers, state: _Probe, n: int) ->
     from rankcollapse.models.loading import base_model, own_schedule
 
     fam = layers.family
+    if fam is None and all(all(hasattr(m, k) for k in OWN_ATTENTION) for m in layers.modules):
+        if state.padding is not None:
+            raise RankCollapseError(
+                "diagnostics of a model's own attention_weights need an unpadded batch; allowed: "
+                "excerpts of one length"
+            )
+        state.own, state.parts = True, list(layers.modules)
+        state.heads = int(layers.modules[0].n_heads)
+        state.masks = [m.attention_mask(n) for m in layers.modules]
+        return
     if fam is None:
         raise RankCollapseError(
-            f"diagnostics need the attention weights of a family we dissect; "
-            f"{type(model).__name__} is not one (diagnostics=False measures the rest)"
+            f"diagnostics need the attention weights of a family we dissect or layers that define "
+            f"{', '.join(OWN_ATTENTION)}; {type(model).__name__} has neither (diagnostics=False measures "
+            "the rest)"
         )
     base = base_model(model)
     try:
@@ -430,6 +448,8 @@ def _layer_attention(state: _Probe, x: Tensor) -> Tensor:
     from rankcollapse.models.parts import NO_POSITIONS, attention
 
     i = state.t % len(state.parts)
+    if state.own:
+        return state.parts[i].attention_weights(x)
     parts = state.parts[i]
     mask = state.masks[i].to(x.device)
     if state.padding is not None:
@@ -501,4 +521,12 @@ def _run_probe(
     return state.rows
 
 
-__all__ = ["COLUMNS", "DEFAULT_METRICS", "DIAGNOSTICS", "MODEL_INPUTS", "Monitor", "MonitorConfig"]
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_METRICS",
+    "DIAGNOSTICS",
+    "MODEL_INPUTS",
+    "OWN_ATTENTION",
+    "Monitor",
+    "MonitorConfig",
+]

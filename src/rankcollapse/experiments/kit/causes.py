@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.kit.curves import z
+from rankcollapse.experiments.kit.curves import n_words, z
 from rankcollapse.experiments.kit.judgement import Margin
 
 CAUSES: tuple[str, ...] = (
@@ -76,23 +76,25 @@ def not_testable(why: str) -> str:
 
 
 def sample_too_small(margins: Sequence[Margin]) -> str:
-    """The undecided comparisons and the n that would decide the first of them."""
+    """The undecided comparisons and the sample size that would decide the first of them:
+    ``undecided at 4 samples: ...; about 9 samples would decide it at the observed spread``."""
     m = margins[0]
     need = m.needed_n()
-    tail = f"; n ≈ {need} would decide it at the observed spread" if need else ""
+    tail = f"; about {n_words(need, m.unit)} would decide it at the observed spread" if need else ""
     more = f" (and {len(margins) - 1} more)" if len(margins) > 1 else ""
     return (
-        f"undecided at n = {m.n}: {m.what} {m.value:+.3g} ± {z(m.n) * m.se:.2g} against {m.threshold:g}"
+        f"undecided at {n_words(m.n, m.unit)}: {m.what} {m.value:+.3g} ± {z(m.n) * m.se:.2g} "
+        f"against {m.threshold:g}"
         f"{more}{tail}"
     )
 
 
 def too_few(n: int, need: int, unit: str = "samples", where: str = "") -> str:
-    """The one "too few" sentence: ``causal: n = 3 samples, fewer than min_samples = 4`` (networks: fewer
+    """The one "too few" sentence: ``causal: 3 samples, fewer than min_samples = 4`` (networks: fewer
     than 2, no spread between networks to judge by)."""
     lead = f"{where}: " if where else ""
     limit = f"min_samples = {need}" if unit == "samples" else f"{need} (no spread between {unit} to judge by)"
-    return f"{lead}n = {n} {unit}, fewer than {limit}"
+    return f"{lead}{n} {unit}, fewer than {limit}"
 
 
 def non_finite(where: str, detail: str) -> str:

@@ -153,8 +153,9 @@ def _all_nan_ok(reduce: Any, arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def n_words(n: int | None, unit: str = SAMPLE) -> str:
-    """``n = 4`` for samples, ``n = 2 networks`` where the network is the unit (``n = 12 runs``)."""
-    return f"n = {n}" + (f" {unit}" if unit != SAMPLE else "")
+    """The sample size in its unit: ``4 samples``, ``2 networks`` where the network is the unit, ``12 runs``
+    (never ``n``: n counts tokens, ``core.names``)."""
+    return f"{n} {unit}"
 
 
 @dataclass(frozen=True)
@@ -188,10 +189,10 @@ class Rate:
         return math.exp(self.mean) if math.isfinite(self.mean) else math.nan
 
     def text(self) -> str:
-        """``x0.31/layer (log rate -1.2 ± 0.05, n=4)`` (± = ``z(n)`` standard errors; ``n=2 networks``
-        where the network is the unit)."""
-        n = f"n={self.n}" + (f" {self.unit}" if self.unit == NETWORK else "")
-        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {self.half:.2g}, {n})"
+        """``x0.31/layer (log rate -1.2 ± 0.05, 4 samples)`` (± = ``z(n)`` standard errors over the n
+        units; ``2 networks`` where the network is the unit)."""
+        units = n_words(self.n, self.unit)
+        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {self.half:.2g}, {units})"
 
 
 @dataclass(frozen=True)

@@ -162,9 +162,9 @@ def by_label(
 
 
 def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
-    """``n = 8 samples per condition (2 excerpt seed(s) 0, 1 x 4 excerpts each); ± = 2.36 standard errors
+    """``8 samples per condition (2 excerpt seed(s) 0, 1 x 4 excerpts each); ± = 2.36 standard errors
     (Student t, 7 df)``; where the network is the unit (a random init, the simulator's random
-    matrices): ``n = 4 networks (weight seeds 0, 1, 2, 3) x 2 excerpts each (8 samples); intervals over
+    matrices): ``4 networks (weight seeds 0, 1, 2, 3) x 2 excerpts each (8 samples); intervals over
     the networks, ± = 3.18 standard errors (Student t, 3 df)``, before Bonferroni over a row's conditions."""
     if runs.empty:
         return "no runs"
@@ -178,12 +178,12 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
     if unit_of(frame) == NETWORK:
         g = max(len(seeds), 1)
         return (
-            f"n = {g} networks (weight seeds {listed}) x {per_run} excerpts each ({n} samples); intervals "
+            f"{g} networks (weight seeds {listed}) x {per_run} excerpts each ({n} samples); intervals "
             f"over the networks, ± = {z(g, 1):.3g} standard errors (Student t, {g - 1} df{looks_note()}), "
             "before Bonferroni over a row's conditions"
         )
     return (
-        f"n = {n} samples per condition ({len(seeds)} excerpt seed(s) {listed} x {per_run} excerpts each); "
+        f"{n} samples per condition ({len(seeds)} excerpt seed(s) {listed} x {per_run} excerpts each); "
         f"± = {z(n, 1):.3g} standard errors (Student t, {n - 1} df{looks_note()}), before Bonferroni over a "
         "row's conditions"
     )

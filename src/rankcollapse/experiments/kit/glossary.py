@@ -2,12 +2,16 @@
 
 The report prints the entries whose term occurs on its page; ``docs/glossary.md`` is generated from
 this dict (``scripts/write_glossary.py``). Thresholds are named here by role; their values are in
-each story's YAML and printed in every row that uses them.
+each story's YAML and printed in every row that uses them. The quantities (mu, mu_rel, samples, tokens,
+depth, mode, d_qk) are the name table's own entries (``core.names``), under their ASCII key and their
+symbol (``mu_rel / μ_rel``), so a row that writes either is glossed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from rankcollapse.core.names import glossary_entries
 
 GLOSSARY: dict[str, str] = {
     # verdicts and rows
@@ -44,17 +48,19 @@ GLOSSARY: dict[str, str] = {
     "threshold-sensitive": "the verdict changes when a threshold the paper never gives moves inside its "
     "documented range (ranges: in the story's YAML)",
     "provisional": "judged at the rule's minimum sample size (min_samples): more samples may change it",
-    "needed n": "the samples (or networks) that would decide an undecided comparison at the observed "
-    "spread: the least m with m > n (z(m) se / |value - threshold|)^2, since se shrinks like 1 / sqrt(n) "
-    "(a share: the least m at which the Wilson interval excludes the threshold)",
+    "would decide it": "the samples (or networks) that would decide an undecided comparison at the "
+    "observed spread ('about 40 samples would decide it'): the least m with m > n (z(m) se / |value - "
+    "threshold|)^2 for n units now, since se shrinks like 1 / sqrt(n) (a share: the least m at which the "
+    "Wilson interval excludes the threshold)",
     "undecided": "a row whose interval still straddles its threshold (or with fewer than min_samples "
-    "samples, or one network): it says 'undecided at n = ...' and the needed n instead of a verdict word",
+    "samples, or one network): it says 'undecided at 4 samples' (or networks) and the sample size that "
+    "would decide it instead of a verdict word",
     "z(n)": "the critical value of an interval over n units: the Student t quantile 1 - 0.0455 / (2 K m) "
     "with n - 1 degrees of freedom (2.0 for large n, one look and one condition; 3.31 at n = 4); K = the "
     "looks of a sequential run, m = the conditions of the row (both Bonferroni)",
     "network (unit)": "at random initialisation a statement is about networks, so the unit of sampling is "
     "the weight draw: each seed is one network, its excerpts are averaged first, and intervals are over "
-    "the networks' means ('n = 4 networks'); a pretrained model is one fixed network whose unit is the "
+    "the networks' means ('4 networks'); a pretrained model is one fixed network whose unit is the "
     "excerpt",
     "conditions (Bonferroni)": "a row that reads 'any condition fails -> not reproduced' over m conditions "
     "(masks x dtypes, layers, pairs) judges each at level 0.0455 / m, so the row's chance of a wrong "
@@ -69,8 +75,7 @@ GLOSSARY: dict[str, str] = {
     "not testable, sample too small, non-finite, threshold, bound vacuous, structural limit, untested, "
     "no data, failed runs, measured otherwise",
     # quantities
-    "raw mu": "mu(X) = ||X - 1 mean(X)||_F, the paper's quantity, plotted as mean ± std over samples",
-    "mu_rel": "mu / ||X||_F: mu without the token norm (1 = no two tokens alike on average, 0 = collapsed)",
+    **glossary_entries(),
     "floor": "the precision floor, 32 eps of the dtype (float32 3.8e-6, float64 7.1e-15): mu_rel at or below "
     "it is rounding noise, a collapsed curve, never a stable level; raw mu's floor is 32 eps ||X||_F on "
     "the same samples (drawn dotted in each series' colour on raw-mu panels)",
@@ -81,9 +86,9 @@ GLOSSARY: dict[str, str] = {
     "±": "after a number: z(n) standard errors of the mean over samples (about 2); 'for sure' = the whole ± "
     "interval on one side. A band in a figure is ± 1 sample std",
     "std": "the sample standard deviation over samples, sqrt(sum (v - mean)^2 / (n - 1)), everywhere",
-    "n": "the sample size of a row, in its unit: networks (weight seeds) for a random init or a simulation's "
-    "random matrices, excerpts for pretrained weights, runs for a per-run check; N is the number of "
-    "tokens",
+    "sample size": "the sample size of a row, in its unit: '4 networks' (weight seeds) for a random init or "
+    "a simulation's random matrices, '8 samples' (excerpts) for pretrained weights, '12 runs' for a per-run "
+    "check; never written n, which counts tokens (N = 128 tokens per excerpt)",
     "I(t)": "|mean log change of mu since X(0)| + its std over samples: the typical change of a sample's "
     "curve",
     "SRank": "stable rank ||X||_F^2 / ||X||_2^2 (App. F.2): between 1 and the rank",

@@ -6,7 +6,7 @@ against ``threshold`` over ``n`` samples (``kit.curves.z``: the Student t critic
 *decided* when the whole interval lies on one side. When it is not, :meth:`Margin.needed_n` says how
 many samples would decide it at the observed spread: ``se`` shrinks like ``1 / sqrt(n)``, so
 ``|value - threshold| > z(m) se sqrt(n / m)`` needs ``m > n (z(m) se / |value - threshold|)^2``
-(documented in the glossary under "needed n").
+(documented in the glossary under "would decide it").
 
 A share (a proportion of samples, ``share=True``) gets the Wilson score interval at the same level
 instead of ``value ± z se``: it stays inside [0, 1] and is not degenerate at 0 % or 100 %. ``n`` counts
@@ -86,8 +86,8 @@ class Margin:
         return abs(self.value - self.threshold) / half
 
     def text(self) -> str:
-        """``causal, float32: last-half log rate -0.46 ± 0.094 against -0.02 (n = 2 networks)``;
-        a share as ``98% [95%, 100%] against 95% (n = 256)``."""
+        """``causal, float32: last-half log rate -0.46 ± 0.094 against -0.02 (2 networks)``;
+        a share as ``98% [95%, 100%] against 95% (256 samples)``."""
         if self.share:
             lo, hi = self.bounds()
             return (

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
+from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit.curves import curve_rows
-from rankcollapse.experiments.kit.tasks import Execution, simulate_cost
+from rankcollapse.experiments.kit.tasks import Execution, simulate_cost, simulation_config
 
 #: The per-sample columns of a ``kind = notion`` row.
 NOTION_COLUMNS: tuple[str, ...] = (
@@ -38,14 +38,8 @@ def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execu
     """Both notions of one simulator run (module docstring). ``execution``: its device (the whole batch at
     once, as ``kit.tasks.simulate_curves``)."""
     from rankcollapse.dynamics.notions import measure_notions
-    from rankcollapse.dynamics.simulate import SimulationConfig
 
-    params = dict(params)
-    if isinstance(params.get("metrics"), list):
-        params["metrics"] = tuple(params["metrics"])
-    if execution and execution.get("device"):
-        params["device"] = str(execution["device"])
-    config = config_from(SimulationConfig, params)
+    config = simulation_config(params, execution)
     m = measure_notions(config)
     res = m.result
     for t in range(len(res.rows)):
@@ -55,14 +49,14 @@ def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execu
     with np.errstate(divide="ignore", invalid="ignore"):
         x_norm = np.where(mu_rel > 0, mu / mu_rel, np.nan)
     shared = {
-        "variant": config.preset,
+        "variant": config.mode,
         "mask": str(params.get("mask", "complete")),
-        "n": config.n,
+        "n": config.tokens,
         "d": config.d,
         "dtype": config.dtype,
     }
     info = {
-        "model_label": f"Gaussian SAN (N = {config.n}, d = {config.d}, ours)",
+        "model_label": f"Gaussian SAN (N = {config.tokens}, d = {config.d}, ours)",
         "model_name": "simulator",
         "model_kind": "simulated",
         "pretrained": False,
@@ -92,7 +86,7 @@ def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execu
         "final_mu_rel": float(np.nanmean(mu_rel[:, -1])),
         "span_floors_max": float(np.nanmax(span) / m.floor_rel),
         "device": config.device,
-        "batch_size": config.batch,
+        "batch_size": config.samples,
     }
     return RunOutput(rows, summary)
 

@@ -8,7 +8,7 @@ mu_rel = 0/0) a dashed vertical line marks the layer (never a point that could b
 labelled, and the caption says so. ``mu_rel`` panels show the float32 and float64 floors (``32 eps``) as
 grey lines; values below a floor are drawn on it. Raw-mu panels show each series' own floor
 ``32 eps ||X||_F`` as a dotted line in its colour wherever the series comes within 100x of it.
-:func:`save_figure` writes PNG, PDF and the data CSV, each through ``rankcollapse.edge.atomic``.
+:func:`save_figure` writes PNG, PDF (through ``rankcollapse.edge.figures``) and the data CSV.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.edge.atomic import atomic_path, atomic_write
+from rankcollapse.edge import figures
+from rankcollapse.edge.atomic import atomic_write
 from rankcollapse.experiments.contract.story import FigureSpec
 from rankcollapse.experiments.kit.curves import Curve
 
@@ -43,43 +44,48 @@ class FigureFile:
     caption: str
 
 
-def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend with the report's style."""
+#: The report's style (matplotlib rcParams), set by :func:`pyplot` and :func:`figure`.
+STYLE: dict[str, Any] = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": 110,
+}
+
+
+def style() -> None:
+    """Set the report's style (:data:`STYLE`) in matplotlib's rcParams, which every figure reads."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    matplotlib.rcParams.update(STYLE)
 
-    plt.rcParams.update(
-        {
-            "font.size": 9,
-            "axes.titlesize": 10,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "figure.dpi": 110,
-            "savefig.bbox": "tight",
-        }
-    )
-    return plt
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` (:func:`rankcollapse.edge.figures.pyplot`: Agg) with the report's style."""
+    style()
+    return figures.pyplot()
+
+
+def figure(width: float, height: float, layout: str | None = None) -> Any:
+    """A ``width x height`` inch figure in the report's style (``edge.figures.new_figure``)."""
+    style()
+    return figures.new_figure(width, height, layout=layout)
 
 
 def save_figure(spec: FigureSpec, out_dir: Path, experiment: str) -> FigureFile:
     """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.csv`` into ``out_dir``; close the figure."""
-    plt = pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     png, pdf, csv = (out_dir / f"{spec.name}.{ext}" for ext in ("png", "pdf", "csv"))
-    for path in (png, pdf):
-        with atomic_path(path) as tmp:
-            spec.figure.savefig(tmp, format=path.suffix[1:], dpi=130)
+    figures.save_figure(spec.figure, png, pdf, tight=True)
     atomic_write(csv, spec.data.to_csv(index=False))
-    plt.close(spec.figure)
     return FigureFile(spec.name, experiment, png, pdf, csv, spec.caption)
 
 
 def empty(name: str, caption: str, why: str) -> FigureSpec:
     """A figure that says why there is no data."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 1.6))
+    fig = figure(5, 1.6)
+    ax = fig.subplots()
     ax.axis("off")
     ax.text(0.5, 0.5, f"no data: {why}", ha="center", va="center")
     return FigureSpec(name, fig, pd.DataFrame(), caption)
@@ -87,12 +93,10 @@ def empty(name: str, caption: str, why: str) -> FigureSpec:
 
 def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[Any, list[Any]]:
     """A figure with ``n`` panels in rows of ``ncols`` (spare axes hidden)."""
-    plt = pyplot()
     ncols = min(ncols, max(n, 1))
     nrows = math.ceil(max(n, 1) / ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, constrained_layout=True
-    )
+    fig = figure(w * ncols, h * nrows, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.axis("off")
@@ -192,9 +196,9 @@ def panel_figure(
 
     Returns the figure and the caption notes (coinciding curves, non-finite runs).
     """
-    plt = pyplot()
     ncols = max(len(r[2]) for r in rows)
-    fig, axes = plt.subplots(len(rows), ncols, figsize=(3.4 * ncols, 2.9 * len(rows)), squeeze=False)
+    fig = figure(3.4 * ncols, 2.9 * len(rows))
+    axes = fig.subplots(len(rows), ncols, squeeze=False)
     notes: list[str] = []
     style: dict[str, int] = {}  # one style per series label across all panels (legend stays true)
     for _, _, panels in rows:

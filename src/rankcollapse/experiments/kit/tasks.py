@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from rankcollapse.core.names import from_stored
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.grid import EXECUTION_KEYS, named_depth
@@ -102,11 +103,17 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer, execution: Executi
     return RunOutput(rows, m.summary)
 
 
-def _simulation_config(params: dict[str, Any], execution: Execution) -> Any:
-    """The ``SimulationConfig`` of a run's params, on the execution's device when one is given."""
+#: The quantities whose stored keys a simulator run's params may use (``n``, ``batch``, ``preset``).
+SIMULATED = ("tokens", "samples", "mode")
+
+
+def simulation_config(params: dict[str, Any], execution: Execution) -> Any:
+    """The ``SimulationConfig`` of a run's params, on the execution's device when one is given. Params
+    stored under the simulator's old names (``n``, ``batch``, ``preset``: the run's identity) are read
+    under the table's (``core.names.from_stored``)."""
     from rankcollapse.dynamics.simulate import SimulationConfig
 
-    params = dict(params)
+    params = from_stored(params, SIMULATED)
     if isinstance(params.get("metrics"), list):
         params["metrics"] = tuple(params["metrics"])
     if execution and execution.get("device"):
@@ -137,7 +144,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     """
     from rankcollapse.dynamics.simulate import simulate as run_simulation
 
-    config = _simulation_config(params, execution)
+    config = simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
     arrays.update({k: v.T.double().numpy() for k, v in result.rollout.items()})  # the cumulative context
@@ -145,7 +152,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel where mu_rel > 0
         x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
     info = {
-        "model_label": f"Gaussian SAN (N = {config.n}, d = {config.d}, ours)",
+        "model_label": f"Gaussian SAN (N = {config.tokens}, d = {config.d}, ours)",
         "model_name": "simulator",
         "model_kind": "simulated",
         "pretrained": False,
@@ -164,7 +171,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
         rows.append(
             {
                 "kind": "curve",
-                "variant": config.preset,
+                "variant": config.mode,
                 "mask": str(params.get("mask", "complete")),
                 "d_qk": float(config.d_qk),
                 "dtype": config.dtype,
@@ -182,7 +189,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
             )
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
-    summary.update(device=config.device, batch_size=config.batch)
+    summary.update(device=config.device, batch_size=config.samples)
     return RunOutput(rows, summary)
 
 
@@ -203,11 +210,11 @@ def simulate(params: dict[str, Any], on_layer: OnLayer, execution: Execution = N
     max) and its summary. For custom sweeps (``--config-dir``). ``execution``: as :func:`simulate_curves`."""
     from rankcollapse.dynamics.simulate import simulate as run_simulation
 
-    config = _simulation_config(params, execution)
+    config = simulation_config(params, execution)
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     summary = _flatten("", result.summary())
     summary["radius"] = result.radius
-    summary.update(device=config.device, batch_size=config.batch)
+    summary.update(device=config.device, batch_size=config.samples)
     return RunOutput([dict(r) for r in result.rows], summary)
 
 
@@ -282,11 +289,12 @@ def model_geometry_cost(params: dict[str, Any]) -> float:
 
 
 def simulate_cost(params: dict[str, Any]) -> float:
-    """Estimated seconds of one simulator run: ``SIM_UNIT_S x layers x batch x n^2 d`` (float32 half)."""
+    """Estimated seconds of one simulator run: ``SIM_UNIT_S x layers x samples x N^2 d`` (float32 half)."""
+    params = from_stored(params, SIMULATED)
     size = (
         float(params.get("layers") or 128)
-        * float(params.get("batch", 8))
-        * float(params.get("n", 32)) ** 2
+        * float(params.get("samples", 8))
+        * float(params.get("tokens", 32)) ** 2
         * float(params.get("d", 16))
     )
     half = 0.5 if dtype_name(str(params.get("dtype", "float64"))) == "float32" else 1.0

@@ -26,7 +26,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import MARKERS, pyplot
+from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -133,8 +133,8 @@ def _figure(sd: StoryData, arm: str, stem: str, what: str) -> FigureSpec | None:
     groups = [g for g in model_groups(rows_of(data, "geometry")) if not Model.of(g[2]).untested]
     if not groups:
         return None
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(3.7 * len(PANELS), 3.3))
+    fig = figure(3.7 * len(PANELS), 3.3)
+    axes = fig.subplots(1, len(PANELS))
     tables = []
     for i, (label, _, frame) in enumerate(groups):
         for dt, g in _by_dtype(frame).items():

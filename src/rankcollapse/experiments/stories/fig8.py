@@ -16,7 +16,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, layered, model_groups, rows_of
-from rankcollapse.experiments.kit.plots import pyplot, slug
+from rankcollapse.experiments.kit.plots import figure, slug
 from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -73,7 +73,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     sv = rows_of(data, "sv")
     if sv.empty:
         return out
-    plt = pyplot()
+    from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
 
@@ -83,9 +83,10 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         run = g["run_id"].iloc[0]  # the 3 plotted samples come from one run
         g = g[g["run_id"] == run]
         samples = sorted(g["sample"].unique())
-        fig, axes = plt.subplots(1, len(samples), figsize=(3.6 * len(samples) + 0.8, 3.2), squeeze=False)
+        fig = figure(3.6 * len(samples) + 0.8, 3.2)
+        axes = fig.subplots(1, len(samples), squeeze=False)
         layers = sorted(int(t) for t in g["layer"].unique())
-        cmap, norm = plt.get_cmap("viridis"), Normalize(vmin=0, vmax=max(layers[-1], 1))
+        cmap, norm = colormaps["viridis"], Normalize(vmin=0, vmax=max(layers[-1], 1))
         for ax, s in zip(axes[0], samples, strict=True):
             for t in layers:
                 one = g[(g["sample"] == s) & (g["layer"] == t)].sort_values("index")

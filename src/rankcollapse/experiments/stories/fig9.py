@@ -16,7 +16,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, model_groups, rows_of, runs_of, sample_layered
-from rankcollapse.experiments.kit.plots import pyplot
+from rankcollapse.experiments.kit.plots import figure
 from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -114,10 +114,10 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ]
     if not groups:
         return []
-    plt = pyplot()
     ncols = min(4, len(groups))
     nrows = -(-len(groups) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.0 * nrows), squeeze=False)
+    fig = figure(3.6 * ncols, 3.0 * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     flat = list(axes.ravel())
     for ax in flat[len(groups) :]:
         ax.axis("off")

@@ -27,7 +27,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, pyplot
+from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -158,8 +158,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     n = int(data.exp.base["n"])
     curves = _gap_curves(frame, "float64")
     table = _table(sd)
-    plt = pyplot()
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig = figure(10, 3.8, layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
     ordered = sorted(curves.items(), key=lambda kv: hops(kv[0].split(", ")[0], n))
     for i, (label, c) in enumerate(ordered):  # the mean and the range over samples (the std spans decades)
         mask = label.split(", ")[0]

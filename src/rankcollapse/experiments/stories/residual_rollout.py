@@ -31,7 +31,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, untested_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, pyplot
+from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -212,8 +212,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     curves = _gap_curves(frame, "float64")
     table = _table(sd)
     prof = _profiles(sd)
-    plt = pyplot()
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig = figure(10, 3.8, layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
     for i, (lam, c) in enumerate(sorted(curves.items())):
         t = np.arange(c.layers + 1)
         (line,) = ax.plot(

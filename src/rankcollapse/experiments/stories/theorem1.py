@@ -21,7 +21,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import band, curve_axes, panel_grid, pyplot
+from rankcollapse.experiments.kit.plots import band, curve_axes, figure, panel_grid
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -228,8 +228,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is not None:
         rel = _curves(data, data.ok, "mu_rel")
         radius = {str(m): float(g["summary.radius"].iloc[0]) for m, g in data.ok.groupby("mask")}
-        plt = pyplot()
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
+        fig = figure(10, 3.6, layout="constrained")
+        ax, ax2 = fig.subplots(1, 2)
         pts = []
         for label, c in rel.items():
             mask = label.split(", ")[0]

@@ -22,7 +22,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.store import run_summary
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
-from rankcollapse.experiments.kit.plots import pyplot
+from rankcollapse.experiments.kit.plots import figure
 from rankcollapse.experiments.kit.rules import stable_in_certain_directions
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -369,15 +369,9 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         table = data.rows
         ns = sorted(set(table["n"].astype(int)))
         ws = sorted(set(table["w"].astype(float)))
-        plt = pyplot()
         # one row per N = d; per w two panels: the equilibria by rank, and how many nearby starts come back
-        fig, axes = plt.subplots(
-            len(ns),
-            2 * len(ws),
-            figsize=(2.6 * 2 * len(ws), 2.6 * len(ns)),
-            squeeze=False,
-            constrained_layout=True,
-        )
+        fig = figure(2.6 * 2 * len(ws), 2.6 * len(ns), layout="constrained")
+        axes = fig.subplots(len(ns), 2 * len(ws), squeeze=False)
         for row, n in enumerate(ns):
             for col, w in enumerate(ws):
                 ax, bx = axes[row][2 * col], axes[row][2 * col + 1]
@@ -444,8 +438,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("designed")
     if data is not None:
         rows = data.rows.sort_values("k").reset_index(drop=True)
-        plt = pyplot()
-        fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), constrained_layout=True)
+        fig = figure(11, 3.2, layout="constrained")
+        axes = fig.subplots(1, 3)
         built = rows[rows["constructed"].astype(bool)]
         ks = rows["k"].astype(int).tolist()
         axes[0].bar(built["k"].astype(int), built["rank"].astype(float), color="C0")

@@ -35,7 +35,7 @@ def _few_or_nonfinite(words: str, n: int, th: Thresholds) -> Judgement:
     need = th.count("min_samples")
     if n < need:
         return Judgement(INCONCLUSIVE, words, causes.too_few(n, need), "sample too small", n)
-    nonfinite = causes.non_finite(f"n = {n}", "non-finite values")
+    nonfinite = causes.non_finite(f"{n} samples", "non-finite values")
     return Judgement(INCONCLUSIVE, words, nonfinite, "non-finite", n)
 
 

@@ -1,0 +1,249 @@
+"""One name per quantity: the table that the CLI's help, the CSV columns, the figure labels and the
+glossary read.
+
+Each :class:`Quantity` has one ASCII ``key`` (its Python field, its glossary key), its CLI ``flag``,
+its CSV ``column``, its figure ``label``, its ``symbol`` as the paper and the docs write it, and one
+line of ``definition``. An old spelling (a flag, a config field, a JSON key of an older run) is in
+``aliases``: accepted for one release through the one deprecation path (:func:`renamed`, which calls
+``edge.deprecation.renamed``: a ``RankCollapseDeprecation`` in Python, one ``rankcollapse: warning:``
+line on the command line). What a run's stored params call a quantity is kept as it was (a run's
+identity hashes its params): :func:`from_stored` maps those keys to the table's, silently.
+
+Index letters (docs/ARCHITECTURE.md): b samples, n/i/j tokens (the paper's N is their count), d
+features, h heads, t layers (L the depth).
+
+>>> QUANTITIES["samples"].flag
+'--samples'
+>>> from_stored({"n": 8, "batch": 2, "preset": "attn"}, ("tokens", "samples", "mode"))
+{'tokens': 8, 'samples': 2, 'mode': 'attn'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One measured or chosen quantity, under its one name everywhere.
+
+    key: ASCII name (Python field, glossary key). flag: the CLI option (None: no command takes it).
+    column: the CSV column (None: never a column). label: the figure label (plain text). symbol: as
+    the paper and the docs write it. definition: one line. aliases: deprecated spellings (``--x``: a
+    flag; otherwise a config field or a JSON key), each accepted for one release. stored: the keys
+    under which run params (a story's YAML) store it; kept, since a run's identity hashes them.
+    """
+
+    key: str
+    flag: str | None
+    column: str | None
+    label: str
+    symbol: str
+    definition: str
+    aliases: tuple[str, ...] = ()
+    stored: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.key.isascii() or not self.definition or "\n" in self.definition:
+            raise ValueError(f"quantity {self.key!r}: an ASCII key and a one-line definition")
+        if self.flag is not None and not self.flag.startswith("--"):
+            raise ValueError(f"quantity {self.key!r}: flag {self.flag!r} must start with --")
+
+    def help(self, detail: str = "") -> str:
+        """The CLI help text: the definition (capitalised), then ``detail``."""
+        text = self.definition[0].upper() + self.definition[1:]
+        return f"{text}{'; ' + detail if detail else ''}."
+
+    def name_for(self, old: str) -> str:
+        """The table's spelling on the surface of ``old``: the flag for ``--old``, else the key."""
+        return (self.flag or f"--{self.key.replace('_', '-')}") if old.startswith("--") else self.key
+
+
+def _q(key: str, flag: str | None, column: str | None, label: str, symbol: str, definition: str,
+       aliases: tuple[str, ...] = (), stored: tuple[str, ...] = ()) -> Quantity:
+    return Quantity(key, flag, column, label, symbol, definition, aliases, stored)
+
+
+def _metric(key: str, label: str, symbol: str, definition: str) -> Quantity:
+    """A per-sample metric of ``rankcollapse.metrics``: its column is its key; no flag (``--metrics``)."""
+    return _q(key, None, key, label, symbol, definition)
+
+
+_TABLE: tuple[Quantity, ...] = (
+    # what a run is: its sizes and its block
+    _q("samples", "--samples", "samples", "samples", "b",
+       "independent inputs measured through the same network (excerpts of a corpus, or the simulator's "
+       "input draws); the unit of a row's interval unless the network is",
+       aliases=("--batch", "batch"), stored=("batch",)),
+    _q("tokens", "--tokens", "tokens", "tokens N", "N",
+       "tokens per input, the rows of X (a model's start token included)",
+       aliases=("--n", "n"), stored=("n",)),
+    _q("d", "--d", "d", "features d", "d", "features per token, the columns of X"),
+    _q("layers", "--layers", None, "depth L", "L",
+       "depth: the layers applied, X(0) .. X(L)", aliases=("--steps",), stored=("steps",)),
+    _q("layer", None, "layer", "layer t", "t",
+       "the index t of a hidden state X(t): 0 is the input (a model's embeddings), t after t layers"),
+    _q("mode", "--mode", "mode", "block", "mode",
+       "block assembly: the parts of each layer that run (attn = self-attention only, +skip, +ln a model's "
+       "own LayerNorm, +sphere the theory's x / ||x||, full / transformer the whole block)",
+       aliases=("--preset", "preset"), stored=("preset", "variant")),
+    _q("heads", "--heads", "heads", "heads h", "h", "attention heads per layer"),
+    _q("d_qk", "--d-qk", "d_qk", "d_qk", "d_qk",
+       "the number under the square root of the logits, q k^T / sqrt(d_qk)",
+       aliases=("--temperature", "temperature")),
+    _q("mask", "--mask", "mask", "mask", "M", "which keys j each query i attends to (a mask spec)"),
+    _q("dtype", "--dtype", "dtype", "dtype", "dtype", "the floating-point type of every computation"),
+    _q("seed", "--seed", "seed", "seed", "seed", "the seed of every random draw of a run"),
+    _q("batch_size", "--batch-size", "batch_size", "batch size", "batch_size",
+       "samples through a model at a time (an execution setting: the rows equal those of one batch)"),
+    # who measured it
+    _q("model", "--model", "model", "model", "model", "the model asked for, by a name rankcollapse.models "
+       "loads"),
+    _q("model_name", None, "model_name", "model", "model", "the model measured (a stand-in's own name "
+       "where the asked checkpoint is not here)", aliases=("name",)),
+    _q("model_label", None, "model_label", "model", "model", "the measured model in words, for tables "
+       "and figures", aliases=("label",)),
+    _q("model_kind", None, "model_kind", "model kind", "model kind",
+       "where the model comes from: bundled, paper, random, tiny, local, simulated", aliases=("kind",)),
+    # the per-sample metrics (rankcollapse.metrics), one column each
+    _metric("mu", "mu = ||X - 1 mean(X)||_F", "μ",
+            "distance of the tokens from their mean, ||X - 1 mean(X)||_F (the paper's raw mu)"),
+    _metric("mu_rel", "mu_rel = mu / ||X||_F", "μ_rel",
+            "mu / ||X||_F: mu without the token norm (1 = no two tokens alike on average, 0 = collapsed)"),
+    _metric("at_floor", "at the precision floor", "at floor",
+            "1 where mu <= 32 eps ||X||_F, the precision floor of the dtype (rounding noise), else 0"),
+    _metric("num_rank", "numerical rank", "rank",
+            "the singular values of X above max(N, d) eps sigma_max (torch.linalg.matrix_rank)"),
+    _metric("full_rank", "full-rank share", "full rank",
+            "1 where the numerical rank reaches min(N, d), else 0"),
+    _metric("sigma_min", "sigma_min", "σ_min", "the smallest singular value of X"),
+    _metric("sigma_max", "sigma_max", "σ_max", "the largest singular value of X"),
+    _metric("stable_rank", "stable rank", "SRank", "||X||_F^2 / ||X||_2^2, between 1 and the rank"),
+    _metric("effective_rank", "effective rank", "erank",
+            "exp(H(p)), p_k = s_k / sum s: the entropy of X's singular values (Roy and Vetterli)"),
+    _metric("mean_abs_cos", "mean |cos|", "mean |cos|", "the mean |cosine| over pairs of distinct tokens"),
+    _metric("mean_signed_cos", "mean cos", "mean cos",
+            "the mean signed cosine over pairs of distinct tokens"),
+    _metric("dong_residual", "Dong et al. residual", "res",
+            "||X - 1 mean(X)||_{1,inf}: Dong et al.'s rank-collapse residual, at the mean token"),
+    # what a row of a table says about itself
+    _q("sample", None, "sample", "sample", "sample", "the index of one sample (per-sample tables)"),
+    _q("attn_min", None, "attn_min", "smallest attention weight", "eps",
+       "the smallest attention weight on a mask edge at this layer (Theorem 1's eps; NaN when not tracked)"),
+    _q("overflow", None, "overflow", "overflow", "overflow",
+       "the share of samples whose values turned non-finite (inf or NaN) in the dtype; never collapse"),
+    _q("finite", None, "finite", "finite share", "finite", "the share of samples whose values are finite"),
+    _q("status", None, "status", "status", "status",
+       "the row's numeric state: ok, overflow (non-finite) or underflow (exactly zero)"),
+    _q("hidden_state", None, "hidden_state", "hidden state", "hidden state",
+       "which hidden state a row measures, in Hugging Face's hidden_states numbering"),
+    _q("model_layer", None, "model_layer", "model layer", "model layer",
+       "the index of the model's own layer that produced the row's hidden state (cycled past its depth)"),
+    _q("hook", None, "hook", "hook", "hook",
+       "the row's hidden state as TransformerLens names it (blocks.{l}.hook_resid_post)"),
+)
+
+#: Every quantity, by its key.
+QUANTITIES: dict[str, Quantity] = {q.key: q for q in _TABLE}
+
+#: Summary columns of a per-sample metric: ``mu_min``, ``mu_max``, ``mu_std`` (over the samples).
+SUMMARIES: tuple[str, ...] = ("min", "max", "std")
+
+
+def _check_table() -> None:
+    seen: dict[str, str] = {}
+    for q in _TABLE:
+        for spelling in (q.key, q.flag, *q.aliases):
+            if spelling is not None and seen.setdefault(spelling, q.key) != q.key:
+                raise ValueError(f"{spelling!r} names both {seen[spelling]!r} and {q.key!r}")
+
+
+_check_table()
+
+
+def quantity(key: str) -> Quantity:
+    """The quantity named ``key`` (KeyError: a name the table does not have is a bug, not user input)."""
+    return QUANTITIES[key]
+
+
+def label(key: str) -> str:
+    """The figure label of ``key``."""
+    return QUANTITIES[key].label
+
+
+def column_of(name: str) -> Quantity | None:
+    """The quantity whose CSV column is ``name`` or one of its summaries (``mu_rel_max``); None if none."""
+    for q in _TABLE:
+        if q.column is not None and (name == q.column or name in {f"{q.column}_{s}" for s in SUMMARIES}):
+            return q
+    return None
+
+
+def owner(old: str) -> Quantity:
+    """The quantity ``old`` is a deprecated spelling of (KeyError if it is none's)."""
+    for q in _TABLE:
+        if old in q.aliases:
+            return q
+    raise KeyError(old)
+
+
+def renamed(key: str, value: T | None, old: str, old_value: T | None) -> T | None:
+    """The value given under the table's name of ``key`` or, deprecated, under its alias ``old`` (one
+    warning through ``edge.deprecation``); both given is one line (RankCollapseError).
+
+    >>> renamed("d_qk", 4.0, "--temperature", None)
+    4.0
+    """
+    from rankcollapse.edge.deprecation import renamed as deprecated
+
+    q = QUANTITIES[key]
+    if old not in q.aliases:
+        raise KeyError(f"{old!r} is not an alias of {key!r}")
+    hint = q.definition if len(q.definition) <= 70 else (q.label if q.label != q.key else "")
+    return deprecated(q.name_for(old), value, old, old_value, hint)
+
+
+def read(record: Mapping[str, Any], key: str, where: str = "config.json") -> Any:
+    """``record[key]``, or, from a file an earlier release wrote, the value under a deprecated alias
+    (one warning naming ``where``); None when neither is there."""
+    if key in record:
+        return record[key]
+    for old in QUANTITIES[key].aliases:
+        if not old.startswith("--") and old in record:
+            from rankcollapse.edge.deprecation import warn
+
+            warn(f"{where} key {old!r} is deprecated (written by an earlier release); use {key!r}")
+            return record[old]
+    return None
+
+
+def from_stored(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """Run params with each quantity of ``keys`` under the table's name where the params store it
+    under a kept old key (``n``, ``batch``, ``preset``, ``steps``): no warning, since the stored keys
+    are the run's identity, not a user's spelling. Both spellings at once is one line."""
+    from rankcollapse.edge.errors import RankCollapseError
+
+    out = dict(params)
+    for key in keys:
+        for old in QUANTITIES[key].stored:
+            if old in out:
+                if key in out:
+                    raise RankCollapseError(f"give {key} or its stored name {old}, not both")
+                out[key] = out.pop(old)
+    return out
+
+
+def glossary_entries() -> dict[str, str]:
+    """Glossary entries of the quantities a report names: the term is the key, and the symbol where it
+    differs (``mu_rel / μ_rel``), so a line that writes either is glossed."""
+    entries: dict[str, str] = {}
+    for key in ("mu", "mu_rel", "samples", "tokens", "layers", "mode", "d_qk"):
+        q = QUANTITIES[key]
+        term = q.key if q.symbol in (q.key, "") else f"{q.key} / {q.symbol}"
+        where = [f"CLI {q.flag}"] * bool(q.flag) + [f"column {q.column}"] * bool(q.column)
+        entries[term] = q.definition + (f" ({', '.join(where)})" if where else "")
+    return entries

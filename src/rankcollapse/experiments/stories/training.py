@@ -1,0 +1,362 @@
+"""Collapse while it trains (issue 29, ours): what training does to the collapse of the random init.
+
+The paper's §5 compares random initialisation with pretrained weights: two points of one trajectory.
+Here small byte-level decoder LMs (``rankcollapse.monitor.trajectory``: post-LN, pre-LN, no-LN and
+no-skip blocks under a causal and a sliding-window mask) are trained from random init, several
+networks (seeds) per condition, and probed by ``rankcollapse.monitor.Monitor`` at step 0 and every
+``every`` steps on one held-out batch. The setting is ours in every arm; the statements come from the
+paper's §5, Gu et al. (ICLR 2025) and arXiv 2509.23024 (both known here from FOLLOWUPS.md, [abstract /
+2nd-hand]).
+
+Statements, each judged per block variant over the networks (``kit.trajectories``):
+
+- ``training_moves``: the last layer's ``mu_rel``, effective rank and mean ``|cos|`` end away from their
+  values at initialisation (``moved_from_init``: the mean log ratio over networks outside
+  ``±move_min`` for sure);
+- ``sink_window``: first-token sinks appear between roughly 1k and 2k steps (``onset_in_window`` on the
+  first probe where the model's sink rate reaches ``onset_level``; causal mask only: a window of ``W + 1``
+  tokens bounds the first-token attention averaged over queries by ``(W + 1) / n``). Steps of a small
+  byte-level model are not the published models' steps: every row says so (its scope);
+- ``phases``: the representation collapses early (in the warm-up), then expands, then compresses
+  (``phases`` on the last layer's effective rank, the RankMe of one layer): a compression not seen in a
+  short run is never read as refuted.
+
+The task adapter :func:`train_trajectories` calls the measurement and reshapes its rows (it measures
+nothing itself); every setting comes from ``training.yaml``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
+from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
+from rankcollapse.experiments.kit import trajectories as tr
+from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.plots import MARKERS, panel_grid
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+STORY_NAME = "training"
+FIGURE = "ext_training_trajectory"
+#: The last layer's metrics whose move away from the initialisation is judged.
+MOVED = ("mu_rel", "effective_rank", "mean_abs_cos")
+#: The figure's rows: metric -> axis label.
+SHOWN = {
+    "mu_rel": "mu_rel (last layer)",
+    "effective_rank": "effective rank (last layer)",
+    "mean_abs_cos": "mean |cos| (last layer)",
+    "sink_rate": "sink rate (all layers)",
+}
+#: The range each shown metric can take (its interval is clipped to it).
+RANGE = {
+    "mu_rel": (0.0, 1.0),
+    "effective_rank": (1.0, np.inf),
+    "mean_abs_cos": (0.0, 1.0),
+    "sink_rate": (0.0, 1.0),
+}
+SINK_SOURCE = "Gu et al., ICLR 2025 (FOLLOWUPS.md: [abstract / 2nd-hand])"
+PHASE_SOURCE = "arXiv 2509.23024, NeurIPS 2025, Pythia/OLMo checkpoints (FOLLOWUPS.md: [abstract / 2nd-hand])"
+STATEMENTS = (
+    Statement(
+        "training_moves",
+        "Training moves the last layer's mu_rel, effective rank and mean |cos| away from the values the "
+        "random initialisation gives (the paper's random-init vs pretrained contrast, as one trajectory)",
+        "the paper §5 (random init against pretrained weights); the trajectory is ours",
+        "per variant, for each mask and each of mu_rel, effective rank, mean |cos| of the last layer: the "
+        "mean over networks of log(v(T) / v(0)) outside +-move_min for sure -> confirmed; inside for sure "
+        "(it stayed) -> refuted (kit.trajectories.moved_from_init, Bonferroni over the conditions)",
+        ours=True,
+    ),
+    Statement(
+        "sink_window",
+        "First-token attention sinks emerge between roughly 1k and 2k training steps in small language "
+        "models",
+        SINK_SOURCE,
+        "per variant, causal mask: the onset (first probe with the model's sink rate >= onset_level) "
+        "averaged over networks inside onset_lo..onset_hi for sure -> confirmed; before or after it for "
+        "sure, or no sink by a last step past onset_hi -> refuted; runs that end before onset_hi without a "
+        "sink, or networks already at the level at step 0 -> not testable (kit.trajectories.onset_in_window)",
+        ours=True,
+    ),
+    Statement(
+        "phases",
+        "Over training the representation goes through phases: an early collapse during warm-up, then an "
+        "expansion ('entropy-seeking'), then a compression ('compression-seeking'), as RankMe and alpha-ReQ "
+        "show over Pythia/OLMo checkpoints",
+        PHASE_SOURCE,
+        "per variant and mask, on the last layer's effective rank (RankMe of one layer): the least value up "
+        "to early_factor x warmup steps below the initial one, the peak after it above that least value, and "
+        "the last value below the peak, each by more than phase_min in log ratio for sure -> confirmed; no "
+        "early collapse for sure -> refuted; an expansion or a compression not seen is not testable in a "
+        "run this short (kit.trajectories.phases, Bonferroni over conditions and phases)",
+        ours=True,
+    ),
+)
+
+
+# --- the task: the measurement's rows -------------------------------------------------------------
+
+
+def train_trajectories(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """One training run (``monitor.trajectory.train_trajectory`` on the config of ``params``) as rows:
+    ``kind = trajectory`` (``step, layer, metric, value``, ``samples`` = the probe's excerpts) and
+    ``kind = loss`` (``step, train_loss, probe_loss``). ``on_layer`` gets ``layers + 1`` ticks spread
+    over the training (the engine's progress counts a run's layers)."""
+    from rankcollapse.monitor.trajectory import TrajectoryConfig, train_trajectory
+
+    config = config_from(TrajectoryConfig, params)
+    ticks = [0]
+
+    def progress(step: int) -> None:
+        due = (config.layers + 1) * step // config.steps
+        while ticks[0] < due:
+            on_layer(ticks[0])
+            ticks[0] += 1
+
+    run = train_trajectory(config, on_probe=progress)
+    frame = run.frame[["step", "layer", "metric", "value"]]
+    rows = [{"kind": tr.KIND, "samples": config.probe, **r} for r in frame.to_dict("records")]
+    rows += [{"kind": "loss", **r} for r in run.loss.to_dict("records")]
+    first, last = run.loss.iloc[0], run.loss.iloc[-1]
+    summary = {
+        "probe_loss_init": float(first["probe_loss"]),
+        "probe_loss_final": float(last["probe_loss"]),
+        "probes": len(run.loss),
+        "monitor_failures": len(run.failures),
+    }
+    return RunOutput(rows, summary)
+
+
+#: Seconds of one training step per (excerpt x token x layer) at d = 64 on one core (measured on this
+#: project's 2-core machine under load; an estimate for ordering and the printed total only).
+STEP_UNIT_S = 8.0e-6
+
+
+def train_cost(params: dict[str, Any]) -> float:
+    """Estimated seconds of one run: ``STEP_UNIT_S x batch x tokens x layers x max(1, d / 64)^2`` per step."""
+    width = max(1.0, float(params.get("d", 64)) / 64.0) ** 2
+    per = float(params.get("batch", 16)) * float(params.get("tokens", 64)) * float(params.get("layers", 4))
+    return STEP_UNIT_S * per * width * float(params.get("steps", 300)) + 1.0
+
+
+ARMS = (Arm("trained", Task(train_trajectories, cost_s=train_cost), extension=True),)
+
+
+# --- reading the runs ------------------------------------------------------------------------------
+
+
+def _frames(data: Data) -> dict[str, pd.DataFrame]:
+    """variant -> its ``kind = trajectory`` rows, in the grid's order."""
+    rows = rows_of(data, tr.KIND)
+    if rows.empty:
+        return {}
+    return {str(v): g for v, g in data.groups(rows, "variant")}
+
+
+def _masks(data: Data, frame: pd.DataFrame) -> list[str]:
+    return [str(m) for m, _ in data.groups(frame, "mask")]
+
+
+def _last_layer(frame: pd.DataFrame) -> int:
+    return int(frame["layer"].max())
+
+
+def _base(data: Data, key: str) -> Any:
+    return data.exp.base[key]
+
+
+def _span(data: Data) -> str:
+    b = data.exp.base
+    return (
+        f"{b['steps']} steps of a byte-level LM with d = {b['d']}, {b['layers']} layers, {b['batch']} x "
+        f"{b['tokens']} tokens per step, warm-up {b['warmup']} steps"
+    )
+
+
+def _scope(data: Data) -> str:
+    return f"tested on {_span(data)}: its steps are not the published models' (other widths, batches, rates)"
+
+
+def _causal(masks: list[str]) -> list[str]:
+    return [m for m in masks if m == "causal"]
+
+
+def _row(statement: Statement, data: Data, th: Thresholds, j: Any, variant: str, frame: pd.DataFrame,
+         name: str) -> Claim:
+    runs = runs_of(data, frame)
+    return claim_row(
+        STORY_NAME,
+        statement,
+        data,
+        th,
+        j,
+        qualifier=variant,
+        runs=runs,
+        figure=FIGURE,
+        sample_note=sample_note(runs, frame),
+        names=(name, ""),
+        axes_frame=frame,
+    )
+
+
+def _variant_rows(data: Data, th: Thresholds, variant: str, frame: pd.DataFrame) -> list[Claim]:
+    """The three rows of one block variant (module docstring)."""
+    masks, last = _masks(data, frame), _last_layer(frame)
+    early = float(_base(data, "warmup"))
+    moved = {
+        f"{mask}, {metric}": tr.log_ratio(tr.series(frame[frame["mask"] == mask], metric, last))
+        for mask in masks
+        for metric in MOVED
+    }
+    rank = {m: tr.series(frame[frame["mask"] == m], "effective_rank", last) for m in masks}
+    span = _span(data)
+    out = [
+        _row(STATEMENTS[0], data, th, judged(lambda t: tr.moved_from_init(moved, t), th), variant, frame,
+             f"last layer (t = {last}), trained / init")
+    ]
+    causal = frame[frame["mask"].isin(_causal(masks))]
+    if not causal.empty:
+        sink = {"causal": tr.series(causal, "sink_rate")}
+        j = judged(lambda t: tr.onset_in_window(sink, t, _scope(data)), th)
+        out.append(_row(STATEMENTS[1], data, th, j, variant, causal, "sink onset (the model's sink rate)"))
+
+    def phase_rule(t: Thresholds) -> Any:
+        per = {m: tr.phase_ratios(s, t["early_factor"] * early) for m, s in rank.items()}
+        return tr.phases(per, t, span)
+
+    name = f"effective rank of the last layer (t = {last})"
+    out.append(_row(STATEMENTS[2], data, th, judged(phase_rule, th), variant, frame, name))
+    return out
+
+
+def claims(sd: StoryData) -> list[Claim]:
+    th = Thresholds.of(STORY_NAME, sd.verdict, sd.ranges)
+    data = sd.arm("trained")
+    if data is None:
+        return []
+    return [c for variant, frame in _frames(data).items() for c in _variant_rows(data, th, variant, frame)]
+
+
+# --- the figure and the headlines -------------------------------------------------------------------
+
+
+def _curves(data: Data) -> pd.DataFrame:
+    """Per variant, mask, metric and step: mean over networks and its interval (``mean ± z se``)."""
+    out = []
+    for variant, frame in _frames(data).items():
+        last = _last_layer(frame)
+        for mask in _masks(data, frame):
+            sub = frame[frame["mask"] == mask]
+            for metric in SHOWN:
+                s = tr.series(sub, metric, None if metric == "sink_rate" else last)
+                mean, lo, hi = s.mean_interval()
+                low, high = RANGE[metric]  # the band is drawn inside the metric's own range
+                lo, hi = np.clip(lo, low, high), np.clip(hi, low, high)
+                out += [
+                    {"variant": variant, "mask": mask, "metric": metric, "step": int(step), "mean": m,
+                     "lo": a, "hi": b, "networks": s.n}
+                    for step, m, a, b in zip(s.steps, mean, lo, hi, strict=True)
+                ]
+    return pd.DataFrame(out)
+
+
+def figures(sd: StoryData) -> list[FigureSpec]:
+    data = sd.arm("trained")
+    if data is None:
+        return []
+    table = _curves(data)
+    if table.empty:
+        return []
+    variants = list(dict.fromkeys(table["variant"]))
+    fig, axes = panel_grid(len(SHOWN) * len(variants), ncols=len(variants), w=3.0, h=2.4)
+    for r, metric in enumerate(SHOWN):
+        for c, variant in enumerate(variants):
+            ax = axes[r * len(variants) + c]
+            sub = table[(table["metric"] == metric) & (table["variant"] == variant)]
+            for i, (mask, g) in enumerate(sub.groupby("mask", sort=False)):
+                (line,) = ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5,
+                                  markevery=max(1, len(g) // 8), label=mask)
+                ax.fill_between(g["step"], g["lo"], g["hi"], color=line.get_color(), alpha=0.2, lw=0)
+            ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
+            if RANGE[metric][0] == 0.0:
+                ax.set_ylim(bottom=-0.02)
+            if r == 0:
+                ax.set_title(variant, fontsize=9)
+            if c == 0:
+                ax.set_ylabel(SHOWN[metric], fontsize=7)
+            if r == len(SHOWN) - 1:
+                ax.set_xlabel("training step")
+            ax.tick_params(labelsize=6)
+    axes[0].legend(fontsize=6)
+    n = int(table["networks"].max())
+    caption = (
+        f"Ours: small byte-level decoder LMs trained from random init on Shakespeare ({_span(data)}), "
+        f"probed at step 0 and every {_base(data, 'every')} steps on {_base(data, 'probe')} held-out "
+        f"excerpts. Each panel: one metric (rows) of one block variant (columns), the mean over {n} networks "
+        "(seeds) per mask, with its interval over the networks (Student t, one condition; clipped to the "
+        "metric's range); the dotted line "
+        "is the end of the warm-up. mu_rel, effective rank and mean |cos| are those of the last layer; the "
+        "sink rate is the share of heads, over all layers, whose mean attention on the first token exceeds "
+        f"0.3. Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
+        f"{_base(data, 'tokens')} by construction."
+    )
+    return [FigureSpec(FIGURE, fig, table, caption)]
+
+
+def headlines(sd: StoryData) -> list[str]:
+    data = sd.arm("trained")
+    if data is None:
+        return []
+    table = _curves(data)
+    if table.empty:
+        return []
+    bits = []
+    for variant, g in table[(table["mask"] == "causal") & (table["metric"].isin(MOVED))].groupby(
+        "variant", sort=False
+    ):
+        shown = []
+        for metric in MOVED:
+            m = g[g["metric"] == metric].sort_values("step")
+            if not m.empty:
+                shown.append(f"{metric} {m['mean'].iloc[0]:.3g} -> {m['mean'].iloc[-1]:.3g}")
+        bits.append(f"{variant}: {', '.join(shown)}")
+    steps = int(table["step"].max())
+    early = float(sd.verdict["early_factor"]) * float(_base(data, "warmup"))
+    dips = []
+    rank = table[(table["mask"] == "causal") & (table["metric"] == "effective_rank")]
+    for variant, g in rank.groupby("variant", sort=False):
+        g = g.sort_values("step")
+        low = g[g["step"] <= early].nsmallest(1, "mean")
+        if not low.empty:
+            dips.append(
+                f"{variant} {g['mean'].iloc[0]:.3g} -> {low['mean'].iloc[0]:.3g} at step "
+                f"{int(low['step'].iloc[0])} -> {g['mean'].iloc[-1]:.3g} at step {steps}"
+            )
+    sink = table[(table["metric"] == "sink_rate") & (table["mask"] == "causal")]
+    peak = sink.groupby("variant", sort=False)["mean"].max()
+    sinks = ", ".join(f"{v} {p:.2f}" for v, p in peak.items() if math.isfinite(p))
+    return [
+        f"Trained {steps} steps from random init (causal mask, last layer, mean over networks): "
+        + "; ".join(bits) + ".",
+        f"Largest sink rate over training (causal): {sinks}.",
+        f"Last layer's effective rank at init -> its least value up to step {early:g} -> the end (causal, "
+        f"mean over networks): {'; '.join(dips)}.",
+    ]
+
+
+STORY = Story(
+    name=STORY_NAME,
+    statements=STATEMENTS,
+    arms=ARMS,
+    claims=claims,
+    figures=figures,
+    headlines=headlines,
+)
+
+__all__ = ["STORY", "train_cost", "train_trajectories"]

@@ -1,0 +1,148 @@
+"""The configuration of one :func:`~rankcollapse.models.analyze.analyze` run, checked on construction.
+
+:class:`AnalyzeConfig` parses every input once (the mask or schedule, the metric names, the dtype,
+the device, the batch size) and refuses a bad one in one line
+(:class:`~rankcollapse.edge.errors.RankCollapseError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rankcollapse.core.execution import check_batch_size, parse_device
+from rankcollapse.core.precision import dtype_name
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import quote
+from rankcollapse.masks import Mask
+from rankcollapse.masks.schedule import MaskSchedule
+from rankcollapse.metrics import metric_names
+from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
+from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
+from rankcollapse.models.diagnose import ABLATIONS
+from rankcollapse.models.parts import MODES
+from rankcollapse.models.stream import check_d_qk, user_schedule
+
+__all__ = ["AnalyzeConfig", "check_excerpt_size"]
+
+
+def check_excerpt_size(samples: int, tokens: int) -> None:
+    """A run reads ``samples`` excerpts of ``tokens`` tokens each (the ids ``[b, n]``): ``b >= 1`` and
+    ``n >= 2`` (the start token and one more), else one line. The one check of every config that reads
+    excerpts (:class:`AnalyzeConfig`, ``measure.CurvesConfig``, ``measure.GeometryConfig``)."""
+    if samples < 1 or tokens < 2:
+        raise RankCollapseError(f"need samples >= 1 and tokens >= 2, got {samples}, {tokens}")
+
+
+@dataclass
+class AnalyzeConfig:
+    """One analysis run. Give ``corpus`` or ``text_file``, not both (None/None: ``wikipedia``).
+
+    ``model``: a name of :func:`rankcollapse.models.registry.resolve_model`. ``mode``: one of
+    :data:`~rankcollapse.models.parts.MODES` (:data:`~rankcollapse.models.parts.PAPER_VARIANTS`
+    gives the paper's names). ``mask``: a spec or :class:`~rankcollapse.masks.Mask`, a predicate
+    ``f(i, j)`` or a bool tensor [N, N] (:mod:`rankcollapse.masks.custom`: the predicate is evaluated
+    at each text's own length, the tensor gives its top-left block, N >= every text's length), parsed
+    once here (None: the model's own); the field keeps the canonical spec (a label for a predicate or
+    a tensor, which ``config.json`` records with a note), :attr:`parsed_mask` the object.
+    ``d_qk``: the number under the square root, logits ``q k^T / sqrt(d_qk)`` (None: the model's
+    own, head_dim; T5: 1). ``layers``: depth L (None: the model's own), cycling the model's layers.
+    ``tokens``: N, the excerpt length including the model's start token. ``metrics``: metric
+    names (None: all). ``metric_threads``: torch threads while measuring (default 1: the
+    per-layer SVDs are small and multi-threaded small ops stall on a loaded machine).
+    ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
+    ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
+    ``sink_threshold``), first-token attention and norm, largest activations and the massive
+    ratio to each row (``rankcollapse.metrics.diagnostics``; parts backend). Each layer forms its
+    attention weights ``diagnostics_chunk`` query rows at a time and keeps only their per-query
+    reductions (None: the rows of :data:`~rankcollapse.models.parts.CHUNK_BYTES`, 128 MiB per sample,
+    :func:`~rankcollapse.models.parts.chunk_rows`), never the whole ``[b, h, n, n]`` map (except for
+    ``on_attention``, which gets it). ``ablation``
+    ``"sinks"``: damp every query's attention on the first token by ``sink_damping`` (0: remove)
+    and renormalise.
+
+    ``device``: where the model, its inputs and the metrics run: ``cpu``, ``cuda`` or ``cuda:K``
+    (:func:`rankcollapse.core.execution.parse_device`, checked here; float64 where the device lacks
+    it is refused). ``batch_size``: the ``samples`` excerpts (drawn as always: the same seed gives the
+    same excerpts) go through the model ``batch_size`` at a time, so memory holds the hidden states of
+    one batch; every statistic is computed from all samples' values together, so the rows are those
+    of one batch (to the last bit on the CPU). None, or more than ``samples``: one batch (clamped).
+    """
+
+    model: str = "minilm"
+    mode: str = "full"
+    mask: str | Any | None = None
+    d_qk: float | None = None
+    layers: int | None = None
+    corpus: str | None = None
+    text_file: str | None = None
+    samples: int = 16
+    tokens: int = 128
+    dtype: str | None = None  # None: float32 for a model loaded by name, an in-memory model's own dtype
+    seed: int = 0
+    backend: str = "auto"
+    metrics: tuple[str, ...] | str | None = None  # "mu,mu_rel" or names; metrics.metric_names parses it
+    metric_threads: int | None = 1
+    diagnostics: bool = False
+    diagnostics_chunk: int | None = None
+    sink_threshold: float = SINK_THRESHOLD
+    ablation: str | None = None
+    sink_damping: float | None = None
+    device: str = "cpu"
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.ablation not in ABLATIONS:
+            got = quote(str(self.ablation), 40)
+            raise RankCollapseError(f"unknown ablation {got}; allowed: sinks (or none)")
+        if self.sink_damping is not None and self.ablation != "sinks":
+            raise RankCollapseError("--sink-damping applies only with --ablation sinks")
+        if self.ablation == "sinks":
+            self.sink_damping = 0.0 if self.sink_damping is None else float(self.sink_damping)
+            if not 0.0 <= self.sink_damping <= 1.0:
+                raise RankCollapseError(
+                    f"--sink-damping {self.sink_damping} is invalid; allowed: a number in [0, 1]")
+        if not (isinstance(self.sink_threshold, int | float) and 0.0 <= self.sink_threshold <= 1.0):
+            raise RankCollapseError(
+                f"--sink-threshold {str(self.sink_threshold)[:20]} is invalid; allowed: a number in [0, 1]")
+        if self.sink_threshold != SINK_THRESHOLD and not self.diagnostics:
+            raise RankCollapseError("--sink-threshold applies only with --diagnostics")
+        if self.diagnostics_chunk is not None:
+            c = self.diagnostics_chunk
+            if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                raise RankCollapseError(f"--diagnostics-chunk {quote(c, 20)} is invalid; allowed: a positive "
+                                        "number of query rows")
+            if not self.diagnostics:
+                raise RankCollapseError("--diagnostics-chunk applies only with --diagnostics")
+        if self.mode not in MODES:
+            raise RankCollapseError(f"unknown mode {self.mode!r}; allowed: {', '.join(MODES)}")
+        if self.corpus is not None and self.text_file is not None:
+            raise RankCollapseError(
+                "give a corpus or a text file, not both (--corpus does not apply with --text)"
+            )
+        if self.text_file is None and self.corpus is None:
+            self.corpus = DEFAULT_CORPUS
+        if self.corpus is not None and self.corpus not in CORPORA:
+            raise RankCollapseError(
+                f"unknown corpus {quote(str(self.corpus))}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+            )
+        check_excerpt_size(self.samples, self.tokens)
+        if self.layers is not None and self.layers < 0:
+            raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
+        check_d_qk(self.d_qk)
+        if self.metric_threads is not None and self.metric_threads < 1:
+            raise RankCollapseError(f"metric_threads must be >= 1, got {self.metric_threads}")
+        self.metrics = metric_names(self.metrics)
+        self._dtype_given = self.dtype is not None  # an in-memory model of another dtype is refused
+        self.dtype = dtype_name(self.dtype or "float32")
+        self.device = str(parse_device(self.device, self.dtype))
+        self.batch_size = check_batch_size(self.batch_size)
+        self._mask = user_schedule(self.mask)  # a bad spec fails here
+        if self._mask is not None and len(self._mask.period) == 1:
+            self._mask = self._mask.period[0]
+        self.mask = None if self._mask is None else self._mask.spec
+
+    @property
+    def parsed_mask(self) -> Mask | MaskSchedule | None:
+        """The mask (or schedule) object, parsed once in ``__post_init__``; None for the model's own."""
+        return self._mask

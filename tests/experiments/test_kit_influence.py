@@ -1,0 +1,68 @@
+"""The U-shape rule (kit.influence.u_shaped) on synthetic data: every verdict it can give, and its cause."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.kit.curves import SAMPLE
+from rankcollapse.experiments.kit.data import Layered
+from rankcollapse.experiments.kit.influence import u_shaped
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+TH = Thresholds.of("test", {"min_samples": 4, "u_log_min": 0.0})
+
+
+def arm(mean: float, sd: float = 0.1, n: int = 16, name: str = "start_over_middle_log") -> Layered:
+    """One arm at its last layer (two layers: t = 0 uniform, t = 1 the value): mean, se = sd / sqrt(n)."""
+    return Layered(name, np.array([0.0, mean]), np.array([0.0, sd / math.sqrt(n)]), np.array([0.0, sd]), n,
+                   SAMPLE)
+
+
+def test_a_u_when_both_arms_are_above_the_middle_for_sure() -> None:
+    j = u_shaped({"minilm, lam = 0.5": (arm(2.0), arm(0.5))}, TH)
+    assert j.verdict == REPRODUCED and "a U" in j.evidence and "x1.65 the middle" in j.evidence
+
+
+def test_not_a_u_when_the_end_arm_is_below_the_middle_and_the_cause_names_it() -> None:
+    j = u_shaped({"smollm2, lam = 0.5": (arm(11.0), arm(-2.8))}, TH)
+    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "measured otherwise"
+    assert "the end arm below the middle" in j.cause and "smollm2" in j.cause
+
+
+def test_not_a_u_when_the_start_arm_is_below_even_if_the_end_is_above() -> None:
+    j = u_shaped({"recency only": (arm(-1.0), arm(3.0))}, TH)
+    assert j.verdict == NOT_REPRODUCED and "the start arm below the middle" in j.cause
+
+
+def test_one_failing_condition_decides_the_row() -> None:
+    j = u_shaped({"a": (arm(2.0), arm(0.5)), "b": (arm(2.0), arm(-0.5))}, TH)
+    assert j.verdict == NOT_REPRODUCED and "b: not a U" in j.cause and "a: " not in j.cause
+
+
+def test_open_when_an_arm_straddles_the_threshold() -> None:
+    j = u_shaped({"minilm": (arm(2.0), arm(0.03, sd=0.2))}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+    assert j.undecided and j.undecided[0].needed_n() is not None
+
+
+def test_too_few_excerpts_is_inconclusive_whatever_the_arms() -> None:
+    j = u_shaped({"minilm": (arm(5.0, n=3), arm(5.0, n=3))}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small" and "3" in j.cause
+
+
+def test_the_threshold_is_read_from_the_yaml_and_moves_the_verdict() -> None:
+    pair = {"minilm": (arm(2.0), arm(0.2, sd=0.05))}
+    assert u_shaped(pair, TH).verdict == REPRODUCED
+    strict = Thresholds.of("test", {"min_samples": 4, "u_log_min": 0.4})
+    assert u_shaped(pair, strict).verdict == NOT_REPRODUCED
+
+
+def test_bonferroni_over_arms_widens_the_interval() -> None:
+    # decided alone at one comparison, open once two conditions x two arms share the level
+    a = arm(2.7 * 0.1 / 4, sd=0.1)  # 2.7 standard errors above 0: t critical 2.54 (2 tests), 2.88 (4)
+    alone = u_shaped({"x": (arm(3.0), a)}, TH)
+    shared = u_shaped({"x": (arm(3.0), a), "y": (arm(3.0), arm(3.0))}, TH)
+    assert alone.verdict == REPRODUCED and shared.verdict == INCONCLUSIVE

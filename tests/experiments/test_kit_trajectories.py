@@ -1,0 +1,115 @@
+"""kit.trajectories: every verdict each rule over training steps can give, pinned on synthetic networks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankcollapse.experiments.kit import trajectories as tr
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+TH = Thresholds.of(
+    "training",
+    {"move_min": 0.1, "phase_min": 0.1, "onset_level": 0.25, "onset_lo": 1000, "onset_hi": 2000},
+)
+
+
+def S(values, steps=None) -> tr.Series:
+    v = np.asarray(values, dtype=float)
+    steps = np.arange(v.shape[1]) * 100.0 if steps is None else np.asarray(steps, dtype=float)
+    return tr.Series(steps, v, tuple(f"r{i}" for i in range(v.shape[0])))
+
+
+def test_series_reads_one_metric_of_one_layer_per_network_and_the_mean_over_layers():
+    rows = [
+        {"run_id": r, "step": s, "layer": t, "metric": m, "value": 10 * i + s + t}
+        for i, r in enumerate(("a", "b"))
+        for s in (0, 5)
+        for t in (0, 1, 2)
+        for m in ("mu_rel", "sink_rate")
+    ]
+    frame = pd.DataFrame(rows)
+    s = tr.series(frame, "mu_rel", 2)
+    assert s.runs == ("a", "b") and list(s.steps) == [0, 5]
+    assert s.values.tolist() == [[2, 7], [12, 17]]
+    assert tr.series(frame, "sink_rate").values.tolist() == [[1.5, 6.5], [11.5, 16.5]]  # layers 1, 2
+    assert tr.log_ratio(s) == pytest.approx([math.log(7 / 2), math.log(17 / 12)])
+
+
+def test_moved_from_init_pins_moved_stayed_open_and_too_few():
+    moved = tr.moved_from_init({"m": np.log([2.0, 2.1, 1.9, 2.05])}, TH)
+    assert moved.verdict == "reproduced" and moved.unit == "networks" and moved.n == 4
+    down = tr.moved_from_init({"m": np.log([0.5, 0.52, 0.48])}, TH)
+    assert down.verdict == "reproduced"
+    stayed = tr.moved_from_init({"m": np.array([0.01, -0.01, 0.0, 0.005])}, TH)
+    assert stayed.verdict == "not reproduced" and stayed.cause_kind == "measured otherwise"
+    wide = tr.moved_from_init({"m": np.array([0.5, -0.3, 0.4])}, TH)
+    assert wide.verdict == "inconclusive" and wide.cause_kind == "sample too small"
+    assert wide.key is not None
+    need = wide.key.needed_n()
+    assert need is None or need > 3
+    few = tr.moved_from_init({"m": np.array([1.0])}, TH)
+    assert few.verdict == "inconclusive" and "fewer than 2" in few.cause
+    # any stayed condition decides the row; Bonferroni widens each interval
+    both = tr.moved_from_init({"a": np.log([2.0, 2.1, 1.9]), "b": np.array([0.0, 0.01, -0.01])}, TH)
+    assert both.verdict == "not reproduced" and both.decided_by.startswith("b:")
+
+
+def test_onset_in_window_pins_inside_before_after_never_too_short_at_init_and_mixed():
+    steps = np.arange(0, 3001, 100)
+
+    def ramp(onsets, last=3000):
+        st = steps[steps <= last]
+        return S([(st >= o).astype(float) * 0.5 for o in onsets], st)
+
+    def verdict(s, scope=""):
+        return tr.onset_in_window({"causal": s}, TH, scope)
+
+    inside = verdict(ramp([1400, 1500, 1600]), "small model")
+    assert inside.verdict == "reproduced" and inside.scope == "small model"
+    early = verdict(ramp([100, 200, 200]))
+    assert early.verdict == "not reproduced" and "before the window" in early.cause
+    late = verdict(ramp([2600, 2700, 2800]))
+    assert late.verdict == "not reproduced" and "after the window" in late.cause
+    never = verdict(ramp([9999, 9999, 9999]))
+    assert never.verdict == "not reproduced" and "past the window" in never.cause
+    short = verdict(ramp([9999, 9999, 9999], last=300))
+    assert short.verdict == "inconclusive" and short.cause_kind == "not testable"
+    assert "end at step 300, before the window's end" in short.cause
+    at_init = verdict(ramp([0, 1500, 1500]))
+    assert at_init.verdict == "inconclusive" and "nothing to emerge" in at_init.cause
+    mixed = verdict(ramp([1500, 1500, 9999]))
+    assert mixed.verdict == "inconclusive" and "no mean onset" in mixed.cause
+    straddles = verdict(ramp([900, 1500, 2100]))
+    assert straddles.verdict == "inconclusive" and straddles.cause_kind == "sample too small"
+
+
+def test_phase_ratios_find_the_early_dip_the_peak_after_it_and_the_end():
+    s = S([[10, 5, 4, 8, 9, 6], [10, 4, 5, 7, 10, 5]])
+    r = tr.phase_ratios(s, early=200)
+    assert r["t_min"].tolist() == [200, 100] and r["t_peak"].tolist() == [400, 400]
+    assert r["collapse"] == pytest.approx([math.log(0.4), math.log(0.4)])
+    assert r["expand"] == pytest.approx([math.log(9 / 4), math.log(10 / 4)])
+    assert r["compress"] == pytest.approx([math.log(6 / 9), math.log(5 / 10)])
+    assert np.isnan(tr.phase_ratios(s, early=50)["collapse"]).all()  # no probe but step 0 in the window
+
+
+def test_phases_pins_all_three_no_collapse_and_an_unseen_later_phase():
+    base = np.array([[10, 5, 4, 8, 9, 6], [10, 4, 5, 7, 10, 5], [10, 5, 4, 8, 9, 5], [10, 5, 5, 9, 10, 6]])
+    three = tr.phases({"causal": tr.phase_ratios(S(base), 200)}, TH, "500 steps")
+    assert three.verdict == "reproduced"
+    flat = base.copy().astype(float)
+    flat[:, 1:3] = 10.0
+    none = tr.phases({"causal": tr.phase_ratios(S(flat), 200)}, TH, "500 steps")
+    assert none.verdict == "not reproduced" and "no collapse" in none.cause
+    no_compress = base.copy().astype(float)
+    no_compress[:, -1] = no_compress[:, -2]
+    open_ = tr.phases({"causal": tr.phase_ratios(S(no_compress), 200)}, TH, "500 steps")
+    assert open_.verdict == "inconclusive" and open_.cause_kind == "not testable"
+    assert "no compress for sure (500 steps)" in open_.cause
+    falling = np.array([[10, 6, 5, 4, 3, 2]] * 2) + np.array([[0], [0.1]])
+    still = tr.phases({"causal": tr.phase_ratios(S(falling), 200)}, TH, "500 steps")
+    assert still.verdict == "inconclusive" and "no expand for sure" in still.cause  # never refuted

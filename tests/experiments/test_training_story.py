@@ -1,0 +1,60 @@
+"""The story 'training' end to end on its tiny profile: rows per block variant, origin ours, verdicts the
+tiny runs decide pinned as properties, the figure drawn from the runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankcollapse.experiments.stories import ORDER, all_stories
+
+from .story_run import run_story
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return run_story("training", "tiny")
+
+
+def test_training_follows_the_papers_stories_and_counts_as_ours():
+    story = all_stories()["training"].story
+    assert ORDER.index("training") == ORDER.index("fig9") + 1 < ORDER.index("position_bias")
+    assert all(s.ours for s in story.statements) and all(a.extension for a in story.arms)
+
+
+def test_tiny_profile_rows_are_ours_per_variant_with_networks_as_the_unit(tiny):
+    _, rows, _ = tiny
+    ids = [c.id for c in rows]
+    variants = ["post-ln", "pre-ln", "no-ln", "no-skip"]
+    keys = ["training_moves", "sink_window", "phases"]
+    assert ids == [f"training.{k}[{v}]" for v in variants for k in keys]
+    for c in rows:
+        assert c.origin == "extension" and "(ours)" in c.verdict
+        assert c.unit == "networks" and c.n == 4 and c.seeds == [0, 1, 2, 3]
+        assert c.figure == "ext_training_trajectory"
+
+
+def test_tiny_verdicts_the_data_decide(tiny):
+    _, rows, _ = tiny
+    got = {c.id: c for c in rows}
+    # 40 steps at lr 0.01 move the last layer of a pre-LN net far from its init (mean |cos| x3 ...)
+    assert got["training.training_moves[pre-ln]"].verdict == "confirmed (ours)"
+    # no run reaches the window 1k-2k: never a verdict on it, always "not testable"
+    for v in ("post-ln", "pre-ln", "no-ln", "no-skip"):
+        c = got[f"training.sink_window[{v}]"]
+        assert c.verdict == "inconclusive (ours)" and c.cause_kind == "not testable", c.cause
+        assert "40 steps" in c.scope
+    # a compression or expansion a 40-step run does not show is never a refutation
+    for c in rows:
+        if c.key == "phases" and c.verdict.startswith("refuted"):
+            assert "no collapse" in c.cause
+
+
+def test_the_figure_shows_every_metric_of_every_variant_over_steps(tiny):
+    _, _, figs = tiny
+    (fig,) = figs
+    assert fig.name == "ext_training_trajectory" and "Ours" in fig.caption
+    assert set(fig.data["metric"]) == {"mu_rel", "effective_rank", "mean_abs_cos", "sink_rate"}
+    assert sorted(fig.data["step"].unique()) == list(range(0, 41, 4))
+    assert (fig.data["networks"] == 4).all()
+    assert ((fig.data["lo"] <= fig.data["mean"] + 1e-12) & (fig.data["mean"] <= fig.data["hi"] + 1e-12)).all()
+    assert len(fig.figure.axes) == 16
