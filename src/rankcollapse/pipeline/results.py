@@ -46,7 +46,8 @@ def _n(c: Claim) -> str:
 
 
 def _verdict(c: Claim) -> str:
-    word = f"undecided at n = {_n(c)}" if c.verdict_class == "undecided" else c.verdict
+    at = f"undecided at {c.n} {c.unit}" if c.n is not None else "undecided"
+    word = at if c.verdict_class == "undecided" else c.verdict
     return f"{word} ({c.scope})" if c.scope else word
 
 

@@ -312,4 +312,5 @@ def stop_reason(c: Claim, sampling: Sampling) -> str:
         if grew:
             return f"decided at n = {c.n} (first look n = {first}; {k} looks planned)"
         return f"decided at the first look (n = {c.n}; {k} looks planned)" if c.n is not None else ""
-    return f"undecided at n = {c.n}: {why or f'the last planned look ({k}) reached'}"
+    at = f"undecided at {c.n} {c.unit}" if c.n is not None else "undecided"
+    return f"{at}: {why or f'the last planned look ({k}) reached'}"
