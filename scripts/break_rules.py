@@ -1,8 +1,9 @@
 """Break the judging kit on purpose, one change at a time, and check that the rule tests catch each.
 
     python scripts/break_rules.py            # every break, prints caught / MISSED per break
+    python scripts/break_rules.py --dry-run  # only check that every break still applies (no test run)
 
-Each break is a one-line edit of ``experiments/kit`` or ``engine/verdicts.py`` that changes what a rule
+Each break is a one-line edit of ``experiments/kit`` or ``contract/verdicts.py`` that changes what a rule
 decides (a swapped comparison, a dropped condition, a wrong constant). The file is restored after each
 run. A break the tests do not catch is a rule without a test that pins it.
 """
@@ -99,107 +100,107 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "unstable needs twice the change",
     ),
     (
-        "kit/rules.py",
-        '{"collapsing": REPRODUCED, "at floor": REPRODUCED, "not collapsing": NOT_REPRODUCED}',
-        '{"collapsing": REPRODUCED, "at floor": INCONCLUSIVE, "not collapsing": NOT_REPRODUCED}',
+        "kit/rules/curves.py",
+        "StatusName.AT_FLOOR: REPRODUCED,",
+        "StatusName.AT_FLOOR: INCONCLUSIVE,",
         "a SAN at the floor no longer counts as collapsed",
     ),
     (
-        "kit/rules.py",
-        'elif s_ln.name == "kept" and s_san.name in ("collapsing", "at floor"):',
-        'elif s_ln.name == "kept" and s_san.name in ("collapsing",):',
+        "kit/rules/curves.py",
+        "elif s_ln.name is StatusName.KEPT and s_san.name in COLLAPSED:",
+        "elif s_ln.name is StatusName.KEPT and s_san.name in (StatusName.COLLAPSING,):",
         "ln_stops forgets a SAN at the floor",
     ),
     (
-        "kit/rules.py",
-        'elif s_ln.name in ("falling", "low"):',
-        'elif s_ln.name in ("low",):',
+        "kit/rules/curves.py",
+        "elif s_ln.name in (StatusName.FALLING, StatusName.LOW):",
+        "elif s_ln.name in (StatusName.LOW,):",
         "ln_stops lets a falling LN curve pass",
     ),
     (
-        "kit/rules.py",
-        'elif s_c.name == "not collapsing" and s_l.name == "kept":',
-        'elif s_c.name == "not collapsing" or s_l.name == "kept":',
+        "kit/rules/curves.py",
+        "elif s_c.name is StatusName.NOT_COLLAPSING and s_l.name is StatusName.KEPT:",
+        "elif s_c.name is StatusName.NOT_COLLAPSING or s_l.name is StatusName.KEPT:",
         "kept_stable needs only one condition",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/curves.py",
         "REPRODUCED if margin.decided and grow > 0 else INCONCLUSIVE",
         "REPRODUCED if True else INCONCLUSIVE",
         "skip_unstable drops 'more so deeper'",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/curves.py",
         'floor = c.first_at_floor() if c.quantity == "mu_rel" else None',
         'floor = c.first_at_floor() if c.quantity == "none" else None',
         "full_stable forgets the floor",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/rates.py",
         'v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)\n            word = {1: "slower"',
         'v = {-1: REPRODUCED, 1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)\n            word = {1: "slower"',
         "local_slower swaps faster and slower",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/rates.py",
         "v = REPRODUCED if e.lo > 0 else NOT_REPRODUCED if e.hi < 0 else INCONCLUSIVE",
         "v = REPRODUCED if e.mean > 0 else NOT_REPRODUCED if e.hi < 0 else INCONCLUSIVE",
         "dqk_slows ignores the standard error",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/rates.py",
         "sign, diff, se = _compare(eff[s], eff[g])",
         "sign, diff, se = _compare(eff[g], eff[s])",
         "dqk_global swaps global and sparse",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/rates.py",
         "sign, diff, se = _compare(deep, shallow)",
         "sign, diff, se = _compare(shallow, deep)",
         "dqk_shallow swaps shallow and deep",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/layers.py",
         "layers = [t for t in range(len(s)) if np.isfinite(s[t])]",
         "layers = [len(s) - 1]",
         "full_rank looks at the last layer only",
     ),
-    ("kit/rules.py", 'factor = th["ratio_margin"]', "factor = 1.0", "sigma_ratio drops its margin"),
+    ("kit/rules/layers.py", 'factor = th["ratio_margin"]', "factor = 1.0", "sigma_ratio drops its margin"),
     (
-        "kit/rules.py",
+        "kit/rules/layers.py",
         'if lo > 0 and m[-1] >= th["aniso_factor"] * iso:',
         "if lo > 0:",
         "cos_grows forgets the isotropic level",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/layers.py",
         "v = combine_verdicts([pa.verdict, pb.verdict])",
         "v = pa.verdict",
         "dominant_sv forgets sigma_min",
     ),
-    ("kit/rules.py", 'limit = th["share_min"]', "limit = 0.5", "initial_cos accepts a majority"),
+    ("kit/rules/layers.py", 'limit = th["share_min"]', "limit = 0.5", "initial_cos accepts a majority"),
     (
-        "kit/rules.py",
+        "kit/rules/checks.py",
         'tested = [(lab, v) for lab, v, floor, _ in full if not floor and v != "vacuous"]',
         'tested = [(lab, v) for lab, v, floor, _ in full if v != "vacuous"]',
         "a run at the floor tests the rate",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/checks.py",
         "checks.append((label, rate < -limit,",
         "checks.append((label, rate < limit,",
         "collapses accepts a flat rate",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/checks.py",
         "        if holds is None:\n",
         "        if holds is None and False:\n",
         "every_run treats a check not made as a failure",
     ),
     (
-        "kit/rules.py",
-        'if st.name in ("collapsing", "at floor", "too few samples"):',
-        'if st.name in ("collapsing", "at floor", "too few samples", "not collapsing"):',
+        "kit/rules/rates.py",
+        "if st.name in (*COLLAPSED, StatusName.TOO_FEW):",
+        "if st.name in (*COLLAPSED, StatusName.TOO_FEW, StatusName.NOT_COLLAPSING):",
         "a growing SAN counts as a d_qk experiment",
     ),
     (
@@ -221,13 +222,13 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "a random init stands in for pretrained weights",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "    if NOT_REPRODUCED in parts:\n",
         "    if False:\n",
         "combine_verdicts lets a failing part through",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         '(REPRODUCED, NOT_REPRODUCED): "reproduced as plotted; mechanism differs",',
         '(REPRODUCED, NOT_REPRODUCED): "not reproduced",',
         "the word table blames the paper for the mechanism",
@@ -252,61 +253,61 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "raw mu's floor is only an underflow to 0",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/curves.py",
         "s_ln, s_san = trend_status(c_ln, th, keep_min), collapse_status(c_san, th)",
         "s_ln, s_san = level_status(c_ln, th, keep_min), collapse_status(c_san, th)",
         "ln_stops reads the last half only",
     ),
     (
-        "kit/rules.py",
+        "kit/combine.py",
         "    label, part = deciding[0]\n    wanted =",
         "    label, part = parts[0]\n    wanted =",
         "the row prints the first condition, not the one that decided it",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/layers.py",
         "layers = list(range(first, len(dom)))",
         "layers = list(range(0, len(dom)))",
         "Fig. 8 judges the embeddings X(0) too",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/layers.py",
         "v = REPRODUCED if lo > m.threshold else NOT_REPRODUCED if hi < m.threshold else INCONCLUSIVE",
         "v = REPRODUCED if m.value >= m.threshold else NOT_REPRODUCED",
         "a mean or a share decides without its interval",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/checks.py",
         "back = any(stable > 0 and returned == stable for stable, returned in eqs)",
         "back = False",
         "'stable in certain directions' needs a basin, not a stable direction",
     ),
     (
-        "kit/rules.py",
+        "kit/rules/checks.py",
         "if radii and radii_all and radii != radii_all:",
         "if False:",
         "a bound tested at r = 1 only claims every radius",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "{Origin.EXTENSION: EXTENSION_WORDS, Origin.STAND_IN: STAND_IN_WORDS}",
         "{Origin.EXTENSION: EXTENSION_WORDS}",
         "a stand-in's row reads as a verdict on the paper",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         'if kind == "search" and plotted is REPRODUCED',
         'if False and plotted is REPRODUCED',
         "a search that found nothing reads 'reproduced'",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "mech = {w: sum(1 for c in tested if c.mechanism == k) for k, w in MECHANISM_CLASSES.items()}",
         "mech = {}",
         "the counters hide the mechanism",
     ),
     (
-        "engine/verdicts.py",
+        "contract/verdicts.py",
         "rows = [c for c in claims if c.paper == check_paper(paper)]",
         "rows = list(claims)",
         "a follow-up paper's rows enter the main paper's tally",
@@ -314,7 +315,8 @@ BREAKS: list[tuple[str, str, str, str]] = [
 ]
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    dry = "--dry-run" in argv
     missed = 0
     for i, (rel, old, new, what) in enumerate(BREAKS, 1):
         path = SRC / rel
@@ -322,6 +324,8 @@ def main() -> int:
         if text.count(old) != 1:
             print(f"{i:2d}. CANNOT APPLY ({text.count(old)} matches): {what}")
             missed += 1
+            continue
+        if dry:
             continue
         path.write_text(text.replace(old, new))
         try:
@@ -336,9 +340,9 @@ def main() -> int:
         caught = res.returncode != 0
         missed += not caught
         print(f"{i:2d}. {'caught' if caught else 'MISSED'}: {what}")
-    print(f"{len(BREAKS) - missed} of {len(BREAKS)} breaks caught")
+    print(f"{len(BREAKS) - missed} of {len(BREAKS)} breaks " + ("apply" if dry else "caught"))
     return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -25,7 +25,8 @@ FLOORS: list[tuple[str, ...]] = [
     ),
     ("rankcollapse.masks", "rankcollapse.metrics"),
     ("rankcollapse.dynamics", "rankcollapse.models", "rankcollapse.equilibria", "rankcollapse.monitor"),
-    ("rankcollapse.experiments", "rankcollapse.experiments.engine"),
+    ("rankcollapse.experiments", "rankcollapse.experiments.engine"),  # the sweep engine: nothing of the paper
+    ("rankcollapse.experiments.contract",),  # the judging contract: Story, Claim, Verdict, words, tally
     ("rankcollapse.experiments.kit",),  # the judging kit: one way to summarise, judge and draw
     ("rankcollapse.experiments.stories",),
     ("rankcollapse.pipeline",),  # reproduce and the report, above every story
@@ -199,3 +200,28 @@ def test_function_level_and_relative_imports_are_seen():
     found = imports_of("rankcollapse.core.fake", path, known, source=code)
     assert found == {"rankcollapse.cli", "rankcollapse.cli.main", "rankcollapse.core", "rankcollapse.core.b"}
     assert upward_imports({"rankcollapse.core.fake": found})
+
+
+#: The judging contract's names: what a story is and how its rows are judged and counted.
+CONTRACT_NAMES = {
+    "Story", "Statement", "Arm", "StoryData", "Claim", "Verdict", "Origin", "MAIN_PAPER", "PAPERS",
+    "combine_verdicts", "verdict_word", "tally",
+}
+
+
+def test_the_engine_knows_nothing_about_the_paper() -> None:
+    """The sweep engine (grid, identity, store, executors, workers, locks, progress) neither defines nor
+    imports a name of the judging contract: those live one floor up, in ``experiments.contract``."""
+    engine = "rankcollapse.experiments.engine"
+    found = []
+    for name, path in modules().items():
+        if name != engine and not name.startswith(engine + "."):
+            continue
+        tree = ast.parse(path.read_text())
+        defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+        assigned = [t for n in tree.body if isinstance(n, ast.Assign) for t in n.targets]
+        defined |= {t.id for t in assigned if isinstance(t, ast.Name)}
+        froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported = {a.asname or a.name for n in froms for a in n.names}
+        found += [f"{name}: {x}" for x in sorted((defined | imported) & CONTRACT_NAMES)]
+    assert not found, found

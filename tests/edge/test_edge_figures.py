@@ -136,7 +136,7 @@ def _rows() -> list[dict[str, float]]:
 def _kit(out: Path) -> object:
     import pandas as pd
 
-    from rankcollapse.experiments.engine.story import FigureSpec
+    from rankcollapse.experiments.contract.story import FigureSpec
     from rankcollapse.experiments.kit import plots
 
     return plots.save_figure(FigureSpec("f", new_figure(1, 1), pd.DataFrame(), ""), out, "x")

@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.engine.config import load_arms
 from rankcollapse.experiments.engine.store import canonical_or_plain
-from rankcollapse.experiments.engine.story import Data, StoryData
 from rankcollapse.experiments.engine.tasks import execute_run
 from rankcollapse.experiments.stories import all_stories
 

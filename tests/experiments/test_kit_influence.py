@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import SAMPLE
 from rankcollapse.experiments.kit.data import Layered
 from rankcollapse.experiments.kit.influence import u_shaped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import notions
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.thresholds import Thresholds

@@ -11,8 +11,8 @@ import pytest
 
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
-from rankcollapse.experiments.kit import causes, rules
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.kit import causes, combine, rules
 from rankcollapse.experiments.kit.claims import Judged, sampling_state
 from rankcollapse.experiments.kit.curves import (
     NETWORK,
@@ -24,8 +24,10 @@ from rankcollapse.experiments.kit.curves import (
     z,
 )
 from rankcollapse.experiments.kit.data import Layered
-from rankcollapse.experiments.kit.judgement import Margin
+from rankcollapse.experiments.kit.judgement import Judgement, Margin
 from rankcollapse.experiments.kit.statuses import (
+    Status,
+    StatusName,
     collapse_status,
     level_status,
     stability_status,
@@ -175,33 +177,54 @@ def test_judged_records_the_thresholds_a_rule_read_and_flips_inside_their_ranges
 # ----------------------------------------------------------------------------- statuses
 
 
+def test_a_status_is_one_of_the_named_words_and_a_misspelt_one_is_refused() -> None:
+    """Status words are the enum, never bare strings: a typo cannot make a new word that no rule knows."""
+    assert collapse_status(curve(-0.5), TH).name is StatusName.COLLAPSING
+    assert Status("at floor", "").name is StatusName.AT_FLOOR  # the word coerces to its member
+    with pytest.raises(ValueError):
+        Status("colapsing", "")
+    assert f"{StatusName.TOO_FEW}: x" == "too few samples: x"  # evidence prints the plain word
+
+
+def test_a_conditions_judgement_is_a_part_as_it_is() -> None:
+    """One class for a statement's judgement and a condition's: ``per_group`` combines the groups' own
+    judgements (the failing group's cause and words decide; n is the smallest group's)."""
+    floor = Judgement(NOT_REPRODUCED, "at the floor", "float32 at the floor from t=3", "precision floor", 7)
+    fine = Judgement(REPRODUCED, "falls", n=5)
+    j = combine.per_group({"float64": lambda th: fine, "float32": lambda th: floor}, TH)
+    assert j.verdict is NOT_REPRODUCED and j.cause_kind == "precision floor" and j.cause == floor.cause
+    assert j.n == 5 and j.decided_by == "float32: at the floor"
+    assert j.evidence == "float64: falls | float32: at the floor"
+
+
 def test_collapse_status_each_class() -> None:
-    assert collapse_status(curve(-0.5), TH).name == "collapsing"
-    assert collapse_status(curve(0.0), TH).name == "not collapsing"
-    assert collapse_status(curve(-5.0, dtype="float32"), TH).name == "at floor"
-    assert collapse_status(curve(-0.02, noise=0.3), TH).name == "unclear"
-    assert collapse_status(curve(-0.5, n=3), TH).name == "too few samples"
+    assert collapse_status(curve(-0.5), TH).name is StatusName.COLLAPSING
+    assert collapse_status(curve(0.0), TH).name is StatusName.NOT_COLLAPSING
+    assert collapse_status(curve(-5.0, dtype="float32"), TH).name is StatusName.AT_FLOOR
+    assert collapse_status(curve(-0.02, noise=0.3), TH).name is StatusName.UNCLEAR
+    assert collapse_status(curve(-0.5, n=3), TH).name is StatusName.TOO_FEW
     st = collapse_status(curve(-0.5, late_rate=0.0), TH)  # an early drop that levels off
-    assert st.name == "not collapsing" and "levels off" in st.words
+    assert st.name is StatusName.NOT_COLLAPSING and "levels off" in st.words
 
 
 def test_level_status_each_class() -> None:
-    assert level_status(curve(0.0), TH, 0.05).name == "kept"
-    assert level_status(curve(0.0, start=0.01), TH, 0.05).name == "low"
-    assert level_status(curve(0.0, start=0.01), TH, None).name == "kept"
-    assert level_status(curve(-0.5), TH, None).name == "falling"
-    assert level_status(curve(0.3, q="mu"), TH, None).name == "growing"
-    assert level_status(curve(-0.5, late_rate=0.0), TH, None).name == "kept"
+    assert level_status(curve(0.0), TH, 0.05).name is StatusName.KEPT
+    assert level_status(curve(0.0, start=0.01), TH, 0.05).name is StatusName.LOW
+    assert level_status(curve(0.0, start=0.01), TH, None).name is StatusName.KEPT
+    assert level_status(curve(-0.5), TH, None).name is StatusName.FALLING
+    assert level_status(curve(0.3, q="mu"), TH, None).name is StatusName.GROWING
+    assert level_status(curve(-0.5, late_rate=0.0), TH, None).name is StatusName.KEPT
     assert "over it" in level_status(curve(-0.5), TH, None).words  # the effect over the last half, in words
     # growing, but not surely past +rate_tol: not flat for sure either -> unclear, never kept
-    assert level_status(curve(0.02, q="mu", noise=0.05, seed=3), TH, None).name == "unclear"
+    assert level_status(curve(0.02, q="mu", noise=0.05, seed=3), TH, None).name is StatusName.UNCLEAR
 
 
 def test_stability_status_each_class() -> None:
-    assert stability_status(curve(0.0, q="mu"), TH).name == "stable"
-    assert stability_status(curve(0.5, q="mu"), TH).name == "unstable"
-    assert stability_status(curve(0.15, q="mu"), TH).name == "unclear"
-    assert stability_status(curve(0.25, q="mu", noise=0.0), TH).name == "unstable"  # I(12) = 3 >= ln 10
+    assert stability_status(curve(0.0, q="mu"), TH).name is StatusName.STABLE
+    assert stability_status(curve(0.5, q="mu"), TH).name is StatusName.UNSTABLE
+    assert stability_status(curve(0.15, q="mu"), TH).name is StatusName.UNCLEAR
+    # I(12) = 3 >= ln 10
+    assert stability_status(curve(0.25, q="mu", noise=0.0), TH).name is StatusName.UNSTABLE
 
 
 # ----------------------------------------------------------------------------- Figs. 2 / 6
@@ -332,8 +355,8 @@ def test_raw_mu_that_underflows_to_zero_has_collapsed_not_levelled_off() -> None
     v[:, 6:] = 0.0  # float32 raw mu rounded to 0 for the last half: not a level
     c = Curve.from_samples(v, "mu", "float32")
     st = collapse_status(c, TH)
-    assert st.name == "at floor" and "underflows to 0 in float32 from t=6" in st.words
-    assert level_status(c, TH, None).name == "at floor"
+    assert st.name is StatusName.AT_FLOOR and "underflows to 0 in float32 from t=6" in st.words
+    assert level_status(c, TH, None).name is StatusName.AT_FLOOR
     assert rules.san_collapse({"complete": c}, TH).verdict == REPRODUCED
 
 
@@ -343,7 +366,7 @@ def test_mu_rel_of_an_underflowed_x_is_undefined_not_overflow() -> None:
     zero = np.zeros_like(v, dtype=bool)
     zero[:, 9:] = True
     st = collapse_status(Curve.from_samples(v, "mu_rel", "float32", zero=zero), TH)
-    assert st.name == "non-finite" and "underflowed to 0" in st.words and "overflow" not in st.words
+    assert st.name is StatusName.NON_FINITE and "underflowed to 0" in st.words and "overflow" not in st.words
 
 
 def test_a_curve_that_turns_non_finite_is_inconclusive_for_that_cause_not_for_want_of_samples() -> None:
@@ -590,9 +613,10 @@ def test_a_curve_that_falls_to_the_floor_and_stays_is_never_kept_on_raw_mu_eithe
     rel = early_fall_then_floor()
     raw, _ = raw_and_rel(rel, np.full_like(rel, 300.0))
     san_raw, _ = raw_and_rel(rel / 10, np.full_like(rel, 300.0))
-    assert level_status(raw, TH, None).name != "falling"  # what the old rule saw: no trend in the last half
+    # what the old rule saw: no trend in the last half
+    assert level_status(raw, TH, None).name is not StatusName.FALLING
     st = trend_status(raw, TH, None)
-    assert st.name == "at floor" and st.floor_t is not None and st.floor_t <= 40
+    assert st.name is StatusName.AT_FLOOR and st.floor_t is not None and st.floor_t <= 40
     j = rules.ln_stops({"causal, float32": san_raw}, {"causal, float32": raw}, TH, None)
     assert j.verdict == NOT_REPRODUCED and j.cause_kind == "precision floor"
 
@@ -601,8 +625,8 @@ def test_no_decreasing_trend_is_read_from_the_first_block_over_the_whole_curve()
     # falls x0.9 per layer for the first half, then flat well above the floor: the last half alone is "kept"
     v = samples(-0.1, layers=24, late_rate=0.0, noise=0.002)
     c = Curve.from_samples(v, "mu_rel", "float64")
-    assert level_status(c, TH, None).name == "kept"  # the old reading
-    assert trend_status(c, TH, None).name == "falling"
+    assert level_status(c, TH, None).name is StatusName.KEPT  # the old reading
+    assert trend_status(c, TH, None).name is StatusName.FALLING
     san = Curve.from_samples(samples(-0.5, layers=24, noise=0.002), "mu_rel", "float64")
     j = rules.ln_stops({"causal, float64": san}, {"causal, float64": c}, TH, None)
     assert j.verdict == NOT_REPRODUCED and "falling" in j.decided_by
@@ -615,9 +639,9 @@ def test_raw_mu_at_the_float64_floor_is_collapsed_and_asks_for_no_more_samples()
     old = Curve.from_samples(
         rel, "mu", "float64"
     )  # raw mu without mu_rel beside it: the old floor (underflow)
-    assert collapse_status(old, TH).name in ("unclear", "not collapsing")
+    assert collapse_status(old, TH).name in (StatusName.UNCLEAR, StatusName.NOT_COLLAPSING)
     st = collapse_status(raw, TH)
-    assert st.name == "at floor" and not st.margins
+    assert st.name is StatusName.AT_FLOOR and not st.margins
     j = rules.san_collapse({"causal, float64": raw}, TH)
     assert j.verdict == REPRODUCED and j.cause_kind == "" and not j.undecided
 
@@ -653,8 +677,8 @@ def test_the_network_is_the_unit_of_a_random_init_row() -> None:
     per_net = Curve.pool(nets, NETWORK)
     assert pooled.rate(0, 12).n == 16 and per_net.rate(0, 12).n == 2
     assert pooled.rate(0, 12).hi < -0.02  # 16 excerpts "decide" what two weight draws cannot
-    assert collapse_status(pooled, TH).name == "collapsing"
-    assert collapse_status(per_net, TH).name == "unclear"
+    assert collapse_status(pooled, TH).name is StatusName.COLLAPSING
+    assert collapse_status(per_net, TH).name is StatusName.UNCLEAR
     assert "2 networks" in per_net.rate(0, 12).text()
     one = Curve.pool(nets[:1], NETWORK)
     assert one.networks == 1 and math.isinf(one.rate(0, 12).half)  # one network: no interval at all

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
-from rankcollapse.experiments.engine.verdicts import Claim, tally
+from rankcollapse.experiments.contract.verdicts import Claim, origin_heading, tally, tally_line
 from rankcollapse.experiments.kit.glossary import GLOSSARY, terms_used
 from rankcollapse.experiments.kit.plots import FigureFile
 from rankcollapse.pipeline.report import render_report
@@ -176,13 +177,24 @@ def test_stand_in_rows_speak_of_the_stand_in_and_are_not_in_the_papers_line(tmp_
     }
 
 
+def test_the_page_and_the_command_line_name_each_origins_count_alike(tmp_path):
+    """One tally, one heading per origin: the page's counters and the command line's tally lines
+    (``tally_line``) head each origin with ``origin_heading`` (they used to word the stand-ins apart)."""
+    page, claims = _page(tmp_path)
+    counters = html.unescape(page[: page.index("id='summary'")])
+    for origin, counts in tally(claims).items():
+        assert origin_heading(origin) in counters
+        assert tally_line(origin, counts).startswith(f"{origin_heading(origin)}: as plotted")
+    assert "stand-ins' own behaviour" in origin_heading("stand-in")
+
+
 def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_papers(tmp_path):
     from dataclasses import replace
 
     import pytest
 
     from rankcollapse.edge.errors import RankCollapseError
-    from rankcollapse.experiments.engine.verdicts import FOLLOWUPS, MAIN_PAPER
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS, MAIN_PAPER
 
     _, claims = _page(tmp_path)
     follow = next(iter(FOLLOWUPS))

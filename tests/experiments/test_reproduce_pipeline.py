@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from rankcollapse.cli.main import main
+from rankcollapse.experiments.contract.verdicts import NA, Origin
 from rankcollapse.experiments.engine.config import PROFILES
 from rankcollapse.experiments.engine.store import collect_index, collect_table
-from rankcollapse.experiments.engine.verdicts import NA, Origin
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
 from rankcollapse.pipeline import reproduce
 from rankcollapse.pipeline.reproduce import _analyse
@@ -299,7 +299,7 @@ def test_tiny_verdicts_are_pinned(tiny_all) -> None:
 def test_undecided_rows_say_their_n_and_the_n_that_would_decide_it(tiny_all) -> None:
     """A row the sample leaves open is counted apart, names its open comparison and a needed n above
     its n; its class is ``undecided`` exactly when its word is inconclusive; the page says so."""
-    from rankcollapse.experiments.engine.verdicts import verdict_class
+    from rankcollapse.experiments.contract.verdicts import verdict_class
 
     undecided = [c for c in tiny_all.claims if c.undecided]
     assert undecided

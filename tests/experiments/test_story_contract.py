@@ -8,7 +8,7 @@ import pytest
 
 from experiments.story_run import story_package
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.story import Arm, Statement, Story, discover_stories
+from rankcollapse.experiments.contract.story import Arm, Statement, Story, discover_stories
 from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.stories import all_stories, load_experiments
 from rankcollapse.pipeline import reproduce
@@ -16,7 +16,7 @@ from rankcollapse.pipeline import reproduce
 #: A whole story, written with the engine and the kit only: a statement judged from a curve by a kit
 #: rule, and a second statement no row judges (the engine writes its no-data row).
 _MODULE = """
-from rankcollapse.experiments.engine.story import Arm, Statement, Story
+from rankcollapse.experiments.contract.story import Arm, Statement, Story
 from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
@@ -200,7 +200,7 @@ def test_thresholds_live_in_the_yaml_not_in_python():
 #: per-sample metric of rankcollapse.metrics), named once in its YAML, judged by a kit rule: its two files
 #: are all it takes.
 _NEW_QUANTITY = """
-from rankcollapse.experiments.engine.story import Arm, Statement, Story
+from rankcollapse.experiments.contract.story import Arm, Statement, Story
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, by_label, curves_by

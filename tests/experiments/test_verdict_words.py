@@ -6,9 +6,8 @@ import pandas as pd
 import pytest
 
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.config import Experiment
-from rankcollapse.experiments.engine.story import Data, Statement
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.story import Data, Statement
+from rankcollapse.experiments.contract.verdicts import (
     CONSISTENT,
     EXTENSION_WORDS,
     INCONCLUSIVE,
@@ -23,6 +22,7 @@ from rankcollapse.experiments.engine.verdicts import (
     verdict_class,
     verdict_word,
 )
+from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.kit.claims import Judged, claim_row, no_data_row, with_failures
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.thresholds import Thresholds

@@ -15,7 +15,7 @@ import pytest
 
 from experiments.story_run import story_package
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.story import discover_stories
+from rankcollapse.experiments.contract.story import discover_stories
 from rankcollapse.experiments.kit.curves import ALPHA, looks
 from rankcollapse.experiments.kit.judgement import Margin
 from rankcollapse.pipeline import reproduce
@@ -79,9 +79,9 @@ import math
 
 import numpy as np
 
-from rankcollapse.experiments.engine.story import Arm, Statement, Story
+from rankcollapse.experiments.contract.story import Arm, Statement, Story
 from rankcollapse.experiments.engine.tasks import Task, RunOutput
-from rankcollapse.experiments.engine.verdicts import Verdict
+from rankcollapse.experiments.contract.verdicts import Verdict
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.judgement import Judgement, Margin
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -309,8 +309,8 @@ def test_a_row_whose_mechanism_half_is_open_gets_seeds_for_that_half() -> None:
     followed the plotted half) must extend the float64 half: the row's conditions do not pin the dtype,
     its seeds are the smaller half's, and the next look's runs include new float64 runs."""
     from experiments.story_run import arm_data
+    from rankcollapse.experiments.contract.story import Data, StoryData
     from rankcollapse.experiments.engine.config import load_arms
-    from rankcollapse.experiments.engine.story import Data, StoryData
     from rankcollapse.experiments.stories import all_stories
     from rankcollapse.pipeline.sequential import extension
 

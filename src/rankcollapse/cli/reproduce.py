@@ -198,7 +198,7 @@ def _run(
     device: str | None = None,
     batch_size: int | None = None,
 ) -> None:
-    from rankcollapse.experiments.engine.verdicts import FOLLOWUPS, tally, tally_line
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS, tally, tally_line
     from rankcollapse.experiments.stories import load_experiments
     from rankcollapse.pipeline.reproduce import reproduce
     from rankcollapse.pipeline.sequential import check_sequential, parse_duration

@@ -77,6 +77,8 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
        for name in ("errors", "inputs", "validate", "runtime", "progress", "deprecation")},
     "rankcollapse.io": ("rankcollapse.edge.atomic", "rankcollapse.edge.folder", "rankcollapse.edge.runs",
                         "rankcollapse.edge.provenance"),
+    **{f"rankcollapse.experiments.engine.{name}": (f"rankcollapse.experiments.contract.{name}",)
+       for name in ("verdicts", "story")},
 }
 
 

@@ -24,6 +24,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -406,6 +408,107 @@ def directional_convergence(
     return out
 
 
+#: Where the paper's Theorem 3 measurements come from (the summary's ``source``).
+THEOREM3_SOURCE = "paper (bidiagonal W_V, W_Q = W_K = 0, causal)"
+
+
+def _flag(value: Any) -> bool | None:
+    """A stored yes/no that may be missing (None, or NaN once in a table) -> bool or None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return bool(value)
+
+
+@dataclass(frozen=True)
+class Theorem3Summary:
+    """Theorem 3 measured for one (N = d = ``n``, ``w``), summed over its equilibria, typed.
+
+    ``paper_ranks[k - 1]`` / ``other_ranks[k - 1]``: equilibria of rank ``k`` in the paper's family / on
+    other branches (k = 1..n); ``max_residual``: the largest ``max_i ||F(X*)_i - X*_i||``;
+    ``min_neutral``: the fewest neutral tangent directions of any equilibrium. App. F.2: ``f2_holds``
+    (every full-rank equilibrium has ``SRank <= srank_bound``; None: none is full-rank),
+    ``f2_max_srank``. Lemma 13 (App. F.3): the shares of its ``lemma13_samples`` starts that keep
+    ``X_(2,d-1) <= -1/w`` and rank 2, the largest ratio condition and its limit ``sqrt(w^2 - 1)``.
+    App. F.4: equilibria found for the complete mask and their highest rank.
+
+    A run stores it flat (:meth:`to_summary`: ``paper_rank1``, ``other_rank1``, ...);
+    :meth:`from_summary` reads those columns back once, typed."""
+
+    n: int
+    w: float
+    equilibria: int
+    paper_ranks: tuple[int, ...]
+    other_ranks: tuple[int, ...]
+    max_residual: float
+    min_neutral: int
+    srank_bound: float
+    f2_holds: bool | None
+    f2_max_srank: float
+    lemma13_share_stays: float
+    lemma13_share_rank2: float
+    lemma13_samples: int
+    lemma13_max_condition: float
+    lemma13_condition_limit: float
+    f4_max_rank: int
+    f4_found: int
+
+    def __post_init__(self) -> None:
+        if len(self.paper_ranks) != self.n or len(self.other_ranks) != self.n:
+            raise ValueError(f"Theorem3Summary: counts for ranks 1..{self.n} needed")
+
+    @property
+    def w_at_least_n(self) -> bool:
+        """The paper's sufficient condition ``w >= N`` for its family of ``2^k`` equilibria of rank ``k``."""
+        return self.w >= self.n
+
+    def to_summary(self) -> dict[str, Any]:
+        """The flat summary a run stores (``index.csv``'s ``summary.*`` columns)."""
+        summary: dict[str, Any] = {
+            "w_at_least_n": self.w_at_least_n,
+            "equilibria": self.equilibria,
+            "max_residual": self.max_residual,
+            "srank_bound": self.srank_bound,
+            "f2_holds": self.f2_holds,
+            "f2_max_srank": self.f2_max_srank,
+            "lemma13_share_stays": self.lemma13_share_stays,
+            "lemma13_share_rank2": self.lemma13_share_rank2,
+            "lemma13_samples": self.lemma13_samples,
+            "lemma13_max_condition": self.lemma13_max_condition,
+            "lemma13_condition_limit": self.lemma13_condition_limit,
+            "f4_max_rank": self.f4_max_rank,
+            "f4_found": self.f4_found,
+            "min_neutral": self.min_neutral,
+            "source": THEOREM3_SOURCE,
+        }
+        for k in range(1, self.n + 1):
+            summary[f"paper_rank{k}"] = self.paper_ranks[k - 1]
+            summary[f"other_rank{k}"] = self.other_ranks[k - 1]
+        return summary
+
+    @classmethod
+    def from_summary(cls, n: int, w: float, summary: Mapping[str, Any]) -> Theorem3Summary:
+        """The record of a stored run of parameters ``n``, ``w`` from its flat ``summary``."""
+        return cls(
+            n=int(n),
+            w=float(w),
+            equilibria=int(summary["equilibria"]),
+            paper_ranks=tuple(int(summary[f"paper_rank{k}"]) for k in range(1, int(n) + 1)),
+            other_ranks=tuple(int(summary[f"other_rank{k}"]) for k in range(1, int(n) + 1)),
+            max_residual=float(summary["max_residual"]),
+            min_neutral=int(summary["min_neutral"]),
+            srank_bound=float(summary["srank_bound"]),
+            f2_holds=_flag(summary["f2_holds"]),
+            f2_max_srank=float(summary["f2_max_srank"]),
+            lemma13_share_stays=float(summary["lemma13_share_stays"]),
+            lemma13_share_rank2=float(summary["lemma13_share_rank2"]),
+            lemma13_samples=int(summary["lemma13_samples"]),
+            lemma13_max_condition=float(summary["lemma13_max_condition"]),
+            lemma13_condition_limit=float(summary["lemma13_condition_limit"]),
+            f4_max_rank=int(summary["f4_max_rank"]),
+            f4_found=int(summary["f4_found"]),
+        )
+
+
 def theorem3_measurements(
     n: int,
     w: float,
@@ -418,13 +521,14 @@ def theorem3_measurements(
     f4_steps: int,
     f4_newton: int,
     seed: int,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], Theorem3Summary]:
     """Theorem 3 measured for one (N = d = ``n``, ``w``): every equilibrium of the bidiagonal ``W_V``
     (:func:`~rankcollapse.equilibria.theorem3.enumerate_equilibria`), each with its residual, tangent
     directions (unstable / neutral / stable), directional starts along its stable directions, the share of
     ``starts`` nearby starts back after ``steps`` layers under both protocols (every token perturbed;
     token 1 held at ``e_d``) and its stable rank; then App. F.2 (:func:`check_f2`), Lemma 13
-    (:func:`lemma13`) and App. F.4 (:func:`check_f4`). Returns (rows, one per equilibrium; summary)."""
+    (:func:`lemma13`) and App. F.4 (:func:`check_f4`). Returns (rows, one per equilibrium; their
+    :class:`Theorem3Summary`)."""
     from rankcollapse.equilibria.finder import residual
     from rankcollapse.equilibria.theorem3 import bidiagonal_value, enumerate_equilibria
     from rankcollapse.metrics import stable_rank
@@ -465,24 +569,24 @@ def theorem3_measurements(
         newton_starts=f4_newton,
         seed=seed,
     )
-    summary: dict[str, Any] = {
-        "w_at_least_n": w >= n,
-        "equilibria": len(eqs),
-        "max_residual": max(r["residual"] for r in rows),
-        "srank_bound": srank_bound(n, w),
-        "f2_holds": all(r["holds"] for r in f2) if f2 else None,
-        "f2_max_srank": max((r["stable_rank"] for r in f2), default=np.nan),
-        "lemma13_share_stays": l13["share_stays"],
-        "lemma13_share_rank2": l13["share_rank2"],
-        "lemma13_samples": l13["samples"],
-        "lemma13_max_condition": l13["max_condition"],
-        "lemma13_condition_limit": l13["condition_limit"],
-        "f4_max_rank": max(r["max_rank"] for r in f4),
-        "f4_found": sum(r["found"] for r in f4),
-        "min_neutral": min(r["neutral"] for r in rows),
-        "source": "paper (bidiagonal W_V, W_Q = W_K = 0, causal)",
-    }
-    for k in range(1, n + 1):
-        summary[f"paper_rank{k}"] = sum(r["rank"] == k and r["family"] == "paper" for r in rows)
-        summary[f"other_rank{k}"] = sum(r["rank"] == k and r["family"] == "other" for r in rows)
+    ranks = range(1, n + 1)
+    summary = Theorem3Summary(
+        n=n,
+        w=w,
+        equilibria=len(eqs),
+        paper_ranks=tuple(sum(r["rank"] == k and r["family"] == "paper" for r in rows) for k in ranks),
+        other_ranks=tuple(sum(r["rank"] == k and r["family"] == "other" for r in rows) for k in ranks),
+        max_residual=max(r["residual"] for r in rows),
+        min_neutral=min(r["neutral"] for r in rows),
+        srank_bound=srank_bound(n, w),
+        f2_holds=all(r["holds"] for r in f2) if f2 else None,
+        f2_max_srank=max((r["stable_rank"] for r in f2), default=np.nan),
+        lemma13_share_stays=l13["share_stays"],
+        lemma13_share_rank2=l13["share_rank2"],
+        lemma13_samples=l13["samples"],
+        lemma13_max_condition=l13["max_condition"],
+        lemma13_condition_limit=l13["condition_limit"],
+        f4_max_rank=max(r["max_rank"] for r in f4),
+        f4_found=sum(r["found"] for r in f4),
+    )
     return rows, summary

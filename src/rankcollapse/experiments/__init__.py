@@ -2,8 +2,10 @@
 
 Floors, lowest first (a module imports only from its own floor or below):
 
-- ``engine/``: grid, run identity, run store, executors, progress, verdicts, the ``Story`` contract;
-  it knows nothing about the paper;
+- ``engine/``: grid, run identity, run store, executors, workers, locks, progress; it knows nothing
+  about the paper;
+- ``contract/``: the judging contract: the ``Story`` contract (statements, arms), ``Claim``,
+  ``Verdict`` / ``Origin``, the one combiner, word table and tally;
 - ``kit/``: the one way every story summarises curves, judges statements and draws figures
   (thresholds, curves, statuses, rules, claim rows, plots, task adapters, the glossary);
 - ``stories/<name>.py`` + ``stories/<name>.yaml``: one paper result each (statements, arms, figures).

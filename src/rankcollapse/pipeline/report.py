@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.edge.atomic import atomic_write
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     CONSISTENT_CLASS,
     FOLLOWUPS,
     INCONCLUSIVE,
@@ -28,6 +28,7 @@ from rankcollapse.experiments.engine.verdicts import (
     Claim,
     Origin,
     class_word,
+    origin_heading,
     tally,
     verdict_class,
 )
@@ -116,8 +117,13 @@ def _n_words(c: Claim) -> str:
     return f"{c.n}" if c.unit == "samples" else f"{c.n} {c.unit}"
 
 
+def _sample_words(c: Claim) -> str:
+    """``4 samples`` or ``2 networks``: what the row's n counts (never "n", which counts tokens)."""
+    return "an unknown sample" if c.n is None else f"{c.n} {c.unit}"
+
+
 def _row_verdict(c: Claim) -> str:
-    """The row's verdict cell head: its word, or for a row the sample leaves open ``undecided at n = 4``
+    """The row's verdict cell head: its word, or for a row the sample leaves open ``undecided at 4 samples``
     with the n that would decide it (the word stays beside it); the scope where the verdict was tested
     when it is narrower than the statement; the comparison that decided it."""
     scope = f"<div class='rule'><b>{_e(c.scope)}</b></div>" if c.scope else ""
@@ -131,7 +137,7 @@ def _row_verdict(c: Claim) -> str:
         else ""
     )
     return (
-        _verdict_badge(f"undecided at n = {_n_words(c)}", UNDECIDED)
+        _verdict_badge(f"undecided at {_sample_words(c)}", UNDECIDED)
         + need
         + f"<div class='rule'>open: {_e(c.interval)}</div>"
         + f"<div class='rule'>{_e(c.verdict)}</div>"
@@ -168,7 +174,7 @@ def _claims_table(claims: list[Claim], number: dict[str, int]) -> list[str]:
         if c.provisional:
             flags.append("<span class='flag'>provisional</span>")
         if c.undecided and c.verdict_class != UNDECIDED:
-            flags.append(f"<span class='flag'>a part undecided at n = {_e(c.n)}</span>")
+            flags.append(f"<span class='flag'>a part undecided at {_e(_sample_words(c))}</span>")
         if c.sampling:
             flags.append(f"<div class='rule'>sampling: {_e(c.sampling)}</div>")
         parts.append(
@@ -203,12 +209,10 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
 
 def _counters(counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
     """Per origin (paper setting first) two lines: the rows in each class as plotted, and the mechanism's
-    classes apart (``engine.verdicts.tally``); the stand-ins' line says it is not the paper's tally."""
+    classes apart (``contract.verdicts.tally``), each origin under its ``origin_heading``."""
     parts = ["<table class='counters'><tbody>"]
     for origin, both in counts.items():
-        head = origin + (
-            " (their own behaviour; not the paper's tally)" if origin == Origin.STAND_IN.value else ""
-        )
+        head = origin_heading(origin)
         plotted = " · ".join(
             f"<b>{n}</b> {_verdict_badge(class_word(k, origin), k)}" for k, n in both["as plotted"].items()
         )

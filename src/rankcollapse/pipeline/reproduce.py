@@ -34,13 +34,13 @@ from rankcollapse.edge.atomic import atomic_write, to_jsonable, write_json
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.inputs import read_json
 from rankcollapse.edge.provenance import package_versions
+from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
 from rankcollapse.experiments.engine.store import RunStore, collect_index, collect_table, write_tables
-from rankcollapse.experiments.engine.story import Found, StoryData, slice_data
-from rankcollapse.experiments.engine.verdicts import Claim, tally
 from rankcollapse.experiments.kit.claims import no_data_row, with_failures
 from rankcollapse.experiments.kit.curves import looks as at_looks
 from rankcollapse.experiments.kit.plots import FigureFile, save_figure
@@ -522,11 +522,6 @@ def _analyse(
     if draw:
         _write_claims(out, claims)
     return claims, figures, to_jsonable(described), headlines
-
-
-def verdict_counts(claims: list[Claim]) -> dict[str, dict[str, int]]:
-    """Per origin (paper setting first), the rows in each class as plotted (``engine.verdicts.tally``)."""
-    return {origin: t["as plotted"] for origin, t in tally(claims).items()}
 
 
 #: The report's section order: the stories in the paper's order.

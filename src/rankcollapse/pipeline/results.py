@@ -18,7 +18,7 @@ from typing import Any
 
 from rankcollapse.edge.atomic import atomic_write
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     FOLLOWUPS,
     MAIN_PAPER,
     MECHANISM_CLASSES,
@@ -46,7 +46,8 @@ def _n(c: Claim) -> str:
 
 
 def _verdict(c: Claim) -> str:
-    word = f"undecided at n = {_n(c)}" if c.verdict_class == "undecided" else c.verdict
+    at = f"undecided at {c.n} {c.unit}" if c.n is not None else "undecided"
+    word = at if c.verdict_class == "undecided" else c.verdict
     return f"{word} ({c.scope})" if c.scope else word
 
 

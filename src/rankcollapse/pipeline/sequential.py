@@ -34,9 +34,9 @@ from typing import Any
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.progress import duration_text
 from rankcollapse.edge.validate import quote
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
-from rankcollapse.experiments.engine.verdicts import Claim
 
 #: ``--max-samples`` when not given: per condition, about a third of the paper's 3000 (enough to
 #: decide a log-rate gap of a tenth of the spread of one sample at the t interval).
@@ -312,4 +312,5 @@ def stop_reason(c: Claim, sampling: Sampling) -> str:
         if grew:
             return f"decided at n = {c.n} (first look n = {first}; {k} looks planned)"
         return f"decided at the first look (n = {c.n}; {k} looks planned)" if c.n is not None else ""
-    return f"undecided at n = {c.n}: {why or f'the last planned look ({k}) reached'}"
+    at = f"undecided at {c.n} {c.unit}" if c.n is not None else "undecided"
+    return f"{at}: {why or f'the last planned look ({k}) reached'}"

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     CONSISTENT_CLASS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -21,7 +21,7 @@ from rankcollapse.experiments.engine.verdicts import (
     UNTESTED,
     Claim,
     Origin,
-    verdict_class,
+    tally,
 )
 
 
@@ -44,35 +44,25 @@ def plain(text: str, width: int = 260) -> str:
     return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _count(rows: Sequence[Claim], cls: str) -> int:
-    return sum(1 for c in rows if c.verdict_class == cls)
-
-
 def _differs(rows: Sequence[Claim]) -> list[Claim]:
-    return [
-        c
-        for c in rows
-        if verdict_class(c.verdict) == REPRODUCED.value and c.mechanism == NOT_REPRODUCED.value
-    ]
+    """The rows reproduced as plotted whose mechanism differs."""
+    return [c for c in rows if c.verdict_class == REPRODUCED.value and c.mechanism == NOT_REPRODUCED.value]
 
 
 def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> list[str]:
-    """What reproduced and what did not, for the rows of one origin, with the causes in one sentence each."""
+    """What reproduced and what did not, for one paper's rows of one origin, with the causes in one
+    sentence each; the numbers are the counters' (``contract.verdicts.tally``)."""
     rows = [c for c in rows if c.origin == origin.value]
     if not rows:
         return []
+    counts = tally(rows, rows[0].paper)[origin.value]["as plotted"]
     where = {
         Origin.PAPER: "In the paper's setting",
         Origin.STAND_IN: "On stand-ins",
         Origin.EXTENSION: "In our own extensions",
     }[origin]
-    ok, bad, open_ = (
-        _count(rows, REPRODUCED.value),
-        _count(rows, NOT_REPRODUCED.value),
-        _count(rows, INCONCLUSIVE.value),
-    )
-    untested = _count(rows, UNTESTED)
-    undecided = _count(rows, UNDECIDED)
+    ok, bad, open_ = (counts.get(k.value, 0) for k in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE))
+    untested, undecided, consistent = (counts.get(k, 0) for k in (UNTESTED, UNDECIDED, CONSISTENT_CLASS))
     word = {
         Origin.EXTENSION: "confirmed",
         Origin.STAND_IN: "behave as the statement says (the stand-ins' own behaviour, not the paper's tally)",
@@ -90,13 +80,12 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
         origin, "not reproduced"
     )
     tail = [f"{bad} {bad_word}"] if bad else []
-    consistent = _count(rows, CONSISTENT_CLASS)
     tail += [f"{consistent} consistent with a conjecture (none found in the search)"] if consistent else []
     tail += [f"{undecided} undecided at their sample size"] if undecided else []
     tail += [f"{open_} inconclusive"] if open_ else []
     tail += [f"{untested} untested"] if untested else []
     out = [first + ("; " + ", ".join(tail) if tail else "") + "."]
-    failing = [c for c in rows if verdict_class(c.verdict) == NOT_REPRODUCED.value]
+    failing = [c for c in rows if c.verdict_class == NOT_REPRODUCED.value]
     groups: dict[str, list[Claim]] = {}
     for c in failing:  # one line per statement: its qualifiers, the first row's cause
         groups.setdefault(f"{c.story}.{c.key}", []).append(c)

@@ -23,6 +23,7 @@ import io
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -195,8 +196,19 @@ class RunStore:
             raise RankCollapseError(f"run file {where} is not a readable CSV ({reason})") from None
 
 
+#: The index's columns of a run's summary: ``summary.<key>`` for each key its task returned.
+SUMMARY_PREFIX = "summary."
+
+
+def run_summary(run: Mapping[str, Any]) -> dict[str, Any]:
+    """One run's summary back from its index row (:func:`collect_index`): every ``summary.<key>`` column,
+    the prefix stripped (a key that only other runs have reads NaN)."""
+    return {k[len(SUMMARY_PREFIX) :]: v for k, v in run.items() if k.startswith(SUMMARY_PREFIX)}
+
+
 def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
-    """One row per stored run: run_id, experiment, task, status, seed, wall_s, params, summary."""
+    """One row per stored run: run_id, experiment, task, status, seed, wall_s, params, summary
+    (``summary.<key>`` columns: :func:`run_summary`)."""
     store = RunStore(root)
     rows = []
     for rec in store.records(experiment):
@@ -205,8 +217,8 @@ def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFra
             row["status"] = DAMAGED
             row["error"] = "its run file is missing or does not match its record (size, SHA-256); rerun"
         row.update({k: v for k, v in rec["params"].items() if k not in row})
-        summary = rec.get("summary")
-        row.update({f"summary.{k}": v for k, v in (summary if isinstance(summary, dict) else {}).items()})
+        summary = rec.get("summary") if isinstance(rec.get("summary"), dict) else {}
+        row.update({f"{SUMMARY_PREFIX}{k}": v for k, v in summary.items()})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -3,9 +3,9 @@
 :func:`judged` runs a rule at the story's thresholds and again at each end of the documented range of
 every threshold the rule read, so a row can say whether its verdict depends on a number the paper
 never gives. :func:`claim_row` turns one or two :class:`Judged` into a
-:class:`~rankcollapse.experiments.engine.verdicts.Claim`: its origin (paper setting / stand-in /
+:class:`~rankcollapse.experiments.contract.verdicts.Claim`: its origin (paper setting / stand-in /
 extension; a random init never stands in for pretrained weights: that row is ``untested``), the
-combined word (``engine.verdicts.verdict_word``), one cause sentence, the thresholds it used, the
+combined word (``contract.verdicts.verdict_word``), one cause sentence, the thresholds it used, the
 sample size and whether the verdict is provisional.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Data, Statement
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.story import Data, Statement
+from rankcollapse.experiments.contract.verdicts import (
     INCONCLUSIVE,
     NA,
     NOT_REPRODUCED,
@@ -472,7 +472,7 @@ def untested_row(
 
 
 def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
-    """The engine's row for a statement nothing judged (no runs, all failed, arm skipped)."""
+    """The pipeline's row for a statement nothing judged (no runs, all failed, arm skipped)."""
     origin = Origin.EXTENSION if extension or statement.ours else Origin.PAPER
     return Claim(
         id=f"{story}.{statement.key}",

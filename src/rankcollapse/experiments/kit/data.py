@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Data, StoryData
+from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, looks_note, sample_std, z
 from rankcollapse.experiments.kit.judgement import Margin
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes
+from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import conditions, n_words
 from rankcollapse.experiments.kit.data import Layered
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.rules import Part, combine_parts
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The arms of a profile, in the order a condition gives them.
@@ -39,7 +39,7 @@ def u_shaped(arms: Mapping[str, tuple[Layered, Layered]], th: Thresholds, layer:
     reproduced; below it for sure in one arm -> not reproduced; else inconclusive (module docstring)."""
     floor = th["u_log_min"]
     need = th.count("min_samples")
-    parts: list[tuple[str, Part]] = []
+    parts: list[tuple[str, Judgement]] = []
     with conditions(2 * len(arms)):
         for label, pair in arms.items():
             margins = tuple(
@@ -53,18 +53,18 @@ def u_shaped(arms: Mapping[str, tuple[Layered, Layered]], th: Thresholds, layer:
             ) + f" ({n_words(n, unit)})"
             if n < need:
                 cause = causes.too_few(n, need, unit, label)
-                parts.append((label, Part(INCONCLUSIVE, words, (), "sample too small", cause, n, unit)))
+                parts.append((label, Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=unit)))
                 continue
             below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value < floor]
             if below:
                 what = f"{' and '.join(below)} arm below the middle"
                 cause = causes.measured_otherwise(f"{label}: not a U, the {what} ({words})")
-                parts.append((label, Part(NOT_REPRODUCED, f"not a U: {words}", margins, "measured otherwise",
-                                          cause, n, unit)))
+                text, kind = f"not a U: {words}", "measured otherwise"
+                parts.append((label, Judgement(NOT_REPRODUCED, text, cause, kind, n, margins, unit=unit)))
             elif all(m.decided and m.value > floor for m in margins):
-                parts.append((label, Part(REPRODUCED, f"a U: {words}", margins, n=n, unit=unit)))
+                parts.append((label, Judgement(REPRODUCED, f"a U: {words}", n=n, margins=margins, unit=unit)))
             else:
                 open_ = [m for m in margins if not m.decided]
-                parts.append((label, Part(INCONCLUSIVE, words, margins, "sample too small",
-                                          causes.sample_too_small(open_), n, unit)))
+                cause, kind = causes.sample_too_small(open_), "sample too small"
+                parts.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, margins, unit=unit)))
     return combine_parts(parts)

@@ -1,4 +1,5 @@
-"""What a rule returns: a :class:`Judgement` (a verdict, its evidence, the comparisons it turned on).
+"""What a rule returns: a :class:`Judgement` (a verdict, its evidence, the comparisons it turned on), of a
+whole statement or of one of its conditions (a *part*, merged by ``kit.combine.combine_parts``).
 
 A :class:`Margin` is one comparison of a measured statistic with a threshold, ``value ± z(n) se``
 against ``threshold`` over ``n`` samples (``kit.curves.z``: the Student t critical value). It is
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from rankcollapse.experiments.engine.verdicts import Verdict
+from rankcollapse.experiments.contract.verdicts import Verdict
 from rankcollapse.experiments.kit.curves import SAMPLE, current_tests, n_words, z
 
 #: Beyond this many samples a comparison counts as one no sample decides (the value sits on its threshold).
@@ -129,7 +130,8 @@ class Margin:
 @dataclass(frozen=True)
 class Judgement:
     """A partial verdict, the evidence in words, a cause sentence where it is not plainly
-    reproduced (``kit.causes``), the samples it rests on and the comparisons it turned on.
+    reproduced (``kit.causes``), the samples it rests on and the comparisons it turned on: a rule's
+    answer for a statement, or for one condition of it (a part of ``kit.combine.combine_parts``).
 
     ``decided_by``: the condition that decided the verdict, in words (``causal, float32: falling ...``;
     for a reproduced row the weakest of its conditions); ``key``: that condition's comparison, the one a

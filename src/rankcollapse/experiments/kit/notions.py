@@ -25,32 +25,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rankcollapse.experiments.engine.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes
+from rankcollapse.experiments.kit.combine import combine_parts, few_part, sample_part
 from rankcollapse.experiments.kit.curves import NETWORK, Curve, conditions, n_words, sample_std
 from rankcollapse.experiments.kit.judgement import Judgement, Margin
-from rankcollapse.experiments.kit.rules import Part, combine_parts
-from rankcollapse.experiments.kit.statuses import collapse_status
+from rankcollapse.experiments.kit.statuses import COLLAPSED, StatusName, collapse_status
 from rankcollapse.experiments.kit.thresholds import Thresholds
-
-#: Collapse statuses that count as "collapses" in the limit notion.
-COLLAPSED = ("collapsing", "at floor")
-
-
-def _few_part(label: str, n: int, th: Thresholds, words: str) -> Part:
-    """Inconclusive for want of units: fewer than ``min_samples`` (the one "too few" sentence)."""
-    need = th.count("min_samples")
-    cause = causes.too_few(n, need, NETWORK, label)
-    return Part(INCONCLUSIVE, words, (), "sample too small", cause, n, NETWORK)
-
-
-def _open_part(words: str, margins: Sequence[Margin], n: int | None, unit: str) -> Part:
-    """Inconclusive; where a comparison did not decide, the "sample too small" cause naming it."""
-    open_ = [m for m in margins if not m.decided]
-    if open_:
-        cause = causes.sample_too_small(open_)
-        return Part(INCONCLUSIVE, words, tuple(margins), "sample too small", cause, n, unit)
-    return Part(INCONCLUSIVE, words, tuple(margins), n=n, unit=unit)
 
 
 def rank_kept(per_network: Mapping[str, Sequence[tuple[int, int]]], th: Thresholds) -> Judgement:
@@ -58,7 +39,7 @@ def rank_kept(per_network: Mapping[str, Sequence[tuple[int, int]]], th: Threshol
     share ``changed / resolved`` below ``change_max`` for sure (reproduced), above it for sure (not
     reproduced), else inconclusive; a condition with no resolved pair is not testable (inconclusive)."""
     limit = th["change_max"]
-    parts: list[tuple[str, Part]] = []
+    parts: list[tuple[str, Judgement]] = []
     with conditions(len(per_network)):
         for label, counts in per_network.items():
             used = [(r, c) for r, c in counts if r > 0]
@@ -66,22 +47,13 @@ def rank_kept(per_network: Mapping[str, Sequence[tuple[int, int]]], th: Threshol
             changed = sum(c for _, c in used)
             g = len(used)
             if resolved == 0:
-                parts.append(
-                    (
-                        label,
-                        Part(
-                            INCONCLUSIVE,
-                            f"no resolved pair in {len(counts)} networks",
-                            (),
-                            "not testable",
-                            causes.not_testable(f"{label}: every rank sits at the precision floor"),
-                        ),
-                    )
-                )
+                why = causes.not_testable(f"{label}: every rank sits at the precision floor")
+                words = f"no resolved pair in {len(counts)} networks"
+                parts.append((label, Judgement(INCONCLUSIVE, words, why, "not testable")))
                 continue
             if g < th.count("min_samples"):
                 words = f"{changed} of {resolved} resolved pairs changed"
-                parts.append((label, _few_part(label, g, th, words)))
+                parts.append((label, few_part(label, g, th, words, NETWORK)))
                 continue
             shares = np.array([c / r for r, c in used], dtype=float)
             p = changed / resolved
@@ -94,13 +66,11 @@ def rank_kept(per_network: Mapping[str, Sequence[tuple[int, int]]], th: Threshol
                 f"rank changed in {changed} of {resolved} resolved pairs ({p:.1%}, [{lo:.1%}, {hi:.1%}] "
                 f"against {limit:.1%}; {n_words(g, NETWORK)})"
             )
-            if v is REPRODUCED:
-                part = Part(v, words, (m,), n=g, unit=NETWORK)
-            elif v is NOT_REPRODUCED:
+            if v is NOT_REPRODUCED:
                 cause = causes.measured_otherwise(f"{label}: {words}")
-                part = Part(v, words, (m,), "measured otherwise", cause, g, NETWORK)
+                part = Judgement(v, words, cause, "measured otherwise", g, (m,), unit=NETWORK)
             else:
-                part = _open_part(words, [m], g, NETWORK)
+                part = sample_part(v, words, [m], g, NETWORK)
             parts.append((label, part))
     return combine_parts(parts)
 
@@ -112,7 +82,7 @@ def same_limit(
     without it)`` (mu_rel curves of the same networks), both collapse (collapsing or at the floor) or both
     not collapsing (reproduced); one collapses and the other not (not reproduced: the part mitigates, or
     contributes); a status that is unclear or has too few samples: inconclusive."""
-    parts: list[tuple[str, Part]] = []
+    parts: list[tuple[str, Judgement]] = []
     with conditions(len(pairs)):
         for label, (c_with, c_without) in pairs.items():
             s_w, s_o = collapse_status(c_with, th), collapse_status(c_without, th)
@@ -122,31 +92,23 @@ def same_limit(
                 f"(x{r_o.factor:.3g}/layer)"
             )
             n = min(c_with.units, c_without.units)
-            if "too few samples" in (s_w.name, s_o.name):
-                parts.append((label, _few_part(label, min(c_with.n, c_without.n), th, words)))
+            if StatusName.TOO_FEW in (s_w.name, s_o.name):
+                parts.append((label, few_part(label, min(c_with.n, c_without.n), th, words, NETWORK)))
                 continue
             w_in, o_in = s_w.name in COLLAPSED, s_o.name in COLLAPSED
-            w_out, o_out = s_w.name == "not collapsing", s_o.name == "not collapsing"
+            w_out, o_out = s_w.name is StatusName.NOT_COLLAPSING, s_o.name is StatusName.NOT_COLLAPSING
+            margins, unit = s_w.margins + s_o.margins, c_with.unit
             if (w_in and o_in) or (w_out and o_out):
-                parts.append((label, Part(REPRODUCED, f"the same limit: {words}", n=n, unit=c_with.unit)))
+                same = f"the same limit: {words}"
+                parts.append((label, Judgement(REPRODUCED, same, n=n, unit=unit)))
             elif (w_out and o_in) or (w_in and o_out):
                 how = "mitigates" if w_out else "contributes to"
-                parts.append(
-                    (
-                        label,
-                        Part(
-                            NOT_REPRODUCED,
-                            f"{part} {how} collapse: {words}",
-                            s_w.margins + s_o.margins,
-                            "measured otherwise",
-                            causes.measured_otherwise(f"{label}: {part} {how} collapse ({words})"),
-                            n,
-                            c_with.unit,
-                        ),
-                    )
-                )
+                cause = causes.measured_otherwise(f"{label}: {part} {how} collapse ({words})")
+                text = f"{part} {how} collapse: {words}"
+                kind = "measured otherwise"
+                parts.append((label, Judgement(NOT_REPRODUCED, text, cause, kind, n, margins, unit=unit)))
             else:
-                parts.append((label, _open_part(words, s_w.margins + s_o.margins, n, c_with.unit)))
+                parts.append((label, sample_part(INCONCLUSIVE, words, margins, n, unit)))
     return combine_parts(parts)
 
 
@@ -155,7 +117,7 @@ def span_kept(per_network: Mapping[str, Sequence[float]], th: Thresholds) -> Jud
     floors]``, every network within ``span_floor_max`` (reproduced), one beyond it (not reproduced), fewer
     than ``min_samples`` networks (inconclusive)."""
     limit = th["span_floor_max"]
-    parts: list[tuple[str, Part]] = []
+    parts: list[tuple[str, Judgement]] = []
     for label, values in per_network.items():
         v = np.asarray(values, dtype=float)
         g = int(v.size)
@@ -163,22 +125,12 @@ def span_kept(per_network: Mapping[str, Sequence[float]], th: Thresholds) -> Jud
         words = f"largest span residual {worst:.3g} floors over {n_words(g, NETWORK)} (allowed {limit:g})"
         if g and (not np.isfinite(v).all() or worst > limit):
             bad = int((~(v <= limit)).sum())
-            parts.append(
-                (
-                    label,
-                    Part(
-                        NOT_REPRODUCED,
-                        f"{bad} of {g} networks leave the span: {words}",
-                        (),
-                        "measured otherwise",
-                        causes.measured_otherwise(f"{label}: the tokens leave the span ({words})"),
-                        g,
-                        NETWORK,
-                    ),
-                )
-            )
+            cause = causes.measured_otherwise(f"{label}: the tokens leave the span ({words})")
+            text = f"{bad} of {g} networks leave the span: {words}"
+            kind = "measured otherwise"
+            parts.append((label, Judgement(NOT_REPRODUCED, text, cause, kind, g, unit=NETWORK)))
         elif g < th.count("min_samples"):
-            parts.append((label, _few_part(label, g, th, words)))
+            parts.append((label, few_part(label, g, th, words, NETWORK)))
         else:
-            parts.append((label, Part(REPRODUCED, words, n=g, unit=NETWORK)))
+            parts.append((label, Judgement(REPRODUCED, words, n=g, unit=NETWORK)))
     return combine_parts(parts)

@@ -25,7 +25,7 @@ import pandas as pd
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge import figures
 from rankcollapse.edge.atomic import atomic_write
-from rankcollapse.experiments.engine.story import FigureSpec
+from rankcollapse.experiments.contract.story import FigureSpec
 from rankcollapse.experiments.kit.curves import Curve
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")

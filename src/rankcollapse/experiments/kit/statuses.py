@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -33,14 +34,42 @@ from rankcollapse.experiments.kit.judgement import Margin
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 
+class StatusName(str, Enum):
+    """The one word a status gives a curve (a ``str``: ``StatusName.KEPT == "kept"``); the glossary
+    (``kit.glossary``) defines each."""
+
+    COLLAPSING = "collapsing"
+    NOT_COLLAPSING = "not collapsing"
+    AT_FLOOR = "at floor"
+    KEPT = "kept"
+    FALLING = "falling"
+    GROWING = "growing"
+    LOW = "low"
+    STABLE = "stable"
+    UNSTABLE = "unstable"
+    UNCLEAR = "unclear"
+    TOO_FEW = "too few samples"
+    NON_FINITE = "non-finite"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The collapse statuses that count as collapsed: a steady decay, or the precision floor reached.
+COLLAPSED = (StatusName.COLLAPSING, StatusName.AT_FLOOR)
+
+
 @dataclass(frozen=True)
 class Status:
     """One word for a curve, its evidence, the comparisons it turned on, and where it hit the clamp."""
 
-    name: str
+    name: StatusName
     words: str
     margins: tuple[Margin, ...] = field(default_factory=tuple)
     floor_t: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", StatusName(self.name))
 
 
 def few(c: Curve, th: Thresholds) -> bool:
@@ -75,50 +104,51 @@ def _collapse_status(c: Curve, th: Thresholds) -> Status:
     bad = c.first_nonfinite()
     if bad is not None:
         share = 1 - c.finite[-1]
-        return Status("non-finite", f"{c.nonfinite_cause()} from t={bad} ({share:.0%} of samples at the end)")
+        words = f"{c.nonfinite_cause()} from t={bad} ({share:.0%} of samples at the end)"
+        return Status(StatusName.NON_FINITE, words)
     floor = c.first_at_floor()
     r = c.rate(0, c.layers)
     if floor is not None:
         until = f" ({c.rate(0, floor).text()} until then)" if floor > 0 else ""
-        return Status("at floor", f"{floor_words(c)} from t={floor}{until}", floor_t=floor)
+        return Status(StatusName.AT_FLOOR, f"{floor_words(c)} from t={floor}{until}", floor_t=floor)
     if few(c, th):
-        return Status("too few samples", f"{r.text()}, too few samples")
+        return Status(StatusName.TOO_FEW, f"{r.text()}, too few samples")
     tol = th["rate_tol"]
     tail = c.rate(c.layers // 2, c.layers) if c.layers >= 2 else r
     margins = (_m("log rate", r, -tol), _m("last-half log rate", tail, -tol))
     if r.hi < -tol and tail.hi < -tol:
-        return Status("collapsing", f"falls {r.text()}, last half x{tail.factor:.3g}/layer", margins)
+        return Status(StatusName.COLLAPSING, f"falls {r.text()}, last half x{tail.factor:.3g}/layer", margins)
     if tail.lo > -tol:
         what = "levels off" if r.hi < -tol else "no collapse"
-        return Status("not collapsing", f"{what}: {r.text()}, last half {tail.text()}", margins)
-    return Status("unclear", f"unclear: {r.text()}, last half {tail.text()}", margins)
+        return Status(StatusName.NOT_COLLAPSING, f"{what}: {r.text()}, last half {tail.text()}", margins)
+    return Status(StatusName.UNCLEAR, f"unclear: {r.text()}, last half {tail.text()}", margins)
 
 
 def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
     """The level of ``c`` over the last half of its layers; ``keep_min``: the level it must keep (μ_rel)."""
     bad = c.first_nonfinite()
     if bad is not None:
-        return Status("non-finite", f"non-finite from t={bad}")
+        return Status(StatusName.NON_FINITE, f"non-finite from t={bad}")
     lvl = f"level {c.mean[-1]:.2g} at t={c.layers}"
     if c.floor_share[-1] >= 0.5:
-        return Status("at floor", f"{floor_words(c)} ({lvl})", floor_t=c.first_at_floor())
+        return Status(StatusName.AT_FLOOR, f"{floor_words(c)} ({lvl})", floor_t=c.first_at_floor())
     if c.layers < 2:
-        return Status("unclear", f"{lvl}, too few layers")
+        return Status(StatusName.UNCLEAR, f"{lvl}, too few layers")
     r = c.rate(c.layers // 2, c.layers)
     words = f"{lvl}, last half {r.text()}; x{math.exp(r.mean * (c.layers - c.layers // 2)):.3g} over it"
     if few(c, th):
-        return Status("too few samples", words)
+        return Status(StatusName.TOO_FEW, words)
     tol = th["rate_tol"]
     margins = (_m("last-half log rate", r, -tol), _m("last-half log rate", r, tol))
     if r.hi < -tol:
-        return Status("falling", words, margins[:1])
+        return Status(StatusName.FALLING, words, margins[:1])
     if r.lo > tol:
-        return Status("growing", words, margins[1:])
+        return Status(StatusName.GROWING, words, margins[1:])
     if r.lo > -tol and r.hi < tol:
         if keep_min is not None and c.mean[-1] < keep_min:
-            return Status("low", f"{words} (below {keep_min:g})", margins)
-        return Status("kept", words, margins)
-    return Status("unclear", words, tuple(m for m in margins if not m.decided))
+            return Status(StatusName.LOW, f"{words} (below {keep_min:g})", margins)
+        return Status(StatusName.KEPT, words, margins)
+    return Status(StatusName.UNCLEAR, words, tuple(m for m in margins if not m.decided))
 
 
 def trend_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
@@ -127,34 +157,34 @@ def trend_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
     ``keep_min``: the level the curve must keep at every layer (μ_rel), None for raw μ."""
     bad = c.first_nonfinite()
     if bad is not None:
-        return Status("non-finite", f"{c.nonfinite_cause()} from t={bad}")
+        return Status(StatusName.NON_FINITE, f"{c.nonfinite_cause()} from t={bad}")
     start = min(th.count("trend_from"), max(c.layers - 1, 0))
     lvl = f"level {c.mean[start]:.3g} at t={start} -> {c.mean[-1]:.3g} at t={c.layers}"
     floor = c.first_at_floor()
     if floor is not None:
         until = f", {c.rate(start, floor).text()} until then" if floor > start else ""
-        return Status("at floor", f"{floor_words(c)} from t={floor} ({lvl}{until})", floor_t=floor)
+        return Status(StatusName.AT_FLOOR, f"{floor_words(c)} from t={floor} ({lvl}{until})", floor_t=floor)
     if c.layers - start < 2:
-        return Status("unclear", f"{lvl}, too few layers")
+        return Status(StatusName.UNCLEAR, f"{lvl}, too few layers")
     whole, tail = c.rate(start, c.layers), c.rate(c.layers // 2, c.layers)
     words = f"{lvl}; from t={start} {whole.text()}, last half x{tail.factor:.3g}/layer"
     if few(c, th):
-        return Status("too few samples", words)
+        return Status(StatusName.TOO_FEW, words)
     tol = th["rate_tol"]
     down = (_m(f"log rate from t={start}", whole, -tol), _m("last-half log rate", tail, -tol))
     up = (_m(f"log rate from t={start}", whole, tol), _m("last-half log rate", tail, tol))
     falls = [m for m, r in zip(down, (whole, tail), strict=True) if r.hi < -tol]
     if falls:
-        return Status("falling", words, tuple(falls))
+        return Status(StatusName.FALLING, words, tuple(falls))
     grows = [m for m, r in zip(up, (whole, tail), strict=True) if r.lo > tol]
     if grows:
-        return Status("growing", words, tuple(grows))
+        return Status(StatusName.GROWING, words, tuple(grows))
     if all(r.lo > -tol and r.hi < tol for r in (whole, tail)):
         low = float(np.nanmin(c.mean[start:]))
         if keep_min is not None and low < keep_min:
-            return Status("low", f"{words} (down to {low:.2g}, below {keep_min:g})", down + up)
-        return Status("kept", words, down + up)
-    return Status("unclear", words, tuple(m for m in down + up if not m.decided))
+            return Status(StatusName.LOW, f"{words} (down to {low:.2g}, below {keep_min:g})", down + up)
+        return Status(StatusName.KEPT, words, down + up)
+    return Status(StatusName.UNCLEAR, words, tuple(m for m in down + up if not m.decided))
 
 
 def instability(c: Curve, t: int) -> float:
@@ -166,14 +196,14 @@ def stability_status(c: Curve, th: Thresholds) -> Status:
     """``unstable``, ``stable`` or ``unclear`` (see the module docstring)."""
     bad = c.first_nonfinite()
     if bad is not None:
-        return Status("unstable", f"non-finite from t={bad}")
+        return Status(StatusName.UNSTABLE, f"non-finite from t={bad}")
     i_end = instability(c, c.layers)
     words = f"I(t={c.layers}) = {i_end:.2g} (x{math.exp(min(i_end, 700)):.3g} change)"
     if few(c, th):
-        return Status("too few samples", words)
+        return Status(StatusName.TOO_FEW, words)
     limit = th["unstable_min"]
     if i_end >= limit:
-        return Status("unstable", words)
+        return Status(StatusName.UNSTABLE, words)
     if i_end < limit / 2:
-        return Status("stable", words)
-    return Status("unclear", words)
+        return Status(StatusName.STABLE, words)
+    return Status(StatusName.UNCLEAR, words)

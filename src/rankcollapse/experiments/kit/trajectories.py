@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.verdicts import (
+from rankcollapse.experiments.contract.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -38,9 +38,9 @@ from rankcollapse.experiments.engine.verdicts import (
     combine_verdicts,
 )
 from rankcollapse.experiments.kit import causes
+from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import NETWORK, conditions, sample_std
 from rankcollapse.experiments.kit.judgement import Judgement, Margin
-from rankcollapse.experiments.kit.rules import Part, combine_parts
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The rows of a training run's telemetry.
@@ -132,14 +132,16 @@ def _estimate(values: np.ndarray) -> tuple[float, float, int]:
     return mean, se, n
 
 
-def _few(label: str, n: int, words: str) -> Part:
-    return Part(INCONCLUSIVE, words, (), "sample too small", causes.too_few(n, 2, NETWORK, label), n, NETWORK)
+def _few(label: str, n: int, words: str) -> Judgement:
+    cause = causes.too_few(n, 2, NETWORK, label)
+    return Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=NETWORK)
 
 
-def _open(words: str, margins: Sequence[Margin], n: int) -> Part:
+def _open(words: str, margins: Sequence[Margin], n: int) -> Judgement:
     """Inconclusive: the margin nearest its threshold is open (the one a larger sample would decide)."""
     m = min(margins, key=lambda x: abs(x.value - x.threshold))
-    return Part(INCONCLUSIVE, words, (m,), "sample too small", causes.sample_too_small([m]), n, NETWORK)
+    cause = causes.sample_too_small([m])
+    return Judgement(INCONCLUSIVE, words, cause, "sample too small", n, (m,), unit=NETWORK)
 
 
 def _band(what: str, values: np.ndarray, limit: float) -> tuple[Verdict | None, str, tuple[Margin, ...], int]:
@@ -176,9 +178,10 @@ def moved_from_init(per_network: Mapping[str, np.ndarray], th: Thresholds) -> Ju
             elif verdict is NOT_REPRODUCED:
                 stays = f"{label}: stays within x{math.exp(limit):.3g} of its initial value"
                 why = causes.measured_otherwise(stays)
-                parts.append((label, Part(verdict, words, margins, "measured otherwise", why, n, NETWORK)))
+                kind = "measured otherwise"
+                parts.append((label, Judgement(verdict, words, why, kind, n, margins, unit=NETWORK)))
             else:
-                parts.append((label, Part(verdict, words, margins, n=n, unit=NETWORK)))
+                parts.append((label, Judgement(verdict, words, n=n, margins=margins, unit=NETWORK)))
     return combine_parts(parts)
 
 
@@ -202,7 +205,7 @@ def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: st
             if at_init:
                 words = f"{at_init} of {n} networks at {level:g} or more at step 0"
                 why = causes.not_testable(f"{label}: {words}: nothing to emerge")
-                parts.append((label, Part(INCONCLUSIVE, words, (), "not testable", why, n, NETWORK)))
+                parts.append((label, Judgement(INCONCLUSIVE, words, why, "not testable", n, unit=NETWORK)))
                 continue
             if never == n:
                 words = f"no onset by step {last} in any of {n} networks"
@@ -210,16 +213,17 @@ def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: st
                     why = causes.not_testable(
                         f"{label}: the runs end at step {last}, before the window's end ({hi_step:g} steps)"
                     )
-                    parts.append((label, Part(INCONCLUSIVE, words, (), "not testable", why, n, NETWORK)))
+                    untestable = Judgement(INCONCLUSIVE, words, why, "not testable", n, unit=NETWORK)
+                    parts.append((label, untestable))
                 else:
                     why = causes.measured_otherwise(f"{label}: {words}, past the window ({hi_step:g} steps)")
-                    part = Part(NOT_REPRODUCED, words, (), "measured otherwise", why, n, NETWORK)
+                    part = Judgement(NOT_REPRODUCED, words, why, "measured otherwise", n, unit=NETWORK)
                     parts.append((label, part))
                 continue
             if never:
                 words = f"onset in {n - never} of {n} networks (none by step {last} in the others)"
                 why = causes.not_testable(f"{label}: {words}: no mean onset")
-                parts.append((label, Part(INCONCLUSIVE, words, (), "not testable", why, n, NETWORK)))
+                parts.append((label, Judgement(INCONCLUSIVE, words, why, "not testable", n, unit=NETWORK)))
                 continue
             mean, se, _ = _estimate(values)
             early = Margin("mean onset step", mean, se, lo_step, n, NETWORK)
@@ -233,10 +237,10 @@ def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: st
                 side = "before" if hi < lo_step else "after"
                 why = causes.measured_otherwise(f"{label}: the onset comes {side} the window")
                 m = early if hi < lo_step else late
-                part = Part(NOT_REPRODUCED, words, (m,), "measured otherwise", why, n, NETWORK)
+                part = Judgement(NOT_REPRODUCED, words, why, "measured otherwise", n, (m,), unit=NETWORK)
                 parts.append((label, part))
             elif lo > lo_step and hi < hi_step:
-                parts.append((label, Part(REPRODUCED, words, (early, late), n=n, unit=NETWORK)))
+                parts.append((label, Judgement(REPRODUCED, words, n=n, margins=(early, late), unit=NETWORK)))
             else:
                 parts.append((label, _open(words, (early, late), n)))
     return replace(combine_parts(parts), scope=scope)
@@ -252,7 +256,7 @@ def phases(per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, 
     short run leaves them open (not testable; ``span`` says the run's length). Bonferroni over the
     conditions and the three phases."""
     limit = th["phase_min"]
-    parts: list[tuple[str, Part]] = []
+    parts: list[tuple[str, Judgement]] = []
     with conditions(3 * len(per_network)):
         for label, r in per_network.items():
             bits, margins, verdicts, n = [], [], [], 0
@@ -286,10 +290,10 @@ def phases(per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, 
             words = "; ".join(bits) + f" (n = {n} networks)"
             v = combine_verdicts(verdicts)
             if v is REPRODUCED:
-                parts.append((label, Part(v, words, tuple(margins), n=n, unit=NETWORK)))
+                parts.append((label, Judgement(v, words, n=n, margins=tuple(margins), unit=NETWORK)))
             else:
                 kind, sentence = causes_[0]
-                parts.append((label, Part(v, words, tuple(margins), kind, sentence, n, NETWORK)))
+                parts.append((label, Judgement(v, words, sentence, kind, n, tuple(margins), unit=NETWORK)))
     return combine_parts(parts)
 
 

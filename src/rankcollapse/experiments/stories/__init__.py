@@ -1,6 +1,6 @@
 """The paper's results, one story each: ``<name>.py`` (statements, arms, rules, figures) + ``<name>.yaml``.
 
-Every module here that defines ``STORY = Story(...)`` (see ``rankcollapse.experiments.engine.story``)
+Every module here that defines ``STORY = Story(...)`` (see ``rankcollapse.experiments.contract.story``)
 is found by :func:`all_stories`; its YAML beside it holds the settings of each arm. Adding a paper
 result is adding those two files and its name to :data:`ORDER`; a story missing from ``ORDER`` is
 reported after the others. Modules starting with ``_`` are helpers, not stories.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
+from rankcollapse.experiments.contract.story import Found, discover_stories
 from rankcollapse.experiments.engine.config import Experiment, load_arms, load_experiment, select
-from rankcollapse.experiments.engine.story import Found, discover_stories
 from rankcollapse.experiments.engine.tasks import BUILTIN_TASKS, Task, toy_cost
 from rankcollapse.experiments.kit.tasks import GENERIC_TASKS
 

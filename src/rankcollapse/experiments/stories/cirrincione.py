@@ -26,8 +26,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import notions, rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
@@ -37,7 +37,7 @@ from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, figure
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
-#: The follow-up's arXiv id (``engine.verdicts.FOLLOWUPS``).
+#: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2604.23681"
 SOURCE = "Cirrincione 2026 (arXiv 2604.23681), [abstract]: known from its abstract only"
 DTYPES = ("float32", "float64")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Judged, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve

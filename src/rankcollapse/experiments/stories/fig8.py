@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, layered, model_groups, rows_of

@@ -21,8 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
@@ -31,7 +31,7 @@ from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
-#: The follow-up's arXiv id (``engine.verdicts.FOLLOWUPS``).
+#: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2502.01951"
 SOURCE = "Wu et al. 2025 (arXiv 2502.01951), [text, via a structured summary]"
 GAP = "first_token_gap_max"

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, untested_row
 from rankcollapse.experiments.kit.curves import Curve
@@ -35,7 +35,7 @@ from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
-#: The follow-up's arXiv id (``engine.verdicts.FOLLOWUPS``).
+#: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2602.16837"
 SOURCE = "Herasimchyk et al. 2026 (arXiv 2602.16837), [abstract]"
 GAP = "first_token_gap_max"

@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
@@ -31,7 +31,7 @@ from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rollout_tasks import MODEL_ROLLOUT
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
-#: The follow-up's arXiv id (``engine.verdicts.FOLLOWUPS``): its section of the report.
+#: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``): its section of the report.
 PAPER = "2602.16837"
 SOURCE = "Herasimchyk et al. 2026 (arXiv 2602.16837), [abstract]; pretrained non-ALiBi LMs as stand-ins"
 LAM = "rollout_residual"

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
-from rankcollapse.experiments.engine.verdicts import Claim
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve

@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
+from rankcollapse.experiments.engine.store import run_summary
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
-from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
 from rankcollapse.experiments.kit.plots import figure
 from rankcollapse.experiments.kit.rules import stable_in_certain_directions
@@ -48,7 +50,7 @@ def theorem3_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         int(params["n"]), float(params["w"]), **{k: int(params[k]) for k in keys}
     )
     on_layer(int(params["steps"]))
-    return RunOutput(rows, summary)
+    return RunOutput(rows, summary.to_summary())
 
 
 def equilibrium_rank(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
@@ -152,6 +154,12 @@ STATEMENTS = (
 ARMS = (Arm("paper", Task(theorem3_run)), Arm("designed", Task(equilibrium_rank), extension=True))
 
 
+def _measured(ok: pd.DataFrame) -> list[tuple[pd.Series, Theorem3Summary]]:
+    """Each finished run's index row (its parameters, as the labels print them) with its summary read
+    back as the typed record (the measurements)."""
+    return [(r, Theorem3Summary.from_summary(r["n"], r["w"], run_summary(r))) for _, r in ok.iterrows()]
+
+
 def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     data = sd.arm("paper")
     if data is None:
@@ -159,115 +167,66 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     ok, table = data.ok, data.rows
     tol = th["residual_max"]
     st = {s.key: s for s in STATEMENTS}
+    runs = _measured(ok)
+    above = [(r, m) for r, m in runs if m.w_at_least_n]
+    below = [(r, m) for r, m in runs if not m.w_at_least_n]
+
+    def row(key: str, checks: list[tuple[str, bool | None, str]], which: pd.DataFrame, what: str) -> Claim:
+        return checks_row("theorem3", st[key], data, th, checks, runs=which, figure=FIGURE, names=(what, ""))
+
     out = []
-    above, below = ok[ok["summary.w_at_least_n"].astype(bool)], ok[~ok["summary.w_at_least_n"].astype(bool)]
-    checks = []
-    for _, r in above.iterrows():
-        n = int(r["n"])
-        counts = [int(r[f"summary.paper_rank{k}"]) for k in range(1, n + 1)]
-        checks.append(
+    if above:
+        every_rank = [
             (
-                f"N = d = {n}, w = {r['w']}",
-                counts == [2**k for k in range(1, n + 1)] and float(r["summary.max_residual"]) <= tol,
-                f"paper family {counts} by rank, {int(r['summary.equilibria'])} in all, max residual "
-                f"{float(r['summary.max_residual']):.2g}",
+                f"N = d = {m.n}, w = {r['w']}",
+                list(m.paper_ranks) == [2**k for k in range(1, m.n + 1)] and m.max_residual <= tol,
+                f"paper family {list(m.paper_ranks)} by rank, {m.equilibria} in all, max residual "
+                f"{m.max_residual:.2g}",
             )
-        )
-    if checks:
-        out.append(
-            checks_row(
-                "theorem3",
-                st["every_rank"],
-                data,
-                th,
-                checks,
-                runs=above,
-                figure=FIGURE,
-                names=("enumerated equilibria", ""),
-            )
-        )
-    checks = []
-    for _, r in below.iterrows():
-        n = int(r["n"])
-        paper = [int(r[f"summary.paper_rank{k}"]) for k in range(1, n + 1)]
-        other = [int(r[f"summary.other_rank{k}"]) for k in range(1, n + 1)]
-        checks.append(
+            for r, m in above
+        ]
+        which = ok[[m.w_at_least_n for _, m in runs]]
+        out.append(row("every_rank", every_rank, which, "enumerated equilibria"))
+    if below:
+        below_w = [
             (
-                f"N = {n}, w = {r['w']}",
-                all(p + o > 0 for p, o in zip(paper, other, strict=True)),
-                f"paper {paper}, other {other}",
+                f"N = {m.n}, w = {r['w']}",
+                all(p + o > 0 for p, o in zip(m.paper_ranks, m.other_ranks, strict=True)),
+                f"paper {list(m.paper_ranks)}, other {list(m.other_ranks)}",
             )
-        )
-    if checks:
-        out.append(
-            checks_row(
-                "theorem3",
-                st["below_w"],
-                data,
-                th,
-                checks,
-                runs=below,
-                figure=FIGURE,
-                names=("enumerated equilibria", ""),
-            )
-        )
+            for r, m in below
+        ]
+        which = ok[[not m.w_at_least_n for _, m in runs]]
+        out.append(row("below_w", below_w, which, "enumerated equilibria"))
     f2 = [
         (
             f"N = {r['n']}, w = {r['w']}",
-            None if pd.isna(r["summary.f2_holds"]) else bool(r["summary.f2_holds"]),
-            f"max SRank {float(r['summary.f2_max_srank']):.5g} against {float(r['summary.srank_bound']):.5g}",
+            m.f2_holds,
+            f"max SRank {m.f2_max_srank:.5g} against {m.srank_bound:.5g}",
         )
-        for _, r in ok.iterrows()
+        for r, m in runs
     ]
-    out.append(
-        checks_row(
-            "theorem3",
-            st["srank"],
-            data,
-            th,
-            f2,
-            runs=ok,
-            figure=FIGURE,
-            names=("stable rank of the full-rank equilibria", ""),
-        )
-    )
+    out.append(row("srank", f2, ok, "stable rank of the full-rank equilibria"))
     l13 = [
         (
             f"d = {r['n']}, w = {r['w']}",
-            float(r["summary.lemma13_share_stays"]) == 1.0 and float(r["summary.lemma13_share_rank2"]) == 1.0,
-            f"{int(r['summary.lemma13_samples'])} starts inside the hypotheses (ratio condition up to "
-            f"{float(r['summary.lemma13_max_condition']):.3g} <= "
-            f"{float(r['summary.lemma13_condition_limit']):.3g}); "
-            f"X_(2,d-1) <= -1/w kept by {float(r['summary.lemma13_share_stays']):.3f}, rank 2 by "
-            f"{float(r['summary.lemma13_share_rank2']):.3f}",
+            m.lemma13_share_stays == 1.0 and m.lemma13_share_rank2 == 1.0,
+            f"{m.lemma13_samples} starts inside the hypotheses (ratio condition up to "
+            f"{m.lemma13_max_condition:.3g} <= {m.lemma13_condition_limit:.3g}); "
+            f"X_(2,d-1) <= -1/w kept by {m.lemma13_share_stays:.3f}, rank 2 by {m.lemma13_share_rank2:.3f}",
         )
-        for _, r in ok.iterrows()
+        for r, m in runs
     ]
-    out.append(
-        checks_row(
-            "theorem3", st["lemma13"], data, th, l13, runs=ok, figure=FIGURE, names=("iterated starts", "")
-        )
-    )
+    out.append(row("lemma13", l13, ok, "iterated starts"))
     f4 = [
         (
             f"N = {r['n']}, w = {r['w']}",
-            int(r["summary.f4_max_rank"]) <= 1,
-            f"{int(r['summary.f4_found'])} equilibria found, highest rank {int(r['summary.f4_max_rank'])}",
+            m.f4_max_rank <= 1,
+            f"{m.f4_found} equilibria found, highest rank {m.f4_max_rank}",
         )
-        for _, r in ok.iterrows()
+        for r, m in runs
     ]
-    out.append(
-        checks_row(
-            "theorem3",
-            st["complete"],
-            data,
-            th,
-            f4,
-            runs=ok,
-            figure=FIGURE,
-            names=("complete-mask search", ""),
-        )
-    )
+    out.append(row("complete", f4, ok, "complete-mask search"))
     for n, g in table.groupby(table["n"].astype(int), sort=True):
         out.append(_attracts_row(data, th, st["attracts"], int(n), g, ok))
         if int(n) >= 3:  # the statement's scope: at N = d = 2 the full-rank B attracts (Fig. 1)

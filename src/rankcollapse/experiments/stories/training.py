@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.engine.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
-from rankcollapse.experiments.engine.verdicts import Claim
 from rankcollapse.experiments.kit import trajectories as tr
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note

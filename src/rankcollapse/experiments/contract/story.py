@@ -15,7 +15,7 @@ A story module ``rankcollapse/experiments/stories/<name>.py`` defines::
 
 and ``stories/<name>.yaml`` holds its title, thresholds and, per arm, base settings, grid and
 profiles (see ``engine.config``). An arm is one experiment (``<name>.<arm>``): the paper's setting,
-or ours (``extension=True``: its rows say so). A statement no row judged gets the engine's
+or ours (``extension=True``: its rows say so). A statement no row judged gets the pipeline's
 no-data row; stories never write one. Report order is the one list in ``stories.ORDER``. The
 task's ``__name__`` is hashed into every run's identity; workers find it by ``module:function``.
 Nothing else is registered anywhere: :func:`discover_stories` finds every module.
@@ -33,9 +33,9 @@ from typing import Any
 import pandas as pd
 
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.experiments.contract.verdicts import MAIN_PAPER, check_paper
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.tasks import Task
-from rankcollapse.experiments.engine.verdicts import MAIN_PAPER, check_paper
 
 #: The evidence of a claim judged on nothing.
 NO_RUNS = "no runs"
@@ -179,8 +179,8 @@ class Story:
     #: The story's findings in sentences with their numbers, computed from the data, for the report's
     #: summary and the section's paragraph (e.g. "raw mu ends at 5e-05 in float32 but 1e-13 in float64").
     headlines: HeadlinesFn = _no_headlines
-    #: The paper whose statements the story judges (an arXiv id of ``engine.verdicts.PAPERS``): the main
-    #: paper, or a follow-up, whose rows the engine marks so (``Claim.paper``) and counts apart.
+    #: The paper whose statements the story judges (an arXiv id of ``contract.verdicts.PAPERS``): the main
+    #: paper, or a follow-up, whose rows the pipeline marks so (``Claim.paper``) and counts apart.
     paper: str = MAIN_PAPER
 
     def __post_init__(self) -> None:

@@ -362,12 +362,19 @@ def class_word(cls: str, origin: str) -> str:
     return cls
 
 
+def origin_heading(origin: Origin | str) -> str:
+    """An origin as every counter names it (the report's, the command line's): a stand-in's heading says
+    its rows are the stand-ins' own behaviour, not the paper's tally."""
+    origin = Origin(origin)
+    return origin.value + (
+        " (the stand-ins' own behaviour, not the paper's tally)" if origin is Origin.STAND_IN else ""
+    )
+
+
 def tally_line(origin: str, counts: dict[str, dict[str, int]]) -> str:
     """``paper setting: as plotted 26 reproduced, 9 not reproduced; mechanism 12 holds, 4 differs, 20 n/a``
-    (a stand-in's line says it is the stand-ins' own behaviour)."""
-    head = origin + (
-        " (the stand-ins' own behaviour, not the paper's tally)" if origin == Origin.STAND_IN else ""
-    )
+    (:func:`origin_heading` first)."""
+    head = origin_heading(origin)
     plotted = ", ".join(f"{n} {class_word(k, origin)}" for k, n in counts["as plotted"].items())
     mech = ", ".join(f"{n} {k}" for k, n in counts["mechanism"].items())
     return f"{head}: as plotted {plotted}" + (f"; mechanism {mech}" if mech else "")

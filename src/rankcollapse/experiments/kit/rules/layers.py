@@ -1,0 +1,248 @@
+"""Rules on per-layer estimates against a threshold (Figs. 4, 8, 9): a mean or a share, at every layer.
+
+An estimate is a :class:`~rankcollapse.experiments.kit.data.Layered` (per layer the mean over the unit of
+sampling and its standard error; a share is a mean of 0/1). A statement that must hold "at every layer"
+is one part per layer, Bonferroni over the layers; each part compares the layer's interval (t for a mean,
+Wilson for a share: :class:`~rankcollapse.experiments.kit.judgement.Margin`) with its threshold: above it
+for sure (reproduced), below for sure (not reproduced), else open. Too few samples (or fewer than two
+networks, no spread between them) is inconclusive before any comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from rankcollapse.experiments.contract.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    combine_verdicts,
+)
+from rankcollapse.experiments.kit import causes
+from rankcollapse.experiments.kit.combine import combine_parts, sample_part
+from rankcollapse.experiments.kit.curves import SAMPLE, conditions, n_words
+from rankcollapse.experiments.kit.data import Layered
+from rankcollapse.experiments.kit.judgement import Judgement, Margin
+from rankcollapse.experiments.kit.thresholds import Thresholds
+
+
+def _few_or_nonfinite(words: str, n: int, th: Thresholds) -> Judgement:
+    """Inconclusive: fewer than ``min_samples`` samples (sample too small), else non-finite values."""
+    need = th.count("min_samples")
+    if n < need:
+        return Judgement(INCONCLUSIVE, words, causes.too_few(n, need), "sample too small", n)
+    nonfinite = causes.non_finite(f"{n} samples", "non-finite values")
+    return Judgement(INCONCLUSIVE, words, nonfinite, "non-finite", n)
+
+
+def _too_few(n: int, unit: str, th: Thresholds, words: str) -> Judgement | None:
+    """Inconclusive (sample too small) below ``min_samples`` samples, or below 2 networks (no spread
+    between networks, no interval); None when there are enough."""
+    need = th.count("min_samples") if unit == SAMPLE else 2
+    if n >= need:
+        return None
+    return Judgement(INCONCLUSIVE, words, causes.too_few(n, need, unit), "sample too small", n, unit=unit)
+
+
+def _per_layer(
+    layers: Sequence[int],
+    th: Thresholds,
+    est: Layered,
+    part: Callable[[int], Judgement],
+    words: str,
+) -> Judgement:
+    """A statement that must hold "at every layer": one part per layer in ``layers``, Bonferroni over
+    them; too few samples (or networks): inconclusive. ``words`` lead the evidence."""
+    few_ = _too_few(est.n, est.unit, th, words)
+    if few_ is not None:
+        return few_
+    with conditions(len(layers)):
+        parts = [(f"t={t}", part(t)) for t in layers]
+    return combine_parts(parts).amended(before=f"{words} || ")
+
+
+def _at_least(m: Margin, words: str) -> Judgement:
+    """A part: ``m``'s value at least its threshold for sure (reproduced), below for sure (not)."""
+    lo, hi = m.bounds()
+    v = REPRODUCED if lo > m.threshold else NOT_REPRODUCED if hi < m.threshold else INCONCLUSIVE
+    return sample_part(v, words, [m], m.n, m.unit)
+
+
+def full_rank(share: Layered, th: Thresholds, limit_note: str = "") -> Judgement:
+    """Full rank at every layer: at each layer the share of samples whose rank reaches the structural
+    maximum is at least ``full_rank_min`` for sure (its interval above it: reproduced); below it for
+    sure at some layer: not reproduced. ``limit_note``: how the structural maximum was set."""
+    s = share.mean
+    t_low = int(np.nanargmin(s)) if np.isfinite(s).any() else 0
+    words = f"lowest full-rank share {s[t_low]:.0%} (t={t_low}), {n_words(share.n, share.unit)}"
+    if limit_note:
+        words += f"; {limit_note}"
+    limit = th["full_rank_min"]
+    layers = [t for t in range(len(s)) if np.isfinite(s[t])]
+    return _per_layer(
+        layers,
+        th,
+        share,
+        lambda t: _at_least(share.margin(t, limit, "full-rank share"), f"full-rank share {s[t]:.0%}"),
+        words,
+    )
+
+
+def sigma_ratio(ratio: Layered, tolerance: Sequence[float], th: Thresholds) -> Judgement:
+    """The smallest singular value stays well above 0, scale-free: at every layer the mean of
+    ``sigma_min / sigma_max`` is at least ``ratio_margin`` times the rank tolerance (``tolerance``: the
+    relative tolerance of the numerical rank at that layer, ``max(n, d) eps``) for sure (reproduced);
+    below it for sure at some layer (not reproduced)."""
+    tol = np.asarray(tolerance, dtype=float)
+    head = ratio.mean / np.where(tol > 0, tol, np.nan)
+    t_low = int(np.nanargmin(head)) if np.isfinite(head).any() else 0
+    factor = th["ratio_margin"]
+    words = (
+        f"smallest mean sigma_min/sigma_max {ratio.mean[t_low]:.3g} at t={t_low}, {head[t_low]:.3g} x the "
+        f"rank tolerance {tol[t_low]:.2g} (needs {factor:g} x; {n_words(ratio.n, ratio.unit)})"
+    )
+    few_ = _too_few(ratio.n, ratio.unit, th, words)
+    if few_ is not None or not np.isfinite(head).all():
+        return few_ or _few_or_nonfinite(words, ratio.n, th)
+
+    def part(t: int) -> Judgement:
+        m = ratio.margin(t, factor, "sigma_min/sigma_max in rank tolerances", scale=1.0 / float(tol[t]))
+        return _at_least(m, f"{head[t]:.3g} x the rank tolerance")
+
+    return _per_layer(list(range(len(head))), th, ratio, part, words)
+
+
+def cos_grows(cos: Layered, d: int, th: Thresholds) -> Judgement:
+    """Mean |cos| grows with depth into a narrow region: last minus first layer above 0 for sure, and the
+    last value at least ``aniso_factor`` x sqrt(2/(pi d)) (the mean |cos| of independent isotropic tokens)."""
+    m = cos.mean
+    diff = float(m[-1] - m[0])
+    se = math.sqrt(float(cos.se[-1]) ** 2 + float(cos.se[0]) ** 2)
+    iso = math.sqrt(2.0 / (math.pi * d))
+    margin = Margin("growth of mean |cos|", diff, se, 0.0, cos.n, cos.unit)
+    lo, hi = margin.bounds()
+    words = (
+        f"mean |cos| {m[0]:.3g} at t=0 -> {m[-1]:.3g} at t={len(m) - 1} ({diff:+.2g} ± {(hi - lo) / 2:.2g}); "
+        f"isotropic level {iso:.2g}; {n_words(cos.n, cos.unit)}"
+    )
+    n = cos.n
+    few_ = _too_few(n, cos.unit, th, words)
+    if few_ is not None:
+        return replace(few_, margins=(margin,), key=margin)
+    if hi < 0:
+        return Judgement(
+            NOT_REPRODUCED,
+            words,
+            causes.measured_otherwise(f"mean |cos| falls by {-diff:.2g}"),
+            "measured otherwise",
+            n,
+            (margin,),
+            key=margin,
+            unit=cos.unit,
+        )
+    if lo > 0 and m[-1] >= th["aniso_factor"] * iso:
+        return Judgement(REPRODUCED, words, n=n, margins=(margin,), key=margin, unit=cos.unit)
+    if lo > 0:
+        return Judgement(
+            INCONCLUSIVE,
+            words,
+            f"grows, but ends below {th['aniso_factor']:g} x the isotropic level",
+            "measured otherwise",
+            n,
+            (margin,),
+            key=margin,
+            unit=cos.unit,
+        )
+    return Judgement(
+        INCONCLUSIVE,
+        words,
+        causes.sample_too_small([margin]),
+        "sample too small",
+        n,
+        (margin,),
+        key=margin,
+        unit=cos.unit,
+    )
+
+
+def dominant_sv(dominance: Layered, ratio: Layered, th: Thresholds, first: int = 1) -> Judgement:
+    """One dominant singular value and the smallest never near 0, per layer from ``first``: mean
+    sigma_1/sigma_2 >= ``dominance_min`` and mean sigma_min/sigma_max >= ``ratio_min`` for sure at every
+    layer (reproduced); either below for sure at some layer (not reproduced). Layers before ``first``
+    are reported, not judged (Fig. 8: X(0) is the embedding lookup, no layer has acted on it)."""
+    dom, low = dominance.mean, ratio.mean
+    layers = list(range(first, len(dom)))
+    judged_dom, judged_low = dom[first:], low[first:]
+    shown = ", ".join(f"t={t}: {dom[t]:.3g}" for t in range(len(dom)))
+    words = (
+        f"sigma_1/sigma_2 per layer {shown}; smallest mean sigma_min/sigma_max {np.nanmin(judged_low):.3g} "
+        f"(t={first + int(np.nanargmin(judged_low))}); judged from t={first}; "
+        f"{n_words(dominance.n, dominance.unit)}"
+    )
+    few_ = _too_few(dominance.n, dominance.unit, th, words)
+    if (
+        few_ is not None
+        or not (np.isfinite(judged_dom).all() and np.isfinite(judged_low).all())
+        or not layers
+    ):
+        return few_ or _few_or_nonfinite(words, dominance.n, th)
+
+    def part(t: int) -> Judgement:
+        a = dominance.margin(t, th["dominance_min"], "sigma_1/sigma_2")
+        b = ratio.margin(t, th["ratio_min"], "sigma_min/sigma_max")
+        pa, pb = (
+            _at_least(a, f"sigma_1/sigma_2 {dom[t]:.3g}"),
+            _at_least(b, f"sigma_min/sigma_max {low[t]:.3g}"),
+        )
+        v = combine_verdicts([pa.verdict, pb.verdict])
+        first_bad = next((p for p in (pa, pb) if p.verdict is v), pa)
+        evidence = f"{pa.evidence}; {pb.evidence}"
+        return replace(first_bad, verdict=v, evidence=evidence, margins=pa.margins + pb.margins)
+
+    with conditions(2):  # two statistics per layer, on top of the layers
+        return _per_layer(layers, th, dominance, part, words)
+
+
+def nonnegative_pairs(neg: Layered, th: Thresholds, pairs: str = "") -> Judgement:
+    """Fig. 9 as plotted: the pairwise cosines of X(0) are >= 0 as the figure shows them: the mean share
+    of negative token pairs per sample is below ``negative_pairs_max`` for sure (reproduced), above it for
+    sure (not reproduced). ``neg``: the per-sample share of negative pairs (one layer, X(0))."""
+    limit = th["negative_pairs_max"]
+    m = neg.margin(0, limit, "share of negative token pairs")
+    lo, hi = m.bounds()
+    n = n_words(neg.n, neg.unit)
+    words = f"share of negative token pairs {neg.mean[0]:.3%} ± {(hi - lo) / 2:.2%} per sample ({n})"
+    if pairs:
+        words += f"; most negative pairs: {pairs}"
+    few_ = _too_few(neg.n, neg.unit, th, words)
+    if few_ is not None:
+        return few_
+    v = REPRODUCED if hi < limit else NOT_REPRODUCED if lo > limit else INCONCLUSIVE
+    return combine_parts([("X(0)", sample_part(v, words, [m], neg.n, neg.unit))])
+
+
+def initial_cos(nonneg: Layered, th: Thresholds, smallest: float) -> Judgement:
+    """Corollary 1's hypothesis phi(0) >= 0: the share of samples whose smallest pairwise cosine of the
+    initial embeddings is >= 0 is at least ``share_min`` for sure (reproduced), below it for sure (not
+    reproduced). ``nonneg``: per sample 1 if phi(0) >= 0 (one layer, X(0)); ``smallest``: the lowest
+    phi(0) seen (evidence)."""
+    limit = th["share_min"]
+    m = nonneg.margin(0, limit, "share of samples with phi(0) >= 0")
+    n = n_words(nonneg.n, nonneg.unit)
+    words = f"phi(0) >= 0 in {nonneg.mean[0]:.0%} of samples ({n}); smallest phi(0) {smallest:.3g}"
+    few_ = _too_few(nonneg.n, nonneg.unit, th, words)
+    if few_ is not None:
+        return few_
+    part = _at_least(m, words)
+    if part.verdict is NOT_REPRODUCED:
+        share = float(nonneg.mean[0])
+        part = replace(
+            part,
+            cause_kind="measured otherwise",
+            cause=causes.measured_otherwise(f"phi(0) < 0 in {1 - share:.0%} of samples"),
+        )
+    return combine_parts([("X(0)", part)])
