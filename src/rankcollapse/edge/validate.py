@@ -116,6 +116,16 @@ def check_param(params: cabc.Mapping[str, Any], key: str, default: Any = None, *
     return check_float(f"parameter {key}", value, low=low)
 
 
+def param_int(params: cabc.Mapping[str, Any], key: str, default: Any = None, *, low: int = 1) -> int:
+    """A whole-number run parameter a task reads (:func:`check_param`: one line naming it), as ``int``."""
+    return int(check_param(params, key, default, low=low))
+
+
+def param_float(params: cabc.Mapping[str, Any], key: str, default: Any = None, *, low: float = 0.0) -> float:
+    """A real run parameter a task reads (finite, ``>= low``; :func:`check_param`: one line naming it)."""
+    return check_param(params, key, default, low=low, integer=False)
+
+
 def _range_words(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
         return f"between {low:g} and {high:g}"

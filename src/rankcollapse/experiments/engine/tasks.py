@@ -22,7 +22,7 @@ from typing import Any
 
 from rankcollapse.edge.atomic import to_jsonable
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import check_param
+from rankcollapse.edge.validate import check_param, param_float, param_int
 
 OnLayer = Callable[[int], None]
 
@@ -58,12 +58,12 @@ def toy(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         raise RankCollapseError(f"toy task asked to fail (seed={params.get('seed')})")
     rows = []
     x = float(params.get("x0", 1.0))
-    for t in range(int(params["layers"]) + 1):
+    for t in range(param_int(params, "layers", low=0) + 1):
         if params.get("sleep_s"):
-            time.sleep(float(params["sleep_s"]))
+            time.sleep(param_float(params, "sleep_s"))
         rows.append({"layer": t, "mu": x, "log_mu": math.log(x) if x > 0 else float("-inf")})
         on_layer(t)
-        x *= float(params["rate"])
+        x *= param_float(params, "rate")
     return RunOutput(rows, {"final_mu": rows[-1]["mu"]})
 
 

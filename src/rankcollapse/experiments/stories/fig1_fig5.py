@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.edge.validate import param_float, param_int
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
@@ -36,14 +37,14 @@ def paper_counterexample_run(params: dict[str, Any], on_layer: OnLayer) -> RunOu
     from rankcollapse.equilibria.counterexample_paper import paper_measurements
 
     rows, summary = paper_measurements(
-        float(params["w"]),
-        per_arc=int(params["per_arc"]),
-        steps=int(params["steps"]),
+        param_float(params, "w"),
+        per_arc=param_int(params, "per_arc"),
+        steps=param_int(params, "steps"),
         token1=tuple(params["token1"]),
-        moving_grid=int(params["moving_grid"]),
-        noln_steps=int(params["noln_steps"]),
+        moving_grid=param_int(params, "moving_grid"),
+        noln_steps=param_int(params, "noln_steps"),
     )
-    on_layer(int(params["steps"]))
+    on_layer(param_int(params, "steps"))
     return RunOutput(rows, summary)
 
 
@@ -56,15 +57,15 @@ def counterexample(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     rows, summary = surrogate_measurements(
         params["w_v"],
         params.get("w_qk"),
-        float(params["d_qk"]),
+        param_float(params, "d_qk"),
         token0=tuple(params["token0"]),
-        angles=int(params["angles"]),
-        steps=int(params["steps"]),
-        rank_tol=float(params["rank_tol"]),
-        arc_grid=int(params["arc_grid"]),
-        arc_steps=int(params["arc_steps"]),
+        angles=param_int(params, "angles"),
+        steps=param_int(params, "steps"),
+        rank_tol=param_float(params, "rank_tol"),
+        arc_grid=param_int(params, "arc_grid"),
+        arc_steps=param_int(params, "arc_steps"),
     )
-    on_layer(int(params["steps"]))
+    on_layer(param_int(params, "steps"))
     return RunOutput(rows, summary)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.edge.validate import check_param
+from rankcollapse.edge.validate import check_param, param_int
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
@@ -41,13 +41,13 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
     run = ln_collapse_run(
         str(params["mask"]),
-        int(params["n"]),
-        int(params["d"]),
+        param_int(params, "n"),
+        param_int(params, "d"),
         placement=str(params["placement"]),
         inputs=str(params["inputs"]),
-        samples=int(params["samples"]),
-        layers=int(params["layers"]),
-        seed=int(params["seed"]),
+        samples=param_int(params, "samples"),
+        layers=param_int(params, "layers"),
+        seed=param_int(params, "seed", low=0),
         qk_scale=float(params.get("qk_scale", 1.0)),
         d_qk=float(params.get("d_qk", 1.0)),
     )
@@ -61,7 +61,7 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel
         x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
     rows = [{**info, **row} for row in curve_rows(arrays, "float64", x_norm=x_norm)]
-    on_layer(int(params["layers"]))
+    on_layer(param_int(params, "layers"))
     summary: dict[str, Any] = {
         "epsilon": run.epsilon,
         "tail_rate": run.tail_rate,

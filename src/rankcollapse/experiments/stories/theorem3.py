@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.edge.validate import param_float, param_int
 from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
 from rankcollapse.experiments.contract.verdicts import Claim
@@ -47,9 +48,11 @@ def theorem3_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         "seed",
     )
     rows, summary = theorem3_measurements(
-        int(params["n"]), float(params["w"]), **{k: int(params[k]) for k in keys}
+        param_int(params, "n"),
+        param_float(params, "w"),
+        **{k: param_int(params, k, low=0 if k == "seed" else 1) for k in keys},
     )
-    on_layer(int(params["steps"]))
+    on_layer(param_int(params, "steps"))
     return RunOutput(rows, summary.to_summary())
 
 
@@ -59,15 +62,15 @@ def equilibrium_rank(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     from rankcollapse.equilibria.construction import designed_measurement
 
     rows, summary = designed_measurement(
-        int(params["n"]),
-        int(params["d"]),
-        int(params["k"]),
-        samples=int(params["samples"]),
+        param_int(params, "n"),
+        param_int(params, "d"),
+        param_int(params, "k"),
+        samples=param_int(params, "samples"),
         radius=params["radius"],
-        steps=int(params["steps"]),
-        seed=int(params["seed"]),
+        steps=param_int(params, "steps"),
+        seed=param_int(params, "seed", low=0),
     )
-    on_layer(int(params["steps"]))
+    on_layer(param_int(params, "steps"))
     return RunOutput(rows, summary)
 
 
