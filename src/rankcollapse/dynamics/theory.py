@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.norms import sphere_normalize
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import checked
 
 #: Relative slack when comparing a measured tail rate with ``rho``.
@@ -85,7 +86,7 @@ class TheoryCheck:
     def bound(self, t: Tensor | int, sample: int | None = None) -> Tensor:
         """``C rho^t`` at layers t (``sample`` None: the run's ``C``, else that sample's)."""
         if not self.applicable or self.log_rate is None or self.c is None:
-            raise ValueError("no bound: " + (self.reason or "theory check not applicable"))
+            raise RankCollapseError("no bound: " + (self.reason or "theory check not applicable"))
         c = self.c if sample is None else self.c_per_sample[sample]
         tt = torch.as_tensor(t, dtype=torch.float64)
         return c * torch.exp(self.log_rate * tt)

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.precision import FLOOR_FACTOR
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import checked
 
 #: Cosine of a pair that contains a zero token (its direction is undefined) is taken as 0.
@@ -55,9 +56,9 @@ def _check(x: Tensor) -> None:
 
         raise RankCollapseTypeError(f"x must be a torch.Tensor of tokens [..., n, d], got {type(x).__name__}")
     if x.ndim < 2:
-        raise ValueError(f"expected tokens x of shape [..., n, d], got shape {tuple(x.shape)}")
+        raise RankCollapseError(f"expected tokens x of shape [..., n, d], got shape {tuple(x.shape)}")
     if not x.is_floating_point():
-        raise ValueError(f"expected a floating-point tensor, got {x.dtype}")
+        raise RankCollapseError(f"expected a floating-point tensor, got {x.dtype}")
 
 
 #: Dtypes whose arithmetic is too coarse (or unsupported, e.g. the SVD) for the measures: their values
@@ -103,7 +104,6 @@ DOC_COLUMNS = 16
 
 def _check_docs(docs: object, n: int) -> list[Tensor]:
     """``docs`` as a list of int64 index tensors into ``n`` tokens (RankCollapseError naming ``docs``)."""
-    from rankcollapse.edge.errors import RankCollapseError
 
     if not isinstance(docs, list | tuple) or not docs:
         raise RankCollapseError(
@@ -134,7 +134,6 @@ def document_columns(x: Tensor, docs: list[Tensor], lengths: Tensor | None = Non
     over all K documents) of x [b, n, d]: ``{name: [b]}``. ``lengths`` [b]: sample ``i`` has its
     first ``lengths[i]`` tokens (each document cut to them; a document with none is NaN, left out
     of the max)."""
-    from rankcollapse.edge.errors import RankCollapseError
 
     _check(x)
     docs = _check_docs(docs, x.shape[-2])
@@ -341,7 +340,7 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
     """
     _check(x)
     if x.dim() != 3:
-        raise ValueError(f"x must be [b, n, d], got shape {tuple(x.shape)}")
+        raise RankCollapseError(f"x must be [b, n, d], got shape {tuple(x.shape)}")
     b, n, d = x.shape
     k_all = min(n, d)
     if rank_max is None:
@@ -349,7 +348,9 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
     else:
         cap = torch.as_tensor(rank_max)
         if cap.shape != (b,) or (cap.is_floating_point() and not bool(torch.isfinite(cap).all())):
-            raise ValueError(f"rank_max must be [b] = [{b}] finite whole numbers, got {tuple(cap.shape)}")
+            raise RankCollapseError(
+                f"rank_max must be [b] = [{b}] finite whole numbers, got {tuple(cap.shape)}"
+            )
         cap = cap.clamp(min=1, max=k_all)
     out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in GEOMETRY_NAMES}
     sv = torch.full((b, k_all), math.nan, dtype=torch.float64)
@@ -400,7 +401,7 @@ def mean_signed_cos(x: Tensor) -> Tensor:
     _check(x)
     n = x.shape[-2]
     if n < 2:
-        raise ValueError("pairwise cosines need at least 2 tokens")
+        raise RankCollapseError("pairwise cosines need at least 2 tokens")
     u = _unit_tokens(x)
     total = u.sum(dim=-2)
     diag = (u * u).sum(dim=(-2, -1))
@@ -426,7 +427,7 @@ def mean_abs_cos(x: Tensor) -> Tensor:
     _check(x)
     n, d = x.shape[-2], x.shape[-1]
     if n < 2:
-        raise ValueError("pairwise cosines need at least 2 tokens")
+        raise RankCollapseError("pairwise cosines need at least 2 tokens")
     u = _unit_tokens(x).reshape(-1, n, d)
     wide = 1 << max(0, math.ceil(math.log2(max(1.0, _COSINE_WORK / d)) / 2))  # side^2 d ~ _COSINE_WORK
     side = min(n, max(64, min(wide, math.isqrt(_COSINE_TILE))))
@@ -544,7 +545,7 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
     wanted = METRIC_NAMES if names is None else tuple(names)
     unknown = [k for k in wanted if k not in METRIC_NAMES]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; allowed: {', '.join(METRIC_NAMES)}")
+        raise RankCollapseError(f"unknown metric(s) {unknown}; allowed: {', '.join(METRIC_NAMES)}")
     n, d = x.shape[-2], x.shape[-1]
     own = x.dtype  # the data's precision: its floor and rank tolerance
     x = working(x)
@@ -595,7 +596,7 @@ def per_sample_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = No
     wanted = METRIC_NAMES if names is None else tuple(names)
     lengths = torch.full((b,), n, dtype=torch.long) if lengths is None else torch.as_tensor(lengths)
     if lengths.shape != (b,) or bool((lengths < 1).any()) or bool((lengths > n).any()):
-        raise ValueError(f"lengths must be [b] = [{b}] values in 1..{n}, got {tuple(lengths.shape)}")
+        raise RankCollapseError(f"lengths must be [b] = [{b}] values in 1..{n}, got {tuple(lengths.shape)}")
     ok = torch.stack([torch.isfinite(x[i, : int(lengths[i])]).all() for i in range(b)]) if b else \
         torch.zeros(0, dtype=torch.bool)
     out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in wanted}

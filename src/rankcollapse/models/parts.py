@@ -26,6 +26,7 @@ from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_logits, masked_softmax
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap
 from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
 
@@ -146,17 +147,18 @@ class LayerParts:
 
     def __post_init__(self) -> None:
         if self.norm_placement not in PLACEMENTS:
-            raise ValueError(f"norm_placement must be one of {PLACEMENTS}, got {self.norm_placement!r}")
+            got = self.norm_placement
+            raise RankCollapseError(f"norm_placement must be one of {PLACEMENTS}, got {got!r}")
         if self.norm_placement == "sandwich" and (self.post_attn_norm is None or self.post_mlp_norm is None):
-            raise ValueError("norm_placement 'sandwich' needs post_attn_norm and post_mlp_norm")
+            raise RankCollapseError("norm_placement 'sandwich' needs post_attn_norm and post_mlp_norm")
         if self.n_heads % self.n_kv_heads != 0:
-            raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
+            raise RankCollapseError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
         if self.w_q.shape[0] != self.n_heads * self.head_dim:
-            raise ValueError(f"w_q has {self.w_q.shape[0]} rows, expected n_heads*head_dim")
+            raise RankCollapseError(f"w_q has {self.w_q.shape[0]} rows, expected n_heads*head_dim")
         if self.w_k.shape[0] != self.n_kv_heads * self.head_dim:
-            raise ValueError(f"w_k has {self.w_k.shape[0]} rows, expected n_kv_heads*head_dim")
+            raise RankCollapseError(f"w_k has {self.w_k.shape[0]} rows, expected n_kv_heads*head_dim")
         if not (self.d_qk > 0 and math.isfinite(self.d_qk)):
-            raise ValueError(f"d_qk must be a positive finite number, got {self.d_qk}")
+            raise RankCollapseError(f"d_qk must be a positive finite number, got {self.d_qk}")
 
 
 #: The workspace of one block of query rows, per sample, that a layer's attention may hold when it is
@@ -233,7 +235,7 @@ def attention(
         out = torch.matmul(weights, v)
     else:
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-            raise ValueError(f"chunk must be a positive number of query rows, got {chunk!r}")
+            raise RankCollapseError(f"chunk must be a positive number of query rows, got {chunk!r}")
         out = torch.empty(b, h, n, e, dtype=v.dtype, device=v.device)
         rows = None if record is None else AttentionRows.empty(b, h, n, torch.float64, v.device)
         for start in range(0, n, chunk):  # nothing outlives a block but what is written into out and rows
@@ -341,4 +343,4 @@ def run_block(
         y = x + normed_attn(x)
         out = parts.mlp(parts.norm_mlp(y))
         return y + (out if parts.post_mlp_norm is None or place != "sandwich" else parts.post_mlp_norm(out))
-    raise ValueError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.core.norms import layer_norm, rms_norm
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models.parts import PLACEMENTS, LayerParts, Positions, own_d_qk
 
 Fn = Callable[[Tensor], Tensor]
@@ -97,11 +98,13 @@ class FamilySpec:
             (self.hf_call, HF_CALLS, "hf_call"),
         ):
             if value not in allowed:
-                raise ValueError(f"family {self.model_type}: {what}={value!r}; allowed: {allowed}")
+                raise RankCollapseError(f"family {self.model_type}: {what}={value!r}; allowed: {allowed}")
         if (self.qkv_layout == "separate") != bool(self.q and self.k and self.v and not self.qkv):
-            raise ValueError(f"family {self.model_type}: give q, k, v paths or one fused qkv path")
+            raise RankCollapseError(f"family {self.model_type}: give q, k, v paths or one fused qkv path")
         if self.placement == "sandwich" and not (self.post_attn_norm and self.post_mlp_norm):
-            raise ValueError(f"family {self.model_type}: sandwich needs post_attn_norm and post_mlp_norm")
+            raise RankCollapseError(
+                f"family {self.model_type}: sandwich needs post_attn_norm and post_mlp_norm"
+            )
 
     @property
     def hf_casts(self) -> bool:

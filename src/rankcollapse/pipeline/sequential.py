@@ -47,7 +47,7 @@ def looks_for(n0: int, max_samples: int) -> int:
     """``K = 1 + floor(log2(max_samples / n0))``: the looks a doubling schedule from ``n0`` can take
     without passing ``max_samples`` (1 when ``n0 >= max_samples``)."""
     if n0 < 1 or max_samples < 1:
-        raise ValueError(f"need n0 >= 1 and max_samples >= 1, got {n0}, {max_samples}")
+        raise RankCollapseError(f"need n0 >= 1 and max_samples >= 1, got {n0}, {max_samples}")
     k = 1
     while n0 * 2**k <= max_samples:
         k += 1
