@@ -59,7 +59,8 @@ def _add(module: Any, name: str, *args: Any, **kwargs: Any) -> None:
 
 
 for _name in ("at_floor", "centered", "effective_rank", "full_rank", "mean_abs_cos", "mean_signed_cos", "mu",
-              "mu_rel", "num_rank", "precision_floor", "singular_values", "stable_rank", "composite_norm"):
+              "mu_rel", "num_rank", "precision_floor", "singular_values", "stable_rank", "composite_norm",
+              "gram_singular_values"):
     _add(metrics, _name, X)
 _add(metrics, "collapse_metrics", X, ("mu", "num_rank"))
 _add(metrics, "per_sample_metrics", X, ("mu", "mu_rel"), torch.tensor([4, 3]))
