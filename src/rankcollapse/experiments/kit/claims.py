@@ -446,34 +446,9 @@ def checks_row(
     )
 
 
-def untested_row(
-    story: str, statement: Statement, data: Data | None, missing: str, figure: str = ""
-) -> Claim:
-    """The row of a paper statement that needs what is not here (``missing``: e.g. a kind of pretrained
-    model no wheel ships): untested, with no n and no interval."""
-    return Claim(
-        id=f"{story}.{statement.key}",
-        story=story,
-        key=statement.key,
-        experiment=data.exp.name if data is not None else story,
-        statement=statement.text,
-        source=statement.source,
-        origin=Origin.PAPER.value,
-        verdict=UNTESTED,
-        as_plotted=INCONCLUSIVE.value,
-        mechanism=NA,
-        rule=statement.rule,
-        evidence=f"not run: no {missing} offline",
-        cause_kind="untested",
-        cause=causes.untested(missing),
-        conditions=data.conditions() if data is not None else "",
-        figure=figure,
-    )
-
-
-def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
-    """The pipeline's row for a statement nothing judged (no runs, all failed, arm skipped)."""
-    origin = Origin.EXTENSION if extension or statement.ours else Origin.PAPER
+def _unjudged_row(story: str, statement: Statement, data: Data | None, origin: Origin, verdict: str,
+                  evidence: str, cause_kind: str, cause: str, figure: str = "") -> Claim:
+    """A row no rule judged: as plotted inconclusive, no mechanism, no n and no interval."""
     return Claim(
         id=f"{story}.{statement.key}",
         story=story,
@@ -482,15 +457,32 @@ def no_data_row(story: str, statement: Statement, data: Data | None, why: str, e
         statement=statement.text,
         source=statement.source,
         origin=origin.value,
-        verdict=verdict_word(origin, INCONCLUSIVE, None),
+        verdict=verdict,
         as_plotted=INCONCLUSIVE.value,
         mechanism=NA,
         rule=statement.rule,
-        evidence=f"no data: {why}",
-        cause_kind="no data",
-        cause=causes.no_data(why),
+        evidence=evidence,
+        cause_kind=cause_kind,
+        cause=cause,
         conditions=data.conditions() if data is not None else "",
+        figure=figure,
     )
+
+
+def untested_row(
+    story: str, statement: Statement, data: Data | None, missing: str, figure: str = ""
+) -> Claim:
+    """The row of a paper statement that needs what is not here (``missing``: e.g. a kind of pretrained
+    model no wheel ships): untested, with no n and no interval."""
+    return _unjudged_row(story, statement, data, Origin.PAPER, UNTESTED, f"not run: no {missing} offline",
+                         "untested", causes.untested(missing), figure)
+
+
+def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
+    """The pipeline's row for a statement nothing judged (no runs, all failed, arm skipped)."""
+    origin = Origin.EXTENSION if extension or statement.ours else Origin.PAPER
+    return _unjudged_row(story, statement, data, origin, verdict_word(origin, INCONCLUSIVE, None),
+                         f"no data: {why}", "no data", causes.no_data(why))
 
 
 def with_failures(claim: Claim, failures: str) -> Claim:
