@@ -1,4 +1,5 @@
-"""The U-shape rule (kit.influence.u_shaped) on synthetic data: every verdict it can give, and its cause."""
+"""The profile-shape rules (kit.influence.u_shaped, peaked) on synthetic data:
+every verdict each can give, and its cause."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import math
 import numpy as np
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
-from rankcollapse.experiments.kit.curves import SAMPLE
+from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE
 from rankcollapse.experiments.kit.data import Layered
-from rankcollapse.experiments.kit.influence import u_shaped
+from rankcollapse.experiments.kit.influence import peaked, u_shaped
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of("test", {"min_samples": 4, "u_log_min": 0.0})
@@ -66,3 +67,45 @@ def test_bonferroni_over_arms_widens_the_interval() -> None:
     alone = u_shaped({"x": (arm(3.0), a)}, TH)
     shared = u_shaped({"x": (arm(3.0), a), "y": (arm(3.0), arm(3.0))}, TH)
     assert alone.verdict == REPRODUCED and shared.verdict == INCONCLUSIVE
+
+
+# ---- kit.influence.peaked: Wu et al. 2025's decay mask, a non-monotone profile peaking at x* ------------
+
+PEAK_TH = Thresholds.of("test", {"min_samples": 4, "hump_log_min": 0.1, "peak_log_tol": 0.5})
+
+
+def one(mean: float, sd: float = 0.1, n: int = 8) -> Layered:
+    """One estimate at layer index 0 over ``n`` networks (se = sd / sqrt(n))."""
+    return Layered("x", np.array([mean]), np.array([sd / math.sqrt(n)]), np.array([sd]), n, NETWORK)
+
+
+def test_a_hump_at_the_predicted_distance_is_reproduced() -> None:
+    j = peaked({"t = 8": (one(5.0), one(14.8), one(-0.15))}, PEAK_TH)
+    assert j.verdict == REPRODUCED and "non-monotone" in j.evidence
+
+
+def test_a_profile_falling_from_the_token_itself_is_monotone_not_reproduced() -> None:
+    j = peaked({"t = 2": (one(0.0, sd=0.0), one(20.0), one(-1.6))}, PEAK_TH)
+    assert j.verdict == NOT_REPRODUCED and "falls from the token" in j.cause
+
+
+def test_a_profile_rising_to_the_start_is_monotone_not_reproduced() -> None:
+    j = peaked({"t = 32": (one(30.0), one(0.0, sd=0.0), one(0.2))}, PEAK_TH)
+    assert j.verdict == NOT_REPRODUCED and "rises to the start" in j.cause
+
+
+def test_a_hump_far_from_the_predicted_distance_is_not_reproduced() -> None:
+    j = peaked({"t = 8": (one(5.0), one(10.0), one(1.2))}, PEAK_TH)
+    assert j.verdict == NOT_REPRODUCED and "not at x*" in j.cause
+    j = peaked({"t = 8": (one(5.0), one(10.0), one(-1.2))}, PEAK_TH)
+    assert j.verdict == NOT_REPRODUCED and "not at x*" in j.cause
+
+
+def test_a_place_straddling_the_tolerance_is_open_and_asks_for_networks() -> None:
+    j = peaked({"t = 8": (one(5.0), one(10.0), one(0.45, sd=0.3))}, PEAK_TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+
+
+def test_too_few_networks_is_inconclusive_for_the_hump() -> None:
+    j = peaked({"t = 8": (one(5.0, n=3), one(10.0, n=3), one(0.0, n=3))}, PEAK_TH)
+    assert j.verdict == INCONCLUSIVE and "3" in j.cause

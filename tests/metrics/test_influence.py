@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.metrics.influence import end_over_middle_logs
+from rankcollapse.masks import decay_uniform_context
+from rankcollapse.metrics.influence import end_over_middle_logs, profile_peak
 
 
 def test_a_uniform_profile_has_both_arms_at_zero() -> None:
@@ -47,3 +48,22 @@ def test_a_part_that_is_exactly_zero_gives_a_finite_log() -> None:
 def test_ends_that_leave_no_middle_are_one_line(ends: object) -> None:
     with pytest.raises(RankCollapseError, match=r"ends=.* allowed: an integer k with 1 <= k and 2 k < n"):
         end_over_middle_logs(torch.ones(10) / 10, ends)  # type: ignore[arg-type]
+
+
+def test_profile_peak_reads_the_hump_of_the_uniform_decay_closed_form() -> None:
+    """Far from the start the decay mask's profile peaks at floor((tq - 1)/(1 - q)) + 1 (masks' oracle)."""
+    t, m = 8, 0.5
+    p = decay_uniform_context(128, m, t)[-1]
+    got = profile_peak(p)
+    q = math.exp(-m)
+    assert int(got["peak_distance"]) == math.floor((t * q - 1) / (1 - q)) + 1
+    assert float(got["peak_over_self_log"]) > 1.0 and float(got["peak_over_far_log"]) > 1.0
+
+
+def test_profile_peak_of_monotone_profiles_has_one_log_exactly_zero() -> None:
+    falling_from_token = torch.tensor([0.5, 0.05, 0.1, 0.15, 0.2], dtype=torch.float64)  # j = 0 the sink
+    got = profile_peak(falling_from_token)
+    assert int(got["peak_distance"]) == 0 and float(got["peak_over_self_log"]) == 0.0
+    rising_to_start = torch.tensor([0.5, 0.2, 0.15, 0.1, 0.05], dtype=torch.float64)
+    got = profile_peak(rising_to_start)
+    assert int(got["peak_distance"]) == 3 and float(got["peak_over_far_log"]) == 0.0

@@ -76,6 +76,9 @@ class SimulationConfig:
     and ``first_token_gap_max`` (never part of ``metrics=None``); ``influence`` keeps the batch-mean
     influence profile per layer, ``"last"`` (the last token's row ``P(t)[n-1, :]``) or ``"all"``
     (``P(t)``); ``rollout_residual`` is ``lam`` of the mixing ``lam I + (1 - lam) A(t)`` (0: ``A(t)``).
+    alibi_slope: the slope ``m >= 0`` of a decay (ALiBi-type) bias ``B[i, j] = -m |i - j|`` added to every
+    layer's logits (``masks.position.decay_bias`` through ``core.attention``'s one masked softmax; None:
+    no bias); it runs the dense kernel (``kernel`` ``auto`` or ``dense``).
     Either forms the head-averaged attention matrices of every layer (dense [b, h, n, n]).
     Ranks at the precision floor (``metrics.affine``, opt-in): ``metrics`` may name ``affine_rank`` and
     ``linear_rank`` of X(t), and ``norm_in_*`` / ``norm_out_*`` of what layer t's first normalisation
@@ -114,6 +117,7 @@ class SimulationConfig:
     metric_threads: int | None = 1
     influence: str | None = None
     rollout_residual: float = 0.0
+    alibi_slope: float | None = None
     value_matrix: Tensor | None = field(default=None, repr=False)
     input_tokens: Tensor | None = field(default=None, repr=False)
     mask_matrix: Tensor | None = field(default=None, repr=False)
@@ -167,6 +171,11 @@ class SimulationConfig:
         if self.metric_threads is not None:
             self.metric_threads = check_threads("metric_threads", self.metric_threads)
         self.rollout_residual = check_float("rollout_residual", self.rollout_residual, low=0.0, high=1.0)
+        if self.alibi_slope is not None:
+            self.alibi_slope = check_float("alibi_slope", self.alibi_slope, low=0.0)
+            if self.kernel not in ("auto", "dense"):
+                raise RankCollapseError(
+                    f"alibi_slope runs the dense kernel, not kernel {self.kernel!r} (allowed: auto, dense)")
         if self.band_block is not None:
             self.band_block = check_int("band_block", self.band_block, low=1)
             if self.kernel not in ("auto", "band"):
@@ -346,7 +355,7 @@ def estimate_memory(
     if fixed_only:
         return fixed
     width = float(n)
-    if band is not None and cfg.kernel in ("auto", "band"):
+    if band is not None and cfg.kernel in ("auto", "band") and cfg.alibi_slope is None:  # a bias runs dense
         lo, hi = band
         block = cfg.band_block or default_band_block(lo, hi)
         width = min(float(n), 2.0 * block + hi - lo)

@@ -50,13 +50,19 @@ def _min_on_edges(a: Tensor, allowed: Tensor | None) -> Tensor:
 
 @checked
 def attend_dense(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, d_qk: float, need_min: bool = False
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    d_qk: float,
+    need_min: bool = False,
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
-    """Reference: ``A = softmax_M(q k^T / sqrt(d_qk))`` formed explicitly, returns ``(A v, min A)``.
+    """Reference: ``A = softmax_M(q k^T / sqrt(d_qk) + B)`` formed explicitly, returns ``(A v, min A)``.
 
-    q, k: [b, h, n, e]; v: [b, h, n, f]; mask: bool [n, n] or None (complete).
+    q, k: [b, h, n, e]; v: [b, h, n, f]; mask: bool [n, n] or None (complete); bias: float [n, n] or None.
     """
-    a = attention_weights(q, k, mask, d_qk)
+    a = attention_weights(q, k, mask, d_qk, bias)
     out = a @ v
     return out, (_min_on_edges(a, mask) if need_min else None)
 
@@ -169,7 +175,8 @@ class KernelPlan:
     """The attention path chosen for one mask and length, ready to call.
 
     ``name`` is one of ``dense``, ``sdpa``, ``sdpa-causal``, ``band``; ``mask`` the dense
-    boolean mask (None when complete); ``band`` the (lo, hi) band or None.
+    boolean mask (None when complete); ``band`` the (lo, hi) band or None; ``bias`` an additive bias
+    [n, n] on the logits (the dense kernel only; ``plan_kernel(bias=)``).
     """
 
     name: str
@@ -177,6 +184,7 @@ class KernelPlan:
     mask: Tensor | None = field(repr=False)
     band: tuple[int, int] | None
     band_plan: BandPlan | None = field(default=None, repr=False)
+    bias: Tensor | None = field(default=None, repr=False)
 
     def __call__(
         self, q: Tensor, k: Tensor, v: Tensor, d_qk: float, need_min: bool = False
@@ -188,7 +196,7 @@ class KernelPlan:
         if self.name == "band":
             assert self.band_plan is not None
             return attend_band(q, k, v, self.band_plan, d_qk, need_min=need_min)
-        return attend_dense(q, k, v, self.mask, d_qk, need_min=need_min)
+        return attend_dense(q, k, v, self.mask, d_qk, need_min=need_min, bias=self.bias)
 
 
 def band_of_dense(mask: Tensor) -> tuple[int, int] | None:
@@ -208,8 +216,12 @@ def plan_kernel(
     band: tuple[int, int] | None = None,
     complete: bool | None = None,
     block: int | None = None,
+    bias: Tensor | None = None,
 ) -> KernelPlan:
     """Choose the attention path for a dense boolean mask [n, n] (M[i, j]: i attends to j).
+
+    ``bias``: an additive bias [n, n] on the logits; only the dense kernel takes one (``auto`` picks it;
+    another kernel named with a bias is refused).
 
     ``auto``: complete mask -> ``sdpa``; plain causal -> ``sdpa-causal``; a band no wider than
     ``BAND_MAX_FRACTION * n`` -> ``band``; anything else -> ``dense``. ``band``/``complete``
@@ -227,6 +239,13 @@ def plan_kernel(
     if band is None:
         band = (-(n - 1), n - 1) if complete else band_of_dense(mask)
     causal = band == (-(n - 1), 0)
+    if bias is not None:
+        if kernel not in ("auto", "dense"):
+            raise RankCollapseError(
+                f"kernel {kernel!r} takes no logit bias; allowed with a bias: auto, dense")
+        if tuple(bias.shape) != (n, n):
+            raise RankCollapseError(f"bias has shape {tuple(bias.shape)}; allowed: [{n}, {n}] (the mask's)")
+        return KernelPlan("dense", n, None if complete else mask, band, bias=bias)
     if kernel == "auto":
         if complete:
             kernel = "sdpa"

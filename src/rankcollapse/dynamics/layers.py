@@ -127,9 +127,12 @@ def multihead_attention(
 
 
 @checked
-def layer_attention(x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | None, d_qk: float) -> Tensor:
+def layer_attention(
+    x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | None, d_qk: float, bias: Tensor | None = None
+) -> Tensor:
     """The attention matrices a layer applies to ``x``:
-    ``A_h = softmax_M(X' W_Q,h (X' W_K,h)^T / sqrt(d_qk))`` with ``X' = Norm(X)`` for pre-norm, ``X' = X``
+    ``A_h = softmax_M(X' W_Q,h (X' W_K,h)^T / sqrt(d_qk) + B)`` (``bias`` B [n, n] or None)
+    with ``X' = Norm(X)`` for pre-norm, ``X' = X``
     otherwise (the one masked softmax, ``core.attention.attention_weights``, whatever kernel the layer
     itself runs).
 
@@ -140,7 +143,7 @@ def layer_attention(x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | 
     z = get_norm(spec.norm)(x) if spec.placement == "pre" else x
     q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
     k = z.unsqueeze(1) @ w.w_k
-    return attention_weights(q, k, mask, d_qk)
+    return attention_weights(q, k, mask, d_qk, bias)
 
 
 @checked

@@ -32,6 +32,7 @@ from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap_every
 from rankcollapse.edge.validate import trusted
+from rankcollapse.masks.position import decay_bias
 from rankcollapse.masks.resolved import ResolvedMask, resolve_mask
 from rankcollapse.metrics import (
     METRIC_NAMES,
@@ -228,8 +229,9 @@ def simulate(
     dtype = parse_dtype(cfg.dtype)
     device = torch.device(cfg.device)
     mask = resolve_mask(cfg.mask_matrix if cfg.mask_matrix is not None else cfg.parsed_mask, cfg.tokens)
+    bias = None if cfg.alibi_slope is None else decay_bias(cfg.tokens, cfg.alibi_slope).to(device, dtype)
     plan: KernelPlan = plan_kernel(mask.dense.to(device), kernel=cfg.kernel, band=mask.band,
-                                   complete=mask.complete, block=cfg.band_block)
+                                   complete=mask.complete, block=cfg.band_block, bias=bias)
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
     names = METRIC_NAMES if cfg.metrics is None else tuple(
         dict.fromkeys(("mu", "mu_rel", *(m for m in cfg.metrics if m in METRIC_NAMES))))
@@ -297,7 +299,7 @@ def simulate(
         for t in range(cfg.layers):
             w = weights.layer(t)
             if context is not None:  # P(t+1) = M(t+1) P(t) from the attention this layer applies to X(t)
-                attn = head_mean(layer_attention(x, w, spec, plan.mask, cfg.d_qk))
+                attn = head_mean(layer_attention(x, w, spec, plan.mask, cfg.d_qk, plan.bias))
                 context = rollout_step(context, attn, cfg.rollout_residual)
             step = norm_step(x, w, spec, plan, cfg.d_qk) if stepped else None
             x, min_w = apply_layer(x, w, spec, plan, cfg.d_qk, need_min=track)

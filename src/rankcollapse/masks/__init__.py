@@ -34,7 +34,14 @@ from rankcollapse.masks.families import Family
 from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree, from_dense
 from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config
-from rankcollapse.masks.position import FirstTokenPrediction, first_token_prediction, window_hops
+from rankcollapse.masks.position import (
+    FirstTokenPrediction,
+    decay_bias,
+    decay_critical_distance,
+    decay_uniform_context,
+    first_token_prediction,
+    window_hops,
+)
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 from rankcollapse.masks.resolved import ResolvedMask, resolve_mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule, schedule_from_masks
@@ -67,6 +74,9 @@ __all__ = [
     "band_of_sparse",
     "check_schedule_support",
     "check_support",
+    "decay_bias",
+    "decay_critical_distance",
+    "decay_uniform_context",
     "first_token_prediction",
     "from_dense",
     "from_hf_sliding_window",

@@ -69,6 +69,14 @@ class FirstTokenPrediction:
         return {"spec": self.spec, "n": self.n, "applies": self.applies, "hops": self.hops, "why": self.why}
 
 
+def _check_slope(slope: float, low_open: bool) -> None:
+    bad = isinstance(slope, bool) or not isinstance(slope, int | float) or not math.isfinite(slope)
+    if bad or slope < 0 or (low_open and slope == 0):
+        allowed = "> 0" if low_open else ">= 0"
+        raise RankCollapseError(
+            f"slope={slope!r} is invalid; allowed: a finite number {allowed} (the decay m)")
+
+
 def _check_eps(eps: float) -> None:
     if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0.0 < float(eps) <= 1.0:
         raise RankCollapseError(f"eps={eps!r} is invalid; allowed: the smallest edge weight, in (0, 1]")
@@ -111,3 +119,56 @@ def window_hops(n: int, w: int) -> int:
     if w < 2 or n < 1:
         raise RankCollapseError(f"window of w = {w} tokens at n = {n}: allowed w >= 2, n >= 1")
     return math.ceil((n - 1) / (w - 1))
+
+
+def decay_bias(n: int, slope: float) -> Any:
+    """The decay (ALiBi-type) bias ``B[i, j] = -m |i - j|``, float64 torch [n, n], added to the logits
+    through ``core.attention.masked_softmax(..., bias=B)``.
+
+    Under a causal mask it is Wu et al. 2025's decay mask ``log(gamma^(i - j))`` with ``m = -log gamma``
+    (ALiBi's linear bias of one head, slope ``m``); with uniform content every row is a truncated
+    geometric distribution over the distance ``i - j``. RankCollapseError for ``n < 1`` or a slope that is
+    not a finite number ``>= 0``.
+    """
+    import torch
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RankCollapseError(f"n={n!r} is invalid; allowed: an integer >= 1 (tokens)")
+    _check_slope(slope, low_open=False)
+    idx = torch.arange(n, dtype=torch.float64)
+    return -float(slope) * (idx[:, None] - idx[None, :]).abs()
+
+
+def decay_critical_distance(t: int, slope: float) -> float:
+    """Wu et al. 2025's critical point of the decay mask's cumulative context, ``x* = t / (e^m - 1)``: the
+    distance ``i - j`` at which token ``i``'s influence profile after ``t`` layers peaks (before the first
+    token's sink), for uniform content.
+
+    Derivation (ours): with uniform content each layer moves influence back by a geometric distance,
+    ``P(k) = (1 - q) q^k``, ``q = e^-m``, far from the first token; after ``t`` layers the distance is
+    negative binomial, ``C(x + t - 1, x) (1 - q)^t q^x``, with mean ``t q / (1 - q) = x*`` and its mode
+    at ``floor((t q - 1) / (1 - q)) + 1`` (within one position below ``x*``), so the profile rises from
+    the token itself (``x = 0``) to ``x*`` and falls after it whenever ``t q > 1``: non-monotone.
+    RankCollapseError for ``t < 0`` or a slope that is not a finite number ``> 0``.
+    """
+    if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+        raise RankCollapseError(f"t={t!r} is invalid; allowed: an integer >= 0 (layers)")
+    _check_slope(slope, low_open=True)
+    return t / math.expm1(float(slope))
+
+
+def decay_uniform_context(n: int, slope: float, t: int) -> Any:
+    """The cumulative context ``P(t) = A^t`` (float64 torch [n, n]) of uniform content under the causal
+    decay mask: ``A = softmax_causal(B)``, ``B = decay_bias(n, slope)``, every logit 0 but the bias (through
+    ``core.attention.masked_softmax``, the one masked softmax): the oracle Wu et al. 2025's critical point
+    ``x* = t / (e^m - 1)`` is about (``decay_critical_distance``), truncation at the first token included."""
+    import torch
+
+    from rankcollapse.core.attention import masked_softmax
+
+    if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+        raise RankCollapseError(f"t={t!r} is invalid; allowed: an integer >= 0 (layers)")
+    bias = decay_bias(n, slope)
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    a = masked_softmax(torch.zeros(n, n, dtype=torch.float64), causal, bias)
+    return torch.linalg.matrix_power(a, t)

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,3 +287,28 @@ def sample_layered(frame: pd.DataFrame, column: str, share: bool = False) -> Lay
     return Layered(
         column, np.array([per.mean()]), np.array([se]), np.array([float(sample_std(v))]), g, NETWORK, share, n
     )
+
+
+def profile_summaries(
+    frame: pd.DataFrame, summarise: Callable[[np.ndarray, int], dict[str, float]], keys: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Per run and kept layer, the columns ``summarise(profile, t)`` gives of that run's influence profile
+    (rows ``kind = influence``: ``layer``, ``position``, ``influence``, the batch mean ``P(t)[n-1, j]``) ->
+    one row per run and layer with ``run_id``, ``layer``, ``keys``, ``dtype``, ``samples`` = 1 and
+    ``pretrained`` (the run's), each column and its ``_std`` (NaN: a profile is one value per run), ready
+    for :func:`layered` (the unit is then the network: each run's own value)."""
+    out: list[dict[str, Any]] = []
+    if frame.empty:
+        return pd.DataFrame()
+    for (run, t), g in frame.groupby(["run_id", "layer"], sort=True):
+        g = g.sort_values("position")
+        cols = summarise(g["influence"].to_numpy(dtype=float), int(t))
+        first = g.iloc[0]
+        row: dict[str, Any] = {"run_id": run, "layer": int(t), "samples": 1, "dtype": first["dtype"]}
+        pre = first.get("pretrained", False)  # the influence rows of a simulator run carry none: NaN
+        row["pretrained"] = bool(pre) if isinstance(pre, bool | np.bool_) else False
+        row.update({k: first[k] for k in keys})
+        for k, v in cols.items():
+            row[k], row[f"{k}_std"] = float(v), math.nan
+        out.append(row)
+    return pd.DataFrame(out)

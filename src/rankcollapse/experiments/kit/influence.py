@@ -2,9 +2,15 @@
 
 The profile ``P(t)[i, :]`` of a rollout (``metrics.rollout``) is summarised per sample by its two arms
 (``metrics.influence``): ``start_over_middle_log`` and ``end_over_middle_log``, the log of each end's mean
-influence per position over the middle's. The rule, pinned by synthetic data in
-``tests/experiments/test_kit_influence.py`` and broken on purpose by ``scripts/break_rules.py``:
+influence per position over the middle's, or by where it peaks (``profile_peak``). The rules, pinned by
+synthetic data in ``tests/experiments/test_kit_influence.py`` and broken on purpose by
+``scripts/break_rules.py``:
 
+- :func:`peaked` (Wu et al. 2025's decay mask: a non-monotone profile peaking at ``x* = t / (e^m - 1)``):
+  per condition the rise of the peak over the token itself, its fall to position 1 and its place against
+  ``x*`` (``metrics.influence.profile_peak``); both logs above ``hump_log_min`` and the place within
+  ``+-peak_log_tol`` for sure -> reproduced; one log below or the place outside for sure -> not
+  reproduced; otherwise inconclusive.
 - :func:`u_shaped`: per condition ``label -> (start arm, end arm)`` (:class:`~rankcollapse.experiments.kit.
   data.Layered`, one layer read), both arms above ``u_log_min`` for sure -> reproduced (a U); one arm below
   it for sure -> not reproduced (the arm named: a profile falling from the first token has its end arm
@@ -68,3 +74,63 @@ def u_shaped(arms: Mapping[str, tuple[Layered, Layered]], th: Thresholds, layer:
                 cause, kind = causes.sample_too_small(open_), "sample too small"
                 parts.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, margins, unit=unit)))
     return combine_parts(parts)
+
+
+#: The three estimates :func:`peaked` reads per condition, in this order.
+PEAK_PARTS: tuple[str, str, str] = ("rise", "fall", "place")
+
+
+def peaked(
+    parts: Mapping[str, tuple[Layered, Layered, Layered]], th: Thresholds, layer: int = 0
+) -> Judgement:
+    """A non-monotone profile peaking at a predicted distance (Wu et al. 2025's decay mask): per condition
+    ``label -> (rise, fall, place)`` at ``layer``, ``rise`` = ``peak_over_self_log``, ``fall`` =
+    ``peak_over_far_log`` (``metrics.influence.profile_peak``) and ``place`` = ``log((x_hat + 1) / (x* + 1))``
+    (the measured peak distance against the predicted one).
+
+    Both ``rise`` and ``fall`` above ``hump_log_min`` for sure and ``place`` within ``+-peak_log_tol`` for
+    sure -> reproduced; ``rise`` or ``fall`` below ``hump_log_min`` for sure (a monotone profile) or
+    ``place`` outside ``+-peak_log_tol`` for sure (a peak elsewhere) -> not reproduced; otherwise
+    inconclusive; fewer than ``min_samples`` units -> inconclusive. Bonferroni over the conditions and their
+    four comparisons.
+    """
+    floor, tol = th["hump_log_min"], th["peak_log_tol"]
+    need = th.count("min_samples")
+    out: list[tuple[str, Judgement]] = []
+    with conditions(4 * len(parts)):
+        for label, (rise, fall, place) in parts.items():
+            margins = (
+                rise.margin(layer, floor, "peak over the token itself (log)"),
+                fall.margin(layer, floor, "peak over position 1 (log)"),
+                place.margin(layer, tol, "log (x_hat + 1)/(x* + 1), at most +tol"),
+                place.margin(layer, -tol, "log (x_hat + 1)/(x* + 1), at least -tol"),
+            )
+            n = min(p.n for p in (rise, fall, place))
+            unit = rise.unit
+            words = (
+                f"peak {_factor(margins[0].value)} the token itself, {_factor(margins[1].value)} position 1, "
+                f"(x_hat + 1) at {_factor(margins[2].value)} (x* + 1) ({n_words(n, unit)})"
+            )
+            if n < need:
+                cause = causes.too_few(n, need, unit, label)
+                out.append((label, Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=unit)))
+                continue
+            flat = [
+                w for w, m in zip(("falls from the token", "rises to the start"), margins[:2], strict=True)
+                if m.decided and m.value < floor
+            ]
+            off = (margins[2].decided and margins[2].value > tol) or (
+                margins[3].decided and margins[3].value < -tol)
+            if flat or off:
+                what = f"monotone: {flat[0]}" if flat else "the peak is not at x*"
+                cause = causes.measured_otherwise(f"{label}: {what} ({words})")
+                out.append((label, Judgement(NOT_REPRODUCED, f"{what}: {words}", cause, "measured otherwise",
+                                             n, margins, unit=unit)))
+            elif all(m.decided for m in margins):
+                out.append((label, Judgement(REPRODUCED, f"non-monotone, peak at x*: {words}", n=n,
+                                             margins=margins, unit=unit)))
+            else:
+                open_ = [m for m in margins if not m.decided]
+                cause, kind = causes.sample_too_small(open_), "sample too small"
+                out.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, margins, unit=unit)))
+    return combine_parts(out)
