@@ -28,6 +28,30 @@ TESTS = [
 BREAKS: list[tuple[str, str, str, str]] = [
     (
         "kit/influence.py",
+        "            off = (margins[2].decided and margins[2].value > tol) or (",
+        "            off = False and (margins[2].decided and margins[2].value > tol) or (",
+        "peaked ignores a peak above x* (only below counts as elsewhere)",
+    ),
+    (
+        "kit/influence.py",
+        "                if m.decided and m.value < floor\n            ]",
+        "                if m.decided and m.value < floor - 1.0\n            ]",
+        "peaked takes a flat side (log 0) for a rise or a fall",
+    ),
+    (
+        "kit/influence.py",
+        "    with conditions(4 * len(parts)):",
+        "    with conditions(1):",
+        "peaked drops Bonferroni over its conditions and comparisons",
+    ),
+    (
+        "kit/influence.py",
+        "            elif all(m.decided for m in margins):",
+        "            elif True:",
+        "peaked calls an open place reproduced",
+    ),
+    (
+        "kit/influence.py",
         "below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value < floor]",
         "below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value > floor]",
         "u_shaped calls an arm above the middle 'below'",

@@ -109,3 +109,9 @@ def test_a_place_straddling_the_tolerance_is_open_and_asks_for_networks() -> Non
 def test_too_few_networks_is_inconclusive_for_the_hump() -> None:
     j = peaked({"t = 8": (one(5.0, n=3), one(10.0, n=3), one(0.0, n=3))}, PEAK_TH)
     assert j.verdict == INCONCLUSIVE and "3" in j.cause
+
+
+def test_the_hump_s_four_comparisons_share_one_bonferroni_correction() -> None:
+    """The place 0 +- 0.5: decided within +-0.5 at one comparison's interval, open at four's (t, 7 df)."""
+    j = peaked({"t = 8": (one(5.0), one(10.0), one(0.0, sd=0.485))}, PEAK_TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"

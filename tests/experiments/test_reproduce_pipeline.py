@@ -121,6 +121,13 @@ PINNED = {
         "position_bias.causal_first_token": "reproduced",
         "position_bias.window_slows": "inconclusive",
     },
+    # the same follow-up's decay mask: 4 networks; the peak sits near x* at t = 4 and 8 but the place at t = 4
+    # (x0.68 of x* + 1) and the rise at t = 8 are open at 4 networks; RoPE and biased data untested
+    "position_decay": {
+        "position_decay.decay_nonmonotone": "inconclusive",
+        "position_decay.rope_decay": "untested",
+        "position_decay.lost_in_middle": "untested",
+    },
     # a follow-up (Herasimchyk et al. 2026, from its abstract), counted apart: 4 networks; the gap still
     # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it
     "residual_rollout": {
@@ -166,6 +173,7 @@ FIGURES = {
     "fig9": ["fig9"],
     "training": ["ext_training_trajectory"],
     "position_bias": ["position_bias_first_token"],
+    "position_decay": ["position_decay_profile"],
     "residual_rollout": ["residual_rollout_first_token"],
     "cirrincione": [
         "cirrincione_ln_affine_rank",

@@ -119,6 +119,10 @@ def untested(checkpoint: str) -> str:
     )
 
 
+def not_testable_here(why: str) -> str:
+    return f"not testable on this machine's simulator: {why}"
+
+
 def no_data(why: str) -> str:
     return f"nothing measured: {why}"
 

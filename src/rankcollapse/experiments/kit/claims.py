@@ -478,6 +478,15 @@ def untested_row(
                          "untested", causes.untested(missing), figure)
 
 
+def not_testable_row(
+    story: str, statement: Statement, data: Data | None, why: str, figure: str = ""
+) -> Claim:
+    """The row of a paper statement the simulator cannot speak to (``why``: e.g. a claim about trained
+    models): untested, with no n and no interval, the reason in its cause."""
+    return _unjudged_row(story, statement, data, Origin.PAPER, UNTESTED, f"not run: {why}", "untested",
+                         causes.not_testable_here(why), figure)
+
+
 def no_data_row(story: str, statement: Statement, data: Data | None, why: str, extension: bool) -> Claim:
     """The pipeline's row for a statement nothing judged (no runs, all failed, arm skipped)."""
     origin = Origin.EXTENSION if extension or statement.ours else Origin.PAPER

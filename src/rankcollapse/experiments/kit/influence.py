@@ -111,7 +111,7 @@ def peaked(
                 f"peak {_factor(margins[0].value)} the token itself, {_factor(margins[1].value)} position 1, "
                 f"(x_hat + 1) at {_factor(margins[2].value)} (x* + 1) ({n_words(n, unit)})"
             )
-            if n < need:
+            if need > n:
                 cause = causes.too_few(n, need, unit, label)
                 out.append((label, Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=unit)))
                 continue

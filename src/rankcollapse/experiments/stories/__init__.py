@@ -33,6 +33,7 @@ ORDER: tuple[str, ...] = (
     "fig9",
     "training",  # ours (issue 29): the random-init vs pretrained contrast as one trajectory, extension rows
     "position_bias",  # a follow-up (Wu et al., ICML 2025): its own section and counters, after the paper's
+    "position_decay",  # the same paper's decay-mask, RoPE and biased-data statements
     "residual_rollout",  # a follow-up disputing it (Herasimchyk et al., arXiv 2602.16837)
     "cirrincione",  # a follow-up disputing the paper's LayerNorm result (Cirrincione, arXiv 2604.23681)
     "rollout_models",  # Herasimchyk et al. (arXiv 2602.16837) on the bundled pretrained models' own attention
