@@ -16,13 +16,22 @@ the minimum is printed, in milliseconds:
 - ``|cos|``: ``collapse_metrics(x, ("mean_abs_cos",))``, every pair;
 - ``cheap``: ``collapse_metrics(x, CHEAP_METRICS)`` (mu, mu_rel, at_floor, mean_signed_cos,
   dong_residual: O(N d));
+- the spectrum split in its two steps: ``gram`` = forming the float64 Gram matrix (``3 N d k / 4``
+  float64 multiply-adds, ``k = min(N, d)``) and ``eigvalsh`` = its k x k eigenvalues (LAPACK's
+  tridiagonal reduction, ``2 k^3 / 3`` multiply-adds, half of them matrix-vector products: bound by
+  memory, not by the multiply-adds);
 - yardsticks: ``svdvals`` = ``torch.linalg.svdvals(x)`` (LAPACK's float32 SVD, what the rank columns
   read before) and ``gemm n^2 d/2`` = the multiply-adds every pair's cosine needs once, as matmuls of
   [256, d] x [d, 256] tiles into one buffer in x's dtype (so ``|cos| / gemm`` is how far the |cos|
   kernel is from bare matmuls).
 
-The share columns say which metric dominates. ``analyze`` measures with ``metric_threads`` threads (1 by
-default); its forward runs with torch's threads.
+The share columns say which metric dominates. ``analyze`` measures with ``metric_threads``
+threads (``auto``: 1 below 1,024 tokens); its forward runs with torch's threads. A first table counts
+multiply-adds, each metric's against one layer of the forward of a model of d features (default
+SmolLM2-135M: ``--d-ff 1536``, ``--d-kv 192``, 3 key-value heads of 64; causal): ``N d (2 d + 2 d_kv)``
+for Q, K, V and O, ``3 N d d_ff`` for the gated MLP, ``N^2 d`` for the scores and the weighted sum
+(half of the square each, as a causal kernel skips the rest). That share is a floor no kernel of the
+same exact metric can go below.
 """
 
 from __future__ import annotations
@@ -64,12 +73,29 @@ def tile_gemms(x: torch.Tensor, side: int = 256) -> Callable[[], object]:
     return run
 
 
+def gram_only(x: torch.Tensor) -> tuple[Callable[[], object], Callable[[], object]]:
+    """(forming the float64 Gram matrix of x [1, n, d] as ``gram_singular_values`` does, its eigenvalues)."""
+    y = x[0] if x.shape[-2] >= x.shape[-1] else x[0].mT
+    g = (y.mT.to(torch.float64) @ y.to(torch.float64))[None]
+
+    def gram() -> None:
+        out = torch.zeros_like(g[0])
+        for first in range(0, y.shape[0], 1024):
+            block = y[first : first + 1024].to(torch.float64)
+            out.addmm_(block.mT, block)
+
+    return gram, lambda: torch.linalg.eigvalsh(g, UPLO="L")
+
+
 def contenders(x: torch.Tensor) -> dict[str, Callable[[], object]]:
+    gram, eig = gram_only(x)
     return {
         "every": lambda: collapse_metrics(x),
         "spectrum": lambda: collapse_metrics(x, tuple(sorted(SVD_METRICS))),
         "|cos|": lambda: collapse_metrics(x, ("mean_abs_cos",)),
         "cheap": lambda: collapse_metrics(x, CHEAP_METRICS),
+        "gram": gram,
+        "eigvalsh": eig,
         "svdvals": lambda: torch.linalg.svdvals(x),
         "gemm n^2 d/2": tile_gemms(x),
     }
@@ -96,6 +122,14 @@ def profile(n: int, d: int, dtype: torch.dtype, threads: int, repeats: int) -> d
     return best
 
 
+def multiply_adds(n: int, d: int, d_ff: int, d_kv: int) -> dict[str, float]:
+    """Multiply-adds per hidden state [n, d] of one layer's forward (causal) and of each metric."""
+    k = min(n, d)
+    return {"forward layer": n * d * (2 * d + 2 * d_kv) + 3 * n * d * d_ff + n * n * d,
+            "gram (f64)": 3 * n * d * k / 4, "eigvalsh (f64)": 2 * k**3 / 3, "|cos|": n * n * d / 2,
+            "cheap": 6 * n * d}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", default="512,2048,8192")
@@ -103,12 +137,21 @@ def main() -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--d-ff", type=int, default=1536)
+    ap.add_argument("--d-kv", type=int, default=192)
     args = ap.parse_args()
     raise_mmap_threshold()
     dtype = parse_dtype(args.dtype)
     print(f"load average {os.getloadavg()[0]:.2f} (start), torch {torch.__version__}, d = {args.d}, "
           f"{args.dtype}, min of {args.repeats} interleaved rounds, ms")
-    cols = ("every", "spectrum", "|cos|", "cheap", "svdvals", "gemm n^2 d/2")
+    print(f"multiply-adds per hidden state, d = {args.d}, d_ff = {args.d_ff}, d_kv = {args.d_kv}, causal "
+          "(share of one layer's forward)")
+    for n in (int(t) for t in args.tokens.split(",")):
+        m = multiply_adds(n, args.d, args.d_ff, args.d_kv)
+        print(f"{n:>6} " + "  ".join(f"{k} {v:.2e}" + ("" if k == "forward layer" else
+                                                          f" ({v / m['forward layer']:.0%})")
+                                     for k, v in m.items()))
+    cols = ("every", "spectrum", "gram", "eigvalsh", "|cos|", "cheap", "svdvals", "gemm n^2 d/2")
     print(f"{'N':>6} {'thr':>3} " + " ".join(f"{c:>12}" for c in cols)
           + f" {'spectrum %':>10} {'|cos| %':>8} {'|cos|/gemm':>10}")
     for n in (int(t) for t in args.tokens.split(",")):

@@ -1,4 +1,4 @@
-"""Peak memory of encoding a large ``--text``: pieces (``corpora.tokenize``) against one tokenizer call.
+"""Peak memory of encoding a large ``--text-file``: pieces (``corpora.tokenize``) against one tokenizer call.
 
     .venv/bin/python benchmarks/bench_tokenize.py [--mb 60] [--one-call-mb 8] [--model tiny:bert]
 

@@ -331,8 +331,9 @@ def test_analyze(opts: list[str], out: str, text: str) -> None:
         if name not in opts:
             opts = [*opts, name, small]
     with scratch() as root:
-        extra = {"none": [], "file": ["--text", str(root / "file.txt")],
-                 "missing": ["--text", str(root / "no")], "dir": ["--text", str(root / "full")]}[text]
+        extra = {"none": [], "file": ["--text-file", str(root / "file.txt")],
+                 "missing": ["--text-file", str(root / "no")],
+                 "dir": ["--text-file", str(root / "full")]}[text]
         check(["analyze", *opts, *extra, "--out", path_choice(root, out)])
 
 
@@ -383,7 +384,7 @@ REPORTED = [
     ("equilibria --tokens 2 --d 2 --mask nonsense", None),
     ("portrait --out FILE", None), ("portrait --out NEW --a 5", "no-folder"),
     ("portrait --out FILE/sub", None),
-    ("analyze --model tiny:gpt2 --corpus kjv --text FILE --out NEW", None),
+    ("analyze --model tiny:gpt2 --corpus kjv --text-file FILE --out NEW", None),
     ("analyze --model tiny:gpt2 --samples 100000000 --out NEW", None),
     ("analyze --model NOWEIGHTS --out NEW", "slow"), ("analyze --model CORRUPT --out NEW", "slow"),
     ("reproduce --executor dask --scheduler notaurl --profile tiny --only theorem2 --out NEW", None),

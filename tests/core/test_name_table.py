@@ -106,6 +106,12 @@ def _npy(tmp_path: Path) -> str:
     return str(path)
 
 
+def _text(tmp_path: Path) -> str:
+    path = tmp_path / "t.txt"
+    path.write_text("one name per quantity, in Python and on the command line alike. " * 20)
+    return str(path)
+
+
 CLI = {
     "--n": lambda t: ["simulate", "--n", "6", "--d", "4", "--layers", "1", "--out", str(t / "o")],
     "--batch": lambda t: ["simulate", "--batch", "2", "--d", "4", "--layers", "1", "--out", str(t / "o")],
@@ -115,6 +121,8 @@ CLI = {
                                 str(t / "o")],
     "--steps": lambda t: ["equilibria", "--tokens", "2", "--d", "2", "--rank", "1", "--starts", "4",
                           "--steps", "50"],
+    "--text": lambda t: ["analyze", "--model", "tiny:bert", "--text", _text(t), "--samples", "2", "--tokens",
+                         "8", "--layers", "1", "--no-progress", "--no-table", "--out", str(t / "o")],
 }
 MORE = {  # the same alias on another command
     "mask --n": (["mask", "causal", "--n", "8"], "--n"),
@@ -208,3 +216,22 @@ def test_the_glossary_glosses_a_line_that_writes_the_symbol() -> None:
     assert any(t.startswith("mu_rel") for t in used) and any(t.startswith("mu /") for t in used)
     assert used[next(t for t in used if t.startswith("mu_rel"))].startswith(QUANTITIES["mu_rel"].definition)
     assert names.label("mu_rel") == QUANTITIES["mu_rel"].label
+
+
+def test_analyze_reads_a_text_file_under_one_name_in_python_and_on_the_command_line(tmp_path: Path,
+                                                                                    capsys) -> None:
+    """``--text-file`` is ``AnalyzeConfig.text_file`` (the flag is the field's); ``--text``, its old
+    spelling, reaches the same field, and both at once is one line."""
+    import json
+
+    assert QUANTITIES["text_file"].flag == "--text-file" and owner("--text").key == "text_file"
+    args = ["analyze", "--model", "tiny:bert", "--samples", "2", "--tokens", "8", "--layers", "1",
+            "--no-progress", "--no-table"]
+    text = _text(tmp_path)
+    assert main([*args, "--text-file", text, "--out", str(tmp_path / "new")]) == 0
+    assert not [line for line in capsys.readouterr().err.splitlines() if "deprecated" in line]
+    config = json.loads((tmp_path / "new" / "config.json").read_text())["config"]["analyze"]
+    assert config["text_file"] == text and config["corpus"] is None
+    code = main([*args, "--text-file", text, "--text", text, "--out", str(tmp_path / "both")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["rankcollapse: error: give --text-file or its old name --text, not both"]

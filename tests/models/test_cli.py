@@ -21,7 +21,7 @@ def text_file(tmp_path):
 def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
     out = tmp_path / "run"
     code = main(["analyze", "--model", "tiny:gpt2", "--mode", "attn+skip", "--mask", "complete",
-                 "--d-qk", "2", "--layers", "5", "--text", str(text_file), "--samples", "2",
+                 "--d-qk", "2", "--layers", "5", "--text-file", str(text_file), "--samples", "2",
                  "--tokens", "16", "--dtype", "f64", "--seed", "1", "--out", str(out), "--plot"])
     assert code == 0, capsys.readouterr().err
     rows = list(csv.DictReader((out / "metrics.csv").open()))
@@ -39,7 +39,7 @@ def test_analyze_writes_metrics_config_and_plot(tmp_path, text_file, capsys):
 def test_analyze_with_a_window_mask_on_an_encoder(tmp_path, text_file, capsys):
     out = tmp_path / "w"
     code = main(["analyze", "--model", "tiny:bert", "--mode", "attn+ln", "--mask", "window:w=2",
-                 "--layers", "3", "--text", str(text_file), "--samples", "2", "--tokens", "16",
+                 "--layers", "3", "--text-file", str(text_file), "--samples", "2", "--tokens", "16",
                  "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     assert len(list(csv.DictReader((out / "metrics.csv").open()))) == 4
@@ -54,14 +54,14 @@ def _one_line_error(argv, capsys):
 
 
 def test_unknown_model_offline(tmp_path, text_file, capsys):
-    err = _one_line_error(["analyze", "--model", "nobody/no-such-model-xyz", "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", "nobody/no-such-model-xyz", "--text-file", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
     assert "no-such-model-xyz" in err
 
 
 def test_folder_without_config(tmp_path, text_file, capsys):
     (tmp_path / "empty").mkdir()
-    err = _one_line_error(["analyze", "--model", str(tmp_path / "empty"), "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", str(tmp_path / "empty"), "--text-file", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
     assert "config.json" in err
 
@@ -72,7 +72,7 @@ def test_folder_with_config_but_no_weights(tmp_path, text_file, capsys):
     (folder / "config.json").write_text(json.dumps({"model_type": "t5",
                                                     "architectures": ["T5ForConditionalGeneration"]}))
     # a supported family without weights: named as such
-    err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", str(folder), "--text-file", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
     assert "config.json but no weights" in err
 
@@ -80,13 +80,14 @@ def test_folder_with_config_but_no_weights(tmp_path, text_file, capsys):
 def test_text_shorter_than_tokens(tmp_path, capsys):
     short = tmp_path / "short.txt"
     short.write_text("too short")
-    err = _one_line_error(["analyze", "--model", "tiny:bert", "--text", str(short), "--tokens", "64",
+    err = _one_line_error(["analyze", "--model", "tiny:bert", "--text-file", str(short), "--tokens", "64",
                            "--out", str(tmp_path / "o")], capsys)
     assert "fewer than --tokens 64" in err
 
 
 def test_tokens_beyond_context(tmp_path, text_file, capsys):
-    err = _one_line_error(["analyze", "--model", "tiny:bert", "--text", str(text_file), "--tokens", "600",
+    err = _one_line_error(["analyze", "--model", "tiny:bert", "--text-file", str(text_file),
+                           "--tokens", "600",
                            "--out", str(tmp_path / "o")], capsys)
     assert "exceeds the context" in err and "512" in err
 
@@ -107,7 +108,7 @@ def test_config_without_weights_is_one_line_for_any_architecture(tmp_path, text_
     folder = tmp_path / "gemma"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "gemma", "architectures": ["GemmaModel"]}))
-    err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", str(folder), "--text-file", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
     assert "no weights" in err
 
@@ -130,10 +131,10 @@ def _saved_undissected_model(tmp_path):
 def test_undissected_architecture_runs_full_mode_and_refuses_surgery(tmp_path, text_file, capsys):
     folder = _saved_undissected_model(tmp_path)
     capsys.readouterr()  # the saving progress bar
-    err = _one_line_error(["analyze", "--model", str(folder), "--mode", "attn", "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", str(folder), "--mode", "attn", "--text-file", str(text_file),
                            "--samples", "2", "--tokens", "8", "--out", str(tmp_path / "a")], capsys)
     assert "'opt' is not dissected" in err and "mode 'attn'" in err
-    code = main(["analyze", "--model", str(folder), "--text", str(text_file), "--samples", "2",
+    code = main(["analyze", "--model", str(folder), "--text-file", str(text_file), "--samples", "2",
                  "--tokens", "8", "--out", str(tmp_path / "f")])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -149,21 +150,22 @@ def test_corrupt_config_json(tmp_path, text_file, capsys):
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "config.json").write_text('{"model_type": "bert", ')
-    err = _one_line_error(["analyze", "--model", str(folder), "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", str(folder), "--text-file", str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
     assert "config.json is not valid JSON" in err
 
 
 def test_corpus_with_text_is_refused(tmp_path, text_file, capsys):
-    err = _one_line_error(["analyze", "--model", "tiny:bert", "--corpus", "kjv", "--text", str(text_file),
+    err = _one_line_error(["analyze", "--model", "tiny:bert", "--corpus", "kjv", "--text-file",
+                           str(text_file),
                            "--out", str(tmp_path / "o")], capsys)
-    assert "--corpus does not apply with --text" in err
+    assert "--corpus does not apply with --text-file" in err
 
 
 def test_temperature_is_a_deprecated_alias_of_d_qk(tmp_path, text_file, capsys):
     out = tmp_path / "t"
     code = main(["analyze", "--model", "tiny:bert", "--mode", "attn", "--temperature", "4", "--layers", "1",
-                 "--text", str(text_file), "--samples", "2", "--tokens", "8", "--out", str(out)])
+                 "--text-file", str(text_file), "--samples", "2", "--tokens", "8", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     warnings = [line for line in captured.err.splitlines() if "deprecated" in line]
@@ -189,7 +191,7 @@ def test_overflow_is_reported_not_hidden(tmp_path, text_file, capsys, monkeypatc
     monkeypatch.setattr(loading, "load_model", huge_inputs)
     out = tmp_path / "ovf"
     code = main(["analyze", "--model", "tiny:bert", "--mode", "attn+skip", "--layers", "6",
-                 "--text", str(text_file), "--samples", "2", "--tokens", "16", "--out", str(out)])
+                 "--text-file", str(text_file), "--samples", "2", "--tokens", "16", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     rows = list(csv.DictReader((out / "metrics.csv").open()))
@@ -199,7 +201,7 @@ def test_overflow_is_reported_not_hidden(tmp_path, text_file, capsys, monkeypatc
 
 def test_check_masks_writes_one_verdict_per_layer(tmp_path, text_file, capsys):
     out = tmp_path / "m"
-    code = main(["analyze", "--model", "tiny:qwen2", "--check-masks", "--text", str(text_file),
+    code = main(["analyze", "--model", "tiny:qwen2", "--check-masks", "--text-file", str(text_file),
                  "--samples", "2", "--tokens", "10", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -210,14 +212,15 @@ def test_check_masks_writes_one_verdict_per_layer(tmp_path, text_file, capsys):
 
 
 def test_a_mask_override_is_announced_and_a_schedule_must_fit_the_depth(tmp_path, text_file, capsys):
-    code = main(["analyze", "--model", "tiny:gemma2", "--mask", "causal", "--text", str(text_file),
+    code = main(["analyze", "--model", "tiny:gemma2", "--mask", "causal", "--text-file", str(text_file),
                  "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "o")])
     assert code == 0 and "applies to every layer" in capsys.readouterr().err
-    err = _one_line_error(["analyze", "--model", "tiny:gemma2", "--mask", "causal*3", "--text",
+    err = _one_line_error(["analyze", "--model", "tiny:gemma2", "--mask", "causal*3", "--text-file",
                            str(text_file), "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "p")],
                           capsys)
     assert "period 3" in err and "4 layers" in err
-    err = _one_line_error(["analyze", "--model", "tiny:gemma2", "--diagnostics", "--backend", "hf", "--text",
+    err = _one_line_error(["analyze", "--model", "tiny:gemma2", "--diagnostics", "--backend", "hf",
+                           "--text-file",
                            str(text_file), "--samples", "2", "--tokens", "10", "--out", str(tmp_path / "q")],
                           capsys)
     assert "backend 'hf'" in err
@@ -230,7 +233,8 @@ def test_save_attention_writes_the_weights_of_each_layer_and_needs_diagnostics(t
     from rankcollapse.models.analyze import token_batch
 
     out = tmp_path / "a"
-    argv = ["analyze", "--model", "tiny:llama", "--layers", "2", "--text", str(text_file), "--samples", "2",
+    argv = ["analyze", "--model", "tiny:llama", "--layers", "2", "--text-file", str(text_file),
+            "--samples", "2",
             "--tokens", "10", "--out", str(out), "--diagnostics", "--save-attention"]
     assert main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
@@ -251,11 +255,12 @@ def test_save_attention_writes_the_weights_of_each_layer_and_needs_diagnostics(t
 def test_the_tokenizer_option_reads_the_text_with_that_tokenizer(tmp_path, text_file, capsys, word_tokenizer):
     word_tokenizer().save_pretrained(tmp_path / "tok")
     out = tmp_path / "t"
-    assert main(["analyze", "--model", "tiny:gpt2", "--layers", "1", "--text", str(text_file), "--samples",
+    assert main(["analyze", "--model", "tiny:gpt2", "--layers", "1", "--text-file", str(text_file),
+                 "--samples",
                  "1",
                  "--tokens", "8", "--tokenizer", str(tmp_path / "tok"), "--out", str(out), "--no-table"]) == 0
     info = json.loads((out / "config.json").read_text())["config"]["model"]
     assert info["tokenizer"] == str(tmp_path / "tok") and info["start_token"] == 0
-    err = _one_line_error(["analyze", "--model", "tiny:gpt2", "--text", str(text_file), "--tokenizer",
+    err = _one_line_error(["analyze", "--model", "tiny:gpt2", "--text-file", str(text_file), "--tokenizer",
                            str(tmp_path / "none"), "--out", str(tmp_path / "n")], capsys)
     assert "cannot load tokenizer" in err

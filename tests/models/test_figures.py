@@ -243,7 +243,7 @@ def test_analyze_plot_writes_every_figure_that_applies_in_each_format_and_lists_
         "tiny:gpt2",
         "--layers",
         "2",
-        "--text",
+        "--text-file",
         str(text),
         "--samples",
         "2",

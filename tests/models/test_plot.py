@@ -107,7 +107,8 @@ def test_analyze_plot_writes_mu_png_and_per_sample_rows_are_what_the_rows_summar
     text = tmp_path / "t.txt"
     text.write_text("It was the best of times, it was the worst of times. " * 30)
     out = tmp_path / "run"
-    assert main(["analyze", "--model", "tiny:gpt2", "--layers", "3", "--text", str(text), "--samples", "3",
+    assert main(["analyze", "--model", "tiny:gpt2", "--layers", "3", "--text-file", str(text),
+                 "--samples", "3",
                  "--tokens", "12", "--dtype", "float64", "--out", str(out), "--plot", "--per-sample"]) == 0
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].split()[:3] == ["layer", "mu_rel", "full-rank%"]  # the table

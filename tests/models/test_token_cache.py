@@ -134,7 +134,8 @@ def test_a_tokenizer_that_raises_is_one_line_naming_it_and_the_text(tmp_path, mo
     monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(type(bert), "__call__", raising)
     ex._STREAMS.clear()
-    code = main(["analyze", "--model", "tiny:bert", "--text", str(text), "--samples", "2", "--tokens", "8",
+    code = main(["analyze", "--model", "tiny:bert", "--text-file", str(text), "--samples", "2",
+                 "--tokens", "8",
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]

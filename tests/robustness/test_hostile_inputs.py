@@ -446,12 +446,12 @@ READERS = (
     ),
     Reader("mask --hf-config", lambda p, o: ["mask", "--hf-config", p, "--tokens", "4"], (*GENERIC, *JSON)),
     Reader(
-        "analyze --text",
+        "analyze --text-file",
         lambda p, o: [
             "analyze",
             "--model",
             "tiny:bert",
-            "--text",
+            "--text-file",
             p,
             "--samples",
             "2",

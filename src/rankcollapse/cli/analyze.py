@@ -44,7 +44,8 @@ def analyze_command(
     layers: int = typer.Option(None, "--layers", help=q("layers").help("default: the model's; past it, "
                                "its layers cycle")),
     corpus: str = typer.Option(None, "--corpus", help="wikipedia (default), shakespeare, kjv or pydocs."),
-    text: Path = typer.Option(None, "--text", help="UTF-8 text file to sample from instead of a corpus."),
+    text_file: Path = typer.Option(None, "--text-file", help=q("text_file").help()),
+    text: Path = typer.Option(None, "--text", hidden=True, help="Deprecated alias of --text-file."),
     samples: int = typer.Option(16, "--samples", help=q("samples").help("here excerpts of the text")),
     batch_size: int = typer.Option(None, "--batch-size", help=q("batch_size").help(
                                    "default: all --samples at once; more is clamped. Memory holds one "
@@ -130,11 +131,14 @@ def analyze_command(
         from rankcollapse.masks.schedule import MAX_LAYERS
 
         check_int("--layers", layers, low=0, high=MAX_LAYERS)
-    if corpus is not None and text is not None:
-        raise RankCollapseError("--corpus does not apply with --text (the text file is the corpus); give one")
+    text_file = renamed("text_file", text_file, "--text", text)
+    if corpus is not None and text_file is not None:
+        raise RankCollapseError("--corpus does not apply with --text-file (the text file is the corpus); "
+                                "give one")
     d_qk = renamed("d_qk", d_qk, "--temperature", temperature)
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk,
-                           layers=layers, corpus=corpus, text_file=str(text) if text is not None else None,
+                           layers=layers, corpus=corpus,
+                           text_file=str(text_file) if text_file is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
                            metrics=metrics, metric_threads=_threads(metric_threads), diagnostics=diagnostics,
                            diagnostics_chunk=diagnostics_chunk, sink_threshold=sink_threshold,

@@ -100,6 +100,8 @@ _TABLE: tuple[Quantity, ...] = (
     _q("seed", "--seed", "seed", "seed", "seed", "the seed of every random draw of a run"),
     _q("batch_size", "--batch-size", "batch_size", "batch size", "batch_size",
        "samples through a model at a time (an execution setting: the rows equal those of one batch)"),
+    _q("text_file", "--text-file", None, "text file", "text file",
+       "a UTF-8 text file the excerpts are drawn from instead of a corpus", aliases=("--text",)),
     # who measured it
     _q("model", "--model", "model", "model", "model", "the model asked for, by a name rankcollapse.models "
        "loads"),

@@ -2,7 +2,7 @@
 
 A path can name anything: a FIFO (an ``open`` blocks until a writer comes, forever), ``/dev/zero``
 (a read never ends), a directory, a socket, a name over 255 bytes, a path under a regular file, a
-disk that answers EIO. Every file the tool reads (``--text``, experiment YAML, ``mask file:``,
+disk that answers EIO. Every file the tool reads (``--text-file``, experiment YAML, ``mask file:``,
 ``--hf-config``, ``equilibria --value``, a model folder's ``config.json``) goes through
 :func:`open_input`, which
 
@@ -40,7 +40,7 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 #: Largest file read, per kind (bytes). A kind not listed gets ``DEFAULT_LIMIT``.
 LIMITS: dict[str, int] = {
-    "text file": 256 * MiB,  # analyze --text: far more text than any run samples
+    "text file": 256 * MiB,  # analyze --text-file: far more text than any run samples
     "experiment config": 1 * MiB,  # reproduce --config-dir *.yaml
     "model config": 16 * MiB,  # config.json of a model folder, mask --hf-config
     "value file": 1 * MiB,  # equilibria --value: a d x d matrix, d <= 64

