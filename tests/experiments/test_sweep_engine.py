@@ -314,3 +314,51 @@ def test_a_sweep_whose_every_run_failed_is_one_line_exit_2_and_never_complete(tm
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(errors) == 1 and "every one of the 2 runs failed" in errors[0], errors
     assert not is_complete(out)
+
+
+def _copy_record(store: RunStore, src, dst, *, with_csv: bool = False, rename: bool = False) -> None:
+    """Copy ``src``'s record (and CSV) over ``dst``'s, as a user tidying folders by hand might."""
+    folder = store.runs_dir / src.experiment
+    record = json.loads((folder / f"{src.run_id}.json").read_text())
+    if rename:
+        record["run_id"] = dst.run_id
+    (folder / f"{dst.run_id}.json").write_text(json.dumps(record))
+    if with_csv:
+        (folder / f"{dst.run_id}.csv").write_bytes((folder / f"{src.run_id}.csv").read_bytes())
+
+
+@pytest.mark.parametrize("how", ["copied", "copied with its CSV and its run id edited"])
+def test_a_record_copied_under_another_runs_name_is_recomputed_never_trusted(tmp_path, capsys, how):
+    """A run record copied under another run's name verified against its own CSV, so resume skipped the
+    other run and the table held the first run's rows twice (a verdict changed). The record's identity is
+    checked against the file and the grid point it is read for; a mismatch is computed again, said once."""
+    specs = toy_runs(rates=(0.5, 0.9), seeds=(0,))
+    half, most = sorted(specs, key=lambda s: s.params["rate"])
+    run_sweep(specs, tmp_path, workers=1, progress=False)
+    store = RunStore(tmp_path)
+    _copy_record(store, half, most, with_csv=how != "copied", rename=how != "copied")
+    capsys.readouterr()
+    assert not store.is_done(most) and store.is_done(half)
+    assert "is not the record of its run" in (store.misfiled(most) or "")
+    table = collect_table(tmp_path)
+    assert sorted(table.groupby("run_id").size().tolist()) == [5]  # the copy is read as no record at all
+    summary = run_sweep(specs, tmp_path, workers=1, progress=False)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert (summary.skipped, summary.finished) == (1, 1)
+    assert len(warnings) == 1 and f"{most.run_id}.json is not the record of its run" in warnings[0]
+    table = collect_table(tmp_path)
+    final = table[table["layer"] == 4].set_index("rate")["mu"]
+    assert final.to_dict() == pytest.approx({0.5: 0.5**4, 0.9: 0.9**4}, rel=1e-12)
+    assert store.is_done(most) and store.misfiled(most) is None
+
+
+def test_a_record_with_another_grid_points_params_is_not_that_runs() -> None:
+    """The spec's own identity is compared too: a record whose params are not the spec's is refused even
+    where its file name and hash agree (a record edited by hand, or a grid whose hash collided)."""
+    from rankcollapse.experiments.engine.store import identity_problem
+
+    half, most = toy_runs(rates=(0.5, 0.9), seeds=(0,))
+    record = {"run_id": most.run_id, "experiment": "toy", "task": "toy", "params": dict(half.params)}
+    assert "params" in (identity_problem(record, most) or "")
+    assert identity_problem({**record, "params": dict(most.params)}, most) is None
+    assert "task" in (identity_problem({**record, "params": dict(most.params), "task": "other"}, most) or "")

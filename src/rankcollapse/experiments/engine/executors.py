@@ -13,6 +13,7 @@ import multiprocessing as mp
 import os
 import queue
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -93,12 +94,16 @@ def run_sweep(
     store = RunStore(out_dir)
     specs = list(runs)
     summary = SweepSummary(total=len(specs))
-    todo = []
+    todo, misfiled = [], []
     for spec in specs:
         if store.is_done(spec):
             summary.skipped += 1
         else:
             todo.append(spec)
+            misfiled += [why] if (why := store.misfiled(spec)) else []
+    if misfiled:  # another run's record under this run's name: computed again, said once
+        more = f" (and {len(misfiled) - 1} more)" if len(misfiled) > 1 else ""
+        print(f"rankcollapse: warning: {misfiled[0]}{more}; computed again", file=sys.stderr)
     start = time.perf_counter()
     weights = run_weights(todo, cost or (lambda s: None))
     bar = SweepProgress(todo, weights, progress and bool(todo), label)
