@@ -362,3 +362,85 @@ def test_a_record_with_another_grid_points_params_is_not_that_runs() -> None:
     assert "params" in (identity_problem(record, most) or "")
     assert identity_problem({**record, "params": dict(most.params)}, most) is None
     assert "task" in (identity_problem({**record, "params": dict(most.params), "task": "other"}, most) or "")
+
+
+#: A library's error as transformers writes them: a line, then a table (the run's reason was its last row).
+_TABLE_ERROR = "weights could not be loaded\n| key | status |\n|-----|--------|\n| h.0.attn | MISSING |"
+
+
+def _raise_table(params, on_layer):
+    raise ValueError(_TABLE_ERROR)
+
+
+def test_a_failed_runs_reason_is_one_line_of_ours_and_its_record_keeps_the_library_text(tmp_path) -> None:
+    """The reason was the traceback's last line: for a library's multi-line text (transformers' tables),
+    a table row, or every row once flattened. It is now ``Type: first line``; the record keeps the rest."""
+    from rankcollapse.experiments.engine.grid import RunSpec
+
+    spec = RunSpec("e", "raises", {"seed": 0}, target=f"{__name__}:_raise_table")
+    summary = run_sweep([spec], tmp_path, workers=1, progress=False)
+    assert summary.failures == [(spec.run_id, "ValueError: weights could not be loaded")]
+    record = json.loads((tmp_path / "runs" / "e" / f"{spec.run_id}.json").read_text())
+    assert record["error"] == "ValueError: weights could not be loaded"
+    assert "| h.0.attn | MISSING |" in record["error_detail"]
+
+
+def test_dask_errors_are_one_line_of_ours(tmp_path, monkeypatch) -> None:
+    """A worker that died (``KilledWorker``, with Dask's multi-line report) raised its traceback out of
+    ``reproduce``; a scheduler lost mid-sweep did too. The first is a failed run with one line (the
+    record keeps Dask's text), the second one RankCollapseError line; finished runs are kept."""
+    import distributed
+
+    specs = toy_runs(rates=(0.5, 0.9), seeds=(0,))
+
+    class KilledWorkerError(Exception):
+        pass
+
+    died = "Attempted to run task on 3 different workers\nall of which died\nLast: w1"
+    where = {"executor": "dask", "scheduler": "tcp://10.0.0.1:8786", "progress": False}
+
+    class Fut:
+        def __init__(self, key, value):
+            self.key, self.value = key, value
+
+        def result(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+
+    class Client:
+        lose = False
+
+        def __init__(self, *a, **k):
+            pass
+
+        def submit(self, fn, spec, key, pure):
+            if spec.params["rate"] == 0.5:
+                return Fut(key, KilledWorkerError(died))
+            return Fut(key, fn(spec, on_layer=lambda t: None))
+
+        def cancel(self, futures):
+            pass
+
+        def close(self):
+            pass
+
+    def arrived(futures):
+        yield from futures[:1]
+        if Client.lose:
+            raise OSError("Timed out trying to connect to tcp://10.0.0.1:8786 after 30 s\nConnection refused")
+        yield from futures[1:]
+
+    monkeypatch.setattr(distributed, "Client", Client)
+    monkeypatch.setattr(distributed, "as_completed", arrived)
+    summary = run_sweep(specs, tmp_path / "a", **where)
+    assert summary.finished == 1 and len(summary.failures) == 1
+    reason = "Dask did not return it (KilledWorkerError: Attempted to run task on 3 different workers)"
+    assert summary.failures[0][1] == reason
+    Client.lose = True
+    with pytest.raises(RankCollapseError) as err:
+        run_sweep(specs, tmp_path / "b", **where)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("lost the Dask scheduler 'tcp://10.0.0.1:8786' mid-sweep")
+    assert "OSError: Timed out" in line and "Connection refused" not in line
+    assert len(RunStore(tmp_path / "b").records()) == 1  # the run that arrived first is kept

@@ -212,6 +212,7 @@ class RunStore:
             "execution": {"device": "cpu", "batch_size": None, **spec.execution},  # not in the identity
             "status": result.status,
             "error": result.error,
+            "error_detail": result.detail,  # the whole text; ``error`` is its one line
             "wall_s": round(result.wall_s, 4),
             "n_rows": len(result.rows),
             "csv_bytes": len(data),
