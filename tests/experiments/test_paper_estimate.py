@@ -82,3 +82,64 @@ def test_runs_start_longest_first_by_their_estimate_and_bundled_weights_are_buil
     _prepare_models(specs, RunStore(tmp_path))
     wanted = {s.facts.get("weights") or s.params.get("model") for s in specs} & set(bundled.BUNDLED)
     assert built == sorted(wanted) and "smollm2" in built
+
+
+def _toy_experiment(name: str = "toy.a", per_run_s: float = 0.1):
+    """A toy experiment whose task estimates ``per_run_s`` seconds a run, with a seed axis."""
+    from rankcollapse.experiments.engine.config import Experiment
+    from rankcollapse.experiments.engine.tasks import Task, toy
+
+    task = Task(toy, cost_s=lambda params: per_run_s)
+    return Experiment(name, "toy", "toy", {"layers": 2, "rate": 0.5}, {"seed": [0, 1, 2, 3]}, task_info=task)
+
+
+def _measured(store, exp, seconds: float, seeds) -> None:
+    """Store finished runs of ``exp`` for ``seeds`` that took ``seconds`` each (the records' wall_s)."""
+    from dataclasses import replace
+
+    from rankcollapse.experiments.engine.tasks import RunResult
+
+    for spec in replace(exp, grid={"seed": list(seeds)}).runs():
+        store.save(spec, RunResult(spec.run_id, "ok", [{"layer": 0}], {}, seconds))
+
+
+def test_the_estimate_is_calibrated_on_the_runs_the_folder_measured(tmp_path) -> None:
+    """The tasks' per-layer costs were 10-19x below the seconds runs took; a store holding measured runs
+    of the same experiment (else task) now sets the factor, so an estimate of the runs not yet done is
+    within 10 % of what the done ones took. With none measured: the stated constant."""
+    from rankcollapse.experiments.engine.costs import UNMEASURED_FACTOR, RunCost
+    from rankcollapse.experiments.engine.store import RunStore
+
+    a, b = _toy_experiment("toy.a"), _toy_experiment("toy.b")
+    exps = {a.name: a, b.name: b}
+    store = RunStore(tmp_path)
+    new_a, new_b = a.runs()[0], b.runs()[0]
+    assert RunCost(exps, store)(new_a) == pytest.approx(0.1 * UNMEASURED_FACTOR)
+    _measured(store, a, 1.5, range(10, 14))  # 15x the task's estimate
+    cost = RunCost(exps, store)
+    assert 1.5 / 1.1 < cost(new_a) < 1.5 * 1.1
+    assert cost.calibration.factor(new_b)[1] == "task" and 1.5 / 1.1 < cost(new_b) < 1.5 * 1.1
+    assert "calibrated on the 4 runs measured" in cost.describe([new_a])
+    total, known = estimate_seconds(a.runs(), exps, store)
+    assert known == 4 and 4 * 1.5 / 1.1 < total < 4 * 1.5 * 1.1
+
+
+def test_budget_never_starts_a_look_its_measured_cost_cannot_finish(tmp_path) -> None:
+    """``--budget`` trusted the tasks' estimates: a look of 4 runs estimated at 0.4 s started with 2 s
+    left, though runs here took 1.5 s each. The calibrated estimate (6 s) leaves it out, naming the budget."""
+    from types import SimpleNamespace
+
+    from rankcollapse.experiments.engine.costs import RunCost
+    from rankcollapse.experiments.engine.store import RunStore
+    from rankcollapse.pipeline.sequential import plan
+
+    exp = _toy_experiment()
+    store = RunStore(tmp_path)
+    _measured(store, exp, 1.5, range(4))
+    row = SimpleNamespace(id="toy.row", experiment=exp.name, undecided=True, n=4, seeds=[0, 1, 2, 3], axes={})
+    exps = {exp.name: exp}
+    runs, rows, reasons, spent = plan([row], exps, 64, set(), 2.0, 1.0, store.is_done, RunCost(exps, store))
+    assert runs == [] and rows == []
+    assert reasons["toy.row"].startswith("budget: the next look's runs (about 6")
+    runs, rows, _, spent = plan([row], exps, 64, set(), 7.0, 1.0, store.is_done, RunCost(exps, store))
+    assert len(runs) == 4 and rows == ["toy.row"] and spent == pytest.approx(6.0)

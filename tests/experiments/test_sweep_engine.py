@@ -314,3 +314,133 @@ def test_a_sweep_whose_every_run_failed_is_one_line_exit_2_and_never_complete(tm
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(errors) == 1 and "every one of the 2 runs failed" in errors[0], errors
     assert not is_complete(out)
+
+
+def _copy_record(store: RunStore, src, dst, *, with_csv: bool = False, rename: bool = False) -> None:
+    """Copy ``src``'s record (and CSV) over ``dst``'s, as a user tidying folders by hand might."""
+    folder = store.runs_dir / src.experiment
+    record = json.loads((folder / f"{src.run_id}.json").read_text())
+    if rename:
+        record["run_id"] = dst.run_id
+    (folder / f"{dst.run_id}.json").write_text(json.dumps(record))
+    if with_csv:
+        (folder / f"{dst.run_id}.csv").write_bytes((folder / f"{src.run_id}.csv").read_bytes())
+
+
+@pytest.mark.parametrize("how", ["copied", "copied with its CSV and its run id edited"])
+def test_a_record_copied_under_another_runs_name_is_recomputed_never_trusted(tmp_path, capsys, how):
+    """A run record copied under another run's name verified against its own CSV, so resume skipped the
+    other run and the table held the first run's rows twice (a verdict changed). The record's identity is
+    checked against the file and the grid point it is read for; a mismatch is computed again, said once."""
+    specs = toy_runs(rates=(0.5, 0.9), seeds=(0,))
+    half, most = sorted(specs, key=lambda s: s.params["rate"])
+    run_sweep(specs, tmp_path, workers=1, progress=False)
+    store = RunStore(tmp_path)
+    _copy_record(store, half, most, with_csv=how != "copied", rename=how != "copied")
+    capsys.readouterr()
+    assert not store.is_done(most) and store.is_done(half)
+    assert "is not the record of its run" in (store.misfiled(most) or "")
+    table = collect_table(tmp_path)
+    assert sorted(table.groupby("run_id").size().tolist()) == [5]  # the copy is read as no record at all
+    summary = run_sweep(specs, tmp_path, workers=1, progress=False)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert (summary.skipped, summary.finished) == (1, 1)
+    assert len(warnings) == 1 and f"{most.run_id}.json is not the record of its run" in warnings[0]
+    table = collect_table(tmp_path)
+    final = table[table["layer"] == 4].set_index("rate")["mu"]
+    assert final.to_dict() == pytest.approx({0.5: 0.5**4, 0.9: 0.9**4}, rel=1e-12)
+    assert store.is_done(most) and store.misfiled(most) is None
+
+
+def test_a_record_with_another_grid_points_params_is_not_that_runs() -> None:
+    """The spec's own identity is compared too: a record whose params are not the spec's is refused even
+    where its file name and hash agree (a record edited by hand, or a grid whose hash collided)."""
+    from rankcollapse.experiments.engine.store import identity_problem
+
+    half, most = toy_runs(rates=(0.5, 0.9), seeds=(0,))
+    record = {"run_id": most.run_id, "experiment": "toy", "task": "toy", "params": dict(half.params)}
+    assert "params" in (identity_problem(record, most) or "")
+    assert identity_problem({**record, "params": dict(most.params)}, most) is None
+    assert "task" in (identity_problem({**record, "params": dict(most.params), "task": "other"}, most) or "")
+
+
+#: A library's error as transformers writes them: a line, then a table (the run's reason was its last row).
+_TABLE_ERROR = "weights could not be loaded\n| key | status |\n|-----|--------|\n| h.0.attn | MISSING |"
+
+
+def _raise_table(params, on_layer):
+    raise ValueError(_TABLE_ERROR)
+
+
+def test_a_failed_runs_reason_is_one_line_of_ours_and_its_record_keeps_the_library_text(tmp_path) -> None:
+    """The reason was the traceback's last line: for a library's multi-line text (transformers' tables),
+    a table row, or every row once flattened. It is now ``Type: first line``; the record keeps the rest."""
+    from rankcollapse.experiments.engine.grid import RunSpec
+
+    spec = RunSpec("e", "raises", {"seed": 0}, target=f"{__name__}:_raise_table")
+    summary = run_sweep([spec], tmp_path, workers=1, progress=False)
+    assert summary.failures == [(spec.run_id, "ValueError: weights could not be loaded")]
+    record = json.loads((tmp_path / "runs" / "e" / f"{spec.run_id}.json").read_text())
+    assert record["error"] == "ValueError: weights could not be loaded"
+    assert "| h.0.attn | MISSING |" in record["error_detail"]
+
+
+def test_dask_errors_are_one_line_of_ours(tmp_path, monkeypatch) -> None:
+    """A worker that died (``KilledWorker``, with Dask's multi-line report) raised its traceback out of
+    ``reproduce``; a scheduler lost mid-sweep did too. The first is a failed run with one line (the
+    record keeps Dask's text), the second one RankCollapseError line; finished runs are kept."""
+    import distributed
+
+    specs = toy_runs(rates=(0.5, 0.9), seeds=(0,))
+
+    class KilledWorkerError(Exception):
+        pass
+
+    died = "Attempted to run task on 3 different workers\nall of which died\nLast: w1"
+    where = {"executor": "dask", "scheduler": "tcp://10.0.0.1:8786", "progress": False}
+
+    class Fut:
+        def __init__(self, key, value):
+            self.key, self.value = key, value
+
+        def result(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+
+    class Client:
+        lose = False
+
+        def __init__(self, *a, **k):
+            pass
+
+        def submit(self, fn, spec, key, pure):
+            if spec.params["rate"] == 0.5:
+                return Fut(key, KilledWorkerError(died))
+            return Fut(key, fn(spec, on_layer=lambda t: None))
+
+        def cancel(self, futures):
+            pass
+
+        def close(self):
+            pass
+
+    def arrived(futures):
+        yield from futures[:1]
+        if Client.lose:
+            raise OSError("Timed out trying to connect to tcp://10.0.0.1:8786 after 30 s\nConnection refused")
+        yield from futures[1:]
+
+    monkeypatch.setattr(distributed, "Client", Client)
+    monkeypatch.setattr(distributed, "as_completed", arrived)
+    summary = run_sweep(specs, tmp_path / "a", **where)
+    assert summary.finished == 1 and len(summary.failures) == 1
+    reason = "Dask did not return it (KilledWorkerError: Attempted to run task on 3 different workers)"
+    assert summary.failures[0][1] == reason
+    Client.lose = True
+    with pytest.raises(RankCollapseError) as err:
+        run_sweep(specs, tmp_path / "b", **where)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("lost the Dask scheduler 'tcp://10.0.0.1:8786' mid-sweep")
+    assert "OSError: Timed out" in line and "Connection refused" not in line
+    assert len(RunStore(tmp_path / "b").records()) == 1  # the run that arrived first is kept

@@ -5,7 +5,8 @@ link, a name over 255 bytes, a path under a regular file, a file whose reads fai
 over its kind's cap, a .npy header claiming 74.5 GiB, a truncated or pickled array, a YAML alias
 bomb, a python tag, JSON nested 200 000 deep, corrupt, truncated or pickled weights, a model folder
 that needs its own code -- every command that reads it answers at once with exit 2 and one line
-``rankcollapse: error: ...``, no traceback, bounded memory, and runs nothing from the file.
+``rankcollapse: error: ...``, no traceback, bounded memory, and runs nothing from the file; so does
+``scripts/write_results.py`` on a reproduce folder whose claims.json or experiments.json is hostile.
 
 Each example runs ``rankcollapse.cli.main.main`` in this process under a guard: an alarm turns a
 blocking open or read into a failure (not a hung suite), and an address-space limit turns an
@@ -602,3 +603,122 @@ def test_the_intact_template_folder_runs(model_template: Path, tmp_path: Path) -
     )
     assert code == 0, err
     assert (tmp_path / "out" / "metrics.csv").is_file()
+
+
+# ---- scripts/write_results.py ------------------------------------------------------------------------
+#: What a reproduce folder's claims table or metadata may hold besides a hostile file: no table at all.
+CLAIMS: dict[str, Maker] = {
+    "claims: {} (no table)": _write(lambda junk: b"{}"),
+    "claims: an empty list": _write(lambda junk: b"[]"),
+    "claims: a row that is no claim": _write(lambda junk: json.dumps([{"x": junk.hex()}]).encode()),
+    "claims: a list of numbers": _write(lambda junk: b"[1, 2, 3]"),
+}
+_RESULTS_KINDS = (*(k for k in GENERIC if k not in _PATH_SHAPES), *JSON, *CLAIMS)
+_RESULTS_CASES = [(f, k) for f in ("claims.json", "experiments.json") for k in _RESULTS_KINDS]
+
+
+def run_write_results(args: list[str]) -> tuple[int, str]:
+    """``python scripts/write_results.py ARGS`` in this process, under the same guard as the CLI."""
+    import importlib.util
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "write_results.py"
+    spec = importlib.util.spec_from_file_location("write_results_script", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out, err = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = [str(script), *args]
+    try:
+        with guarded(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = module.main()
+            except BaseException as exc:  # a hang, a MemoryError, any escape: the failure looked for
+                shown = " ".join(args)[:300]
+                pytest.fail(f"write_results.py {shown!r} raised {type(exc).__name__}: {exc!s:.300}")
+    finally:
+        sys.argv = argv
+    return code, err.getvalue()
+
+
+def _judged_folder(folder: Path) -> None:
+    """A folder ``reproduce`` marked complete, with one claims row and its metadata (each then spoiled)."""
+    from rankcollapse.experiments.contract.verdicts import Claim
+
+    folder.mkdir()
+    (folder / ".rankcollapse.json").write_text(json.dumps({"command": "reproduce", "complete": True}))
+    row = Claim("theorem1.collapse", "theorem1", "collapse", "theorem1.bound", "it collapses", "paper §4.1",
+                "paper setting", "reproduced", "reproduced", "reproduced", "a rule", "some evidence", n=4)
+    (folder / "claims.json").write_text(json.dumps([row.to_dict()]))
+    (folder / "experiments.json").write_text(json.dumps({"meta": {"commit": "abc"}, "experiments": []}))
+
+
+@pytest.mark.parametrize(
+    ("spoiled", "kind"), _RESULTS_CASES, ids=[f"write_results <- {f} {k}" for f, k in _RESULTS_CASES]
+)
+@EXAMPLES
+@example(name="decided", junk=b"")
+@given(name=NAMES, junk=st.binary(max_size=64))
+def test_write_results_on_a_hostile_folder_is_one_line_and_exit_2(spoiled: str, kind: str, name: str,
+                                                                  junk: bytes) -> None:
+    """The script that publishes a reproduce folder reads the same hostile files as every command (a FIFO
+    blocked it, /dev/zero filled the memory, a bad input was a traceback): one line, exit 2, no page."""
+    scene = Scene()
+    try:
+        folder = scene.root / name
+        _judged_folder(folder)
+        (folder / spoiled).unlink()
+        _ALL_RESULTS[kind](scene, folder / spoiled, junk)
+        page = scene.root / "page" / "results.md"
+        page.parent.mkdir()
+        for extra in ([], ["--commit", "abc123"]):
+            code, err = run_write_results([str(folder), "--to", str(page), *extra])
+            lines = [line for line in err.splitlines() if line.strip()]
+            assert code == 2 and "Traceback" not in err, err[-1500:]
+            assert len(lines) == 1 and lines[0].startswith("write_results: error:"), err[-1500:]
+            assert not page.exists() and not SENTINEL.exists()
+    finally:
+        scene.close()
+
+
+_ALL_RESULTS: dict[str, Maker] = {**GENERIC, **JSON, **CLAIMS}
+
+
+def test_write_results_publishes_the_intact_folder(tmp_path: Path) -> None:
+    """The control: the same folder, unspoiled, is published (the refusals above are the files')."""
+    _judged_folder(tmp_path / "decided")
+    page = tmp_path / "page" / "results.md"
+    page.parent.mkdir()
+    code, err = run_write_results([str(tmp_path / "decided"), "--to", str(page), "--commit", "abc123"])
+    assert code == 0 and page.exists() and "theorem1.collapse" in page.read_text(), err
+
+
+def test_write_results_commit_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    """``--commit`` wrote ``experiments.json`` through a planted link, non-atomically and unlocked; it goes
+    through the output layer: the link's target is never written."""
+    _judged_folder(tmp_path / "decided")
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes((tmp_path / "decided" / "experiments.json").read_bytes())
+    before = target.read_bytes()
+    (tmp_path / "decided" / "experiments.json").unlink()
+    (tmp_path / "decided" / "experiments.json").symlink_to(target)
+    page = tmp_path / "results.md"
+    code, err = run_write_results([str(tmp_path / "decided"), "--to", str(page), "--commit", "abc123"])
+    assert target.read_bytes() == before and "Traceback" not in err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("marker", ["complete: false", "no marker", "another command's marker"])
+def test_write_results_refuses_an_unfinished_folder_in_one_line(tmp_path: Path, marker: str) -> None:
+    """A normal-looking page was written from a folder whose reproduce call never finished."""
+    folder = tmp_path / "decided"
+    _judged_folder(folder)
+    spoil = {"complete: false": {"command": "reproduce", "complete": False},
+             "another command's marker": {"command": "simulate", "complete": True}}
+    if marker == "no marker":
+        (folder / ".rankcollapse.json").unlink()
+    else:
+        (folder / ".rankcollapse.json").write_text(json.dumps(spoil[marker]))
+    page = tmp_path / "results.md"
+    code, err = run_write_results([str(folder), "--to", str(page)])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not page.exists(), err

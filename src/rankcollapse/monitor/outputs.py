@@ -22,23 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.edge.errors import error_line
+
 COLUMNS: tuple[str, ...] = ("step", "layer", "hidden_state", "hook", "metric", "value")
 PARQUET = "metrics.parquet"
 
 
-def describe(err: BaseException) -> str:
-    """One line for an error: a RankCollapseError's message; an OSError's errno text and name and its path
-    (``edge.inputs.os_reason``, ``quote_path``); else ``Type: first line`` (cut at 200)."""
-    from rankcollapse.edge.errors import RankCollapseError
-    from rankcollapse.edge.inputs import os_reason, quote_path
-
-    text = (str(err).strip().splitlines() or [""])[0][:200]
-    if isinstance(err, RankCollapseError):
-        return text
-    if isinstance(err, OSError) and err.strerror:
-        where = f" {quote_path(err.filename)}" if err.filename else ""
-        return f"{type(err).__name__}: {os_reason(err)}{where}"
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+describe = error_line  # one line for an error (``edge.errors.error_line``)
 
 
 def scalar_tag(row: dict[str, Any]) -> str:

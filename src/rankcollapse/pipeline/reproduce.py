@@ -37,6 +37,7 @@ from rankcollapse.edge.provenance import package_versions
 from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.config import Experiment
+from rankcollapse.experiments.engine.costs import RunCost
 from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
@@ -100,13 +101,14 @@ def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
 def estimate_seconds(
     specs: list[RunSpec], exps: dict[str, Experiment], store: RunStore | None = None
 ) -> tuple[float, int]:
-    """(estimated CPU seconds, runs estimated) of the unfinished specs whose task has ``cost_s``."""
+    """(estimated CPU seconds, runs estimated) of the unfinished specs whose task has ``cost_s``,
+    calibrated on the runs ``store`` measured (``engine.costs.RunCost``)."""
     total, known = 0.0, 0
+    estimate = RunCost(exps, store)
     for spec in specs:
         if store is not None and store.is_done(spec):
             continue
-        exp = exps.get(spec.experiment)
-        cost = exp.cost_s(spec) if exp is not None else None
+        cost = estimate(spec)
         if cost is not None:
             total += cost
             known += 1
@@ -145,7 +147,7 @@ def estimate_line(
     wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
     plural = "s" if w != 1 else ""
     where = f"the Dask cluster's {w} worker{plural}" if executor == "dask" else f"{w} local worker{plural}"
-    return f"{head}, about {span(wall)} on {where} (measured per-layer costs on this machine's CPU)"
+    return f"{head}, about {span(wall)} on {where}"
 
 
 def device_estimate(total: float, device: str | None) -> str:
@@ -181,7 +183,8 @@ def print_estimate(
     if known:
         w = dask_workers(scheduler or "") if executor == "dask" else workers or default_workers()
         line = estimate_line(total, known, len(specs), profile, executor, w)
-        print(line + device_estimate(total, device), file=sys.stderr)
+        how = RunCost(exps, store).describe([s for s in specs if not store.is_done(s)])
+        print(f"{line} ({how}){device_estimate(total, device)}", file=sys.stderr)
 
 
 def execution_settings(device: str | None, batch_size: int | None) -> dict[str, Any]:
@@ -290,7 +293,7 @@ def reproduce(
                 scheduler=scheduler,
                 progress=progress,
                 label=f"reproduce --{profile}{label}",
-                cost=lambda s: by_name[s.experiment].cost_s(s) if s.experiment in by_name else None,
+                cost=RunCost(by_name, RunStore(out)),
             )
 
         sweep = sweep_runs(specs, "")
@@ -322,6 +325,7 @@ def reproduce(
                 wall_factor=(PARALLEL_SLOWDOWN if w > 1 else 1.0) / w,
                 set_looks=looks.update,
                 finished=RunStore(out).is_done,
+                cost=RunCost(by_name, RunStore(out)),
             )
         table, index = collect_table(out), collect_index(out)
         write_tables(out, table, index)

@@ -231,8 +231,11 @@ def load_judged(out_dir: str | Path) -> tuple[list[Claim], dict[str, Any]]:
         )
     rows = read_json(out / "claims.json", "claims table")
     meta = read_json(out / "experiments.json", "run metadata")
-    if not isinstance(rows, list) or not rows or not isinstance(meta, dict):
+    if not isinstance(rows, list) or not rows:
         raise RankCollapseError(f"{out}/claims.json holds no claims table (rows); nothing to publish")
+    if not isinstance(meta, dict) or not isinstance(meta.get("meta"), dict):
+        raise RankCollapseError(f"{out}/experiments.json holds no run metadata (a 'meta' mapping); allowed: "
+                                "the file reproduce writes")
     claims = []
     for k, row in enumerate(rows):
         try:
@@ -246,7 +249,7 @@ def load_judged(out_dir: str | Path) -> tuple[list[Claim], dict[str, Any]]:
             raise RankCollapseError(
                 f"{out}/claims.json: row {k} ({why}) is not a claim; allowed: the rows reproduce writes"
             ) from None
-    return claims, meta.get("meta", {}) if isinstance(meta.get("meta", {}), dict) else {}
+    return claims, meta["meta"]
 
 
 def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path:

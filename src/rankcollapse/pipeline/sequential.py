@@ -17,8 +17,9 @@
   threshold, against the naive scheme (``z = 2`` at every look), which it shows inflated.
 
 A row stops sampling when it is decided, when doubling would pass ``max_samples`` (the cap), when the
-next look's runs would not fit in the ``budget`` (estimated from the tasks' measured per-layer costs),
-or when its arm has no seed axis (its sample is fixed by the design); its ``sampling`` field says which.
+next look's runs would not fit in the ``budget`` (estimated by ``engine.costs.RunCost``: the tasks'
+per-layer costs calibrated on the runs the folder measured so far), or when its arm has no seed axis
+(its sample is fixed by the design); its ``sampling`` field says which.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from rankcollapse.edge.progress import duration_text
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.config import Experiment
+from rankcollapse.experiments.engine.costs import RunCost
 from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
 
 #: ``--max-samples`` when not given: per condition, about a third of the paper's 3000 (enough to
@@ -158,8 +160,11 @@ def _axis_value(values: list[Any], seen: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def extension(c: Claim, exp: Experiment, max_samples: int) -> Extension | str:
-    """The runs that double ``c``'s sample, or why it cannot be extended."""
+def extension(
+    c: Claim, exp: Experiment, max_samples: int, cost: Callable[[RunSpec], float | None] | None = None
+) -> Extension | str:
+    """The runs that double ``c``'s sample, or why it cannot be extended. ``cost``: a run's estimated
+    seconds (default the task's own, ``exp.cost_s``; ``reproduce`` gives ``engine.costs.RunCost``)."""
     grid = exp.grid
     if grid is None or "seed" not in grid:
         return f"fixed sample: arm {exp.arm or exp.name} has no seed axis (its n is set by the design)"
@@ -177,8 +182,8 @@ def extension(c: Claim, exp: Experiment, max_samples: int) -> Extension | str:
             if ok:
                 new_grid[axis] = [value]
     runs = replace(exp, grid=new_grid).runs()
-    cost = sum(exp.cost_s(s) or 0.0 for s in runs)
-    return Extension(c.id, exp.name, runs, 2 * int(c.n), cost)
+    estimate = cost or exp.cost_s
+    return Extension(c.id, exp.name, runs, 2 * int(c.n), sum(estimate(s) or 0.0 for s in runs))
 
 
 def plan(
@@ -189,12 +194,14 @@ def plan(
     left_s: float | None,
     wall_factor: float,
     finished: Callable[[RunSpec], bool] = lambda spec: False,
+    cost: Callable[[RunSpec], float | None] | None = None,
 ) -> tuple[list[RunSpec], list[str], dict[str, str], float]:
     """The next look: (new runs, rows extended, stop reasons of the undecided rows left out, est. wall s).
 
     Rows are taken cheapest first while the estimated wall time ``wall_factor * cost`` of the runs
     added so far fits in ``left_s`` (None: no budget); runs two rows share are counted once, runs
-    already ``finished`` in the folder (a resumed call) cost nothing, so a rerun replays its looks."""
+    already ``finished`` in the folder (a resumed call) cost nothing, so a rerun replays its looks.
+    ``cost``: a run's estimated seconds (default its task's ``cost_s``)."""
     reasons: dict[str, str] = {}
     options: list[Extension] = []
     for c in claims:
@@ -204,7 +211,7 @@ def plan(
         if exp is None:
             reasons[c.id] = "no arm to extend"
             continue
-        got = extension(c, exp, max_samples)
+        got = extension(c, exp, max_samples, cost)
         if isinstance(got, str):
             reasons[c.id] = got
         else:
@@ -216,12 +223,13 @@ def plan(
     for ext in options:
         new = [s for s in ext.runs if s.run_id not in known and s.run_id not in chosen]
         todo = [s for s in new if not finished(s)]
-        cost = wall_factor * sum(experiments[ext.experiment].cost_s(s) or 0.0 for s in todo)
-        if left_s is not None and cost > 0 and spent + cost > left_s:
+        estimate = cost or experiments[ext.experiment].cost_s
+        wall = wall_factor * sum(estimate(s) or 0.0 for s in todo)
+        if left_s is not None and wall > 0 and spent + wall > left_s:
             room = f"would not fit in the {duration_text(left_s)} left" if left_s >= 1 else "found it spent"
-            reasons[ext.claim] = f"budget: the next look's runs (about {duration_text(spent + cost)}) {room}"
+            reasons[ext.claim] = f"budget: the next look's runs (about {duration_text(spent + wall)}) {room}"
             continue
-        spent += cost
+        spent += wall
         rows.append(ext.claim)
         for s in new:
             chosen[s.run_id] = s
@@ -240,6 +248,7 @@ def run_sequential(
     wall_factor: float,
     set_looks: Callable[[dict[str, int]], None],
     finished: Callable[[RunSpec], bool] = lambda spec: False,
+    cost: RunCost | None = None,
 ) -> tuple[list[RunSpec], Sampling]:
     """Look, extend the undecided rows, sweep the new runs, look again (see the module docstring).
 
@@ -247,7 +256,9 @@ def run_sequential(
     ``set_looks`` fixed. ``sweep(new, label)``: run and store new runs. ``started``: the call's start
     (``time.perf_counter()``), against which ``budget_s`` is spent; ``finished(spec)``: the run is
     already in the folder (it costs no budget: the same command resumes, and replays the looks of an
-    earlier call before it adds any). Returns every run and the log."""
+    earlier call before it adds any). ``cost``: the runs' estimated seconds, calibrated again before
+    each look on the runs measured so far (:class:`~rankcollapse.experiments.engine.costs.RunCost`;
+    None: the tasks' own). Returns every run and the log."""
     by_name = {e.name: e for e in experiments}
     sampling = Sampling(max_samples, budget_s)
     claims = judge(specs)  # n is set by the design: K can be fixed from it before any verdict counts
@@ -260,7 +271,10 @@ def run_sequential(
     look = 1
     while look < last:
         left = None if budget_s is None else budget_s - (time.perf_counter() - started)
-        new, rows, reasons, estimate = plan(claims, by_name, max_samples, known, left, wall_factor, finished)
+        calibrated = cost.refresh() if cost is not None else None
+        new, rows, reasons, estimate = plan(
+            claims, by_name, max_samples, known, left, wall_factor, finished, calibrated
+        )
         sampling.stopped.update(reasons)
         undecided = sum(1 for c in claims if c.undecided)
         if not new:
@@ -290,7 +304,7 @@ def run_sequential(
         look += 1
     for c in claims:  # the rows still open after the last look: the cap, or no seed axis, says why
         if c.undecided and not sampling.stopped.get(c.id) and c.experiment in by_name:
-            got = extension(c, by_name[c.experiment], max_samples)
+            got = extension(c, by_name[c.experiment], max_samples, cost)
             sampling.stopped[c.id] = (
                 got if isinstance(got, str) else f"the last planned look ({last}) reached"
             )

@@ -7,7 +7,8 @@
 - ``store``: atomic per-run files, the tidy table (``runs.csv``) and the run index;
 - ``executors``: ``run_sweep`` in this process, a local process pool or on Dask, with progress;
 - ``workers``: pool workers that die with their parent; ``lock``: one writer per output folder;
-- ``progress``: progress weighted by each run's estimated cost.
+- ``progress``: progress weighted by each run's estimated cost; ``costs``: that estimate, the tasks' own
+  calibrated on the runs a folder already measured (``RunCost``).
 
 What a story is and how its statements are judged (``Story``, ``Claim``, ``Verdict``, ``tally``) is the
 judging contract, one floor up: ``rankcollapse.experiments.contract``.

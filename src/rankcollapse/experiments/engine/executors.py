@@ -13,14 +13,17 @@ import multiprocessing as mp
 import os
 import queue
 import re
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError, error_line
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.progress import SweepProgress, run_weights
@@ -93,12 +96,16 @@ def run_sweep(
     store = RunStore(out_dir)
     specs = list(runs)
     summary = SweepSummary(total=len(specs))
-    todo = []
+    todo, misfiled = [], []
     for spec in specs:
         if store.is_done(spec):
             summary.skipped += 1
         else:
             todo.append(spec)
+            misfiled += [why] if (why := store.misfiled(spec)) else []
+    if misfiled:  # another run's record under this run's name: computed again, said once
+        more = f" (and {len(misfiled) - 1} more)" if len(misfiled) > 1 else ""
+        print(f"rankcollapse: warning: {misfiled[0]}{more}; computed again", file=sys.stderr)
     start = time.perf_counter()
     weights = run_weights(todo, cost or (lambda s: None))
     bar = SweepProgress(todo, weights, progress and bool(todo), label)
@@ -222,15 +229,38 @@ def _run_dask(
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         raise RankCollapseError(f"cannot reach Dask scheduler {quote(scheduler)}: {reason}") from err
     futures = {}
+    lost = (f"lost the Dask scheduler {quote(scheduler)} mid-sweep ({{}}); the finished runs are kept and "
+            "the next call resumes")
     try:
-        for spec in todo:
-            fut = client.submit(execute_run, spec, key=f"rankcollapse-{spec.run_id}", pure=False)
-            futures[fut.key] = (fut, spec)
-        for fut in as_completed([f for f, _ in futures.values()]):
+        try:
+            for spec in todo:
+                fut = client.submit(execute_run, spec, key=f"rankcollapse-{spec.run_id}", pure=False)
+                futures[fut.key] = (fut, spec)
+            arrived = as_completed([f for f, _ in futures.values()])
+        except Exception as err:  # the connection went: one line of ours, not distributed's text
+            raise RankCollapseError(lost.format(error_line(err))) from None
+        while True:
+            try:
+                fut = next(arrived)
+            except StopIteration:
+                break
+            except Exception as err:
+                raise RankCollapseError(lost.format(error_line(err))) from None
             spec = futures[fut.key][1]
-            store_result(spec, fut.result(), False)
+            store_result(spec, _dask_result(fut, spec), False)
     except BaseException:
         client.cancel([f for f, _ in futures.values()])
         raise
     finally:
         client.close()
+
+
+def _dask_result(fut: Any, spec: RunSpec) -> RunResult:
+    """A Dask future's run, or a failed run whose reason is one line (a worker that died, ``KilledWorker``;
+    a result that did not come back; a cancelled run) and whose record keeps Dask's whole text."""
+    try:
+        return fut.result()
+    except Exception as err:
+        detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+        reason = f"Dask did not return it ({error_line(err)})"
+        return RunResult(spec.run_id, "failed", [], {}, 0.0, reason, detail)

@@ -5,9 +5,11 @@ Storage under ``out_dir/runs/<experiment>/``:
 - ``<run_id>.csv``: the run's rows (long format, usually one row per layer);
 - ``<run_id>.json``: the done-marker and run record (params, seed, wall time, summary, versions,
   and the row count, byte size and SHA-256 of the CSV), written last. A run counts as finished iff
-  this file exists with ``status == "ok"`` and its CSV matches the record (:meth:`RunStore.verify`);
-  a run killed before, or whose CSV was cut, changed or deleted since, is simply run again, never
-  trusted, and ``collect_table`` leaves it out (``collect_index`` flags it ``damaged``).
+  this file exists with ``status == "ok"``, names the run it is read for (:func:`identity_problem`:
+  its run id, experiment, task, params and facts, and the run id their hash gives) and its CSV matches
+  the record (:meth:`RunStore.verify`); a run killed before, or whose CSV was cut, changed or deleted
+  since, is simply run again, never trusted, and ``collect_table`` leaves it out (``collect_index``
+  flags it ``damaged``). A record copied under another run's name is read as no record at all.
 
 Both are written through ``rankcollapse.edge.atomic.atomic_write`` (a temporary name unique per process,
 fsync, rename), so two writers never share a temporary and a crash never leaves half a file.
@@ -34,7 +36,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.folder import real_subfolder
 from rankcollapse.edge.inputs import read_bytes
 from rankcollapse.edge.provenance import package_versions
-from rankcollapse.experiments.engine.grid import RunSpec, canonical_json
+from rankcollapse.experiments.engine.grid import RunSpec, canonical_json, run_identity
 from rankcollapse.experiments.engine.tasks import RunResult
 
 #: Keys every readable run record has (a record without them is ignored, as if absent).
@@ -55,7 +57,7 @@ def _parse(data: bytes) -> pd.DataFrame | None:
         return None
 
 
-def _read_record(path: Path) -> dict[str, Any] | None:
+def _load_record(path: Path) -> dict[str, Any] | None:
     """A run record, or None if it is missing, unreadable, not JSON or lacks :data:`RECORD_KEYS`."""
     try:
         rec = json.loads(read_bytes(path, "run record"))
@@ -66,6 +68,47 @@ def _read_record(path: Path) -> dict[str, Any] | None:
     if not isinstance(rec["params"], dict):
         return None
     return rec
+
+
+def misnamed(record: dict[str, Any], path: Path) -> str | None:
+    """Why the record read from ``runs/<experiment>/<run_id>.json`` is not that run's (None: it is).
+
+    The file's name must be the record's run id and its folder the record's experiment; a record that
+    stores its ``facts`` (every record written since) must also hash to its run id
+    (:func:`~rankcollapse.experiments.engine.grid.run_identity` of its experiment, task, params and facts):
+    a record copied, or copied and renamed inside, under another run's name is caught either way."""
+    run_id, experiment = str(record["run_id"]), str(record["experiment"])
+    if path.stem != run_id or path.parent.name != experiment:
+        return f"it holds the record of run {experiment}/{run_id}"
+    facts = record.get("facts")
+    if facts is not None:
+        try:
+            own = run_identity(experiment, str(record["task"]), record["params"], facts or None)
+        except (TypeError, ValueError):
+            own = ""
+        if own != run_id:
+            return f"its params hash to run {own or '(unhashable)'}, not to {run_id}"
+    return None
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    """The record of the run that ``path`` names, or None: missing, unreadable, or another run's
+    (:func:`misnamed`)."""
+    rec = _load_record(path)
+    return None if rec is None or misnamed(rec, path) else rec
+
+
+def identity_problem(record: dict[str, Any], spec: RunSpec) -> str | None:
+    """Why ``record`` is not the record of ``spec``'s run (None: it is): its run id, experiment, task,
+    params or (when stored) facts differ from the spec's."""
+    for key, want in (("run_id", spec.run_id), ("experiment", spec.experiment), ("task", spec.task)):
+        if str(record.get(key)) != want:
+            return f"its {key} is {str(record.get(key))[:40]!r}, not {want!r}"
+    if canonical_json(record["params"]) != canonical_json(spec.params):
+        return "its params are not the run's"
+    if "facts" in record and canonical_json(record["facts"] or {}) != canonical_json(spec.facts or {}):
+        return "its facts (what the params resolve to here) are not the run's"
+    return None
 
 
 class RunStore:
@@ -83,12 +126,23 @@ class RunStore:
         return folder / f"{spec.run_id}.csv", folder / f"{spec.run_id}.json"
 
     def record(self, spec: RunSpec) -> dict[str, Any] | None:
-        """The stored record of a run, or None if it never finished."""
+        """The stored record of a run, or None if it never finished or the file holds another run's
+        record (:meth:`misfiled` says why)."""
         _, meta = self._paths(spec)
-        return _read_record(meta)
+        rec = _load_record(meta)
+        return None if rec is None or misnamed(rec, meta) or identity_problem(rec, spec) else rec
+
+    def misfiled(self, spec: RunSpec) -> str | None:
+        """One line when the file of ``spec``'s record holds a record that is not that run's (copied or
+        renamed from another grid point, edited): the run is computed again, never trusted; else None."""
+        _, meta = self._paths(spec)
+        rec = _load_record(meta)
+        why = None if rec is None else misnamed(rec, meta) or identity_problem(rec, spec)
+        return None if why is None else f"{meta.parent.name}/{meta.name} is not the record of its run ({why})"
 
     def is_done(self, spec: RunSpec) -> bool:
-        """Finished: a record with ``status == "ok"`` whose CSV matches it (:meth:`verify`)."""
+        """Finished: the run's own record (:meth:`record`) with ``status == "ok"`` whose CSV matches it
+        (:meth:`verify`)."""
         rec = self.record(spec)
         return rec is not None and rec.get("status") == "ok" and self.verify(rec)
 
@@ -154,9 +208,11 @@ class RunStore:
             "seed": spec.seed,
             "axes": list(spec.axes),
             "params": spec.params,
+            "facts": spec.facts,  # with the rest, hashes to run_id (``misnamed``)
             "execution": {"device": "cpu", "batch_size": None, **spec.execution},  # not in the identity
             "status": result.status,
             "error": result.error,
+            "error_detail": result.detail,  # the whole text; ``error`` is its one line
             "wall_s": round(result.wall_s, 4),
             "n_rows": len(result.rows),
             "csv_bytes": len(data),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankcollapse.edge.atomic import to_jsonable
-from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError, error_line
 from rankcollapse.edge.validate import check_param, param_float, param_int
 
 OnLayer = Callable[[int], None]
@@ -44,7 +44,8 @@ class RunResult:
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
     wall_s: float
-    error: str = ""
+    error: str = ""  # one line: why it failed
+    detail: str = ""  # the error's whole text (a library's tables included), for the record only
 
 
 def toy(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
@@ -158,10 +159,12 @@ def check_execution(fn: Callable[..., Any], task: str, execution: dict[str, Any]
 def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
     """Run one :class:`RunSpec` wherever it is called (this process, a pool worker, a Dask worker).
 
-    Exceptions become ``status="failed"`` with the traceback's last line, so one bad point never
-    stops a sweep; KeyboardInterrupt propagates. ``on_layer`` defaults to the pool worker's tick
-    queue (see ``engine.executors``), else to nothing. The spec's ``execution`` settings go to a task
-    that takes them (:func:`accepts_execution`); :func:`check_execution` refuses the others' devices.
+    Exceptions become ``status="failed"`` with one line as the reason (``edge.errors.error_line``: a
+    library's multi-line text stops at its first line; the whole text is the record's ``detail``), so
+    one bad point never stops a sweep; KeyboardInterrupt propagates. ``on_layer`` defaults to the pool
+    worker's tick queue (see ``engine.executors``), else to nothing. The spec's ``execution`` settings go
+    to a task that takes them (:func:`accepts_execution`); :func:`check_execution` refuses the others'
+    devices.
     """
     if on_layer is None:
         from rankcollapse.experiments.engine.workers import worker_tick
@@ -181,5 +184,5 @@ def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
         rows = [{k: to_jsonable(v) for k, v in row.items()} for row in out.rows]
         return RunResult(spec.run_id, "ok", rows, to_jsonable(out.summary), time.perf_counter() - start)
     except Exception as err:  # recorded as a failed run; the sweep goes on
-        last = traceback.format_exception_only(type(err), err)[-1].strip()
-        return RunResult(spec.run_id, "failed", [], {}, time.perf_counter() - start, last)
+        detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+        return RunResult(spec.run_id, "failed", [], {}, time.perf_counter() - start, error_line(err), detail)
