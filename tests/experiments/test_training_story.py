@@ -57,6 +57,44 @@ def test_tiny_verdicts_the_data_decide(tiny):
             assert "no collapse" in c.cause
 
 
+#: The words the story's rows, captions and headlines use that no other story defines: each has one entry
+#: in the glossary (the report prints the entries whose term occurs on its page).
+STORY_WORDS = (
+    "effective rank",
+    "RankMe",
+    "alpha-ReQ",
+    "mean |cos|",
+    "sink rate",
+    "sink onset",
+    "warm-up",
+    "phases",
+    "early collapse / warm-up collapse",
+    "expand / compress",
+    "log(v(T) / v(0))",
+    "probe",
+    "post-ln / pre-ln / no-ln / no-skip",
+    "masked-language modelling",
+    "not testable",
+    "network (unit)",
+)
+
+
+def test_every_word_of_the_story_is_in_the_glossary_and_glossed_where_the_report_uses_it(tiny):
+    from rankcollapse.experiments.kit.glossary import GLOSSARY, terms_used
+
+    sd, rows, figs = tiny
+    story = all_stories()["training"].story
+    texts = [s.text + " " + s.rule for s in story.statements]
+    fields = ("evidence", "cause", "scope", "rule")
+    texts += [" ".join(str(getattr(c, f) or "") for f in fields) for c in rows]
+    texts += [f.caption for f in figs] + story.headlines(sd)
+    used = terms_used(texts)
+    missing = [w for w in STORY_WORDS if w not in GLOSSARY]
+    assert not missing, f"not in the glossary: {missing}"
+    unglossed = [w for w in STORY_WORDS if w not in used]
+    assert not unglossed, f"in the glossary but not found in the story's texts: {unglossed}"
+
+
 def test_the_figure_shows_every_metric_of_every_variant_over_steps(tiny):
     _, _, figs = tiny
     (fig,) = figs
