@@ -215,6 +215,23 @@ def test_a_bad_config_is_one_line_naming_the_value(fields, words):
     assert words in text and "\n" not in text
 
 
+def test_a_probe_that_does_not_fit_is_one_line_and_the_training_runs_to_its_end(monkeypatch, capsys):
+    import rankcollapse.monitor.telemetry as telemetry
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: "
+            "you tried to allocate 68719476736 bytes.\nmore text"
+        )
+
+    monkeypatch.setattr(telemetry, "_run_probe", no_memory)  # no probe fits, from step 0 (the init) on
+    run = train_trajectory(TrajectoryConfig(**{**TINY, "steps": 6, "every": 2}))
+    assert run.frame.empty and list(run.loss["step"]) == [0, 2, 4, 6]  # every step trained, every loss kept
+    assert len(run.failures) == 4 and all("probe skipped" in f and "\n" not in f for f in run.failures)
+    err = [line for line in capsys.readouterr().err.splitlines() if "rankcollapse: warning: monitor" in line]
+    assert len(err) == 1 and "probe skipped (RuntimeError" in err[0]  # each distinct message once
+
+
 def test_a_config_that_is_not_one_is_refused_in_one_line():
     with pytest.raises(RankCollapseError, match="config must be a TrajectoryConfig"):
         train_trajectory({"variant": "pre-ln"})  # type: ignore[arg-type]

@@ -382,7 +382,7 @@ def train_trajectory(
             if on_probe is not None:
                 on_probe(step)
 
-        monitor.measure(model, step=0)
+        monitor.safe_measure(model, step=0)  # a probe that fails is one line; the training goes on
         probed(0)
         for step in range(1, c.steps + 1):
             batch = training_pair(excerpts(train_ids, c.batch, c.tokens, b_gen), c, b_gen)
