@@ -2,11 +2,12 @@
 
 Each run of ``stories/training.yaml`` (``rankcollapse.monitor.trajectory.train_trajectory``: one small
 byte-level LM trained from random init, probed by a Monitor) runs one torch thread. This script runs
-``--sample`` of a profile's runs in this process (one per variant, causal mask, seed 0, by default)
-and measures each run's CPU time (``time.process_time``: on a shared machine its wall time says more
+``--sample`` of each arm's runs of a profile in this process (the decoders' ``trained`` arm: one per
+variant, causal mask, seed 0, by default; the ``encoder`` arm: one per variant, seed 0) and measures
+each run's CPU time (``time.process_time``: on a shared machine its wall time says more
 about the load than about the run; the corpus is read before the first). The wall time of the whole
-profile on ``--workers`` idle cores is then estimated as ``mean CPU per run x runs / workers`` (the
-runs are independent and about equally long).
+profile on ``--workers`` idle cores is then estimated as ``sum over arms of mean CPU per run x runs /
+workers`` (the runs are independent and about equally long).
 Target (issue 29): the ``quick`` profile (``make reproduce``) in at most ~3 minutes on 2 idle cores.
 
     python benchmarks/bench_training.py                 # the quick profile, 4 sample runs
@@ -39,24 +40,29 @@ def main() -> None:
     from rankcollapse.experiments.stories import load_experiments
     from rankcollapse.monitor.trajectory import TrajectoryConfig, corpus_bytes, train_trajectory
 
-    (exp,) = load_experiments(args.profile, ["training"])
-    runs = exp.runs()
-    picked = [r for r in runs if r.params.get("mask") == "causal" and r.params.get("seed") == 0]
-    picked = (picked or runs)[: args.sample]
-    print(f"profile {args.profile}: {len(runs)} runs; timing {len(picked)}; load before {loadavg()}")
-    corpus_bytes(str(picked[0].params.get("corpus", "shakespeare")))  # read once, before the first run
-    cpu = []
-    for spec in picked:
-        config = config_from(TrajectoryConfig, dict(spec.params))
-        c0, w0 = time.process_time(), time.perf_counter()
-        train_trajectory(config)
-        c, w = time.process_time() - c0, time.perf_counter() - w0
-        cpu.append(c)
-        print(f"  {config.variant:8s} {config.mask:20s} CPU {c:6.1f} s  wall {w:6.1f} s  (load {loadavg()})")
-    per = statistics.mean(cpu)
-    total = per * len(runs) / args.workers
+    total_cpu = 0.0
+    for exp in load_experiments(args.profile, ["training"]):
+        runs = exp.runs()
+        first = ("causal", "complete")  # each arm's first mask
+        picked = [r for r in runs if r.params.get("mask") in first and r.params.get("seed") == 0]
+        picked = (picked or runs)[: args.sample]
+        print(f"{exp.name}, profile {args.profile}: {len(runs)} runs; timing {len(picked)}; load {loadavg()}")
+        corpus_bytes(str(picked[0].params.get("corpus", "shakespeare")))  # read once, before the first run
+        cpu = []
+        for spec in picked:
+            config = config_from(TrajectoryConfig, dict(spec.params))
+            c0, w0 = time.process_time(), time.perf_counter()
+            train_trajectory(config)
+            c, w = time.process_time() - c0, time.perf_counter() - w0
+            cpu.append(c)
+            print(f"  {config.variant:8s} {config.mask:20s} CPU {c:6.1f} s  wall {w:6.1f} s  "
+                  f"(load {loadavg()})")
+        per = statistics.mean(cpu)
+        total_cpu += per * len(runs)
+        print(f"  mean CPU per run {per:.1f} s x {len(runs)} runs = {per * len(runs):.0f} CPU-s")
+    total = total_cpu / args.workers
     print(
-        f"mean CPU per run {per:.1f} s -> the {args.profile} profile on {args.workers} idle cores: about "
+        f"the {args.profile} profile: about {total_cpu:.0f} CPU-s -> on {args.workers} idle cores about "
         f"{total:.0f} s ({total / 60:.1f} min) of wall time; load after {loadavg()}"
     )
 

@@ -26,11 +26,15 @@ def test_tiny_profile_rows_are_ours_per_variant_with_networks_as_the_unit(tiny):
     ids = [c.id for c in rows]
     variants = ["post-ln", "pre-ln", "no-ln", "no-skip"]
     keys = ["training_moves", "sink_window", "phases"]
-    assert ids == [f"training.{k}[{v}]" for v in variants for k in keys]
+    # the decoders' three statements per variant, then the encoders' one (the sink and the phases were
+    # reported for decoder LMs)
+    encoder = [f"training.training_moves[encoder: {v}]" for v in ("post-ln", "pre-ln")]
+    assert ids == [f"training.{k}[{v}]" for v in variants for k in keys] + encoder
     for c in rows:
         assert c.origin == "extension" and "(ours)" in c.verdict
         assert c.unit == "networks" and c.n == 4 and c.seeds == [0, 1, 2, 3]
         assert c.figure == "ext_training_trajectory"
+        assert c.experiment == ("training.encoder" if "encoder" in c.id else "training.trained")
 
 
 def test_tiny_verdicts_the_data_decide(tiny):
@@ -38,15 +42,57 @@ def test_tiny_verdicts_the_data_decide(tiny):
     got = {c.id: c for c in rows}
     # 40 steps at lr 0.01 move the last layer of a pre-LN net far from its init (mean |cos| x3 ...)
     assert got["training.training_moves[pre-ln]"].verdict == "confirmed (ours)"
-    # no run reaches the window 1k-2k: never a verdict on it, always "not testable"
+    # no run reaches the window 1k-2k: never a verdict on it, always "not testable"; the row says what
+    # would test it (the paper profile's steps, runs and CPU time)
     for v in ("post-ln", "pre-ln", "no-ln", "no-skip"):
         c = got[f"training.sink_window[{v}]"]
         assert c.verdict == "inconclusive (ours)" and c.cause_kind == "not testable", c.cause
         assert "40 steps" in c.scope
+        paper = "reproduce --profile paper --only training.trained trains 3000 steps: 48 runs, about"
+        assert paper in c.scope
+        assert "CPU-hours by the estimate" in c.scope
     # a compression or expansion a 40-step run does not show is never a refutation
     for c in rows:
         if c.key == "phases" and c.verdict.startswith("refuted"):
             assert "no collapse" in c.cause
+
+
+#: The words the story's rows, captions and headlines use that no other story defines: each has one entry
+#: in the glossary (the report prints the entries whose term occurs on its page).
+STORY_WORDS = (
+    "effective rank",
+    "RankMe",
+    "alpha-ReQ",
+    "mean |cos|",
+    "sink rate",
+    "sink onset",
+    "warm-up",
+    "phases",
+    "early collapse / warm-up collapse",
+    "expand / compress",
+    "log(v(T) / v(0))",
+    "probe",
+    "post-ln / pre-ln / no-ln / no-skip",
+    "masked-language modelling",
+    "not testable",
+    "network (unit)",
+)
+
+
+def test_every_word_of_the_story_is_in_the_glossary_and_glossed_where_the_report_uses_it(tiny):
+    from rankcollapse.experiments.kit.glossary import GLOSSARY, terms_used
+
+    sd, rows, figs = tiny
+    story = all_stories()["training"].story
+    texts = [s.text + " " + s.rule for s in story.statements]
+    fields = ("evidence", "cause", "scope", "rule")
+    texts += [" ".join(str(getattr(c, f) or "") for f in fields) for c in rows]
+    texts += [f.caption for f in figs] + story.headlines(sd)
+    used = terms_used(texts)
+    missing = [w for w in STORY_WORDS if w not in GLOSSARY]
+    assert not missing, f"not in the glossary: {missing}"
+    unglossed = [w for w in STORY_WORDS if w not in used]
+    assert not unglossed, f"in the glossary but not found in the story's texts: {unglossed}"
 
 
 def test_the_figure_shows_every_metric_of_every_variant_over_steps(tiny):
@@ -54,6 +100,9 @@ def test_the_figure_shows_every_metric_of_every_variant_over_steps(tiny):
     (fig,) = figs
     assert fig.name == "ext_training_trajectory" and "Ours" in fig.caption
     assert set(fig.data["metric"]) == {"mu_rel", "effective_rank", "mean_abs_cos", "sink_rate"}
+    assert set(fig.data["mask"]) == {"causal", "causal-window:w=3", "encoder, complete"}
+    enc = fig.data[fig.data["mask"] == "encoder, complete"]
+    assert set(enc["variant"]) == {"post-ln", "pre-ln"} and "masked-language modelling" in fig.caption
     assert sorted(fig.data["step"].unique()) == list(range(0, 41, 4))
     assert (fig.data["networks"] == 4).all()
     assert ((fig.data["lo"] <= fig.data["mean"] + 1e-12) & (fig.data["mean"] <= fig.data["hi"] + 1e-12)).all()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import math
+import sys
 
 import pandas as pd
 import pytest
@@ -499,6 +500,98 @@ def test_tensorboard_and_wandb_get_every_row_as_a_scalar_and_a_failing_one_is_sw
     assert run.logged[0][0]["rankcollapse/mu_rel/layer_2_out"] == by_layer(rows, "mu_rel")[2]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "wandb scalars switched off at step 2 (ConnectionError" in err[0]
+
+
+def _tensorboard_works() -> str:
+    """'' where torch.utils.tensorboard imports (event files can be written and read back), else why not."""
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: F401
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+    except Exception as err:
+        return f"torch.utils.tensorboard cannot be imported here ({type(err).__name__}: {err})"
+    return ""
+
+
+@pytest.mark.skipif(bool(_tensorboard_works()), reason=_tensorboard_works() or "runs")
+def test_a_tensorboard_log_folder_gets_an_event_file_that_reads_back_as_the_rows(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = tiny_gpt2_lm()
+    with Monitor(every=1, tensorboard=tmp_path / "tb", metrics="mu_rel,effective_rank") as monitor:
+        for step in (0, 5):
+            monitor.measure(model, ids_for(300), step=step)
+    (event_file,) = (tmp_path / "tb").glob("events.out.tfevents.*")
+    events = EventAccumulator(str(event_file))
+    events.Reload()
+    rows = monitor.rows
+    assert sorted(events.Tags()["scalars"]) == sorted({f"rankcollapse/{r['metric']}/{r['hidden_state']}"
+                                                       for r in rows})
+    for r in rows:
+        (got,) = [e for e in events.Scalars(f"rankcollapse/{r['metric']}/{r['hidden_state']}")
+                  if e.step == r["step"]]
+        assert got.value == pytest.approx(r["value"], rel=1e-6)  # stored as float32
+    assert monitor.failures == []
+
+
+def test_a_tensorboard_folder_without_torch_utils_tensorboard_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # its import fails, as unpackaged
+    with pytest.raises(RankCollapseError) as err:
+        Monitor(every=1, tensorboard=str(tmp_path / "tb"))
+    text = str(err.value)
+    assert text.startswith(f"tensorboard='{tmp_path / 'tb'}' needs torch.utils.tensorboard")
+    assert "\n" not in text
+    assert "allowed: install it, or leave tensorboard out" in text and not (tmp_path / "tb").exists()
+
+
+class FakeWandb:
+    """The part of the wandb module a monitor uses: ``init(dir=, mode=, ...)`` gives a run that logs and
+    finishes."""
+
+    def __init__(self) -> None:
+        self.inits: list[dict] = []
+        self.run = FakeRun()
+        self.run.finished = False
+
+        def finish() -> None:
+            self.run.finished = True
+
+        self.run.finish = finish
+
+    def init(self, **kwargs):
+        self.inits.append(kwargs)
+        return self.run
+
+
+def test_a_wandb_folder_starts_an_offline_run_there_that_gets_every_row_and_is_finished(tmp_path,
+                                                                                        monkeypatch):
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    model = tiny_gpt2_lm()
+    with Monitor(every=1, wandb=tmp_path / "wb", metrics="mu_rel") as monitor:
+        monitor.measure(model, ids_for(300), step=3)
+        assert not fake.run.finished
+    (init,) = fake.inits
+    assert init["dir"] == str(tmp_path / "wb") and init["mode"] == "offline"
+    assert init["config"]["monitor"]["metrics"] == ("mu_rel",)
+    ((logged, step),) = fake.run.logged
+    assert step == 3
+    assert logged == {f"rankcollapse/mu_rel/{r['hidden_state']}": r["value"] for r in monitor.rows}
+    assert fake.run.finished  # the offline run is complete: wandb sync uploads it
+
+
+@pytest.mark.parametrize("given", [True, "wandb-runs"])
+def test_wandb_without_the_package_is_refused_in_one_line(given, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    with pytest.raises(RankCollapseError) as err:
+        Monitor(every=1, wandb=given)
+    text = str(err.value)
+    assert text.startswith(f"wandb={given!r} needs the wandb package") and "\n" not in text
+
+
+@pytest.mark.parametrize(("option", "value"), [("tensorboard", 3), ("wandb", 2.5)])
+def test_a_scalar_sink_of_another_type_is_refused_in_one_line(option, value):
+    with pytest.raises(RankCollapseError, match=f"{option}={type(value).__name__} is invalid; allowed: "):
+        Monitor(every=1, **{option: value})
 
 
 def test_csv_and_parquet_hold_the_rows_of_the_frame(tmp_path):

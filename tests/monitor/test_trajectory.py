@@ -1,5 +1,6 @@
 """monitor.trajectory: the probed values are the metrics of the model's own hidden states, recomputed by
-hand from a plain reference forward; a seed reproduces itself bit for bit; a bad config is one line."""
+hand from a plain reference forward (decoder and encoder); the encoder's masked-language loss counts the
+masked positions only; a seed reproduces itself bit for bit; a bad config is one line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import torch
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics import diagnostics as dg
 from rankcollapse.metrics import measures
-from rankcollapse.monitor.trajectory import VARIANTS, TrajectoryConfig, train_trajectory
+from rankcollapse.monitor.trajectory import (
+    IGNORED,
+    MASK_TOKEN,
+    VARIANTS,
+    ByteLM,
+    TrajectoryConfig,
+    excerpts,
+    train_trajectory,
+    training_pair,
+)
 
 TINY = dict(layers=2, d=8, heads=2, tokens=12, batch=4, steps=4, warmup=2, every=2, probe=3, lr=0.01)
 
@@ -58,14 +68,13 @@ def _reference_states(model, ids: torch.Tensor, variant: str, mask: torch.Tensor
     return states, attns
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_probed_values_equal_the_metrics_of_the_reference_hidden_states(variant):
-    cfg = TrajectoryConfig(variant=variant, mask="causal-window:w=4", dtype="float64", **TINY)
+def _check_against_reference(cfg: TrajectoryConfig):
+    """Train ``cfg`` and compare its last probe with the reference forward; returns (run, its rows)."""
     run = train_trajectory(cfg)
     assert run.failures == []
     assert sorted(run.frame["step"].unique()) == [0, 2, 4]
     with torch.no_grad():
-        states, attns = _reference_states(run.model, run.probe, variant, cfg.mask_dense)
+        states, attns = _reference_states(run.model, run.probe, cfg.variant, cfg.mask_dense)
     at = run.frame[run.frame["step"] == cfg.steps]
 
     def got(metric: str, t: int) -> float:
@@ -91,9 +100,74 @@ def test_probed_values_equal_the_metrics_of_the_reference_hidden_states(variant)
             assert got("first_token_attention", t) == pytest.approx(float(first.mean()), rel=1e-9)
             assert got("sink_rate", t) == pytest.approx(float(dg.sink_rate(a).mean()), abs=1e-12)
             assert bool((a[..., cfg.mask_dense.logical_not()] == 0).all())  # the mask is applied
+    return run, at
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_probed_values_equal_the_metrics_of_the_reference_hidden_states(variant):
+    cfg = TrajectoryConfig(variant=variant, mask="causal-window:w=4", dtype="float64", **TINY)
+    _, at = _check_against_reference(cfg)
     # the window bounds the first-token attention averaged over queries by (W + 1) / n
     first = at[at["metric"] == "first_token_attention"]["value"].dropna()
     assert (first <= 5 / cfg.tokens + 1e-12).all()
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("mask", ["complete", "window:w=3"])
+def test_an_encoders_probed_values_equal_the_metrics_of_the_reference_hidden_states(variant, mask):
+    cfg = TrajectoryConfig(architecture="encoder", variant=variant, mask=mask, dtype="float64", **TINY)
+    run, _ = _check_against_reference(cfg)
+    assert run.model.embed.shape[0] == 258  # the bytes, the start token and [MASK]
+    # bidirectional: a later token changes an earlier token's state at the first block's output
+    ids = run.probe[:1].clone()
+    other = ids.clone()
+    other[0, 2] = (other[0, 2] + 1) % 256
+    with torch.no_grad():
+        a = _reference_states(run.model, ids, variant, cfg.mask_dense)[0][1]
+        b = _reference_states(run.model, other, variant, cfg.mask_dense)[0][1]
+    assert not torch.allclose(a[0, 1], b[0, 1])
+
+
+def test_a_decoders_earlier_tokens_do_not_see_a_later_one():
+    cfg = TrajectoryConfig(dtype="float64", **TINY)
+    model = ByteLM(cfg, torch.Generator().manual_seed(0))
+    ids = torch.randint(256, (1, cfg.tokens), generator=torch.Generator().manual_seed(1))
+    other = ids.clone()
+    other[0, 5] = (other[0, 5] + 1) % 256
+    with torch.no_grad():
+        a, b = model(ids), model(other)
+    assert torch.equal(a[0, :5], b[0, :5]) and not torch.allclose(a[0, 5], b[0, 5])
+
+
+def test_the_encoders_loss_is_the_cross_entropy_of_the_masked_positions_only():
+    cfg = TrajectoryConfig(architecture="encoder", mask_rate=0.3, dtype="float64", **TINY)
+    model = ByteLM(cfg, torch.Generator().manual_seed(0))
+    ids = excerpts(torch.arange(500) % 256, 6, cfg.tokens, torch.Generator().manual_seed(2))
+    inputs, targets = training_pair(ids, cfg, torch.Generator().manual_seed(3))
+    chosen = targets != IGNORED
+    assert chosen.any() and not chosen[:, 0].any()  # the start token is never masked
+    assert torch.equal(inputs[chosen], torch.full_like(inputs[chosen], MASK_TOKEN))
+    clean = ids[:, :-1]
+    assert torch.equal(inputs[~chosen], clean[~chosen]) and torch.equal(targets[chosen], clean[chosen])
+    share = float(chosen[:, 1:].double().mean())
+    assert 0.1 < share < 0.5  # about mask_rate of the positions after the start token
+    from rankcollapse.monitor.trajectory import _loss
+
+    with torch.no_grad():
+        logp = torch.log_softmax(model(inputs), -1)  # [b, n, v]
+        by_hand = -logp[chosen].gather(-1, targets[chosen][:, None]).mean()
+        assert float(_loss(model, (inputs, targets))) == pytest.approx(float(by_hand), rel=1e-6)  # float32 CE
+    # a decoder's pair is the excerpt and the excerpt shifted by one byte
+    dec = TrajectoryConfig(**TINY)
+    x, y = training_pair(ids, dec, torch.Generator())
+    assert torch.equal(x, ids[:, :-1]) and torch.equal(y, ids[:, 1:])
+
+
+def test_an_encoder_trains_its_masked_language_loss_down():
+    run = train_trajectory(TrajectoryConfig(architecture="encoder", **{**TINY, "steps": 30, "every": 10}))
+    loss = run.loss.set_index("step")["probe_loss"]
+    assert loss.loc[30] < loss.loc[0]
+    assert run.config.mask == "complete" and run.config.mask_rate == 0.15
 
 
 def test_training_moves_the_weights_and_lowers_the_probe_loss():
@@ -128,6 +202,10 @@ def test_a_seed_reproduces_itself_bit_for_bit_and_another_seed_differs():
         ({"corpus": "novels"}, "corpus='novels' is invalid; allowed: wikipedia"),
         ({"dtype": "float16"}, "float16"),
         ({"steps": True}, "steps=True is invalid"),
+        ({"architecture": "seq2seq"}, "architecture='seq2seq' is invalid; allowed: decoder, encoder"),
+        ({"architecture": "encoder", "mask": "causal"}, "lets no token see a later one; allowed: a bidirect"),
+        ({"mask_rate": 0.2}, "mask_rate=0.2 applies only to architecture='encoder'"),
+        ({"architecture": "encoder", "mask_rate": 0.0}, "mask_rate=0.0 is invalid; allowed: a number in (0"),
     ],
 )
 def test_a_bad_config_is_one_line_naming_the_value(fields, words):
@@ -135,6 +213,23 @@ def test_a_bad_config_is_one_line_naming_the_value(fields, words):
         TrajectoryConfig(**fields)
     text = str(err.value)
     assert words in text and "\n" not in text
+
+
+def test_a_probe_that_does_not_fit_is_one_line_and_the_training_runs_to_its_end(monkeypatch, capsys):
+    import rankcollapse.monitor.telemetry as telemetry
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: "
+            "you tried to allocate 68719476736 bytes.\nmore text"
+        )
+
+    monkeypatch.setattr(telemetry, "_run_probe", no_memory)  # no probe fits, from step 0 (the init) on
+    run = train_trajectory(TrajectoryConfig(**{**TINY, "steps": 6, "every": 2}))
+    assert run.frame.empty and list(run.loss["step"]) == [0, 2, 4, 6]  # every step trained, every loss kept
+    assert len(run.failures) == 4 and all("probe skipped" in f and "\n" not in f for f in run.failures)
+    err = [line for line in capsys.readouterr().err.splitlines() if "rankcollapse: warning: monitor" in line]
+    assert len(err) == 1 and "probe skipped (RuntimeError" in err[0]  # each distinct message once
 
 
 def test_a_config_that_is_not_one_is_refused_in_one_line():

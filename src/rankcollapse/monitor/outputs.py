@@ -7,28 +7,48 @@ Every row is tidy: ``step, layer, hidden_state, hook, metric, value`` (:data:`CO
   (:class:`rankcollapse.edge.runs.RunWriter`), renamed ``metrics.csv`` when the monitor is closed;
   ``metrics.parquet`` too (written atomically at close) where ``pyarrow`` is installed.
 - ``tensorboard``: an object with ``add_scalar(tag, value, step)`` (a ``SummaryWriter``), or a log
-  folder for one (used only where ``tensorboard`` is installed). Tag ``rankcollapse/{metric}/{hidden_state}``.
-- ``wandb``: an object with ``log(dict, step=)`` (a wandb run), or ``True`` for the ``wandb``
-  module's active run (used only where ``wandb`` is installed). Same keys as TensorBoard's tags.
+  folder (a path): event files written there by ``torch.utils.tensorboard.SummaryWriter``, closed with
+  the monitor. Tag ``rankcollapse/{metric}/{hidden_state}``.
+- ``wandb``: an object with ``log(dict, step=)`` (a wandb run); ``True`` for the ``wandb`` module's
+  active run; or a folder (a path): an offline run written there (``wandb.init(dir=, mode="offline")``,
+  ``wandb sync`` uploads it later), finished with the monitor. Same keys as TensorBoard's tags.
 
-A sink that fails (a disk that fills, a read-only folder, a logger that raises) is reported in one
-line through ``warn`` and switched off; the rows stay in memory and training goes on.
+Neither library is required: a path (or ``True``) given where the library cannot be imported is refused
+when the monitor is made, in one line (:func:`scalar_sink_error`), before training starts. A sink that
+fails later (a disk that fills, a read-only folder, a logger that raises) is reported in one line through
+``warn`` and switched off; the rows stay in memory and training goes on.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.edge.errors import error_line
+from rankcollapse.edge.errors import RankCollapseError, error_line
 
 COLUMNS: tuple[str, ...] = ("step", "layer", "hidden_state", "hook", "metric", "value")
 PARQUET = "metrics.parquet"
 
 
 describe = error_line  # one line for an error (``edge.errors.error_line``)
+
+
+def scalar_sink_error(option: str, value: Any, err: BaseException) -> RankCollapseError:
+    """The one line refusing ``option=value`` when its library cannot be imported (``err``)."""
+    from rankcollapse.edge.validate import quote
+
+    what = {"tensorboard": "torch.utils.tensorboard (the tensorboard package)", "wandb": "the wandb package"}
+    return RankCollapseError(
+        f"{option}={quote(value, 80)} needs {what[option]}, which cannot be imported here ({describe(err)}); "
+        f"allowed: install it, or leave {option} out (the rows are in memory and in out=)"
+    )
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, str | os.PathLike) and not isinstance(value, bool)
 
 
 def scalar_tag(row: dict[str, Any]) -> str:
@@ -54,31 +74,56 @@ class Outputs:
         self._writer: Any = None
         self._folder: Any = None
         self._csv_ok = self.out is not None
+        self._owned: list[Any] = []  # the writer / run made here from a path: closed with the monitor
         self.tensorboard = self._tensorboard(tensorboard)
-        self.wandb = self._wandb(wandb)
+        try:
+            self.wandb = self._wandb(wandb)
+        except RankCollapseError:
+            self._close_owned()
+            raise
 
     def _tensorboard(self, given: Any) -> Any:
         if given is None or hasattr(given, "add_scalar"):
             return given
-        if importlib.util.find_spec("tensorboard") is None:
-            self.warn(f"tensorboard={str(given)[:80]!r} ignored: the tensorboard package is not installed")
-            return None
-        from torch.utils.tensorboard import SummaryWriter
-
-        return SummaryWriter(str(given))
+        if not _is_path(given):
+            raise RankCollapseError(
+                f"tensorboard={type(given).__name__} is invalid; allowed: a log folder or an object with "
+                "add_scalar(tag, value, step)"
+            )
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except Exception as err:  # ImportError, or a tensorboard/protobuf pair that does not load
+            raise scalar_sink_error("tensorboard", os.fspath(given), err) from None
+        try:
+            writer = SummaryWriter(os.fspath(given))
+        except OSError as err:
+            raise RankCollapseError(f"tensorboard: cannot write the log folder ({describe(err)})") from None
+        self._owned.append(writer)
+        return writer
 
     def _wandb(self, given: Any) -> Any:
         if given is None or given is False or hasattr(given, "log"):
             return None if given is False else given
-        if given is True:
-            if importlib.util.find_spec("wandb") is None:
-                self.warn("wandb=True ignored: the wandb package is not installed")
-                return None
+        if given is not True and not _is_path(given):
+            raise RankCollapseError(
+                f"wandb={type(given).__name__} is invalid; allowed: True (the active run), a folder for an "
+                "offline run, or an object with log(dict, step=)"
+            )
+        shown = True if given is True else os.fspath(given)
+        try:
             import wandb
-
+        except Exception as err:
+            raise scalar_sink_error("wandb", shown, err) from None
+        if given is True:
             return wandb
-        self.warn(f"wandb={type(given).__name__} ignored; allowed: True or an object with log(dict, step=)")
-        return None
+        try:
+            run = wandb.init(dir=os.fspath(given), mode="offline", project="rankcollapse",
+                             config={"monitor": self.record})
+        except Exception as err:
+            why = describe(err)
+            raise RankCollapseError(f"wandb: cannot start an offline run in {given} ({why})") from None
+        self._owned.append(run)
+        return run
 
     def write(self, rows: list[dict[str, Any]], step: int) -> None:
         """Append ``rows`` (one probe's) to every sink; a sink that fails is reported and switched off."""
@@ -174,4 +219,18 @@ class Outputs:
                 self.tensorboard.flush()
             except Exception as err:
                 self.warn(f"TensorBoard flush failed ({describe(err)})")
+        self._close_owned()
         return written
+
+    def _close_owned(self) -> None:
+        """Finish what was made here from a path (an event file, an offline run); it takes no more rows."""
+        owned, self._owned = self._owned, []
+        for sink in owned:
+            if sink is self.tensorboard:
+                self.tensorboard = None
+            if sink is getattr(self, "wandb", None):
+                self.wandb = None
+            try:
+                (getattr(sink, "finish", None) or sink.close)()
+            except Exception as err:
+                self.warn(f"could not close {type(sink).__name__} ({describe(err)})")

@@ -1,9 +1,10 @@
-"""Collapse over training: a small decoder LM trained from random init, probed by :class:`Monitor`.
+"""Collapse over training: a small decoder or encoder LM trained from random init, probed by :class:`Monitor`.
 
 Index letters: b batch, n tokens, d features, h heads, e per-head features, t layers, v vocabulary.
 
-The model (ours): byte-level tokens (``v = 257``: the 256 bytes of the UTF-8 text and a start token
-that opens every excerpt), ``X(0) = E[ids] + P`` (token and learned position embeddings), then
+The model (ours): byte-level tokens (the 256 bytes of the UTF-8 text and a start token that opens
+every excerpt, ``v = 257``; the encoder adds a ``[MASK]`` token, ``v = 258``), ``X(0) = E[ids] + P``
+(token and learned position embeddings), then
 ``layers`` blocks of :func:`rankcollapse.dynamics.layers.apply_layer` (attention through
 ``core.attention`` under the run's mask, the parameter-free LayerNorm of ``core.norms``, a GELU MLP
 of width ``4d``), then ``logits = N_f(X(L)) W_U`` (``N_f`` a final LayerNorm for pre-LN only). Each
@@ -15,15 +16,25 @@ head: ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(e))``, ``Attn(X) = sum_h A_h 
 - ``no-ln``    ``Y = X + Attn(X);     X <- Y + MLP(Y)``      (skips, no normalisation)
 - ``no-skip``  ``Y = LN(Attn(X));     X <- LN(MLP(Y))``      (post-LN without the skips)
 
-Masks: any causal mask of :func:`rankcollapse.masks.parse_mask` (``causal``, ``causal-window:w=W``:
-each token sees itself and the ``W`` before it); a mask that lets a token see a later one is refused
-(a language model would read its own target).
+The :data:`ARCHITECTURES` and their masks (any mask of :func:`rankcollapse.masks.parse_mask`):
 
-Training: next-byte cross-entropy on ``batch`` excerpts of ``tokens`` bytes drawn from the first
-``1 - held_out`` of a bundled corpus (:mod:`rankcollapse.models.corpora`), AdamW with a linear
-warm-up over ``warmup`` steps to ``lr`` then constant. Two ``torch.Generator`` objects seeded from
-``seed`` draw the weights and the batches; the probe (``probe`` excerpts of the held-out tail,
-seeded by ``probe_seed``) is the same for every seed, so the networks are the only thing that differ.
+- ``decoder``: a causal mask (``causal``, the default; ``causal-window:w=W``: each token sees itself and
+  the ``W`` before it); a mask that lets a token see a later one is refused (it would read its own
+  target). Objective: next-byte cross-entropy, every position.
+- ``encoder``: a bidirectional mask (``complete``, the default: BERT's; ``window:w=W``); a mask under
+  which no token sees a later one is refused (that is a decoder). Objective: masked-language modelling
+  (BERT's, without its 80/10/10 split): each position ``i >= 1`` is replaced by ``[MASK]`` with
+  probability ``mask_rate`` (at least one per batch), and the loss is the cross-entropy of the original
+  byte at the replaced positions only.
+
+Training: ``batch`` excerpts of ``tokens`` positions (the start token, then ``tokens - 1`` bytes; the
+decoder's targets are the same excerpt shifted by one byte) drawn from the first ``1 - held_out`` of a
+bundled corpus (:mod:`rankcollapse.models.corpora`), AdamW with a linear warm-up over ``warmup`` steps
+to ``lr`` then constant. Two ``torch.Generator`` objects seeded from ``seed`` draw the weights and the
+batches (with the encoder's masked positions); the probe (``probe`` excerpts of the held-out tail,
+seeded by ``probe_seed``, with its masked positions drawn from the same seed) is the same for every
+seed, so the networks are the only thing that differ. The probe's hidden states are those of the
+clean excerpts (no ``[MASK]``), for both architectures.
 
 Telemetry: a :class:`Monitor` (diagnostics on) probes at step 0 (the initialisation) and every
 ``every`` steps: per layer ``mu``, ``mu_rel``, ``at_floor``, ``num_rank``, ``effective_rank``,
@@ -62,9 +73,18 @@ VARIANTS: dict[str, LayerSpec] = {
     "no-ln": LayerSpec(norm="none", placement="post", skip=1.0, mlp=True),
     "no-skip": LayerSpec(norm="layernorm", placement="post", skip=None, mlp=True),
 }
-#: Byte-level vocabulary: the 256 byte values and the start token.
+#: The models (module docstring): name -> the mask a config without one gets.
+ARCHITECTURES: dict[str, str] = {"decoder": "causal", "encoder": "complete"}
+#: Byte-level vocabulary: the 256 byte values and the start token (the decoder's); the encoder adds
+#: ``[MASK]``.
 START_TOKEN = 256
 VOCAB = 257
+MASK_TOKEN = 257
+ENCODER_VOCAB = 258
+#: The encoder's default share of masked positions (BERT's 15 %).
+MASK_RATE = 0.15
+#: A target the loss skips (``torch.nn.functional.cross_entropy``'s ``ignore_index``).
+IGNORED = -100
 #: What every probe measures besides the diagnostics.
 TRAJECTORY_METRICS: tuple[str, ...] = DEFAULT_METRICS
 
@@ -86,8 +106,11 @@ def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = 
 
 @dataclass
 class TrajectoryConfig:
-    """One training run (module docstring). ``variant``: one of :data:`VARIANTS`; ``mask``: a causal
-    mask spec; ``layers``, ``d``, ``heads`` (``d`` a multiple of ``heads``); ``tokens`` per excerpt,
+    """One training run (module docstring). ``architecture``: ``decoder`` or ``encoder``
+    (:data:`ARCHITECTURES`); ``variant``: one of :data:`VARIANTS`; ``mask``: a mask spec, causal for a
+    decoder and bidirectional for an encoder (None: ``causal`` / ``complete``); ``mask_rate``: the
+    encoder's share of masked positions (None: :data:`MASK_RATE`; refused for a decoder); ``layers``,
+    ``d``, ``heads`` (``d`` a multiple of ``heads``); ``tokens`` per excerpt,
     ``batch`` excerpts per step, ``steps`` optimiser steps; ``lr`` the peak learning rate after a linear
     ``warmup`` (steps), ``weight_decay`` AdamW's; ``every``: a probe every k steps (and at step 0);
     ``probe`` held-out excerpts per probe, drawn with ``probe_seed``; ``corpus`` a bundled corpus,
@@ -95,7 +118,9 @@ class TrajectoryConfig:
     ``dtype`` of the weights and the probe; ``threads`` torch threads while it runs (None: as set)."""
 
     variant: str = "pre-ln"
-    mask: str = "causal"
+    mask: str | None = None
+    architecture: str = "decoder"
+    mask_rate: float | None = None
     layers: int = 4
     d: int = 64
     heads: int = 4
@@ -119,6 +144,20 @@ class TrajectoryConfig:
         from rankcollapse.masks import parse_mask
         from rankcollapse.models.corpora import CORPORA
 
+        if self.architecture not in ARCHITECTURES:
+            allowed = ", ".join(ARCHITECTURES)
+            raise RankCollapseError(f"architecture={quote(self.architecture)} is invalid; allowed: {allowed}")
+        encoder = self.architecture == "encoder"
+        if self.mask is None:
+            self.mask = ARCHITECTURES[self.architecture]
+        if not encoder and self.mask_rate is not None:
+            raise RankCollapseError(
+                f"mask_rate={quote(self.mask_rate)} applies only to architecture='encoder' (masked-language "
+                "modelling); a decoder predicts every next byte"
+            )
+        if encoder:
+            rate = MASK_RATE if self.mask_rate is None else self.mask_rate
+            self.mask_rate = _number("mask_rate", rate, 0.0, 1.0, open_low=True)
         if self.variant not in VARIANTS:
             allowed = ", ".join(VARIANTS)
             raise RankCollapseError(f"variant={quote(self.variant)} is invalid; allowed: {allowed}")
@@ -142,16 +181,27 @@ class TrajectoryConfig:
         if self.threads is not None:
             _whole("threads", self.threads, 1)
         mask = parse_mask(self.mask).dense(self.tokens)
-        if bool(mask.triu(1).any()):
+        sees_later = bool(mask.triu(1).any())
+        if sees_later and not encoder:
             raise RankCollapseError(
                 f"mask={quote(self.mask)} lets a token see a later one; allowed: a causal mask "
-                "(causal, causal-window:w=W) for a language model"
+                "(causal, causal-window:w=W) for a decoder (architecture='encoder' for a bidirectional one)"
+            )
+        if encoder and not sees_later:
+            raise RankCollapseError(
+                f"mask={quote(self.mask)} lets no token see a later one; allowed: a bidirectional mask "
+                "(complete, window:w=W) for an encoder"
             )
         self.mask_dense = mask
 
     @property
     def torch_dtype(self) -> torch.dtype:
         return parse_dtype(self.dtype)
+
+    @property
+    def vocab(self) -> int:
+        """The model's vocabulary: :data:`VOCAB`, the encoder's :data:`ENCODER_VOCAB`."""
+        return ENCODER_VOCAB if self.architecture == "encoder" else VOCAB
 
 
 class Block(nn.Module):
@@ -196,19 +246,19 @@ class Block(nn.Module):
 
 
 class ByteLM(nn.Module):
-    """The decoder LM of the module docstring. ids: int64 [b, n] -> logits [b, n, v]."""
+    """The decoder or encoder LM of the module docstring. ids: int64 [b, n] -> logits [b, n, v]."""
 
     def __init__(self, config: TrajectoryConfig, generator: torch.Generator) -> None:
         super().__init__()
         c, dtype = config, config.torch_dtype
         spec = VARIANTS[c.variant]
-        self.embed = nn.Parameter(gaussian((VOCAB, c.d), generator).to(dtype))
+        self.embed = nn.Parameter(gaussian((c.vocab, c.d), generator).to(dtype))
         self.position = nn.Parameter(gaussian((c.tokens, c.d), generator).to(dtype))
         self.blocks = nn.ModuleList(
             Block(spec, c.d, c.heads, c.mask_dense, generator, dtype) for _ in range(c.layers)
         )
         self.final_norm = spec.placement == "pre" and spec.norm != "none"
-        self.unembed = nn.Parameter(gaussian((c.d, VOCAB), generator, 1.0 / math.sqrt(c.d)).to(dtype))
+        self.unembed = nn.Parameter(gaussian((c.d, c.vocab), generator, 1.0 / math.sqrt(c.d)).to(dtype))
 
     def forward(self, ids: Tensor) -> Tensor:
         x = self.embed[ids] + self.position[: ids.shape[1]]
@@ -241,6 +291,32 @@ def excerpts(ids: Tensor, samples: int, tokens: int, generator: torch.Generator)
     return torch.cat([torch.full((samples, 1), START_TOKEN, dtype=torch.long), rows], dim=1)
 
 
+def masked_positions(samples: int, tokens: int, rate: float, generator: torch.Generator) -> Tensor:
+    """The encoder's masked positions: bool [samples, tokens], each position ``i >= 1`` True with
+    probability ``rate`` (one uniform draw per position from ``generator``); in a batch where none is,
+    the position ``i >= 1`` of sample 0 with the least draw is, so a batch always has a target."""
+    draw = torch.rand(samples, tokens, generator=generator)
+    chosen = draw < rate
+    chosen[:, 0] = False  # the start token stays: it is the encoder's [CLS]
+    if not bool(chosen.any()):
+        chosen[0, 1 + int(draw[0, 1:].argmin())] = True
+    return chosen
+
+
+def training_pair(ids: Tensor, config: TrajectoryConfig, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """(inputs, targets) of excerpts ``ids [b, tokens + 1]`` (:func:`excerpts`): the decoder's
+    ``ids[:, :-1]`` and ``ids[:, 1:]``; the encoder's ``ids[:, :-1]`` with ``[MASK]`` at
+    :func:`masked_positions` (drawn from ``generator``) and the original bytes there as targets
+    (:data:`IGNORED` elsewhere). Both int64 [b, tokens]."""
+    clean = ids[:, :-1]
+    if config.architecture == "decoder":
+        return clean, ids[:, 1:]
+    assert config.mask_rate is not None  # set on construction for an encoder
+    chosen = masked_positions(clean.shape[0], clean.shape[1], config.mask_rate, generator)
+    inputs = clean.masked_fill(chosen, MASK_TOKEN)
+    return inputs, clean.masked_fill(~chosen, IGNORED)
+
+
 def learning_rate(step: int, config: TrajectoryConfig) -> float:
     """``lr min(1, step / warmup)`` at optimiser step ``step`` (1-based; no warm-up: ``lr``)."""
     return config.lr if config.warmup == 0 else config.lr * min(1.0, step / config.warmup)
@@ -251,7 +327,8 @@ class Trajectory:
     """A run's telemetry: ``frame`` (tidy, :data:`rankcollapse.monitor.outputs.COLUMNS`: ``step, layer,
     hidden_state, hook, metric, value``), ``loss`` (per probe step: ``train_loss``, the mean training
     loss of the steps since the previous probe (NaN at step 0), and ``probe_loss`` on the held-out
-    probe), the ``config``, the ``probe`` ids [probe, tokens] and the trained ``model``."""
+    probe), the ``config``, the ``probe`` ids [probe, tokens] the monitor measures (clean excerpts) and
+    the trained ``model``."""
 
     frame: Any
     loss: Any
@@ -286,8 +363,10 @@ def train_trajectory(
     try:
         w_gen, b_gen = _seeds(c.seed)
         model = ByteLM(c, w_gen)
-        probe_full = excerpts(held, c.probe, c.tokens, torch.Generator().manual_seed(c.probe_seed))
+        probe_gen = torch.Generator().manual_seed(c.probe_seed)
+        probe_full = excerpts(held, c.probe, c.tokens, probe_gen)
         probe = probe_full[:, :-1]
+        probe_pair = training_pair(probe_full, c, probe_gen)
         opt = torch.optim.AdamW(model.parameters(), lr=learning_rate(1, c), weight_decay=c.weight_decay)
         monitor = Monitor(every=c.every, probe=probe, metrics=TRAJECTORY_METRICS, diagnostics=True,
                           metric_threads=c.threads)
@@ -296,17 +375,17 @@ def train_trajectory(
 
         def probed(step: int) -> None:
             with torch.no_grad():
-                held_loss = float(_loss(model, probe_full))
+                held_loss = float(_loss(model, probe_pair))
             train = sum(running) / len(running) if running else math.nan
             losses.append({"step": step, "train_loss": train, "probe_loss": held_loss})
             running.clear()
             if on_probe is not None:
                 on_probe(step)
 
-        monitor.measure(model, step=0)
+        monitor.safe_measure(model, step=0)  # a probe that fails is one line; the training goes on
         probed(0)
         for step in range(1, c.steps + 1):
-            batch = excerpts(train_ids, c.batch, c.tokens, b_gen)
+            batch = training_pair(excerpts(train_ids, c.batch, c.tokens, b_gen), c, b_gen)
             for group in opt.param_groups:
                 group["lr"] = learning_rate(step, c)
             loss = _loss(model, batch)
@@ -323,11 +402,23 @@ def train_trajectory(
     return Trajectory(monitor.to_frame(), pd.DataFrame(losses), c, probe, model, list(monitor.failures))
 
 
-def _loss(model: ByteLM, ids: Tensor) -> Tensor:
-    """Mean next-token cross-entropy (nats) of ``ids [b, n + 1]`` (inputs ``ids[:, :-1]``, targets
-    ``ids[:, 1:]``)."""
-    logits = model(ids[:, :-1])
-    return nn.functional.cross_entropy(logits.reshape(-1, VOCAB).float(), ids[:, 1:].reshape(-1))
+def _loss(model: ByteLM, pair: tuple[Tensor, Tensor]) -> Tensor:
+    """Mean cross-entropy (nats) of the model on ``(inputs, targets)`` [b, n] each (:func:`training_pair`),
+    over the targets that are not :data:`IGNORED`."""
+    inputs, targets = pair
+    logits = model(inputs)
+    flat = logits.reshape(-1, logits.shape[-1]).float()
+    return nn.functional.cross_entropy(flat, targets.reshape(-1), ignore_index=IGNORED)
 
 
-__all__ = ["VARIANTS", "Block", "ByteLM", "Trajectory", "TrajectoryConfig", "train_trajectory"]
+__all__ = [
+    "ARCHITECTURES",
+    "VARIANTS",
+    "Block",
+    "ByteLM",
+    "Trajectory",
+    "TrajectoryConfig",
+    "masked_positions",
+    "train_trajectory",
+    "training_pair",
+]

@@ -157,6 +157,44 @@ GLOSSARY: dict[str, str] = {
     "stable direction (only unstable and neutral ones) is not a saddle",
     "red segment": "the arc of token 2's starts (token 1 at (0, 1)) that converges to B: Fig. 1's red arc",
     "meet": "both tokens end at the same point (mu_rel below the floor): the pair collapsed",
+    # collapse while it trains (the story training)
+    "effective rank": "exp(H(p)) of a sample's singular values s_k, p_k = s_k / sum_k s_k, H(p) = -sum_k p_k "
+    "log p_k (Roy & Vetterli 2007): 1 for rank one, min(N, d) when all singular values are equal; the "
+    "mean over the probe's excerpts",
+    "RankMe": "the effective rank of a representation (Garrido et al. 2023), as arXiv 2509.23024 tracks it "
+    "over Pythia/OLMo checkpoints; here the effective rank of the last layer's hidden state, one layer only",
+    "alpha-ReQ": "the decay exponent alpha of a representation's eigenspectrum (sigma_k ~ k^-alpha; Agrawal "
+    "et al. 2022), the source's second measure of its phases; not measured here",
+    "mean |cos|": "the anisotropy of a sample, 1 / (N (N - 1)) sum over i != j of |cos(x_i, x_j)| (a zero "
+    "token counts 0): 1 when every token points along one line; the mean over the probe's excerpts",
+    "sink rate": "the share of heads whose mean attention on the first token (over the queries) exceeds 0.3 "
+    "(Gu et al.'s threshold), averaged over the probe's excerpts and, for a model's sink rate, over its "
+    "layers",
+    "sink onset": "a network's first probe step at which the model's sink rate reaches onset_level (never: "
+    "no onset); the row compares the mean over networks with the window onset_lo..onset_hi steps",
+    "warm-up": "the first warmup training steps, over which the learning rate rises linearly from 0 to lr "
+    "(lr min(1, step / warmup)); the dotted line in the training figure",
+    "phases": "an early collapse, then an expansion, then a compression of a metric r over training "
+    "(arXiv 2509.23024); judged on the last layer's effective rank, each phase a log ratio beyond phase_min "
+    "for sure",
+    "early collapse / warm-up collapse": "the first phase: log(r(t_min) / r(0)) < 0, with t_min the probe of "
+    "least r up to early_factor x warmup steps (the collapse of the random init in the warm-up)",
+    "expand / compress": "the later phases: expand = log(r(t_peak) / r(t_min)), t_peak the probe of largest "
+    "r after t_min; compress = log(r(T) / r(t_peak)) at the last probe T. A short run that shows neither is "
+    "not testable, never refuted",
+    "log(v(T) / v(0))": "the log ratio of a metric of the last layer at the last probe T to its value at "
+    "initialisation (step 0), per network ('trained / init'); moved = outside ±move_min for sure",
+    "probe": "the fixed held-out batch (probe excerpts from the corpus's tail, the same for every network) "
+    "that the monitor measures at step 0 and every `every` training steps, without the [MASK] token",
+    "post-ln / pre-ln / no-ln / no-skip": "the training story's blocks: LN(X + Attn(X)) then LN(Y + MLP(Y)) "
+    "(BERT's); X + Attn(LN(X)) then Y + MLP(LN(Y)) (GPT-2's); X + Attn(X) then Y + MLP(Y); LN(Attn(X)) "
+    "then LN(MLP(Y)) (post-LN without skips)",
+    "masked-language modelling": "the encoder's objective (BERT's, without its 80/10/10 split): each "
+    "position after the start token is replaced by [MASK] with probability mask_rate and the loss is the "
+    "cross-entropy of the original byte there only; the decoder's is next-byte prediction",
+    "not testable": "a cause: the statement's precondition fails in this setting, so it cannot speak to it "
+    "(a SAN that does not collapse; a training run that ends before the statement's window, a sink "
+    "present at step 0, a phase reported over long pretraining); the row says what would test it",
 }
 
 

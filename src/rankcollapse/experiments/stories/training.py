@@ -1,18 +1,20 @@
 """Collapse while it trains (issue 29, ours): what training does to the collapse of the random init.
 
-The paper's §5 compares random initialisation with pretrained weights: two points of one trajectory.
-Here small byte-level decoder LMs (``rankcollapse.monitor.trajectory``: post-LN, pre-LN, no-LN and
-no-skip blocks under a causal and a sliding-window mask) are trained from random init, several
-networks (seeds) per condition, and probed by ``rankcollapse.monitor.Monitor`` at step 0 and every
-``every`` steps on one held-out batch. The setting is ours in every arm; the statements come from the
-paper's §5, Gu et al. (ICLR 2025) and arXiv 2509.23024 (both known here from FOLLOWUPS.md, [abstract /
-2nd-hand]).
+The paper's §5 compares random initialisation with pretrained weights (BERT's and GPT-2's): two points
+of one trajectory. Here small byte-level LMs (``rankcollapse.monitor.trajectory``: post-LN, pre-LN, no-LN
+and no-skip blocks) are trained from random init, several networks (seeds) per condition, and probed by
+``rankcollapse.monitor.Monitor`` at step 0 and every ``every`` steps on one held-out batch. Two arms:
+``trained``, decoders (next-byte prediction) under a causal and a sliding-window mask; ``encoder``,
+encoders (masked-language modelling, BERT's objective) under the complete mask. The setting is ours in
+every arm; the statements come from the paper's §5, Gu et al. (ICLR 2025) and arXiv 2509.23024 (both
+known here from FOLLOWUPS.md, [abstract / 2nd-hand]).
 
 Statements, each judged per block variant over the networks (``kit.trajectories``):
 
 - ``training_moves``: the last layer's ``mu_rel``, effective rank and mean ``|cos|`` end away from their
   values at initialisation (``moved_from_init``: the mean log ratio over networks outside
-  ``±move_min`` for sure);
+  ``±move_min`` for sure); judged for the decoders and for the encoders (the paper's contrast is
+  BERT's as well as GPT-2's), a row each per block variant;
 - ``sink_window``: first-token sinks appear between roughly 1k and 2k steps (``onset_in_window`` on the
   first probe where the model's sink rate reaches ``onset_level``; causal mask only: a window of ``W + 1``
   tokens bounds the first-token attention averaged over queries by ``(W + 1) / n``). Steps of a small
@@ -20,6 +22,10 @@ Statements, each judged per block variant over the networks (``kit.trajectories`
 - ``phases``: the representation collapses early (in the warm-up), then expands, then compresses
   (``phases`` on the last layer's effective rank, the RankMe of one layer): a compression not seen in a
   short run is never read as refuted.
+
+``sink_window`` and ``phases`` are judged on the decoders only: both sources measured decoder LMs
+(Gu et al.'s small LMs, Pythia and OLMo), and an encoder's positions carry no "first" token in the
+causal sense. The encoder's curves are in the figure beside the decoders'.
 
 The task adapter :func:`train_trajectories` calls the measurement and reshapes its rows (it measures
 nothing itself); every setting comes from ``training.yaml``.
@@ -66,9 +72,11 @@ STATEMENTS = (
     Statement(
         "training_moves",
         "Training moves the last layer's mu_rel, effective rank and mean |cos| away from the values the "
-        "random initialisation gives (the paper's random-init vs pretrained contrast, as one trajectory)",
-        "the paper §5 (random init against pretrained weights); the trajectory is ours",
-        "per variant, for each mask and each of mu_rel, effective rank, mean |cos| of the last layer: the "
+        "random initialisation gives (the paper's random-init vs pretrained contrast, as one trajectory), "
+        "in a decoder and in an encoder",
+        "the paper §5 (random init against pretrained BERT and GPT-2); the trajectory is ours",
+        "per model (decoder; encoder: 'encoder: <variant>') and variant, for each mask and each of mu_rel, "
+        "effective rank, mean |cos| of the last layer: the "
         "mean over networks of log(v(T) / v(0)) outside +-move_min for sure -> confirmed; inside for sure "
         "(it stayed) -> refuted (kit.trajectories.moved_from_init, Bonferroni over the conditions)",
         ours=True,
@@ -145,7 +153,10 @@ def train_cost(params: dict[str, Any]) -> float:
     return STEP_UNIT_S * per * width * float(params.get("steps", 300)) + 1.0
 
 
-ARMS = (Arm("trained", Task(train_trajectories, cost_s=train_cost), extension=True),)
+ARMS = (
+    Arm("trained", Task(train_trajectories, cost_s=train_cost), extension=True),
+    Arm("encoder", Task(train_trajectories, cost_s=train_cost), extension=True),
+)
 
 
 # --- reading the runs ------------------------------------------------------------------------------
@@ -171,16 +182,39 @@ def _base(data: Data, key: str) -> Any:
     return data.exp.base[key]
 
 
+def _encoder(data: Data) -> bool:
+    return data.exp.base.get("architecture", "decoder") == "encoder"
+
+
 def _span(data: Data) -> str:
     b = data.exp.base
+    model = "byte-level encoder (masked-language modelling)" if _encoder(data) else "byte-level LM"
     return (
-        f"{b['steps']} steps of a byte-level LM with d = {b['d']}, {b['layers']} layers, {b['batch']} x "
+        f"{b['steps']} steps of a {model} with d = {b['d']}, {b['layers']} layers, {b['batch']} x "
         f"{b['tokens']} tokens per step, warm-up {b['warmup']} steps"
     )
 
 
-def _scope(data: Data) -> str:
-    return f"tested on {_span(data)}: its steps are not the published models' (other widths, batches, rates)"
+def paper_profile_cost() -> str:
+    """What the ``paper`` profile of the decoder arm needs: its steps, runs and estimated CPU time
+    (``train_cost`` summed over its runs); it alone reaches the sink statement's window."""
+    from rankcollapse.experiments.stories import load_experiments
+
+    (exp,) = load_experiments("paper", [f"{STORY_NAME}.trained"])
+    runs = exp.runs()
+    cpu = sum(float(exp.cost_s(r) or 0.0) for r in runs)
+    return (
+        f"reproduce --profile paper --only {STORY_NAME}.trained trains {exp.base['steps']} steps: "
+        f"{len(runs)} runs, about {cpu / 3600:.0f} CPU-hours by the estimate "
+        f"({cpu / len(runs) / 60:.0f} CPU-min a run)"
+    )
+
+
+def _scope(data: Data, th: Thresholds) -> str:
+    scope = f"tested on {_span(data)}: its steps are not the published models' (other widths, batches, rates)"
+    if int(_base(data, "steps")) < th["onset_hi"]:
+        scope += f"; {paper_profile_cost()}"
+    return scope
 
 
 def _causal(masks: list[str]) -> list[str]:
@@ -205,25 +239,29 @@ def _row(statement: Statement, data: Data, th: Thresholds, j: Any, variant: str,
     )
 
 
-def _variant_rows(data: Data, th: Thresholds, variant: str, frame: pd.DataFrame) -> list[Claim]:
-    """The three rows of one block variant (module docstring)."""
+def _moved_row(data: Data, th: Thresholds, qualifier: str, frame: pd.DataFrame) -> Claim:
+    """The ``training_moves`` row of one model and block variant (module docstring)."""
     masks, last = _masks(data, frame), _last_layer(frame)
-    early = float(_base(data, "warmup"))
     moved = {
         f"{mask}, {metric}": tr.log_ratio(tr.series(frame[frame["mask"] == mask], metric, last))
         for mask in masks
         for metric in MOVED
     }
+    j = judged(lambda t: tr.moved_from_init(moved, t), th)
+    return _row(STATEMENTS[0], data, th, j, qualifier, frame, f"last layer (t = {last}), trained / init")
+
+
+def _variant_rows(data: Data, th: Thresholds, variant: str, frame: pd.DataFrame) -> list[Claim]:
+    """The three rows of one decoder block variant (module docstring)."""
+    masks, last = _masks(data, frame), _last_layer(frame)
+    early = float(_base(data, "warmup"))
     rank = {m: tr.series(frame[frame["mask"] == m], "effective_rank", last) for m in masks}
     span = _span(data)
-    out = [
-        _row(STATEMENTS[0], data, th, judged(lambda t: tr.moved_from_init(moved, t), th), variant, frame,
-             f"last layer (t = {last}), trained / init")
-    ]
+    out = [_moved_row(data, th, variant, frame)]
     causal = frame[frame["mask"].isin(_causal(masks))]
     if not causal.empty:
         sink = {"causal": tr.series(causal, "sink_rate")}
-        j = judged(lambda t: tr.onset_in_window(sink, t, _scope(data)), th)
+        j = judged(lambda t: tr.onset_in_window(sink, t, _scope(data, t)), th)
         out.append(_row(STATEMENTS[1], data, th, j, variant, causal, "sink onset (the model's sink rate)"))
 
     def phase_rule(t: Thresholds) -> Any:
@@ -235,31 +273,42 @@ def _variant_rows(data: Data, th: Thresholds, variant: str, frame: pd.DataFrame)
     return out
 
 
+#: The encoder's rows are named ``encoder: <variant>``.
+ENCODER = "encoder"
+
+
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of(STORY_NAME, sd.verdict, sd.ranges)
+    out: list[Claim] = []
     data = sd.arm("trained")
-    if data is None:
-        return []
-    return [c for variant, frame in _frames(data).items() for c in _variant_rows(data, th, variant, frame)]
+    if data is not None:
+        for variant, frame in _frames(data).items():
+            out += _variant_rows(data, th, variant, frame)
+    enc = sd.arm(ENCODER)
+    if enc is not None:
+        out += [_moved_row(enc, th, f"{ENCODER}: {v}", frame) for v, frame in _frames(enc).items()]
+    return out
 
 
 # --- the figure and the headlines -------------------------------------------------------------------
 
 
-def _curves(data: Data) -> pd.DataFrame:
-    """Per variant, mask, metric and step: mean over networks and its interval (``mean ± z se``)."""
+def _curves(data: Data, model: str = "") -> pd.DataFrame:
+    """Per variant, mask, metric and step: mean over networks and its interval (``mean ± z se``);
+    ``model``: written before the mask (``encoder, complete``), so each model's masks are lines apart."""
     out = []
     for variant, frame in _frames(data).items():
         last = _last_layer(frame)
         for mask in _masks(data, frame):
             sub = frame[frame["mask"] == mask]
+            line = f"{model}, {mask}" if model else mask
             for metric in SHOWN:
                 s = tr.series(sub, metric, None if metric == "sink_rate" else last)
                 mean, lo, hi = s.mean_interval()
                 low, high = RANGE[metric]  # the band is drawn inside the metric's own range
                 lo, hi = np.clip(lo, low, high), np.clip(hi, low, high)
                 out += [
-                    {"variant": variant, "mask": mask, "metric": metric, "step": int(step), "mean": m,
+                    {"variant": variant, "mask": line, "metric": metric, "step": int(step), "mean": m,
                      "lo": a, "hi": b, "networks": s.n}
                     for step, m, a, b in zip(s.steps, mean, lo, hi, strict=True)
                 ]
@@ -267,9 +316,13 @@ def _curves(data: Data) -> pd.DataFrame:
 
 
 def _trained(sd: StoryData) -> tuple[Any, pd.DataFrame]:
-    """The trained arm's data and its curve table (an empty table without the arm)."""
-    data = sd.arm("trained")
-    return data, pd.DataFrame() if data is None else _curves(data)
+    """The decoder arm's data and the curve table of both arms (the encoder's lines ``encoder, <mask>``;
+    an empty table without the decoder arm)."""
+    data, enc = sd.arm("trained"), sd.arm(ENCODER)
+    if data is None:
+        return data, pd.DataFrame()
+    tables = [_curves(data)] + ([] if enc is None else [_curves(enc, ENCODER)])
+    return data, pd.concat(tables, ignore_index=True)
 
 
 def figures(sd: StoryData) -> list[FigureSpec]:
@@ -309,15 +362,20 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         f"0.3. Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
         f"{_base(data, 'tokens')} by construction."
     )
+    enc = sd.arm(ENCODER)
+    if enc is not None:
+        caption += (
+            f" The lines 'encoder, <mask>' are byte-level encoders trained by masked-language modelling "
+            f"({_span(enc)}; {_base(enc, 'mask_rate'):g} of the positions masked), on the same probe."
+        )
     return [FigureSpec(FIGURE, fig, table, caption)]
 
 
-def headlines(sd: StoryData) -> list[str]:
-    data, table = _trained(sd)
-    if data is None or table.empty:
-        return []
+def _moves(table: pd.DataFrame, line: str) -> list[str]:
+    """Per variant of the curve table's ``line`` (a mask, or ``encoder, <mask>``): ``variant: metric
+    init -> end`` for each metric of :data:`MOVED` (means over networks)."""
     bits = []
-    for variant, g in table[(table["mask"] == "causal") & (table["metric"].isin(MOVED))].groupby(
+    for variant, g in table[(table["mask"] == line) & (table["metric"].isin(MOVED))].groupby(
         "variant", sort=False
     ):
         shown = []
@@ -326,6 +384,14 @@ def headlines(sd: StoryData) -> list[str]:
             if not m.empty:
                 shown.append(f"{metric} {m['mean'].iloc[0]:.3g} -> {m['mean'].iloc[-1]:.3g}")
         bits.append(f"{variant}: {', '.join(shown)}")
+    return bits
+
+
+def headlines(sd: StoryData) -> list[str]:
+    data, table = _trained(sd)
+    if data is None or table.empty:
+        return []
+    bits = _moves(table, "causal")
     steps = int(table["step"].max())
     early = float(sd.verdict["early_factor"]) * float(_base(data, "warmup"))
     dips = []
@@ -347,6 +413,11 @@ def headlines(sd: StoryData) -> list[str]:
         f"Largest sink rate over training (causal): {sinks}.",
         f"Last layer's effective rank at init -> its least value up to step {early:g} -> the end (causal, "
         f"mean over networks): {'; '.join(dips)}.",
+    ] + [
+        f"Encoders trained by masked-language modelling ({line}, last layer, mean over networks): "
+        + "; ".join(_moves(table, line)) + "."
+        for line in dict.fromkeys(table["mask"])
+        if line.startswith(f"{ENCODER}, ")
     ]
 
 
