@@ -217,7 +217,7 @@ def claims(sd):
     out = []
     for arm, data, label, _, frame in arm_models(sd, ("main",), "curve"):
         masks = list(dict.fromkeys(frame["mask"]))
-        curves = by_label(curves_by(frame, "effective_rank", ["variant", "mask"]), "attn", masks, ["float64"])
+        curves = by_label(curves_by(frame, "effective_rank", ["mode", "mask"]), "attn", masks, ["float64"])
         j = judged(lambda t: rules.san_collapse(curves, t), th)
         out.append(model_row("erank", STATEMENTS[0], data, th, j, None, frame, qualifier=arm, figure=""))
     return out

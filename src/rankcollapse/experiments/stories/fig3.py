@@ -68,14 +68,14 @@ def dqk_words(d: float) -> str:
 def per_mask(curves: dict[tuple, Curve], masks: list[str], dtype: str) -> dict[str, dict[float, Curve]]:
     """``{mask: {d_qk: Curve}}`` of the SAN in one dtype (masks with at least two d_qk values)."""
     out: dict[str, dict[float, Curve]] = {}
-    for (variant, mask, d, dt), c in curves.items():
-        if variant == "attn" and dt == dtype and mask in masks:
+    for (mode, mask, d, dt), c in curves.items():
+        if mode == "attn" and dt == dtype and mask in masks:
             out.setdefault(mask, {})[float(d)] = c
     return {m: out[m] for m in masks if m in out and len(out[m]) >= 2}
 
 
 ARM_ORDER = ("paper", "gaussian_san")
-KEYS = ["variant", "mask", "d_qk"]
+KEYS = ["mode", "mask", "d_qk"]
 
 
 def _stem(arm: str, pretrained: bool, label: str) -> str:

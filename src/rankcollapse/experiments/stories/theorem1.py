@@ -70,7 +70,7 @@ def _center(data: Data) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _curves(data: Data, runs: pd.DataFrame, q: str) -> dict[str, Curve]:
     frame = rows_of(data, "curve")
     frame = frame[frame["run_id"].isin(set(runs["run_id"]))]
-    return {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, q, ["variant", "mask"]).items()}
+    return {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, q, ["mode", "mask"]).items()}
 
 
 def pre_floor_rate(c: Curve) -> float:
