@@ -85,6 +85,8 @@ _TABLE: tuple[Quantity, ...] = (
     _q("d", "--d", "d", "features d", "d", "features per token, the columns of X"),
     _q("layers", "--layers", None, "depth L", "L",
        "depth: the layers applied, X(0) .. X(L)", aliases=("--steps",), stored=("steps",)),
+    _q("model_layers", None, None, "the model's layers", "model L",
+       "the model's own depth: the layers it has (a run's layers cycle them past it)", stored=("n_layers",)),
     _q("layer", None, "layer", "layer t", "t",
        "the index t of a hidden state X(t): 0 is the input (a model's embeddings), t after t layers"),
     _q("mode", "--mode", "mode", "block", "mode",

@@ -280,8 +280,8 @@ def moving_token1(
         "w": cx.w,
         "token1_start": list(token1),
         "token1_limit": list(lim),
-        "steps": steps,
-        "token1_distance_after_steps": t1_dist,
+        "layers": steps,
+        "token1_distance_after_layers": t1_dist,
         "share_to_B_measured": float(at_b.double().mean()),
         "share_to_B_if_token1_converged": (red[1] - red[0]) / TWO_PI,
         "arcs_to_B_measured": runs,
@@ -351,7 +351,7 @@ def paper_measurements(
         "noln_token_distance": float(torch.linalg.vector_norm(noln[:, 0] - noln[:, 1], dim=-1).max()),
         "moving_share_to_B": moving["share_to_B_measured"],
         "moving_arcs": str(moving["arcs_to_B_measured"]),
-        "moving_token1_distance": moving["token1_distance_after_steps"],
+        "moving_token1_distance": moving["token1_distance_after_layers"],
         "source": "paper (W_V = [[1, w], [0, 1]], W_Q = W_K = 0)",
     }
     return rows, summary
