@@ -11,7 +11,7 @@ import pytest
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.engine.store import collect_table
-from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline import ReproduceConfig, reproduce
 
 
 def _as_an_earlier_release(out) -> list:
@@ -37,14 +37,15 @@ def _as_an_earlier_release(out) -> list:
 
 def test_a_folder_whose_run_files_say_variant_is_resumed_not_recomputed_and_judged_the_same(tmp_path):
     out = tmp_path / "out"
-    first = reproduce(out, profile="tiny", only=["theorem1"], workers=1, progress=False)
+    config = ReproduceConfig(out, profile="tiny", only=["theorem1"], workers=1, progress=False)
+    first = reproduce(config)
     assert first.sweep.failed == 0 and first.sweep.finished == first.sweep.total > 0
     claims_csv, claims_json = (out / "claims.csv").read_bytes(), (out / "claims.json").read_bytes()
     old = _as_an_earlier_release(out)
     assert old, "the curve rows name the block assembly by the table's column, mode"
     stamps = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in old}
 
-    again = reproduce(out, profile="tiny", only=["theorem1"], workers=1, progress=False)
+    again = reproduce(config)
 
     assert again.sweep.finished == 0 and again.sweep.skipped == again.sweep.total == first.sweep.total
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in old} == stamps  # not recomputed

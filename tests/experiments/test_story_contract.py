@@ -11,7 +11,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.contract.story import Arm, Statement, Story, discover_stories
 from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.stories import all_stories, load_experiments
-from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline import ReproduceConfig, reproduce
 
 #: A whole story, written with the engine and the kit only: a statement judged from a curve by a kit
 #: rule, and a second statement no row judges (the engine writes its no-data row).
@@ -71,7 +71,8 @@ def test_a_module_and_a_yaml_are_a_whole_story_judged_with_the_kit(package, tmp_
     (folder / "_helpers.py").write_text("X = 1\n")  # helpers are not stories
     found = discover_stories(name)
     assert list(found) == ["toy_story"]
-    result = reproduce(tmp_path / "out", profile="full", workers=1, progress=False, stories=found)
+    config = ReproduceConfig(tmp_path / "out", profile="full", workers=1, progress=False)
+    result = reproduce(config, stories=found)
     rows = {c.id: c for c in result.claims}
     assert (
         rows["toy_story.falls"].verdict == "reproduced" and rows["toy_story.falls"].origin == "paper setting"
@@ -142,7 +143,8 @@ def test_a_custom_config_names_a_task_and_unknown_tasks_are_refused(tmp_path):
         "title: t\ntask: toy\nbase: {layers: 2, rate: 0.5}\ngrid: {seed: [0, 1]}\n"
     )
     exps = load_experiments("full", folder=tmp_path)
-    result = reproduce(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False)
+    config = ReproduceConfig(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False)
+    result = reproduce(config)
     assert [e.name for e in exps] == ["mine"] and result.sweep.finished == 2 and result.claims == []
     (tmp_path / "bad.yaml").write_text("title: t\ntask: nope\nbase: {}\ngrid: {seed: [0]}\n")
     with pytest.raises(RankCollapseError, match=r"unknown task 'nope'; allowed: .*simulate"):
@@ -240,9 +242,8 @@ def test_a_claim_on_a_quantity_the_kit_never_saw_is_one_story_and_its_yaml(packa
     name, folder = package
     (folder / "erank.py").write_text(textwrap.dedent(_NEW_QUANTITY))
     (folder / "erank.yaml").write_text(textwrap.dedent(_NEW_QUANTITY_YAML))
-    result = reproduce(
-        tmp_path / "out", profile="full", workers=1, progress=False, stories=discover_stories(name)
-    )
+    config = ReproduceConfig(tmp_path / "out", profile="full", workers=1, progress=False)
+    result = reproduce(config, stories=discover_stories(name))
     row = next(c for c in result.claims if c.id == "erank.erank_falls[main]")
     assert row.n == 3 and row.unit == "networks" and "effective_rank" not in row.verdict
     assert row.as_plotted in ("reproduced", "not reproduced", "inconclusive") and row.evidence
