@@ -9,6 +9,7 @@ import pytest
 from experiments.story_run import story_package
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.contract.story import Arm, Statement, Story, discover_stories
+from rankcollapse.experiments.contract.verdicts import MAIN_PAPER
 from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.stories import all_stories, load_experiments
 from rankcollapse.pipeline import ReproduceConfig, reproduce
@@ -128,6 +129,42 @@ def test_the_contract_declares_what_stories_used_to_bolt_on():
     exp = load_experiments("quick", ["fig9"])[0]
     spec = exp.runs()[0]
     assert exp.cost_s(spec) > 0 and spec.facts == (exp.task_info.identity_facts(spec.params) or {})
+
+
+_DECLARED = """
+from rankcollapse.experiments.contract.story import Arm, Statement, story_here
+from rankcollapse.experiments.engine.tasks import Task, toy
+
+PAPER = "2502.01951"
+STATEMENTS = (Statement("s", "a follow-up's statement", "Wu et al. §1", "none"),)
+ARMS = (Arm("main", Task(toy)),)
+
+
+def claims(sd):
+    return []
+
+
+def headlines(sd):
+    return ["a finding"]
+
+
+STORY = story_here(__name__)
+"""
+
+
+def test_a_story_declares_only_what_differs_and_story_here_fills_the_rest(package):
+    name, folder = package
+    (folder / "follow.py").write_text(_DECLARED)
+    (folder / "follow.yaml").write_text(textwrap.dedent(_YAML))
+    story = discover_stories(name)["follow"].story
+    assert (story.name, story.paper, [s.key for s in story.statements]) == ("follow", "2502.01951", ["s"])
+    assert story.headlines(None) == ["a finding"] and story.figures(None) == []  # figures: none declared
+    (folder / "nopaper.py").write_text(_DECLARED.replace('PAPER = "2502.01951"\n', ""))
+    (folder / "nopaper.yaml").write_text(textwrap.dedent(_YAML))
+    assert discover_stories(name)["nopaper"].story.paper == MAIN_PAPER
+    (folder / "noarms.py").write_text(_DECLARED.replace("ARMS = (", "_ARMS = ("))
+    with pytest.raises(RankCollapseError, match=r"story module .*noarms defines no ARMS"):
+        discover_stories(name)
 
 
 def test_every_bundled_story_has_its_yaml_arms_and_statements():

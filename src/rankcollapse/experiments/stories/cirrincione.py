@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import notions, rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
@@ -403,12 +403,4 @@ def headlines(sd: StoryData) -> list[str]:
     ]
 
 
-STORY = Story(
-    name="cirrincione",
-    statements=STATEMENTS,
-    arms=ARMS,
-    claims=claims,
-    figures=figures,
-    headlines=headlines,
-    paper=PAPER,
-)
+STORY = story_here(__name__)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from rankcollapse.core.names import from_stored
 from rankcollapse.edge.validate import param_float, param_int
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit import rules
@@ -339,4 +339,4 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="fig1_fig5", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+STORY = story_here(__name__)

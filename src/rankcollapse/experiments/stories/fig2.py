@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Judged, judged, model_row
@@ -334,6 +334,4 @@ def headlines(sd: StoryData) -> list[str]:
     return out
 
 
-STORY = Story(
-    name="fig2", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
-)
+STORY = story_here(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
@@ -166,4 +166,4 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="fig3", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+STORY = story_here(__name__)

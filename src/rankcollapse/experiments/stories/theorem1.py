@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
@@ -278,6 +278,4 @@ def headlines(sd: StoryData) -> list[str]:
     ]
 
 
-STORY = Story(
-    name="theorem1", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
-)
+STORY = story_here(__name__)

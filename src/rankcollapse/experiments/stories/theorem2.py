@@ -17,7 +17,7 @@ import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge.validate import check_param, param_int
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit import rules
@@ -306,4 +306,4 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="theorem2", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+STORY = story_here(__name__)
