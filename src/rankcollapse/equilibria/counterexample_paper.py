@@ -53,14 +53,15 @@ TWO_PI = 2.0 * math.pi
 SOURCE = "paper (§4.3.1, App. E: W_V = [[1, w], [0, 1]], W_Q = W_K = 0)"
 
 
-def check_w(w: object) -> float:
-    """``w`` as a float, or RankCollapseError unless it is finite and ``> 1`` (the construction needs it)."""
+def check_w(w: object, needs: str = "the counterexample") -> float:
+    """``w`` as a float, or RankCollapseError unless it is finite and ``> 1`` (what ``needs`` it: the
+    counterexample's ``W_V = [[1, w], [0, 1]]``, Theorem 3's construction ``I + w J``)."""
     try:
         value = float(w)
     except (TypeError, ValueError):
         raise RankCollapseError(f"w must be a number > 1, got {quote(str(w), 40)}") from None
     if not math.isfinite(value) or value <= 1.0:
-        raise RankCollapseError(f"w must be finite and > 1 (the counterexample needs w > 1), got {value!r}")
+        raise RankCollapseError(f"w must be finite and > 1 ({needs} needs w > 1), got {value!r}")
     return value
 
 
