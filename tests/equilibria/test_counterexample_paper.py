@@ -112,7 +112,8 @@ def test_token1_not_converged_yet_shrinks_the_basin_of_b() -> None:
     m = moving_token1(2.0, token1=(0.6, 0.8), grid=360, steps=3000)
     assert m["share_to_B_if_token1_converged"] == pytest.approx(5 / 12)
     assert 0.1 < m["share_to_B_measured"] < m["share_to_B_if_token1_converged"]
-    assert m["token1_distance_after_steps"] == pytest.approx(1 / (2 * 3000), rel=0.05)
+    assert m["token1_distance_after_layers"] == pytest.approx(1 / (2 * 3000), rel=0.05)
+    assert m["layers"] == 3000 and "steps" not in m  # the depth under the names table's key
 
 
 @pytest.mark.parametrize("w", [1.0, 0.5, -3.0, float("nan"), float("inf"), "x"])

@@ -142,12 +142,14 @@ def test_nearby_starts_converge_algebraically_to_rank_one_or_leave() -> None:
     assert all(0 < c["share_returning"] < 1 for c in rank1)
     full = [c for e, c in zip(eqs, conv, strict=True) if e.rank == n]
     assert all(c["kind"] == "leaves" for c in full)
+    assert all(c["layers"] == 1000 and "steps" not in c for c in conv)  # the depth, as core.names names it
 
 
 def test_lemma13_invariant_set_keeps_rank_two() -> None:
     for d in (2, 3):
         r = lemma13(d, 4.0, samples=64, steps=800)
         assert r["samples"] == 64 and r["share_stays"] == 1.0 and r["share_rank2"] == 1.0
+        assert r["layers"] == 800 and "steps" not in r
 
 
 def test_f4_complete_mask_with_uniform_attention_only_has_rank_one() -> None:

@@ -15,7 +15,7 @@ from rankcollapse.experiments.engine.config import load_experiment
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 from rankcollapse.experiments.engine.store import RunStore
 from rankcollapse.experiments.engine.tasks import execute_run
-from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline import ReproduceConfig, reproduce
 from rankcollapse.pipeline.reproduce import print_estimate, with_execution
 
 SWEEP = """title: t
@@ -64,19 +64,22 @@ def test_a_profile_batch_size_is_an_execution_setting_not_a_param(tmp_path: Path
 def test_a_sweep_resumed_with_another_batch_size_skips_its_finished_runs(tmp_path: Path) -> None:
     config = _sweep(tmp_path / "cfg")
     out = tmp_path / "out"
-    first = reproduce(out, profile="full", config_dir=config, workers=1, progress=False, batch_size=1)
+    first = reproduce(ReproduceConfig(out, profile="full", config_dir=config, workers=1, progress=False,
+                                      batch_size=1))
     assert first.sweep.finished == 2 and first.sweep.failed == 0
     records = RunStore(out).records()
     assert [r["execution"] for r in records] == [{"device": "cpu", "batch_size": 1}] * 2
     assert all(r["summary"]["batch_size"] == 1 and r["summary"]["device"] == "cpu" for r in records)
     rows = (out / "runs.csv").read_text()
     again = reproduce(
-        out, profile="full", config_dir=config, workers=1, progress=False, batch_size=3, device="cpu"
+        ReproduceConfig(out, profile="full", config_dir=config, workers=1, progress=False, batch_size=3,
+                        device="cpu")
     )
     assert again.sweep.skipped == 2 and again.sweep.finished == 0
     assert [r["execution"] for r in RunStore(out).records()] == [{"device": "cpu", "batch_size": 1}] * 2
     fresh = reproduce(
-        tmp_path / "fresh", profile="full", config_dir=config, workers=1, progress=False, batch_size=3
+        ReproduceConfig(tmp_path / "fresh", profile="full", config_dir=config, workers=1, progress=False,
+                        batch_size=3)
     )
     assert fresh.sweep.finished == 2 and (tmp_path / "fresh" / "runs.csv").read_text() == rows  # bitwise
     record = json.loads(next((tmp_path / "fresh" / "runs" / "mine").glob("*.json")).read_text())
@@ -104,7 +107,8 @@ def test_a_task_that_cannot_use_a_device_refuses_it(monkeypatch: pytest.MonkeyPa
     )
     with pytest.raises(RankCollapseError, match="runs on the CPU only"):
         reproduce(
-            tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False, device="cuda"
+            ReproduceConfig(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False,
+                            device="cuda")
         )
     assert not (tmp_path / "out").exists()  # refused before anything is written
 

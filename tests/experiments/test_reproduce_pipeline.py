@@ -19,7 +19,7 @@ from rankcollapse.experiments.contract.verdicts import NA, Origin
 from rankcollapse.experiments.engine.config import PROFILES
 from rankcollapse.experiments.engine.store import collect_index, collect_table
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
-from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline import ReproduceConfig, reproduce
 from rankcollapse.pipeline.reproduce import _analyse
 
 #: What the tiny runs give (tiny:bert, 4 layers, N = 16, 4 samples; small simulations). Rows that read
@@ -196,7 +196,7 @@ FAST = ["theorem1", "theorem2", "fig1_fig5"]  # simulations and closed forms: se
 def tiny_all(tmp_path_factory):
     """The whole tiny profile from scratch, once for the module (in-process: one transformers import)."""
     out = tmp_path_factory.mktemp("reproduce_tiny")
-    return reproduce(out, profile="tiny", workers=1, progress=False)
+    return reproduce(ReproduceConfig(out, profile="tiny", workers=1, progress=False))
 
 
 def test_every_story_config_loads_in_every_profile_with_seeds():
@@ -221,7 +221,8 @@ def rederived(out, profile: str, names: list[str], tmp) -> dict[str, str]:
 
 
 def test_fast_stories_end_to_end_on_the_tiny_profile(tmp_path):
-    result = reproduce(tmp_path / "out", profile="tiny", only=FAST, workers=1, progress=False)
+    config = ReproduceConfig(tmp_path / "out", profile="tiny", only=FAST, workers=1, progress=False)
+    result = reproduce(config)
     assert result.sweep.failed == 0, result.sweep.failures
     assert {f.experiment for f in result.figures} == set(FAST)
     for fig in result.figures:
@@ -243,7 +244,7 @@ def test_fast_stories_end_to_end_on_the_tiny_profile(tmp_path):
 @pytest.mark.parametrize("name", STORIES)
 def test_only_each_story_gives_its_figures_and_verdicts(tiny_all, tmp_path, name):
     shutil.copytree(tiny_all.out_dir / "runs", tmp_path / "runs")  # resume from the module's runs
-    result = reproduce(tmp_path, profile="tiny", only=[name], workers=1, progress=False)
+    result = reproduce(ReproduceConfig(tmp_path, profile="tiny", only=[name], workers=1, progress=False))
     assert result.sweep.failed == 0, result.sweep.failures
     assert result.sweep.skipped == result.sweep.total  # resumed: the module fixture ran them all
     assert result.figures and result.claims, name

@@ -9,9 +9,10 @@ import pytest
 from experiments.story_run import story_package
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.contract.story import Arm, Statement, Story, discover_stories
+from rankcollapse.experiments.contract.verdicts import MAIN_PAPER
 from rankcollapse.experiments.engine.tasks import Task, toy
 from rankcollapse.experiments.stories import all_stories, load_experiments
-from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline import ReproduceConfig, reproduce
 
 #: A whole story, written with the engine and the kit only: a statement judged from a curve by a kit
 #: rule, and a second statement no row judges (the engine writes its no-data row).
@@ -71,7 +72,8 @@ def test_a_module_and_a_yaml_are_a_whole_story_judged_with_the_kit(package, tmp_
     (folder / "_helpers.py").write_text("X = 1\n")  # helpers are not stories
     found = discover_stories(name)
     assert list(found) == ["toy_story"]
-    result = reproduce(tmp_path / "out", profile="full", workers=1, progress=False, stories=found)
+    config = ReproduceConfig(tmp_path / "out", profile="full", workers=1, progress=False)
+    result = reproduce(config, stories=found)
     rows = {c.id: c for c in result.claims}
     assert (
         rows["toy_story.falls"].verdict == "reproduced" and rows["toy_story.falls"].origin == "paper setting"
@@ -129,6 +131,42 @@ def test_the_contract_declares_what_stories_used_to_bolt_on():
     assert exp.cost_s(spec) > 0 and spec.facts == (exp.task_info.identity_facts(spec.params) or {})
 
 
+_DECLARED = """
+from rankcollapse.experiments.contract.story import Arm, Statement, story_here
+from rankcollapse.experiments.engine.tasks import Task, toy
+
+PAPER = "2502.01951"
+STATEMENTS = (Statement("s", "a follow-up's statement", "Wu et al. §1", "none"),)
+ARMS = (Arm("main", Task(toy)),)
+
+
+def claims(sd):
+    return []
+
+
+def headlines(sd):
+    return ["a finding"]
+
+
+STORY = story_here(__name__)
+"""
+
+
+def test_a_story_declares_only_what_differs_and_story_here_fills_the_rest(package):
+    name, folder = package
+    (folder / "follow.py").write_text(_DECLARED)
+    (folder / "follow.yaml").write_text(textwrap.dedent(_YAML))
+    story = discover_stories(name)["follow"].story
+    assert (story.name, story.paper, [s.key for s in story.statements]) == ("follow", "2502.01951", ["s"])
+    assert story.headlines(None) == ["a finding"] and story.figures(None) == []  # figures: none declared
+    (folder / "nopaper.py").write_text(_DECLARED.replace('PAPER = "2502.01951"\n', ""))
+    (folder / "nopaper.yaml").write_text(textwrap.dedent(_YAML))
+    assert discover_stories(name)["nopaper"].story.paper == MAIN_PAPER
+    (folder / "noarms.py").write_text(_DECLARED.replace("ARMS = (", "_ARMS = ("))
+    with pytest.raises(RankCollapseError, match=r"story module .*noarms defines no ARMS"):
+        discover_stories(name)
+
+
 def test_every_bundled_story_has_its_yaml_arms_and_statements():
     for name, found in all_stories().items():
         exps = [e for e in load_experiments("quick") if e.story == name]
@@ -142,7 +180,8 @@ def test_a_custom_config_names_a_task_and_unknown_tasks_are_refused(tmp_path):
         "title: t\ntask: toy\nbase: {layers: 2, rate: 0.5}\ngrid: {seed: [0, 1]}\n"
     )
     exps = load_experiments("full", folder=tmp_path)
-    result = reproduce(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False)
+    config = ReproduceConfig(tmp_path / "out", profile="full", config_dir=tmp_path, workers=1, progress=False)
+    result = reproduce(config)
     assert [e.name for e in exps] == ["mine"] and result.sweep.finished == 2 and result.claims == []
     (tmp_path / "bad.yaml").write_text("title: t\ntask: nope\nbase: {}\ngrid: {seed: [0]}\n")
     with pytest.raises(RankCollapseError, match=r"unknown task 'nope'; allowed: .*simulate"):
@@ -217,7 +256,7 @@ def claims(sd):
     out = []
     for arm, data, label, _, frame in arm_models(sd, ("main",), "curve"):
         masks = list(dict.fromkeys(frame["mask"]))
-        curves = by_label(curves_by(frame, "effective_rank", ["variant", "mask"]), "attn", masks, ["float64"])
+        curves = by_label(curves_by(frame, "effective_rank", ["mode", "mask"]), "attn", masks, ["float64"])
         j = judged(lambda t: rules.san_collapse(curves, t), th)
         out.append(model_row("erank", STATEMENTS[0], data, th, j, None, frame, qualifier=arm, figure=""))
     return out
@@ -240,9 +279,8 @@ def test_a_claim_on_a_quantity_the_kit_never_saw_is_one_story_and_its_yaml(packa
     name, folder = package
     (folder / "erank.py").write_text(textwrap.dedent(_NEW_QUANTITY))
     (folder / "erank.yaml").write_text(textwrap.dedent(_NEW_QUANTITY_YAML))
-    result = reproduce(
-        tmp_path / "out", profile="full", workers=1, progress=False, stories=discover_stories(name)
-    )
+    config = ReproduceConfig(tmp_path / "out", profile="full", workers=1, progress=False)
+    result = reproduce(config, stories=discover_stories(name))
     row = next(c for c in result.claims if c.id == "erank.erank_falls[main]")
     assert row.n == 3 and row.unit == "networks" and "effective_rank" not in row.verdict
     assert row.as_plotted in ("reproduced", "not reproduced", "inconclusive") and row.evidence

@@ -261,22 +261,26 @@ def test_dask_reproduce_of_a_model_slice_gives_the_local_rows_to_the_bit(tmp_pat
     with the local pool's thread count, so every reduction runs in the same order)."""
     import os
 
-    from rankcollapse.pipeline import reproduce
+    from rankcollapse.pipeline import ReproduceConfig, reproduce
 
     distributed = pytest.importorskip("distributed")
     threads = str(max(1, (os.cpu_count() or 1) // 2))
-    local = reproduce(tmp_path / "local", profile="tiny", only=["fig2.paper"], workers=2, progress=False)
+    local = reproduce(
+        ReproduceConfig(tmp_path / "local", profile="tiny", only=["fig2.paper"], workers=2, progress=False)
+    )
     env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, env=env
     ) as cluster:
         dask = reproduce(
-            tmp_path / "dask",
-            profile="tiny",
-            only=["fig2.paper"],
-            executor="dask",
-            scheduler=cluster.scheduler_address,
-            progress=False,
+            ReproduceConfig(
+                tmp_path / "dask",
+                profile="tiny",
+                only=["fig2.paper"],
+                executor="dask",
+                scheduler=cluster.scheduler_address,
+                progress=False,
+            )
         )
     assert dask.sweep.finished == local.sweep.finished > 0 and dask.sweep.failed == 0
     key = ["run_id", "row"]

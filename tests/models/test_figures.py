@@ -211,6 +211,25 @@ def test_a_finished_run_read_back_draws_the_figures_of_its_result(runs, tmp_path
         assert first[name].subfigs[0].get_suptitle() == again[name].subfigs[0].get_suptitle()
 
 
+def test_the_model_record_names_its_own_depth_model_layers_and_an_old_n_layers_reads_so(runs, tmp_path):
+    import json
+    import warnings
+
+    plain, _ = runs
+    write_run(plain, tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    model = record["config"]["model"]
+    # tiny:bert's own 4 layers, not the run's depth (6 layers: the model's cycled)
+    assert "n_layers" not in model and model["model_layers"] == 4 and len(plain.rows) - 1 == 6
+    depth = model.pop("model_layers")
+    model["n_layers"] = depth  # what an earlier release wrote
+    (tmp_path / "run" / "config.json").write_text(json.dumps(record))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stored data: read silently, as core.names.from_stored does
+        again = plots.read_run(tmp_path / "run")
+    assert again.config["model"]["model_layers"] == depth and "n_layers" not in again.config["model"]
+
+
 def test_the_file_writers_leave_no_pyplot_figure_open(runs, tmp_path):
     plain, diag = runs
     open_before = plt.get_fignums()

@@ -45,10 +45,11 @@ def test_a_broken_image_a_bad_data_uri_and_a_script_error_are_each_caught(tmp_pa
 
 @pytest.mark.slow
 def test_the_tiny_report_renders_whole_in_the_browser(tmp_path: Path) -> None:
-    from rankcollapse.pipeline import reproduce
+    from rankcollapse.pipeline import ReproduceConfig, reproduce
 
     result = reproduce(
-        tmp_path / "out", profile="tiny", only=["theorem2", "fig1_fig5"], workers=1, progress=False
+        ReproduceConfig(tmp_path / "out", profile="tiny", only=["theorem2", "fig1_fig5"], workers=1,
+                        progress=False)
     )
     got = check_in_browser(result.report)
     assert got.ok and got.images == len(result.figures), got.describe()

@@ -18,7 +18,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.experiments.contract.story import discover_stories
 from rankcollapse.experiments.kit.curves import ALPHA, looks
 from rankcollapse.experiments.kit.judgement import Margin
-from rankcollapse.pipeline import reproduce
+from rankcollapse.pipeline import ReproduceConfig, reproduce
 from rankcollapse.pipeline.sequential import check_sequential, looks_for, parse_duration
 
 
@@ -155,21 +155,15 @@ def _rows(result) -> dict:
 
 def _decide(stories, out, max_samples: int = 32, **kw):
     """``reproduce --full --until-decided`` of the toy story into ``out``, in this process."""
-    return reproduce(
-        out,
-        profile="full",
-        workers=1,
-        progress=False,
-        stories=stories,
-        until_decided=True,
-        max_samples=max_samples,
-        **kw,
+    config = ReproduceConfig(
+        out, profile="full", workers=1, progress=False, until_decided=True, max_samples=max_samples, **kw
     )
+    return reproduce(config, stories=stories)
 
 
 def test_until_decided_extends_only_undecided_rows_and_names_why_each_stopped(story, tmp_path) -> None:
     out = tmp_path / "out"
-    base = reproduce(out / "one", profile="full", workers=1, progress=False, stories=story)
+    base = reproduce(ReproduceConfig(out / "one", profile="full", workers=1, progress=False), stories=story)
     one = _rows(base)
     assert one["seeded, effect 1.5"].undecided and one["seeded, effect 0"].undecided  # n = 4 decides nothing
     result = _decide(story, out / "seq")

@@ -200,41 +200,36 @@ def _run(
 ) -> None:
     from rankcollapse.experiments.contract.verdicts import FOLLOWUPS, tally, tally_line
     from rankcollapse.experiments.stories import load_experiments
-    from rankcollapse.pipeline.reproduce import reproduce
-    from rankcollapse.pipeline.sequential import check_sequential, parse_duration
+    from rankcollapse.pipeline.reproduce import ReproduceConfig, reproduce
+    from rankcollapse.pipeline.sequential import parse_duration
 
     name = _profile(quick, full, profile)
-    budget_s = parse_duration(budget) if budget is not None else None
-    check_sequential(until_decided, max_samples, budget_s)
-    names = _split(only)
-    if out is not None and not out.strip():
-        raise RankCollapseError("--out must name a folder, got ''")
-    if config_dir is not None:
-        check_config_dir(config_dir)
-    if list_only:
-        for exp in load_experiments(name, names, config_dir):
-            typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
-        return
-    out_dir = Path(out) if out is not None else Path("results") / name
-    from rankcollapse.edge.folder import check_output_folder
-
-    check_output_folder(out_dir, "reproduce", existing="resume")  # a foreign folder: refused, nothing written
-    result = reproduce(
-        out_dir,
+    config = ReproduceConfig(
+        Path("results") / name if out is None else out,
         profile=name,
-        only=names,
+        only=_split(only),
         executor=executor,
         scheduler=scheduler,
         workers=workers,
-        config_dir=config_dir,
         progress=progress,
+        config_dir=config_dir,
         wait=wait,
         until_decided=until_decided,
         max_samples=max_samples,
-        budget_s=budget_s,
+        budget_s=parse_duration(budget) if budget is not None else None,
         device=device,
         batch_size=batch_size,
     )
+    if config_dir is not None:
+        check_config_dir(config_dir)
+    if list_only:
+        for exp in load_experiments(config.profile, config.only, config_dir):
+            typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
+        return
+    from rankcollapse.edge.folder import check_output_folder
+
+    check_output_folder(config.out_dir, "reproduce", existing="resume")  # a foreign folder: refused, nothing
+    result = reproduce(config)
     counts = tally(result.claims)
     sweep = result.sweep
     typer.echo(

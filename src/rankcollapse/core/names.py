@@ -85,6 +85,8 @@ _TABLE: tuple[Quantity, ...] = (
     _q("d", "--d", "d", "features d", "d", "features per token, the columns of X"),
     _q("layers", "--layers", None, "depth L", "L",
        "depth: the layers applied, X(0) .. X(L)", aliases=("--steps",), stored=("steps",)),
+    _q("model_layers", None, None, "the model's layers", "model L",
+       "the model's own depth: the layers it has (a run's layers cycle them past it)", stored=("n_layers",)),
     _q("layer", None, "layer", "layer t", "t",
        "the index t of a hidden state X(t): 0 is the input (a model's embeddings), t after t layers"),
     _q("mode", "--mode", "mode", "block", "mode",
@@ -223,20 +225,32 @@ def read(record: Mapping[str, Any], key: str, where: str = "config.json") -> Any
     return None
 
 
-def from_stored(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
-    """Run params with each quantity of ``keys`` under the table's name where the params store it
-    under a kept old key (``n``, ``batch``, ``preset``, ``steps``): no warning, since the stored keys
-    are the run's identity, not a user's spelling. Both spellings at once is one line."""
+def stored_names(names: Iterable[str], keys: Iterable[str]) -> dict[str, str]:
+    """``{old: key}`` for each name of ``names`` that stores a quantity of ``keys`` under a kept old key
+    (``n``, ``batch``, ``preset``, ``variant``, ``steps``); both spellings at once is one line.
+
+    >>> stored_names(["run_id", "variant", "mask"], ("mode",))
+    {'variant': 'mode'}
+    """
     from rankcollapse.edge.errors import RankCollapseError
 
-    out = dict(params)
+    present = set(names)
+    out: dict[str, str] = {}
     for key in keys:
         for old in QUANTITIES[key].stored:
-            if old in out:
-                if key in out:
+            if old in present:
+                if key in present or key in out.values():
                     raise RankCollapseError(f"give {key} or its stored name {old}, not both")
-                out[key] = out.pop(old)
+                out[old] = key
     return out
+
+
+def from_stored(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """Run params (or a stored record) with each quantity of ``keys`` under the table's name where they
+    store it under a kept old key (:func:`stored_names`): no warning, since the stored keys are the run's
+    identity or data an earlier release wrote, not a user's spelling. Both spellings at once is one line."""
+    renames = stored_names(params, keys)
+    return {renames.get(k, k): v for k, v in params.items()}
 
 
 def glossary_entries() -> dict[str, str]:

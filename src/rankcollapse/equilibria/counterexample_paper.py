@@ -53,14 +53,15 @@ TWO_PI = 2.0 * math.pi
 SOURCE = "paper (§4.3.1, App. E: W_V = [[1, w], [0, 1]], W_Q = W_K = 0)"
 
 
-def check_w(w: object) -> float:
-    """``w`` as a float, or RankCollapseError unless it is finite and ``> 1`` (the construction needs it)."""
+def check_w(w: object, needs: str = "the counterexample") -> float:
+    """``w`` as a float, or RankCollapseError unless it is finite and ``> 1`` (what ``needs`` it: the
+    counterexample's ``W_V = [[1, w], [0, 1]]``, Theorem 3's construction ``I + w J``)."""
     try:
         value = float(w)
     except (TypeError, ValueError):
         raise RankCollapseError(f"w must be a number > 1, got {quote(str(w), 40)}") from None
     if not math.isfinite(value) or value <= 1.0:
-        raise RankCollapseError(f"w must be finite and > 1 (the counterexample needs w > 1), got {value!r}")
+        raise RankCollapseError(f"w must be finite and > 1 ({needs} needs w > 1), got {value!r}")
     return value
 
 
@@ -280,8 +281,8 @@ def moving_token1(
         "w": cx.w,
         "token1_start": list(token1),
         "token1_limit": list(lim),
-        "steps": steps,
-        "token1_distance_after_steps": t1_dist,
+        "layers": steps,
+        "token1_distance_after_layers": t1_dist,
         "share_to_B_measured": float(at_b.double().mean()),
         "share_to_B_if_token1_converged": (red[1] - red[0]) / TWO_PI,
         "arcs_to_B_measured": runs,
@@ -351,7 +352,7 @@ def paper_measurements(
         "noln_token_distance": float(torch.linalg.vector_norm(noln[:, 0] - noln[:, 1], dim=-1).max()),
         "moving_share_to_B": moving["share_to_B_measured"],
         "moving_arcs": str(moving["arcs_to_B_measured"]),
-        "moving_token1_distance": moving["token1_distance_after_steps"],
+        "moving_token1_distance": moving["token1_distance_after_layers"],
         "source": "paper (W_V = [[1, w], [0, 1]], W_Q = W_K = 0)",
     }
     return rows, summary

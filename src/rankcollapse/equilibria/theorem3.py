@@ -49,13 +49,9 @@ def check_size(n: int, d: int, w: float, need_square: bool = True) -> float:
         raise RankCollapseError(f"Theorem 3's construction needs N = d, got N = {n}, d = {d}")
     if d > 12:
         raise RankCollapseError(f"d = {d} is too large for the exhaustive enumeration; allowed: d <= 12")
-    try:
-        value = float(w)
-    except (TypeError, ValueError):
-        raise RankCollapseError(f"w must be a number > 1, got {quote(str(w), 40)}") from None
-    if not math.isfinite(value) or value <= 1.0:
-        raise RankCollapseError(f"w must be finite and > 1 (the construction needs w > 1), got {value!r}")
-    return value
+    from rankcollapse.equilibria.counterexample_paper import check_w
+
+    return check_w(w, "the construction")
 
 
 def bidiagonal_value(d: int, w: float) -> Tensor:

@@ -151,7 +151,7 @@ def convergence_from_nearby(
             "share_returning": float(back.mean()),
             "starts": starts,
             "radius": radius,
-            "steps": steps,
+            "layers": steps,
         }
         if back.any():
             row.update(_fit(marks.astype(float), np.median(alld[:, k, back], axis=-1)))
@@ -308,7 +308,7 @@ def lemma13(
         "w": w,
         "token1": token1,
         "samples": b,
-        "steps": steps,
+        "layers": steps,
         "share_stays": float(stays.double().mean()),
         "share_rank2": float((smin > 1e-6).double().mean()),
         "min_singular_value": float(smin.min()),

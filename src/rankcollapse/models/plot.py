@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.core.names import from_stored
 from rankcollapse.core.names import read as read_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.figures import new_figure, save_figure
@@ -716,6 +717,11 @@ def plot_collapse(rows: Sequence[dict[str, Any]], path: str | Path, *, dtype: st
     return _save(_collapse_figure(_Run(rows, dtype, title)), path)
 
 
+#: Keys of ``config.json``'s ``model`` record that an earlier release stored under another name, read
+#: under the table's (``core.names.from_stored``: silently, as stored data): ``n_layers`` -> ``model_layers``.
+STORED_MODEL_KEYS = ("model_layers",)
+
+
 @dataclass(frozen=True)
 class FinishedRun:
     """A run folder read back: its facts (``mask``, ``mode``, ``model``, ``dtype``, ``d_qk``, ``layers``),
@@ -754,6 +760,7 @@ def read_run(folder: str | Path) -> FinishedRun:
     cfg = cfg if isinstance(cfg, dict) else {}
     if isinstance(cfg.get("analyze"), dict):
         a, m = cfg["analyze"], cfg.get("model", {}) if isinstance(cfg.get("model"), dict) else {}
+        m = cfg["model"] = from_stored(m, STORED_MODEL_KEYS)  # an earlier release's n_layers: model_layers
         d_qk = m.get("d_qk", a.get("d_qk"))
         facts = {
             "mask": str(m.get("mask") or a.get("mask") or "own"),

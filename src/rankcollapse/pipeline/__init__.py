@@ -2,10 +2,11 @@
 
 Above ``experiments`` (it imports the engine, the kit and the stories; nothing imports it but the CLI):
 
-- ``reproduce``: :func:`reproduce` -> :class:`ReproduceResult` (runs, figures, the claims table);
+- ``reproduce``: :func:`reproduce` of a :class:`ReproduceConfig` -> :class:`ReproduceResult` (runs, figures,
+  the claims table);
 - ``report``: ``report.html``, one self-contained page.
 """
 
-from rankcollapse.pipeline.reproduce import ReproduceResult, finished_runs, reproduce
+from rankcollapse.pipeline.reproduce import ReproduceConfig, ReproduceResult, finished_runs, reproduce
 
-__all__ = ["ReproduceResult", "finished_runs", "reproduce"]
+__all__ = ["ReproduceConfig", "ReproduceResult", "finished_runs", "reproduce"]

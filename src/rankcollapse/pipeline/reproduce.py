@@ -1,7 +1,7 @@
 """``reproduce``: run every story's grid through one sweep, draw every figure, judge every claim.
 
->>> from rankcollapse.pipeline import reproduce
->>> result = reproduce("results/quick", profile="quick")
+>>> from rankcollapse.pipeline import ReproduceConfig, reproduce
+>>> result = reproduce(ReproduceConfig("results/quick", profile="quick"))
 >>> result.report            # results/quick/report.html
 
 Output folder::
@@ -31,9 +31,11 @@ from typing import Any
 import pandas as pd
 
 from rankcollapse.edge.atomic import atomic_write, to_jsonable, write_json
+from rankcollapse.edge.deprecation import warn
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.inputs import read_json
 from rankcollapse.edge.provenance import package_versions
+from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.config import Experiment
@@ -233,47 +235,86 @@ def finished_runs(out_dir: str | Path) -> int:
     return RunStore(out_dir).finished()
 
 
-def reproduce(
-    out_dir: str | Path,
-    *,
-    profile: str = "quick",
-    only: list[str] | None = None,
-    executor: str = "local",
-    scheduler: str | None = None,
-    workers: int | None = None,
-    progress: bool = True,
-    config_dir: str | Path | None = None,
-    wait: bool = False,
-    stories: dict[str, Found] | None = None,
-    until_decided: bool = False,
-    max_samples: int | None = None,
-    budget_s: float | None = None,
-    device: str | None = None,
-    batch_size: int | None = None,
-) -> ReproduceResult:
-    """Run the selected experiments of ``profile`` into ``out_dir`` and write the report.
+@dataclass(frozen=True)
+class ReproduceConfig:
+    """One :func:`reproduce` call, every option checked on construction (one line each, nothing written).
 
-    Every option is checked before anything is written. ``out_dir`` is locked for the whole call:
-    a second writer gets a RankCollapseError naming the holder's pid, or blocks with ``wait=True``.
-    ``stories``: the stories to judge with (default: every story of ``rankcollapse.experiments.stories``).
-    ``until_decided``: sequential sampling (``pipeline.sequential``): the conditions of undecided rows get
-    more seeds, doubling n at each planned look, until decided, ``max_samples`` per condition
-    (default ``sequential.DEFAULT_MAX_SAMPLES``) or ``budget_s`` seconds of wall time for the whole call.
-
-    ``device`` (``cpu``, ``cuda``, ``cuda:K``; None: each task's default, the CPU) and ``batch_size``
-    (samples through a model at a time; None: a profile's ``batch_size``, else all at once) are
-    execution settings (:func:`with_execution`): not part of any run's identity, so a sweep resumed
-    with other ones skips the runs already finished; each run's record says what it ran with.
+    Arguments:
+        out_dir: the output folder; re-running resumes it (finished runs are skipped); one writer at a time.
+        profile: the stories' profile: ``quick``, ``full``, ``paper`` or ``tiny``.
+        only: the experiments or stories to run (``["fig2", "theorem1.paper"]``; None: all).
+        executor: ``local`` (a process pool of ``workers``, default ``min(2, cpu)``; 1 = in this process)
+            or ``dask`` (the distributed scheduler at ``scheduler``, e.g. ``tcp://10.0.0.5:8786``).
+        progress: progress bars (runs and layers).
+        config_dir: a folder of story YAML files to run instead of the bundled ones.
+        wait: block while another process writes ``out_dir`` (default: refused at once, naming its pid).
+        until_decided: sequential sampling (``pipeline.sequential``): the conditions of undecided rows get
+            more seeds, doubling n at each planned look, until decided, ``max_samples`` per condition
+            (default ``sequential.DEFAULT_MAX_SAMPLES``) or ``budget_s`` seconds of wall time for the call.
+        device: ``cpu``, ``cuda`` or ``cuda:K`` (None: each task's default, the CPU); ``batch_size``: samples
+            through a model at a time (None: a profile's ``batch_size``, else all at once). Execution
+            settings (:func:`with_execution`): never part of a run's identity, so a sweep resumed with other
+            ones skips the runs already finished; each run's record says what it ran with.
     """
-    if not str(out_dir).strip():
-        raise RankCollapseError("--out must name a folder, got ''")
-    check_executor(executor, scheduler, workers)
-    given = execution_settings(device, batch_size)
-    check_sequential(until_decided, max_samples, budget_s)
+
+    out_dir: str | Path
+    profile: str = "quick"
+    only: list[str] | None = None
+    executor: str = "local"
+    scheduler: str | None = None
+    workers: int | None = None
+    progress: bool = True
+    config_dir: str | Path | None = None
+    wait: bool = False
+    until_decided: bool = False
+    max_samples: int | None = None
+    budget_s: float | None = None
+    device: str | None = None
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not str(self.out_dir).strip():
+            raise RankCollapseError("--out must name a folder, got ''")
+        if not isinstance(self.profile, str) or not self.profile.strip():
+            got = quote(str(self.profile), 40)
+            raise RankCollapseError(f"--profile must name a profile (quick, full, paper, tiny), got {got}")
+        check_executor(self.executor, self.scheduler, self.workers)
+        execution_settings(self.device, self.batch_size)
+        check_sequential(self.until_decided, self.max_samples, self.budget_s)
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
+        if self.only is not None:
+            object.__setattr__(self, "only", list(self.only))
+
+    @property
+    def execution(self) -> dict[str, Any]:
+        """The execution settings given (:func:`execution_settings`: the device parsed; only those given)."""
+        return execution_settings(self.device, self.batch_size)
+
+
+def reproduce(
+    config: ReproduceConfig | str | Path, *, stories: dict[str, Found] | None = None, **options: Any
+) -> ReproduceResult:
+    """Run the experiments of ``config`` (:class:`ReproduceConfig`) and write the report.
+
+    ``config.out_dir`` is locked for the whole call: a second writer gets a RankCollapseError naming the
+    holder's pid, or blocks with ``wait=True``. ``stories``: the stories to judge with (default: every
+    story of ``rankcollapse.experiments.stories``). The keyword form of an earlier release,
+    ``reproduce(out_dir, profile=..., ...)``, still works for one release (one deprecation warning).
+    """
+    if not isinstance(config, ReproduceConfig):
+        warn("reproduce(out_dir, profile=..., ...) is deprecated; use reproduce(ReproduceConfig(out_dir, "
+             "profile=..., ...))")
+        config = ReproduceConfig(config, **options)
+    elif options:
+        raise RankCollapseError(f"give {', '.join(sorted(options))} in the ReproduceConfig, not beside it")
+    profile, only, executor, workers = config.profile, config.only, config.executor, config.workers
+    scheduler, progress, wait = config.scheduler, config.progress, config.wait
+    until_decided, max_samples, budget_s = config.until_decided, config.max_samples, config.budget_s
+    given = config.execution
     stories = all_stories() if stories is None else stories
-    experiments = load_experiments(profile, only, config_dir, stories)
+    experiments = load_experiments(profile, only, config.config_dir, stories)
     start = time.perf_counter()
-    out = Path(out_dir)
+    out = config.out_dir
     by_name = {e.name: e for e in experiments}
     runs = with_execution([s for e in experiments for s in e.runs()], given)
     specs = sorted(runs, key=lambda s: _cost(s, by_name))

@@ -13,6 +13,8 @@ A story module ``rankcollapse/experiments/stories/<name>.py`` defines::
         paper="2405.18781",                # the arXiv id whose statements it judges (default: the
     )                                      # main paper; a follow-up's rows get their own counters)
 
+or, declaring only what differs, names ``STATEMENTS``, ``ARMS``, ``claims`` and, where it has them,
+``figures``, ``headlines`` and ``PAPER``, and ends with ``STORY = story_here(__name__)`` (:func:`story_here`);
 and ``stories/<name>.yaml`` holds its title, thresholds and, per arm, base settings, grid and
 profiles (see ``engine.config``). An arm is one experiment (``<name>.<arm>``): the paper's setting,
 or ours (``extension=True``: its rows say so). A statement no row judged gets the pipeline's
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,6 +213,30 @@ class Story:
     def tasks(self) -> dict[str, tuple[Task, bool]]:
         """arm name -> (task, extension?), for ``engine.config.load_arms``."""
         return {a.name: (a.task, a.extension) for a in self.arms}
+
+
+#: What a story module names for :func:`story_here`: ``Story`` field -> (its name, default; None: required).
+STORY_NAMES: dict[str, tuple[str, Any]] = {
+    "statements": ("STATEMENTS", None),
+    "arms": ("ARMS", None),
+    "claims": ("claims", None),
+    "figures": ("figures", _no_figures),
+    "headlines": ("headlines", _no_headlines),
+    "paper": ("PAPER", MAIN_PAPER),
+}
+
+
+def story_here(module: str) -> Story:
+    """The :class:`Story` of the story module ``module`` (``STORY = story_here(__name__)``, its last line)
+    from the names it defines (:data:`STORY_NAMES`): ``STATEMENTS``, ``ARMS`` and ``claims`` always;
+    ``figures``, ``headlines`` and ``PAPER`` where it has them (else none, none, the main paper). Its name is
+    the module's stem, as :func:`discover_stories` requires."""
+    names = vars(sys.modules[module])
+    missing = [name for name, default in STORY_NAMES.values() if default is None and name not in names]
+    if missing:
+        raise RankCollapseError(f"story module {module} defines no {', '.join(missing)}")
+    fields = {key: names.get(name, default) for key, (name, default) in STORY_NAMES.items()}
+    return Story(name=module.rpartition(".")[2], **fields)
 
 
 @dataclass(frozen=True)

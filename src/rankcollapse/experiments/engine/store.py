@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from rankcollapse.core.names import stored_names
 from rankcollapse.edge.atomic import atomic_write, to_jsonable
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.folder import real_subfolder
@@ -50,9 +51,21 @@ DAMAGED = "damaged"
 _VERIFIED: dict[tuple[str, int, int, int, int, str, str], bool] = {}
 
 
+#: Row columns an earlier release wrote under a kept old name (``core.names``' ``stored``): a run file
+#: with ``variant`` (the block assembly) is read with ``mode``; the file, its checksum and the run's
+#: identity stay as they were, so a resumed folder's runs are skipped, not recomputed.
+STORED_COLUMNS = ("mode",)
+
+
+def _read_rows(data: bytes) -> pd.DataFrame:
+    """A run file's rows, its stored column names read under the table's (:data:`STORED_COLUMNS`)."""
+    frame = pd.read_csv(io.BytesIO(data))
+    return frame.rename(columns=stored_names(frame.columns, STORED_COLUMNS))
+
+
 def _parse(data: bytes) -> pd.DataFrame | None:
     try:
-        return pd.read_csv(io.BytesIO(data))
+        return _read_rows(data)
     except (ValueError, TypeError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         return None
 
@@ -245,7 +258,7 @@ class RunStore:
         """The rows of a finished run (RankCollapseError, one line, if its file is unreadable)."""
         data = read_bytes(self.csv_path(record), "run file")
         try:
-            return pd.read_csv(io.BytesIO(data))
+            return _read_rows(data)
         except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
             reason = " ".join(str(err).split())[:100]
             where = self.csv_path(record)

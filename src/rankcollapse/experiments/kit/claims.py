@@ -193,26 +193,13 @@ def claim_row(
     cid = f"{story}.{statement.key}" + (f"[{qual}]" if qual else "")
     seeds = data.seeds(runs) if runs is not None else data.seeds()
     if untested:  # nothing of the random init is evidence about the checkpoint: no n, no interval
-        return Claim(
-            id=cid,
-            story=story,
-            key=statement.key,
-            experiment=data.exp.name,
-            statement=f"{statement.text} [{model.stand_in_for}: the paper's weights, not available here]",
-            source=statement.source,
-            origin=origin.value,
-            verdict=word,
-            as_plotted=INCONCLUSIVE.value,
-            mechanism=NA,
-            rule=statement.rule,
-            evidence=f"not run on {model.stand_in_for}: its weights are not in the local Hugging Face cache",
-            cause_kind="untested",
-            cause=causes.untested(model.stand_in_for),
-            model=model.stand_in_for,
-            conditions=data.conditions(),
-            seeds=seeds,
-            figure=figure,
-            axes=axes,
+        missing = model.stand_in_for
+        return _unjudged_row(
+            story, statement, data, origin, word,
+            f"not run on {missing}: its weights are not in the local Hugging Face cache", "untested",
+            causes.untested(missing), figure, cid=cid,
+            text=f"{statement.text} [{missing}: the paper's weights, not available here]",
+            model=missing, seeds=seeds, axes=axes,
         )
     kind, cause = _cause(plotted, mechanism, origin, model, th, norm_words, names)
     used = set(plotted.used) | (set(mechanism.used) if mechanism is not None else set())
@@ -447,14 +434,17 @@ def checks_row(
 
 
 def _unjudged_row(story: str, statement: Statement, data: Data | None, origin: Origin, verdict: str,
-                  evidence: str, cause_kind: str, cause: str, figure: str = "") -> Claim:
-    """A row no rule judged: as plotted inconclusive, no mechanism, no n and no interval."""
+                  evidence: str, cause_kind: str, cause: str, figure: str = "", *, cid: str = "",
+                  text: str = "", **more: Any) -> Claim:
+    """A row no rule judged: as plotted inconclusive, no mechanism, no n and no interval. ``cid`` / ``text``:
+    the row's id and statement where they are not the statement's own; ``more``: further ``Claim`` fields
+    (an untested stand-in's model, seeds and axes)."""
     return Claim(
-        id=f"{story}.{statement.key}",
+        id=cid or f"{story}.{statement.key}",
         story=story,
         key=statement.key,
         experiment=data.exp.name if data is not None else story,
-        statement=statement.text,
+        statement=text or statement.text,
         source=statement.source,
         origin=origin.value,
         verdict=verdict,
@@ -466,6 +456,7 @@ def _unjudged_row(story: str, statement: Statement, data: Data | None, origin: O
         cause=cause,
         conditions=data.conditions() if data is not None else "",
         figure=figure,
+        **more,
     )
 
 

@@ -3,7 +3,7 @@
 The paper plots raw ``mu(X(t))`` as the mean ± std over its text samples [paper §5]; the claim
 rules need more than that band: how much each sample's curve fell, with an uncertainty. A
 :class:`Curve` keeps, per layer ``t`` (row t = X(t), t = 0 the embeddings) and over the ``n``
-samples of one condition (model, variant, mask, dtype, ...):
+samples of one condition (model, mode, mask, dtype, ...):
 
 - ``mean, std, lo, hi``: the raw values' mean, sample standard deviation, minimum and maximum;
 - ``drop, drop_std``: mean and std of the per-sample log drop ``log q_k(t) - log q_k(0)``, with

@@ -10,7 +10,7 @@
   sampling (networks where the weights are a random draw, samples where they are pretrained);
 - :func:`sample_note`: the samples, seeds and uncertainty behind a verdict, in words;
 - :func:`norm_rates`: the per-layer change of the token norm, raw μ's rate minus μ_rel's;
-- the words for variants and masks, as the paper names them.
+- the words for modes (block assemblies) and masks, as the paper names them.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, looks_note, sample_std, z
 from rankcollapse.experiments.kit.judgement import Margin
 
-#: Words for the variants (modes of ``rankcollapse.models``), as the paper names them.
-VARIANT_WORDS: dict[str, str] = {
+#: Words for the modes (block assemblies: ``core.names`` ``mode``), as the paper names them.
+MODE_WORDS: dict[str, str] = {
     "attn": "SAN (attention only)",
     "attn+skip": "SAN + skip",
     "attn+ln": "SAN + LayerNorm",
@@ -149,13 +149,13 @@ def layered(frame: pd.DataFrame, column: str, share: bool = False) -> Layered:
 
 
 def by_label(
-    curves: dict[tuple, Curve], variant: str, masks: Sequence[str], dtypes: Sequence[str]
+    curves: dict[tuple, Curve], mode: str, masks: Sequence[str], dtypes: Sequence[str]
 ) -> dict[str, Curve]:
-    """``{"<mask>, <dtype>": Curve}`` of one variant, keys ``(variant, mask, dtype)`` of ``curves``."""
+    """``{"<mask>, <dtype>": Curve}`` of one mode, keys ``(mode, mask, dtype)`` of ``curves``."""
     out: dict[str, Curve] = {}
     for dt in dtypes:
         for m in masks:
-            c = curves.get((variant, m, dt))
+            c = curves.get((mode, m, dt))
             if c is not None:
                 out[f"{m}, {dt}"] = c
     return out

@@ -31,7 +31,7 @@ GLOSSARY: dict[str, str] = {
     "behaves, not a verdict on the paper's checkpoint; counted apart from the paper's tally",
     "consistent: none found in the search": "the word of a conjecture that nothing of a kind exists "
     "(App. F.4) when our search found none: a search cannot prove it, so it is never 'reproduced'",
-    "decided by": "the condition (mask, dtype, variant, layer) whose comparison decided the row: the first "
+    "decided by": "the condition (mask, dtype, mode, layer) whose comparison decided the row: the first "
     "failing condition of a 'not reproduced', the weakest condition of a 'reproduced', the first open one "
     "of an undecided row; its interval is the one the row prints",
     "tested at r = 1 only": "a scope note: the bound was non-vacuous (and so tested) only at graph radius 1; "
@@ -113,9 +113,9 @@ GLOSSARY: dict[str, str] = {
     "low": "flat but below keep_min",
     "stable / unstable (curve)": "I(L) < unstable_min / 2 / I(L) >= unstable_min or non-finite values",
     "overflow": "some value turned non-finite (inf or NaN) in the run's dtype; never counted as collapse",
-    # models, variants, masks
-    "SAN": "self-attention network: attention layers only (the variant attn)",
-    "attn / attn+skip / attn+ln / attn+skip+ln / full": "the paper's five variants: SAN; SAN + skip; SAN + "
+    # models, modes, masks
+    "SAN": "self-attention network: attention layers only (the mode attn)",
+    "attn / attn+skip / attn+ln / attn+skip+ln / full": "the paper's five modes: SAN; SAN + skip; SAN + "
     "the "
     "model's own LayerNorm; SAN + skip + LayerNorm after the skip (post-LN); the standard transformer",
     "attn+sphere": "the theory's LayerNorm (x / ||x||, no centring, no gain) after attention, in the "

@@ -4,7 +4,8 @@
 calls ``dynamics.notions.measure_notions`` (nothing here measures) and returns
 
 - ``kind = curve`` rows (``kit.curves.curve_rows``) of the per-sample ``mu`` and ``mu_rel`` (the limit
-  notion), with ``variant`` (the preset), ``mask``, ``n``, ``d``, ``dtype`` and the simulator's model words;
+  notion), with ``mode`` (the block assembly; the run's param ``preset``), ``mask``, ``n``, ``d``, ``dtype``
+  and the simulator's model words;
 - ``kind = notion`` rows, one per layer and sample (the one-step notion, paired per sample):
   ``affine_rank``, ``linear_rank`` of X(t); ``norm_in_affine_rank``, ``norm_out_affine_rank`` and
   ``norm_rank_margin`` around layer t's normalisation (NaN without one, and at t = 0); ``span_residual``
@@ -49,7 +50,7 @@ def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execu
     with np.errstate(divide="ignore", invalid="ignore"):
         x_norm = np.where(mu_rel > 0, mu / mu_rel, np.nan)
     shared = {
-        "variant": config.mode,
+        "mode": config.mode,
         "mask": str(params.get("mask", "complete")),
         "n": config.tokens,
         "d": config.d,

@@ -262,12 +262,12 @@ def slug(text: str) -> str:
     return "_".join(p for p in out.split("_") if p)[:60]
 
 
-def variant_rows(
+def mode_rows(
     curves_mu: dict[tuple, Curve],
     curves_rel: dict[tuple, Curve],
-    variants: Sequence[str],
+    modes: Sequence[str],
     masks: Sequence[str],
-    variant_words: dict[str, str],
+    mode_words: dict[str, str],
     mask_words: dict[str, str],
 ) -> list:
     """Panel rows of Figs. 2 / 6: raw mu in float32 (the paper's) and float64, then mu_rel in float32 and
@@ -281,7 +281,7 @@ def variant_rows(
     ):
         panels = []
         for m in masks:
-            series = [(variant_words.get(v, v), curves[(v, m, dt)]) for v in variants if (v, m, dt) in curves]
+            series = [(mode_words.get(v, v), curves[(v, m, dt)]) for v in modes if (v, m, dt) in curves]
             if series:
                 panels.append((mask_words.get(m, m), series))
         if panels:

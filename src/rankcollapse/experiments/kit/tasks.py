@@ -5,7 +5,7 @@ runs the measurement there (nothing here measures), and returns rows the kit's c
 curve`` rows of :func:`curve_rows`: per layer, over the run's samples, mean / sample std / min / max /
 log drop of each quantity, ``mu`` and ``mu_rel`` unless a run names others in ``quantities``).
 
-- :func:`model_curves` (Figs. 2, 3, 6, 7): ``models.measure.measure_curves``: one model, every variant
+- :func:`model_curves` (Figs. 2, 3, 6, 7): ``models.measure.measure_curves``: one model, every mode
   x mask x d_qk on the same excerpts;
 - :func:`model_geometry` (Figs. 4, 8, 9): ``models.measure.measure_geometry``: the model's own blocks;
   per-layer geometry, singular values, initial pairwise cosines with the offending pairs;
@@ -52,7 +52,7 @@ def _execution(execution: Execution) -> tuple[str, int | None]:
 
 def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """Per layer, over the samples, every quantity of ``params["quantities"]`` (default ``mu``,
-    ``mu_rel``) of every variant x mask x d_qk of one model (``models.measure.measure_curves``), as the
+    ``mu_rel``) of every mode x mask x d_qk of one model (``models.measure.measure_curves``), as the
     kit's curve rows (:func:`curve_rows`, with ``x_norm`` and ``zero_share``)."""
     from rankcollapse.models.measure import CurvesConfig, measure_curves
 
@@ -64,7 +64,7 @@ def model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution
         cond = (v, mask, d)
         for row in curve_rows(m.values[cond], cfg.dtype, m.zero[cond], m.x_norm[cond]):
             rows.append(
-                {"kind": "curve", "variant": v, "mask": mask, "d_qk": d, "dtype": cfg.dtype, **m.model, **row}
+                {"kind": "curve", "mode": v, "mask": mask, "d_qk": d, "dtype": cfg.dtype, **m.model, **row}
             )
     return RunOutput(rows, m.summary)
 
@@ -147,7 +147,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     """The simulator on a ``SimulationConfig`` built from ``params``; its batch are the samples.
 
     Rows (``kind = curve``): :func:`curve_rows` of the per-sample mu and mu_rel (and of each rollout column
-    the run's ``metrics`` name: ``first_token_gap_max``, ``first_token_share_mean``), the ``variant``
+    the run's ``metrics`` name: ``first_token_gap_max``, ``first_token_share_mean``), the ``mode``
     (the simulator's preset: ``attn`` = SAN, ``attn+sphere`` = the theory's LayerNorm), model words
     for figures, and ``bound`` (Theorem 1's ``C (1 - eps^r)^{t/r}``, the largest C) where it applies.
     With ``influence: last``, rows ``kind = influence``: at the layers of :func:`profile_layers` and each
@@ -177,7 +177,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
         rows.append(
             {
                 "kind": "curve",
-                "variant": config.mode,
+                "mode": config.mode,
                 "mask": str(params.get("mask", "complete")),
                 "d_qk": float(config.d_qk),
                 "dtype": config.dtype,

@@ -1,9 +1,10 @@
 """The paper's results, one story each: ``<name>.py`` (statements, arms, rules, figures) + ``<name>.yaml``.
 
-Every module here that defines ``STORY = Story(...)`` (see ``rankcollapse.experiments.contract.story``)
-is found by :func:`all_stories`; its YAML beside it holds the settings of each arm. Adding a paper
-result is adding those two files and its name to :data:`ORDER`; a story missing from ``ORDER`` is
-reported after the others. Modules starting with ``_`` are helpers, not stories.
+Every module here that defines ``STORY`` (``story_here(__name__)``, see
+``rankcollapse.experiments.contract.story``) is found by :func:`all_stories`; its YAML beside it holds
+the settings of each arm. Adding a paper result is adding those two files and its name to :data:`ORDER`;
+a story missing from ``ORDER`` is reported after the others. Modules starting with ``_`` are helpers, not
+stories.
 """
 
 from __future__ import annotations

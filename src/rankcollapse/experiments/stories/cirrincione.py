@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import notions, rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
@@ -105,12 +105,12 @@ def _notion_rows(sd: StoryData) -> pd.DataFrame:
 
 
 def _step_counts(rows: pd.DataFrame, margin_min: float) -> dict[str, list[tuple[int, int]]]:
-    """``"<preset>, <regime>, <dtype>" -> [(resolved, changed) per network]``: the affine rank before and
+    """``"<mode>, <regime>, <dtype>" -> [(resolved, changed) per network]``: the affine rank before and
     after each LayerNorm, pairs resolved by ``margin_min`` decades."""
     out: dict[str, list[tuple[int, int]]] = {}
     sub = rows[rows["layer"] > 0].dropna(subset=["norm_in_affine_rank"])
-    for (preset, n, d, dt), g in sub.groupby(["variant", "n", "d", "dtype"], sort=True):
-        label = f"{preset}, {_regime(int(n), int(d))}, {dt}"
+    for (mode, n, d, dt), g in sub.groupby(["mode", "n", "d", "dtype"], sort=True):
+        label = f"{mode}, {_regime(int(n), int(d))}, {dt}"
         per = []
         for _, r in g.groupby("run_id", sort=True):
             ok = r["norm_rank_margin"] >= margin_min
@@ -120,10 +120,10 @@ def _step_counts(rows: pd.DataFrame, margin_min: float) -> dict[str, list[tuple[
     return out
 
 
-def _depth_counts(rows: pd.DataFrame, preset: str) -> dict[str, list[tuple[int, int]]]:
-    """``"<preset>, <regime>, <dtype>" -> [(pairs, pairs whose affine rank of X(t) fell below X(0)'s)]``."""
+def _depth_counts(rows: pd.DataFrame, mode: str) -> dict[str, list[tuple[int, int]]]:
+    """``"<mode>, <regime>, <dtype>" -> [(pairs, pairs whose affine rank of X(t) fell below X(0)'s)]``."""
     out: dict[str, list[tuple[int, int]]] = {}
-    sub = rows[rows["variant"] == preset]
+    sub = rows[rows["mode"] == mode]
     for (n, d, dt), g in sub.groupby(["n", "d", "dtype"], sort=True):
         per = []
         for _, r in g.groupby("run_id", sort=True):
@@ -131,37 +131,37 @@ def _depth_counts(rows: pd.DataFrame, preset: str) -> dict[str, list[tuple[int, 
             later = r[r["layer"] > 0]
             dropped = later["affine_rank"].to_numpy() < first.loc[later["sample"]].to_numpy()
             per.append((len(later), int(dropped.sum())))
-        out[f"{preset}, {_regime(int(n), int(d))}, {dt}"] = per
+        out[f"{mode}, {_regime(int(n), int(d))}, {dt}"] = per
     return out
 
 
-def _span_worst(rows: pd.DataFrame, preset: str) -> dict[str, list[float]]:
-    """``"<preset>, <regime>, <dtype>" -> [largest span residual in floors per network]``, where n < d only:
+def _span_worst(rows: pd.DataFrame, mode: str) -> dict[str, list[float]]:
+    """``"<mode>, <regime>, <dtype>" -> [largest span residual in floors per network]``, where n < d only:
     with n >= d generic tokens the value products span R^d and the test says nothing (their measured
     residual is then the floor's cut of the products' smallest directions, not a token leaving)."""
-    sub = rows[(rows["variant"] == preset) & (rows["n"] < rows["d"])]
+    sub = rows[(rows["mode"] == mode) & (rows["n"] < rows["d"])]
     out: dict[str, list[float]] = {}
     for (n, d, dt), g in sub.groupby(["n", "d", "dtype"], sort=True):
-        out[f"{preset}, {_regime(int(n), int(d))}, {dt}"] = [
+        out[f"{mode}, {_regime(int(n), int(d))}, {dt}"] = [
             float(r["span_floors"].max()) for _, r in g.groupby("run_id", sort=True)
         ]
     return out
 
 
 def _rel_curves(sd: StoryData) -> dict[tuple, Curve]:
-    """``(preset, n, d, dtype) -> Curve`` of mu_rel over networks."""
+    """``(mode, n, d, dtype) -> Curve`` of mu_rel over networks."""
     data = sd.arm("paper")
     if data is None:
         return {}
-    return curves_by(rows_of(data, "curve"), "mu_rel", ["variant", "n", "d"])
+    return curves_by(rows_of(data, "curve"), "mu_rel", ["mode", "n", "d"])
 
 
 def _limit_pairs(curves: Mapping[tuple, Curve]) -> dict[str, tuple[Curve, Curve]]:
     out = {}
-    for (preset, n, d, dt), c in sorted(curves.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (mode, n, d, dt), c in sorted(curves.items(), key=lambda kv: tuple(map(str, kv[0]))):
         for with_ln, without in LN_PAIRS:
             other = curves.get((without, n, d, dt))
-            if preset == with_ln and other is not None:
+            if mode == with_ln and other is not None:
                 out[f"{with_ln} vs {without}, {_regime(int(n), int(d))}, {dt}"] = (c, other)
     return out
 
@@ -184,20 +184,20 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         claim_row("cirrincione", STATEMENTS[1], data, th, limit, step, axes_frame=frame, runs=data.ok,
                   figure=FIG_LIMIT, sample_note=note, names=(LIMIT, ONE_STEP)),
     ]
-    if "attn" in set(rows["variant"]):
+    if "attn" in set(rows["mode"]):
         span = judged(lambda t: notions.span_kept(_span_worst(rows, "attn"), t), th)
-        sub = frame[frame["variant"] == "attn"]
+        sub = frame[frame["mode"] == "attn"]
         out.append(
             claim_row("cirrincione", STATEMENTS[2], data, th, span, axes_frame=sub, runs=runs_of(data, sub),
                       figure=FIG_SPAN, sample_note=note,
                       names=("span residual against X(0) W_V products, in floors", ""))
         )
-    if "attn+skip" in set(rows["variant"]):
+    if "attn+skip" in set(rows["mode"]):
         skip = {k: c for k, c in curves.items() if k[0] == "attn+skip"}
         labelled = {f"attn+skip, {_regime(int(k[1]), int(k[2]))}, {k[3]}": c for k, c in skip.items()}
         kept = judged(lambda t: rules.kept_stable(labelled, t, t["keep_min"]), th)
         rank = judged(lambda t: notions.rank_kept(_depth_counts(rows, "attn+skip"), t), th)
-        sub = frame[frame["variant"] == "attn+skip"]
+        sub = frame[frame["mode"] == "attn+skip"]
         out.append(
             claim_row("cirrincione", STATEMENTS[3], data, th, kept, rank, qualifier="simulator",
                       axes_frame=sub, runs=runs_of(data, sub), figure=FIG_BERT, sample_note=note,
@@ -209,7 +209,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
 def _bert_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     out = []
     for _, data, label, pretrained, frame in arm_models(sd, ("bert",), "curve"):
-        skip = frame[frame["variant"] == "attn+skip"]
+        skip = frame[frame["mode"] == "attn+skip"]
         if skip.empty:
             continue
         curves = {f"{k[0]}, {k[1]}": c for k, c in curves_by(skip, "mu_rel", ["mask"]).items()}
@@ -237,8 +237,8 @@ def _rank_table(sd: StoryData, margin_min: float) -> pd.DataFrame:
     out = []
     for label, per in _step_counts(rows, margin_min).items():
         resolved, changed = sum(r for r, _ in per), sum(c for _, c in per)
-        preset, regime, dt = label.split(", ")
-        sub = rows[(rows["variant"] == preset) & (rows["dtype"] == dt) & (rows["layer"] > 0)]
+        mode, regime, dt = label.split(", ")
+        sub = rows[(rows["mode"] == mode) & (rows["dtype"] == dt) & (rows["layer"] > 0)]
         sub = sub[[_regime(int(n), int(d)) == regime for n, d in zip(sub["n"], sub["d"], strict=True)]]
         ok = sub["norm_rank_margin"] >= margin_min
         change = (sub["norm_out_affine_rank"] - sub["norm_in_affine_rank"])[ok]
@@ -272,10 +272,10 @@ def _fig_rank(sd: StoryData, margin_min: float) -> FigureSpec | None:
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of resolved pairs whose affine rank changes across LayerNorm")
     sub = rows[(rows["layer"] > 0)].dropna(subset=["norm_rank_margin"])
-    for i, ((preset, n, d, dt), g) in enumerate(sub.groupby(["variant", "n", "d", "dtype"], sort=True)):
+    for i, ((mode, n, d, dt), g) in enumerate(sub.groupby(["mode", "n", "d", "dtype"], sort=True)):
         share = g.groupby("layer")["norm_rank_margin"].apply(lambda m: float((m >= margin_min).mean()))
         ax2.plot(share.index, share.to_numpy(), MARKERS[i % len(MARKERS)] + "-", ms=3, color=f"C{i % 10}",
-                 label=f"{preset}, {_regime(int(n), int(d))}, {dt}")
+                 label=f"{mode}, {_regime(int(n), int(d))}, {dt}")
     ax2.set_xlabel("layer t")
     ax2.set_ylabel(f"share of pairs resolved (margin >= {margin_min:g} decades)")
     ax2.set_ylim(-0.02, 1.02)
@@ -313,7 +313,7 @@ def _fig_limit(sd: StoryData) -> FigureSpec | None:
         "residual collapse with and without it, those with a residual do not."
     )
     table = pd.DataFrame(
-        [{"preset": k[0], "n": k[1], "d": k[2], "dtype": k[3], "layer": t, "mu_rel": float(v)}
+        [{"mode": k[0], "n": k[1], "d": k[2], "dtype": k[3], "layer": t, "mu_rel": float(v)}
          for k, c in curves.items() for t, v in enumerate(c.mean)]
     )
     return FigureSpec(FIG_LIMIT, fig, table, caption)
@@ -327,15 +327,15 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
     fig = figure(5.2 * len(regimes), 4, layout="constrained")
     axes = fig.subplots(1, len(regimes), squeeze=False)
     table = (
-        rows.groupby(["variant", "n", "d", "dtype", "layer"], as_index=False)["span_floors"]
+        rows.groupby(["mode", "n", "d", "dtype", "layer"], as_index=False)["span_floors"]
         .max()
         .rename(columns={"span_floors": "max_span_floors"})
     )
     for ax, (n, d) in zip(axes[0], regimes, strict=True):
         g = table[(table["n"] == n) & (table["d"] == d)]
-        for i, ((preset, dt), s) in enumerate(g.groupby(["variant", "dtype"], sort=True)):
+        for i, ((mode, dt), s) in enumerate(g.groupby(["mode", "dtype"], sort=True)):
             ax.plot(s["layer"], np.maximum(s["max_span_floors"], 1e-3), MARKERS[i % len(MARKERS)] + "-",
-                    ms=3, color=f"C{i % 10}", label=f"{preset} ({dt})")
+                    ms=3, color=f"C{i % 10}", label=f"{mode} ({dt})")
         ax.axhline(th["span_floor_max"], color="0.3", ls=":", lw=0.9, label="span_floor_max")
         ax.set_yscale("log")
         ax.set_xlabel("layer t")
@@ -356,11 +356,11 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
 def _fig_bert(sd: StoryData) -> FigureSpec | None:
     series: list[tuple[str, Curve]] = []
     for _, _, label, _, frame in arm_models(sd, ("bert",), "curve"):
-        for (v, _mask, dt), c in curves_by(frame, "mu_rel", ["variant", "mask"]).items():
+        for (v, _mask, dt), c in curves_by(frame, "mu_rel", ["mode", "mask"]).items():
             series.append((f"{label}: {v} ({dt})", c))
-    for (preset, n, d, dt), c in _rel_curves(sd).items():
-        if preset in ("attn", "attn+skip") and dt == "float64":
-            series.append((f"simulator {preset}, {_regime(int(n), int(d))} ({dt})", c))
+    for (mode, n, d, dt), c in _rel_curves(sd).items():
+        if mode in ("attn", "attn+skip") and dt == "float64":
+            series.append((f"simulator {mode}, {_regime(int(n), int(d))} ({dt})", c))
     if not series:
         return None
     fig = figure(7.5, 4.5, layout="constrained")
@@ -403,12 +403,4 @@ def headlines(sd: StoryData) -> list[str]:
     ]
 
 
-STORY = Story(
-    name="cirrincione",
-    statements=STATEMENTS,
-    arms=ARMS,
-    claims=claims,
-    figures=figures,
-    headlines=headlines,
-    paper=PAPER,
-)
+STORY = story_here(__name__)

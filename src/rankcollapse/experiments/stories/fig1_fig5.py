@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.core.names import from_stored
 from rankcollapse.edge.validate import param_float, param_int
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit import rules
@@ -198,7 +199,7 @@ def _surrogate_checks(data: Data, th: Thresholds) -> dict[str, list[tuple[str, b
     run = data.ok.iloc[0]
     rows = data.table[data.table["run_id"] == run["run_id"]]
     tol, meet = th["limit_tol"], th["meet_tol"]
-    depth = float(data.exp.base.get("steps", 1))
+    depth = float(from_stored(data.exp.base, ("layers",)).get("layers", 1))  # stored as steps
     met = rows["noln_mu_rel"] <= meet
     stalled = rows["noln_attn_10"] * depth < meet
     meet_checks: list[tuple[str, bool | None, str]] = (
@@ -338,4 +339,4 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="fig1_fig5", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+STORY = story_here(__name__)

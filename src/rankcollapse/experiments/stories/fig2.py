@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Judged, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import (
     MASK_WORDS,
-    VARIANT_WORDS,
+    MODE_WORDS,
     arm_models,
     by_label,
     curves_by,
@@ -29,7 +29,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import curves_figure, slug, variant_rows
+from rankcollapse.experiments.kit.plots import curves_figure, mode_rows, slug
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -104,8 +104,8 @@ JUDGED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gaussian_san": (("san_collapse", "local_slower", "ln_stops"), ()),
     "bundled_models": ((), ("san_collapse", "full_stable")),
 }
-#: The variant each statement reads (the LayerNorm one: the model's own LN, or the theory's).
-VARIANT = {
+#: The mode each statement reads (the LayerNorm one: the model's own LN, or the theory's).
+MODE = {
     "san_collapse": "attn",
     "local_slower": "attn",
     "ln_stops": "ln",
@@ -122,40 +122,40 @@ class Group:
 
     def __init__(self, data: Data, label: str, pretrained: bool, frame: pd.DataFrame) -> None:
         self.data, self.label, self.pretrained, self.frame = data, label, pretrained, frame
-        self.mu = curves_by(frame, "mu", ["variant", "mask"])
-        self.rel = curves_by(frame, "mu_rel", ["variant", "mask"])
+        self.mu = curves_by(frame, "mu", ["mode", "mask"])
+        self.rel = curves_by(frame, "mu_rel", ["mode", "mask"])
         self.masks = ordered_masks(frame, data.exp)
         self.dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
-        self.variants = set(frame["variant"])
-        self.ln = "attn+sphere" if "attn+sphere" in self.variants else "attn+ln"
+        self.modes = set(frame["mode"])
+        self.ln = "attn+sphere" if "attn+sphere" in self.modes else "attn+ln"
         self.tokens = int(data.exp.base.get("tokens", data.exp.base.get("n", 128)))
 
-    def variant(self, key: str) -> str:
-        v = VARIANT[key]
+    def mode(self, key: str) -> str:
+        v = MODE[key]
         return self.ln if v == "ln" else v
 
-    def plotted(self, variant: str, named: str = "") -> dict[str, Curve]:
-        """Raw mu in the paper's dtype, ``{"<mask>, <dtype>, <variant words>": Curve}`` (``named``: the
-        variant whose words name the conditions, default ``variant``)."""
+    def plotted(self, mode: str, named: str = "") -> dict[str, Curve]:
+        """Raw mu in the paper's dtype, ``{"<mask>, <dtype>, <mode words>": Curve}`` (``named``: the
+        mode whose words name the conditions, default ``mode``)."""
         dt = PAPER_DTYPE if PAPER_DTYPE in self.dtypes else self.dtypes[:1]
         return _named(
-            by_label(self.mu, variant, self.masks, [dt] if isinstance(dt, str) else dt), named or variant
+            by_label(self.mu, mode, self.masks, [dt] if isinstance(dt, str) else dt), named or mode
         )
 
-    def mechanism(self, variant: str, named: str = "") -> dict[str, Curve]:
+    def mechanism(self, mode: str, named: str = "") -> dict[str, Curve]:
         """mu_rel in every dtype run, labelled as :meth:`plotted`."""
-        return _named(by_label(self.rel, variant, self.masks, self.dtypes), named or variant)
+        return _named(by_label(self.rel, mode, self.masks, self.dtypes), named or mode)
 
 
-def _named(curves: dict[str, Curve], variant: str) -> dict[str, Curve]:
-    """Labels that name the whole condition a row's interval comes from: mask, dtype and variant."""
-    return {f"{label}, {VARIANT_WORDS.get(variant, variant)}": c for label, c in curves.items()}
+def _named(curves: dict[str, Curve], mode: str) -> dict[str, Curve]:
+    """Labels that name the whole condition a row's interval comes from: mask, dtype and mode."""
+    return {f"{label}, {MODE_WORDS.get(mode, mode)}": c for label, c in curves.items()}
 
 
 def _judge(key: str, g: Group, th: Thresholds, deeper: Group | None = None) -> tuple[Judged, Judged] | None:
     """(plotted, mechanism) judgements of statement ``key`` on one model, or None when it does not apply."""
-    v = g.variant(key)
-    if v not in g.variants or (key in ("ln_stops", "ln_stops_deep") and "attn" not in g.variants):
+    v = g.mode(key)
+    if v not in g.modes or (key in ("ln_stops", "ln_stops_deep") and "attn" not in g.modes):
         return None
     raw, rel = g.plotted(v), g.mechanism(v)
     if key == "san_collapse":
@@ -216,7 +216,7 @@ def claims(sd: StoryData) -> list[Claim]:
             got = _judge(key, g, th)
             if got is None:
                 continue
-            v = g.variant(key)
+            v = g.mode(key)
             f32 = {k: c for k, c in g.mechanism(v).items() if c.dtype == PAPER_DTYPE}
             out.append(
                 model_row(
@@ -245,12 +245,12 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     out = []
     for arm, data, label, _, frame in arm_models(sd, ARM_ORDER, "curve"):
         g = Group(data, label, False, frame)
-        variants = [
+        modes = [
             v
             for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
-            if v in g.variants
+            if v in g.modes
         ]
-        rows = variant_rows(g.mu, g.rel, variants, g.masks, VARIANT_WORDS, MASK_WORDS)
+        rows = mode_rows(g.mu, g.rel, modes, g.masks, MODE_WORDS, MASK_WORDS)
         if not rows:
             continue
         what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting)"}.get(
@@ -334,6 +334,4 @@ def headlines(sd: StoryData) -> list[str]:
     return out
 
 
-STORY = Story(
-    name="fig2", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
-)
+STORY = story_here(__name__)

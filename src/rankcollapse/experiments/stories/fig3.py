@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
@@ -68,14 +68,14 @@ def dqk_words(d: float) -> str:
 def per_mask(curves: dict[tuple, Curve], masks: list[str], dtype: str) -> dict[str, dict[float, Curve]]:
     """``{mask: {d_qk: Curve}}`` of the SAN in one dtype (masks with at least two d_qk values)."""
     out: dict[str, dict[float, Curve]] = {}
-    for (variant, mask, d, dt), c in curves.items():
-        if variant == "attn" and dt == dtype and mask in masks:
+    for (mode, mask, d, dt), c in curves.items():
+        if mode == "attn" and dt == dtype and mask in masks:
             out.setdefault(mask, {})[float(d)] = c
     return {m: out[m] for m in masks if m in out and len(out[m]) >= 2}
 
 
 ARM_ORDER = ("paper", "gaussian_san")
-KEYS = ["variant", "mask", "d_qk"]
+KEYS = ["mode", "mask", "d_qk"]
 
 
 def _stem(arm: str, pretrained: bool, label: str) -> str:
@@ -166,4 +166,4 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="fig3", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+STORY = story_here(__name__)

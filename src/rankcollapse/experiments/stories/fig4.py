@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
@@ -235,6 +235,4 @@ def headlines(sd: StoryData) -> list[str]:
     return out
 
 
-STORY = Story(
-    name="fig4", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
-)
+STORY = story_here(__name__)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
@@ -221,12 +221,4 @@ def headlines(sd: StoryData) -> list[str]:
     return [f"The first-token gap max_i (1 - P(t)[i, 0]) falls, by hops: {per} (float64, over networks)."]
 
 
-STORY = Story(
-    name="position_bias",
-    statements=STATEMENTS,
-    arms=ARMS,
-    claims=claims,
-    figures=figures,
-    headlines=headlines,
-    paper=PAPER,
-)
+STORY = story_here(__name__)

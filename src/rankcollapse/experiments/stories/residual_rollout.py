@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, untested_row
@@ -275,12 +275,4 @@ def headlines(sd: StoryData) -> list[str]:
     return [f"With residual-aware mixing the first-token gap still falls: {per} (float64, over networks)."]
 
 
-STORY = Story(
-    name="residual_rollout",
-    statements=STATEMENTS,
-    arms=ARMS,
-    claims=claims,
-    figures=figures,
-    headlines=headlines,
-    paper=PAPER,
-)
+STORY = story_here(__name__)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
@@ -70,7 +70,7 @@ def _center(data: Data) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _curves(data: Data, runs: pd.DataFrame, q: str) -> dict[str, Curve]:
     frame = rows_of(data, "curve")
     frame = frame[frame["run_id"].isin(set(runs["run_id"]))]
-    return {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, q, ["variant", "mask"]).items()}
+    return {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, q, ["mode", "mask"]).items()}
 
 
 def pre_floor_rate(c: Curve) -> float:
@@ -278,6 +278,4 @@ def headlines(sd: StoryData) -> list[str]:
     ]
 
 
-STORY = Story(
-    name="theorem1", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
-)
+STORY = story_here(__name__)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge.validate import check_param, param_int
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit import rules
@@ -54,7 +54,7 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     arrays = {"mu": run.mu.T.double().numpy(), "mu_rel": run.mu_rel.T.double().numpy()}
     info = {
         "kind": "curve",
-        "variant": f"{params['placement']}-LN",
+        "mode": f"{params['placement']}-LN",
         "mask": str(params["mask"]),
         "dtype": "float64",
     }
@@ -252,7 +252,7 @@ def claims(sd: StoryData) -> list[Claim]:
     data = sd.arm("hemisphere")
     if data is not None:
         frame = rows_of(data, "curve")
-        rel = {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, "mu_rel", ["variant", "mask"]).items()}
+        rel = {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, "mu_rel", ["mode", "mask"]).items()}
         out.append(
             claim_row(
                 "theorem2",
@@ -306,4 +306,4 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-STORY = Story(name="theorem2", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures)
+STORY = story_here(__name__)

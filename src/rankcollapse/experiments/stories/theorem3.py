@@ -18,7 +18,7 @@ import pandas as pd
 
 from rankcollapse.edge.validate import param_float, param_int
 from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.store import run_summary
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
@@ -514,6 +514,4 @@ def headlines(sd: StoryData) -> list[str]:
     return out
 
 
-STORY = Story(
-    name="theorem3", statements=STATEMENTS, arms=ARMS, claims=claims, figures=figures, headlines=headlines
-)
+STORY = story_here(__name__)
