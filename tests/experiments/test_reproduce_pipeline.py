@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from contextlib import contextmanager
+from unittest import mock
 
 import pandas as pd
 import pytest
 
 from rankcollapse.cli.main import main
+from rankcollapse.edge import figures as edge_figures
 from rankcollapse.experiments.contract.verdicts import NA, Origin
 from rankcollapse.experiments.engine.config import PROFILES
 from rankcollapse.experiments.engine.store import collect_index, collect_table
@@ -212,11 +215,32 @@ def test_every_story_config_loads_in_every_profile_with_seeds():
     assert tiny < full
 
 
+@contextmanager
+def figures_drawn_not_rendered():
+    """Every figure is still built by its story (its data, panels and layout), but not rendered to PNG/PDF:
+    for tests about verdicts, which the rendering cannot change. The rendering of every figure is checked
+    by the whole tiny run (``tiny_all``: each figure's PNG embedded in the report), so rendering the same
+    figures again in each verdict test only cost minutes of the suite."""
+
+    def save(fig, path, *more, **_):
+        paths = [path, *more]
+        for p in paths:
+            edge_figures.figure_format(fig, p)  # the suffix check still runs
+            with open(p, "wb") as f:
+                f.write(b"not rendered")
+        edge_figures.close_figure(fig)
+        return paths
+
+    with mock.patch.object(edge_figures, "save_figure", save):
+        yield
+
+
 def rederived(out, profile: str, names: list[str], tmp) -> dict[str, str]:
     """claim id -> verdict, judged again by each story's rules from the tables stored in ``out``."""
-    claims, _, _, _ = _analyse(
-        load_experiments(profile, names), collect_table(out), collect_index(out), tmp, all_stories()
-    )
+    with figures_drawn_not_rendered():
+        claims, _, _, _ = _analyse(
+            load_experiments(profile, names), collect_table(out), collect_index(out), tmp, all_stories()
+        )
     return {c.id: c.verdict for c in claims}
 
 
@@ -244,7 +268,8 @@ def test_fast_stories_end_to_end_on_the_tiny_profile(tmp_path):
 @pytest.mark.parametrize("name", STORIES)
 def test_only_each_story_gives_its_figures_and_verdicts(tiny_all, tmp_path, name):
     shutil.copytree(tiny_all.out_dir / "runs", tmp_path / "runs")  # resume from the module's runs
-    result = reproduce(ReproduceConfig(tmp_path, profile="tiny", only=[name], workers=1, progress=False))
+    with figures_drawn_not_rendered():  # rendered once, by the whole run
+        result = reproduce(ReproduceConfig(tmp_path, profile="tiny", only=[name], workers=1, progress=False))
     assert result.sweep.failed == 0, result.sweep.failures
     assert result.sweep.skipped == result.sweep.total  # resumed: the module fixture ran them all
     assert result.figures and result.claims, name
