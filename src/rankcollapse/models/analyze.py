@@ -239,9 +239,6 @@ def analyze(
                 print(f"rankcollapse: warning: {skipped}", file=sys.stderr)
                 model.info["note"] = "; ".join(n for n in (model.info.get("note"), skipped) if n)
         check_model_device(model, config.device)
-        if model.image is not None and tokenizer is not None:
-            raise RankCollapseError(f"tokenizer does not apply to vision encoder {model.label!r} (it reads "
-                                    "pixel_values)")
         model = with_tokenizer(model, tokenizer, hf_in)
         seconds["load"] = time.perf_counter() - start
         return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,

@@ -26,7 +26,8 @@ from rankcollapse.core.draws import uniform
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 
-__all__ = ["IMAGE_MEAN", "IMAGE_STD", "ImageGeometry", "check_pixels", "check_tokens", "random_pixels"]
+__all__ = ["IMAGE_MEAN", "IMAGE_STD", "ImageGeometry", "check_pixels", "check_tokens", "random_pixels",
+           "read_pixel_values"]
 
 #: ViT's image processor (``ViTImageProcessor``): intensities in [0, 1] normalised by mean 0.5, std 0.5.
 IMAGE_MEAN: float = 0.5
@@ -109,8 +110,8 @@ def check_pixels(pixels: Any, geometry: ImageGeometry, what: str = "pixel_values
     if not bool(finite.all()):
         first = int((~finite).nonzero()[0])
         count = int((~torch.isfinite(pixels)).sum())
-        raise RankCollapseError(f"{what} has {count} non-finite values (NaN or inf), the first in sample "
-                                f"{first}; allowed: finite pixel values")
+        raise RankCollapseError(f"{what}: {count} non-finite value{'s' * (count > 1)} (NaN or inf), the first "
+                                f"in sample {first}; allowed: finite pixel values")
     return pixels
 
 
@@ -132,3 +133,27 @@ def random_pixels(geometry: ImageGeometry, samples: int, seed: int) -> Tensor:
         raise RankCollapseError(f"samples must be a whole number >= 1, got {quote(samples, 20)}")
     u = uniform((samples, *geometry.shape), torch.Generator().manual_seed(int(seed)))
     return ((u - geometry.mean) / geometry.std).to(torch.float32)
+
+
+def read_pixel_values(path: Any, geometry: ImageGeometry) -> Tensor:
+    """A ``.npy`` file of pixel values ``[b, C, H, W]`` (``analyze --pixel-values``), as the tensor
+    :func:`check_pixels` accepts: read by :func:`rankcollapse.edge.inputs.read_npy` (a regular file, no
+    pickle, the header checked before the data: four dimensions of the model's image shape, a float
+    dtype), then every value checked finite. One line for any refusal."""
+    import numpy as np
+
+    from rankcollapse.edge.inputs import quote_path, read_npy
+
+    shown = quote_path(path)
+
+    def header(shape: tuple[int, ...], dtype: Any) -> None:
+        if len(shape) != 4 or tuple(shape[1:]) != geometry.shape or shape[0] < 1:
+            c, h, w = geometry.shape
+            raise RankCollapseError(f"pixel values {shown} have shape {list(shape)}; allowed: [b, {c}, {h}, {w}] "
+                                    f"with b >= 1 (the model's {c} channels and {h} x {w} px images)")
+        if dtype.kind != "f":
+            raise RankCollapseError(f"pixel values {shown} are {dtype}; allowed: float32 or float64 "
+                                    "(normalised pixel values, as the model's image processor gives them)")
+
+    array = read_npy(path, "pixel values", check=header)
+    return check_pixels(torch.from_numpy(np.ascontiguousarray(array)), geometry, f"pixel values {shown}")
