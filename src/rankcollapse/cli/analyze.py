@@ -27,8 +27,9 @@ def analyze_command(
     model: str = typer.Option("minilm", "--model", help=q("model").help(
                               "a paper checkpoint when cached (bert-base-uncased, "
                               "openai-community/gpt2, google-t5/t5-base, albert/albert-base-v2), "
-                              "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2|google/vit-base-patch16-224> "
-                              "(that config, random init), minilm, smollm2, mpnet, tiny:<model_type> (e.g. "
+                              "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2|"
+                              "google/vit-base-patch16-224> (that config, random init), minilm, smollm2, "
+                              "mpnet, tiny:<model_type> (e.g. "
                               "tiny:gemma3_text, tiny:vit: a vision encoder reading images), "
                               "or a local model folder (undissected architectures: full mode only)")),
     mode: str = typer.Option("full", "--mode", help=q("mode").help("here attn (SAN), attn+skip (SAN + skip), "
@@ -174,7 +175,8 @@ def analyze_command(
         given = None if pixel_values is None else read_pixel_values(pixel_values, loaded.image)
         pixels, config = pixel_batch(config, loaded, given)
         if check_masks:
-            raise RankCollapseError("--check-masks applies to text models (a vision encoder's mask is complete)")
+            raise RankCollapseError("--check-masks applies to text models (a vision encoder's mask is "
+                                    "complete)")
     elif pixel_values is not None:
         raise RankCollapseError(f"--pixel-values applies only to a vision encoder (ViT); {loaded.label!r} "
                                 "reads token ids")

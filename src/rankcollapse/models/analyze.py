@@ -107,9 +107,9 @@ __all__ = [
     "load_model_cached",
     "mask_of",
     "measure",
-    "pixel_batch",
     "measure_samples",
     "model_info",
+    "pixel_batch",
     "run_documents",
     "sample_values",
     "status_of",
@@ -253,8 +253,8 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     check_surgery(model, config)
     if model.image is not None:  # a vision encoder: pixels in, the token count its image's
         if texts is not None or ids is not None or attention_mask is not None:
-            raise RankCollapseError(f"{model.label!r} is a vision encoder: give pixel_values [b, C, H, W], not "
-                                    "ids, texts or an attention_mask")
+            raise RankCollapseError(f"{model.label!r} is a vision encoder: give pixel_values [b, C, H, W], "
+                                    "not ids, texts or an attention_mask")
         inputs, config = pixel_batch(config, model, pixel_values)
         seconds["tokenize"] = time.perf_counter() - start
         return _stream(config, model, inputs, None, None, on_row, progress, on_attention, seconds, [])
@@ -284,7 +284,8 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
         print(f"rankcollapse: warning: {note}", file=sys.stderr)
-    return _stream(config, model, ids, attention_mask, lengths, on_row, progress, on_attention, seconds, notes)
+    return _stream(config, model, ids, attention_mask, lengths, on_row, progress, on_attention, seconds,
+                   notes)
 
 
 def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_mask: Tensor | None,

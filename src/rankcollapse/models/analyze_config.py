@@ -56,11 +56,12 @@ class AnalyzeConfig:
     own, head_dim; T5: 1). ``layers``: depth L (None: the model's own), cycling the model's layers.
     ``tokens``: N, the excerpt length including the model's start token (None: :data:`DEFAULT_TOKENS`);
     a vision encoder's N is ``1 + (H / p)(W / p)``, set by its image and patch size: another N is refused
-    (:func:`~rankcollapse.models.images.check_tokens`), and its run's config records its own. ``metrics``: metric
-    names (None: all). ``metric_threads``: torch threads while measuring (``"auto"``, the default: 1
-    below :data:`LONG_TOKENS` tokens, where the per-layer SVDs are small and multi-threaded small ops
-    stall on a loaded machine; torch's own from there, where the all-pairs |cos| alone is n^2 d / 2
-    multiply-adds and one thread cannot keep up with the forward; None: torch's own).
+    (:func:`~rankcollapse.models.images.check_tokens`), and its run's config records its own.
+    ``metrics``: metric names (None: all). ``metric_threads``: torch threads while measuring
+    (``"auto"``, the default: 1 below :data:`LONG_TOKENS` tokens, where the per-layer SVDs are small
+    and multi-threaded small ops stall on a loaded machine; torch's own from there, where the
+    all-pairs |cos| alone is n^2 d / 2 multiply-adds and one thread cannot keep up with the forward;
+    None: torch's own).
     ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
     ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
     ``sink_threshold``), first-token attention and norm, largest activations and the massive

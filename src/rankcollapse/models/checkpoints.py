@@ -1,6 +1,7 @@
 """The configurations of the paper's four checkpoints and of the tiny test models, as data.
 
-``CHECKPOINT_CONFIGS[name]`` (and ``OTHER_CHECKPOINT_CONFIGS[name]``, checkpoints not the paper's) is the published ``config.json`` of a Hugging Face checkpoint (the
+``CHECKPOINT_CONFIGS[name]`` (and ``OTHER_CHECKPOINT_CONFIGS[name]``, checkpoints not the paper's)
+is the published ``config.json`` of a Hugging Face checkpoint (the
 architecture fields; nothing is downloaded): ``random:<name>`` builds exactly this model with
 Hugging Face's own initialisation. ``PAPER_CHECKPOINTS`` maps each short name to the hub name the
 paper used (its Figures 2-4 and 6-9). ``TINY_CONFIGS[family]`` are the small random models of the
@@ -102,7 +103,8 @@ CHECKPOINT_CONFIGS: dict[str, dict[str, Any]] = {
 
 #: Tiny random models for tests (``tiny:<family>``): d = 64, 4 heads of 16, MLP width 128, 4 layers,
 #: vocabulary 30522 (the bundled BERT WordPiece tokenizer's). Llama, Mistral, Qwen2, Phi-3 and Gemma
-#: use GQA with 2 key/value heads; ViT reads 32 x 32 px images in patches of 8 (17 tokens); the decoders with windows slide over 4 keys (w = 3 in our masks):
+#: use GQA with 2 key/value heads; ViT reads 32 x 32 px images in patches of 8 (17 tokens); the decoders
+#: with windows slide over 4 keys (w = 3 in our masks):
 #: Mistral every layer, Qwen2 layers 2-3, Gemma 2 and 3 the even layers; GPT-NeoX rotates a quarter
 #: of each head (Pythia), Phi-3 half; Gemma's query_pre_attn_scalar is 24 (not head_dim = 16).
 TINY_CONFIGS: dict[str, dict[str, Any]] = {

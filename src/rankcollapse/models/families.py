@@ -292,7 +292,6 @@ FAMILIES: dict[str, FamilySpec] = {
             placement="pre",
             embed=_vit_embed,
             softmax_f32=True,
-            tl_blocks="",
             inputs="pixel_values",
         ),
     )

@@ -101,17 +101,18 @@ def check_pixels(pixels: Any, geometry: ImageGeometry, what: str = "pixel_values
     want = geometry.shape
     if pixels.ndim != 4 or tuple(pixels.shape[1:]) != want or pixels.shape[0] < 1:
         raise RankCollapseError(
-            f"{what} has shape {list(pixels.shape)}; allowed: [b, {want[0]}, {want[1]}, {want[2]}] with b >= 1 "
-            f"(the model's {want[0]} channels and {want[1]} x {want[2]} px images)")
+            f"{what} has shape {list(pixels.shape)}; allowed: [b, {want[0]}, {want[1]}, {want[2]}] with "
+            f"b >= 1 (the model's {want[0]} channels and {want[1]} x {want[2]} px images)")
     if not pixels.is_floating_point():
         raise RankCollapseError(f"{what} has dtype {str(pixels.dtype).removeprefix('torch.')}; allowed: a "
-                                "float tensor (normalised pixel values, as the model's image processor gives)")
+                                "float tensor (normalised pixel values, as the model's image processor "
+                                "gives)")
     finite = torch.isfinite(pixels).flatten(1).all(1)
     if not bool(finite.all()):
         first = int((~finite).nonzero()[0])
         count = int((~torch.isfinite(pixels)).sum())
-        raise RankCollapseError(f"{what}: {count} non-finite value{'s' * (count > 1)} (NaN or inf), the first "
-                                f"in sample {first}; allowed: finite pixel values")
+        raise RankCollapseError(f"{what}: {count} non-finite value{'s' * (count > 1)} (NaN or inf), the "
+                                f"first in sample {first}; allowed: finite pixel values")
     return pixels
 
 
@@ -149,8 +150,9 @@ def read_pixel_values(path: Any, geometry: ImageGeometry) -> Tensor:
     def header(shape: tuple[int, ...], dtype: Any) -> None:
         if len(shape) != 4 or tuple(shape[1:]) != geometry.shape or shape[0] < 1:
             c, h, w = geometry.shape
-            raise RankCollapseError(f"pixel values {shown} have shape {list(shape)}; allowed: [b, {c}, {h}, {w}] "
-                                    f"with b >= 1 (the model's {c} channels and {h} x {w} px images)")
+            raise RankCollapseError(f"pixel values {shown} have shape {list(shape)}; allowed: "
+                                    f"[b, {c}, {h}, {w}] with b >= 1 (the model's {c} channels and {h} x {w} "
+                                    "px images)")
         if dtype.kind != "f":
             raise RankCollapseError(f"pixel values {shown} are {dtype}; allowed: float32 or float64 "
                                     "(normalised pixel values, as the model's image processor gives them)")

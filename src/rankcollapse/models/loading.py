@@ -97,7 +97,8 @@ class LoadedModel:
 
     @property
     def input_name(self) -> str:
-        """What the model reads: ``input_ids`` [b, n] or, for a vision encoder, ``pixel_values`` [b, C, H, W]."""
+        """What the model reads: ``input_ids`` [b, n] or, for a vision encoder, ``pixel_values``
+        [b, C, H, W]."""
         return "input_ids" if self.image is None else "pixel_values"
 
     def n_tokens(self, inputs: Tensor) -> int:

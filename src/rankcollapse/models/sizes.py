@@ -135,7 +135,8 @@ def check_config(config: Any, shown: str, dtype: str = "float32", min_layers: in
     nbytes = count * ITEMSIZE.get(dtype, 4)
     reads = (f"images of {s['image_size']} px" if is_vision(config) else f"vocabulary {s['vocab_size']}")
     check_memory(
-        f"building {shown} ({s['num_hidden_layers']} layers, d = {s['hidden_size']}, {reads}: at least {count:.3g} parameters, {human_bytes(nbytes)} in {dtype})",
+        f"building {shown} ({s['num_hidden_layers']} layers, d = {s['hidden_size']}, {reads}: at least "
+        f"{count:.3g} parameters, {human_bytes(nbytes)} in {dtype})",
         nbytes,
         available,
         allowed="a config with fewer layers or a smaller width, or a machine with more memory free",

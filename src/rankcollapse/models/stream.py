@@ -81,7 +81,8 @@ class Batch:
 
 def iter_batches(ids: Tensor, batch_size: int | None, device: torch.device | str = "cpu",
                  attention_mask: Tensor | None = None) -> Iterator[Batch]:
-    """The samples of ``ids`` [b, n] (or a vision encoder's pixel values [b, C, H, W]) in batches of ``batch_size`` (None: one batch;
+    """The samples of ``ids`` [b, n] (or a vision encoder's pixel values [b, C, H, W]) in batches of
+    ``batch_size`` (None: one batch;
     :func:`rankcollapse.core.execution.batch_slices`), each moved to ``device`` when it is its turn."""
     total = int(ids.shape[0])
     for rows in batch_slices(total, batch_size):
@@ -271,7 +272,8 @@ def iter_hidden_states(
     state is kept (copy a tensor to keep it).
 
     ids: int64 [b, n], or a vision encoder's pixel values [b, C, H, W] (``model.image``: n is its CLS
-    and patch tokens, a wrong shape or a non-finite value refused in one line). ``mask``: a :class:`~rankcollapse.masks.Mask` or schedule for every layer
+    and patch tokens, a wrong shape or a non-finite value refused in one line). ``mask``: a
+    :class:`~rankcollapse.masks.Mask` or schedule for every layer
     (a spec string is parsed here, once; None: each layer's own, module docstring). ``d_qk``: the
     number under the square root of the logits, ``S = q k^T / sqrt(d_qk) (+ position bias)``
     (None: each layer's own). ``layers``: L (default: the model's depth), cycling the model's
