@@ -12,6 +12,7 @@ import torch
 
 from rankcollapse.models import iter_hidden_states
 from rankcollapse.models.families import FAMILIES
+from rankcollapse.models.images import random_pixels
 from rankcollapse.models.names import crosswalk_markdown, nnsight_path, tl_hook_name
 from rankcollapse.models.stream import fusable, fused_attention
 
@@ -35,7 +36,8 @@ def test_each_rows_nnsight_path_reads_that_row_from_the_hf_module_tree(family, t
     """What nnsight's ``.input`` / ``.output`` would give, read with plain module hooks (the first
     argument of the module, its output or the output's first element)."""
     model = tiny_models(family, "f64")
-    ours = [x.clone() for _, _, x in iter_hidden_states(model, ids, backend="hf")]
+    inputs = ids if model.image is None else random_pixels(model.image, 3, seed=1)  # ViT reads images
+    ours = [x.clone() for _, _, x in iter_hidden_states(model, inputs, backend="hf")]
     seen: dict[int, torch.Tensor] = {}
     handles = []
     for t in (0, 1, len(ours) - 1):
@@ -50,7 +52,7 @@ def test_each_rows_nnsight_path_reads_that_row_from_the_hf_module_tree(family, t
             handles.append(module.register_forward_hook(post))
     try:  # the hf backend's attention: fused where that is the same function
         with torch.inference_mode(), fused_attention(model, fusable(model, torch.float64)):
-            model.hf_model(input_ids=ids)
+            model.hf_model(**{model.input_name: inputs})
     finally:
         for h in handles:
             h.remove()

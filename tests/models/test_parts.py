@@ -11,15 +11,21 @@ from rankcollapse.core.norms import layer_norm, rms_norm
 from rankcollapse.models import iter_hidden_states, run_block
 from rankcollapse.models.checkpoints import TINY_CONFIGS
 from rankcollapse.models.families import HF_CASTS_FAMILIES
+from rankcollapse.models.images import random_pixels
 from rankcollapse.models.parts import LayerParts, Positions, attention
 
-ARCHS = tuple(TINY_CONFIGS)  # every family we dissect: bert, albert, gpt2, llama, t5, mpnet, roberta, ...
+ARCHS = tuple(TINY_CONFIGS)  # every family we dissect: bert, albert, gpt2, llama, t5, mpnet, roberta, ... vit
 TOL = {"f32": 1e-5, "f64": 1e-10}
 
 
-def _hf_hidden_states(model, ids):
+def _inputs(model, ids):
+    """The batch a model reads: the token ids, or for a vision encoder (ViT) as many seeded images."""
+    return ids if model.image is None else random_pixels(model.image, ids.shape[0], seed=1)
+
+
+def _hf_hidden_states(model, inputs):
     with torch.inference_mode():
-        return model.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
+        return model.hf_model(**{model.input_name: inputs}, output_hidden_states=True).hidden_states
 
 
 def _max_rel_err(model, ids, backend, hf_states):
@@ -38,14 +44,16 @@ def _max_rel_err(model, ids, backend, hf_states):
 @pytest.mark.parametrize("backend", ["hf", "parts"])
 def test_full_mode_matches_hf_hidden_states(tiny_models, ids, arch, dtype, backend):
     model = tiny_models(arch, dtype, hf_casts=True)
-    assert _max_rel_err(model, ids, backend, _hf_hidden_states(model, ids)) <= TOL[dtype]
+    inputs = _inputs(model, ids)
+    assert _max_rel_err(model, inputs, backend, _hf_hidden_states(model, inputs)) <= TOL[dtype]
 
 
 @pytest.mark.parametrize("arch", HF_CASTS_FAMILIES)
 def test_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_models, ids, arch):
     model = tiny_models(arch, "f64")  # default in f64: no casts, exact float64
     assert model.info["hf_casts"] is False
-    err = _max_rel_err(model, ids, "parts", _hf_hidden_states(model, ids))
+    inputs = _inputs(model, ids)
+    err = _max_rel_err(model, inputs, "parts", _hf_hidden_states(model, inputs))
     assert 1e-12 < err < 1e-5
 
 
@@ -147,7 +155,8 @@ def test_norms_are_the_textbook_formulas():
 def test_mask_override_changes_encoder_and_decoder_outputs(tiny_models, ids, arch):
     model = tiny_models(arch, "f64")
     other = "causal" if model.own_mask == "complete" else "complete"
-    last = lambda **kw: list(iter_hidden_states(model, ids, **kw))[-1][2]  # noqa: E731
+    inputs = _inputs(model, ids)
+    last = lambda **kw: list(iter_hidden_states(model, inputs, **kw))[-1][2]  # noqa: E731
     own, over = last(mode="attn", layers=1), last(mode="attn", layers=1, mask=other)
     assert not torch.allclose(own, over, rtol=1e-6, atol=0)
     explicit = last(mode="full", mask=model.own_mask)  # the parts backend with the own mask, given by name

@@ -28,7 +28,7 @@ HEAD_CLASSES: dict[str, str] = {
     "gpt_neox": "GPTNeoXForCausalLM", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
     "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
     "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
-    "t5": "T5ForConditionalGeneration",
+    "t5": "T5ForConditionalGeneration", "vit": "ViTForImageClassification",
 }
 
 
@@ -63,7 +63,10 @@ def test_each_row_is_the_tensor_transformerlens_caches_under_its_hook(family):
     hf = _tiny_with_head(family)
     ids = torch.randint(1, 1000, (2, 10), generator=torch.Generator().manual_seed(1))
     ids[:, 0] = 101
-    result = analyze(AnalyzeConfig(model=f"tiny:{family}", metrics=("mu",)), model=hf, ids=ids)
+    if family == "vit":  # a vision encoder: the bridge and analyze read its images
+        ids = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    given = {"pixel_values" if family == "vit" else "ids": ids}
+    result = analyze(AnalyzeConfig(model=f"tiny:{family}", metrics=("mu",)), model=hf, **given)
     hooks = [r["hook"] for r in result.rows]
     assert all(hooks), hooks
     with borrowed(hf):

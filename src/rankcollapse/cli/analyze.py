@@ -27,8 +27,10 @@ def analyze_command(
     model: str = typer.Option("minilm", "--model", help=q("model").help(
                               "a paper checkpoint when cached (bert-base-uncased, "
                               "openai-community/gpt2, google-t5/t5-base, albert/albert-base-v2), "
-                              "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2> (that config, random "
-                              "init), minilm, smollm2, mpnet, tiny:<model_type> (e.g. tiny:gemma3_text), "
+                              "random:<bert-base-uncased|gpt2|t5-base|albert-base-v2|"
+                              "google/vit-base-patch16-224> (that config, random init), minilm, smollm2, "
+                              "mpnet, tiny:<model_type> (e.g. "
+                              "tiny:gemma3_text, tiny:vit: a vision encoder reading images), "
                               "or a local model folder (undissected architectures: full mode only)")),
     mode: str = typer.Option("full", "--mode", help=q("mode").help("here attn (SAN), attn+skip (SAN + skip), "
                              "attn+ln (SAN + LayerNorm), attn+skip+ln (SAN + skip + LayerNorm), full "
@@ -52,7 +54,11 @@ def analyze_command(
                                    "batch")),
     device: str = typer.Option("cpu", "--device", help="Where the model, inputs and metrics run: cpu, "
                                "cuda or cuda:K."),
-    tokens: int = typer.Option(128, "--tokens", help=q("tokens").help()),
+    tokens: int = typer.Option(None, "--tokens", help=q("tokens").help(
+                               "default 128; a vision encoder's is set by its image and patch size")),
+    pixel_values: Path = typer.Option(None, "--pixel-values", help=q("pixel_values").help(
+                                      "float32/64 [b, C, H, W]; default for a vision encoder (ViT): "
+                                      "--samples white-noise images seeded by --seed")),
     dtype: str = typer.Option("float32", "--dtype", help=q("dtype").help("float32 or float64")),
     seed: int = typer.Option(0, "--seed", help=q("seed").help("the excerpts, and random-init weights")),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
@@ -122,7 +128,8 @@ def analyze_command(
 
     from rankcollapse.edge.folder import OutputFolder
     from rankcollapse.edge.runs import RunWriter
-    from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, token_batch
+    from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, pixel_batch, token_batch
+    from rankcollapse.models.images import read_pixel_values
     from rankcollapse.models.inputs import with_tokenizer
     from rankcollapse.models.loading import load_model
 
@@ -163,7 +170,18 @@ def analyze_command(
         torch.set_num_threads(threads)
     loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device),
                             tokenizer)
-    ids = token_batch(config, loaded)
+    ids = pixels = None
+    if loaded.image is not None:  # a vision encoder: images in, its token count set by them
+        given = None if pixel_values is None else read_pixel_values(pixel_values, loaded.image)
+        pixels, config = pixel_batch(config, loaded, given)
+        if check_masks:
+            raise RankCollapseError("--check-masks applies to text models (a vision encoder's mask is "
+                                    "complete)")
+    elif pixel_values is not None:
+        raise RankCollapseError(f"--pixel-values applies only to a vision encoder (ViT); {loaded.label!r} "
+                                "reads token ids")
+    else:
+        ids = token_batch(config, loaded)
     info = model_info(loaded, config)
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
@@ -175,7 +193,8 @@ def analyze_command(
     checks: list = []
     with OutputFolder(out, "analyze", existing=existing, outputs=outputs) as folder:
         with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:
-            result = analyze(config, model=loaded, ids=ids, on_row=writer.write_row, progress=progress,
+            result = analyze(config, model=loaded, ids=ids, pixel_values=pixels, on_row=writer.write_row,
+                             progress=progress,
                              on_attention=_attention_writer(folder) if save_attention else None)
         if per_sample:
             from rankcollapse.models.analyze import write_per_sample

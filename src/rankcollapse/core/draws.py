@@ -5,6 +5,7 @@ gives the same numbers whatever the dtype, device or kernel of the run.
 
 ================================ ==========================================================
 ``gaussian(shape, g, std)``      i.i.d. ``N(0, std^2)`` entries
+``uniform(shape, g)``            i.i.d. ``U[0, 1)`` entries (white-noise images' intensities)
 ``haar_orthogonal(d, g)``        Haar-distributed ``Q in O(d)`` (QR of a Gaussian, R's diagonal
                                  made positive; Mezzadri 2007)
 ``sphere_tokens(b, n, d, g)``    tokens i.i.d. uniform on ``S^{d-1}``; with ``n <= d`` they are
@@ -41,6 +42,12 @@ def gaussian(shape: Sequence[int], generator: torch.Generator, std: float = 1.0)
     g = _need_generator(generator)
     x = torch.randn(*shape, generator=g, dtype=_F64)
     return x if std == 1.0 else x * std
+
+
+@checked
+def uniform(shape: Sequence[int], generator: torch.Generator) -> Tensor:
+    """i.i.d. ``U[0, 1)`` entries of the given shape (float64, CPU)."""
+    return torch.rand(*shape, generator=_need_generator(generator), dtype=_F64)
 
 
 @checked

@@ -104,6 +104,9 @@ _TABLE: tuple[Quantity, ...] = (
        "samples through a model at a time (an execution setting: the rows equal those of one batch)"),
     _q("text_file", "--text-file", None, "text file", "text file",
        "a UTF-8 text file the excerpts are drawn from instead of a corpus", aliases=("--text",)),
+    _q("pixel_values", "--pixel-values", None, "pixel values", "pixel values",
+       "a vision encoder's input images [b, C, H, W], normalised as its image processor gives them (on the "
+       "command line a .npy file)"),
     # who measured it
     _q("model", "--model", "model", "model", "model", "the model asked for, by a name rankcollapse.models "
        "loads"),

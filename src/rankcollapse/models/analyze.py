@@ -22,6 +22,7 @@ This module is the run itself; its pieces, one idea a file (every name importabl
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from rankcollapse.models.analyze_config import AnalyzeConfig
 from rankcollapse.models.analyze_result import AnalyzeResult, model_info, write_per_sample, write_run
 from rankcollapse.models.diagnose import chunked_diagnostic_values, diagnostic_values
 from rankcollapse.models.excerpts import check_excerpts, excerpts
+from rankcollapse.models.images import check_pixels, check_tokens, random_pixels
 from rankcollapse.models.inputs import (
     borrowed,
     from_memory,
@@ -107,6 +109,7 @@ __all__ = [
     "measure",
     "measure_samples",
     "model_info",
+    "pixel_batch",
     "run_documents",
     "sample_values",
     "status_of",
@@ -134,6 +137,37 @@ def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
     return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
 
 
+def pixel_batch(config: AnalyzeConfig, model: LoadedModel,
+                pixel_values: Tensor | None = None) -> tuple[Tensor, AnalyzeConfig]:
+    """A vision encoder's input (``model.image``, :mod:`rankcollapse.models.images`) and the run's config.
+
+    ``pixel_values`` [b, C, H, W]: normalised pixels, as the model's image processor gives them, checked
+    (:func:`~rankcollapse.models.images.check_pixels`: the model's shape, a float dtype, finite; one line
+    else); None: ``config.samples`` white-noise images seeded by ``config.seed``
+    (:func:`~rankcollapse.models.images.random_pixels`). The token count is the image's,
+    ``1 + (H / p)(W / p)``: a ``tokens`` given that differs is refused, as are a corpus and a text file.
+    The config returned is a copy recording the run as it is (``tokens`` the image's, ``samples`` b),
+    checked against this machine's memory (:func:`~rankcollapse.models.memory.check_run_memory`).
+    """
+    image = model.image
+    if image is None:
+        raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
+                                "token ids (give ids, texts or a corpus)")
+    check_tokens(config.tokens if getattr(config, "_tokens_given", True) else None, image, model.label)
+    if config.text_file is not None or getattr(config, "_corpus_given", False):
+        what = "--text-file" if config.text_file is not None else "--corpus"
+        raise RankCollapseError(f"{what} does not apply to vision encoder {model.label!r}: it reads images "
+                                "(pixel_values, or seeded white-noise images by default)")
+    if pixel_values is None:
+        pixels = random_pixels(image, config.samples, config.seed)
+    else:
+        pixels = check_pixels(pixel_values, image)
+    run = copy.copy(config)  # the parsed mask and the flags of what was given come along
+    run.tokens, run.samples = image.tokens, int(pixels.shape[0])
+    check_run_memory(run, model)
+    return pixels, run
+
+
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
     same = ids[:, 0] == ids[:, 1] if ids.shape[1] > 1 else torch.zeros(0, dtype=torch.bool)
     if not bool(same.any()):
@@ -154,6 +188,7 @@ def analyze(
     tokenizer: Any | str | None = None,
     progress: bool = False,
     on_attention: Callable[[int, Tensor], None] | None = None,
+    pixel_values: Tensor | None = None,
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
@@ -171,6 +206,10 @@ def analyze(
     reads text with the tokenizer saved beside it (its ``name_or_path``), else with the bundled BERT
     tokenizer only when its vocabulary is that one; otherwise text is refused with one line (pass
     ``ids`` or ``tokenizer``). ``model_info["tokenizer"]`` names the one used.
+
+    ``pixel_values``: a vision encoder's images [b, C, H, W] (ViT), normalised as its image processor
+    gives them; a vision encoder reads no ids nor text, and without ``pixel_values`` it reads
+    ``config.samples`` seeded white-noise images (:func:`pixel_batch`). Its N is its CLS and patch tokens.
 
     ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise).
     ``on_attention(t, A)``: each layer's attention weights ``A [b, h, n, n]`` (needs
@@ -203,15 +242,25 @@ def analyze(
         model = with_tokenizer(model, tokenizer, hf_in)
         seconds["load"] = time.perf_counter() - start
         return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,
-                    in_memory=hf_in is not None)
+                    in_memory=hf_in is not None, pixel_values=pixel_values)
 
 
 def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
          on_row: Callable[[dict[str, Any]], None] | None, texts: list[str] | None,
          attention_mask: Tensor | None, progress: bool, on_attention: Callable[[int, Tensor], None] | None,
-         seconds: dict[str, float], in_memory: bool) -> AnalyzeResult:
+         seconds: dict[str, float], in_memory: bool, pixel_values: Tensor | None = None) -> AnalyzeResult:
     start = time.perf_counter()
     check_surgery(model, config)
+    if model.image is not None:  # a vision encoder: pixels in, the token count its image's
+        if texts is not None or ids is not None or attention_mask is not None:
+            raise RankCollapseError(f"{model.label!r} is a vision encoder: give pixel_values [b, C, H, W], "
+                                    "not ids, texts or an attention_mask")
+        inputs, config = pixel_batch(config, model, pixel_values)
+        seconds["tokenize"] = time.perf_counter() - start
+        return _stream(config, model, inputs, None, None, on_row, progress, on_attention, seconds, [])
+    if pixel_values is not None:
+        raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
+                                "token ids (give ids, texts or a corpus)")
     if texts is not None and ids is not None:
         raise RankCollapseError("give ids or texts, not both")
     if ids is None and model.tokenizer is None and in_memory:
@@ -235,16 +284,27 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
         print(f"rankcollapse: warning: {note}", file=sys.stderr)
+    return _stream(config, model, ids, attention_mask, lengths, on_row, progress, on_attention, seconds,
+                   notes)
+
+
+def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_mask: Tensor | None,
+            lengths: Tensor | None, on_row: Callable[[dict[str, Any]], None] | None, progress: bool,
+            on_attention: Callable[[int, Tensor], None] | None, seconds: dict[str, float],
+            notes: list[str]) -> AnalyzeResult:
+    """The run's batches through the model, each layer's state measured as it comes. ``ids``: token ids
+    [b, n] or a vision encoder's pixel values [b, C, H, W]."""
+    n = model.n_tokens(ids)
     n_layers = model.depth
     if model.info.get("note"):
         notes.append(model.info["note"])
     notes += [n for n in (in_memory_note(config.parsed_mask),) if n]  # config.json: the mask by label only
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Tensor]] = []
-    docs = run_documents(model, config, ids.shape[1])
+    docs = run_documents(model, config, n)
     record: dict[str, Any] | None = {} if config.diagnostics else None
     depth = n_layers if config.layers is None else config.layers
-    hooks = tl_hook_names(model, depth, own=_own_tensors(model, config, ids.shape[1]))
+    hooks = tl_hook_names(model, depth, own=_own_tensors(model, config, n))
     count = len(batch_slices(int(ids.shape[0]), config.batch_size))
     if on_attention is not None and count > 1:
         raise RankCollapseError(f"saving attention patterns needs one batch; got {count} batches of "
@@ -254,7 +314,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     chunk = None  # on_attention gets each layer's whole map: the reference path
     if config.diagnostics and on_attention is None:
         heads_max = max(p.n_heads for p in model.layers)
-        chunk = config.diagnostics_chunk or chunk_rows(heads_max, int(ids.shape[1]))
+        chunk = config.diagnostics_chunk or chunk_rows(heads_max, n)
     bar = progress_lines((depth + 1) * count, f"analyze {model.label}", "layers", enabled=progress)
     try:
         for j, batch in enumerate(iter_batches(ids, config.batch_size, model.device, attention_mask)):
@@ -307,7 +367,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     finally:
         bar.close()
     result = AnalyzeResult(config=config, rows=rows, model_info=model_info(model, config), seconds=seconds,
-                           notes=notes, samples=samples, ids=ids)
+                           notes=notes, samples=samples, ids=None if model.image is not None else ids)
     bad = result.overflow_layers
     if bad:
         result.notes.append(f"non-finite hidden states (overflow) from layer {bad[0]} on in {len(bad)} of "

@@ -23,11 +23,14 @@ from rankcollapse.models.diagnose import ABLATIONS
 from rankcollapse.models.parts import MODES
 from rankcollapse.models.stream import check_d_qk, user_schedule
 
+#: N of a text run when ``tokens`` is not given (a vision encoder's N is set by its image and patch size).
+DEFAULT_TOKENS = 128
+
 #: From this many tokens ``metric_threads="auto"`` measures on torch's threads (benchmarks/bench_metrics.py:
 #: at 8,192 tokens the exact all-pairs |cos| alone is about 28 % of the forward's multiply-adds).
 LONG_TOKENS = 1024
 
-__all__ = ["AnalyzeConfig", "check_excerpt_size"]
+__all__ = ["DEFAULT_TOKENS", "AnalyzeConfig", "check_excerpt_size"]
 
 
 def check_excerpt_size(samples: int, tokens: int) -> None:
@@ -51,11 +54,14 @@ class AnalyzeConfig:
     a tensor, which ``config.json`` records with a note), :attr:`parsed_mask` the object.
     ``d_qk``: the number under the square root, logits ``q k^T / sqrt(d_qk)`` (None: the model's
     own, head_dim; T5: 1). ``layers``: depth L (None: the model's own), cycling the model's layers.
-    ``tokens``: N, the excerpt length including the model's start token. ``metrics``: metric
-    names (None: all). ``metric_threads``: torch threads while measuring (``"auto"``, the default: 1
-    below :data:`LONG_TOKENS` tokens, where the per-layer SVDs are small and multi-threaded small ops
-    stall on a loaded machine; torch's own from there, where the all-pairs |cos| alone is n^2 d / 2
-    multiply-adds and one thread cannot keep up with the forward; None: torch's own).
+    ``tokens``: N, the excerpt length including the model's start token (None: :data:`DEFAULT_TOKENS`);
+    a vision encoder's N is ``1 + (H / p)(W / p)``, set by its image and patch size: another N is refused
+    (:func:`~rankcollapse.models.images.check_tokens`), and its run's config records its own.
+    ``metrics``: metric names (None: all). ``metric_threads``: torch threads while measuring
+    (``"auto"``, the default: 1 below :data:`LONG_TOKENS` tokens, where the per-layer SVDs are small
+    and multi-threaded small ops stall on a loaded machine; torch's own from there, where the
+    all-pairs |cos| alone is n^2 d / 2 multiply-adds and one thread cannot keep up with the forward;
+    None: torch's own).
     ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
     ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
     ``sink_threshold``), first-token attention and norm, largest activations and the massive
@@ -83,7 +89,7 @@ class AnalyzeConfig:
     corpus: str | None = None
     text_file: str | None = None
     samples: int = 16
-    tokens: int = 128
+    tokens: int | None = None  # None: DEFAULT_TOKENS for text; a vision encoder's own count (its image)
     dtype: str | None = None  # None: float32 for a model loaded by name, an in-memory model's own dtype
     seed: int = 0
     backend: str = "auto"
@@ -133,6 +139,10 @@ class AnalyzeConfig:
             raise RankCollapseError(
                 "give a corpus or a text file, not both (--corpus does not apply with --text-file)"
             )
+        self._tokens_given = self.tokens is not None  # a vision encoder refuses another token count
+        self._corpus_given = self.corpus is not None  # a vision encoder reads no text
+        if self.tokens is None:
+            self.tokens = DEFAULT_TOKENS
         if self.text_file is None and self.corpus is None:
             self.corpus = DEFAULT_CORPUS
         if self.corpus is not None and self.corpus not in CORPORA:

@@ -110,6 +110,7 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
             "pretrained": src.pretrained if src else None, "arch": model.arch,
             "source": model.info.get("loaded_from", ""), "tokenizer": model.info.get("tokenizer", ""),
+            "inputs": model.input_name, "image": model.image.describe() if model.image is not None else None,
             "start_token": model.start_token, "model_layers": len(model.layers), "d_model": model.d_model,
             "own_d_qk": model.own_d_qk, "d_qk": config.d_qk if config.d_qk is not None else model.own_d_qk,
             "is_decoder": model.is_decoder, "own_mask": model.own_mask,

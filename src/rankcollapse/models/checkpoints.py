@@ -1,6 +1,7 @@
 """The configurations of the paper's four checkpoints and of the tiny test models, as data.
 
-``CHECKPOINT_CONFIGS[name]`` is the published ``config.json`` of a Hugging Face checkpoint (the
+``CHECKPOINT_CONFIGS[name]`` (and ``OTHER_CHECKPOINT_CONFIGS[name]``, checkpoints not the paper's)
+is the published ``config.json`` of a Hugging Face checkpoint (the
 architecture fields; nothing is downloaded): ``random:<name>`` builds exactly this model with
 Hugging Face's own initialisation. ``PAPER_CHECKPOINTS`` maps each short name to the hub name the
 paper used (its Figures 2-4 and 6-9). ``TINY_CONFIGS[family]`` are the small random models of the
@@ -102,7 +103,8 @@ CHECKPOINT_CONFIGS: dict[str, dict[str, Any]] = {
 
 #: Tiny random models for tests (``tiny:<family>``): d = 64, 4 heads of 16, MLP width 128, 4 layers,
 #: vocabulary 30522 (the bundled BERT WordPiece tokenizer's). Llama, Mistral, Qwen2, Phi-3 and Gemma
-#: use GQA with 2 key/value heads; the decoders with windows slide over 4 keys (w = 3 in our masks):
+#: use GQA with 2 key/value heads; ViT reads 32 x 32 px images in patches of 8 (17 tokens); the decoders
+#: with windows slide over 4 keys (w = 3 in our masks):
 #: Mistral every layer, Qwen2 layers 2-3, Gemma 2 and 3 the even layers; GPT-NeoX rotates a quarter
 #: of each head (Pythia), Phi-3 half; Gemma's query_pre_attn_scalar is 24 (not head_dim = 16).
 TINY_CONFIGS: dict[str, dict[str, Any]] = {
@@ -284,8 +286,39 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
         bos_token_id=0,
         eos_token_id=0,
     ),
+    "vit": dict(
+        model_type="vit",
+        hidden_size=64,
+        num_attention_heads=4,
+        intermediate_size=128,
+        num_hidden_layers=4,
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+    ),
 }
 TINY_VOCAB = 30522
+
+#: Published configs of checkpoints that are not the paper's, as data: ``random:<name>`` builds them with
+#: Hugging Face's own initialisation, as for the paper's (ViT-Base/16: 224 px images, 197 tokens).
+OTHER_CHECKPOINT_CONFIGS: dict[str, dict[str, Any]] = {
+    "google/vit-base-patch16-224": dict(
+        model_type="vit",
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+        image_size=224,
+        patch_size=16,
+        num_channels=3,
+        qkv_bias=True,
+    ),
+}
 
 
 def checkpoint_key(name: str) -> str | None:
@@ -293,4 +326,15 @@ def checkpoint_key(name: str) -> str | None:
     for key, hub in PAPER_CHECKPOINTS.items():
         if name in (key, hub):
             return key
+    return None
+
+
+def random_config(name: str) -> tuple[str, dict[str, Any]] | None:
+    """``(key, config)`` of a name ``random:<name>`` builds: one of the paper's checkpoints (short or hub
+    name, :func:`checkpoint_key`) or of :data:`OTHER_CHECKPOINT_CONFIGS`; None for any other name."""
+    key = checkpoint_key(name)
+    if key is not None:
+        return key, CHECKPOINT_CONFIGS[key]
+    if name in OTHER_CHECKPOINT_CONFIGS:
+        return name, OTHER_CHECKPOINT_CONFIGS[name]
     return None

@@ -22,6 +22,9 @@ family          place       norm   what is special
 ``gemma3_text`` sandwich    gemma  Gemma 2's layout + q/k norms, one rotary base per layer type
 ``t5``          pre         t5     encoder stack only; no ``1/sqrt(d)`` (own ``d_qk = 1``);
                                    relative-position bias computed in layer 0 and shared
+``vit``         pre         layer  reads images: CLS + patch tokens (a ``Conv2d`` of stride p),
+                                   absolute positions in the embeddings; complete mask; the
+                                   final ``layernorm`` is not in ``hidden_states``
 ==============  ==========  =====  =========================================================
 
 Sliding windows and local/global layers are masks, not parts: see
@@ -73,6 +76,13 @@ def _gpt2_embed(model: nn.Module) -> Callable[[Tensor], Tensor]:
         return model.wte(ids) + model.wpe(torch.arange(ids.shape[1], device=ids.device))[None]
 
     return embed
+
+
+def _vit_embed(model: nn.Module) -> Callable[[Tensor], Tensor]:
+    """Pixel values ``[b, C, H, W]`` -> ``[b, 1 + (H/p)(W/p), d]``: the CLS token, then one token per
+    patch (row-major), plus the absolute positions; the pixels cast to the weights' dtype as ViT does."""
+    dtype = model.embeddings.patch_embeddings.projection.weight.dtype
+    return lambda pixels: model.embeddings(pixels.to(dtype))
 
 
 def _t5_relative(stack: nn.Module) -> tuple[nn.Embedding, int, int]:
@@ -267,6 +277,22 @@ FAMILIES: dict[str, FamilySpec] = {
             note="T5 v1.1 / flan-t5 (gated MLP) run in full mode only",
             tl_blocks="encoder_blocks",
             tuple_output=True,
+        ),
+        FamilySpec(
+            "vit",
+            layers="layers",
+            q="attention.q_proj",
+            k="attention.k_proj",
+            v="attention.v_proj",
+            o="attention.o_proj",
+            attn="attention",
+            norm_attn="layernorm_before",
+            norm_mlp="layernorm_after",
+            mlp="mlp",
+            placement="pre",
+            embed=_vit_embed,
+            softmax_f32=True,
+            inputs="pixel_values",
         ),
     )
 }

@@ -155,6 +155,11 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
     from rankcollapse.models.loading import _start_token, bert_tokenizer
 
     what = ""
+    if model.image is not None:  # a vision encoder reads pixels: it has no tokenizer
+        if tokenizer is not None:
+            raise RankCollapseError(f"tokenizer does not apply to vision encoder {model.label!r} (it reads "
+                                    "pixel_values)")
+        return model
     if tokenizer is None:
         if hf_model is None:
             return model

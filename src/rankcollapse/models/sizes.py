@@ -21,6 +21,8 @@ from rankcollapse.models.families import FAMILIES
 
 #: Sizes every family's config has (names of transformers' attribute map), each a whole number >= 1.
 SIZE_KEYS: tuple[str, ...] = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
+#: What a vision encoder's config has instead of a vocabulary (ViT), each a whole number >= 1.
+VISION_KEYS: tuple[str, ...] = ("image_size", "patch_size", "num_channels")
 #: Sizes a family's config may have; when present (not None), each a whole number >= 1.
 OPTIONAL_KEYS: tuple[str, ...] = ("num_key_value_heads", "intermediate_size", "n_inner", "d_ff",
                                   "max_position_embeddings", "head_dim", "d_kv", "num_hidden_groups",
@@ -44,10 +46,21 @@ def _read(config: Any, key: str) -> Any:
         return None
 
 
-def sizes(config: Any) -> dict[str, Any]:
-    """The sizes of :data:`SIZE_KEYS` and :data:`OPTIONAL_KEYS` a config has (absent or None left out)."""
+def is_vision(config: Any) -> bool:
+    """True for a vision encoder's config: a ``patch_size`` and no ``vocab_size`` (ViT)."""
     cfg = text_config(config)
-    found = {key: _read(cfg, key) for key in (*SIZE_KEYS, *OPTIONAL_KEYS)}
+    return _read(cfg, "patch_size") is not None and _read(cfg, "vocab_size") is None
+
+
+def required_keys(config: Any) -> tuple[str, ...]:
+    """:data:`SIZE_KEYS`, a vision encoder's :data:`VISION_KEYS` in place of ``vocab_size``."""
+    return (*SIZE_KEYS[:-1], *VISION_KEYS) if is_vision(config) else SIZE_KEYS
+
+
+def sizes(config: Any) -> dict[str, Any]:
+    """The sizes of :func:`required_keys` and :data:`OPTIONAL_KEYS` a config has (absent or None left out)."""
+    cfg = text_config(config)
+    found = {key: _read(cfg, key) for key in (*required_keys(config), *OPTIONAL_KEYS)}
     return {k: v for k, v in found.items() if v is not None}
 
 
@@ -55,7 +68,7 @@ def describe(config: Any) -> str:
     """``num_hidden_layers=4, hidden_size=64, num_attention_heads=0, vocab_size=30522``: the sizes that
     make a model, for a line that says why it cannot be built."""
     have = sizes(config)
-    return ", ".join(f"{k}={quote(have[k], 24)}" for k in SIZE_KEYS if k in have)
+    return ", ".join(f"{k}={quote(have[k], 24)}" for k in required_keys(config) if k in have)
 
 
 def check_sizes(config: Any, shown: str, min_layers: int = 1) -> dict[str, int]:
@@ -63,7 +76,7 @@ def check_sizes(config: Any, shown: str, min_layers: int = 1) -> dict[str, int]:
     the heads dividing ``hidden_size`` where no head width is given; one line naming ``shown``, the key
     and the value else."""
     have = sizes(config)
-    for key in SIZE_KEYS:
+    for key in required_keys(config):
         if key not in have:
             raise RankCollapseError(f"{shown}: its config has no {key}; allowed: a config that sets it")
     for key, value in have.items():
@@ -90,9 +103,10 @@ def parameter_count(config: Any) -> int:
     (``num_key_value_heads`` or h), f the MLP width (``intermediate_size`` / ``n_inner`` / ``d_ff``;
     GPT-2's ``n_inner: null`` is 4 d; 0 if absent; a gated MLP has 3 such matrices, counted as 2), L_s
     the stored layers (ALBERT's ``num_hidden_groups``, else ``num_hidden_layers``). Norms and biases are
-    left out (a lower bound)."""
+    left out (a lower bound). A vision encoder (:func:`is_vision`, ViT) has ``(C p^2 + 1 + (H / p)^2) d``
+    in place of the vocabulary and positions (C channels, patches of p, images of H px)."""
     s = sizes(config)
-    d, h, vocab = int(s["hidden_size"]), int(s["num_attention_heads"]), int(s["vocab_size"])
+    d, h, vocab = int(s["hidden_size"]), int(s["num_attention_heads"]), int(s.get("vocab_size", 0))
     a = int(s.get("head_dim") or s.get("d_kv") or d // max(h, 1))
     k = int(s.get("num_key_value_heads") or h)
     gpt2_mlp = 4 * d if hasattr(text_config(config), "n_inner") else 0  # GPT-2's n_inner: None means 4 d
@@ -103,6 +117,9 @@ def parameter_count(config: Any) -> int:
     spec = FAMILIES.get(str(getattr(text_config(config), "model_type", "")))
     learned = spec is not None and not spec.positions.startswith("rotary")  # rotary: nothing stored
     positions = int(s.get("max_position_embeddings") or 0) if learned else 0
+    if is_vision(config):  # the patch projection C p^2 d and the 1 + (H / p)^2 positions, no vocabulary
+        patch = s["num_channels"] * s["patch_size"] ** 2
+        return (patch + 1 + (s["image_size"] // s["patch_size"]) ** 2) * d + stored * per_layer
     return (vocab + positions) * e + stored * per_layer
 
 
@@ -116,9 +133,10 @@ def check_config(config: Any, shown: str, dtype: str = "float32", min_layers: in
     count = parameter_count(config)
     dtype = str(dtype).removeprefix("torch.")
     nbytes = count * ITEMSIZE.get(dtype, 4)
+    reads = (f"images of {s['image_size']} px" if is_vision(config) else f"vocabulary {s['vocab_size']}")
     check_memory(
-        f"building {shown} ({s['num_hidden_layers']} layers, d = {s['hidden_size']}, vocabulary "
-        f"{s['vocab_size']}: at least {count:.3g} parameters, {human_bytes(nbytes)} in {dtype})",
+        f"building {shown} ({s['num_hidden_layers']} layers, d = {s['hidden_size']}, {reads}: at least "
+        f"{count:.3g} parameters, {human_bytes(nbytes)} in {dtype})",
         nbytes,
         available,
         allowed="a config with fewer layers or a smaller width, or a machine with more memory free",

@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from rankcollapse.core.norms import layer_norm, rms_norm
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.models.images import ImageGeometry
 from rankcollapse.models.parts import PLACEMENTS, LayerParts, Positions, own_d_qk
 
 Fn = Callable[[Tensor], Tensor]
@@ -35,6 +36,9 @@ NORM_KINDS: tuple[str, ...] = ("layer", "rms", "gemma", "t5")
 QKV_LAYOUTS: tuple[str, ...] = ("separate", "concat", "per_head", "conv1d")
 POSITION_KINDS: tuple[str, ...] = ("absolute", "rotary", "rotary_by_type", "relative", "none")
 HF_CALLS: tuple[str, ...] = ("mask", "rotary", "t5", "mpnet")
+#: What a family's base model reads (Hugging Face's ``main_input_name``): token ids, or the pixel values of
+#: an image cut into patch tokens (ViT).
+INPUTS: tuple[str, ...] = ("input_ids", "pixel_values")
 
 
 class Unsupported(Exception):  # noqa: N818  (caught inside dissect only)
@@ -51,7 +55,8 @@ class FamilySpec:
     ``tl_blocks``: the prefix TransformerLens (4.x, ``TransformerBridge``) gives this family's
     layers (``blocks``; T5's encoder: ``encoder_blocks``), ``""`` where TransformerLens has no
     adapter for it. ``tuple_output``: the layer module returns a tuple (its first element is the
-    layer output; the nnsight path then reads ``.output[0]``)."""
+    layer output; the nnsight path then reads ``.output[0]``). ``inputs``: what the base model reads,
+    one of :data:`INPUTS` (``pixel_values``: ``embed`` maps images ``[b, C, H, W]`` to patch tokens)."""
 
     model_type: str
     layers: str | Callable[[nn.Module], list[nn.Module]]
@@ -88,6 +93,7 @@ class FamilySpec:
     note: str = ""
     tl_blocks: str = "blocks"
     tuple_output: bool = False
+    inputs: str = "input_ids"
 
     def __post_init__(self) -> None:
         for value, allowed, what in (
@@ -96,6 +102,7 @@ class FamilySpec:
             (self.qkv_layout, QKV_LAYOUTS, "qkv_layout"),
             (self.positions, POSITION_KINDS, "positions"),
             (self.hf_call, HF_CALLS, "hf_call"),
+            (self.inputs, INPUTS, "inputs"),
         ):
             if value not in allowed:
                 raise RankCollapseError(f"family {self.model_type}: {what}={value!r}; allowed: {allowed}")
@@ -250,7 +257,8 @@ def layer_parts(fam: FamilySpec, layer: nn.Module, config: Any, hf_casts: bool, 
 
 @dataclass(eq=False)
 class Dissected:
-    """What :func:`dissect_family` extracts. ``positions(x) -> Positions`` for an input x [b, n, d]."""
+    """What :func:`dissect_family` extracts. ``positions(x) -> Positions`` for an input x [b, n, d].
+    ``image``: a vision family's image (its token count is ``image.tokens``), None for text."""
 
     embed: Fn
     layers: list[LayerParts]
@@ -258,6 +266,7 @@ class Dissected:
     max_tokens: int
     final_norm: Fn | None = None
     positions: Callable[[Tensor], Positions] | None = None
+    image: ImageGeometry | None = None
 
 
 def _positions(fam: FamilySpec, root: nn.Module, config: Any) -> Callable[[Tensor], Positions] | None:
@@ -304,11 +313,13 @@ def dissect_family(fam: FamilySpec, model: nn.Module, hf_casts: bool) -> Dissect
     embed = fam.embed(root) if callable(fam.embed) else get_path(root, fam.embed)
     context = next((getattr(config, k) for k in fam.context if getattr(config, k, None)), 512)
     final = norm_fn(get_path(root, fam.final_norm), fam.norm, hf_casts) if fam.final_norm else None
+    image = ImageGeometry.from_config(config) if fam.inputs == "pixel_values" else None
     return Dissected(
         embed=embed,
         layers=layers,
         is_decoder=fam.decoder,
-        max_tokens=int(context) + fam.context_offset,
+        max_tokens=image.tokens if image is not None else int(context) + fam.context_offset,
         final_norm=final,
         positions=_positions(fam, root, config),
+        image=image,
     )

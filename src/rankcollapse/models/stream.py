@@ -58,7 +58,8 @@ def _on(device: torch.device, mask: Tensor | None) -> Tensor | None:
 
 @dataclass(frozen=True)
 class Batch:
-    """One batch of a run's samples: ``rows`` (which samples, in order), ``ids`` int64 [b', n] and
+    """One batch of a run's samples: ``rows`` (which samples, in order), ``ids`` int64 [b', n] (a vision
+    encoder's: the pixel values [b', C, H, W]) and
     ``attention_mask`` [b', n] (or None) on the run's device, ``size`` the samples it holds.
 
     A batch of one sample out of several runs as two copies of it (``b' = 2``; :meth:`real` keeps the
@@ -80,14 +81,15 @@ class Batch:
 
 def iter_batches(ids: Tensor, batch_size: int | None, device: torch.device | str = "cpu",
                  attention_mask: Tensor | None = None) -> Iterator[Batch]:
-    """The samples of ``ids`` [b, n] in batches of ``batch_size`` (None: one batch;
+    """The samples of ``ids`` [b, n] (or a vision encoder's pixel values [b, C, H, W]) in batches of
+    ``batch_size`` (None: one batch;
     :func:`rankcollapse.core.execution.batch_slices`), each moved to ``device`` when it is its turn."""
     total = int(ids.shape[0])
     for rows in batch_slices(total, batch_size):
         part, mask = ids[rows], None if attention_mask is None else attention_mask[rows]
         size = int(part.shape[0])
         if size == 1 and total > 1:
-            part = part.repeat(2, 1)
+            part = part.repeat(2, *([1] * (part.ndim - 1)))
             mask = None if mask is None else mask.repeat(2, 1)
         yield Batch(rows, part.to(device), None if mask is None else mask.to(device), size)
 
@@ -208,7 +210,7 @@ def _full_only(model: LoadedModel, ids: Tensor, depth: int,
                                 f"({model.n_model_layers}), got {depth}")
     dtype = next(model.hf_model.parameters()).dtype
     with torch.inference_mode(), fused_attention(model, fusable(model, dtype)):
-        states = model.hf_model(input_ids=ids, attention_mask=attention_mask,
+        states = model.hf_model(**{model.input_name: ids}, attention_mask=attention_mask,
                                 output_hidden_states=True).hidden_states
     for t, x in enumerate(states):
         yield t, hidden_state_name(t), x
@@ -269,7 +271,9 @@ def iter_hidden_states(
     """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
     state is kept (copy a tensor to keep it).
 
-    ids: int64 [b, n]. ``mask``: a :class:`~rankcollapse.masks.Mask` or schedule for every layer
+    ids: int64 [b, n], or a vision encoder's pixel values [b, C, H, W] (``model.image``: n is its CLS
+    and patch tokens, a wrong shape or a non-finite value refused in one line). ``mask``: a
+    :class:`~rankcollapse.masks.Mask` or schedule for every layer
     (a spec string is parsed here, once; None: each layer's own, module docstring). ``d_qk``: the
     number under the square root of the logits, ``S = q k^T / sqrt(d_qk) (+ position bias)``
     (None: each layer's own). ``layers``: L (default: the model's depth), cycling the model's
@@ -288,7 +292,7 @@ def iter_hidden_states(
     if mode not in MODES:
         raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
     check_d_qk(d_qk)
-    n = ids.shape[1]
+    n = model.n_tokens(ids)
     if n > model.max_tokens:
         raise RankCollapseError(
             f"--tokens {n} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
