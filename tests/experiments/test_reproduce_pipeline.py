@@ -129,11 +129,14 @@ PINNED = {
         "position_decay.lost_in_middle": "untested",
     },
     # a follow-up (Herasimchyk et al. 2026, from its abstract), counted apart: 4 networks; the gap still
-    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it
+    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it;
+    # in ALiBi SANs (N = 16, 8 layers) the last token's profile is a U only at m = 0.05, lam = 0.9
     "residual_rollout": {
         "residual_rollout.residuals_prevent": "not reproduced",
         "residual_rollout.residuals_slow": "confirmed (ours)",
         "residual_rollout.no_residual_collapses": "confirmed (ours)",
+        "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.05]": "not reproduced",  # end x0.029 at lam = 0.3
+        "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.5]": "not reproduced",  # a hump: both arms below
         "residual_rollout.u_shape_alibi": "untested",
     },
     # a follow-up (Cirrincione 2026, from its abstract), counted apart: 4 networks; LayerNorm drops the
@@ -174,7 +177,7 @@ FIGURES = {
     "training": ["ext_training_trajectory"],
     "position_bias": ["position_bias_first_token"],
     "position_decay": ["position_decay_profile"],
-    "residual_rollout": ["residual_rollout_first_token"],
+    "residual_rollout": ["residual_rollout_first_token", "residual_rollout_alibi_profile"],
     "cirrincione": [
         "cirrincione_ln_affine_rank",
         "cirrincione_ln_limit",
