@@ -159,6 +159,15 @@ PINNED = {
         "rollout_models.u_shape_models[tiny:gpt2, lam=0.9]": "reproduced",
         "rollout_models.first_token_models[tiny:gpt2]": "confirmed (ours)",
     },
+    # a follow-up (Karagodin et al. 2025, from its abstract), counted apart: 4 networks, N = d = 8, 32 layers;
+    # post-LN at the floor from t = 20, pre-LN ~ t^-1.06 to t^-1.09 but open against +-0.25 at 4 networks
+    "karagodin": {
+        "karagodin.preln_resists": "reproduced",
+        "karagodin.postln_exponential": "reproduced",
+        "karagodin.preln_polynomial": "inconclusive",
+        "karagodin.mix_ngpt_resist": "untested",
+        "karagodin.periln_best": "untested",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -185,6 +194,7 @@ FIGURES = {
         "cirrincione_residual_bert",
     ],
     "rollout_models": ["rollout_models_influence"],
+    "karagodin": ["karagodin_post_pre"],
 }
 
 
