@@ -137,4 +137,4 @@ def test_the_figure_and_headline_read_the_alibi_arm() -> None:
     table = figs["residual_rollout_alibi_profile"].data
     assert {"alibi_slope", "lam", "start_over_middle_log", "end_over_middle_log"} <= set(table.columns)
     (line,) = headlines(sd)
-    assert "m = 0.05, lam = 0.3" in line and "Why:" in line
+    assert "is a U at none" in line and "m = 0.05 lam = 0.3" in line and "Why:" in line

@@ -197,7 +197,7 @@ def untested_sentence(rows: Sequence[Claim]) -> str:
     )
 
 
-def _reason(c: Claim, width: int = 180) -> str:
+def _reason(c: Claim, width: int = 150) -> str:
     """One sentence on why a row reads as it does: its cause, else its plotted half's first condition."""
     if c.cause:
         return plain(c.cause, width)

@@ -430,18 +430,21 @@ def headlines(sd: StoryData) -> list[str]:
     alibi = _alibi_table(sd, th["u_ends_share"])
     if not alibi.empty:
         g = alibi[alibi["dtype"] == "float64"].sort_values(["alibi_slope", "lam"])
-        per = "; ".join(
-            f"m = {r['alibi_slope']:g}, lam = {r['lam']:g}: start x{np.exp(r['start_over_middle_log']):.2g}, "
-            f"end x{np.exp(r['end_over_middle_log']):.2g} the middle"
-            for _, r in g.iterrows()
-        )
+        start, end = g["start_over_middle_log"] > 0, g["end_over_middle_log"] > 0
+
+        def cells(rows: pd.DataFrame) -> str:
+            found = [f"m = {r['alibi_slope']:g} lam = {r['lam']:g}" for _, r in rows.iterrows()]
+            return ", ".join(found) or "none"
+
         depth = int(g["layer"].iloc[0])
         out.append(
-            f"In ALiBi SANs at the last layer (t = {depth}, float64, mean over networks): {per}. Why: the "
-            "decay bias keeps each layer's attention near the token, so the rollout moves the last token's "
-            "mass back as a hump, while its end arm holds only lam^t on the token itself and its start arm "
-            "only what has reached the sink, token 0: both ends beat the middle only where lam^t is still "
-            "large and the slope small enough for the mass to reach token 0."
+            f"In ALiBi SANs at the last layer (t = {depth}, float64, mean over networks) the last token's "
+            f"profile is a U at {cells(g[start & end])}; its end arm is below the middle at {cells(g[~end])} "
+            f"and its start arm at {cells(g[~start])}. Why: the decay bias keeps each layer's attention "
+            "near the token, so the rollout moves the mass back as a hump, while the end arm holds only "
+            "lam^t on the token itself and the start arm only what has reached token 0: both beat the "
+            "middle only where lam^t is still large and the slope small enough for the mass to reach "
+            "token 0."
         )
     return out
 
