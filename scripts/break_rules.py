@@ -27,6 +27,36 @@ TESTS = [
 #: (file under experiments/, text, replacement, what the break does)
 BREAKS: list[tuple[str, str, str, str]] = [
     (
+        "kit/rules/rates.py",
+        "            if (hi.decided and slope > exponent + tol) or (lo.decided and slope < exponent - tol):",
+        "            if hi.decided and slope > exponent + tol:",
+        "power_law takes a decay faster than the power (an exponential) for the power law",
+    ),
+    (
+        "kit/rules/rates.py",
+        "            r, k = c.rate(a, b), (b - a) / math.log(b / a)",
+        "            r, k = c.rate(a, b), 1.0",
+        "power_law reads the per-layer log rate as the slope in log t",
+    ),
+    (
+        "kit/rules/rates.py",
+        "    with conditions(2 * len(curves)):",
+        "    with conditions(len(curves)):",
+        "power_law drops Bonferroni over the two sides of each curve",
+    ),
+    (
+        "kit/rules/rates.py",
+        "            if a < 1 or st.name is StatusName.AT_FLOOR:",
+        "            if a < 1:",
+        "power_law reads a slope off a curve sitting at its precision floor",
+    ),
+    (
+        "kit/rules/rates.py",
+        "                v = REPRODUCED if hi.decided and lo.decided else INCONCLUSIVE",
+        "                v = REPRODUCED",
+        "power_law calls an open slope reproduced",
+    ),
+    (
         "kit/influence.py",
         "            off = (margins[2].decided and margins[2].value > tol) or (",
         "            off = False and (margins[2].decided and margins[2].value > tol) or (",

@@ -717,3 +717,63 @@ def test_a_bound_tested_at_radius_one_only_says_so() -> None:
     j = rules.bound_holds(runs)
     assert j.verdict == REPRODUCED and j.scope == "tested at r = 1 only"
     assert rules.bound_holds([("a", "consistent", False, 1.0), ("b", "consistent", False, 4.0)]).scope == ""
+
+
+# ----------------------------------------------------------------------------- power_law (a slope in log t)
+
+POWER_TH = Thresholds.of("test", {"min_samples": 4, "rate_tol": 0.02, "exponent_tol": 0.25})
+
+
+def power_curve(
+    exponent: float, *, layers: int = 64, n: int = 8, noise: float = 0.01, seed: int = 0
+) -> Curve:
+    """[n, layers+1] samples of ``0.5 (1 + t)^exponent`` times a little per-sample noise (in log)."""
+    gen = np.random.default_rng(seed)
+    t = np.arange(layers + 1, dtype=float)
+    logs = math.log(0.5) + exponent * np.log1p(t) + noise * gen.standard_normal((n, layers + 1))
+    return Curve.from_samples(np.exp(logs), "mu_rel", "float64")
+
+
+def test_a_decay_as_one_over_t_has_slope_minus_one_in_log_t() -> None:
+    j = rules.power_law({"pre, float64": power_curve(-1.0, noise=0.0)}, -1.0, POWER_TH)
+    # (1 + t)^-1 over layers 32-64: the slope in log t is -log(65 / 33) / log 2, not quite -1
+    assert j.verdict == REPRODUCED
+    assert j.margins[0].value == pytest.approx(-math.log(65 / 33) / math.log(2), rel=1e-9)
+
+
+def test_a_quadratic_decay_is_faster_than_t_to_the_minus_one() -> None:
+    j = rules.power_law({"pre, float64": power_curve(-2.0)}, -1.0, POWER_TH)
+    assert j.verdict == NOT_REPRODUCED and "faster than t^-1" in j.cause
+
+
+def test_an_exponential_decay_is_not_a_power_law() -> None:
+    # x0.9 per layer: the slope in log t over layers 32-64 is 32 log(0.9) / log 2 = -4.9
+    j = rules.power_law({"post, float64": curve(math.log(0.9), layers=64)}, -1.0, POWER_TH)
+    assert j.verdict == NOT_REPRODUCED and "faster than" in j.cause
+
+
+def test_a_level_curve_decays_slower_than_the_power_law() -> None:
+    j = rules.power_law({"pre, float64": power_curve(0.0)}, -1.0, POWER_TH)
+    assert j.verdict == NOT_REPRODUCED and "slower than t^-1" in j.cause
+
+
+def test_a_slope_at_the_edge_of_the_tolerance_is_open_and_too_few_is_inconclusive() -> None:
+    edge = rules.power_law({"pre": power_curve(-1.25, noise=0.3, n=4)}, -1.0, POWER_TH)
+    assert edge.verdict == INCONCLUSIVE and edge.cause_kind == "sample too small"
+    few = rules.power_law({"pre": power_curve(-1.0, n=3)}, -1.0, POWER_TH)
+    assert few.verdict == INCONCLUSIVE and "3" in few.cause
+
+
+def test_a_curve_at_its_floor_cannot_show_a_power_law() -> None:
+    j = rules.power_law({"post, float64": curve(-2.0, layers=64)}, -1.0, POWER_TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "not testable" and "floor" in j.cause
+
+
+def test_power_law_counts_both_sides_of_each_curve_in_bonferroni() -> None:
+    """Four networks whose slopes spread by 0.07 in log t: inside the tolerance for sure at one curve's two
+    comparisons, open at two curves' four."""
+    spread = [power_curve(-1.0 + 0.07 * (k - 1.5), noise=0.0, seed=k) for k in range(4)]
+    alone = rules.power_law({"a": Curve.pool(spread, NETWORK)}, -1.0, POWER_TH)
+    pooled = Curve.pool(spread, NETWORK)
+    wide = rules.power_law({"a": pooled, "b": pooled}, -1.0, POWER_TH)
+    assert (alone.verdict, wide.verdict) == (REPRODUCED, INCONCLUSIVE)

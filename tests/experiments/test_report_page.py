@@ -237,3 +237,39 @@ def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_pap
     assert extra.paper != MAIN_PAPER and claims[0].paper == MAIN_PAPER
     with pytest.raises(RankCollapseError, match="unknown paper"):
         replace(claims[0], paper="1234.5678")
+
+
+def test_a_followups_section_gives_one_line_per_claim_while_the_papers_keep_their_paragraph(tmp_path):
+    """A follow-up's section lists each statement once (its qualifiers' verdicts together, the reason in
+    one sentence); the main paper's sections keep their paragraph."""
+    from dataclasses import replace
+
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS
+    from rankcollapse.pipeline.summary import claim_bullets
+
+    _, claims = _page(tmp_path)
+    follow = next(iter(FOLLOWUPS))
+
+    def row(cid: str, verdict: str, evidence: str, cause: str = "", kind: str = "") -> Claim:
+        c = _claim(cid, "sc", "paper setting", verdict, evidence, cause=cause, kind=kind)
+        qual = f" [{cid.split('[')[1][:-1]}]" if "[" in cid else ""
+        return replace(c, paper=follow, statement=f"statement {c.key}{qual}")
+
+    rows = [
+        row("sc.one[a]", "not reproduced", "x: not reproduced — falls slower",
+            "the data contradict the statement: falls slower", "measured otherwise"),
+        row("sc.one[b]", "reproduced", "x: reproduced — falls"),
+        row("sc.two", "reproduced", "x: reproduced — span 0.2 floors | more || 4 networks"),
+    ]
+    assert claim_bullets(rows) == [
+        "statement one — not reproduced [a]; reproduced [b]: falls slower",
+        "statement two — reproduced: span 0.2 floors",
+    ]
+    experiments = [{"name": f"{n}.a", "story": n, "title": f"title {n}", "task": "t", "base": {}, "grid": {},
+                    "verdict": {}, "source": "paper"} for n in ("sa", "sb", "sc")]
+    page = render_report([*claims, *rows], [], experiments, {"profile": "tiny"}, tmp_path)
+    section = page[page.index("id='exp-sc'"):]
+    items = re.findall(r"<li>(.*?)</li>", section.split("</ul>")[0])
+    assert [html.unescape(i) for i in items] == claim_bullets(rows)
+    main = page[page.index("id='exp-sa'") : page.index(f"id='paper-{follow}'")]
+    assert "<ul class='bullets'>" not in main and "<p class='para'>" in main

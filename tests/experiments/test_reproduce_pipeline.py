@@ -135,11 +135,14 @@ PINNED = {
         "position_decay.lost_in_middle": "untested",
     },
     # a follow-up (Herasimchyk et al. 2026, from its abstract), counted apart: 4 networks; the gap still
-    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it
+    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it;
+    # in ALiBi SANs (N = 16, 8 layers) the last token's profile is a U only at m = 0.05, lam = 0.9
     "residual_rollout": {
         "residual_rollout.residuals_prevent": "not reproduced",
         "residual_rollout.residuals_slow": "confirmed (ours)",
         "residual_rollout.no_residual_collapses": "confirmed (ours)",
+        "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.05]": "not reproduced",  # end x0.029 at lam = 0.3
+        "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.5]": "not reproduced",  # a hump: both arms below
         "residual_rollout.u_shape_alibi": "untested",
     },
     # a follow-up (Cirrincione 2026, from its abstract), counted apart: 4 networks; LayerNorm drops the
@@ -162,6 +165,15 @@ PINNED = {
         "rollout_models.u_shape_models[tiny:gpt2, lam=0.9]": "reproduced",
         "rollout_models.first_token_models[tiny:gpt2]": "confirmed (ours)",
     },
+    # a follow-up (Karagodin et al. 2025, from its abstract), counted apart: 4 networks, N = d = 8, 32 layers;
+    # post-LN at the floor from t = 20, pre-LN ~ t^-1.06 to t^-1.09 but open against +-0.25 at 4 networks
+    "karagodin": {
+        "karagodin.preln_resists": "reproduced",
+        "karagodin.postln_exponential": "reproduced",
+        "karagodin.preln_polynomial": "inconclusive",
+        "karagodin.mix_ngpt_resist": "untested",
+        "karagodin.periln_best": "untested",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -180,7 +192,7 @@ FIGURES = {
     "training": ["ext_training_trajectory"],
     "position_bias": ["position_bias_first_token"],
     "position_decay": ["position_decay_profile"],
-    "residual_rollout": ["residual_rollout_first_token"],
+    "residual_rollout": ["residual_rollout_first_token", "residual_rollout_alibi_profile"],
     "cirrincione": [
         "cirrincione_ln_affine_rank",
         "cirrincione_ln_limit",
@@ -188,6 +200,7 @@ FIGURES = {
         "cirrincione_residual_bert",
     ],
     "rollout_models": ["rollout_models_influence"],
+    "karagodin": ["karagodin_post_pre"],
 }
 
 

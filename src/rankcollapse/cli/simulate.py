@@ -54,6 +54,8 @@ def simulate_command(
     heads: int = typer.Option(1, "--heads", help=q("heads").help("outputs averaged")),
     d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default 1")),
     temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated: --d-qk."),
+    alibi_slope: float = typer.Option(None, "--alibi-slope", help=q("alibi_slope").help(
+        "default none (no bias); runs the dense kernel")),
     value: str = typer.Option("gaussian", "--value", help="W_V family: gaussian, orthogonal, identity, "
                               "scaled-identity."),
     value_scale: float = typer.Option(None, "--value-scale", help="sigma of the W_V family (default 1; "
@@ -105,7 +107,7 @@ def simulate_command(
         d_qk=_given("d_qk", d_qk, "--temperature", temperature, 1.0), value=value, value_scale=value_scale,
         qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs,
         samples=_given("samples", samples, "--batch", batch, 8), seed=seed, dtype=dtype, device=device,
-        kernel=kernel, metrics=metrics, stop_below=stop_below,
+        kernel=kernel, metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope,
     )
     if threads is not None:
         import torch

@@ -98,6 +98,9 @@ _TABLE: tuple[Quantity, ...] = (
        "the number under the square root of the logits, q k^T / sqrt(d_qk)",
        aliases=("--temperature", "temperature")),
     _q("mask", "--mask", "mask", "mask", "M", "which keys j each query i attends to (a mask spec)"),
+    _q("alibi_slope", "--alibi-slope", "alibi_slope", "decay slope m", "m",
+       "the slope m >= 0 of the decay (ALiBi-type) bias -m |i - j| added to every layer's logits "
+       "(Wu et al. 2025's decay mask gamma^(i - j), m = -log gamma)"),
     _q("dtype", "--dtype", "dtype", "dtype", "dtype", "the floating-point type of every computation"),
     _q("seed", "--seed", "seed", "seed", "seed", "the seed of every random draw of a run"),
     _q("batch_size", "--batch-size", "batch_size", "batch size", "batch_size",

@@ -35,6 +35,7 @@ from rankcollapse.experiments.contract.verdicts import (
 from rankcollapse.experiments.kit.glossary import terms_used
 from rankcollapse.experiments.kit.plots import FigureFile
 from rankcollapse.pipeline.summary import (
+    claim_bullets,
     origin_sentences,
     sample_sentence,
     section_paragraph,
@@ -66,7 +67,7 @@ td.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 
         padding: 0 6px; }
 .origin { font-weight: 600; margin-bottom: 4px; }
 .summary { background: #f6f8fa; border: 1px solid var(--line); border-radius: 8px; padding: 4px 18px 8px; }
-.summary h2 { margin-top: 12px; } .para { max-width: 980px; }
+.summary h2 { margin-top: 12px; } .para { max-width: 980px; } .bullets { max-width: 980px; }
 table.counters { width: auto; } table.counters td { border: none; padding: 3px 10px 3px 0; }
 .cnt { margin-right: 10px; white-space: nowrap; }
 div.ev { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; color: #333; }
@@ -322,7 +323,12 @@ def render_report(
             parts.extend(_counters(tally(claims, opens)))
         parts.append(f"<h2 id='exp-{_e(name)}'>{_e(titles[name])}</h2>")
         rows = by_story.get(name, [])
-        if rows or headlines.get(name):
+        if rows and rows[0].paper != MAIN_PAPER:  # a follow-up: one line per claim, then its findings
+            parts.append("<ul class='bullets'>" + "".join(f"<li>{_e(b)}</li>" for b in claim_bullets(rows))
+                         + "</ul>")
+            found = [*headlines.get(name, [])[:2], sample_sentence(rows)]
+            parts.append("".join(f"<p class='para'>{_e(h)}</p>" for h in found))
+        elif rows or headlines.get(name):
             parts.append(f"<p class='para'>{_e(section_paragraph(rows, headlines.get(name, [])))}</p>")
         parts.extend(_figure(f, out_dir) for f in by_figs.get(name, []))
         if by_story.get(name):

@@ -195,3 +195,32 @@ def untested_sentence(rows: Sequence[Claim]) -> str:
         f"pretrained stand-in; {sum(1 for c in rows if c.verdict == UNTESTED)} rows untested). With the "
         "checkpoints cached, the same command runs them."
     )
+
+
+def _reason(c: Claim, width: int = 150) -> str:
+    """One sentence on why a row reads as it does: its cause, else its plotted half's first condition."""
+    if c.cause:
+        return plain(c.cause, width)
+    text = c.evidence.split(" — ", 1)[-1].split(" || ")[0].split(" | ")[0]
+    return plain(text, width)
+
+
+def claim_bullets(rows: Sequence[Claim]) -> list[str]:
+    """One short line per statement of a section, in the rows' order: the claim, its verdict (per qualifier
+    where its rows differ) and the reason in one sentence (the first row that is not plainly reproduced,
+    else the first row): ``<claim> — <verdict>: <reason>``."""
+    groups: dict[str, list[Claim]] = {}
+    for c in rows:
+        groups.setdefault(f"{c.story}.{c.key}", []).append(c)
+    out = []
+    for group in groups.values():
+        words = list(dict.fromkeys(c.verdict for c in group))
+        if len(words) == 1:
+            verdict = words[0]
+        else:
+            verdict = "; ".join(
+                f"{c.verdict} [{c.id.split('[', 1)[1][:-1] if '[' in c.id else 'as stated'}]" for c in group
+            )
+        deciding = next((c for c in group if c.verdict_class != REPRODUCED.value), group[0])
+        out.append(f"{short(group[0], 110).split(' [')[0]} — {verdict}: {_reason(deciding)}")
+    return out

@@ -92,6 +92,8 @@ FOLLOWUPS: dict[str, str] = {
     "(arXiv 2602.16837, 2026; known from its abstract)",
     "2604.23681": "Cirrincione, LayerNorm, the affine rank and the span of attention-only stacks "
     "(arXiv 2604.23681, 2026; known from its abstract)",
+    "2510.22026": 'Karagodin, Ge, Polyanskiy, Rigollet, "Normalization in Attention Dynamics", NeurIPS 2025 '
+    "(arXiv 2510.22026; known from its abstract)",
 }
 #: Every paper a row can be about: arXiv id -> citation.
 PAPERS: dict[str, str] = {

@@ -389,13 +389,13 @@ def headlines(sd: StoryData) -> list[str]:
     table = _rank_table(sd, th["margin_min"])
     if table.empty:
         return []
+    regime = table["condition"].str.split(", ").str[1]
     per = "; ".join(
-        f"{r['condition']}: {r['changed']} of {r['resolved']} resolved pairs change "
-        f"(mean {r['mean_change']:+.2g})"
-        for _, r in table.iterrows()
+        f"{reg}: {int(g['changed'].sum())} of {int(g['resolved'].sum())} resolved pairs change"
+        for reg, g in table.groupby(regime, sort=False)
     )
     return [
-        f"The affine rank across one LayerNorm: {per}.",
+        f"The affine rank across one LayerNorm (both presets with it, float32 and float64): {per}.",
         "Where each holds: Cirrincione's one-step statement holds where the tokens do not span R^d (n <= d) "
         "and LayerNorm changes no limit of mu_rel in these Gaussian networks, while the NeurIPS paper's "
         "LayerNorm result (fig1_fig5) needs its designed value matrices, where the per-token scaling does "

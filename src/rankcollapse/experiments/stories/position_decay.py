@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
@@ -227,12 +227,4 @@ def headlines(sd: StoryData) -> list[str]:
     return [f"The decay mask's profile peaks at distance {per} (float64, mean over networks)."]
 
 
-STORY = Story(
-    name="position_decay",
-    statements=STATEMENTS,
-    arms=ARMS,
-    claims=claims,
-    figures=figures,
-    headlines=headlines,
-    paper=PAPER,
-)
+STORY = story_here(__name__)

@@ -17,23 +17,38 @@ no cancellation) for lam in {0, 0.3, 0.6}, float32 beside float64; the last toke
 ``P(t)[N-1, :]`` for the figure. Rules: the kit's ``kept_stable`` (the gap keeps a level, the claim),
 ``local_slower`` with lam as the order (ours: residuals slow it) and ``san_collapse`` at lam = 0 (the
 contrast with Wu et al.). The U shape "matching pretrained ALiBi language models" needs such models:
-untested here.
+untested here. The U itself is judged in ALiBi SANs (arm ``alibi``: the decay bias ``-m (i - j)`` of
+``position_decay`` on the logits, m in {0.05, 0.5}, lam in {0.3, 0.6, 0.9}): the last token's profile at
+the last layer, its start and end arms against its middle (``metrics.influence.end_over_middle_logs``,
+``u_ends_share`` of the positions at each end), by the kit's ``u_shaped``, one row per slope.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
-from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, untested_row
 from rankcollapse.experiments.kit.curves import Curve
-from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
+from rankcollapse.experiments.kit.data import (
+    Layered,
+    curves_by,
+    layered,
+    profile_summaries,
+    rows_of,
+    runs_of,
+    sample_note,
+)
+from rankcollapse.experiments.kit.influence import u_shaped
+from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
+from rankcollapse.metrics.influence import end_over_middle_logs
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2602.16837"
@@ -41,6 +56,8 @@ SOURCE = "Herasimchyk et al. 2026 (arXiv 2602.16837), [abstract]"
 GAP = "first_token_gap_max"
 LAM = "rollout_residual"
 FIGURE = "residual_rollout_first_token"
+ALIBI_FIGURE = "residual_rollout_alibi_profile"
+SLOPE = "alibi_slope"
 STATEMENTS = (
     Statement(
         "residuals_prevent",
@@ -75,11 +92,15 @@ STATEMENTS = (
         "At finite depth the influence profile is U-shaped, matching what is measured in pretrained ALiBi "
         "language models",
         SOURCE,
-        "needs pretrained ALiBi language models (e.g. BLOOM, MPT): untested here; the SAN's own profile is "
-        "in the figure",
+        "in single-head causal SANs with the decay bias -m (i - j) (arm alibi), one row per slope m: the "
+        "last token's profile P(L)[N-1, :] at the last layer, both its start (the first u_ends_share of the "
+        "positions) and its end (the last u_ends_share) above the middle by more than u_log_min in log mean "
+        "influence per position, for sure over networks for every lam > 0 and dtype -> reproduced; one arm "
+        "below for sure -> not reproduced (kit.influence.u_shaped, Bonferroni over the conditions and arms); "
+        "pretrained ALiBi language models (e.g. BLOOM, MPT): untested, none is offline",
     ),
 )
-ARMS = (Arm("paper", SIMULATE_CURVES),)
+ARMS = (Arm("paper", SIMULATE_CURVES), Arm("alibi", SIMULATE_CURVES))
 NAMES = ("first-token gap in float32", "first-token gap in float64")
 ALIBI = "pretrained ALiBi language models (e.g. BLOOM, MPT)"
 
@@ -95,14 +116,77 @@ def _labelled(curves: dict[float, Curve], dtype: str) -> dict[str, Curve]:
 
 
 def _untested_row(sd: StoryData) -> Claim:
-    return untested_row("residual_rollout", STATEMENTS[3], sd.arm("paper"), ALIBI, FIGURE)
+    data = sd.arm("paper") or sd.arm("alibi")  # the row needs an arm the pipeline ran
+    return untested_row("residual_rollout", STATEMENTS[3], data, ALIBI, FIGURE)
+
+
+def alibi_ends(n: int, share: float) -> int:
+    """Positions at each end of an ``n``-position profile: ``round(share n)``, at least 1, ``2 k < n``."""
+    return max(1, min(round(share * n), (n - 1) // 2))
+
+
+def _alibi_shapes(data: Data, share: float) -> pd.DataFrame:
+    """Per run and kept layer of the ``alibi`` arm: ``start_over_middle_log`` and ``end_over_middle_log``
+    of the last token's profile, ``alibi_ends(N, share)`` positions at each end."""
+    ends = alibi_ends(int(data.exp.base["n"]), share)
+
+    def summary(p: np.ndarray, _t: int) -> dict[str, float]:
+        return {k: float(v) for k, v in end_over_middle_logs(torch.tensor(p), ends).items()}
+
+    return profile_summaries(rows_of(data, "influence"), summary, (SLOPE, LAM))
+
+
+def _alibi_arms(data: Data, slope: float, dtype: str, share: float) -> dict[str, tuple[Layered, Layered]]:
+    """``{"lam = <lam>, <dtype>": (start arm, end arm)}`` at the arm's last layer, one slope."""
+    shapes = _alibi_shapes(data, share)
+    if shapes.empty:
+        return {}
+    depth = int(data.exp.base["layers"])
+    sub = shapes[(shapes[SLOPE] == slope) & (shapes["dtype"] == dtype) & (shapes["layer"] == depth)]
+    return {
+        f"lam = {lam:g}, {dtype}": (layered(g.assign(layer=0), "start_over_middle_log"),
+                                    layered(g.assign(layer=0), "end_over_middle_log"))
+        for lam, g in sorted(sub.groupby(LAM)) if lam > 0
+    }
+
+
+def _alibi_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
+    """One ``u_shape_alibi`` row per slope of the ``alibi`` arm (float32 as plotted, float64 beside it)."""
+    data = sd.arm("alibi")
+    if data is None:
+        return []
+    frame = rows_of(data, "curve")
+    out = []
+    for slope in sorted(frame[SLOPE].unique()) if not frame.empty else []:
+        sub = frame[frame[SLOPE] == slope]
+
+        def rule(t: Thresholds, dt: str, m: float = float(slope)) -> Judgement:
+            return u_shaped(_alibi_arms(data, m, dt, t["u_ends_share"]), t, layer=0)
+
+        out.append(
+            claim_row(
+                "residual_rollout",
+                STATEMENTS[3],
+                data,
+                th,
+                judged(lambda t, r=rule: r(t, "float32"), th),
+                judged(lambda t, r=rule: r(t, "float64"), th),
+                qualifier=f"ALiBi SAN, m={float(slope):g}",
+                axes_frame=sub,
+                runs=runs_of(data, sub),
+                figure=ALIBI_FIGURE,
+                sample_note=sample_note(runs_of(data, sub), sub),
+                names=("last token's profile in float32 (as plotted)", "the same in float64 (the mechanism)"),
+            )
+        )
+    return out
 
 
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("residual_rollout", sd.verdict, sd.ranges)
     data = sd.arm("paper")
     if data is None:
-        return [_untested_row(sd)]
+        return [*_alibi_rows(sd, th), _untested_row(sd)]
     frame = rows_of(data, "curve")
     by = {dt: _gap_curves(frame, dt) for dt in ("float32", "float64")}
     note = sample_note(runs_of(data, frame), frame)
@@ -161,6 +245,7 @@ def claims(sd: StoryData) -> list[Claim]:
                 names=NAMES,
             )
         )
+    out.extend(_alibi_rows(sd, th))
     out.append(_untested_row(sd))
     return out
 
@@ -203,7 +288,73 @@ def _profiles(sd: StoryData) -> pd.DataFrame:
     return rows.groupby([LAM, "layer", "position"], as_index=False)["influence"].mean()
 
 
+def _alibi_table(sd: StoryData, share: float) -> pd.DataFrame:
+    """Per slope, lam and dtype at the last layer: the two arms (mean over networks) and the lam^L the last
+    token keeps on itself."""
+    data = sd.arm("alibi")
+    if data is None:
+        return pd.DataFrame()
+    shapes = _alibi_shapes(data, share)
+    if shapes.empty:
+        return shapes
+    depth = int(data.exp.base["layers"])
+    last = shapes[shapes["layer"] == depth]
+    out = []
+    for (m, lam, dt), g in last.groupby([SLOPE, LAM, "dtype"]):
+        out.append({"alibi_slope": float(m), "lam": float(lam), "dtype": dt, "layer": depth,
+                    "start_over_middle_log": float(g["start_over_middle_log"].mean()),
+                    "end_over_middle_log": float(g["end_over_middle_log"].mean()),
+                    "self_weight": float(lam) ** depth, "networks": len(g)})
+    return pd.DataFrame(out)
+
+
+def _alibi_figure(sd: StoryData, share: float) -> FigureSpec | None:
+    data = sd.arm("alibi")
+    rows = rows_of(data, "influence") if data is not None else pd.DataFrame()
+    if data is None or rows.empty:
+        return None
+    n, depth = int(data.exp.base["n"]), int(data.exp.base["layers"])
+    ends = alibi_ends(n, share)
+    rows = rows[rows["dtype"] == "float64"]
+    prof = rows.groupby([SLOPE, LAM, "layer", "position"], as_index=False)["influence"].mean()
+    slopes = sorted(prof[SLOPE].unique())
+    fig = figure(5 * len(slopes), 3.8, layout="constrained")
+    axes = fig.subplots(1, len(slopes), squeeze=False)[0]
+    styles = ["-", "--", "-.", ":"]
+    for ax, m in zip(axes, slopes, strict=True):
+        for i, lam in enumerate(sorted(prof[LAM].unique())):
+            for k, t in enumerate(sorted({max(1, depth // 4), depth})):
+                g = prof[(prof[SLOPE] == m) & (prof[LAM] == lam) & (prof["layer"] == t)]
+                g = g.sort_values("position")
+                ax.plot(g["position"], np.maximum(g["influence"], 1e-18), styles[k % len(styles)],
+                        color=f"C{i}", marker=MARKERS[i % len(MARKERS)], ms=2.5, markevery=4,
+                        label=f"lam = {lam:g}, t = {t}")
+        for x in (ends - 0.5, n - ends - 0.5):
+            ax.axvline(x, color="0.5", ls=":", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xlabel("input position j")
+        ax.set_ylabel(f"P(t)[{n - 1}, j]: influence on the last token")
+        ax.set_title(f"decay bias m = {m:g}", fontsize=8)
+        ax.legend(fontsize=6, ncol=2)
+    caption = (
+        "Herasimchyk et al. 2026's finite-depth U in ALiBi SANs: the last token's influence profile of the "
+        "residual-aware rollout M(t) = lam I + (1 - lam) A(t) of single-head causal SANs with the decay "
+        f"bias -m (i - j) on the logits (N = {n}, Gaussian inputs and weights, d_qk = d; mean over networks, "
+        f"float64, values below 1e-18 drawn at 1e-18), at t = {depth // 4} and the last layer t = {depth}; "
+        f"dotted: the {ends} positions of each end the U is judged on. The bias moves the profile's mass "
+        "back as a hump; the last token keeps lam^t on itself and token 0 gathers what reaches it."
+    )
+    table = pd.concat([_alibi_table(sd, share), prof.assign(kind="profile")], ignore_index=True)
+    return FigureSpec(ALIBI_FIGURE, fig, table, caption)
+
+
 def figures(sd: StoryData) -> list[FigureSpec]:
+    th = Thresholds.of("residual_rollout", sd.verdict, sd.ranges)
+    alibi = _alibi_figure(sd, th["u_ends_share"])
+    return [*_gap_figure(sd), *([alibi] if alibi is not None else [])]
+
+
+def _gap_figure(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("paper")
     if data is None:
         return []
@@ -263,16 +414,39 @@ def figures(sd: StoryData) -> list[FigureSpec]:
 
 
 def headlines(sd: StoryData) -> list[str]:
+    out = []
     table = _table(sd)
-    if table.empty:
-        return []
-    g = table[table["dtype"] == "float64"].sort_values("lam")
-    per = ", ".join(
-        f"lam = {r['lam']:g}: x{r['factor']:.3g}/layer (uniform causal {r['uniform_causal_factor']:.3g}), "
-        f"{r['gap_last_layer']:.2g} at the last layer"
-        for _, r in g.iterrows()
-    )
-    return [f"With residual-aware mixing the first-token gap still falls: {per} (float64, over networks)."]
+    if not table.empty:
+        g = table[table["dtype"] == "float64"].sort_values("lam")
+        per = ", ".join(
+            f"lam = {r['lam']:g}: x{r['factor']:.3g}/layer (uniform causal "
+            f"{r['uniform_causal_factor']:.3g}), {r['gap_last_layer']:.2g} at the last layer"
+            for _, r in g.iterrows()
+        )
+        out.append(
+            f"With residual-aware mixing the first-token gap still falls: {per} (float64, over networks)."
+        )
+    th = Thresholds.of("residual_rollout", sd.verdict, sd.ranges)
+    alibi = _alibi_table(sd, th["u_ends_share"])
+    if not alibi.empty:
+        g = alibi[alibi["dtype"] == "float64"].sort_values(["alibi_slope", "lam"])
+        start, end = g["start_over_middle_log"] > 0, g["end_over_middle_log"] > 0
+
+        def cells(rows: pd.DataFrame) -> str:
+            found = [f"m = {r['alibi_slope']:g} lam = {r['lam']:g}" for _, r in rows.iterrows()]
+            return ", ".join(found) or "none"
+
+        depth = int(g["layer"].iloc[0])
+        out.append(
+            f"In ALiBi SANs at the last layer (t = {depth}, float64, mean over networks) the last token's "
+            f"profile is a U at {cells(g[start & end])}; its end arm is below the middle at {cells(g[~end])} "
+            f"and its start arm at {cells(g[~start])}. Why: the decay bias keeps each layer's attention "
+            "near the token, so the rollout moves the mass back as a hump, while the end arm holds only "
+            "lam^t on the token itself and the start arm only what has reached token 0: both beat the "
+            "middle only where lam^t is still large and the slope small enough for the mass to reach "
+            "token 0."
+        )
+    return out
 
 
 STORY = story_here(__name__)

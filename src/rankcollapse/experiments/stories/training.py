@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, Story, StoryData
+from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit import trajectories as tr
@@ -421,13 +421,6 @@ def headlines(sd: StoryData) -> list[str]:
     ]
 
 
-STORY = Story(
-    name=STORY_NAME,
-    statements=STATEMENTS,
-    arms=ARMS,
-    claims=claims,
-    figures=figures,
-    headlines=headlines,
-)
+STORY = story_here(__name__)
 
 __all__ = ["STORY", "train_cost", "train_trajectories"]

@@ -11,7 +11,7 @@ One module per shape of data:
 - ``curves``: collapse curves judged by their status word (``kit.statuses``): ``san_collapse``,
   ``ln_stops``, ``kept_stable``, ``skip_unstable``, ``full_stable``;
 - ``rates``: one rate against another: ``local_slower``, ``dqk`` (``dqk_slows``, ``dqk_global``,
-  ``dqk_shallow``, ``dqk_testable``);
+  ``dqk_shallow``, ``dqk_testable``), ``power_law`` (a slope in log t);
 - ``layers``: a per-layer mean or share against a threshold: ``full_rank``, ``sigma_ratio``,
   ``cos_grows``, ``dominant_sv``, ``nonnegative_pairs``, ``initial_cos``;
 - ``checks``: per-run checks: ``every_run``, ``collapses``, ``bound_holds``,
@@ -55,6 +55,7 @@ from rankcollapse.experiments.kit.rules.rates import (
     dqk_slows,
     dqk_testable,
     local_slower,
+    power_law,
 )
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "nonnegative_pairs",
     "pairs_ordered",
     "per_group",
+    "power_law",
     "san_collapse",
     "sigma_ratio",
     "skip_unstable",

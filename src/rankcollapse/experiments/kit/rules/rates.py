@@ -3,7 +3,8 @@
 A rate is :meth:`~rankcollapse.experiments.kit.curves.Curve.rate` (the mean per-layer log change and its
 standard error, per network where the weights are a random draw); two rates differ for sure when their
 difference lies outside ``± z se`` (``kit.curves.z``, Bonferroni over the row's conditions). Used for
-locality (a larger graph radius collapses more slowly) and the d_qk rules (Fig. 3).
+locality (a larger graph radius collapses more slowly), the d_qk rules (Fig. 3) and a polynomial decay
+(:func:`power_law`: the rate in log t, Karagodin et al.'s pre-LN contraction).
 """
 
 from __future__ import annotations
@@ -194,3 +195,42 @@ def _shallow_part(mask: str, curves: Mapping[float, Curve], k0: int, th: Thresho
     n = n_words(shallow.n, shallow.unit)
     words = f"shallow minus deep effect {diff:+.2g} ± {z(shallow.n) * se:.2g} ({n})"
     return sample_part(v, words, [margin], shallow.n, shallow.unit)
+
+
+def power_law(curves: Mapping[str, Curve], exponent: float, th: Thresholds) -> Judgement:
+    """A polynomial decay ``y ~ t^exponent``: per curve, its slope in log t over the last half (layers
+    ``a = L // 2`` to ``b = L``), ``s = (log y(b) - log y(a)) / log(b / a)`` (:meth:`Curve.rate` over
+    ``a..b`` times ``(b - a) / log(b / a)``, per network where the network is the unit), within
+    ``exponent_tol`` of ``exponent`` for sure -> reproduced; outside it for sure -> not reproduced (an
+    exponential decay's slope grows with L, a level's is 0); otherwise inconclusive; a curve at its precision
+    floor in the last half, or with fewer than ``min_samples`` units, inconclusive. Bonferroni over the
+    curves and the two sides of each."""
+    tol = th["exponent_tol"]
+    parts: list[tuple[str, Judgement]] = []
+    with conditions(2 * len(curves)):
+        for label, c in curves.items():
+            if few(c, th):
+                parts.append((label, few_part(label, c.units, th, "too few samples", c.unit)))
+                continue
+            a, b = c.layers // 2, c.layers
+            st = collapse_status(c, th)
+            if a < 1 or st.name is StatusName.AT_FLOOR:
+                why = f"{label}: " + ("at the precision floor" if a >= 1 else f"only {c.layers} layer(s)")
+                parts.append((label, Judgement(INCONCLUSIVE, why, causes.not_testable(why), "not testable")))
+                continue
+            r, k = c.rate(a, b), (b - a) / math.log(b / a)
+            slope, se = r.mean * k, r.se * k
+            what = f"slope of log {c.quantity} in log t over layers {a}-{b}"
+            hi = Margin(f"{what}, at most {exponent:g} + tol", slope, se, exponent + tol, r.n, r.unit)
+            lo = Margin(f"{what}, at least {exponent:g} - tol", slope, se, exponent - tol, r.n, r.unit)
+            words = (f"{c.quantity} ~ t^{slope:.3g} ± {z(r.n) * se:.2g} over layers {a}-{b} against "
+                     f"t^{exponent:g} ± {tol:g} ({n_words(r.n, r.unit)})")
+            if (hi.decided and slope > exponent + tol) or (lo.decided and slope < exponent - tol):
+                how = "faster than" if slope < exponent else "slower than"
+                cause = causes.measured_otherwise(f"{label}: decays {how} t^{exponent:g} ({words})")
+                parts.append((label, Judgement(NOT_REPRODUCED, f"not t^{exponent:g}: {words}", cause,
+                                               "measured otherwise", r.n, (hi, lo), unit=r.unit)))
+            else:
+                v = REPRODUCED if hi.decided and lo.decided else INCONCLUSIVE
+                parts.append((label, sample_part(v, words, [hi, lo], r.n, r.unit)))
+    return combine_parts(parts)
