@@ -16,7 +16,7 @@ import importlib.util
 import sys
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.machinery import ModuleSpec
 from typing import Any, TypeVar
@@ -47,6 +47,20 @@ def renamed(new: str, value: T | None, old: str, old_value: T | None, hint: str 
         raise RankCollapseError(f"give {new} or its old name {old}, not both")
     warn(f"{old} is deprecated; use {new}" + (f" ({hint})" if hint else ""), stacklevel=4)
     return old_value
+
+
+def renamed_names(module: str, names: dict[str, str]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` that serves each old name of ``names`` (old -> new) as the module's new
+    one, with one warning, for one release; any other missing name is the usual ``AttributeError``.
+    Usage, at the end of the module: ``__getattr__ = renamed_names(__name__, {"OLD": "NEW"})``."""
+
+    def module_getattr(name: str) -> Any:
+        if name in names:
+            warn(f"{module}.{name} is deprecated; use {module}.{names[name]}")
+            return getattr(sys.modules[module], names[name])
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return module_getattr
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.edge.deprecation import renamed_names
 from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, looks_note, sample_std, z
 from rankcollapse.experiments.kit.judgement import Margin
@@ -312,3 +313,6 @@ def profile_summaries(
             row[k], row[f"{k}_std"] = float(v), math.nan
         out.append(row)
     return pd.DataFrame(out)
+
+
+__getattr__ = renamed_names(__name__, {"VARIANT_WORDS": "MODE_WORDS"})  # the old name, for one release

@@ -25,6 +25,7 @@ import pandas as pd
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge import figures
 from rankcollapse.edge.atomic import atomic_write
+from rankcollapse.edge.deprecation import renamed_names
 from rankcollapse.experiments.contract.story import FigureSpec
 from rankcollapse.experiments.kit.curves import Curve
 
@@ -324,3 +325,6 @@ def curve_axes(
     ax.set_xlabel("layer t + 1")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=6, ncol=2 if len(series) > 5 else 1)
+
+
+__getattr__ = renamed_names(__name__, {"variant_rows": "mode_rows"})  # the old name, for one release
