@@ -1,5 +1,5 @@
 """Errors a user can cause. The CLI turns each into one line on stderr and exit code 2; a library's error
-that reaches a user is told in one line too (:func:`error_line`)."""
+that reaches a user is told in one line too (``edge.inputs.error_line``)."""
 
 
 class RankCollapseError(ValueError):
@@ -22,19 +22,3 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, message: str = "results already written are kept") -> None:
         super().__init__(message)
         self.message = message
-
-
-def error_line(err: BaseException) -> str:
-    """One line for an error: a RankCollapseError's message; an OSError's errno text and name and its path
-    (``edge.inputs.os_reason``, ``quote_path``); else ``Type: first line`` (cut at 200). A library's
-    multi-line text (transformers' load tables, Dask's and torch's reports, notes added to an exception)
-    never gets past its first line."""
-    from rankcollapse.edge.inputs import os_reason, quote_path
-
-    text = (str(err).strip().splitlines() or [""])[0][:200]
-    if isinstance(err, RankCollapseError):
-        return text
-    if isinstance(err, OSError) and err.strerror:
-        where = f" {quote_path(err.filename)}" if err.filename else ""
-        return f"{type(err).__name__}: {os_reason(err)}{where}"
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -514,3 +514,17 @@ def check_folder(path: str | os.PathLike[str], what: str) -> Path:
     if not os.access(path, os.R_OK | os.X_OK):
         raise RankCollapseError(f"cannot read {what} {quote_path(path)}: Permission denied (EACCES)")
     return Path(path)
+
+
+def error_line(err: BaseException) -> str:
+    """One line for an error: a RankCollapseError's message; an OSError's errno text and name and its path
+    (:func:`os_reason`, :func:`quote_path`); else ``Type: first line`` (cut at 200). A library's
+    multi-line text (transformers' load tables, Dask's and torch's reports, notes added to an exception)
+    never gets past its first line."""
+    text = (str(err).strip().splitlines() or [""])[0][:200]
+    if isinstance(err, RankCollapseError):
+        return text
+    if isinstance(err, OSError) and err.strerror:
+        where = f" {quote_path(err.filename)}" if err.filename else ""
+        return f"{type(err).__name__}: {os_reason(err)}{where}"
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

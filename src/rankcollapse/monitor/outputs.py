@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.edge.errors import RankCollapseError, error_line
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import error_line
 
 COLUMNS: tuple[str, ...] = ("step", "layer", "hidden_state", "hook", "metric", "value")
 PARQUET = "metrics.parquet"

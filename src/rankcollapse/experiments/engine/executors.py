@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.edge.errors import RankCollapseError, error_line
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import error_line
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.progress import SweepProgress, run_weights

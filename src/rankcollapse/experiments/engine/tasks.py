@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankcollapse.edge.atomic import to_jsonable
-from rankcollapse.edge.errors import RankCollapseError, error_line
+from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.inputs import error_line
 from rankcollapse.edge.validate import check_param, param_float, param_int
 
 OnLayer = Callable[[int], None]
