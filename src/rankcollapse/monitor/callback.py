@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from rankcollapse.monitor.outputs import describe
+from rankcollapse.edge.inputs import error_line
 from rankcollapse.monitor.telemetry import Monitor
 
 
@@ -65,7 +65,7 @@ class MonitorCallback(TrainerCallback):
             try:
                 self._batch = first_examples(train_dataloader, int(args.per_device_train_batch_size))
             except Exception as err:  # never stop training for the telemetry
-                self.monitor._warn(f"no probe batch from the training set ({describe(err)}); pass probe=")
+                self.monitor._warn(f"no probe batch from the training set ({error_line(err)}); pass probe=")
         if self.monitor.config.at_start and model is not None:
             self.monitor.safe_measure(model, self._batch, step=int(state.global_step))
 

@@ -34,17 +34,15 @@ COLUMNS: tuple[str, ...] = ("step", "layer", "hidden_state", "hook", "metric", "
 PARQUET = "metrics.parquet"
 
 
-describe = error_line  # one line for an error (``edge.errors.error_line``)
-
-
 def scalar_sink_error(option: str, value: Any, err: BaseException) -> RankCollapseError:
     """The one line refusing ``option=value`` when its library cannot be imported (``err``)."""
     from rankcollapse.edge.validate import quote
 
     what = {"tensorboard": "torch.utils.tensorboard (the tensorboard package)", "wandb": "the wandb package"}
     return RankCollapseError(
-        f"{option}={quote(value, 80)} needs {what[option]}, which cannot be imported here ({describe(err)}); "
-        f"allowed: install it, or leave {option} out (the rows are in memory and in out=)"
+        f"{option}={quote(value, 80)} needs {what[option]}, which cannot be imported here "
+        f"({error_line(err)}); allowed: install it, or leave {option} out "
+        "(the rows are in memory and in out=)"
     )
 
 
@@ -98,7 +96,7 @@ class Outputs:
         try:
             writer = SummaryWriter(os.fspath(given))
         except OSError as err:
-            raise RankCollapseError(f"tensorboard: cannot write the log folder ({describe(err)})") from None
+            raise RankCollapseError(f"tensorboard: cannot write the log folder ({error_line(err)})") from None
         self._owned.append(writer)
         return writer
 
@@ -121,7 +119,7 @@ class Outputs:
             run = wandb.init(dir=os.fspath(given), mode="offline", project="rankcollapse",
                              config={"monitor": self.record})
         except Exception as err:
-            why = describe(err)
+            why = error_line(err)
             raise RankCollapseError(f"wandb: cannot start an offline run in {given} ({why})") from None
         self._owned.append(run)
         return run
@@ -139,7 +137,7 @@ class Outputs:
             except Exception as err:  # a disk that fills, a folder that went read-only: never stop training
                 self._csv_ok = False
                 self.warn(
-                    f"CSV in {self.out} switched off at step {step} ({describe(err)}); rows are kept in "
+                    f"CSV in {self.out} switched off at step {step} ({error_line(err)}); rows are kept in "
                     "memory (Monitor.to_frame())"
                 )
                 self._abandon()
@@ -149,13 +147,13 @@ class Outputs:
                     self.tensorboard.add_scalar(scalar_tag(row), row["value"], step)
             except Exception as err:
                 self.tensorboard = None
-                self.warn(f"TensorBoard scalars switched off at step {step} ({describe(err)})")
+                self.warn(f"TensorBoard scalars switched off at step {step} ({error_line(err)})")
         if self.wandb is not None:
             try:
                 self.wandb.log({scalar_tag(row): row["value"] for row in rows}, step=step)
             except Exception as err:
                 self.wandb = None
-                self.warn(f"wandb scalars switched off at step {step} ({describe(err)})")
+                self.warn(f"wandb scalars switched off at step {step} ({error_line(err)})")
 
     def _open(self) -> None:
         """Claim the folder (:class:`edge.folder.OutputFolder`, command ``monitor``) and start the CSV."""
@@ -206,7 +204,7 @@ class Outputs:
                 failed = False
             except Exception as err:
                 self.warn(
-                    f"could not finish the files in {self.out} ({describe(err)}); rows are kept in "
+                    f"could not finish the files in {self.out} ({error_line(err)}); rows are kept in "
                     "memory (Monitor.to_frame())"
                 )
             finally:
@@ -214,12 +212,12 @@ class Outputs:
                 try:
                     folder.release(failed=failed)
                 except Exception as err:
-                    self.warn(f"could not mark {self.out} complete ({describe(err)})")
+                    self.warn(f"could not mark {self.out} complete ({error_line(err)})")
         if self.tensorboard is not None and hasattr(self.tensorboard, "flush"):
             try:
                 self.tensorboard.flush()
             except Exception as err:
-                self.warn(f"TensorBoard flush failed ({describe(err)})")
+                self.warn(f"TensorBoard flush failed ({error_line(err)})")
         self._close_owned()
         return written
 
@@ -234,4 +232,4 @@ class Outputs:
             try:
                 (getattr(sink, "finish", None) or sink.close)()
             except Exception as err:
-                self.warn(f"could not close {type(sink).__name__} ({describe(err)})")
+                self.warn(f"could not close {type(sink).__name__} ({error_line(err)})")

@@ -37,10 +37,11 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.inputs import error_line
 from rankcollapse.edge.validate import quote
 from rankcollapse.metrics import METRIC_NAMES, SINK_THRESHOLD, metric_names
 from rankcollapse.monitor.layers import Layers, find_layers
-from rankcollapse.monitor.outputs import COLUMNS, Outputs, describe
+from rankcollapse.monitor.outputs import COLUMNS, Outputs
 
 #: What a probe measures by default: the paper's measure with its floor, two ranks and the anisotropy
 #: (the SVD-based ``num_rank`` and ``effective_rank`` share one SVD per sample).
@@ -188,7 +189,7 @@ class Monitor:
         try:
             self.config = config if config is not None else MonitorConfig(**fields)
         except TypeError as err:
-            raise RankCollapseTypeError(f"Monitor: {describe(err)}") from None
+            raise RankCollapseTypeError(f"Monitor: {error_line(err)}") from None
         self.probe = None if probe is None else _check_batch(probe)
         self.rows: list[dict[str, Any]] = []
         self.failures: list[str] = []
@@ -221,7 +222,7 @@ class Monitor:
         try:
             return self.measure(model, batch, step=step)
         except Exception as err:  # the training must never stop for its telemetry
-            self._warn(f"step {step}: probe skipped ({describe(err)})")
+            self._warn(f"step {step}: probe skipped ({error_line(err)})")
             return []
 
     def measure(
@@ -427,7 +428,7 @@ def _attention_parts(model: nn.Module, layers: Layers, state: _Probe, n: int) ->
         dissected = DISSECTORS[fam.model_type](base, True)
     except Exception as err:
         raise RankCollapseError(
-            f"diagnostics: {type(model).__name__} cannot be dissected ({describe(err)}); "
+            f"diagnostics: {type(model).__name__} cannot be dissected ({error_line(err)}); "
             "diagnostics=False measures the rest"
         ) from None
     state.parts = dissected.layers
@@ -499,13 +500,14 @@ def _run_probe(
                 layers.call(*args, **kwargs)
             except torch.OutOfMemoryError as err:
                 raise RankCollapseError(
-                    f"monitor probe does not fit in memory ({describe(err)}); allowed: a smaller probe batch"
+                    f"monitor probe does not fit in memory ({error_line(err)}); "
+                    "allowed: a smaller probe batch"
                 ) from None
             except RuntimeError as err:
                 text = str(err)
                 if "can't allocate memory" in text or "out of memory" in text:
                     raise RankCollapseError(
-                        f"monitor probe does not fit in memory ({describe(err)}); allowed: "
+                        f"monitor probe does not fit in memory ({error_line(err)}); allowed: "
                         "a smaller probe batch"
                     ) from None
                 raise
