@@ -40,7 +40,7 @@ from rankcollapse.models.analyze_config import AnalyzeConfig
 from rankcollapse.models.analyze_result import AnalyzeResult, model_info, write_per_sample, write_run
 from rankcollapse.models.diagnose import chunked_diagnostic_values, diagnostic_values
 from rankcollapse.models.excerpts import check_excerpts, excerpts
-from rankcollapse.models.images import check_pixels, check_tokens, random_pixels
+from rankcollapse.models.images import check_pixels, check_tokens, image_geometry, random_pixels
 from rankcollapse.models.inputs import (
     borrowed,
     from_memory,
@@ -142,28 +142,35 @@ def pixel_batch(config: AnalyzeConfig, model: LoadedModel,
     """A vision encoder's input (``model.image``, :mod:`rankcollapse.models.images`) and the run's config.
 
     ``pixel_values`` [b, C, H, W]: normalised pixels, as the model's image processor gives them, checked
-    (:func:`~rankcollapse.models.images.check_pixels`: the model's shape, a float dtype, finite; one line
-    else); None: ``config.samples`` white-noise images seeded by ``config.seed``
+    (:func:`~rankcollapse.models.images.check_pixels`: the model's channels, a float dtype, finite; one
+    line else); the config's image size, or another whole number of patches, whose positions are
+    interpolated (:func:`~rankcollapse.models.images.interpolate_positions`). None: ``config.samples``
+    white-noise images of the config's size seeded by ``config.seed``
     (:func:`~rankcollapse.models.images.random_pixels`). The token count is the image's,
     ``1 + (H / p)(W / p)``: a ``tokens`` given that differs is refused, as are a corpus and a text file.
-    The config returned is a copy recording the run as it is (``tokens`` the image's, ``samples`` b),
-    checked against this machine's memory (:func:`~rankcollapse.models.memory.check_run_memory`).
+    The config returned is a copy recording the run as it is (``tokens`` the image's, ``samples`` b, the
+    image for ``model_info``), checked against this machine's memory
+    (:func:`~rankcollapse.models.memory.check_run_memory`).
     """
     image = model.image
     if image is None:
         raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
                                 "token ids (give ids, texts or a corpus)")
-    check_tokens(config.tokens if getattr(config, "_tokens_given", True) else None, image, model.label)
     if config.text_file is not None or getattr(config, "_corpus_given", False):
         what = "--text-file" if config.text_file is not None else "--corpus"
         raise RankCollapseError(f"{what} does not apply to vision encoder {model.label!r}: it reads images "
                                 "(pixel_values, or seeded white-noise images by default)")
+    given = config.tokens if getattr(config, "_tokens_given", True) else None
     if pixel_values is None:
-        pixels = random_pixels(image, config.samples, config.seed)
+        check_tokens(given, image, model.label)
+        pixels, seen = random_pixels(image, config.samples, config.seed), image
     else:
         pixels = check_pixels(pixel_values, image)
+        seen = image_geometry(pixels.shape, image)
+        check_tokens(given, seen, model.label)
     run = copy.copy(config)  # the parsed mask and the flags of what was given come along
-    run.tokens, run.samples = image.tokens, int(pixels.shape[0])
+    run.tokens, run.samples = seen.tokens, int(pixels.shape[0])
+    run._image = seen  # what model_info records: the image read, not only the config's
     check_run_memory(run, model)
     return pixels, run
 

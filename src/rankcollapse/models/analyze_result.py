@@ -101,6 +101,15 @@ class AnalyzeResult:
         return [int(r["layer"]) for r in self.rows if r["status"] == "overflow"]
 
 
+def _image(model: LoadedModel, config: AnalyzeConfig) -> str | None:
+    """A vision encoder's image as the run read it (``analyze.pixel_batch``: its size may differ from the
+    config's, then the positions were interpolated); None for a text model."""
+    if model.image is None:
+        return None
+    seen = getattr(config, "_image", None) or model.image
+    return seen.describe(model.image)
+
+
 def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
     """What ``config.json`` records about the model (what it is, its label) and the backend."""
     mask = config.parsed_mask
@@ -110,7 +119,7 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "checkpoint": src.checkpoint if src else None, "stand_in_for": src.stand_in_for if src else None,
             "pretrained": src.pretrained if src else None, "arch": model.arch,
             "source": model.info.get("loaded_from", ""), "tokenizer": model.info.get("tokenizer", ""),
-            "inputs": model.input_name, "image": model.image.describe() if model.image is not None else None,
+            "inputs": model.input_name, "image": _image(model, config),
             "start_token": model.start_token, "model_layers": len(model.layers), "d_model": model.d_model,
             "own_d_qk": model.own_d_qk, "d_qk": config.d_qk if config.d_qk is not None else model.own_d_qk,
             "is_decoder": model.is_decoder, "own_mask": model.own_mask,

@@ -23,8 +23,9 @@ family          place       norm   what is special
 ``t5``          pre         t5     encoder stack only; no ``1/sqrt(d)`` (own ``d_qk = 1``);
                                    relative-position bias computed in layer 0 and shared
 ``vit``         pre         layer  reads images: CLS + patch tokens (a ``Conv2d`` of stride p),
-                                   absolute positions in the embeddings; complete mask; the
-                                   final ``layernorm`` is not in ``hidden_states``
+                                   absolute positions in the embeddings (bicubic to another
+                                   image size); complete mask; the final ``layernorm`` is not
+                                   in ``hidden_states``
 ==============  ==========  =====  =========================================================
 
 Sliding windows and local/global layers are masks, not parts: see
@@ -40,6 +41,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from rankcollapse.models.images import ImageGeometry, interpolate_positions
 from rankcollapse.models.parts import LayerParts
 from rankcollapse.models.relpos import relative_bias, relative_position_bucket
 from rankcollapse.models.spec import Dissected, FamilySpec, Unsupported, dissect_family, layer_parts
@@ -79,10 +81,27 @@ def _gpt2_embed(model: nn.Module) -> Callable[[Tensor], Tensor]:
 
 
 def _vit_embed(model: nn.Module) -> Callable[[Tensor], Tensor]:
-    """Pixel values ``[b, C, H, W]`` -> ``[b, 1 + (H/p)(W/p), d]``: the CLS token, then one token per
-    patch (row-major), plus the absolute positions; the pixels cast to the weights' dtype as ViT does."""
-    dtype = model.embeddings.patch_embeddings.projection.weight.dtype
-    return lambda pixels: model.embeddings(pixels.to(dtype))
+    """Pixel values ``[b, C, H, W]`` -> ``x = [cls; patches(pixels)] + P`` ``[b, 1 + (H/p)(W/p), d]``: the
+    CLS token, then one token per patch (the projection, a ``Conv2d`` of stride p; row-major), plus the
+    learned absolute positions ``P`` ``[1, n, d]``, those of the config's image size as they are, or
+    resampled to the image's patch grid at another size
+    (:func:`~rankcollapse.models.images.interpolate_positions`, Hugging Face's
+    ``interpolate_pos_encoding=True``); the pixels cast to the weights' dtype as ViT does.
+    The pixels' size is checked before (:func:`~rankcollapse.models.images.image_geometry`)."""
+    emb = model.embeddings
+    projection = emb.patch_embeddings.projection
+    own = ImageGeometry.from_config(model.config)
+
+    def embed(pixels: Tensor) -> Tensor:
+        b, _, h, w = pixels.shape
+        patches = projection(pixels.to(projection.weight.dtype)).flatten(2).transpose(1, 2)
+        x = torch.cat((emb.cls_token.expand(b, -1, -1), patches), dim=1)
+        positions = emb.position_embeddings
+        if (h, w) != (own.height, own.width):
+            positions = interpolate_positions(positions, own.at(h, w).grid)
+        return x + positions
+
+    return embed
 
 
 def _t5_relative(stack: nn.Module) -> tuple[nn.Embedding, int, int]:

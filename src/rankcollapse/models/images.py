@@ -6,17 +6,25 @@ A ViT turns an image of ``H x W`` pixels into ``n = 1 + (H / p_h)(W / p_w)`` tok
 one token per patch of ``p_h x p_w`` pixels (224 px, patches of 16: 1 + 14 x 14 = 197). The token count is
 set by the image and the patch size, never by ``--tokens`` (:func:`check_tokens`).
 
+A ViT learns one position per patch of the image size its config states. An image of another size (a
+whole number of patches) reads the learned table resampled to its patch grid, as Hugging Face's
+``ViTModel(..., interpolate_pos_encoding=True)`` does: :func:`interpolate_positions` (bicubic, the CLS
+position kept). :func:`image_geometry` is the image a batch of pixels has, refused in one line where the
+positions cannot be interpolated (a size that is not a whole number of patches; a model whose own grid or
+patches are not square, which Hugging Face's interpolation does not handle).
+
 :class:`ImageGeometry` is a model's image as its config states it (channels, size, patch, and the
 normalisation of its image processor, ``pixel_values = (u - mean) / std`` for intensities ``u in [0, 1]``).
-:func:`check_pixels` refuses, in one line, pixel values that are not a finite float tensor of the model's
-shape. :func:`random_pixels` is the seeded default input: i.i.d. uniform intensities ``u ~ U[0, 1)`` per
-pixel and channel, normalised as the model's processor would (ViT's mean = std = 0.5 gives
-``U[-1, 1)``): white noise, the image analogue of random tokens.
+:func:`check_pixels` refuses, in one line, pixel values that are not a finite float tensor ``[b, C, H, W]``
+of the model's channels and an image size it reads. :func:`random_pixels` is the seeded default input:
+i.i.d. uniform intensities ``u ~ U[0, 1)`` per pixel and channel, normalised as the model's processor
+would (ViT's mean = std = 0.5 gives ``U[-1, 1)``): white noise, the image analogue of random tokens.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -26,8 +34,8 @@ from rankcollapse.core.draws import uniform
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 
-__all__ = ["IMAGE_MEAN", "IMAGE_STD", "ImageGeometry", "check_pixels", "check_tokens", "random_pixels",
-           "read_pixel_values"]
+__all__ = ["IMAGE_MEAN", "IMAGE_STD", "ImageGeometry", "check_pixels", "check_tokens", "image_geometry",
+           "interpolate_positions", "random_pixels", "read_pixel_values"]
 
 #: ViT's image processor (``ViTImageProcessor``): intensities in [0, 1] normalised by mean 0.5, std 0.5.
 IMAGE_MEAN: float = 0.5
@@ -75,6 +83,21 @@ class ImageGeometry:
         return (self.channels, self.height, self.width)
 
     @property
+    def grid(self) -> tuple[int, int]:
+        """``(H / p_h, W / p_w)``: the patch grid, rows x columns."""
+        return (self.height // self.patch_height, self.width // self.patch_width)
+
+    @property
+    def square(self) -> bool:
+        """A square grid of square patches: the only learned positions Hugging Face's ViT interpolates."""
+        return self.height == self.width and self.patch_height == self.patch_width
+
+    def at(self, height: int, width: int) -> ImageGeometry:
+        """The same model reading images of ``height x width`` px (channels, patches and normalisation
+        kept); checked on construction (a whole number of patches)."""
+        return replace(self, height=height, width=width)
+
+    @property
     def patches(self) -> int:
         """``(H / p_h)(W / p_w)``: the patch tokens."""
         return (self.height // self.patch_height) * (self.width // self.patch_width)
@@ -84,25 +107,79 @@ class ImageGeometry:
         """``n = 1 + (H / p_h)(W / p_w)``: the CLS token and the patch tokens."""
         return 1 + self.patches
 
-    def describe(self) -> str:
-        """``17 tokens (1 CLS + 4 x 4 patches of 8 px from a 32 x 32 px image)``."""
-        gh, gw = self.height // self.patch_height, self.width // self.patch_width
+    def describe(self, own: ImageGeometry | None = None) -> str:
+        """``17 tokens (1 CLS + 4 x 4 patches of 8 px from a 32 x 32 px image)``; with the model's ``own``
+        image of another size, how its positions were resampled (``; positions: bicubic from the
+        model's 4 x 4 patch grid (32 x 32 px)``)."""
+        gh, gw = self.grid
         patch = (f"{self.patch_height} px" if self.patch_height == self.patch_width
                  else f"{self.patch_height} x {self.patch_width} px")
-        return (f"{self.tokens} tokens (1 CLS + {gh} x {gw} patches of {patch} from a {self.height} x "
+        text = (f"{self.tokens} tokens (1 CLS + {gh} x {gw} patches of {patch} from a {self.height} x "
                 f"{self.width} px image)")
+        if own is not None and (own.height, own.width) != (self.height, self.width):
+            oh, ow = own.grid
+            text += (f"; positions: bicubic from the model's {oh} x {ow} patch grid ({own.height} x "
+                     f"{own.width} px)")
+        return text
+
+
+def image_geometry(shape: Any, own: ImageGeometry, what: str = "pixel_values") -> ImageGeometry:
+    """The image of pixel values of ``shape`` ``[b, C, H, W]`` read by a model whose config states ``own``:
+    ``own`` at ``H x W`` (:meth:`ImageGeometry.at`). One line where it cannot be read: not four dimensions,
+    ``b < 1``, another channel count, ``H`` or ``W`` not a whole number ``>= 1`` of patches, or another size
+    for a model whose positions cannot be interpolated (:attr:`ImageGeometry.square`)."""
+    dims = [int(s) for s in shape]
+    c, p = own.channels, own.patch_height
+    sizes = f"H, W multiples of the patch size {p}" if own.patch_height == own.patch_width else (
+        f"H a multiple of {own.patch_height}, W of {own.patch_width} (the patch size)")
+    allowed = (f"allowed: [b, {c}, H, W] with b >= 1 and {sizes} (the model's {c} channels; its own images "
+               f"are {own.height} x {own.width} px, another size reads its positions interpolated)")
+    if len(dims) != 4 or dims[0] < 1 or dims[1] != c:
+        raise RankCollapseError(f"{what}: shape {dims}; {allowed}")
+    h, w = dims[2], dims[3]
+    if h < own.patch_height or w < own.patch_width or h % own.patch_height or w % own.patch_width:
+        raise RankCollapseError(f"{what}: shape {dims}, {h} x {w} px is not a whole number of "
+                                f"{own.patch_height} x {own.patch_width} px patches; {allowed}")
+    if (h, w) != (own.height, own.width) and not own.square:
+        oh, ow = own.grid
+        raise RankCollapseError(
+            f"{what}: shape {dims}, another size than the model's {own.height} x {own.width} px, needs its "
+            f"positions interpolated, which Hugging Face's ViT does only from a square grid of square "
+            f"patches (this model: {oh} x {ow} patches of {own.patch_height} x {own.patch_width} px); "
+            f"allowed: [b, {c}, {own.height}, {own.width}]")
+    return own.at(h, w)
+
+
+def interpolate_positions(table: Tensor, grid: tuple[int, int]) -> Tensor:
+    """A ViT's learned positions resampled to another patch grid, as Hugging Face's
+    ``ViTEmbeddings.interpolate_pos_encoding`` (``interpolate_pos_encoding=True``).
+
+    ``table`` ``[1, 1 + g^2, d]``: the CLS position, then the ``g x g`` patch positions, row-major.
+    Returns ``[1, 1 + g_h g_w, d]`` for ``grid = (g_h, g_w)``: the CLS position as it is, then
+    ``P' = bicubic(P, (g_h, g_w))`` with ``P`` the patch positions as a ``[1, d, g, g]`` image
+    (:func:`torch.nn.functional.interpolate`, ``mode="bicubic"``, ``align_corners=False``: Keys' cubic
+    convolution, ``a = -0.75``, sampled at the centres of the new cells, edges clamped), in the table's
+    dtype. The table's own grid gives it back unchanged (the same tensor)."""
+    m, d = table.shape[1] - 1, table.shape[2]
+    g = math.isqrt(m)
+    if g * g != m:
+        raise RankCollapseError(f"a ViT position table of {m} patch positions is not a square grid; "
+                                "allowed: g x g positions (Hugging Face's interpolation)")
+    gh, gw = grid
+    if (gh, gw) == (g, g):
+        return table
+    patch = table[:, 1:].reshape(1, g, g, d).permute(0, 3, 1, 2)
+    patch = torch.nn.functional.interpolate(patch, size=(gh, gw), mode="bicubic", align_corners=False)
+    return torch.cat((table[:, :1], patch.permute(0, 2, 3, 1).reshape(1, gh * gw, d)), dim=1)
 
 
 def check_pixels(pixels: Any, geometry: ImageGeometry, what: str = "pixel_values") -> Tensor:
-    """``pixels`` as a float tensor ``[b, C, H, W]`` of the model's image shape, every value finite; one
-    line naming the bad shape, dtype or the first sample with a non-finite value otherwise."""
+    """``pixels`` as a float tensor ``[b, C, H, W]`` the model reads (:func:`image_geometry`: its
+    channels, its image size or another whole number of patches), every value finite; one line naming the
+    bad shape, dtype or the first sample with a non-finite value otherwise."""
     if not isinstance(pixels, Tensor):
         raise RankCollapseError(f"{what} must be a float tensor [b, C, H, W], got {type(pixels).__name__}")
-    want = geometry.shape
-    if pixels.ndim != 4 or tuple(pixels.shape[1:]) != want or pixels.shape[0] < 1:
-        raise RankCollapseError(
-            f"{what} has shape {list(pixels.shape)}; allowed: [b, {want[0]}, {want[1]}, {want[2]}] with "
-            f"b >= 1 (the model's {want[0]} channels and {want[1]} x {want[2]} px images)")
+    image_geometry(pixels.shape, geometry, what)
     if not pixels.is_floating_point():
         raise RankCollapseError(f"{what} has dtype {str(pixels.dtype).removeprefix('torch.')}; allowed: a "
                                 "float tensor (normalised pixel values, as the model's image processor "
@@ -139,7 +216,7 @@ def random_pixels(geometry: ImageGeometry, samples: int, seed: int) -> Tensor:
 def read_pixel_values(path: Any, geometry: ImageGeometry) -> Tensor:
     """A ``.npy`` file of pixel values ``[b, C, H, W]`` (``analyze --pixel-values``), as the tensor
     :func:`check_pixels` accepts: read by :func:`rankcollapse.edge.inputs.read_npy` (a regular file, no
-    pickle, the header checked before the data: four dimensions of the model's image shape, a float
+    pickle, the header checked before the data: a shape :func:`image_geometry` reads, a float
     dtype), then every value checked finite. One line for any refusal."""
     import numpy as np
 
@@ -148,11 +225,7 @@ def read_pixel_values(path: Any, geometry: ImageGeometry) -> Tensor:
     shown = quote_path(path)
 
     def header(shape: tuple[int, ...], dtype: Any) -> None:
-        if len(shape) != 4 or tuple(shape[1:]) != geometry.shape or shape[0] < 1:
-            c, h, w = geometry.shape
-            raise RankCollapseError(f"pixel values {shown} have shape {list(shape)}; allowed: "
-                                    f"[b, {c}, {h}, {w}] with b >= 1 (the model's {c} channels and {h} x {w} "
-                                    "px images)")
+        image_geometry(shape, geometry, f"pixel values {shown}")
         if dtype.kind != "f":
             raise RankCollapseError(f"pixel values {shown} are {dtype}; allowed: float32 or float64 "
                                     "(normalised pixel values, as the model's image processor gives them)")

@@ -50,7 +50,7 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
 from rankcollapse.models.checkpoints import TINY_VOCAB
 from rankcollapse.models.families import DISSECTORS, FAMILIES, HF_CASTS_FAMILIES
 from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F401  (re-exported)
-from rankcollapse.models.images import ImageGeometry, check_pixels
+from rankcollapse.models.images import ImageGeometry, check_pixels, image_geometry
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
 from rankcollapse.models.sizes import check_config, describe
@@ -70,8 +70,10 @@ class LoadedModel:
     ``final_norm`` of the last layer's output. ``positions(x) -> Positions`` gives the rotary
     angles (Llama) or the shared relative-position bias (T5, MPNet), else None.
     ``start_token``: the id the model's text starts with (CLS / BOS), or None.
-    ``image``: a vision encoder's image (ViT: ``embed(pixel_values [b, C, H, W]) -> x [b, n, d]``, n its
-    CLS and patch tokens, :mod:`rankcollapse.models.images`); None for a text model.
+    ``image``: a vision encoder's image as its config states it (ViT: ``embed(pixel_values [b, C, H, W])
+    -> x [b, n, d]``, n its CLS and patch tokens, :mod:`rankcollapse.models.images`; an image of another
+    size reads its positions interpolated, and ``max_tokens`` is that of the config's size); None for a
+    text model.
     """
 
     name: str
@@ -102,12 +104,11 @@ class LoadedModel:
         return "input_ids" if self.image is None else "pixel_values"
 
     def n_tokens(self, inputs: Tensor) -> int:
-        """The tokens n of a batch of inputs: ``ids.shape[1]``, or a vision encoder's ``image.tokens``
-        (the pixels checked first: :func:`~rankcollapse.models.images.check_pixels`, one line)."""
+        """The tokens n of a batch of inputs: ``ids.shape[1]``, or a vision encoder's ``1 + (H/p)(W/p)`` of
+        the pixels' own size (checked first: :func:`~rankcollapse.models.images.check_pixels`, one line)."""
         if self.image is None:
             return int(inputs.shape[1])
-        check_pixels(inputs, self.image)
-        return self.image.tokens
+        return image_geometry(check_pixels(inputs, self.image).shape, self.image).tokens
 
     @property
     def own_mask(self) -> str:

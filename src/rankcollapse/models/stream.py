@@ -272,7 +272,9 @@ def iter_hidden_states(
     state is kept (copy a tensor to keep it).
 
     ids: int64 [b, n], or a vision encoder's pixel values [b, C, H, W] (``model.image``: n is its CLS
-    and patch tokens, a wrong shape or a non-finite value refused in one line). ``mask``: a
+    and patch tokens; an image of another size than the config's reads the learned positions
+    interpolated, :func:`~rankcollapse.models.images.interpolate_positions`; a shape it cannot read or a
+    non-finite value refused in one line). ``mask``: a
     :class:`~rankcollapse.masks.Mask` or schedule for every layer
     (a spec string is parsed here, once; None: each layer's own, module docstring). ``d_qk``: the
     number under the square root of the logits, ``S = q k^T / sqrt(d_qk) (+ position bias)``
@@ -293,7 +295,7 @@ def iter_hidden_states(
         raise RankCollapseError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
     check_d_qk(d_qk)
     n = model.n_tokens(ids)
-    if n > model.max_tokens:
+    if model.image is None and n > model.max_tokens:  # an image of another size: positions interpolated
         raise RankCollapseError(
             f"--tokens {n} exceeds the context of {model.name!r} ({model.max_tokens} tokens)"
         )
