@@ -57,8 +57,10 @@ def analyze_command(
     tokens: int = typer.Option(None, "--tokens", help=q("tokens").help(
                                "default 128; a vision encoder's is set by its image and patch size")),
     pixel_values: Path = typer.Option(None, "--pixel-values", help=q("pixel_values").help(
-                                      "float32/64 [b, C, H, W]; default for a vision encoder (ViT): "
-                                      "--samples white-noise images seeded by --seed")),
+                                      "float32/64 [b, C, H, W]; H and W multiples of the patch size "
+                                      "(another size than the model's reads its positions interpolated); "
+                                      "default for a vision encoder (ViT): --samples white-noise images "
+                                      "seeded by --seed")),
     dtype: str = typer.Option("float32", "--dtype", help=q("dtype").help("float32 or float64")),
     seed: int = typer.Option(0, "--seed", help=q("seed").help("the excerpts, and random-init weights")),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
