@@ -12,7 +12,8 @@ diagnostics. Interleaved, minimum over ``--repeats`` (the least noisy estimate o
 default attention (SDPA); ``hf eager`` = the same with the eager attention ``analyze`` used before (up
 to ``--eager-up-to`` tokens: it materialises [h, N, N] per layer); ``ours`` = ``analyze(...)``'s own
 ``seconds["forward"]`` and ``seconds["metrics"]`` (default metrics: every column of
-``rankcollapse.metrics.METRIC_NAMES``). Targets: forward <= 1.1 x hf; metrics <= 25 % of the forward.
+``rankcollapse.metrics.METRIC_NAMES``, mean |cos| from 256 sampled query tokens from 1,024 tokens on;
+``--cos-rows all``: every pair). Targets: forward <= 1.1 x hf; metrics <= 25 % of the forward.
 
 ``memory``: each contender in a fresh process, the resident set sampled every 2 ms by a thread: the
 peak above the process's size once the model is loaded and the input made. ``hf + metrics by hand``
@@ -46,6 +47,7 @@ from collections.abc import Callable
 import torch
 
 from rankcollapse.edge.runtime import raise_mmap_threshold
+from rankcollapse.models.analyze_config import DEFAULT_COS_ROWS
 
 
 def _loaded(name: str, tokens: int) -> tuple[object, torch.Tensor]:
@@ -65,20 +67,23 @@ def _hf_forward(model: object, ids: torch.Tensor, impl: str) -> None:
         hf.set_attn_implementation("eager")  # as load_model leaves it
 
 
-def _ours(name: str, model: object, tokens: int, diagnostics: str = "") -> dict[str, float]:
+def _ours(name: str, model: object, tokens: int, diagnostics: str = "",
+          cos_rows: int | str = DEFAULT_COS_ROWS) -> dict[str, float]:
     """``analyze`` of one excerpt; ``diagnostics``: "" (none), "chunked" (the default) or "reference"
     (every layer's whole map formed: an ``on_attention`` that keeps nothing)."""
     from rankcollapse.models import AnalyzeConfig, analyze
 
-    config = AnalyzeConfig(model=name, samples=1, tokens=tokens, diagnostics=bool(diagnostics))
+    config = AnalyzeConfig(model=name, samples=1, tokens=tokens, diagnostics=bool(diagnostics),
+                           cos_rows=cos_rows)
     hook = (lambda t, a: None) if diagnostics == "reference" else None
     result = analyze(config, model=model, on_attention=hook)
     return dict(result.seconds)
 
 
-def part_analyze(name: str, tokens: list[int], repeats: int, eager_up_to: int) -> bool:
+def part_analyze(name: str, tokens: list[int], repeats: int, eager_up_to: int,
+                 cos_rows: int | str = DEFAULT_COS_ROWS) -> bool:
     ok = True
-    print(f"analyze, full mode, no diagnostics: {name}, float32, 1 excerpt")
+    print(f"analyze, full mode, no diagnostics: {name}, float32, 1 excerpt, --cos-rows {cos_rows}")
     print(f"{'N':>6} {'hf (sdpa) s':>12} {'hf eager s':>11} {'ours fwd s':>11} {'fwd/hf':>7} "
           f"{'metrics s':>10} {'metrics/fwd':>12}")
     for n in tokens:
@@ -93,7 +98,7 @@ def part_analyze(name: str, tokens: list[int], repeats: int, eager_up_to: int) -
                 start = time.perf_counter()
                 fn()
                 times[key].append(time.perf_counter() - start)
-            ours.append(_ours(name, model, n))
+            ours.append(_ours(name, model, n, cos_rows=cos_rows))
         hf = min(times["hf"])
         eager = min(times["eager"]) if "eager" in times else float("nan")
         fwd = min(o["forward"] for o in ours)
@@ -216,6 +221,8 @@ def main() -> int:
     ap.add_argument("--tokens", default="512,2048,8192")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--eager-up-to", type=int, default=2048)
+    ap.add_argument("--cos-rows", default=str(DEFAULT_COS_ROWS),
+                    help="analyze's --cos-rows (all: every pair)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     raise_mmap_threshold()
@@ -227,7 +234,8 @@ def main() -> int:
     print(f"load average {os.getloadavg()[0]:.2f}, torch {torch.__version__}, {threads} threads")
     ok = True
     if args.part in ("analyze", "all"):
-        ok &= part_analyze(args.model, tokens, args.repeats, args.eager_up_to)
+        cos_rows = args.cos_rows if args.cos_rows == "all" else int(args.cos_rows)
+        ok &= part_analyze(args.model, tokens, args.repeats, args.eager_up_to, cos_rows)
     if args.part in ("memory", "all"):
         ok &= part_memory(args.model, tokens)
     if args.part in ("diagnostics", "all"):

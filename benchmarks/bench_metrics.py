@@ -14,6 +14,9 @@ the minimum is printed, in milliseconds:
 - ``spectrum``: ``collapse_metrics(x, SVD_METRICS)``: num_rank, full_rank, sigma_min, sigma_max,
   stable_rank and effective_rank, read from one spectrum;
 - ``|cos|``: ``collapse_metrics(x, ("mean_abs_cos",))``, every pair;
+- ``|cos| 256``: the same with ``cos_rows=256`` (``analyze``'s default: from 1,024 tokens on, the pairs of
+  256 sampled query tokens, ``256 N d`` multiply-adds, and the standard error);
+- ``analyze``: ``collapse_metrics(x, cos_rows=256)``, every column as ``analyze`` runs it by default;
 - ``cheap``: ``collapse_metrics(x, CHEAP_METRICS)`` (mu, mu_rel, at_floor, mean_signed_cos,
   dong_residual: O(N d));
 - the spectrum split in its two steps: ``gram`` = forming the float64 Gram matrix (``3 N d k / 4``
@@ -93,6 +96,8 @@ def contenders(x: torch.Tensor) -> dict[str, Callable[[], object]]:
         "every": lambda: collapse_metrics(x),
         "spectrum": lambda: collapse_metrics(x, tuple(sorted(SVD_METRICS))),
         "|cos|": lambda: collapse_metrics(x, ("mean_abs_cos",)),
+        "|cos| 256": lambda: collapse_metrics(x, ("mean_abs_cos",), cos_rows=256),
+        "analyze": lambda: collapse_metrics(x, cos_rows=256),
         "cheap": lambda: collapse_metrics(x, CHEAP_METRICS),
         "gram": gram,
         "eigvalsh": eig,
@@ -151,7 +156,8 @@ def main() -> int:
         print(f"{n:>6} " + "  ".join(f"{k} {v:.2e}" + ("" if k == "forward layer" else
                                                           f" ({v / m['forward layer']:.0%})")
                                      for k, v in m.items()))
-    cols = ("every", "spectrum", "gram", "eigvalsh", "|cos|", "cheap", "svdvals", "gemm n^2 d/2")
+    cols = ("every", "analyze", "spectrum", "gram", "eigvalsh", "|cos|", "|cos| 256", "cheap", "svdvals",
+            "gemm n^2 d/2")
     print(f"{'N':>6} {'thr':>3} " + " ".join(f"{c:>12}" for c in cols)
           + f" {'spectrum %':>10} {'|cos| %':>8} {'|cos|/gemm':>10}")
     for n in (int(t) for t in args.tokens.split(",")):

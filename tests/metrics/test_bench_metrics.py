@@ -26,7 +26,7 @@ def test_bench_metrics_prints_one_row_per_length_and_thread_count(
     timed = [r for r in rows if r[1] != "forward"]
     assert [r[0] for r in counts] == ["16", "40"]
     assert [r[:2] for r in timed] == [["16", "1"], ["40", "1"]]
-    assert all(len(r) == 13 for r in timed)
+    assert all(len(r) == 15 for r in timed)
 
 
 def test_the_multiply_add_counts_are_the_closed_forms() -> None:

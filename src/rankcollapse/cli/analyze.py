@@ -70,6 +70,8 @@ def analyze_command(
     metric_threads: str = typer.Option("auto", "--metric-threads", help="torch threads while measuring: "
                                        "a number, or auto (1 below 1,024 tokens, fastest on a loaded "
                                        "machine; torch's own from there)."),
+    cos_rows: str = typer.Option("256", "--cos-rows", help=q("cos_rows").help(
+                                 "default 256: sampled from 1,024 tokens on; all: every pair")),
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads for the whole run "
                                 "(default: torch's; 1 is much faster on a loaded machine or small batches)."),
     diagnostics: bool = typer.Option(False, "--diagnostics", help="Also measure, per layer: attention "
@@ -149,7 +151,9 @@ def analyze_command(
                            layers=layers, corpus=corpus,
                            text_file=str(text_file) if text_file is not None else None,
                            samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
-                           metrics=metrics, metric_threads=_threads(metric_threads), diagnostics=diagnostics,
+                           metrics=metrics,
+                           metric_threads=_word_or_number("--metric-threads", metric_threads),
+                           cos_rows=_word_or_number("--cos-rows", cos_rows, "all"), diagnostics=diagnostics,
                            diagnostics_chunk=diagnostics_chunk, sink_threshold=sink_threshold,
                            ablation=ablation, sink_damping=sink_damping,
                            device=device, batch_size=batch_size)
@@ -265,9 +269,10 @@ def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None
     return checks
 
 
-def _threads(text: str) -> int | str:
-    """``--metric-threads``: ``auto`` or a whole number (checked by the config)."""
-    if text == "auto":
+def _word_or_number(flag: str, text: str, word: str = "auto") -> int | str:
+    """``--metric-threads`` (``auto``) or ``--cos-rows`` (``all``): the word or a whole number (its range
+    checked by the config)."""
+    if text == word:
         return text
     try:
         return int(text)
@@ -275,4 +280,4 @@ def _threads(text: str) -> int | str:
         from rankcollapse.edge.validate import quote
 
         got = quote(text, 40)
-        raise RankCollapseError(f"--metric-threads {got} is not a number; allowed: auto or >= 1") from None
+        raise RankCollapseError(f"{flag} {got} is not a number; allowed: {word} or a whole number") from None

@@ -3,7 +3,7 @@
 - :mod:`~rankcollapse.core.attention` the one masked softmax and attention-weights reference
 - :mod:`~rankcollapse.core.norms`     the theory's scaling-only normalisation, a model's LayerNorm / RMSNorm
 - :mod:`~rankcollapse.core.draws`     every random draw (Gaussian, Haar orthogonal, sphere, hemisphere,
-  non-negative-cosine inputs), each with a required ``torch.Generator``
+  non-negative-cosine inputs, distinct indices), each with a required ``torch.Generator``
 - :mod:`~rankcollapse.core.precision` dtype names parsed once, ``eps`` and the precision floor
 - :mod:`~rankcollapse.core.execution` where a computation runs: the device parsed once, the sample batches
 - :mod:`~rankcollapse.core.names`     one name per quantity: the table the CLI, the columns, the labels and
@@ -19,7 +19,8 @@ from typing import Any
 #: texts) must not pull torch into ``rankcollapse --help``.
 _HOMES: dict[str, str] = {
     **dict.fromkeys(("attention_logits", "attention_weights", "masked_softmax"), "attention"),
-    **dict.fromkeys(("gaussian", "haar_orthogonal", "hemisphere_tokens", "nonnegative_cosine_tokens",
+    **dict.fromkeys(("distinct_indices", "gaussian", "haar_orthogonal", "hemisphere_tokens",
+                     "nonnegative_cosine_tokens",
                      "sphere_tokens"), "draws"),
     **dict.fromkeys(("batch_slices", "check_batch_size", "parse_device"), "execution"),
     **dict.fromkeys(("NORMS", "get_norm", "layer_norm", "rms_norm", "sphere_normalize"), "norms"),
@@ -44,6 +45,7 @@ __all__ = [
     "attention_weights",
     "batch_slices",
     "check_batch_size",
+    "distinct_indices",
     "dtype_name",
     "eps",
     "floor_rel",

@@ -6,6 +6,8 @@ gives the same numbers whatever the dtype, device or kernel of the run.
 ================================ ==========================================================
 ``gaussian(shape, g, std)``      i.i.d. ``N(0, std^2)`` entries
 ``uniform(shape, g)``            i.i.d. ``U[0, 1)`` entries (white-noise images' intensities)
+``distinct_indices(n, m, g)``    ``m`` of ``0 .. n - 1`` without replacement (the query rows of a
+                                 sampled mean |cos|)
 ``haar_orthogonal(d, g)``        Haar-distributed ``Q in O(d)`` (QR of a Gaussian, R's diagonal
                                  made positive; Mezzadri 2007)
 ``sphere_tokens(b, n, d, g)``    tokens i.i.d. uniform on ``S^{d-1}``; with ``n <= d`` they are
@@ -48,6 +50,15 @@ def gaussian(shape: Sequence[int], generator: torch.Generator, std: float = 1.0)
 def uniform(shape: Sequence[int], generator: torch.Generator) -> Tensor:
     """i.i.d. ``U[0, 1)`` entries of the given shape (float64, CPU)."""
     return torch.rand(*shape, generator=_need_generator(generator), dtype=_F64)
+
+
+@checked
+def distinct_indices(n: int, m: int, generator: torch.Generator) -> Tensor:
+    """``min(m, n)`` distinct indices of ``0 .. n - 1`` drawn uniformly without replacement, ascending:
+    long [min(m, n)] (CPU). Every subset of that size is equally likely."""
+    if n < 1 or m < 1:
+        raise ValueError(f"need n >= 1 and m >= 1, got n={n}, m={m}")
+    return torch.randperm(n, generator=_need_generator(generator))[: min(m, n)].sort().values
 
 
 @checked

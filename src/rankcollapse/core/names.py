@@ -136,6 +136,12 @@ _TABLE: tuple[Quantity, ...] = (
     _metric("effective_rank", "effective rank", "erank",
             "exp(H(p)), p_k = s_k / sum s: the entropy of X's singular values (Roy and Vetterli)"),
     _metric("mean_abs_cos", "mean |cos|", "mean |cos|", "the mean |cosine| over pairs of distinct tokens"),
+    _metric("mean_abs_cos_se", "standard error of mean |cos|", "se(mean |cos|)",
+            "the standard error of a mean |cos| taken over the pairs of cos_rows sampled query tokens "
+            "(0: every pair)"),
+    _q("cos_rows", "--cos-rows", None, "sampled query tokens of mean |cos|", "m",
+       "analyze: from 4 m tokens on, mean |cos| averages the pairs of m query tokens drawn without "
+       "replacement (the same at every layer) and reports its standard error; all: every pair"),
     _metric("mean_signed_cos", "mean cos", "mean cos",
             "the mean signed cosine over pairs of distinct tokens"),
     _metric("dong_residual", "Dong et al. residual", "res",

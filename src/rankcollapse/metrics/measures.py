@@ -450,6 +450,68 @@ def mean_abs_cos(x: Tensor) -> Tensor:
 
 
 @checked
+def abs_cos_row_means(x: Tensor, rows: Tensor) -> Tensor:
+    """Each chosen token's mean absolute cosine with every other token, float64.
+
+    x: [..., n, d]; rows: long [m], distinct indices of tokens -> [..., m]:
+    ``r_i = 1/(n-1) sum_{j != i} |<u_i, u_j>|`` (a zero token counts as cosine 0). The mean of ``r_i``
+    over all n rows is :func:`mean_abs_cos`. Cost ``m n d`` multiply-adds in x's dtype, in blocks of at
+    most ``_COSINE_TILE`` cosines (one buffer); the block sums in float64.
+    """
+    _check(x)
+    n, d = x.shape[-2], x.shape[-1]
+    if n < 2:
+        raise RankCollapseError("pairwise cosines need at least 2 tokens")
+    rows = torch.as_tensor(rows, dtype=torch.long, device=x.device).reshape(-1)
+    if (rows.numel() == 0 or int(rows.min()) < 0 or int(rows.max()) >= n
+            or rows.unique().numel() != rows.numel()):
+        raise RankCollapseError(f"rows must be distinct token indices in 0..{n - 1}, got {rows.numel()} of "
+                                "them")
+    u = _unit_tokens(x).reshape(-1, n, d)
+    picked = u[:, rows]  # [B, m, d]
+    m = rows.numel()
+    height = min(m, 256)
+    width = max(1, min(n, _COSINE_TILE // height))
+    total = torch.zeros(u.shape[0], m, dtype=torch.float64, device=x.device)
+    buffer = torch.empty(u.shape[0], height, width, dtype=u.dtype, device=x.device)
+    for i in range(0, m, height):
+        q = picked[:, i : i + height]
+        for j in range(0, n, width):
+            keys = u[:, j : j + width]
+            tile = buffer[:, : q.shape[1], : keys.shape[1]]
+            torch.bmm(q, keys.transpose(-1, -2), out=tile).abs_()
+            total[:, i : i + q.shape[1]] += tile.sum(dim=-1, dtype=torch.float64)
+    self_term = (picked * picked).sum(dim=-1, dtype=torch.float64)  # |<u_i, u_i>| = 1 (0 for a zero token)
+    return ((total - self_term) / (n - 1)).reshape(*x.shape[:-2], m)
+
+
+@checked
+def sampled_mean_abs_cos(x: Tensor, rows: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """:func:`mean_abs_cos` estimated from ``rows`` query tokens, with its standard error, float64.
+
+    x: [..., n, d] -> (estimate [...], standard error [...]). A set S of ``m = min(rows, n)`` tokens is
+    drawn uniformly without replacement (``core.draws.distinct_indices``; the same S for every sample of
+    the batch), and ``estimate = 1/m sum_{i in S} r_i`` with ``r_i`` of :func:`abs_cos_row_means`: the
+    exact mean over all pairs is the mean of ``r_i`` over all n tokens, so the estimate is unbiased.
+    ``se = sqrt((1 - m/n) s^2 / m)``, ``s^2`` the sample variance of ``r_i`` over S (simple random
+    sampling without replacement; 0 when m = n, where the estimate is the exact mean). Cost
+    ``m n d`` against ``n^2 d / 2`` for every pair.
+    """
+    from rankcollapse.core.draws import distinct_indices
+
+    _check(x)
+    n = x.shape[-2]
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 2:
+        raise RankCollapseError(f"rows must be a whole number >= 2, got {rows!r}")
+    chosen = distinct_indices(n, rows, generator).to(x.device)
+    r = abs_cos_row_means(x, chosen)
+    m = chosen.numel()
+    estimate = r.mean(dim=-1)
+    se = (r.var(dim=-1, correction=1) * (1.0 - m / n) / m).clamp_(min=0.0).sqrt_()
+    return estimate, se
+
+
+@checked
 def composite_norm(r: Tensor) -> Tensor:
     """Dong et al.'s ``||r||_{1,inf} = sqrt(||r||_1 ||r||_inf)``. r: [..., n, d] -> [...].
 
@@ -530,11 +592,43 @@ def metric_names(
     return tuple(dict.fromkeys(metrics))
 
 
+#: The column :func:`collapse_metrics` adds after ``mean_abs_cos`` when ``cos_rows`` is given: the
+#: standard error of a sampled mean |cos| (:func:`sampled_mean_abs_cos`; 0 where every pair was used).
+COS_SE = "mean_abs_cos_se"
+#: A sample is measured on ``cos_rows`` query rows from ``SAMPLED_COS_FROM * cos_rows`` tokens on: there the
+#: sample's ``m n d`` multiply-adds are at most half of every pair's ``n^2 d / 2``.
+SAMPLED_COS_FROM = 4
+
+
 @checked
-def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None) -> dict[str, Tensor]:
+def measured_names(names: tuple[str, ...] | list[str] | None, cos_rows: int | None = None) -> tuple[str, ...]:
+    """The keys :func:`collapse_metrics` returns for ``names`` (None: :data:`METRIC_NAMES`): the names, and
+    :data:`COS_SE` after ``mean_abs_cos`` when ``cos_rows`` is given."""
+    wanted = METRIC_NAMES if names is None else tuple(names)
+    if cos_rows is None or "mean_abs_cos" not in wanted:
+        return wanted
+    at = wanted.index("mean_abs_cos") + 1
+    return (*wanted[:at], COS_SE, *wanted[at:])
+
+
+@checked
+def cos_is_sampled(n: int, cos_rows: int | None) -> bool:
+    """Whether a sample of n tokens gets a sampled mean |cos| (``n >= SAMPLED_COS_FROM * cos_rows``)."""
+    return cos_rows is not None and n >= SAMPLED_COS_FROM * cos_rows
+
+
+@checked
+def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None,
+                     cos_rows: int | None = None, cos_seed: int = 0) -> dict[str, Tensor]:
     """Every collapse measure of each sample: x [b, n, d] (or [n, d]) -> {name: [b] (or [])}.
 
-    Keys are :data:`METRIC_NAMES` (or ``names``, a subset, to skip costly ones); the rank columns
+    ``cos_rows`` (None: every pair, always): from ``n >= SAMPLED_COS_FROM * cos_rows`` tokens,
+    ``mean_abs_cos`` is estimated from ``cos_rows`` query tokens drawn with ``cos_seed`` (the same rows
+    at every call of that n and seed: every layer of a run) and its standard error is returned as
+    :data:`COS_SE` (:func:`sampled_mean_abs_cos`); below that every pair is used and the error is 0.
+
+    Keys are :data:`METRIC_NAMES` (or ``names``, a subset, to skip costly ones; :func:`measured_names`);
+    the rank columns
     (:data:`SVD_METRICS`) read one spectrum per sample: LAPACK's SVD for float64 data, the float64 Gram
     matrix's eigenvalues for float32 / float16 / bfloat16 data (:func:`gram_singular_values`: within its
     bound the same ranks and sigmas, in about half the time). ``at_floor`` and ``full_rank`` are 0/1 so
@@ -574,22 +668,30 @@ def collapse_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None
             if name in derived:
                 out[name] = derived[name]().to(x.dtype)
     if "mean_abs_cos" in wanted:
-        out["mean_abs_cos"] = mean_abs_cos(x)
+        if cos_is_sampled(n, cos_rows):
+            g = torch.Generator().manual_seed(cos_seed)
+            estimate, se = sampled_mean_abs_cos(x, int(cos_rows), g)  # type: ignore[arg-type]
+            out["mean_abs_cos"], out[COS_SE] = estimate.to(x.dtype), se.to(x.dtype)
+        else:
+            out["mean_abs_cos"] = mean_abs_cos(x)
+            out[COS_SE] = torch.zeros_like(out["mean_abs_cos"])
     if "mean_signed_cos" in wanted:
         out["mean_signed_cos"] = mean_signed_cos(x)
     if "dong_residual" in wanted:
         out["dong_residual"] = composite_norm(c)
-    return {k: out[k] for k in wanted}
+    return {k: out[k] for k in measured_names(wanted, cos_rows)}
 
 
 @checked
 def per_sample_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = None,
-                       lengths: Tensor | None = None) -> dict[str, Tensor]:
+                       lengths: Tensor | None = None, cos_rows: int | None = None,
+                       cos_seed: int = 0) -> dict[str, Tensor]:
     """:func:`collapse_metrics` of each sample on its own tokens, NaN for a sample that is not finite.
 
     x: [b, n, d]; lengths: [b] (sample i is ``x[i, :lengths[i]]``, right padding left out; None: all n)
     -> {name: float64 [b]}. The one per-sample helper every caller uses (model analyses, the paper's
-    experiments): samples of equal length are measured together, one SVD each.
+    experiments): samples of equal length are measured together, one SVD each. ``cos_rows``,
+    ``cos_seed``: :func:`collapse_metrics`'s (the keys are then :func:`measured_names`).
     """
     _check(x)
     b, n = x.shape[0], x.shape[-2]
@@ -599,11 +701,12 @@ def per_sample_metrics(x: Tensor, names: tuple[str, ...] | list[str] | None = No
         raise RankCollapseError(f"lengths must be [b] = [{b}] values in 1..{n}, got {tuple(lengths.shape)}")
     ok = torch.stack([torch.isfinite(x[i, : int(lengths[i])]).all() for i in range(b)]) if b else \
         torch.zeros(0, dtype=torch.bool)
-    out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in wanted}
+    keys = measured_names(wanted, cos_rows)
+    out = {k: torch.full((b,), math.nan, dtype=torch.float64) for k in keys}
     for m in sorted({int(lengths[i]) for i in range(b) if bool(ok[i])}):
         rows = [i for i in range(b) if bool(ok[i]) and int(lengths[i]) == m]
-        vals = collapse_metrics(x[rows, :m], wanted)
-        for k in wanted:
+        vals = collapse_metrics(x[rows, :m], wanted, cos_rows, cos_seed)
+        for k in keys:
             out[k][rows] = vals[k].detach().to(device="cpu", dtype=torch.float64)
     return out
 

@@ -342,7 +342,8 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
                 x = batch.real(x)
                 layer = layers[t]
                 layer.name = name
-                ok, values = sample_values(x, config.metrics, config.measure_threads, real)
+                ok, values = sample_values(x, config.metrics, config.measure_threads, real,
+                                             config.measure_cos_rows, config.seed)
                 layer.ok.append(ok)
                 layer.values.append(values)
                 layer.zero.append(zero_samples(x))

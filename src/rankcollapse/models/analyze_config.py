@@ -30,7 +30,11 @@ DEFAULT_TOKENS = 128
 #: at 8,192 tokens the exact all-pairs |cos| alone is about 28 % of the forward's multiply-adds).
 LONG_TOKENS = 1024
 
-__all__ = ["DEFAULT_TOKENS", "AnalyzeConfig", "check_excerpt_size"]
+#: Query tokens of a sampled mean |cos| (``cos_rows``), used from 4 x 256 = 1,024 tokens on: at 8,192
+#: tokens 1/16 of every pair's multiply-adds (benchmarks/bench_long_context.py; docs/measurements.md).
+DEFAULT_COS_ROWS = 256
+
+__all__ = ["DEFAULT_COS_ROWS", "DEFAULT_TOKENS", "AnalyzeConfig", "check_excerpt_size"]
 
 
 def check_excerpt_size(samples: int, tokens: int) -> None:
@@ -61,7 +65,11 @@ class AnalyzeConfig:
     (``"auto"``, the default: 1 below :data:`LONG_TOKENS` tokens, where the per-layer SVDs are small
     and multi-threaded small ops stall on a loaded machine; torch's own from there, where the
     all-pairs |cos| alone is n^2 d / 2 multiply-adds and one thread cannot keep up with the forward;
-    None: torch's own).
+    None: torch's own). ``cos_rows``: a sample of ``n >= 4 cos_rows`` tokens gets its ``mean_abs_cos``
+    from the pairs of ``cos_rows`` query tokens drawn without replacement with ``seed`` (the same rows
+    at every layer; ``metrics.sampled_mean_abs_cos``: unbiased, ``m n d`` multiply-adds instead of
+    ``n^2 d / 2``) and its standard error in ``mean_abs_cos_se`` (0 for a sample measured on every pair);
+    ``"all"``: every pair at every length, and no ``mean_abs_cos_se`` column (:attr:`measure_cos_rows`).
     ``mask`` may be a schedule (``causal-window:w=3;causal``: one mask per layer, cycled).
     ``diagnostics``: add attention entropy (per head and mean), sink rate (threshold
     ``sink_threshold``), first-token attention and norm, largest activations and the massive
@@ -95,6 +103,7 @@ class AnalyzeConfig:
     backend: str = "auto"
     metrics: tuple[str, ...] | str | None = None  # "mu,mu_rel" or names; metrics.metric_names parses it
     metric_threads: int | Literal["auto"] | None = "auto"
+    cos_rows: int | Literal["all"] = DEFAULT_COS_ROWS
     diagnostics: bool = False
     diagnostics_chunk: int | None = None
     sink_threshold: float = SINK_THRESHOLD
@@ -109,6 +118,11 @@ class AnalyzeConfig:
         if self.metric_threads == "auto":
             return 1 if self.tokens < LONG_TOKENS else None
         return self.metric_threads
+
+    @property
+    def measure_cos_rows(self) -> int | None:
+        """``cos_rows`` as the metrics take it (None: every pair)."""
+        return None if self.cos_rows == "all" else int(self.cos_rows)
 
     def __post_init__(self) -> None:
         if self.ablation not in ABLATIONS:
@@ -156,6 +170,10 @@ class AnalyzeConfig:
         check_d_qk(self.d_qk)
         if self.metric_threads not in (None, "auto"):
             check_int("metric_threads", self.metric_threads, low=1)
+        if self.cos_rows != "all" and (isinstance(self.cos_rows, bool) or not isinstance(self.cos_rows, int)
+                                       or self.cos_rows < 2):
+            raise RankCollapseError(f"--cos-rows {quote(self.cos_rows, 20)} is invalid; allowed: all, or a "
+                                    "whole number >= 2 of query tokens")
         self.metrics = metric_names(self.metrics)
         self._dtype_given = self.dtype is not None  # an in-memory model of another dtype is refused
         self.dtype = dtype_name(self.dtype or "float32")

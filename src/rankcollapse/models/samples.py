@@ -47,10 +47,12 @@ def measure_samples(x: Tensor, names: tuple[str, ...] | None = None, threads: in
 
 
 def sample_values(x: Tensor, names: tuple[str, ...] | None = None, threads: int | None = None,
-                  lengths: Tensor | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+                  lengths: Tensor | None = None, cos_rows: int | None = None,
+                  cos_seed: int = 0) -> tuple[Tensor, dict[str, Tensor]]:
     """Per sample of x [b, n, d] (wherever it lives): ``ok`` bool [b] (its hidden state is finite) and
     each metric's value, float64 [b] (NaN where not ok), both on the CPU. The values of several batches
-    concatenated are those of one batch of all their samples; :func:`summarize_samples` summarises them."""
+    concatenated are those of one batch of all their samples; :func:`summarize_samples` summarises them.
+    ``cos_rows``, ``cos_seed``: a sampled mean |cos| (``metrics.collapse_metrics``)."""
     from rankcollapse.metrics import METRIC_NAMES, per_sample_metrics
 
     wanted = tuple(names) if names else METRIC_NAMES
@@ -62,7 +64,7 @@ def sample_values(x: Tensor, names: tuple[str, ...] | None = None, threads: int 
             if lengths is None:
                 lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.long)
             ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)]).cpu()
-            return ok, per_sample_metrics(x, wanted, lengths)  # NaN for a sample that is not finite
+            return ok, per_sample_metrics(x, wanted, lengths, cos_rows, cos_seed)  # NaN where not finite
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
