@@ -782,9 +782,9 @@ def test_power_law_counts_both_sides_of_each_curve_in_bonferroni() -> None:
 def test_largest_pins_every_verdict() -> None:
     """One estimate (a window mean over networks) against every other: above all for sure reproduced, below
     one for sure not reproduced, overlapping inconclusive, fewer than 2 networks sample too small."""
-    def one(mean: float, se: float, n: int = 6) -> Layered:
+    def one(mean: float, se: float, n: int = 6, unit: str = "networks") -> Layered:
         sd = np.array([se * math.sqrt(n)])
-        return Layered("speed", np.array([mean]), np.array([se]), sd, n, "networks")
+        return Layered("speed", np.array([mean]), np.array([se]), sd, n, unit)
 
     ahead = {"peri": one(0.5, 0.01), "pre": one(0.3, 0.01), "post": one(0.2, 0.01)}
     assert rules.largest(ahead, "peri", TH, "speed").verdict == REPRODUCED
@@ -797,6 +797,7 @@ def test_largest_pins_every_verdict() -> None:
     near = {"peri": one(0.5, 0.01), **{f"p{k}": one(0.44, 0.01) for k in range(20)}}
     assert rules.largest({"peri": near["peri"], "p0": near["p0"]}, "peri", TH, "speed").verdict == REPRODUCED
     assert rules.largest(near, "peri", TH, "speed").verdict == INCONCLUSIVE
-    few = {"peri": one(0.5, 0.01, 1), "pre": one(0.1, 0.01, 1)}
-    assert rules.largest(few, "peri", TH, "speed").cause_kind == "sample too small"
+    few = {"peri": one(0.5, 0.001, 3, "samples"), "pre": one(0.1, 0.001, 3, "samples")}  # < min_samples
+    j = rules.largest(few, "peri", TH, "speed")
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
     assert rules.largest({"pre": one(0.3, 0.01)}, "peri", TH, "speed").cause_kind == "not testable"
