@@ -70,6 +70,8 @@ _add(metrics, "dong_residual", X, relative=True)
 _add(metrics, "rank_tolerance", torch.tensor([[3.0, 1.0]], dtype=torch.float64), 4, 3)
 _add(metrics, "summarize", {"mu": torch.tensor([1.0, 2.0])})
 _add(metrics, "metric_names", "mu,mu_rel")
+_add(metrics, "token_speed", X, X * 2.0)
+_add(metrics, "speed_columns", X, X * 2.0, ("token_speed",))
 ATTN = torch.softmax(_x(2, 2, 4, 4), dim=-1)
 for _name in ("attention_entropy", "first_token_attention"):
     _add(metrics, _name, ATTN)

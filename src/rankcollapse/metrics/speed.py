@@ -43,6 +43,7 @@ def _directions(x: Tensor) -> Tensor:
     return torch.where(length > 0, x / torch.where(length > 0, length, 1), torch.nan)
 
 
+@checked
 def speed_columns(before: Tensor | None, after: Tensor, names: tuple[str, ...]) -> dict[str, Tensor]:
     """The :data:`SPEED_NAMES` columns in ``names`` of the move ``before`` -> ``after`` ([b, n, d] each;
     ``before`` None at row 0: NaN) -> {name: [b]}."""
