@@ -27,6 +27,24 @@ TESTS = [
 #: (file under experiments/, text, replacement, what the break does)
 BREAKS: list[tuple[str, str, str, str]] = [
     (
+        "kit/rules/layers.py",
+        "            diff = float(a.mean[0]) - float(b.mean[0])",
+        "            diff = float(b.mean[0]) - float(a.mean[0])",
+        "largest swaps the estimate and the one it must beat",
+    ),
+    (
+        "kit/rules/layers.py",
+        "    with conditions(len(others)):",
+        "    with conditions(1):",
+        "largest drops Bonferroni over the estimates it is compared with",
+    ),
+    (
+        "kit/rules/layers.py",
+        "            few_ = _too_few(n, a.unit, th, f\"{name}: {n_words(n, a.unit)}\")",
+        "            few_ = None",
+        "largest compares estimates over too few networks",
+    ),
+    (
         "kit/rules/rates.py",
         "            if (hi.decided and slope > exponent + tol) or (lo.decided and slope < exponent - tol):",
         "            if hi.decided and slope > exponent + tol:",

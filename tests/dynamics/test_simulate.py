@@ -171,3 +171,18 @@ def test_multihead_fast_paths_agree_with_dense(mask: str) -> None:
     assert fast.trajectory is not None and ref.trajectory is not None
     scale = ref.trajectory.abs().amax(dim=(1, 2, 3), keepdim=True)
     assert float(((fast.trajectory - ref.trajectory).abs() / scale).max()) < 1e-12
+
+
+def test_mix_ln_runs_post_ln_then_pre_ln_by_depth() -> None:
+    """Mix-LN with share 1 is the post-LN transformer, with share 0 the pre-LN one, exactly; the default
+    (25 %) is neither."""
+    from rankcollapse.dynamics.simulate import SimulationConfig, simulate
+
+    def final(mode: str, **kw: float) -> torch.Tensor:
+        return simulate(SimulationConfig(mode=mode, tokens=6, d=4, layers=8, samples=2, seed=1,
+                                         metrics=("mu", "mu_rel"), **kw)).final
+
+    post, pre, mix = final("transformer"), final("transformer-pre"), final("transformer-mix")
+    assert torch.equal(final("transformer-mix", mix_post_share=1.0), post)
+    assert torch.equal(final("transformer-mix", mix_post_share=0.0), pre)
+    assert not torch.allclose(mix, post) and not torch.allclose(mix, pre)

@@ -777,3 +777,27 @@ def test_power_law_counts_both_sides_of_each_curve_in_bonferroni() -> None:
     pooled = Curve.pool(spread, NETWORK)
     wide = rules.power_law({"a": pooled, "b": pooled}, -1.0, POWER_TH)
     assert (alone.verdict, wide.verdict) == (REPRODUCED, INCONCLUSIVE)
+
+
+def test_largest_pins_every_verdict() -> None:
+    """One estimate (a window mean over networks) against every other: above all for sure reproduced, below
+    one for sure not reproduced, overlapping inconclusive, fewer than 2 networks sample too small."""
+    def one(mean: float, se: float, n: int = 6, unit: str = "networks") -> Layered:
+        sd = np.array([se * math.sqrt(n)])
+        return Layered("speed", np.array([mean]), np.array([se]), sd, n, unit)
+
+    ahead = {"peri": one(0.5, 0.01), "pre": one(0.3, 0.01), "post": one(0.2, 0.01)}
+    assert rules.largest(ahead, "peri", TH, "speed").verdict == REPRODUCED
+    behind = {"peri": one(0.5, 0.01), "pre": one(0.3, 0.01), "post": one(0.7, 0.01)}
+    j = rules.largest(behind, "peri", TH, "speed")
+    assert j.verdict == NOT_REPRODUCED and "peri vs post" in j.evidence
+    close = {"peri": one(0.5, 0.05), "pre": one(0.45, 0.05)}
+    assert rules.largest(close, "peri", TH, "speed").verdict == INCONCLUSIVE
+    # 0.5 vs 0.44 with se 0.01 each: decided with one comparison, open under Bonferroni over 20
+    near = {"peri": one(0.5, 0.01), **{f"p{k}": one(0.44, 0.01) for k in range(20)}}
+    assert rules.largest({"peri": near["peri"], "p0": near["p0"]}, "peri", TH, "speed").verdict == REPRODUCED
+    assert rules.largest(near, "peri", TH, "speed").verdict == INCONCLUSIVE
+    few = {"peri": one(0.5, 0.001, 3, "samples"), "pre": one(0.1, 0.001, 3, "samples")}  # < min_samples
+    j = rules.largest(few, "peri", TH, "speed")
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+    assert rules.largest({"pre": one(0.3, 0.01)}, "peri", TH, "speed").cause_kind == "not testable"

@@ -166,13 +166,15 @@ PINNED = {
         "rollout_models.first_token_models[tiny:gpt2]": "confirmed (ours)",
     },
     # a follow-up (Karagodin et al. 2025, from its abstract), counted apart: 4 networks, N = d = 8, 32 layers;
-    # post-LN at the floor from t = 20, pre-LN ~ t^-1.06 to t^-1.09 but open against +-0.25 at 4 networks
+    # post-LN at the floor from t = 20, pre-LN ~ t^-1.06 to t^-1.09 but open against +-0.25 at 4 networks;
+    # Mix-LN (x0.80/layer) and nGPT (x0.97/layer) slower than post-LN (x0.68); nGPT collapses more slowly
+    # than Peri-LN, so Peri-LN is not the best
     "karagodin": {
         "karagodin.preln_resists": "reproduced",
         "karagodin.postln_exponential": "reproduced",
         "karagodin.preln_polynomial": "inconclusive",
-        "karagodin.mix_ngpt_resist": "untested",
-        "karagodin.periln_best": "untested",
+        "karagodin.mix_ngpt_resist": "reproduced",
+        "karagodin.periln_best": "not reproduced",
     },
 }
 FIGURES = {

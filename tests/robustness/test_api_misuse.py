@@ -74,6 +74,8 @@ _add(metrics, "abs_cos_row_means", X, torch.tensor([0, 2]))
 _add(metrics, "sampled_mean_abs_cos", X, 2, _gen())
 _add(metrics, "measured_names", ("mu", "mean_abs_cos"), 8)
 _add(metrics, "cos_is_sampled", 64, 8)
+_add(metrics, "token_speed", X, X * 2.0)
+_add(metrics, "speed_columns", X, X * 2.0, ("token_speed",))
 ATTN = torch.softmax(_x(2, 2, 4, 4), dim=-1)
 for _name in ("attention_entropy", "first_token_attention"):
     _add(metrics, _name, ATTN)

@@ -48,8 +48,8 @@ def simulate_command(
     layers: int = typer.Option(128, "--layers", help=q("layers").help()),
     mode: str = typer.Option(None, "--mode", help=q("mode").help(
         "here attn (default), attn+sphere (tokens renormalised to the sphere), attn+layernorm, "
-        "attn+rmsnorm, attn+skip, attn+skip+sphere, attn+skip+layernorm, transformer, transformer-pre "
-        "(docs/dynamics.md)")),
+        "attn+rmsnorm, attn+skip, attn+skip+sphere, attn+skip+layernorm, transformer, transformer-pre, "
+        "transformer-peri (Peri-LN), transformer-mix (Mix-LN), transformer-ngpt (nGPT) (docs/dynamics.md)")),
     preset: str = typer.Option(None, "--preset", hidden=True, help="Deprecated: --mode."),
     heads: int = typer.Option(1, "--heads", help=q("heads").help("outputs averaged")),
     d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default 1")),
@@ -72,7 +72,8 @@ def simulate_command(
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     kernel: str = typer.Option("auto", "--kernel", help="auto, dense, sdpa, band."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute "
-                                "(default all; mu and mu_rel always)."),
+                                "(default all; mu and mu_rel always; opt-in: token_speed, the rollout and "
+                                "rank columns)."),
     stop_below: float = typer.Option(None, "--stop-below", help="Stop once every sample's mu_rel is below."),
     threads: int = typer.Option(None, "--threads", help="torch intra-op threads, 1..CPUs (default: torch's; "
                                 "1 is much faster for small runs on a loaded machine)."),

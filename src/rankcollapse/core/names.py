@@ -93,6 +93,14 @@ _TABLE: tuple[Quantity, ...] = (
        "block assembly: the parts of each layer that run (attn = self-attention only, +skip, +ln a model's "
        "own LayerNorm, +sphere the theory's x / ||x||, full / transformer the whole block)",
        aliases=("--preset", "preset"), stored=("preset", "variant")),
+    _q("placement", None, "placement", "norm placement", "placement",
+       "where a layer's norm sits: post (after the residual sum), pre (before the sublayer), peri (before "
+       "and after it), mix (post in the first quarter of the layers, pre after), ngpt (a step on "
+       "the sphere)"),
+    _q("mix_post_share", None, None, "Mix-LN post-LN share", "share",
+       "Mix-LN's share of post-LN layers at the bottom of the stack (default 0.25, the Mix-LN paper's)"),
+    _q("ngpt_step", None, None, "nGPT step", "alpha",
+       "nGPT's step alpha in X <- Norm(X + alpha (Norm(f(X)) - X)) (default 0.05, nGPT's initial value)"),
     _q("heads", "--heads", "heads", "heads h", "h", "attention heads per layer"),
     _q("d_qk", "--d-qk", "d_qk", "d_qk", "d_qk",
        "the number under the square root of the logits, q k^T / sqrt(d_qk)",
@@ -144,6 +152,9 @@ _TABLE: tuple[Quantity, ...] = (
        "replacement (the same at every layer) and reports its standard error; all: every pair"),
     _metric("mean_signed_cos", "mean cos", "mean cos",
             "the mean signed cosine over pairs of distinct tokens"),
+    _metric("token_speed", "token speed", "speed",
+            "the mean chord ||u_i(t) - u_i(t-1)|| a layer turns each token's direction u_i = x_i / ||x_i|| "
+            "by"),
     _metric("dong_residual", "Dong et al. residual", "res",
             "||X - 1 mean(X)||_{1,inf}: Dong et al.'s rank-collapse residual, at the mean token"),
     # what a row of a table says about itself

@@ -36,7 +36,14 @@ from rankcollapse.edge.validate import (
     quote,
     type_name,
 )
-from rankcollapse.metrics import INFLUENCE_KEPT, METRIC_NAMES, RANK_NAMES, ROLLOUT_NAMES, metric_names
+from rankcollapse.metrics import (
+    INFLUENCE_KEPT,
+    METRIC_NAMES,
+    RANK_NAMES,
+    ROLLOUT_NAMES,
+    SPEED_NAMES,
+    metric_names,
+)
 
 #: Value families whose ``value_scale`` is meaningful.
 SCALED_VALUES = ("gaussian", "orthogonal", "scaled-identity")
@@ -56,7 +63,9 @@ class SimulationConfig:
     the field then holds its spec (a predicate's or tensor's label, ``to_dict`` adds ``mask_note``).
     tokens, d, layers, samples: tokens N, features, depth, independent input samples (same network).
     mode: the block assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
-    (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip).
+    (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip); ``mix_post_share``
+    (placement ``mix`` only: Mix-LN's share of post-LN layers, default ``layers.MIX_POST_SHARE``) and
+    ``ngpt_step`` (placement ``ngpt`` only: nGPT's alpha, default ``layers.NGPT_STEP``).
     heads, qk_dim (per-head query/key width, default d // heads), d_qk (the number under the square
     root in ``logits / sqrt(d_qk)``), value (W_V family) with value_scale (sigma, default 1; only
     for gaussian, orthogonal, scaled-identity), qk_scale, output (W_O).
@@ -84,6 +93,8 @@ class SimulationConfig:
     ``linear_rank`` of X(t), and ``norm_in_*`` / ``norm_out_*`` of what layer t's first normalisation
     received and returned (``dynamics.layers.norm_step``: the attention once more per layer; a preset
     with a normalisation only).
+    Token speed (``metrics.speed``, opt-in): ``metrics`` may name ``token_speed``, the mean over tokens of
+    ``||x_i(t) - x_i(t-1)|| / ||x_i(t-1)||`` (NaN at row 0).
     n, batch, preset, temperature: deprecated spellings of ``tokens``, ``samples``, ``mode``, ``d_qk``.
     """
 
@@ -96,6 +107,8 @@ class SimulationConfig:
     placement: str | None = None
     skip: float | None = None
     mlp: bool | None = None
+    mix_post_share: float | None = None
+    ngpt_step: float | None = None
     heads: int = 1
     qk_dim: int | None = None
     d_qk: float = 1.0
@@ -200,7 +213,8 @@ class SimulationConfig:
         if self.placement is not None:
             check_choice("placement", self.placement, PLACEMENTS)
         self._check_device()
-        self.metrics = metric_names(self.metrics, extra=(*ROLLOUT_NAMES, *RANK_NAMES))
+        self.layer_spec()  # the assembly's own checks (a field that does not apply to the placement, ...)
+        self.metrics = metric_names(self.metrics, extra=(*ROLLOUT_NAMES, *RANK_NAMES, *SPEED_NAMES))
         stepped = [m for m in self.metrics or () if m.startswith("norm_") and m in RANK_NAMES]
         if stepped and self.layer_spec().norm == "none":
             raise RankCollapseError(
@@ -284,6 +298,11 @@ class SimulationConfig:
         return tuple(m for m in (self.metrics or ()) if m in ROLLOUT_NAMES)
 
     @property
+    def speed_names(self) -> tuple[str, ...]:
+        """The token-speed columns asked for (``metrics.SPEED_NAMES``), in order."""
+        return tuple(m for m in (self.metrics or ()) if m in SPEED_NAMES)
+
+    @property
     def rank_names(self) -> tuple[str, ...]:
         """The rank columns asked for (``metrics.affine.RANK_NAMES``), in order."""
         return tuple(m for m in (self.metrics or ()) if m in RANK_NAMES)
@@ -307,6 +326,8 @@ class SimulationConfig:
             placement=base.placement if self.placement is None else self.placement,
             skip=skip,
             mlp=base.mlp if self.mlp is None else self.mlp,
+            mix_post_share=self.mix_post_share,
+            ngpt_step=self.ngpt_step,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,14 +6,26 @@ Parts: ``Attn(X) = sum_h A_h X W_V,h W_O,h`` (``W_O,h = I/h`` by default: for on
 ``Attn(X) = A X W_V``, the paper's eq. (2)), ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(d_QK))``;
 ``Norm`` one of :mod:`rankcollapse.core.norms`; ``MLP(Y) = GELU(Y W_1) W_2``.
 
-A sub-layer ``f`` (attention, then the MLP if any) is applied as
+A sub-layer ``f`` (attention, then the MLP if any) is applied as (``placement``)
 
-- post-norm: ``Y = Norm(X + lam f(X))`` with a skip connection, ``Y = Norm(f(X))`` without;
-- pre-norm:  ``Y = X + lam f(Norm(X))`` with a skip connection, ``Y = f(Norm(X))`` without.
+- ``post``: ``Y = Norm(X + lam f(X))`` with a skip connection, ``Y = Norm(f(X))`` without;
+- ``pre``:  ``Y = X + lam f(Norm(X))`` with a skip connection, ``Y = f(Norm(X))`` without;
+- ``peri``: ``Y = X + lam Norm(f(Norm(X)))``, ``Y = Norm(f(Norm(X)))`` without (Peri-LN, Kim et al. 2025,
+  arXiv 2502.02732: a norm before and after each sublayer; its extra norms on the embeddings and the
+  final output are not part of a layer);
+- ``mix``:  ``post`` in the first ``round(share L)`` of the L layers, ``pre`` after (Mix-LN, Li et al. 2024,
+  arXiv 2412.13795; ``share`` :data:`MIX_POST_SHARE` unless given): a spec of the layer's depth,
+  :meth:`LayerSpec.at`;
+- ``ngpt``: ``Y = Norm(X + alpha (Norm(f(X)) - X))`` (nGPT, Loshchilov et al. 2024, arXiv 2410.01131, its
+  eqs. for ``h_A``, ``h_M``; NVIDIA/ngpt ``model.py``): tokens kept on the norm's sphere, each sublayer a
+  step ``alpha`` (:data:`NGPT_STEP` unless given) towards its normalised output. nGPT learns alpha per
+  feature and also normalises queries, keys and weights; here alpha is one fixed number and the attention
+  is the simulator's: ours.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,26 +37,66 @@ from rankcollapse.core.norms import NORMS, get_norm
 from rankcollapse.dynamics.kernels import KernelPlan
 from rankcollapse.dynamics.weights import LayerWeights
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import checked
+from rankcollapse.edge.validate import check_float, checked
 
-PLACEMENTS = ("post", "pre")
+#: Where a layer's norm sits (module docstring): the one list the config and the presets check against.
+PLACEMENTS = ("post", "pre", "peri", "mix", "ngpt")
+#: Mix-LN's share of post-LN layers: 25 %, as in the Mix-LN paper's code (Li et al. 2024, arXiv 2412.13795;
+#: ``POST_NUM``: 3 post-LN layers of LLaMA-71M's 12, 6 of LLaMA-1B's 24).
+MIX_POST_SHARE = 0.25
+#: nGPT's step alpha: its initial value in the nGPT code (NVIDIA/ngpt ``model.py``,
+#: ``attn_alpha_init_value = mlp_alpha_init_value = 0.05``), fixed here (nGPT learns it).
+NGPT_STEP = 0.05
 
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """How a layer is assembled: ``norm`` (see NORMS), ``placement`` (post/pre), ``skip`` (lambda
-    of ``X + lambda f(X)``, or None for no skip connection), ``mlp`` (add the MLP sub-layer)."""
+    """How a layer is assembled: ``norm`` (see NORMS), ``placement`` (:data:`PLACEMENTS`, module docstring),
+    ``skip`` (lambda of ``X + lambda f(X)``, or None for no skip connection; ``ngpt`` is its own residual
+    step and needs ``skip`` 1), ``mlp`` (add the MLP sub-layer), ``mix_post_share`` (``mix`` only: the share
+    of post-LN layers, in [0, 1]; None: :data:`MIX_POST_SHARE`), ``ngpt_step`` (``ngpt`` only: alpha, in
+    (0, 1]; None: :data:`NGPT_STEP`). A field that does not apply is refused."""
 
     norm: str = "none"
     placement: str = "post"
     skip: float | None = None
     mlp: bool = False
+    mix_post_share: float | None = None
+    ngpt_step: float | None = None
 
     def __post_init__(self) -> None:
         if self.norm not in NORMS:
             raise RankCollapseError(f"unknown norm {self.norm!r}; allowed: {', '.join(NORMS)}")
         if self.placement not in PLACEMENTS:
-            raise RankCollapseError(f"unknown placement {self.placement!r}; allowed: post, pre")
+            shown = repr(self.placement)[:40]
+            raise RankCollapseError(f"unknown placement {shown}; allowed: {', '.join(PLACEMENTS)}")
+        if self.placement in ("peri", "mix", "ngpt") and self.norm == "none":
+            raise RankCollapseError(f"placement {self.placement!r} places a norm; this spec has norm 'none' "
+                                    f"(allowed: {', '.join(n for n in NORMS if n != 'none')})")
+        if self.placement == "ngpt" and self.skip != 1.0:
+            raise RankCollapseError(f"placement 'ngpt' is its own residual step X + alpha (Norm(f(X)) - X): "
+                                    f"skip must be 1, got {self.skip!r} (the step is ngpt_step)")
+        for name, placement, low, low_open in (("mix_post_share", "mix", 0.0, False),
+                                                ("ngpt_step", "ngpt", 0.0, True)):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if self.placement != placement:
+                raise RankCollapseError(f"{name} applies to placement {placement!r}, not {self.placement!r}")
+            object.__setattr__(self, name, check_float(name, value, low=low, high=1.0, low_open=low_open))
+
+    def post_layers(self, layers: int) -> int:
+        """Mix-LN's post-LN layers of a stack of ``layers``: ``round(share L)`` (halves up)."""
+        share = MIX_POST_SHARE if self.mix_post_share is None else self.mix_post_share
+        return math.floor(share * layers + 0.5)
+
+    def at(self, t: int, layers: int) -> LayerSpec:
+        """The spec of layer ``t`` (0-based) of a stack of ``layers``: for ``mix`` post-LN where
+        ``t < post_layers(layers)``, pre-LN after; any other placement is the same at every depth."""
+        if self.placement != "mix":
+            return self
+        placement = "post" if t < self.post_layers(layers) else "pre"
+        return LayerSpec(norm=self.norm, placement=placement, skip=self.skip, mlp=self.mlp)
 
     @property
     def is_pure_attention(self) -> bool:
@@ -71,6 +123,20 @@ PRESETS: dict[str, tuple[LayerSpec, str]] = {
     "transformer-pre": (
         LayerSpec(norm="layernorm", placement="pre", skip=1.0, mlp=True),
         "Y <- X + A' X' W_V with X' = LayerNorm(X); X <- Y + GELU(LayerNorm(Y) W_1) W_2  (pre-LN)",
+    ),
+    "transformer-peri": (
+        LayerSpec(norm="layernorm", placement="peri", skip=1.0, mlp=True),
+        "Y <- X + LayerNorm(A' X' W_V) with X' = LayerNorm(X); "
+        "X <- Y + LayerNorm(GELU(LayerNorm(Y) W_1) W_2)  (Peri-LN)",
+    ),
+    "transformer-mix": (
+        LayerSpec(norm="layernorm", placement="mix", skip=1.0, mlp=True),
+        "the transformer (post-LN) block in the first round(L / 4) layers, transformer-pre after  (Mix-LN)",
+    ),
+    "transformer-ngpt": (
+        LayerSpec(norm="sphere", placement="ngpt", skip=1.0, mlp=True),
+        "Y <- D(X + a (D' A X W_V - X)); X <- D(Y + a (D' GELU(Y W_1) W_2 - Y)), D, D' = diag(1 / ||row||), "
+        "a = 0.05  (nGPT, tokens on the sphere)",
     ),
 }
 
@@ -132,7 +198,7 @@ def layer_attention(
 ) -> Tensor:
     """The attention matrices a layer applies to ``x``:
     ``A_h = softmax_M(X' W_Q,h (X' W_K,h)^T / sqrt(d_qk) + B)`` (``bias`` B [n, n] or None)
-    with ``X' = Norm(X)`` for pre-norm, ``X' = X``
+    with ``X' = Norm(X)`` for pre- and peri-norm, ``X' = X``
     otherwise (the one masked softmax, ``core.attention.attention_weights``, whatever kernel the layer
     itself runs).
 
@@ -140,7 +206,8 @@ def layer_attention(
     more q, k projection and the dense [b, h, n, n] matrix: for measuring (the cumulative context), not
     for running the layer.
     """
-    z = get_norm(spec.norm)(x) if spec.placement == "pre" else x
+    _resolved(spec)
+    z = get_norm(spec.norm)(x) if _normed_input(spec) else x
     q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
     k = z.unsqueeze(1) @ w.w_k
     return attention_weights(q, k, mask, d_qk, bias)
@@ -153,17 +220,19 @@ def norm_step(
     """``(Z, Norm(Z))``: what the layer's first normalisation receives and returns.
 
     Post-norm: ``Z = X + lam Attn(X)`` (``Z = Attn(X)`` without a skip), so ``Norm(Z) = X(t+1)`` unless an
-    MLP follows; pre-norm: ``Z = X``. x: [b, n, d] -> two [b, n, d]. Costs the layer's attention once more:
+    MLP follows; pre- and peri-norm: ``Z = X``; nGPT: ``Z = Attn(X)``; Mix-LN: its layer's own
+    (``spec.at(t, layers)``). x: [b, n, d] -> two [b, n, d]. Costs the layer's attention once more:
     for measuring (the one-step ranks around the norm, ``metrics.affine``), not for running the layer.
     RankCollapseError for a spec without a norm.
     """
     if spec.norm == "none":
         raise RankCollapseError("norm_step needs a layer with a normalisation; this spec has norm 'none'")
+    _resolved(spec)
     norm = get_norm(spec.norm)
-    if spec.placement == "pre":
+    if _normed_input(spec):
         return x, norm(x)
     y, _ = multihead_attention(x, w, kernel, d_qk)
-    z = y if spec.skip is None else x + spec.skip * y
+    z = y if spec.skip is None or spec.placement == "ngpt" else x + spec.skip * y
     return z, norm(z)
 
 
@@ -172,13 +241,31 @@ def mlp(x: Tensor, w_1: Tensor, w_2: Tensor) -> Tensor:
     return torch.nn.functional.gelu(x @ w_1) @ w_2
 
 
+def _normed_input(spec: LayerSpec) -> bool:
+    """Whether the sublayer reads ``Norm(X)`` (pre, peri) rather than ``X`` (post, ngpt)."""
+    return spec.placement in ("pre", "peri")
+
+
+def _resolved(spec: LayerSpec) -> None:
+    """RankCollapseError for a spec whose assembly depends on the depth (``mix``: resolve it first)."""
+    if spec.placement == "mix":
+        raise RankCollapseError("placement 'mix' changes with depth: apply spec.at(t, layers), the layer's "
+                                "own")
+
+
 def _sublayer(
     x: Tensor, f: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], spec: LayerSpec
 ) -> Tensor:
+    """One sublayer ``f`` with the spec's norm placement and skip (module docstring)."""
+    if spec.placement == "ngpt":
+        step = NGPT_STEP if spec.ngpt_step is None else spec.ngpt_step
+        return norm(x + step * (norm(f(x)) - x))
     if spec.placement == "post":
         y = f(x)
         return norm(y if spec.skip is None else x + spec.skip * y)
     y = f(norm(x))
+    if spec.placement == "peri":
+        y = norm(y)
     return y if spec.skip is None else x + spec.skip * y
 
 
@@ -186,7 +273,9 @@ def _sublayer(
 def apply_layer(
     x: Tensor, w: LayerWeights, spec: LayerSpec, kernel: KernelPlan, d_qk: float, need_min: bool = False
 ) -> tuple[Tensor, Tensor | None]:
-    """One layer ``X(t) -> X(t+1)`` (module docstring). x: [b, n, d] -> ([b, n, d], min weight or None)."""
+    """One layer ``X(t) -> X(t+1)`` (module docstring). x: [b, n, d] -> ([b, n, d], min weight or None).
+    A ``mix`` spec is resolved to its layer's first (``spec.at(t, layers)``): RankCollapseError otherwise."""
+    _resolved(spec)
     norm = get_norm(spec.norm)
     min_w: list[Tensor | None] = [None]
 

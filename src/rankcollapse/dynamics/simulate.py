@@ -44,6 +44,7 @@ from rankcollapse.metrics import (
     rank_columns,
     rollout_columns,
     rollout_step,
+    speed_columns,
     summarize,
 )
 
@@ -75,6 +76,8 @@ class SimulationResult:
     Both use ``P(t) = M(t) ... M(1)`` of the head-averaged attention, ``M = lam I + (1 - lam) A``.
     ranks: the rank columns asked for (``metrics.affine.RANK_NAMES``), per sample [T+1, b] (NaN where a
     column does not apply: ``norm_*`` at row 0), also batch means in ``rows``.
+    speeds: the token-speed columns asked for (``metrics.SPEED_NAMES``: ``token_speed``, the move of layer t,
+    X(t-1) -> X(t)), per sample [T+1, b], NaN at row 0 (nothing moved the input); batch means in ``rows``.
     stopped: why the run ended before ``layers`` (``""`` if it did not); nonfinite_layer: the
     first layer with a non-finite token (None if none).
     """
@@ -94,6 +97,7 @@ class SimulationResult:
     rollout: dict[str, Tensor] = field(default_factory=dict)
     influence: Tensor | None = None
     ranks: dict[str, Tensor] = field(default_factory=dict)
+    speeds: dict[str, Tensor] = field(default_factory=dict)
 
     def to_frame(self) -> Any:
         """The rows as a pandas DataFrame (one row per layer, columns as in ``metrics.csv``)."""
@@ -238,6 +242,7 @@ def simulate(
     rolled = cfg.rollout_names
     ranked = cfg.rank_names
     stepped = any(k.startswith("norm_") for k in ranked)
+    moved = cfg.speed_names
     docs = mask.documents()
     docs = docs if len(docs) > 1 else []  # one part: the whole sequence, no per-document columns
     in_seed, w_seed = _seeds(cfg.seed)
@@ -252,18 +257,22 @@ def simulate(
     rollouts: dict[str, list[Tensor]] = {k: [] for k in rolled}
     profiles: list[Tensor] = []
     ranks: dict[str, list[Tensor]] = {k: [] for k in ranked}
+    speeds: dict[str, list[Tensor]] = {k: [] for k in moved}
     context = identity_context((cfg.samples,), cfg.tokens, dtype, device) if cfg.rollout else None
     stopped = ""
     nonfinite: int | None = None
 
     def measure(
-        t: int, x: Tensor, min_w: Tensor | None, step: tuple[Tensor, Tensor] | None = None
+        t: int, x: Tensor, min_w: Tensor | None, step: tuple[Tensor, Tensor] | None = None,
+        before: Tensor | None = None,
     ) -> bool:
-        """Measure X(t) (and the norm step of the layer that made it), emit its row; True when some
-        sample is no longer finite."""
+        """Measure X(t) (and the norm step of the layer that made it, and its move from ``before`` =
+        X(t-1)), emit its row; True when some sample is no longer finite."""
         per = _measure(x, names, cfg.metric_threads)
         if ranked:
             per.update(rank_columns(x, ranked, step))
+        if moved:
+            per.update(speed_columns(before, x, moved))
         if context is not None:
             cols = rollout_columns(context)
             per.update({k: cols[k] for k in rolled})
@@ -279,6 +288,8 @@ def simulate(
             rollouts[k].append(per[k].detach().to("cpu", torch.float64))
         for k in ranked:
             ranks[k].append(per[k].detach().to("cpu", torch.float64))
+        for k in moved:
+            speeds[k].append(per[k].detach().to("cpu", torch.float64))
         row: dict[str, float] = {"layer": t, **summarize(per)}
         if docs:  # per document: mu_rel of each independent part, and the largest over parts
             parts = document_columns(torch.where(bad[:, None, None], torch.nan, x), docs)
@@ -298,14 +309,16 @@ def simulate(
         measure(0, x, None)
         for t in range(cfg.layers):
             w = weights.layer(t)
+            layer = spec.at(t, cfg.layers)  # Mix-LN's placement at this depth; every other spec itself
             if context is not None:  # P(t+1) = M(t+1) P(t) from the attention this layer applies to X(t)
-                attn = head_mean(layer_attention(x, w, spec, plan.mask, cfg.d_qk, plan.bias))
+                attn = head_mean(layer_attention(x, w, layer, plan.mask, cfg.d_qk, plan.bias))
                 context = rollout_step(context, attn, cfg.rollout_residual)
-            step = norm_step(x, w, spec, plan, cfg.d_qk) if stepped else None
-            x, min_w = apply_layer(x, w, spec, plan, cfg.d_qk, need_min=track)
+            step = norm_step(x, w, layer, plan, cfg.d_qk) if stepped else None
+            before = x
+            x, min_w = apply_layer(x, w, layer, plan, cfg.d_qk, need_min=track)
             if min_w is not None:
                 mins.append(min_w.detach().to("cpu", torch.float64))
-            if measure(t + 1, x, min_w, step):
+            if measure(t + 1, x, min_w, step, before):
                 nonfinite = t + 1
                 stopped = f"tokens not finite at layer {t + 1} (the network overflows in {cfg.dtype})"
                 break
@@ -338,6 +351,7 @@ def simulate(
         nonfinite_layer=nonfinite, rollout={k: torch.stack(v) for k, v in rollouts.items()},
         influence=torch.stack(profiles) if profiles else None,
         ranks={k: torch.stack(v) for k, v in ranks.items()},
+        speeds={k: torch.stack(v) for k, v in speeds.items()},
     )
 
 

@@ -251,7 +251,7 @@ def _existing_parent(path: Path) -> Path | None:
 # ---- the public-function guard -------------------------------------------------------------------
 #: Tensor arguments that hold real floating-point values, and the least number of dimensions each needs.
 FLOAT_TENSORS: dict[str, int] = {"x": 2, "q": 2, "k": 2, "v": 2, "logits": 2, "r": 2, "s": 1, "mu": 1,
-                                 "weight": 1, "bias": 1, "mu_rel": 1, "attn": 2}
+                                 "weight": 1, "bias": 1, "mu_rel": 1, "attn": 2, "before": 2, "after": 2}
 #: Tensor arguments that hold booleans (masks).
 BOOL_TENSORS: dict[str, int] = {"mask": 2}
 #: Integer arguments that count something (at least 1).

@@ -1,7 +1,7 @@
 """Collapse measures (mu, ranks, cosines, Dong et al.'s residual) as pure functions of token matrices,
 the cumulative context of the attention matrices (``rollout``: P(t) = A(t)...A(1), first-token share),
 and the affine / linear rank at the precision floor with the closed form of a normalisation's effect on
-them (``affine``).
+them (``affine``), and how far a layer moves the tokens (``speed``: ``token_speed`` of X(t-1) and X(t)).
 
 Every measure maps ``x: [..., n, d]`` to ``[...]``; :func:`collapse_metrics` computes them all
 for a batch and :func:`summarize` turns them into one CSV row. Definitions: ``docs/dynamics.md``.
@@ -81,6 +81,7 @@ from rankcollapse.metrics.rollout import (
     rollout_step,
     uniform_causal_gap,
 )
+from rankcollapse.metrics.speed import SPEED_NAMES, speed_columns, token_speed
 
 __all__ = [
     "CHEAP_METRICS",
@@ -95,6 +96,7 @@ __all__ = [
     "ROLLOUT_NAMES",
     "SAMPLED_COS_FROM",
     "SINK_THRESHOLD",
+    "SPEED_NAMES",
     "SVD_METRICS",
     "RankTerms",
     "abs_cos_row_means",
@@ -145,9 +147,11 @@ __all__ = [
     "singular_values",
     "sink_rate",
     "span_residual",
+    "speed_columns",
     "stable_rank",
     "summarize",
     "token_geometry",
+    "token_speed",
     "top_activations",
     "uniform_causal_gap",
 ]

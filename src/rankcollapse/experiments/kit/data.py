@@ -290,6 +290,14 @@ def sample_layered(frame: pd.DataFrame, column: str, share: bool = False) -> Lay
     )
 
 
+def window_layered(frame: pd.DataFrame, column: str, first: int, last: int) -> Layered:
+    """:class:`Layered` (one entry) of ``column``'s mean over layers ``first..last`` (rows: one per run and
+    layer): per run (network) the mean of its per-layer means over the window, then over the unit of
+    :func:`unit_of` as :func:`sample_layered` does."""
+    window = frame[(frame["layer"] >= first) & (frame["layer"] <= last)]
+    return sample_layered(window, column)
+
+
 def profile_summaries(
     frame: pd.DataFrame, summarise: Callable[[np.ndarray, int], dict[str, float]], keys: Sequence[str] = ()
 ) -> pd.DataFrame:

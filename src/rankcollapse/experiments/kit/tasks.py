@@ -150,6 +150,8 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     the run's ``metrics`` name: ``first_token_gap_max``, ``first_token_share_mean``), the ``mode``
     (the simulator's preset: ``attn`` = SAN, ``attn+sphere`` = the theory's LayerNorm), model words
     for figures, and ``bound`` (Theorem 1's ``C (1 - eps^r)^{t/r}``, the largest C) where it applies.
+    With ``token_speed`` among its ``metrics``, rows ``kind = speed``: per layer t = 1..L (the move of layer
+    t, X(t-1) -> X(t), ``metrics.speed``) its mean, sample std, min and max over the samples.
     With ``influence: last``, rows ``kind = influence``: at the layers of :func:`profile_layers` and each
     input position ``j``, the batch-mean influence ``P(t)[n-1, j]`` of the last token (``metrics.rollout``).
     Summary: the Theorem 1 check (``theory.*``), the mask radius, final values, ``device`` and
@@ -186,6 +188,11 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
                 **extra,
             }
         )
+    for name, per in result.speeds.items():  # a layer's move (metrics.speed): rows of layers 1..L, none at 0
+        values = per.T.double().numpy()
+        for t in range(1, values.shape[1]):
+            rows.append({"kind": "speed", "layer": t, "samples": config.samples, "mode": config.mode,
+                         "dtype": config.dtype, **info, **sample_stats(name, values[:, t])})
     if result.influence is not None and result.influence.ndim == 2:  # influence="last": P(t)[n-1, :]
         profiles = result.influence.tolist()
         for t in profile_layers(len(profiles) - 1):

@@ -13,7 +13,8 @@ One module per shape of data:
 - ``rates``: one rate against another: ``local_slower``, ``dqk`` (``dqk_slows``, ``dqk_global``,
   ``dqk_shallow``, ``dqk_testable``), ``power_law`` (a slope in log t);
 - ``layers``: a per-layer mean or share against a threshold: ``full_rank``, ``sigma_ratio``,
-  ``cos_grows``, ``dominant_sv``, ``nonnegative_pairs``, ``initial_cos``;
+  ``cos_grows``, ``dominant_sv``, ``nonnegative_pairs``, ``initial_cos``, ``largest`` (one estimate
+  above every other's);
 - ``checks``: per-run checks: ``every_run``, ``collapses``, ``bound_holds``,
   ``stable_in_certain_directions``, ``at_least``, ``spearman_order``, ``pairs_ordered``.
 
@@ -45,6 +46,7 @@ from rankcollapse.experiments.kit.rules.layers import (
     dominant_sv,
     full_rank,
     initial_cos,
+    largest,
     nonnegative_pairs,
     sigma_ratio,
 )
@@ -77,6 +79,7 @@ __all__ = [
     "full_stable",
     "initial_cos",
     "kept_stable",
+    "largest",
     "ln_stops",
     "local_slower",
     "nonnegative_pairs",

@@ -11,7 +11,7 @@ networks, no spread between them) is inconclusive before any comparison.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -246,3 +246,33 @@ def initial_cos(nonneg: Layered, th: Thresholds, smallest: float) -> Judgement:
             cause=causes.measured_otherwise(f"phi(0) < 0 in {1 - share:.0%} of samples"),
         )
     return combine_parts([("X(0)", part)])
+
+
+def largest(estimates: Mapping[str, Layered], first: str, th: Thresholds, what: str) -> Judgement:
+    """``first``'s estimate (entry 0 of each :class:`Layered`, e.g. a window mean per network,
+    ``kit.data.window_layered``) above every other's for sure -> reproduced; below any for sure -> not
+    reproduced; otherwise inconclusive. Each comparison is a part (difference ``a - b`` with
+    ``se = sqrt(se_a^2 + se_b^2)`` over the smaller count of units), Bonferroni over the others; fewer than
+    ``min_samples`` samples (or 2 networks) on either side, inconclusive. ``what`` names the estimate."""
+    if first not in estimates or len(estimates) < 2:
+        why = f"{what}: {first} and at least one other needed, got {', '.join(estimates) or 'none'}"
+        return Judgement(INCONCLUSIVE, why, causes.not_testable(why), "not testable")
+    a = estimates[first]
+    others = [(k, e) for k, e in estimates.items() if k != first]
+    parts: list[tuple[str, Judgement]] = []
+    with conditions(len(others)):
+        for label, b in others:
+            name = f"{first} vs {label}"
+            n = min(a.n, b.n)
+            few_ = _too_few(n, a.unit, th, f"{name}: {n_words(n, a.unit)}")
+            if few_ is not None:
+                parts.append((name, few_))
+                continue
+            diff = float(a.mean[0]) - float(b.mean[0])
+            se = math.sqrt(float(a.se[0]) ** 2 + float(b.se[0]) ** 2)
+            m = Margin(f"{what}: {name}", diff, se, 0.0, n, a.unit)
+            lo, hi = m.bounds()
+            words = (f"{what} {float(a.mean[0]):.3g} vs {float(b.mean[0]):.3g} (difference {diff:+.2g}, "
+                     f"interval [{lo:.2g}, {hi:.2g}], {n_words(n, a.unit)})")
+            parts.append((name, _at_least(m, words)))
+    return combine_parts(parts)
