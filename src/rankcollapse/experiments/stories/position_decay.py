@@ -242,7 +242,8 @@ def _table(sd: StoryData) -> pd.DataFrame:
 
 
 def _rope_figure(sd: StoryData) -> list[FigureSpec]:
-    """D(Δ)/θ_1² against Δ θ_1 per θ_1 (float64, mean over networks) beside the RoPE SANs' profiles."""
+    """D(Δ) against Δ θ_1 per θ_1 (float64, mean over networks; the law puts every θ_1 on one line
+    ``c (Δ θ_1)²``) beside the RoPE SANs' profiles."""
     rope, prof_arm = sd.arm("rope"), sd.arm("rope_profile")
     decay = rows_of(rope, "score_decay") if rope is not None else pd.DataFrame()
     if decay.empty:
@@ -254,7 +255,7 @@ def _rope_figure(sd: StoryData) -> list[FigureSpec]:
     mean = d64.groupby(["rope_scale", "distance"], as_index=False)["decay"].mean()
     for i, (th1, g) in enumerate(mean.groupby("rope_scale")):
         x = g["distance"].to_numpy(dtype=float) * th1
-        ax.loglog(x, g["decay"].to_numpy(dtype=float) / th1**2, MARKERS[i % len(MARKERS)] + "-", ms=3,
+        ax.loglog(x, g["decay"].to_numpy(dtype=float), MARKERS[i % len(MARKERS)] + "-", ms=3,
                   label=f"theta_1 = {th1:g}")
     laws = _rope_laws(rope, th["rope_angle_max"])
     c = float(np.exp(laws[laws["dtype"] == "float64"]["coef"].mean()))
@@ -262,7 +263,7 @@ def _rope_figure(sd: StoryData) -> list[FigureSpec]:
     ax.loglog(xs, c * xs**2, "k--", lw=1, label="c (delta theta_1)^2")
     ax.axvline(th["rope_angle_max"], color="grey", ls=":", lw=1)
     ax.set_xlabel("delta theta_1 (dotted: rope_angle_max)")
-    ax.set_ylabel("D(delta) / theta_1^2 (float64, mean over networks)")
+    ax.set_ylabel("D(delta) (float64, mean over networks)")
     ax.legend(fontsize=7)
     table = laws.assign(kind="law")
     prof = rows_of(prof_arm, "influence") if prof_arm is not None else pd.DataFrame()
@@ -281,9 +282,10 @@ def _rope_figure(sd: StoryData) -> list[FigureSpec]:
     caption = (
         "Wu et al. 2025's RoPE decay term, our setting: one layer's score decay D(delta) = s(0) - s(delta) "
         "of the last query with the same Gaussian token at every position and W_K = W_Q, RoPE base 10000, "
-        "theta_1 the largest frequency. Left: D / theta_1^2 against delta theta_1 on log axes; the dashed "
-        "line is slope 2 (the law), judged left of the dotted bound. Right: the last token's cumulative "
-        "context after the last layer of causal RoPE SANs on the same content (reported, not judged)."
+        "theta_1 the largest frequency. Left: D against delta theta_1 on log axes, one line per theta_1; the "
+        "law puts them all on the dashed c (delta theta_1)^2, judged left of the dotted bound. Right: the "
+        "last token's cumulative context after the last layer of causal RoPE SANs on the same content "
+        "(reported, not judged)."
     )
     return [FigureSpec(ROPE_FIGURE, fig, table, caption)]
 
