@@ -100,6 +100,36 @@ BREAKS: list[tuple[str, str, str, str]] = [
     ),
     (
         "kit/influence.py",
+        "                   or (lo.decided and lo.value < lo.threshold)]",
+        "                   or False]",
+        "scales_as takes a slope or coefficient below the law's band for the law",
+    ),
+    (
+        "kit/influence.py",
+        "                                         else []))",
+        "                                         else [])) if False",
+        "scales_as never checks the coefficient against the reference frequency's",
+    ),
+    (
+        "kit/influence.py",
+        "    with conditions(sum(2 if r is None else 4 for _, r in parts.values())):",
+        "    with conditions(len(parts)):",
+        "scales_as drops Bonferroni over its comparisons",
+    ),
+    (
+        "kit/influence.py",
+        "            elif all(margin.decided for margin in margins):",
+        "            elif True:",
+        "scales_as calls an open slope reproduced",
+    ),
+    (
+        "kit/influence.py",
+        '    slope_tol, coef_tol = th["slope_tol"], th["coef_log_tol"]',
+        '    slope_tol, coef_tol = 0.1, 0.1',
+        "scales_as ignores the YAML's tolerances",
+    ),
+    (
+        "kit/influence.py",
         "below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value < floor]",
         "below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value > floor]",
         "u_shaped calls an arm above the middle 'below'",

@@ -10,7 +10,7 @@ import numpy as np
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE
 from rankcollapse.experiments.kit.data import Layered
-from rankcollapse.experiments.kit.influence import peaked, u_shaped
+from rankcollapse.experiments.kit.influence import peaked, scales_as, u_shaped
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of("test", {"min_samples": 4, "u_log_min": 0.0})
@@ -115,3 +115,54 @@ def test_the_hump_s_four_comparisons_share_one_bonferroni_correction() -> None:
     """The place 0 +- 0.5: decided within +-0.5 at one comparison's interval, open at four's (t, 7 df)."""
     j = peaked({"t = 8": (one(5.0), one(10.0), one(0.0, sd=0.485))}, PEAK_TH)
     assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+
+
+# ---- kit.influence.scales_as: Wu et al. 2025's RoPE decay term, D ∝ Δ² θ_1² --------------------------
+
+LAW_TH = Thresholds.of("test", {"min_samples": 4, "slope_tol": 0.1, "coef_log_tol": 0.1})
+
+
+def test_a_square_law_with_the_frequency_s_coefficient_is_reproduced() -> None:
+    j = scales_as({"theta_1 = 0.01": (one(1.999, sd=0.001), None),
+                   "theta_1 = 0.1": (one(1.99, sd=0.005), one(-0.004, sd=0.002))}, 2.0, LAW_TH)
+    assert j.verdict == REPRODUCED and "the law holds" in j.evidence
+
+
+def test_a_linear_decay_is_not_the_square_law_and_the_cause_names_the_slope() -> None:
+    j = scales_as({"theta_1 = 0.01": (one(1.0, sd=0.05), None)}, 2.0, LAW_TH)
+    assert j.verdict == NOT_REPRODUCED and "the slope" in j.cause
+    j = scales_as({"theta_1 = 0.01": (one(2.3, sd=0.05), None)}, 2.0, LAW_TH)  # too steep is off too
+    assert j.verdict == NOT_REPRODUCED
+
+
+def test_a_coefficient_that_does_not_scale_as_theta_squared_is_not_reproduced() -> None:
+    """D ∝ Δ² θ_1 (not θ_1²): the coefficient D / (Δ θ_1)² grows 10x from θ_1 = 0.1 to 0.01, log -2.3."""
+    j = scales_as({"theta_1 = 0.1": (one(2.0, sd=0.01), one(-2.3, sd=0.01))}, 2.0, LAW_TH)
+    assert j.verdict == NOT_REPRODUCED and "the coefficient" in j.cause
+    j = scales_as({"theta_1 = 0.1": (one(2.0, sd=0.01), one(0.5, sd=0.01))}, 2.0, LAW_TH)
+    assert j.verdict == NOT_REPRODUCED
+
+
+def test_an_open_slope_or_coefficient_is_inconclusive_and_too_few_networks_too() -> None:
+    j = scales_as({"a": (one(2.08, sd=0.1), None)}, 2.0, LAW_TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+    j = scales_as({"a": (one(2.0, sd=0.01), one(0.09, sd=0.1))}, 2.0, LAW_TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
+    j = scales_as({"a": (one(2.0, sd=0.001, n=3), None)}, 2.0, LAW_TH)
+    assert j.verdict == INCONCLUSIVE and "3" in j.cause
+
+
+def test_the_law_s_tolerances_are_read_from_the_yaml() -> None:
+    j = scales_as({"a": (one(1.85, sd=0.001), one(0.15, sd=0.001))}, 2.0, LAW_TH)
+    assert j.verdict == NOT_REPRODUCED
+    loose = Thresholds.of("test", {"min_samples": 4, "slope_tol": 0.2, "coef_log_tol": 0.2})
+    assert scales_as({"a": (one(1.85, sd=0.001), one(0.15, sd=0.001))}, 2.0, loose).verdict == REPRODUCED
+
+
+def test_the_law_s_comparisons_share_one_bonferroni_correction() -> None:
+    """Slope 2.0 against 2 ± 0.1: decided inside at two comparisons (one condition without a ratio), open
+    once a second condition with a ratio makes them six (t, 7 df)."""
+    s = one(2.0, sd=0.1 * math.sqrt(8) / 3.2)  # 3.2 standard errors inside: t 2.91 (2 tests), 3.71 (6)
+    alone = scales_as({"a": (s, None)}, 2.0, LAW_TH)
+    shared = scales_as({"a": (s, None), "b": (one(2.0, sd=0.001), one(0.0, sd=0.001))}, 2.0, LAW_TH)
+    assert alone.verdict == REPRODUCED and shared.verdict == INCONCLUSIVE

@@ -131,7 +131,7 @@ PINNED = {
     # (x0.68 of x* + 1) and the rise at t = 8 are open at 4 networks; RoPE and biased data untested
     "position_decay": {
         "position_decay.decay_nonmonotone": "inconclusive",
-        "position_decay.rope_decay": "untested",
+        "position_decay.rope_decay[rope]": "confirmed (ours)",  # D ~ delta^2.00, coefficient x1.00
         "position_decay.lost_in_middle": "untested",
     },
     # a follow-up (Herasimchyk et al. 2026, from its abstract), counted apart: 4 networks; the gap still
@@ -193,7 +193,7 @@ FIGURES = {
     "fig9": ["fig9"],
     "training": ["ext_training_trajectory"],
     "position_bias": ["position_bias_first_token"],
-    "position_decay": ["position_decay_profile"],
+    "position_decay": ["position_decay_profile", "position_decay_rope"],
     "residual_rollout": ["residual_rollout_first_token", "residual_rollout_alibi_profile"],
     "cirrincione": [
         "cirrincione_ln_affine_rank",

@@ -116,10 +116,10 @@ def test_partial_rotary_leaves_the_other_features_alone(tiny_models, ids):
     x = model.embed(ids)
     cos, sin = model.positions(x).rotary
     assert cos.shape[-1] == 4  # a quarter of head_dim 16
-    from rankcollapse.models.parts import apply_rotary
+    from rankcollapse.core.positions import apply_rotary
 
     q = torch.randn(3, 4, 12, 16, dtype=torch.float64)
-    out = apply_rotary(q, cos, sin)
+    out = apply_rotary(q, cos.unsqueeze(1), sin.unsqueeze(1))
     assert torch.equal(out[..., 4:], q[..., 4:]) and not torch.allclose(out[..., :4], q[..., :4])
 
 

@@ -56,6 +56,11 @@ def simulate_command(
     temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated: --d-qk."),
     alibi_slope: float = typer.Option(None, "--alibi-slope", help=q("alibi_slope").help(
         "default none (no bias); runs the dense kernel")),
+    rope_base: float = typer.Option(None, "--rope-base", help=q("rope_base").help(
+        "default none (no rotation); needs an even query/key width")),
+    rope_scale: float = typer.Option(1.0, "--rope-scale", help=q("rope_scale").help(
+        "default 1; only with --rope-base")),
+    tied_qk: bool = typer.Option(False, "--tied-qk", help="W_K = W_Q in every layer (queries equal keys)."),
     value: str = typer.Option("gaussian", "--value", help="W_V family: gaussian, orthogonal, identity, "
                               "scaled-identity."),
     value_scale: float = typer.Option(None, "--value-scale", help="sigma of the W_V family (default 1; "
@@ -63,7 +68,8 @@ def simulate_command(
     qk_scale: float = typer.Option(1.0, "--qk-scale", help="W_Q, W_K entries N(0, s^2/d)."),
     shared_weights: bool = typer.Option(False, "--shared-weights", help="Reuse one layer's weights at every "
                                         "depth (default: fresh weights per layer)."),
-    inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere."),
+    inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere, "
+                               "repeated (one Gaussian token at every position)."),
     samples: int = typer.Option(None, "--samples", help=q("samples").help("default 8")),
     batch: int = typer.Option(None, "--batch", hidden=True, help="Deprecated: --samples."),
     seed: int = typer.Option(0, "--seed", help=q("seed").help("inputs and weights, >= 0")),
@@ -108,7 +114,8 @@ def simulate_command(
         d_qk=_given("d_qk", d_qk, "--temperature", temperature, 1.0), value=value, value_scale=value_scale,
         qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs,
         samples=_given("samples", samples, "--batch", batch, 8), seed=seed, dtype=dtype, device=device,
-        kernel=kernel, metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope,
+        kernel=kernel, metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope, rope_base=rope_base,
+        rope_scale=rope_scale, tied_qk=tied_qk,
     )
     if threads is not None:
         import torch

@@ -1,6 +1,7 @@
 """The vocabulary at the bottom of the house: pure functions that every other folder imports.
 
 - :mod:`~rankcollapse.core.attention` the one masked softmax and attention-weights reference
+- :mod:`~rankcollapse.core.positions` the one rotary position embedding (RoPE): frequencies, angles, rotation
 - :mod:`~rankcollapse.core.norms`     the theory's scaling-only normalisation, a model's LayerNorm / RMSNorm
 - :mod:`~rankcollapse.core.draws`     every random draw (Gaussian, Haar orthogonal, sphere, hemisphere,
   non-negative-cosine inputs, distinct indices), each with a required ``torch.Generator``
@@ -24,6 +25,8 @@ _HOMES: dict[str, str] = {
                      "sphere_tokens"), "draws"),
     **dict.fromkeys(("batch_slices", "check_batch_size", "parse_device"), "execution"),
     **dict.fromkeys(("NORMS", "get_norm", "layer_norm", "rms_norm", "sphere_normalize"), "norms"),
+    **dict.fromkeys(("apply_rotary", "rotary", "rotary_angles", "rotary_frequencies", "rotate_half"),
+                    "positions"),
     **dict.fromkeys(("DTYPE_NAMES", "FLOOR_FACTOR", "dtype_name", "eps", "floor_rel", "parse_dtype",
                      "precision_floor"), "precision"),
 }
@@ -41,6 +44,7 @@ __all__ = [
     "DTYPE_NAMES",
     "FLOOR_FACTOR",
     "NORMS",
+    "apply_rotary",
     "attention_logits",
     "attention_weights",
     "batch_slices",
@@ -60,6 +64,10 @@ __all__ = [
     "parse_dtype",
     "precision_floor",
     "rms_norm",
+    "rotary",
+    "rotary_angles",
+    "rotary_frequencies",
+    "rotate_half",
     "sphere_normalize",
     "sphere_tokens",
 ]

@@ -109,6 +109,11 @@ _TABLE: tuple[Quantity, ...] = (
     _q("alibi_slope", "--alibi-slope", "alibi_slope", "decay slope m", "m",
        "the slope m >= 0 of the decay (ALiBi-type) bias -m |i - j| added to every layer's logits "
        "(Wu et al. 2025's decay mask gamma^(i - j), m = -log gamma)"),
+    _q("rope_base", "--rope-base", "rope_base", "RoPE base", "base",
+       "the base of rotary position embeddings: queries and keys turned pair k by p theta_k, theta_k = "
+       "rope_scale base^(-2k/e) at position p (Su et al. 2021; Wu et al. 2025's RoPE)"),
+    _q("rope_scale", "--rope-scale", "rope_scale", "RoPE frequency scale theta_1", "theta_1",
+       "the factor on every rotary frequency, so the largest is theta_1 = rope_scale (1: plain RoPE)"),
     _q("dtype", "--dtype", "dtype", "dtype", "dtype", "the floating-point type of every computation"),
     _q("seed", "--seed", "seed", "seed", "seed", "the seed of every random draw of a run"),
     _q("batch_size", "--batch-size", "batch_size", "batch size", "batch_size",

@@ -4,7 +4,8 @@
 - ``weights``    value-matrix families, query/key/output/MLP weights, initial tokens (seeded)
 - ``layers``     one layer from the parts; named presets with their formulas
 - ``config``     ``SimulationConfig``: every setting, validated when built (types, ranges, memory)
-- ``simulate``   ``SimulationConfig`` -> ``simulate`` -> ``SimulationResult`` (metrics per layer)
+- ``simulate``   ``SimulationConfig`` -> ``simulate`` -> ``SimulationResult`` (metrics per layer);
+  ``score_decay``: the first layer's score decay over the distance (RoPE)
 - ``theory``     the Theorem 1 bound check
 
 The attention reference and the norms live in :mod:`rankcollapse.core` (re-exported here).
@@ -26,6 +27,7 @@ from rankcollapse.dynamics.layers import (
     apply_layer,
     get_preset,
     layer_attention,
+    layer_logits,
     multihead_attention,
     norm_step,
 )
@@ -33,6 +35,7 @@ from rankcollapse.dynamics.simulate import (
     SimulationConfig,
     SimulationResult,
     resolve_mask,
+    score_decay,
     simulate,
 )
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
@@ -68,6 +71,7 @@ __all__ = [
     "draw_layer_weights",
     "get_preset",
     "layer_attention",
+    "layer_logits",
     "layer_norm",
     "masked_softmax",
     "multihead_attention",
@@ -75,6 +79,7 @@ __all__ = [
     "plan_kernel",
     "resolve_mask",
     "rms_norm",
+    "score_decay",
     "simulate",
     "sphere_normalize",
     "value_matrix",

@@ -88,6 +88,11 @@ class SimulationConfig:
     alibi_slope: the slope ``m >= 0`` of a decay (ALiBi-type) bias ``B[i, j] = -m |i - j|`` added to every
     layer's logits (``masks.position.decay_bias`` through ``core.attention``'s one masked softmax; None:
     no bias); it runs the dense kernel (``kernel`` ``auto`` or ``dense``).
+    rope_base: rotary position embeddings (``core.positions``, Hugging Face's rotate_half pairs): every
+    layer's queries and keys turned at position ``p`` pair ``k`` by ``p theta_k``, ``theta_k = rope_scale
+    base^(-2k/e)`` (``e`` the query/key width, ``qk_dim`` or ``d // heads``: even), before the one masked
+    softmax, on any kernel; None: no rotation. rope_scale: ``theta_1`` (Wu et al.'s name of the largest
+    frequency), 1 for plain RoPE; only with ``rope_base``. tied_qk: ``W_K = W_Q`` (queries equal keys).
     Either forms the head-averaged attention matrices of every layer (dense [b, h, n, n]).
     Ranks at the precision floor (``metrics.affine``, opt-in): ``metrics`` may name ``affine_rank`` and
     ``linear_rank`` of X(t), and ``norm_in_*`` / ``norm_out_*`` of what layer t's first normalisation
@@ -131,6 +136,9 @@ class SimulationConfig:
     influence: str | None = None
     rollout_residual: float = 0.0
     alibi_slope: float | None = None
+    rope_base: float | None = None
+    rope_scale: float = 1.0
+    tied_qk: bool = False
     value_matrix: Tensor | None = field(default=None, repr=False)
     input_tokens: Tensor | None = field(default=None, repr=False)
     mask_matrix: Tensor | None = field(default=None, repr=False)
@@ -189,14 +197,29 @@ class SimulationConfig:
             if self.kernel not in ("auto", "dense"):
                 raise RankCollapseError(
                     f"alibi_slope runs the dense kernel, not kernel {self.kernel!r} (allowed: auto, dense)")
+        self._check_rope()
         if self.band_block is not None:
             self.band_block = check_int("band_block", self.band_block, low=1)
             if self.kernel not in ("auto", "band"):
                 raise RankCollapseError(f"band_block applies to the band kernel, not kernel {self.kernel!r}")
-        for name in ("shared_weights", "mlp", "track_min_weight"):
+        for name in ("shared_weights", "mlp", "track_min_weight", "tied_qk"):
             v = getattr(self, name)
-            if not (isinstance(v, bool) or (v is None and name != "shared_weights")):
+            if not (isinstance(v, bool) or (v is None and name not in ("shared_weights", "tied_qk"))):
                 raise RankCollapseTypeError(f"{name} must be True or False, got {quote(v)}")
+
+    def _check_rope(self) -> None:
+        """``rope_base`` > 1 and ``rope_scale`` > 0 finite; an even query/key width; no scale without RoPE."""
+        self.rope_scale = check_float("rope_scale", self.rope_scale, low=0, low_open=True)
+        if self.rope_base is None:
+            if self.rope_scale != 1.0:
+                raise RankCollapseError(f"rope_scale {self.rope_scale:g} applies with rope_base only "
+                                        "(allowed without it: 1)")
+            return
+        self.rope_base = check_float("rope_base", self.rope_base, low=1, low_open=True)
+        width = self.qk_width
+        if width % 2:
+            raise RankCollapseError(f"rope_base rotates query/key feature pairs: the query/key width e = "
+                                    f"{width} is odd (allowed: an even qk_dim, or d // heads)")
 
     def _check_names(self) -> None:
         self.mode, warning = canonical_preset(self.mode)
@@ -311,6 +334,11 @@ class SimulationConfig:
     def rollout(self) -> bool:
         """Whether the run forms the cumulative context ``P(t)`` (a rollout column or a kept profile)."""
         return bool(self.rollout_names) or self.influence is not None
+
+    @property
+    def qk_width(self) -> int:
+        """The per-head query/key width ``e``: ``qk_dim``, or ``d // heads``."""
+        return int(self.qk_dim or self.d // self.heads)
 
     @property
     def scale(self) -> float:

@@ -30,6 +30,7 @@ from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_weights
+from rankcollapse.core.positions import apply_rotary
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import checked
 
@@ -176,7 +177,8 @@ class KernelPlan:
 
     ``name`` is one of ``dense``, ``sdpa``, ``sdpa-causal``, ``band``; ``mask`` the dense
     boolean mask (None when complete); ``band`` the (lo, hi) band or None; ``bias`` an additive bias
-    [n, n] on the logits (the dense kernel only; ``plan_kernel(bias=)``).
+    [n, n] on the logits (the dense kernel only; ``plan_kernel(bias=)``); ``rotary`` the ``(cos, sin)``
+    [n, e] of rotary position embeddings (``core.positions``), applied to q and k before any kernel.
     """
 
     name: str
@@ -185,10 +187,13 @@ class KernelPlan:
     band: tuple[int, int] | None
     band_plan: BandPlan | None = field(default=None, repr=False)
     bias: Tensor | None = field(default=None, repr=False)
+    rotary: tuple[Tensor, Tensor] | None = field(default=None, repr=False)
 
     def __call__(
         self, q: Tensor, k: Tensor, v: Tensor, d_qk: float, need_min: bool = False
     ) -> tuple[Tensor, Tensor | None]:
+        if self.rotary is not None:
+            q, k = apply_rotary(q, *self.rotary), apply_rotary(k, *self.rotary)
         if self.name == "sdpa":
             return attend_sdpa(q, k, v, d_qk, causal=False, need_min=need_min)
         if self.name == "sdpa-causal":

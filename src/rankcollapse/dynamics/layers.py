@@ -4,7 +4,10 @@ Index letters: b batch, h heads, n tokens, d features, e query/key features.
 
 Parts: ``Attn(X) = sum_h A_h X W_V,h W_O,h`` (``W_O,h = I/h`` by default: for one head
 ``Attn(X) = A X W_V``, the paper's eq. (2)), ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(d_QK))``;
-``Norm`` one of :mod:`rankcollapse.core.norms`; ``MLP(Y) = GELU(Y W_1) W_2``.
+``Norm`` one of :mod:`rankcollapse.core.norms`; ``MLP(Y) = GELU(Y W_1) W_2``. With rotary position
+embeddings (``SimulationConfig.rope_base``) queries and keys are rotated by position before the softmax,
+``A_h = softmax_M(rot(X W_Q,h) rot(X W_K,h)^T / sqrt(d_QK))`` (``core.positions``; the kernel plan's
+``rotary``).
 
 A sub-layer ``f`` (attention, then the MLP if any) is applied as (``placement``)
 
@@ -32,8 +35,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rankcollapse.core.attention import attention_weights
+from rankcollapse.core.attention import attention_logits, masked_softmax
 from rankcollapse.core.norms import NORMS, get_norm
+from rankcollapse.core.positions import apply_rotary
 from rankcollapse.dynamics.kernels import KernelPlan
 from rankcollapse.dynamics.weights import LayerWeights
 from rankcollapse.edge.errors import RankCollapseError
@@ -193,24 +197,35 @@ def multihead_attention(
 
 
 @checked
-def layer_attention(
-    x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | None, d_qk: float, bias: Tensor | None = None
+def layer_logits(
+    x: Tensor, w: LayerWeights, spec: LayerSpec, d_qk: float, rotary: tuple[Tensor, Tensor] | None = None
 ) -> Tensor:
-    """The attention matrices a layer applies to ``x``:
-    ``A_h = softmax_M(X' W_Q,h (X' W_K,h)^T / sqrt(d_qk) + B)`` (``bias`` B [n, n] or None)
-    with ``X' = Norm(X)`` for pre- and peri-norm, ``X' = X``
-    otherwise (the one masked softmax, ``core.attention.attention_weights``, whatever kernel the layer
-    itself runs).
+    """The scores a layer gives before its mask: ``S_h = rot(X' W_Q,h) rot(X' W_K,h)^T / sqrt(d_qk)``
+    (``rot`` the rotary embedding of ``rotary`` = ``(cos, sin)`` [n, e], ``core.positions``, or none;
+    ``X' = Norm(X)`` for pre- and peri-norm, ``X' = X`` otherwise). x: [b, n, d] -> S: [b, h, n, n]."""
+    _resolved(spec)
+    z = get_norm(spec.norm)(x) if _normed_input(spec) else x
+    q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
+    k = z.unsqueeze(1) @ w.w_k
+    if rotary is not None:
+        q, k = apply_rotary(q, *rotary), apply_rotary(k, *rotary)
+    return attention_logits(q, k, d_qk)
+
+
+@checked
+def layer_attention(
+    x: Tensor, w: LayerWeights, spec: LayerSpec, mask: Tensor | None, d_qk: float, bias: Tensor | None = None,
+    rotary: tuple[Tensor, Tensor] | None = None,
+) -> Tensor:
+    """The attention matrices a layer applies to ``x``: ``A_h = softmax_M(S_h + B)`` with the scores
+    ``S_h`` of :func:`layer_logits` and ``bias`` B [n, n] or None (the one masked softmax,
+    ``core.attention.masked_softmax``, whatever kernel the layer itself runs).
 
     x: [b, n, d]; mask: bool [n, n] or None (complete) -> A: [b, h, n, n], rows summing to 1. Costs one
     more q, k projection and the dense [b, h, n, n] matrix: for measuring (the cumulative context), not
     for running the layer.
     """
-    _resolved(spec)
-    z = get_norm(spec.norm)(x) if _normed_input(spec) else x
-    q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
-    k = z.unsqueeze(1) @ w.w_k
-    return attention_weights(q, k, mask, d_qk, bias)
+    return masked_softmax(layer_logits(x, w, spec, d_qk, rotary), mask, bias)
 
 
 @checked

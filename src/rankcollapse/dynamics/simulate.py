@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from rankcollapse.core.positions import rotary_angles
 from rankcollapse.core.precision import floor_rel, parse_dtype
 from rankcollapse.dynamics.config import SimulationConfig, estimate_memory
 from rankcollapse.dynamics.kernels import KernelPlan, plan_kernel
-from rankcollapse.dynamics.layers import LayerSpec, apply_layer, layer_attention, norm_step
+from rankcollapse.dynamics.layers import LayerSpec, apply_layer, layer_attention, layer_logits, norm_step
 from rankcollapse.dynamics.theory import TheoryCheck, check_theorem1
 from rankcollapse.dynamics.weights import LayerWeights, draw_inputs, draw_layer_weights
 from rankcollapse.edge.errors import RankCollapseError
@@ -54,6 +55,7 @@ __all__ = [
     "SimulationResult",
     "estimate_memory",
     "resolve_mask",
+    "score_decay",
     "simulate",
 ]
 
@@ -198,10 +200,49 @@ class _WeightStream:
             d=cfg.d, heads=cfg.heads, qk_dim=cfg.qk_dim or cfg.d // cfg.heads, value=cfg.value,
             value_scale=cfg.scale, qk_scale=cfg.qk_scale, output=cfg.output, mlp=self.spec.mlp,
             generator=self.gen, value_given=None if given is None else given.detach().cpu(),
+            tied_qk=cfg.tied_qk,
         ).to(self.dtype, cfg.device)
         if cfg.shared_weights:
             self.shared = w
         return w
+
+
+def rotary_positions(
+    cfg: SimulationConfig, dtype: torch.dtype, device: torch.device
+) -> tuple[Tensor, Tensor]:
+    """The ``(cos, sin)`` [n, e] of a run's rotary embedding at positions ``0 .. N-1``
+    (``core.positions``)."""
+    assert cfg.rope_base is not None
+    cos, sin = rotary_angles(torch.arange(cfg.tokens), cfg.qk_width, cfg.rope_base, cfg.rope_scale, dtype)
+    return cos.to(device), sin.to(device)
+
+
+def score_decay(config: SimulationConfig) -> Tensor:
+    """The last query's score decay over the distance in the first layer of ``simulate(config)`` (the same
+    draws: X(0) and layer 1's weights), ``D(Δ) = S[N-1, N-1] - S[N-1, N-1-Δ]`` for ``Δ = 0 .. N-1``, with
+    ``S`` the scores before the mask (``dynamics.layers.layer_logits``: the rotary embedding of
+    ``rope_base`` included, no ``alibi_slope`` bias). Per sample and head: [b, h, N], in the run's dtype.
+
+    With the same content at every position (``inputs="repeated"``) ``S[i, j]`` depends on positions only
+    through the rotation; under RoPE with ``tied_qk`` (q = k) it is
+    ``D(Δ) = Σ_k |q_k|² (1 - cos(Δ θ_k)) / sqrt(d_qk)`` (pairs ``q_k`` of the query, ``θ_k`` of
+    ``core.positions.rotary_frequencies``): ``≈ Δ² Σ_k |q_k|² θ_k² / (2 sqrt(d_qk))`` at small ``Δ θ_1``.
+    """
+    if not isinstance(config, SimulationConfig):
+        from rankcollapse.edge.errors import RankCollapseTypeError
+        from rankcollapse.edge.validate import type_name
+
+        raise RankCollapseTypeError(f"config must be a SimulationConfig, got {type_name(config)}")
+    cfg = config
+    cfg.validate()
+    dtype, device = parse_dtype(cfg.dtype), torch.device(cfg.device)
+    in_seed, w_seed = _seeds(cfg.seed)
+    x = _initial_tokens(cfg, torch.Generator().manual_seed(in_seed), dtype)
+    w = _WeightStream(cfg, cfg.layer_spec(), w_seed, dtype).layer(0)
+    rotary = None if cfg.rope_base is None else rotary_positions(cfg, dtype, device)
+    with torch.no_grad(), trusted():
+        last = layer_logits(x, w, cfg.layer_spec(), cfg.d_qk, rotary)[..., -1, :]  # [b, h, N] over keys j
+    return last[..., -1:] - last.flip(-1)
 
 
 def simulate(
@@ -236,6 +277,8 @@ def simulate(
     bias = None if cfg.alibi_slope is None else decay_bias(cfg.tokens, cfg.alibi_slope).to(device, dtype)
     plan: KernelPlan = plan_kernel(mask.dense.to(device), kernel=cfg.kernel, band=mask.band,
                                    complete=mask.complete, block=cfg.band_block, bias=bias)
+    if cfg.rope_base is not None:
+        plan = replace(plan, rotary=rotary_positions(cfg, dtype, device))
     track = spec.is_pure_attention if cfg.track_min_weight is None else cfg.track_min_weight
     names = METRIC_NAMES if cfg.metrics is None else tuple(
         dict.fromkeys(("mu", "mu_rel", *(m for m in cfg.metrics if m in METRIC_NAMES))))
@@ -311,7 +354,7 @@ def simulate(
             w = weights.layer(t)
             layer = spec.at(t, cfg.layers)  # Mix-LN's placement at this depth; every other spec itself
             if context is not None:  # P(t+1) = M(t+1) P(t) from the attention this layer applies to X(t)
-                attn = head_mean(layer_attention(x, w, layer, plan.mask, cfg.d_qk, plan.bias))
+                attn = head_mean(layer_attention(x, w, layer, plan.mask, cfg.d_qk, plan.bias, plan.rotary))
                 context = rollout_step(context, attn, cfg.rollout_residual)
             step = norm_step(x, w, layer, plan, cfg.d_qk) if stepped else None
             before = x

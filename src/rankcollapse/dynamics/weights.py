@@ -11,7 +11,8 @@ Value-matrix families (``W_V``: [d, d], row-vector convention ``x -> x W_V``):
 - ``scaled-identity`` ``sigma * I``
 - user matrices       through ``SimulationConfig.value_matrix``
 
-``W_Q, W_K``: [d, e] entries ``N(0, s^2 / d)``, ``s`` = ``qk_scale``. ``W_O`` per head:
+``W_Q, W_K``: [d, e] entries ``N(0, s^2 / d)``, ``s`` = ``qk_scale`` (``tied_qk``: ``W_K = W_Q``, so
+``q_i = k_i`` and a token scores its own content highest). ``W_O`` per head:
 ``mean`` (``I / h``: the heads are averaged; for one head the paper's ``A X W_V`` exactly) or
 ``gaussian`` (entries ``N(0, 1 / (h d))``). MLP: ``W_1`` [d, 4d] ``N(0, 2/d)``, ``W_2`` [4d, d]
 ``N(0, 1/(4d))``, zero biases, GELU.
@@ -30,7 +31,7 @@ from rankcollapse.edge.validate import checked
 
 VALUE_FAMILIES = ("gaussian", "orthogonal", "identity", "scaled-identity")
 OUTPUT_FAMILIES = ("mean", "gaussian")
-INPUT_KINDS = ("gaussian", "sphere", "hemisphere")
+INPUT_KINDS = ("gaussian", "sphere", "hemisphere", "repeated")
 
 _F64 = torch.float64
 
@@ -88,13 +89,17 @@ def draw_layer_weights(
     mlp: bool,
     generator: torch.Generator,
     value_given: Tensor | None = None,
+    tied_qk: bool = False,
 ) -> LayerWeights:
     """Draw one layer's weights, in a fixed order: W_Q, W_K, W_V (per head), W_O, W_1, W_2.
 
-    ``value_given`` ([d, d] or [h, d, d]) replaces the value family when not None.
+    ``value_given`` ([d, d] or [h, d, d]) replaces the value family when not None. ``tied_qk``: ``W_K =
+    W_Q`` (``W_K`` is still drawn, so every later draw is the untied run's).
     """
     w_q = gaussian((heads, d, qk_dim), generator) * (qk_scale / d**0.5)
     w_k = gaussian((heads, d, qk_dim), generator) * (qk_scale / d**0.5)
+    if tied_qk:
+        w_k = w_q
     if value_given is not None:
         w_v = value_given.to(_F64).expand(heads, d, d).clone()
     else:
@@ -119,6 +124,8 @@ def draw_inputs(kind: str, batch: int, n: int, d: int, generator: torch.Generato
     ``gaussian``: entries N(0, 1). ``sphere``: Gaussian tokens divided by their norm (uniform on
     the unit sphere). ``hemisphere``: uniform on the open half-sphere ``{x : x_0 > 0}`` (sphere
     tokens with their first coordinate made positive), so ``v = e_0`` has ``<x_i, v> > 0``.
+    ``repeated``: one Gaussian token per sample at every position (the same content everywhere: only
+    positions, e.g. rotary embeddings, tell the tokens apart; ``A X W_V`` keeps them equal).
     """
     if kind == "gaussian":
         return gaussian((batch, n, d), generator)
@@ -126,4 +133,6 @@ def draw_inputs(kind: str, batch: int, n: int, d: int, generator: torch.Generato
         return sphere_tokens(batch, n, d, generator)
     if kind == "hemisphere":
         return hemisphere_tokens(batch, n, d, generator)
+    if kind == "repeated":
+        return gaussian((batch, 1, d), generator).expand(batch, n, d).clone()
     raise RankCollapseError(f"unknown input kind {kind!r}; allowed: {', '.join(INPUT_KINDS)}")

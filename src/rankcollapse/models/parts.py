@@ -26,6 +26,7 @@ from torch import Tensor
 from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import attention_logits, masked_softmax
+from rankcollapse.core.positions import apply_rotary
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap
 from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
@@ -71,22 +72,6 @@ NO_POSITIONS = Positions()
 #: Where a layer's norms sit: ``post`` (BERT), ``pre`` (GPT-2, Llama), ``parallel`` (GPT-NeoX:
 #: attention and MLP on the same normed input), ``sandwich`` (Gemma 2/3: pre and post norms).
 PLACEMENTS: tuple[str, ...] = ("post", "pre", "parallel", "sandwich")
-
-
-def rotate_half(x: Tensor) -> Tensor:
-    """``[x1, x2] -> [-x2, x1]`` on the last axis (split in halves), as in GPT-NeoX/Llama rotary."""
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Rotary embedding ``x cos + rotate_half(x) sin`` on the first ``r`` features, the rest passed
-    through (partial rotary, GPT-NeoX / Phi-3). x: [b, h, n, e]; cos, sin: [b or 1, n, r], r <= e."""
-    r = cos.shape[-1]
-    if r == x.shape[-1]:
-        return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)
-    rot, rest = x[..., :r], x[..., r:]
-    return torch.cat((rot * cos.unsqueeze(1) + rotate_half(rot) * sin.unsqueeze(1), rest), dim=-1)
 
 
 def own_d_qk(scaling: float) -> float:
@@ -223,6 +208,7 @@ def attention(
     rotary = positions.rotary_for(parts.rotary_type)
     if rotary is not None:
         cos, sin = rotary
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b or 1, n, r] -> over the heads
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
     if g != h:
         k = k.repeat_interleave(h // g, dim=1)

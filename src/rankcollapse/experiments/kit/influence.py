@@ -11,6 +11,10 @@ synthetic data in ``tests/experiments/test_kit_influence.py`` and broken on purp
   ``x*`` (``metrics.influence.profile_peak``); both logs above ``hump_log_min`` and the place within
   ``+-peak_log_tol`` for sure -> reproduced; one log below or the place outside for sure -> not
   reproduced; otherwise inconclusive.
+- :func:`scales_as` (Wu et al. 2025's RoPE decay term, ``D ∝ Δ² θ_1²``): per condition the slope of
+  ``log D`` in ``log Δ`` and the log of its coefficient ``D / (Δ θ_1)^p`` over the reference ``θ_1``'s;
+  the slope within ``p ± slope_tol`` and the ratio within ``±coef_log_tol`` for sure -> reproduced; either
+  outside for sure -> not reproduced; otherwise inconclusive.
 - :func:`u_shaped`: per condition ``label -> (start arm, end arm)`` (:class:`~rankcollapse.experiments.kit.
   data.Layered`, one layer read), both arms above ``u_log_min`` for sure -> reproduced (a U); one arm below
   it for sure -> not reproduced (the arm named: a profile falling from the first token has its end arm
@@ -133,4 +137,57 @@ def peaked(
                 open_ = [m for m in margins if not m.decided]
                 cause, kind = causes.sample_too_small(open_), "sample too small"
                 out.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, margins, unit=unit)))
+    return combine_parts(out)
+
+
+def scales_as(
+    parts: Mapping[str, tuple[Layered, Layered | None]], exponent: float, th: Thresholds, layer: int = 0
+) -> Judgement:
+    """A power law in the distance whose coefficient scales with a frequency (Wu et al. 2025's RoPE decay
+    term ``D(Δ) ∝ Δ² θ_1²``): per condition ``label -> (slope, ratio)`` at ``layer``, ``slope`` the
+    least-squares slope of ``log D`` in ``log Δ`` and ``ratio`` the log of the coefficient
+    ``D / (Δ θ_1)^exponent`` over the reference frequency's (None for the reference itself).
+
+    ``slope`` within ``exponent ± slope_tol`` and ``ratio`` within ``±coef_log_tol`` for sure -> reproduced;
+    either outside for sure -> not reproduced (the cause says which); otherwise inconclusive; fewer than
+    ``min_samples`` units -> inconclusive. Bonferroni over the conditions and their comparisons (two per
+    estimate).
+    """
+    slope_tol, coef_tol = th["slope_tol"], th["coef_log_tol"]
+    need = th.count("min_samples")
+    out: list[tuple[str, Judgement]] = []
+    with conditions(sum(2 if r is None else 4 for _, r in parts.values())):
+        for label, (slope, ratio) in parts.items():
+            what = f"slope of log D in log distance, against {exponent:g}"
+            margins = [slope.margin(layer, exponent + slope_tol, f"{what}, at most +tol"),
+                       slope.margin(layer, exponent - slope_tol, f"{what}, at least -tol")]
+            if ratio is not None:
+                margins += [ratio.margin(layer, coef_tol, "log coefficient ratio, at most +tol"),
+                            ratio.margin(layer, -coef_tol, "log coefficient ratio, at least -tol")]
+            n = min(e.n for e in (slope, ratio) if e is not None)
+            unit = slope.unit
+            words = f"D ~ distance^{margins[0].value:.4g}" + (
+                "" if ratio is None else f", coefficient {_factor(margins[2].value)} the reference's"
+            ) + f" ({n_words(n, unit)})"
+            if need > n:
+                cause = causes.too_few(n, need, unit, label)
+                out.append((label, Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=unit)))
+                continue
+            off = [w for w, hi, lo in (("the slope", margins[0], margins[1]),
+                                       *([("the coefficient", margins[2], margins[3])] if ratio is not None
+                                         else []))
+                   if (hi.decided and hi.value > hi.threshold)
+                   or (lo.decided and lo.value < lo.threshold)]
+            if off:
+                what = f"{' and '.join(off)} off the law"
+                cause = causes.measured_otherwise(f"{label}: {what} ({words})")
+                out.append((label, Judgement(NOT_REPRODUCED, f"{what}: {words}", cause, "measured otherwise",
+                                             n, tuple(margins), unit=unit)))
+            elif all(margin.decided for margin in margins):
+                out.append((label, Judgement(REPRODUCED, f"the law holds: {words}", n=n,
+                                             margins=tuple(margins), unit=unit)))
+            else:
+                open_ = [m for m in margins if not m.decided]
+                cause, kind = causes.sample_too_small(open_), "sample too small"
+                out.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, tuple(margins), unit=unit)))
     return combine_parts(out)

@@ -11,6 +11,8 @@ log drop of each quantity, ``mu`` and ``mu_rel`` unless a run names others in ``
   per-layer geometry, singular values, initial pairwise cosines with the offending pairs;
 - :func:`simulate_curves`: the simulator (``rankcollapse.dynamics``), one run's batch as samples,
   with Theorem 1's bound per layer where it applies;
+- :func:`rope_score_decay`: the simulator's first-layer score decay over the distance
+  (``dynamics.score_decay``, RoPE), rows ``kind = score_decay``;
 - :func:`simulate`, :func:`analyze`: the plain simulator and model analysis rows, for custom sweeps.
 
 Model names are ``rankcollapse.models`` names: ``paper:<checkpoint>`` is the paper's checkpoint when
@@ -206,6 +208,32 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     return RunOutput(rows, summary)
 
 
+def rope_score_decay(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
+    """The last query's score decay ``D(Δ) = S[N-1, N-1] - S[N-1, N-1-Δ]`` of the first layer of the
+    simulator on ``params`` (``dynamics.score_decay``: with ``rope_base``, the rotary embedding's).
+
+    Rows (``kind = score_decay``), per distance ``Δ = 1 .. N-1``: ``distance``, ``decay`` (the mean over
+    the run's samples of the head-mean ``D``) and ``decay_std`` (its sample std), ``samples``, ``dtype``,
+    ``rope_base``, ``rope_scale`` and the model words (the simulator's random matrices: one network per
+    run). Summary: ``device``, ``batch_size``."""
+    import torch
+
+    from rankcollapse.dynamics.simulate import score_decay
+
+    config = simulation_config(params, execution)
+    decay = score_decay(config).to("cpu", torch.float64).mean(dim=1).numpy()  # [b, N]: the head mean
+    on_layer(1)
+    info = simulator_info(config)
+    rows = []
+    for dist in range(1, config.tokens):
+        values = decay[:, dist]
+        rows.append({"kind": "score_decay", "layer": 0, "distance": dist, "decay": float(values.mean()),
+                     "decay_std": float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
+                     "samples": len(values), "dtype": config.dtype, "rope_base": config.rope_base,
+                     "rope_scale": config.rope_scale, **info})
+    return RunOutput(rows, {"device": config.device, "batch_size": config.samples})
+
+
 def _flatten(prefix: str, obj: dict[str, Any]) -> dict[str, Any]:
     """Nested dicts to ``a.b`` keys; lists and tuples (per-sample values) are left out."""
     out: dict[str, Any] = {}
@@ -346,5 +374,6 @@ def model_facts(params: dict[str, Any]) -> dict[str, Any]:
 MODEL_CURVES = Task(model_curves, cost_s=model_curves_cost, identity_facts=model_facts)
 MODEL_GEOMETRY = Task(model_geometry, cost_s=model_geometry_cost, identity_facts=model_facts)
 SIMULATE_CURVES = Task(simulate_curves, cost_s=simulate_cost)
+ROPE_SCORE_DECAY = Task(rope_score_decay, cost_s=simulate_cost)
 #: Tasks a custom sweep (``--config-dir``) may name, besides every story's task.
 GENERIC_TASKS: dict[str, Task] = {t.name: t for t in (Task(simulate, cost_s=simulate_cost), Task(analyze))}

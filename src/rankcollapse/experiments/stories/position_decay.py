@@ -11,8 +11,16 @@ statements (``docs/followups.md``) and judges what the simulator can speak to. I
   the uniform-content oracle ``masks.decay_uniform_context``). Judged per network at the kept layers
   ``t`` with ``t e^-m >= 2`` (a clear rise) and ``x* <= (N - 2) / 2`` (the fall is inside the sequence) by
   ``kit.influence.peaked`` on ``metrics.influence.profile_peak``.
-- **RoPE's decay term** and the **lost-in-the-middle U with start- and end-biased data**: untested, each with
-  its reason; **prefix masks**: the summary names them in the setting without a statement of its own.
+- **RoPE's decay term** (``rope_decay``, arm ``rope``, ours): the first layer's score decay of the last
+  query ``D(Δ) = s(0) - s(Δ)`` (``dynamics.score_decay``) with the same content at every position
+  (``inputs: repeated``) and tied queries and keys (``W_K = W_Q``: without it ``D`` has a term linear in
+  ``Δ`` and a random sign, and nothing decays on average), RoPE at ``θ_k = θ_1 base^(-2k/e)``: per network
+  and ``θ_1``, the least-squares slope of ``log D`` in ``log Δ`` over the distances with
+  ``Δ θ_1 <= rope_angle_max``, and the log of the coefficient ``D / (Δ θ_1)²`` over the smallest ``θ_1``'s,
+  judged by ``kit.influence.scales_as``. Arm ``rope_profile`` (reported, no statement covers it): the last
+  token's cumulative context of causal RoPE SANs on the same repeated content.
+- The **lost-in-the-middle U with start- and end-biased data**: untested, with its reason; **prefix
+  masks**: the summary names them in the setting without a statement of its own.
 """
 
 from __future__ import annotations
@@ -27,9 +35,9 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.influence import peaked
+from rankcollapse.experiments.kit.influence import peaked, scales_as
 from rankcollapse.experiments.kit.plots import MARKERS, figure
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks import ROPE_SCORE_DECAY, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 from rankcollapse.masks import decay_critical_distance, decay_uniform_context
 from rankcollapse.metrics.influence import profile_peak
@@ -55,7 +63,12 @@ STATEMENTS = (
         "rope_decay",
         "Under RoPE the decay term of the attention scores scales as (i - j)^2 theta_1^2",
         SOURCE,
-        "needs RoPE in the simulator (a rotation of queries and keys, not an additive bias on the logits)",
+        "the first layer's score decay D(delta) = s(0) - s(delta) of the last query, content repeated at "
+        "every position, W_K = W_Q: per theta_1, the slope of log D in log delta over the distances with "
+        "delta theta_1 <= rope_angle_max within 2 +- slope_tol and the coefficient D/(delta theta_1)^2 "
+        "within e^+-coef_log_tol of the smallest theta_1's, for sure over networks "
+        "(kit.influence.scales_as) -> reproduced; either off for sure -> not reproduced (float32 as "
+        "plotted, float64 the mechanism)",
     ),
     Statement(
         "lost_in_middle",
@@ -65,9 +78,12 @@ STATEMENTS = (
         "unbiased ones; the simulator's SANs are untrained",
     ),
 )
-ARMS = (Arm("paper", SIMULATE_CURVES),)
+ARMS = (Arm("paper", SIMULATE_CURVES), Arm("rope", ROPE_SCORE_DECAY, extension=True),
+        Arm("rope_profile", SIMULATE_CURVES, extension=True))
 NAMES = ("the profile's peak in float32 (as plotted)", "the profile's peak in float64 (the mechanism)")
-ROPE_WHY = "RoPE rotates queries and keys; the simulator adds only a logit bias (no RoPE arm is built)"
+ROPE_NAMES = ("the score decay in float32 (as plotted)", "the score decay in float64 (the mechanism)")
+ROPE_FIGURE = "position_decay_rope"
+ROPE_WHY = "the rope arm did not run"
 LOST_WHY = (
     "a claim about SANs trained on start- and end-biased data; the simulator's SANs are untrained and the "
     "paper's training grid was not run on these CPUs"
@@ -132,9 +148,74 @@ def claims(sd: StoryData) -> list[Claim]:
                     names=NAMES,
                 )
             )
-    out.append(not_testable_row("position_decay", STATEMENTS[1], data, ROPE_WHY))
+    rope = sd.arm("rope")
+    if rope is not None and not rows_of(rope, "score_decay").empty:
+        laws = _rope_laws(rope, th["rope_angle_max"])
+        frame = rows_of(rope, "score_decay")
+        out.append(
+            claim_row(
+                "position_decay",
+                STATEMENTS[1],
+                rope,
+                th,
+                judged(lambda t: _rope_rule(rope, t, "float32"), th),
+                judged(lambda t: _rope_rule(rope, t, "float64"), th),
+                frame=frame,
+                runs=runs_of(rope, frame),
+                figure=ROPE_FIGURE,
+                sample_note=sample_note(runs_of(rope, frame), laws.assign(samples=int(frame["samples"].max()))
+                                        if not laws.empty else frame),
+                names=ROPE_NAMES,
+            )
+        )
+    else:
+        out.append(not_testable_row("position_decay", STATEMENTS[1], data, ROPE_WHY))
     out.append(not_testable_row("position_decay", STATEMENTS[2], data, LOST_WHY))
     return out
+
+
+def _rope_rule(data: Data, th: Thresholds, dtype: str):
+    """``kit.influence.scales_as`` with exponent 2 on one dtype's laws (``_rope_laws``)."""
+    return scales_as(_rope_parts(_rope_laws(data, th["rope_angle_max"]), dtype), 2.0, th)
+
+
+def _rope_laws(data: Data, angle_max: float) -> pd.DataFrame:
+    """Per run (one network, one ``θ_1``, one dtype): ``slope`` of ``log D`` in ``log Δ`` over the distances
+    with ``Δ θ_1 <= angle_max`` (at least two; NaN where some ``D <= 0`` there), ``coef`` = the mean of
+    ``log D - 2 log(Δ θ_1)`` over them, and ``ratio`` = ``coef`` minus that of the same network and dtype at
+    the smallest ``θ_1``; with ``seed``, ``rope_scale``, ``dtype``, ``distances`` (the largest Δ used)."""
+    frame = rows_of(data, "score_decay")
+    out: list[dict] = []
+    for run, g in frame.groupby("run_id", sort=True):
+        theta = float(g["rope_scale"].iloc[0])
+        g = g[(g["distance"] >= 1) & (g["distance"] * theta <= angle_max + 1e-12)].sort_values("distance")
+        dist, dec = g["distance"].to_numpy(dtype=float), g["decay"].to_numpy(dtype=float)
+        ok = len(dist) >= 2 and bool((dec > 0).all())
+        slope = float(np.polyfit(np.log(dist), np.log(dec), 1)[0]) if ok else math.nan
+        coef = float(np.mean(np.log(dec) - 2.0 * np.log(dist * theta))) if ok else math.nan
+        first = frame[frame["run_id"] == run].iloc[0]
+        out.append({"run_id": run, "layer": 0, "samples": 1, "pretrained": False, "dtype": first["dtype"],
+                    "seed": int(first["seed"]), "rope_scale": theta, "slope": slope, "slope_std": math.nan,
+                    "coef": coef, "distances": int(dist.max()) if len(dist) else 0})
+    laws = pd.DataFrame(out)
+    if laws.empty:
+        return laws
+    ref = laws[laws["rope_scale"] == laws["rope_scale"].min()].set_index(["seed", "dtype"])["coef"]
+    keys = zip(laws["coef"], laws["seed"], laws["dtype"], strict=True)
+    laws["ratio"] = [c - ref.get((seed, dt), math.nan) for c, seed, dt in keys]
+    laws["ratio_std"] = math.nan
+    return laws
+
+
+def _rope_parts(laws: pd.DataFrame, dtype: str) -> dict:
+    """``θ_1 = <value>`` -> (slope, ratio or None at the smallest θ_1) of one dtype, over networks."""
+    sub = laws[laws["dtype"] == dtype] if not laws.empty else laws
+    if sub.empty:
+        return {}
+    smallest = float(laws["rope_scale"].min())
+    return {f"theta_1 = {th1:g}, {dtype}": (layered(g, "slope"),
+                                            None if th1 == smallest else layered(g, "ratio"))
+            for th1, g in sub.groupby("rope_scale", sort=True)}
 
 
 def _table(sd: StoryData) -> pd.DataFrame:
@@ -160,7 +241,60 @@ def _table(sd: StoryData) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _rope_figure(sd: StoryData) -> list[FigureSpec]:
+    """D(Δ) against Δ θ_1 per θ_1 (float64, mean over networks; the law puts every θ_1 on one line
+    ``c (Δ θ_1)²``) beside the RoPE SANs' profiles."""
+    rope, prof_arm = sd.arm("rope"), sd.arm("rope_profile")
+    decay = rows_of(rope, "score_decay") if rope is not None else pd.DataFrame()
+    if decay.empty:
+        return []
+    th = Thresholds.of("position_decay", sd.verdict, sd.ranges)
+    fig = figure(10, 3.8, layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
+    d64 = decay[decay["dtype"] == "float64"]
+    mean = d64.groupby(["rope_scale", "distance"], as_index=False)["decay"].mean()
+    for i, (th1, g) in enumerate(mean.groupby("rope_scale")):
+        x = g["distance"].to_numpy(dtype=float) * th1
+        ax.loglog(x, g["decay"].to_numpy(dtype=float), MARKERS[i % len(MARKERS)] + "-", ms=3,
+                  label=f"theta_1 = {th1:g}")
+    laws = _rope_laws(rope, th["rope_angle_max"])
+    c = float(np.exp(laws[laws["dtype"] == "float64"]["coef"].mean()))
+    xs = np.array([mean["distance"].min() * mean["rope_scale"].min(), 1.0])
+    ax.loglog(xs, c * xs**2, "k--", lw=1, label="c (delta theta_1)^2")
+    ax.axvline(th["rope_angle_max"], color="grey", ls=":", lw=1)
+    ax.set_xlabel("delta theta_1 (dotted: rope_angle_max)")
+    ax.set_ylabel("D(delta) (float64, mean over networks)")
+    ax.legend(fontsize=7)
+    table = laws.assign(kind="law")
+    prof = rows_of(prof_arm, "influence") if prof_arm is not None else pd.DataFrame()
+    if not prof.empty:
+        n = int(prof["position"].max()) + 1
+        last = int(prof["layer"].max())
+        at = prof[prof["layer"] == last]
+        g = at.groupby(["rope_scale", "position"], as_index=False)["influence"].mean()
+        for i, (th1, h) in enumerate(g.groupby("rope_scale")):
+            ax2.semilogy(n - 1 - h["position"].to_numpy(), h["influence"].to_numpy(),
+                         MARKERS[i % len(MARKERS)] + "-", ms=3, label=f"theta_1 = {th1:g}, t = {last}")
+        ax2.set_xlabel("distance x = (N - 1) - j from the last token")
+        ax2.set_ylabel("P(t)[N-1, j] (float64, mean over networks)")
+        ax2.legend(fontsize=7)
+        table = pd.concat([table, g.assign(kind="profile", layer=last)], ignore_index=True)
+    caption = (
+        "Wu et al. 2025's RoPE decay term, our setting: one layer's score decay D(delta) = s(0) - s(delta) "
+        "of the last query with the same Gaussian token at every position and W_K = W_Q, RoPE base 10000, "
+        "theta_1 the largest frequency. Left: D against delta theta_1 on log axes, one line per theta_1; the "
+        "law puts them all on the dashed c (delta theta_1)^2, judged left of the dotted bound. Right: the "
+        "last token's cumulative context after the last layer of causal RoPE SANs on the same content "
+        "(reported, not judged)."
+    )
+    return [FigureSpec(ROPE_FIGURE, fig, table, caption)]
+
+
 def figures(sd: StoryData) -> list[FigureSpec]:
+    return [*_decay_figures(sd), *_rope_figure(sd)]
+
+
+def _decay_figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("paper")
     if data is None:
         return []
@@ -214,7 +348,39 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                        caption)]
 
 
+def _rope_headlines(sd: StoryData) -> list[str]:
+    rope = sd.arm("rope")
+    if rope is None or rows_of(rope, "score_decay").empty:
+        return []
+    th = Thresholds.of("position_decay", sd.verdict, sd.ranges)
+    laws = _rope_laws(rope, th["rope_angle_max"])
+    g = laws[laws["dtype"] == "float64"].groupby("rope_scale")
+    per = ", ".join(f"theta_1 = {th1:g}: slope {h['slope'].mean():.4g}, coefficient "
+                    f"x{math.exp(h['ratio'].mean()):.4g} (delta <= {int(h['distances'].max())})"
+                    for th1, h in g)
+    out = [f"RoPE's score decay D(delta) (float64, mean over networks, delta theta_1 <= "
+           f"{th['rope_angle_max']:g}): {per} against slope 2, x1 (the smallest theta_1's coefficient)."]
+    prof_arm = sd.arm("rope_profile")
+    prof = rows_of(prof_arm, "influence") if prof_arm is not None else pd.DataFrame()
+    if not prof.empty:
+        last = int(prof["layer"].max())
+        n = int(prof["position"].max()) + 1
+        p = prof[prof["layer"] == last].groupby(["rope_scale", "position"])["influence"].mean()
+        words = []
+        for th1 in sorted(prof["rope_scale"].unique()):
+            row = p.loc[th1].sort_index().to_numpy()
+            peak = int(n - 1 - int(np.argmax(row[1:])) - 1)
+            words.append(f"theta_1 = {th1:g}: first token {row[0]:.3g}, peak of the rest at distance {peak}")
+        out.append(f"Causal RoPE SANs, repeated content, t = {last}, N = {n}: the last token's cumulative "
+                   f"context has {'; '.join(words)} (reported, not judged).")
+    return out
+
+
 def headlines(sd: StoryData) -> list[str]:
+    return [*_decay_headlines(sd), *_rope_headlines(sd)]
+
+
+def _decay_headlines(sd: StoryData) -> list[str]:
     table = _table(sd)
     if table.empty:
         return []
