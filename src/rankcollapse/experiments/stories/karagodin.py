@@ -205,6 +205,10 @@ def _table(sd: StoryData) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: A placement's name in the figure's legend, as the papers write it.
+PLACEMENT_WORDS = {"post": "Post-LN", "pre": "Pre-LN", "mix": "Mix-LN", "peri": "Peri-LN", "ngpt": "nGPT"}
+
+
 def figures(sd: StoryData) -> list[FigureSpec]:
     curves = _curves(sd)
     if not curves:
@@ -213,7 +217,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     fig = figure(5.2 * len(blocks), 4, layout="constrained")
     axes = fig.subplots(1, len(blocks), squeeze=False)[0]
     for ax, b in zip(axes, blocks, strict=True):
-        series = [(f"{p}-LN ({dt})", c) for (p, bb, dt), c in sorted(curves.items()) if bb == b]
+        series = [(f"{PLACEMENT_WORDS.get(p, p)} ({dt})", c) for (p, bb, dt), c in sorted(curves.items())
+                  if bb == b]
         curve_axes(ax, series, "mu_rel (mean ± std over samples and networks)", ("float32", "float64"))
         some = next(c for (_, bb, _), c in curves.items() if bb == b)
         t = np.arange(1, some.layers + 2)
@@ -221,7 +226,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         if pre:
             anchor = float(pre[0].mean[some.layers // 2]) * (some.layers // 2 + 1)
             ax.plot(t, anchor / t, "k--", lw=0.9, label="t^-1 (1 - rho ~ t^-2)")
-            ax.legend(fontsize=6)
+            ax.legend(fontsize=6, ncols=2)
         ax.set_title(f"{b}", fontsize=8)
     n = int(sd.arm("paper").exp.base["n"]) if sd.arm("paper") is not None else 0
     caption = (
