@@ -26,9 +26,9 @@ def test_tiny_profile_rows_are_ours_per_variant_with_networks_as_the_unit(tiny):
     ids = [c.id for c in rows]
     variants = ["post-ln", "pre-ln", "no-ln", "no-skip"]
     keys = ["training_moves", "sink_window", "phases"]
-    # the decoders' three statements per variant, then the encoders' one (the sink and the phases were
-    # reported for decoder LMs)
-    encoder = [f"training.training_moves[encoder: {v}]" for v in ("post-ln", "pre-ln")]
+    # the decoders' three statements per variant, then the encoders' three (the sink and the phases were
+    # reported for decoder LMs: the encoder's rows of them are ours, and say so)
+    encoder = [f"training.{k}[encoder: {v}]" for v in ("post-ln", "pre-ln") for k in keys]
     assert ids == [f"training.{k}[{v}]" for v in variants for k in keys] + encoder
     for c in rows:
         assert c.origin == "extension" and "(ours)" in c.verdict
@@ -51,6 +51,16 @@ def test_tiny_verdicts_the_data_decide(tiny):
         paper = "reproduce --profile paper --only training.trained trains 3000 steps: 48 runs, about"
         assert paper in c.scope
         assert "CPU-hours by the estimate" in c.scope
+    # the encoder's sink and phase rows: judged under its bidirectional mask, ours on an encoder (scope)
+    for v in ("post-ln", "pre-ln"):
+        sink, phases = got[f"training.sink_window[encoder: {v}]"], got[f"training.phases[encoder: {v}]"]
+        assert sink.verdict == "inconclusive (ours)" and sink.cause_kind == "not testable", sink.cause
+        assert "complete: no onset by step 40" in sink.evidence
+        for c in (sink, phases):
+            assert c.scope.startswith("ours on an encoder") and "the source measured decoder LMs" in c.scope
+            assert c.experiment == "training.encoder"
+    assert not any("encoder" in got[f"training.{k}[{v}]"].scope for k in ("sink_window", "phases")
+                   for v in ("post-ln", "pre-ln", "no-ln", "no-skip"))
     # a compression or expansion a 40-step run does not show is never a refutation
     for c in rows:
         if c.key == "phases" and c.verdict.startswith("refuted"):

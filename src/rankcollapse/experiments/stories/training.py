@@ -16,16 +16,19 @@ Statements, each judged per block variant over the networks (``kit.trajectories`
   ``±move_min`` for sure); judged for the decoders and for the encoders (the paper's contrast is
   BERT's as well as GPT-2's), a row each per block variant;
 - ``sink_window``: first-token sinks appear between roughly 1k and 2k steps (``onset_in_window`` on the
-  first probe where the model's sink rate reaches ``onset_level``; causal mask only: a window of ``W + 1``
-  tokens bounds the first-token attention averaged over queries by ``(W + 1) / n``). Steps of a small
+  first probe where the model's sink rate reaches ``onset_level``; a decoder's causal mask, an encoder's
+  unwindowed one: a window of ``W + 1`` tokens bounds the first-token attention averaged over queries by
+  ``(W + 1) / n``). Steps of a small
   byte-level model are not the published models' steps: every row says so (its scope);
 - ``phases``: the representation collapses early (in the warm-up), then expands, then compresses
   (``phases`` on the last layer's effective rank, the RankMe of one layer): a compression not seen in a
   short run is never read as refuted.
 
-``sink_window`` and ``phases`` are judged on the decoders only: both sources measured decoder LMs
-(Gu et al.'s small LMs, Pythia and OLMo), and an encoder's positions carry no "first" token in the
-causal sense. The encoder's curves are in the figure beside the decoders'.
+Both sources of ``sink_window`` and ``phases`` measured decoder LMs (Gu et al.'s small LMs, Pythia and
+OLMo). The encoder's rows of these two statements (``encoder: <variant>``) ask the same of an encoder,
+under its bidirectional mask only (no window), with the start token that opens every excerpt as its
+first token (BERT's ``[CLS]``): they are ours, not the sources', and each row's scope says so. The
+encoder's curves are in the figure beside the decoders'.
 
 The task adapter :func:`train_trajectories` calls the measurement and reshapes its rows (it measures
 nothing itself); every setting comes from ``training.yaml``.
@@ -34,6 +37,7 @@ nothing itself); every setting comes from ``training.yaml``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -86,7 +90,9 @@ STATEMENTS = (
         "First-token attention sinks emerge between roughly 1k and 2k training steps in small language "
         "models",
         SINK_SOURCE,
-        "per variant, causal mask: the onset (first probe with the model's sink rate >= onset_level) "
+        "per model and variant (decoder: causal mask; encoder: 'encoder: <variant>', its mask without a "
+        "window, the start token as a [CLS]-like first token: ours, the source measured decoders): the "
+        "onset (first probe with the model's sink rate >= onset_level) "
         "averaged over networks inside onset_lo..onset_hi for sure -> confirmed; before or after it for "
         "sure, or no sink by a last step past onset_hi -> refuted; runs that end before onset_hi without a "
         "sink, or networks already at the level at step 0 -> not testable (kit.trajectories.onset_in_window)",
@@ -98,7 +104,8 @@ STATEMENTS = (
         "expansion ('entropy-seeking'), then a compression ('compression-seeking'), as RankMe and alpha-ReQ "
         "show over Pythia/OLMo checkpoints",
         PHASE_SOURCE,
-        "per variant and mask, on the last layer's effective rank (RankMe of one layer): the least value up "
+        "per model (decoder; encoder: 'encoder: <variant>', ours: the source measured decoders), variant "
+        "and mask, on the last layer's effective rank (RankMe of one layer): the least value up "
         "to early_factor x warmup steps below the initial one, the peak after it above that least value, and "
         "the last value below the peak, each by more than phase_min in log ratio for sure -> confirmed; no "
         "early collapse for sure -> refuted; an expansion or a compression not seen is not testable in a "
@@ -217,8 +224,19 @@ def _scope(data: Data, th: Thresholds) -> str:
     return scope
 
 
-def _causal(masks: list[str]) -> list[str]:
+def _sink_masks(data: Data, masks: list[str]) -> list[str]:
+    """The masks a sink row is judged under: a decoder's ``causal``, an encoder's masks without a window
+    (a window bounds the first-token attention averaged over queries by ``(W + 1) / n``)."""
+    if _encoder(data):
+        return [m for m in masks if not m.startswith("window")]
     return [m for m in masks if m == "causal"]
+
+
+#: Said in the scope of an encoder's ``sink_window`` and ``phases`` rows.
+ENCODER_SCOPE = (
+    "ours on an encoder (masked-language modelling, bidirectional mask, the start token as a [CLS]-like "
+    "first token): the source measured decoder LMs"
+)
 
 
 def _row(statement: Statement, data: Data, th: Thresholds, j: Any, variant: str, frame: pd.DataFrame,
@@ -251,25 +269,32 @@ def _moved_row(data: Data, th: Thresholds, qualifier: str, frame: pd.DataFrame) 
     return _row(STATEMENTS[0], data, th, j, qualifier, frame, f"last layer (t = {last}), trained / init")
 
 
-def _variant_rows(data: Data, th: Thresholds, variant: str, frame: pd.DataFrame) -> list[Claim]:
-    """The three rows of one decoder block variant (module docstring)."""
+def _variant_rows(data: Data, th: Thresholds, qualifier: str, frame: pd.DataFrame) -> list[Claim]:
+    """The three rows of one model's block variant (module docstring); an encoder's sink and phase rows
+    say in their scope that they are ours (:data:`ENCODER_SCOPE`)."""
     masks, last = _masks(data, frame), _last_layer(frame)
     early = float(_base(data, "warmup"))
     rank = {m: tr.series(frame[frame["mask"] == m], "effective_rank", last) for m in masks}
     span = _span(data)
-    out = [_moved_row(data, th, variant, frame)]
-    causal = frame[frame["mask"].isin(_causal(masks))]
-    if not causal.empty:
-        sink = {"causal": tr.series(causal, "sink_rate")}
-        j = judged(lambda t: tr.onset_in_window(sink, t, _scope(data, t)), th)
-        out.append(_row(STATEMENTS[1], data, th, j, variant, causal, "sink onset (the model's sink rate)"))
+    ours = ENCODER_SCOPE if _encoder(data) else ""
+    out = [_moved_row(data, th, qualifier, frame)]
+    sink_masks = _sink_masks(data, masks)
+    sunk = frame[frame["mask"].isin(sink_masks)]
+    if not sunk.empty:
+        sink = {m: tr.series(sunk[sunk["mask"] == m], "sink_rate") for m in sink_masks}
+
+        def sink_rule(t: Thresholds) -> Any:
+            return tr.onset_in_window(sink, t, "; ".join(filter(None, (ours, _scope(data, t)))))
+
+        name = "sink onset (the model's sink rate)"
+        out.append(_row(STATEMENTS[1], data, th, judged(sink_rule, th), qualifier, sunk, name))
 
     def phase_rule(t: Thresholds) -> Any:
         per = {m: tr.phase_ratios(s, t["early_factor"] * early) for m, s in rank.items()}
-        return tr.phases(per, t, span)
+        return replace(tr.phases(per, t, span), scope=ours)
 
     name = f"effective rank of the last layer (t = {last})"
-    out.append(_row(STATEMENTS[2], data, th, judged(phase_rule, th), variant, frame, name))
+    out.append(_row(STATEMENTS[2], data, th, judged(phase_rule, th), qualifier, frame, name))
     return out
 
 
@@ -286,7 +311,8 @@ def claims(sd: StoryData) -> list[Claim]:
             out += _variant_rows(data, th, variant, frame)
     enc = sd.arm(ENCODER)
     if enc is not None:
-        out += [_moved_row(enc, th, f"{ENCODER}: {v}", frame) for v, frame in _frames(enc).items()]
+        for variant, frame in _frames(enc).items():
+            out += _variant_rows(enc, th, f"{ENCODER}: {variant}", frame)
     return out
 
 
