@@ -51,9 +51,12 @@ from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, panel_grid
 from rankcollapse.experiments.kit.thresholds import Thresholds
+from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 
 STORY_NAME = "training"
 FIGURE = "ext_training_trajectory"
+#: The second figure: every layer of a decoder beside an encoder of the same block.
+LAYERS_FIGURE = "ext_training_layers"
 #: The last layer's metrics whose move away from the initialisation is judged.
 MOVED = ("mu_rel", "effective_rank", "mean_abs_cos")
 #: The figure's rows: metric -> axis label.
@@ -62,6 +65,14 @@ SHOWN = {
     "effective_rank": "effective rank (last layer)",
     "mean_abs_cos": "mean |cos| (last layer)",
     "sink_rate": "sink rate (all layers)",
+}
+#: The layer figure's rows: metric -> axis label (one line per layer; row 0, the embeddings, has no
+#: attention).
+PER_LAYER = {
+    "mu_rel": "mu_rel",
+    "effective_rank": "effective rank",
+    "mean_abs_cos": "mean |cos|",
+    "first_token_attention": "first-token attention",
 }
 #: The range each shown metric can take (its interval is clipped to it).
 RANGE = {
@@ -356,17 +367,24 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is None or table.empty:
         return []
     variants = list(dict.fromkeys(table["variant"]))
+    lines = list(dict.fromkeys(table["mask"]))  # one colour and marker per line, the same in every panel
     fig, axes = panel_grid(len(SHOWN) * len(variants), ncols=len(variants), w=3.0, h=2.4)
+    # the sink rate on one scale across the variants: a share of heads, compared between blocks
+    sink_hi = table.loc[table["metric"] == "sink_rate", "hi"].to_numpy(dtype=float)
+    sink_top = max(0.1, 1.05 * float(np.nanmax(sink_hi, initial=0.0)))
     for r, metric in enumerate(SHOWN):
         for c, variant in enumerate(variants):
             ax = axes[r * len(variants) + c]
             sub = table[(table["metric"] == metric) & (table["variant"] == variant)]
-            for i, (mask, g) in enumerate(sub.groupby("mask", sort=False)):
+            for mask, g in sub.groupby("mask", sort=False):
+                i = lines.index(mask)
                 (line,) = ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5,
-                                  markevery=max(1, len(g) // 8), label=mask)
+                                  markevery=max(1, len(g) // 8), label=mask, color=f"C{i}")
                 ax.fill_between(g["step"], g["lo"], g["hi"], color=line.get_color(), alpha=0.2, lw=0)
             ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
-            if RANGE[metric][0] == 0.0:
+            if metric == "sink_rate":
+                ax.set_ylim(-0.02, sink_top)
+            elif RANGE[metric][0] == 0.0:
                 ax.set_ylim(bottom=-0.02)
             if r == 0:
                 ax.set_title(variant, fontsize=9)
@@ -375,14 +393,17 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             if r == len(SHOWN) - 1:
                 ax.set_xlabel("training step")
             ax.tick_params(labelsize=6)
-    axes[0].legend(fontsize=6)
-    n = int(table["networks"].max())
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
+    fig.legend([handles[k] for k in lines if k in handles], [k for k in lines if k in handles],
+               loc="outside upper center", ncol=len(lines), fontsize=8)
+    decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
+    n = int(table.loc[decoder, "networks"].max())
     caption = (
         f"Ours: small byte-level decoder LMs trained from random init on Shakespeare ({_span(data)}), "
         f"probed at step 0 and every {_base(data, 'every')} steps on {_base(data, 'probe')} held-out "
         f"excerpts. Each panel: one metric (rows) of one block variant (columns), the mean over {n} networks "
         "(seeds) per mask, with its interval over the networks (Student t, one condition; clipped to the "
-        "metric's range); the dotted line "
+        "metric's range; the sink rate on one scale in every column); the dotted line "
         "is the end of the warm-up. mu_rel, effective rank and mean |cos| are those of the last layer; the "
         "sink rate is the share of heads, over all layers, whose mean attention on the first token exceeds "
         f"0.3. Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
@@ -392,9 +413,89 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if enc is not None:
         caption += (
             f" The lines 'encoder, <mask>' are byte-level encoders trained by masked-language modelling "
-            f"({_span(enc)}; {_base(enc, 'mask_rate'):g} of the positions masked), on the same probe."
+            f"({_span(enc)}; {_base(enc, 'mask_rate'):g} of the positions masked), on the same probe, the "
+            f"mean over {int(table.loc[~decoder, 'networks'].max())} networks."
         )
-    return [FigureSpec(FIGURE, fig, table, caption)]
+    return [FigureSpec(FIGURE, fig, table, caption), *_layers_figure(sd)]
+
+
+def _layer_table(data: Data, model: str, mask: str) -> pd.DataFrame:
+    """Per variant, layer, metric of :data:`PER_LAYER` and step under ``mask``: the mean over networks."""
+    out = []
+    for variant, frame in _frames(data).items():
+        sub = frame[frame["mask"] == mask]
+        for metric in PER_LAYER:
+            for layer in sorted(int(t) for t in sub.loc[sub["metric"] == metric, "layer"].unique()):
+                s = tr.series(sub, metric, layer)
+                mean, _, _ = s.mean_interval()
+                out += [
+                    {"model": model, "variant": variant, "mask": mask, "layer": layer, "metric": metric,
+                     "step": int(step), "mean": m, "networks": s.n}
+                    for step, m in zip(s.steps, mean, strict=True)
+                ]
+    return pd.DataFrame(out)
+
+
+def _layers_figure(sd: StoryData) -> list[FigureSpec]:
+    """Metric (rows) x layer (one line each) over the steps, a decoder (causal) beside an encoder of the
+    same block, for each block the encoder arm trains."""
+    data, enc = sd.arm("trained"), sd.arm(ENCODER)
+    if data is None or enc is None:
+        return []
+    enc_masks = _sink_masks(enc, [str(m) for m in dict.fromkeys(rows_of(enc, tr.KIND)["mask"])])
+    if not enc_masks:
+        return []
+    tables = [_layer_table(data, "decoder", "causal"), _layer_table(enc, ENCODER, enc_masks[0])]
+    table = pd.concat(tables, ignore_index=True)
+    if table.empty:
+        return []
+    variants = [v for v in dict.fromkeys(table.loc[table["model"] == ENCODER, "variant"])
+                if v in set(table.loc[table["model"] == "decoder", "variant"])]
+    table = table[table["variant"].isin(variants)].reset_index(drop=True)  # the data of the drawn panels
+    columns = [(v, model) for v in variants for model in ("decoder", ENCODER)]
+    layers = sorted(int(t) for t in table["layer"].unique())
+    fig, axes = panel_grid(len(PER_LAYER) * len(columns), ncols=len(columns), w=2.8, h=2.2)
+    for r, metric in enumerate(PER_LAYER):
+        for c, (variant, model) in enumerate(columns):
+            ax = axes[r * len(columns) + c]
+            here = (table["metric"] == metric) & (table["variant"] == variant) & (table["model"] == model)
+            sub = table[here]
+            for layer, g in sub.groupby("layer"):
+                i = layers.index(int(layer))
+                label = "embeddings (t = 0)" if layer == 0 else f"layer {layer}"
+                ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5, color=f"C{i}",
+                        markevery=max(1, len(g) // 8), label=label)
+            ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
+            if metric == "first_token_attention":
+                ax.axhline(SINK_THRESHOLD, color="black", lw=0.6, ls="--")
+            if RANGE.get(metric, (0.0, 1.0))[0] == 0.0 and metric != "effective_rank":
+                ax.set_ylim(-0.02, 1.02)
+            if r == 0:
+                mask = "causal" if model == "decoder" else enc_masks[0]
+                ax.set_title(f"{model}, {variant} ({mask})", fontsize=8)
+            if c == 0:
+                ax.set_ylabel(PER_LAYER[metric], fontsize=7)
+            if r == len(PER_LAYER) - 1:
+                ax.set_xlabel("training step")
+            ax.tick_params(labelsize=6)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
+    fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncol=len(handles),
+               fontsize=8)
+    nets = {m: int(table.loc[table["model"] == m, "networks"].max()) for m in ("decoder", ENCODER)}
+    n = int(_base(data, "tokens"))
+    uniform = sum(1.0 / (i + 1) for i in range(n)) / n
+    caption = (
+        f"Ours: every layer over training, a decoder (causal mask; {_span(data)}) beside an encoder "
+        f"({_span(enc)}) of the same block, probed on the same {_base(data, 'probe')} held-out excerpts. "
+        f"Rows: mu_rel, effective rank, mean |cos| and the first-token attention (the mean over heads and "
+        f"queries of the attention on the first token, the start token: [CLS]-like in the encoder; the "
+        f"embeddings have none); one line per layer, the mean over {nets['decoder']} (decoder) and "
+        f"{nets[ENCODER]} (encoder) networks. The dotted line is the end of the warm-up; the dashed one the "
+        f"sink threshold {SINK_THRESHOLD:g} (a head above it counts in the sink rate; uniform attention "
+        f"gives {uniform:.2g} under the causal mask, the mean over queries of 1 / (i + 1), and "
+        f"1/{_base(enc, 'tokens')} under the complete one)."
+    )
+    return [FigureSpec(LAYERS_FIGURE, fig, table, caption)]
 
 
 def _moves(table: pd.DataFrame, line: str) -> list[str]:
