@@ -147,3 +147,5 @@ def test_the_layer_figure_sets_every_layer_of_a_decoder_beside_an_encoder_of_the
     # one legend for the figure, above the panels, not inside one
     assert len(fig.figure.legends) == 1 and not any(ax.get_legend() for ax in fig.figure.axes)
     assert len(figs[0].figure.legends) == 1 and not any(ax.get_legend() for ax in figs[0].figure.axes)
+    words = [t.get_text() for t in figs[0].figure.legends[0].get_texts()]
+    assert words == ["decoder, causal", "decoder, causal-window:w=3", "encoder, complete"]

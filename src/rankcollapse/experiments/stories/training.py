@@ -368,6 +368,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         return []
     variants = list(dict.fromkeys(table["variant"]))
     lines = list(dict.fromkeys(table["mask"]))  # one colour and marker per line, the same in every panel
+    names = {m: m if m.startswith(f"{ENCODER}, ") else f"decoder, {m}" for m in lines}  # the legend's words
     fig, axes = panel_grid(len(SHOWN) * len(variants), ncols=len(variants), w=3.0, h=2.4)
     # the sink rate on one scale across the variants: a share of heads, compared between blocks
     sink_hi = table.loc[table["metric"] == "sink_rate", "hi"].to_numpy(dtype=float)
@@ -379,7 +380,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             for mask, g in sub.groupby("mask", sort=False):
                 i = lines.index(mask)
                 (line,) = ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5,
-                                  markevery=max(1, len(g) // 8), label=mask, color=f"C{i}")
+                                  markevery=max(1, len(g) // 8), label=names[mask], color=f"C{i}")
                 ax.fill_between(g["step"], g["lo"], g["hi"], color=line.get_color(), alpha=0.2, lw=0)
             ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
             if metric == "sink_rate":
@@ -394,8 +395,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                 ax.set_xlabel("training step")
             ax.tick_params(labelsize=6)
     handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
-    fig.legend([handles[k] for k in lines if k in handles], [k for k in lines if k in handles],
-               loc="outside upper center", ncol=len(lines), fontsize=8)
+    shown = [names[m] for m in lines if names[m] in handles]
+    fig.legend([handles[k] for k in shown], shown, loc="outside upper center", ncol=len(lines), fontsize=8)
     decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
     n = int(table.loc[decoder, "networks"].max())
     caption = (
