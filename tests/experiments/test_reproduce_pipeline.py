@@ -117,9 +117,14 @@ PINNED = {
         "training.training_moves[no-skip]": "inconclusive (ours)",
         "training.sink_window[no-skip]": "inconclusive (ours)",
         "training.phases[no-skip]": "inconclusive (ours)",
-        # the encoders (masked-language modelling, complete mask): 40 steps move every last-layer metric
+        # the encoders (masked-language modelling, complete mask): 40 steps move every last-layer metric;
+        # no sink by step 40 (not testable) and no expansion seen (not testable)
         "training.training_moves[encoder: post-ln]": "confirmed (ours)",
+        "training.sink_window[encoder: post-ln]": "inconclusive (ours)",
+        "training.phases[encoder: post-ln]": "inconclusive (ours)",
         "training.training_moves[encoder: pre-ln]": "confirmed (ours)",
+        "training.sink_window[encoder: pre-ln]": "inconclusive (ours)",
+        "training.phases[encoder: pre-ln]": "inconclusive (ours)",
     },
     # a follow-up (Wu et al. 2025), counted apart: 4 networks; causal-window:w=4 (r = 3) against causal
     # (r = 1) stays open at n = 4 (+0.10 ± 0.12 in log rate), the other pairs are ordered

@@ -26,9 +26,9 @@ def test_tiny_profile_rows_are_ours_per_variant_with_networks_as_the_unit(tiny):
     ids = [c.id for c in rows]
     variants = ["post-ln", "pre-ln", "no-ln", "no-skip"]
     keys = ["training_moves", "sink_window", "phases"]
-    # the decoders' three statements per variant, then the encoders' one (the sink and the phases were
-    # reported for decoder LMs)
-    encoder = [f"training.training_moves[encoder: {v}]" for v in ("post-ln", "pre-ln")]
+    # the decoders' three statements per variant, then the encoders' three (the sink and the phases were
+    # reported for decoder LMs: the encoder's rows of them are ours, and say so)
+    encoder = [f"training.{k}[encoder: {v}]" for v in ("post-ln", "pre-ln") for k in keys]
     assert ids == [f"training.{k}[{v}]" for v in variants for k in keys] + encoder
     for c in rows:
         assert c.origin == "extension" and "(ours)" in c.verdict
@@ -51,6 +51,16 @@ def test_tiny_verdicts_the_data_decide(tiny):
         paper = "reproduce --profile paper --only training.trained trains 3000 steps: 48 runs, about"
         assert paper in c.scope
         assert "CPU-hours by the estimate" in c.scope
+    # the encoder's sink and phase rows: judged under its bidirectional mask, ours on an encoder (scope)
+    for v in ("post-ln", "pre-ln"):
+        sink, phases = got[f"training.sink_window[encoder: {v}]"], got[f"training.phases[encoder: {v}]"]
+        assert sink.verdict == "inconclusive (ours)" and sink.cause_kind == "not testable", sink.cause
+        assert "complete: no onset by step 40" in sink.evidence
+        for c in (sink, phases):
+            assert c.scope.startswith("ours on an encoder") and "the source measured decoder LMs" in c.scope
+            assert c.experiment == "training.encoder"
+    assert not any("encoder" in got[f"training.{k}[{v}]"].scope for k in ("sink_window", "phases")
+                   for v in ("post-ln", "pre-ln", "no-ln", "no-skip"))
     # a compression or expansion a 40-step run does not show is never a refutation
     for c in rows:
         if c.key == "phases" and c.verdict.startswith("refuted"):
@@ -97,7 +107,7 @@ def test_every_word_of_the_story_is_in_the_glossary_and_glossed_where_the_report
 
 def test_the_figure_shows_every_metric_of_every_variant_over_steps(tiny):
     _, _, figs = tiny
-    (fig,) = figs
+    fig = figs[0]
     assert fig.name == "ext_training_trajectory" and "Ours" in fig.caption
     assert set(fig.data["metric"]) == {"mu_rel", "effective_rank", "mean_abs_cos", "sink_rate"}
     assert set(fig.data["mask"]) == {"causal", "causal-window:w=3", "encoder, complete"}
@@ -107,3 +117,35 @@ def test_the_figure_shows_every_metric_of_every_variant_over_steps(tiny):
     assert (fig.data["networks"] == 4).all()
     assert ((fig.data["lo"] <= fig.data["mean"] + 1e-12) & (fig.data["mean"] <= fig.data["hi"] + 1e-12)).all()
     assert len(fig.figure.axes) == 16
+
+
+def test_the_layer_figure_sets_every_layer_of_a_decoder_beside_an_encoder_of_the_same_block(tiny):
+    sd, _, figs = tiny
+    assert [f.name for f in figs] == ["ext_training_trajectory", "ext_training_layers"]
+    fig = figs[1]
+    data = fig.data
+    # a decoder (causal) and an encoder (complete) column per block the encoder arm trains, 4 metric rows
+    pairs = set(zip(data["model"], data["mask"], strict=True))
+    assert pairs == {("decoder", "causal"), ("encoder", "complete")}
+    assert set(data["variant"]) == {"post-ln", "pre-ln"} and len(fig.figure.axes) == 4 * 4
+    titles = [ax.get_title() for ax in fig.figure.axes[:4]]
+    assert titles == ["decoder, post-ln (causal)", "encoder, post-ln (complete)", "decoder, pre-ln (causal)",
+                      "encoder, pre-ln (complete)"]
+    # every layer a line; the embeddings (t = 0) have no attention
+    assert set(data.loc[data["metric"] == "mu_rel", "layer"]) == {0, 1, 2}
+    assert set(data.loc[data["metric"] == "first_token_attention", "layer"]) == {1, 2}
+    # each point is the plain mean over the networks of the runs' own rows (oracle: pandas on the rows)
+    from rankcollapse.experiments.kit.data import rows_of
+
+    rows = rows_of(sd.arm("encoder"), "trajectory")
+    pick = (rows["variant"] == "pre-ln") & (rows["metric"] == "effective_rank") & (rows["layer"] == 2)
+    want = rows[pick].groupby("step")["value"].mean()
+    pick = (data["model"] == "encoder") & (data["variant"] == "pre-ln") & (data["metric"] == "effective_rank")
+    got = data[pick & (data["layer"] == 2)].set_index("step")["mean"]
+    assert got.to_numpy() == pytest.approx(want.loc[got.index].to_numpy(), rel=1e-12)
+    assert "4 (decoder) and 4 (encoder) networks" in fig.caption and "sink threshold 0.3" in fig.caption
+    # one legend for the figure, above the panels, not inside one
+    assert len(fig.figure.legends) == 1 and not any(ax.get_legend() for ax in fig.figure.axes)
+    assert len(figs[0].figure.legends) == 1 and not any(ax.get_legend() for ax in figs[0].figure.axes)
+    words = [t.get_text() for t in figs[0].figure.legends[0].get_texts()]
+    assert words == ["decoder, causal", "decoder, causal-window:w=3", "encoder, complete"]

@@ -16,16 +16,19 @@ Statements, each judged per block variant over the networks (``kit.trajectories`
   ``±move_min`` for sure); judged for the decoders and for the encoders (the paper's contrast is
   BERT's as well as GPT-2's), a row each per block variant;
 - ``sink_window``: first-token sinks appear between roughly 1k and 2k steps (``onset_in_window`` on the
-  first probe where the model's sink rate reaches ``onset_level``; causal mask only: a window of ``W + 1``
-  tokens bounds the first-token attention averaged over queries by ``(W + 1) / n``). Steps of a small
+  first probe where the model's sink rate reaches ``onset_level``; a decoder's causal mask, an encoder's
+  unwindowed one: a window of ``W + 1`` tokens bounds the first-token attention averaged over queries by
+  ``(W + 1) / n``). Steps of a small
   byte-level model are not the published models' steps: every row says so (its scope);
 - ``phases``: the representation collapses early (in the warm-up), then expands, then compresses
   (``phases`` on the last layer's effective rank, the RankMe of one layer): a compression not seen in a
   short run is never read as refuted.
 
-``sink_window`` and ``phases`` are judged on the decoders only: both sources measured decoder LMs
-(Gu et al.'s small LMs, Pythia and OLMo), and an encoder's positions carry no "first" token in the
-causal sense. The encoder's curves are in the figure beside the decoders'.
+Both sources of ``sink_window`` and ``phases`` measured decoder LMs (Gu et al.'s small LMs, Pythia and
+OLMo). The encoder's rows of these two statements (``encoder: <variant>``) ask the same of an encoder,
+under its bidirectional mask only (no window), with the start token that opens every excerpt as its
+first token (BERT's ``[CLS]``): they are ours, not the sources', and each row's scope says so. The
+encoder's curves are in the figure beside the decoders'.
 
 The task adapter :func:`train_trajectories` calls the measurement and reshapes its rows (it measures
 nothing itself); every setting comes from ``training.yaml``.
@@ -34,6 +37,7 @@ nothing itself); every setting comes from ``training.yaml``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -47,9 +51,12 @@ from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, panel_grid
 from rankcollapse.experiments.kit.thresholds import Thresholds
+from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 
 STORY_NAME = "training"
 FIGURE = "ext_training_trajectory"
+#: The second figure: every layer of a decoder beside an encoder of the same block.
+LAYERS_FIGURE = "ext_training_layers"
 #: The last layer's metrics whose move away from the initialisation is judged.
 MOVED = ("mu_rel", "effective_rank", "mean_abs_cos")
 #: The figure's rows: metric -> axis label.
@@ -58,6 +65,14 @@ SHOWN = {
     "effective_rank": "effective rank (last layer)",
     "mean_abs_cos": "mean |cos| (last layer)",
     "sink_rate": "sink rate (all layers)",
+}
+#: The layer figure's rows: metric -> axis label (one line per layer; row 0, the embeddings, has no
+#: attention).
+PER_LAYER = {
+    "mu_rel": "mu_rel",
+    "effective_rank": "effective rank",
+    "mean_abs_cos": "mean |cos|",
+    "first_token_attention": "first-token attention",
 }
 #: The range each shown metric can take (its interval is clipped to it).
 RANGE = {
@@ -86,7 +101,9 @@ STATEMENTS = (
         "First-token attention sinks emerge between roughly 1k and 2k training steps in small language "
         "models",
         SINK_SOURCE,
-        "per variant, causal mask: the onset (first probe with the model's sink rate >= onset_level) "
+        "per model and variant (decoder: causal mask; encoder: 'encoder: <variant>', its mask without a "
+        "window, the start token as a [CLS]-like first token: ours, the source measured decoders): the "
+        "onset (first probe with the model's sink rate >= onset_level) "
         "averaged over networks inside onset_lo..onset_hi for sure -> confirmed; before or after it for "
         "sure, or no sink by a last step past onset_hi -> refuted; runs that end before onset_hi without a "
         "sink, or networks already at the level at step 0 -> not testable (kit.trajectories.onset_in_window)",
@@ -98,7 +115,8 @@ STATEMENTS = (
         "expansion ('entropy-seeking'), then a compression ('compression-seeking'), as RankMe and alpha-ReQ "
         "show over Pythia/OLMo checkpoints",
         PHASE_SOURCE,
-        "per variant and mask, on the last layer's effective rank (RankMe of one layer): the least value up "
+        "per model (decoder; encoder: 'encoder: <variant>', ours: the source measured decoders), variant "
+        "and mask, on the last layer's effective rank (RankMe of one layer): the least value up "
         "to early_factor x warmup steps below the initial one, the peak after it above that least value, and "
         "the last value below the peak, each by more than phase_min in log ratio for sure -> confirmed; no "
         "early collapse for sure -> refuted; an expansion or a compression not seen is not testable in a "
@@ -217,8 +235,19 @@ def _scope(data: Data, th: Thresholds) -> str:
     return scope
 
 
-def _causal(masks: list[str]) -> list[str]:
+def _sink_masks(data: Data, masks: list[str]) -> list[str]:
+    """The masks a sink row is judged under: a decoder's ``causal``, an encoder's masks without a window
+    (a window bounds the first-token attention averaged over queries by ``(W + 1) / n``)."""
+    if _encoder(data):
+        return [m for m in masks if not m.startswith("window")]
     return [m for m in masks if m == "causal"]
+
+
+#: Said in the scope of an encoder's ``sink_window`` and ``phases`` rows.
+ENCODER_SCOPE = (
+    "ours on an encoder (masked-language modelling, bidirectional mask, the start token as a [CLS]-like "
+    "first token): the source measured decoder LMs"
+)
 
 
 def _row(statement: Statement, data: Data, th: Thresholds, j: Any, variant: str, frame: pd.DataFrame,
@@ -251,25 +280,32 @@ def _moved_row(data: Data, th: Thresholds, qualifier: str, frame: pd.DataFrame) 
     return _row(STATEMENTS[0], data, th, j, qualifier, frame, f"last layer (t = {last}), trained / init")
 
 
-def _variant_rows(data: Data, th: Thresholds, variant: str, frame: pd.DataFrame) -> list[Claim]:
-    """The three rows of one decoder block variant (module docstring)."""
+def _variant_rows(data: Data, th: Thresholds, qualifier: str, frame: pd.DataFrame) -> list[Claim]:
+    """The three rows of one model's block variant (module docstring); an encoder's sink and phase rows
+    say in their scope that they are ours (:data:`ENCODER_SCOPE`)."""
     masks, last = _masks(data, frame), _last_layer(frame)
     early = float(_base(data, "warmup"))
     rank = {m: tr.series(frame[frame["mask"] == m], "effective_rank", last) for m in masks}
     span = _span(data)
-    out = [_moved_row(data, th, variant, frame)]
-    causal = frame[frame["mask"].isin(_causal(masks))]
-    if not causal.empty:
-        sink = {"causal": tr.series(causal, "sink_rate")}
-        j = judged(lambda t: tr.onset_in_window(sink, t, _scope(data, t)), th)
-        out.append(_row(STATEMENTS[1], data, th, j, variant, causal, "sink onset (the model's sink rate)"))
+    ours = ENCODER_SCOPE if _encoder(data) else ""
+    out = [_moved_row(data, th, qualifier, frame)]
+    sink_masks = _sink_masks(data, masks)
+    sunk = frame[frame["mask"].isin(sink_masks)]
+    if not sunk.empty:
+        sink = {m: tr.series(sunk[sunk["mask"] == m], "sink_rate") for m in sink_masks}
+
+        def sink_rule(t: Thresholds) -> Any:
+            return tr.onset_in_window(sink, t, "; ".join(filter(None, (ours, _scope(data, t)))))
+
+        name = "sink onset (the model's sink rate)"
+        out.append(_row(STATEMENTS[1], data, th, judged(sink_rule, th), qualifier, sunk, name))
 
     def phase_rule(t: Thresholds) -> Any:
         per = {m: tr.phase_ratios(s, t["early_factor"] * early) for m, s in rank.items()}
-        return tr.phases(per, t, span)
+        return replace(tr.phases(per, t, span), scope=ours)
 
     name = f"effective rank of the last layer (t = {last})"
-    out.append(_row(STATEMENTS[2], data, th, judged(phase_rule, th), variant, frame, name))
+    out.append(_row(STATEMENTS[2], data, th, judged(phase_rule, th), qualifier, frame, name))
     return out
 
 
@@ -286,7 +322,8 @@ def claims(sd: StoryData) -> list[Claim]:
             out += _variant_rows(data, th, variant, frame)
     enc = sd.arm(ENCODER)
     if enc is not None:
-        out += [_moved_row(enc, th, f"{ENCODER}: {v}", frame) for v, frame in _frames(enc).items()]
+        for variant, frame in _frames(enc).items():
+            out += _variant_rows(enc, th, f"{ENCODER}: {variant}", frame)
     return out
 
 
@@ -330,17 +367,25 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is None or table.empty:
         return []
     variants = list(dict.fromkeys(table["variant"]))
+    lines = list(dict.fromkeys(table["mask"]))  # one colour and marker per line, the same in every panel
+    names = {m: m if m.startswith(f"{ENCODER}, ") else f"decoder, {m}" for m in lines}  # the legend's words
     fig, axes = panel_grid(len(SHOWN) * len(variants), ncols=len(variants), w=3.0, h=2.4)
+    # the sink rate on one scale across the variants: a share of heads, compared between blocks
+    sink_hi = table.loc[table["metric"] == "sink_rate", "hi"].to_numpy(dtype=float)
+    sink_top = max(0.1, 1.05 * float(np.nanmax(sink_hi, initial=0.0)))
     for r, metric in enumerate(SHOWN):
         for c, variant in enumerate(variants):
             ax = axes[r * len(variants) + c]
             sub = table[(table["metric"] == metric) & (table["variant"] == variant)]
-            for i, (mask, g) in enumerate(sub.groupby("mask", sort=False)):
+            for mask, g in sub.groupby("mask", sort=False):
+                i = lines.index(mask)
                 (line,) = ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5,
-                                  markevery=max(1, len(g) // 8), label=mask)
+                                  markevery=max(1, len(g) // 8), label=names[mask], color=f"C{i}")
                 ax.fill_between(g["step"], g["lo"], g["hi"], color=line.get_color(), alpha=0.2, lw=0)
             ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
-            if RANGE[metric][0] == 0.0:
+            if metric == "sink_rate":
+                ax.set_ylim(-0.02, sink_top)
+            elif RANGE[metric][0] == 0.0:
                 ax.set_ylim(bottom=-0.02)
             if r == 0:
                 ax.set_title(variant, fontsize=9)
@@ -349,14 +394,17 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             if r == len(SHOWN) - 1:
                 ax.set_xlabel("training step")
             ax.tick_params(labelsize=6)
-    axes[0].legend(fontsize=6)
-    n = int(table["networks"].max())
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
+    shown = [names[m] for m in lines if names[m] in handles]
+    fig.legend([handles[k] for k in shown], shown, loc="outside upper center", ncol=len(lines), fontsize=8)
+    decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
+    n = int(table.loc[decoder, "networks"].max())
     caption = (
         f"Ours: small byte-level decoder LMs trained from random init on Shakespeare ({_span(data)}), "
         f"probed at step 0 and every {_base(data, 'every')} steps on {_base(data, 'probe')} held-out "
         f"excerpts. Each panel: one metric (rows) of one block variant (columns), the mean over {n} networks "
         "(seeds) per mask, with its interval over the networks (Student t, one condition; clipped to the "
-        "metric's range); the dotted line "
+        "metric's range; the sink rate on one scale in every column); the dotted line "
         "is the end of the warm-up. mu_rel, effective rank and mean |cos| are those of the last layer; the "
         "sink rate is the share of heads, over all layers, whose mean attention on the first token exceeds "
         f"0.3. Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
@@ -366,9 +414,89 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if enc is not None:
         caption += (
             f" The lines 'encoder, <mask>' are byte-level encoders trained by masked-language modelling "
-            f"({_span(enc)}; {_base(enc, 'mask_rate'):g} of the positions masked), on the same probe."
+            f"({_span(enc)}; {_base(enc, 'mask_rate'):g} of the positions masked), on the same probe, the "
+            f"mean over {int(table.loc[~decoder, 'networks'].max())} networks."
         )
-    return [FigureSpec(FIGURE, fig, table, caption)]
+    return [FigureSpec(FIGURE, fig, table, caption), *_layers_figure(sd)]
+
+
+def _layer_table(data: Data, model: str, mask: str) -> pd.DataFrame:
+    """Per variant, layer, metric of :data:`PER_LAYER` and step under ``mask``: the mean over networks."""
+    out = []
+    for variant, frame in _frames(data).items():
+        sub = frame[frame["mask"] == mask]
+        for metric in PER_LAYER:
+            for layer in sorted(int(t) for t in sub.loc[sub["metric"] == metric, "layer"].unique()):
+                s = tr.series(sub, metric, layer)
+                mean, _, _ = s.mean_interval()
+                out += [
+                    {"model": model, "variant": variant, "mask": mask, "layer": layer, "metric": metric,
+                     "step": int(step), "mean": m, "networks": s.n}
+                    for step, m in zip(s.steps, mean, strict=True)
+                ]
+    return pd.DataFrame(out)
+
+
+def _layers_figure(sd: StoryData) -> list[FigureSpec]:
+    """Metric (rows) x layer (one line each) over the steps, a decoder (causal) beside an encoder of the
+    same block, for each block the encoder arm trains."""
+    data, enc = sd.arm("trained"), sd.arm(ENCODER)
+    if data is None or enc is None:
+        return []
+    enc_masks = _sink_masks(enc, [str(m) for m in dict.fromkeys(rows_of(enc, tr.KIND)["mask"])])
+    if not enc_masks:
+        return []
+    tables = [_layer_table(data, "decoder", "causal"), _layer_table(enc, ENCODER, enc_masks[0])]
+    table = pd.concat(tables, ignore_index=True)
+    if table.empty:
+        return []
+    variants = [v for v in dict.fromkeys(table.loc[table["model"] == ENCODER, "variant"])
+                if v in set(table.loc[table["model"] == "decoder", "variant"])]
+    table = table[table["variant"].isin(variants)].reset_index(drop=True)  # the data of the drawn panels
+    columns = [(v, model) for v in variants for model in ("decoder", ENCODER)]
+    layers = sorted(int(t) for t in table["layer"].unique())
+    fig, axes = panel_grid(len(PER_LAYER) * len(columns), ncols=len(columns), w=2.8, h=2.2)
+    for r, metric in enumerate(PER_LAYER):
+        for c, (variant, model) in enumerate(columns):
+            ax = axes[r * len(columns) + c]
+            here = (table["metric"] == metric) & (table["variant"] == variant) & (table["model"] == model)
+            sub = table[here]
+            for layer, g in sub.groupby("layer"):
+                i = layers.index(int(layer))
+                label = "embeddings (t = 0)" if layer == 0 else f"layer {layer}"
+                ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5, color=f"C{i}",
+                        markevery=max(1, len(g) // 8), label=label)
+            ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
+            if metric == "first_token_attention":
+                ax.axhline(SINK_THRESHOLD, color="black", lw=0.6, ls="--")
+            if RANGE.get(metric, (0.0, 1.0))[0] == 0.0 and metric != "effective_rank":
+                ax.set_ylim(-0.02, 1.02)
+            if r == 0:
+                mask = "causal" if model == "decoder" else enc_masks[0]
+                ax.set_title(f"{model}, {variant} ({mask})", fontsize=8)
+            if c == 0:
+                ax.set_ylabel(PER_LAYER[metric], fontsize=7)
+            if r == len(PER_LAYER) - 1:
+                ax.set_xlabel("training step")
+            ax.tick_params(labelsize=6)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
+    fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncol=len(handles),
+               fontsize=8)
+    nets = {m: int(table.loc[table["model"] == m, "networks"].max()) for m in ("decoder", ENCODER)}
+    n = int(_base(data, "tokens"))
+    uniform = sum(1.0 / (i + 1) for i in range(n)) / n
+    caption = (
+        f"Ours: every layer over training, a decoder (causal mask; {_span(data)}) beside an encoder "
+        f"({_span(enc)}) of the same block, probed on the same {_base(data, 'probe')} held-out excerpts. "
+        f"Rows: mu_rel, effective rank, mean |cos| and the first-token attention (the mean over heads and "
+        f"queries of the attention on the first token, the start token: [CLS]-like in the encoder; the "
+        f"embeddings have none); one line per layer, the mean over {nets['decoder']} (decoder) and "
+        f"{nets[ENCODER]} (encoder) networks. The dotted line is the end of the warm-up; the dashed one the "
+        f"sink threshold {SINK_THRESHOLD:g} (a head above it counts in the sink rate; uniform attention "
+        f"gives {uniform:.2g} under the causal mask, the mean over queries of 1 / (i + 1), and "
+        f"1/{_base(enc, 'tokens')} under the complete one)."
+    )
+    return [FigureSpec(LAYERS_FIGURE, fig, table, caption)]
 
 
 def _moves(table: pd.DataFrame, line: str) -> list[str]:
