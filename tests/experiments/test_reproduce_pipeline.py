@@ -196,7 +196,7 @@ FIGURES = {
     "fig4": ["fig4"],
     "fig8": ["fig8_tiny_bert_random_init"],
     "fig9": ["fig9"],
-    "training": ["ext_training_trajectory"],
+    "training": ["ext_training_trajectory", "ext_training_layers"],
     "position_bias": ["position_bias_first_token"],
     "position_decay": ["position_decay_profile", "position_decay_rope"],
     "residual_rollout": ["residual_rollout_first_token", "residual_rollout_alibi_profile"],

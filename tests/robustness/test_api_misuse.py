@@ -111,6 +111,12 @@ _add(core, "gaussian", (2, 3), _gen(), 1.0)
 _add(core, "get_norm", "layernorm")
 _add(core, "haar_orthogonal", 3, _gen())
 _add(core, "distinct_indices", 5, 2, _gen())
+_add(core, "rotary_frequencies", 4, 10000.0)
+_add(core, "rotary_angles", torch.arange(4), 4, 10000.0)
+_add(core, "rotate_half", _x(2, 4, 4))
+_add(core, "apply_rotary", _x(2, 4, 4), torch.ones(4, 4, dtype=torch.float64),
+     torch.zeros(4, 4, dtype=torch.float64))
+_add(core, "rotary", _x(2, 4, 4), torch.arange(4), 10000.0)
 _add(core, "hemisphere_tokens", 2, 4, 3, _gen())
 _add(core, "nonnegative_cosine_tokens", 2, 4, 3, _gen())
 _add(core, "sphere_tokens", 2, 4, 3, _gen())
@@ -122,6 +128,9 @@ _add(core, "batch_slices", 7, 3)
 _add(core, "check_batch_size", 3)
 
 _add(dynamics, "apply_layer", _x(1, 4, 4), _weights(), dynamics.get_preset("attn"), _plan(), 1.0)
+_add(dynamics, "layer_logits", _x(1, 4, 4), _weights(), dynamics.get_preset("attn"), 1.0)
+_add(dynamics, "score_decay",
+     dynamics.SimulationConfig(tokens=4, d=4, layers=1, samples=1, rope_base=10000.0))
 _add(dynamics, "layer_attention", _x(1, 4, 4), _weights(), dynamics.get_preset("attn"),
      torch.ones(4, 4, dtype=torch.bool).tril(), 1.0)
 _add(dynamics, "multihead_attention", _x(1, 4, 4), _weights(), _plan(), 1.0)

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.validate import checked
 
 
 def check_rotary(width: int, base: float, scale: float = 1.0) -> None:
@@ -44,6 +45,7 @@ def rotary_frequencies(width: int, base: float, scale: float = 1.0) -> Tensor:
     return scale * torch.pow(torch.tensor(float(base), dtype=torch.float64), -k / width)
 
 
+@checked(ndim={"positions": 1})
 def rotary_angles(
     positions: Tensor, width: int, base: float, scale: float = 1.0, dtype: torch.dtype = torch.float64
 ) -> tuple[Tensor, Tensor]:
@@ -56,16 +58,23 @@ def rotary_angles(
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
+@checked
 def rotate_half(x: Tensor) -> Tensor:
     """``[x1, x2] -> [−x2, x1]`` on the last axis (split in halves), as in GPT-NeoX/Llama rotary."""
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+@checked(ndim={"x": 2, "cos": 2, "sin": 2})
 def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """``x ⊙ cos + rotate_half(x) ⊙ sin`` on the first ``r`` features, the rest passed through (partial
     rotary, GPT-NeoX / Phi-3). x: [..., n, e]; cos, sin: [..., n, r] broadcasting against ``x[..., :r]``
     (a model's [b, n, r] angles are given as [b, 1, n, r] for x [b, h, n, e]), r <= e, r even."""
+    for name, t in (("cos", cos), ("sin", sin)):
+        if t.ndim < 2 or t.shape[-1] == 0 or t.shape[-1] % 2 or t.shape[-1] > x.shape[-1] \
+                or t.shape[-2] != x.shape[-2]:
+            raise RankCollapseError(f"{name} must be [..., n, r] with n = {x.shape[-2]} tokens and an even "
+                                    f"r <= {x.shape[-1]}, got shape {tuple(t.shape)}")
     r = cos.shape[-1]
     if r == x.shape[-1]:
         return x * cos + rotate_half(x) * sin
@@ -73,8 +82,12 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return torch.cat((rot * cos + rotate_half(rot) * sin, rest), dim=-1)
 
 
+@checked(ndim={"x": 2, "positions": 1})
 def rotary(x: Tensor, positions: Tensor, base: float, scale: float = 1.0) -> Tensor:
     """``rot(x_i, p_i)`` (module docstring) of every token: x [..., n, e] (e even), positions [n] or
     [..., n] -> [..., n, e] in x's dtype."""
+    if positions.shape[-1] != x.shape[-2]:
+        raise RankCollapseError(f"positions must give one position per token ({x.shape[-2]}), got shape "
+                                f"{tuple(positions.shape)}")
     cos, sin = rotary_angles(positions, x.shape[-1], base, scale, x.dtype)
     return apply_rotary(x, cos.to(x.device), sin.to(x.device))
