@@ -330,6 +330,18 @@ def claims(sd: StoryData) -> list[Claim]:
 # --- the figure and the headlines -------------------------------------------------------------------
 
 
+def _label_panel(ax: Any, title: str | bool, ylabel: str | bool, bottom: bool, title_size: int) -> None:
+    """One panel of a grid of step plots: its column's title on the top row, its metric's name in the first
+    column, the step axis on the bottom row (False: none)."""
+    if title:
+        ax.set_title(str(title), fontsize=title_size)
+    if ylabel:
+        ax.set_ylabel(str(ylabel), fontsize=7)
+    if bottom:
+        ax.set_xlabel("training step")
+    ax.tick_params(labelsize=6)
+
+
 def _curves(data: Data, model: str = "") -> pd.DataFrame:
     """Per variant, mask, metric and step: mean over networks and its interval (``mean ± z se``);
     ``model``: written before the mask (``encoder, complete``), so each model's masks are lines apart."""
@@ -387,13 +399,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                 ax.set_ylim(-0.02, sink_top)
             elif RANGE[metric][0] == 0.0:
                 ax.set_ylim(bottom=-0.02)
-            if r == 0:
-                ax.set_title(variant, fontsize=9)
-            if c == 0:
-                ax.set_ylabel(SHOWN[metric], fontsize=7)
-            if r == len(SHOWN) - 1:
-                ax.set_xlabel("training step")
-            ax.tick_params(labelsize=6)
+            _label_panel(ax, r == 0 and variant, c == 0 and SHOWN[metric], r == len(SHOWN) - 1, 9)
     handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
     shown = [names[m] for m in lines if names[m] in handles]
     fig.legend([handles[k] for k in shown], shown, loc="outside upper center", ncol=len(lines), fontsize=8)
@@ -471,14 +477,9 @@ def _layers_figure(sd: StoryData) -> list[FigureSpec]:
                 ax.axhline(SINK_THRESHOLD, color="black", lw=0.6, ls="--")
             if RANGE.get(metric, (0.0, 1.0))[0] == 0.0 and metric != "effective_rank":
                 ax.set_ylim(-0.02, 1.02)
-            if r == 0:
-                mask = "causal" if model == "decoder" else enc_masks[0]
-                ax.set_title(f"{model}, {variant} ({mask})", fontsize=8)
-            if c == 0:
-                ax.set_ylabel(PER_LAYER[metric], fontsize=7)
-            if r == len(PER_LAYER) - 1:
-                ax.set_xlabel("training step")
-            ax.tick_params(labelsize=6)
+            mask = "causal" if model == "decoder" else enc_masks[0]
+            _label_panel(ax, r == 0 and f"{model}, {variant} ({mask})", c == 0 and PER_LAYER[metric],
+                         r == len(PER_LAYER) - 1, 8)
     handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
     fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncol=len(handles),
                fontsize=8)
