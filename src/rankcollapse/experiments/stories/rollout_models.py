@@ -78,8 +78,9 @@ def _name(frame: pd.DataFrame) -> str:
 
 
 def _short(label: str) -> str:
-    """A model label's first word (``all-mpnet-base-v2 (pretrained)`` -> ``all-mpnet-base-v2``)."""
-    return label.split(" ")[0]
+    """A model label without its weights' note (``all-mpnet-base-v2 (pretrained)`` -> ``all-mpnet-base-v2``,
+    ``tiny gpt2 (random init)`` -> ``tiny gpt2``)."""
+    return label.split(" (")[0]
 
 
 def causal_own_mask(spec: str, tokens: int) -> bool:
