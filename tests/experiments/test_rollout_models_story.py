@@ -123,3 +123,10 @@ def test_the_headline_of_each_model_quotes_the_depth_profile_beside_the_sinks(ti
     assert len(lines) == 2
     assert all("by depth, rollout's first-token share (lam = 0) / first_token_attention / sink_rate" in x
                for x in lines)
+
+
+def test_the_list_says_how_to_run_an_opt_in_arm(capsys) -> None:
+    assert main(["reproduce", "--list", "--only", STORY]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "opt-in: --only rollout_models.extra or --profile paper" in lines[EXTRA]
+    assert "opt-in" not in lines[f"{STORY}.models"] and " 3 runs" in lines[f"{STORY}.models"]
