@@ -117,12 +117,16 @@ def test_the_depth_table_puts_each_layers_sinks_beside_the_rollout_of_the_same_a
             assert share.loc[1] == pytest.approx(expected, abs=1e-6)  # P(1) from A(1), the same layer
 
 
-def test_the_headline_of_each_model_quotes_the_depth_profile_beside_the_sinks(tiny) -> None:
+def test_the_report_shows_every_model_by_depth_beside_its_sinks_in_two_headlines(tiny) -> None:
     sd, _, _ = tiny
     lines = headlines(sd)
-    assert len(lines) == 2
-    assert all("by depth, rollout's first-token share (lam = 0) / first_token_attention / sink_rate" in x
-               for x in lines)
+    assert len(lines) == 2  # the report shows a follow-up's first two headlines
+    depth = depth_table(sd)
+    for model, g in depth.groupby("model"):
+        short = model.split(" (")[0]
+        assert short in lines[0] and short in lines[1]
+        last = g.set_index("layer").loc[int(g["layer"].max())]
+        assert f"t = {int(last.name)}: {last['first_token_share_lam0']:.2g} / " in lines[1]
 
 
 def test_the_list_says_how_to_run_an_opt_in_arm(capsys) -> None:

@@ -274,30 +274,40 @@ def figures(sd: StoryData) -> list[FigureSpec]:
 
 
 def headlines(sd: StoryData) -> list[str]:
+    """Two sentences, every model in each (the report shows a follow-up's first two): the U's arms per lam
+    at the last layer; the first-token concentration by depth beside the sink measures."""
     table, depth = _table(sd), depth_table(sd)
     if table.empty:
         return []
-    out = []
+    shapes, sinks = [], []
     for label, g in table.groupby("model", sort=False):
-        per = ", ".join(
-            f"lam = {r['lam']:g}: first-token share {r['first_token_share_last']:.3g}, start x"
-            f"{np.exp(r['start_over_middle_log']):.3g} / end x{np.exp(r['end_over_middle_log']):.3g} "
-            "the middle"
+        first = g.iloc[0]
+        arms = ", ".join(
+            f"lam = {r['lam']:g} x{np.exp(r['start_over_middle_log']):.3g} / "
+            f"x{np.exp(r['end_over_middle_log']):.3g}"
             for _, r in g.iterrows()
         )
-        sinks = g.iloc[0]
-        d = depth[depth["model"] == label]
-        at = sorted({1, (len(d) - 1) // 2, len(d) - 1})
-        by = "; ".join(
-            f"t = {t}: {d['first_token_share_lam0'].iloc[t]:.2g} / {d['first_token_attention'].iloc[t]:.2g}"
-            f" / {d['sink_rate'].iloc[t]:.2g}" for t in at
-        ) if "first_token_share_lam0" in d else ""
+        shapes.append(f"{_short(label)} ({first['own_mask']}, {int(first['layers'])} layers) {arms}")
+        d = depth[depth["model"] == label].set_index("layer")
+        if "first_token_share_lam0" not in d:
+            continue
+        last = int(d.index.max())
+        by = ", ".join(
+            f"t = {t}: {d.loc[t, 'first_token_share_lam0']:.2g} / {d.loc[t, 'first_token_attention']:.2g} / "
+            f"{d.loc[t, 'sink_rate']:.2g}"
+            for t in sorted({1, last // 2, last})
+        )
+        sinks.append(
+            f"{_short(label)} {by} (means over layers: first_token_attention "
+            f"{first['first_token_attention_mean']:.2g}, sink_rate {first['sink_rate_mean']:.2g})"
+        )
+    out = ["The last token's profile at the last layer, start / end over the middle: " + "; ".join(shapes)
+           + "."]
+    if sinks:
         out.append(
-            f"{label} ({sinks['own_mask']} mask, {int(sinks['layers'])} layers): {per}; one layer's "
-            f"first_token_attention {sinks['first_token_attention_mean']:.2g}, sink_rate "
-            f"{sinks['sink_rate_mean']:.2g} (means over layers)"
-            + (f"; by depth, rollout's first-token share (lam = 0) / first_token_attention / sink_rate: "
-               f"{by}." if by else ".")
+            "First-token concentration by depth beside the sink measures of the same attention, the plain "
+            "rollout's first-token share (lam = 0) / one layer's first_token_attention / sink_rate: "
+            + "; ".join(sinks) + "."
         )
     return out
 
