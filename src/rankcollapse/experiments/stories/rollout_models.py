@@ -257,8 +257,9 @@ def _depth_figure(table: pd.DataFrame) -> FigureSpec:
         "attention weights A_h(t): the first-token share of the head-averaged rollout P(t) (mean over tokens "
         "and excerpts) for each lam (blue), one layer's first_token_attention (mean over tokens, heads and "
         "excerpts; red, dotted) and sink_rate (the share of heads whose mean attention to the first token is "
-        "above 0.3; green, steps), by layer t, one panel per model. The product gathers on the first token "
-        "far more than any one layer's attention does."
+        "above 0.3; green, steps), by layer t, one panel per model. At t = 1 the plain rollout's share is "
+        "that layer's first_token_attention (P(1) = A(1)); beyond, the product gathers what one layer's "
+        "attention does not show."
     )
     return FigureSpec(DEPTH_FIGURE, fig, table, caption)
 
