@@ -233,6 +233,8 @@ def _influence_figure(influence: pd.DataFrame, head: pd.DataFrame, table: pd.Dat
 
 
 def _depth_figure(table: pd.DataFrame) -> FigureSpec:
+    from matplotlib.ticker import MaxNLocator
+
     labels = list(dict.fromkeys(table["model"]))
     fig = figure(3.2 * len(labels) + 0.6, 3.6, layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
@@ -249,6 +251,7 @@ def _depth_figure(table: pd.DataFrame) -> FigureSpec:
                 label="sink_rate (one layer)")
         ax.set_title(f"{_short(label)} ({g['own_mask'].iloc[0]})", fontsize=8)
         ax.set_xlabel("layer t")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-0.02, 1.02)
     axes[0].set_ylabel("share of attention on the first token")
     axes[0].legend(fontsize=6, loc="best")
