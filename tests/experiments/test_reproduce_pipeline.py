@@ -206,7 +206,7 @@ FIGURES = {
         "cirrincione_span",
         "cirrincione_residual_bert",
     ],
-    "rollout_models": ["rollout_models_influence"],
+    "rollout_models": ["rollout_models_influence", "rollout_models_depth"],
     "karagodin": ["karagodin_post_pre"],
 }
 

@@ -224,7 +224,9 @@ def _run(
         check_config_dir(config_dir)
     if list_only:
         for exp in load_experiments(config.profile, config.only, config_dir):
-            typer.echo(f"{exp.name:26s} {len(exp.runs()):4d} runs  {exp.title}")
+            runs = len(exp.runs())
+            note = f" (opt-in: --only {exp.name} or --profile paper)" if exp.opt_in and not runs else ""
+            typer.echo(f"{exp.name:26s} {runs:4d} runs  {exp.title}{note}")
         return
     from rankcollapse.edge.folder import check_output_folder
 

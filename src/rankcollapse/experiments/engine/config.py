@@ -13,6 +13,12 @@ A story's file (``stories/<name>.yaml``) holds::
         profiles:                # overrides; "full" is base + grid as written
           quick: {base: {...}, grid: {...}}
           tiny: {skip: true}     # this arm has no runs in this profile
+      extra:
+        opt_in: true             # runs only when asked for: --profile paper, or --only <story>.extra
+
+An ``opt_in`` arm (e.g. one measuring the models of ``make models-extra``) never runs in a default call:
+its grid is skipped unless the profile is ``paper`` or ``--only`` names the arm itself (``<story>.<arm>``;
+the story's name alone leaves it out), :func:`select`.
 
 A custom sweep (``--config-dir``) is one experiment: ``title``, ``task`` (a task's name), ``base``,
 ``grid``, ``verdict``, ``profiles`` at the top level. A profile's ``base`` keys replace base keys;
@@ -27,6 +33,7 @@ it) into ``Experiment.execution`` and every run's ``RunSpec.execution``; it may 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +64,7 @@ class Experiment:
     story_title: str = ""  # the story's title (its report section)
     arm: str = ""
     extension: bool = False  # an arm in our own setting: its rows are extensions
+    opt_in: bool = False  # runs only under the paper profile or when --only names it (:func:`select`)
     ranges: dict[str, Any] = field(default_factory=dict)
     task_info: Task | None = field(default=None, compare=False, repr=False)
     execution: dict[str, Any] = field(default_factory=dict)  # RunSpec.execution of every run
@@ -125,6 +133,7 @@ class Experiment:
             "story_title": self.story_title,
             "arm": self.arm,
             "extension": self.extension,
+            "opt_in": self.opt_in,
             "execution": self.execution,
         }
 
@@ -268,6 +277,10 @@ def load_arms(
         if not isinstance(spec, dict):
             raise RankCollapseError(f"story config {path}: arm {arm!r} must be a mapping")
         task, extension = tasks[arm]
+        opt_in = spec.get("opt_in", False)
+        if not isinstance(opt_in, bool):
+            raise RankCollapseError(f"story config {path}, arm {arm}: opt_in must be true or false, got "
+                                    f"{quote(opt_in)}")
         base, grid = _apply_profile(spec, profile, f"story config {path}, arm {arm}")
         base, execution = split_execution(base, grid, f"story config {path}, arm {arm}")
         out.append(
@@ -285,6 +298,7 @@ def load_arms(
                 story_title=str(raw["title"]),
                 arm=arm,
                 extension=extension,
+                opt_in=opt_in,
                 ranges=ranges,
                 task_info=task,
                 execution=execution,
@@ -297,7 +311,8 @@ def select(
     experiments: list[Experiment], only: list[str] | None, order: list[str] | None = None
 ) -> list[Experiment]:
     """Experiments in report order: by ``order`` (story names, the paper's order), then by name;
-    ``only`` keeps those stories (or ``<story>.<arm>`` experiments; unknown: error)."""
+    ``only`` keeps those stories (or ``<story>.<arm>`` experiments; unknown: error). An ``opt_in`` arm is
+    kept with its grid skipped (no runs) unless its profile is ``paper`` or ``only`` names it."""
     rank = {name: i for i, name in enumerate(order or [])}
     exps = sorted(experiments, key=lambda e: (rank.get(e.story or e.name, len(rank)), e.story or e.name))
     if only is not None:
@@ -308,4 +323,9 @@ def select(
         if unknown:
             raise RankCollapseError(f"unknown experiment {quote(unknown[0])}; allowed: {', '.join(names)}")
         exps = [e for e in exps if e.name in only or (e.story and e.story in only)]
-    return exps
+    return [
+        dataclasses.replace(e, grid=None)
+        if e.opt_in and e.grid is not None and e.profile != "paper" and e.name not in (only or [])
+        else e
+        for e in exps
+    ]

@@ -33,8 +33,9 @@ from rankcollapse.experiments.kit.tasks import LOAD_S, Execution, _execution, mo
 #: the per-head products of two lams in float64), a 12-head, d = 384 model, 2-core machine at load ~10:
 #: MiniLM 8 excerpts x 6 layers took 8.4 s, SmolLM2 4 x 30 took 40 s (2026-12). For estimates only.
 ROLLOUT_LAYER_SAMPLE_S = 0.2
-#: Depth of the bundled models (for the estimate only; another name counts 12 layers).
-ESTIMATE_DEPTH: dict[str, int] = {"minilm": 6, "smollm2": 30, "mpnet": 12}
+#: Depth of the bundled models, from their configs (for the estimate only; another name counts 12 layers).
+ESTIMATE_DEPTH: dict[str, int] = {"minilm": 6, "smollm2": 30, "mpnet": 12, "gemma3-270m": 18,
+                                  "qwen2.5-coder-0.5b": 24}
 
 
 def model_rollout(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
