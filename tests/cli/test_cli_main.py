@@ -135,7 +135,9 @@ def test_lazy_loading_imports_only_the_command_run() -> None:
     ["counterexample", "--measure"],
     pytest.param(["analyze", "--model", "tiny:gpt2", "--samples", "4", "--tokens", "64", "--layers", "200",
                   "--out", "OUT"], marks=pytest.mark.slow),
-    pytest.param(["portrait", "--out", "OUT"], marks=pytest.mark.slow),
+    # the surrogate: 4.9 s on an idle machine; the paper's construction (2.4 s) ended while the interrupt
+    # at 2 s came, inside the interpreter's shutdown (SIG_DFL again: a death by SIGINT, no line)
+    pytest.param(["portrait", "--construction", "ours", "--out", "OUT"], marks=pytest.mark.slow),
 ], ids=lambda a: a[0])
 def test_ctrl_c_in_every_command_is_one_line_and_exit_130(args: list[str], tmp_path: Path) -> None:
     import signal
