@@ -8,7 +8,9 @@ each run's CPU time (``time.process_time``: on a shared machine its wall time sa
 about the load than about the run; the corpus is read before the first). The wall time of the whole
 profile on ``--workers`` idle cores is then estimated as ``sum over arms of mean CPU per run x runs /
 workers`` (the runs are independent and about equally long).
-Target (issue 29): the ``quick`` profile (``make reproduce``) in at most ~3 minutes on 2 idle cores.
+Target (issue 29): the ``quick`` profile (``make reproduce``) in about 3 minutes on 2 idle cores: its 38 runs
+(decoders under the causal mask, 8 networks per block; encoders 3 per block) at about 10 CPU-s each,
+measured in docs/monitor.md, are about 3.2 minutes.
 
     python benchmarks/bench_training.py                 # the quick profile, 4 sample runs
     python benchmarks/bench_training.py --profile tiny  # the tests' profile
