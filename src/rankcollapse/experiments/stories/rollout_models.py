@@ -253,7 +253,8 @@ def _depth_figure(table: pd.DataFrame) -> FigureSpec:
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-0.02, 1.02)
-    axes[0].set_ylabel("share of attention on the first token")
+    axes[0].set_ylabel("share: of attention on the first token (rollout, one layer);\nof heads (sink_rate)",
+                       fontsize=7)
     axes[0].legend(fontsize=6, loc="best")
     caption = (
         "First-token concentration by depth beside the sink measures, from the same runs and the same "
