@@ -312,7 +312,7 @@ def test_full_tiny_report_has_a_verdict_for_every_claim_and_is_self_contained(ti
     assert page.count("data:image/png;base64,") == len(result.figures)
     assert not re.search(r"""(src|href)=["']https?://""", page), "report must open offline"
     assert "<link" not in page and "<script src" not in page
-    table = pd.read_csv(out / "runs.csv")
+    table = pd.read_csv(out / "runs.csv", low_memory=False)
     assert {"run_id", "experiment", "task", "seed", "layer"} <= set(table.columns)
     assert not table.duplicated(["run_id", "row"]).any()
 
