@@ -113,3 +113,19 @@ def test_phases_pins_all_three_no_collapse_and_an_unseen_later_phase():
     falling = np.array([[10, 6, 5, 4, 3, 2]] * 2) + np.array([[0], [0.1]])
     still = tr.phases({"causal": tr.phase_ratios(S(falling), 200)}, TH, "500 steps")
     assert still.verdict == "inconclusive" and "no expand for sure" in still.cause  # never refuted
+
+
+def test_phases_with_a_least_value_reads_a_network_already_at_it_as_not_testable():
+    """An effective rank is >= 1: a last layer at rank one at step 0 cannot collapse by phase_min, so the
+    row is not testable there (refuted without ``least``); one starting above x e^phase_min is judged."""
+    stuck = np.array([[1.0, 1.0, 1.0, 1.2, 1.3, 1.3]] * 3) + np.array([[0.0], [1e-4], [2e-4]])
+    at_one = tr.phases({"complete": tr.phase_ratios(S(stuck), 200)}, TH, "500 steps", least=1.0)
+    assert at_one.verdict == "inconclusive" and at_one.cause_kind == "not testable"
+    assert "3 of 3 networks start within x1.11 of 1" in at_one.cause
+    blind = tr.phases({"complete": tr.phase_ratios(S(stuck), 200)}, TH, "500 steps")
+    assert blind.verdict == "not reproduced" and "no collapse" in blind.cause
+    above = stuck.copy()
+    above[:, 0] = 1.3  # x1.3 > e^0.1 of one: a collapse to 1.0 (-0.26) can be seen, and is
+    dips = tr.phases({"complete": tr.phase_ratios(S(above), 200)}, TH, "500 steps", least=1.0)
+    assert "collapse -0.262" in dips.evidence and "start within" not in dips.cause
+    assert "no compress for sure" in dips.cause  # open on the later phase only, as any short run

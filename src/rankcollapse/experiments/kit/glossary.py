@@ -194,7 +194,8 @@ GLOSSARY: dict[str, str] = {
     "cross-entropy of the original byte there only; the decoder's is next-byte prediction",
     "not testable": "a cause: the statement's precondition fails in this setting, so it cannot speak to it "
     "(a SAN that does not collapse; a training run that ends before the statement's window, a sink "
-    "present at step 0, a phase reported over long pretraining); the row says what would test it",
+    "present at step 0, a rank already at its least value 1 at step 0, a phase reported over long "
+    "pretraining); the row says what would test it",
 }
 
 

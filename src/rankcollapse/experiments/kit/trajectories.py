@@ -103,8 +103,9 @@ def onsets(s: Series, level: float) -> np.ndarray:
 
 def phase_ratios(s: Series, early: float) -> dict[str, np.ndarray]:
     """Per network ``collapse``, ``expand``, ``compress`` log ratios [G] (module docstring);
-    ``t_min`` and ``t_peak`` (steps) beside them. ``early``: the last step where ``t_min`` may lie."""
-    keys = ("collapse", "expand", "compress", "t_min", "t_peak")
+    ``t_min`` and ``t_peak`` (steps) and ``start`` (``r(0)``) beside them. ``early``: the last step where
+    ``t_min`` may lie."""
+    keys = ("collapse", "expand", "compress", "t_min", "t_peak", "start")
     out = {k: np.full(s.n, np.nan) for k in keys}
     window = np.flatnonzero(s.steps <= early)
     if window.size < 2:
@@ -120,6 +121,7 @@ def phase_ratios(s: Series, early: float) -> dict[str, np.ndarray]:
             out["expand"][g] = math.log(v[i_peak] / v[i_min])
             out["compress"][g] = math.log(v[-1] / v[i_peak])
             out["t_min"][g], out["t_peak"][g] = s.steps[i_min], s.steps[i_peak]
+            out["start"][g] = v[0]
     return out
 
 
@@ -246,15 +248,20 @@ def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: st
     return replace(combine_parts(parts), scope=scope)
 
 
-def phases(per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, span: str) -> Judgement:
+def phases(
+    per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, span: str, least: float | None = None
+) -> Judgement:
     """An early collapse, then an expansion, then a compression: per condition (label: the arrays of
     :func:`phase_ratios`) the mean ``collapse`` below ``-phase_min`` for sure, ``expand`` above
     ``phase_min`` for sure and ``compress`` below ``-phase_min`` for sure (reproduced). No early
     collapse or no expansion for sure (the mean inside ``[-phase_min, phase_min]``, or of the other
     sign) is not reproduced: the warm-up, where it is reported, lies inside every run. An expansion or
     a compression not seen is never read as refuted: they are reported over long pretraining runs, so a
-    short run leaves them open (not testable; ``span`` says the run's length). Bonferroni over the
-    conditions and the three phases."""
+    short run leaves them open (not testable; ``span`` says the run's length). ``least``: the least value
+    ``r`` can take (1 for an effective rank): a network that starts at ``r(0) <= least x exp(phase_min)``
+    cannot fall by more than ``phase_min``, so a condition with one such network is not testable
+    (nothing to collapse), as a sink present at step 0 is for :func:`onset_in_window`. Bonferroni over
+    the conditions and the three phases."""
     limit = th["phase_min"]
     parts: list[tuple[str, Judgement]] = []
     with conditions(3 * len(per_network)):
@@ -288,6 +295,14 @@ def phases(per_network: Mapping[str, Mapping[str, np.ndarray]], th: Thresholds, 
                     verdicts.append(INCONCLUSIVE)
                     causes_.append(("sample too small", causes.sample_too_small([m])))
             words = "; ".join(bits) + f" (n = {n} networks)"
+            start = np.asarray(r.get("start", ()), dtype=float)
+            low = 0 if least is None else int((start <= least * math.exp(limit)).sum())
+            if low:
+                within = f"{low} of {start.size} networks start within x{math.exp(limit):.3g} of {least:g}"
+                why = causes.not_testable(f"{label}: {within}, the least value: nothing to collapse")
+                parts.append((label, Judgement(INCONCLUSIVE, f"{words}; {within}", why, "not testable", n,
+                                               tuple(margins), unit=NETWORK)))
+                continue
             v = combine_verdicts(verdicts)
             if v is REPRODUCED:
                 parts.append((label, Judgement(v, words, n=n, margins=tuple(margins), unit=NETWORK)))

@@ -302,7 +302,7 @@ def _variant_rows(data: Data, th: Thresholds, qualifier: str, frame: pd.DataFram
 
     def phase_rule(t: Thresholds) -> Any:
         per = {m: tr.phase_ratios(s, t["early_factor"] * early) for m, s in rank.items()}
-        return replace(tr.phases(per, t, span), scope=ours)
+        return replace(tr.phases(per, t, span, least=1.0), scope=ours)  # an effective rank is >= 1
 
     name = f"effective rank of the last layer (t = {last})"
     out.append(_row(STATEMENTS[2], data, th, judged(phase_rule, th), qualifier, frame, name))
