@@ -149,3 +149,23 @@ def test_the_layer_figure_sets_every_layer_of_a_decoder_beside_an_encoder_of_the
     assert len(figs[0].figure.legends) == 1 and not any(ax.get_legend() for ax in figs[0].figure.axes)
     words = [t.get_text() for t in figs[0].figure.legends[0].get_texts()]
     assert words == ["decoder, causal", "decoder, causal-window:w=3", "encoder, complete"]
+
+
+def test_one_arm_alone_draws_its_figure_and_headlines(tiny):
+    """`reproduce --only training.encoder` (or `.trained`): the figure and headlines of the arm that ran,
+    its caption naming that model alone; the layer figure needs both arms."""
+    from rankcollapse.experiments.contract.story import StoryData
+
+    sd, _, _ = tiny
+    story = all_stories()["training"].story
+    alone = StoryData(sd.story, {"encoder": sd.arms["encoder"]}, sd.verdict, sd.ranges)
+    (fig,) = story.figures(alone)
+    assert set(fig.data["mask"]) == {"encoder, complete"} and set(fig.data["variant"]) == {"post-ln", "pre-ln"}
+    assert "masked-language modelling" in fig.caption and "decoder" not in fig.caption
+    assert len(fig.figure.axes) == 8 and (fig.data["networks"] == 4).all()
+    lines = story.headlines(alone)
+    assert len(lines) == 1 and lines[0].startswith("Encoders trained by masked-language modelling")
+    decoders = StoryData(sd.story, {"trained": sd.arms["trained"]}, sd.verdict, sd.ranges)
+    (fig,) = story.figures(decoders)
+    assert "encoder" not in fig.caption and not fig.data["mask"].str.startswith("encoder").any()
+    assert len(story.headlines(decoders)) == 3

@@ -365,13 +365,14 @@ def _curves(data: Data, model: str = "") -> pd.DataFrame:
 
 
 def _trained(sd: StoryData) -> tuple[Any, pd.DataFrame]:
-    """The decoder arm's data and the curve table of both arms (the encoder's lines ``encoder, <mask>``;
-    an empty table without the decoder arm)."""
+    """The data of the first arm run (the decoder's, else the encoder's: its steps, warm-up and probe are
+    the shared base) and the curve table of the arms run (the encoder's lines ``encoder, <mask>``); None
+    and an empty table when neither ran."""
     data, enc = sd.arm("trained"), sd.arm(ENCODER)
-    if data is None:
-        return data, pd.DataFrame()
-    tables = [_curves(data)] + ([] if enc is None else [_curves(enc, ENCODER)])
-    return data, pd.concat(tables, ignore_index=True)
+    tables = ([] if data is None else [_curves(data)]) + ([] if enc is None else [_curves(enc, ENCODER)])
+    if not tables:
+        return None, pd.DataFrame()
+    return (data if data is not None else enc), pd.concat(tables, ignore_index=True)
 
 
 def figures(sd: StoryData) -> list[FigureSpec]:
@@ -404,24 +405,30 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     shown = [names[m] for m in lines if names[m] in handles]
     fig.legend([handles[k] for k in shown], shown, loc="outside upper center", ncol=len(lines), fontsize=8)
     decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
-    n = int(table.loc[decoder, "networks"].max())
-    caption = (
-        f"Ours: small byte-level decoder LMs trained from random init on Shakespeare ({_span(data)}), "
-        f"probed at step 0 and every {_base(data, 'every')} steps on {_base(data, 'probe')} held-out "
-        f"excerpts. Each panel: one metric (rows) of one block variant (columns), the mean over {n} networks "
-        "(seeds) per mask, with its interval over the networks (Student t, one condition; clipped to the "
-        "metric's range; the sink rate on one scale in every column); the dotted line "
-        "is the end of the warm-up. mu_rel, effective rank and mean |cos| are those of the last layer; the "
-        "sink rate is the share of heads, over all layers, whose mean attention on the first token exceeds "
-        f"0.3. Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
-        f"{_base(data, 'tokens')} by construction."
-    )
-    enc = sd.arm(ENCODER)
+    dec, enc = sd.arm("trained"), sd.arm(ENCODER)
+    models = []
+    if dec is not None:
+        n = int(table.loc[decoder, "networks"].max())
+        models.append(f"small byte-level decoder LMs ({_span(dec)}), the mean over {n} networks per mask")
     if enc is not None:
+        models.append(
+            f"byte-level encoders trained by masked-language modelling ({_span(enc)}; "
+            f"{_base(enc, 'mask_rate'):g} of the positions masked; the lines 'encoder, <mask>'), the mean "
+            f"over {int(table.loc[~decoder, 'networks'].max())} networks"
+        )
+    caption = (
+        f"Ours: {' and '.join(models)}, trained from random init on Shakespeare and probed at step 0 and "
+        f"every {_base(data, 'every')} steps on the same {_base(data, 'probe')} held-out excerpts. Each "
+        "panel: one metric (rows) of one block variant (columns), the mean over the networks with its "
+        "interval (Student t, one condition; clipped to the metric's range; the sink rate on one scale in "
+        "every column); the dotted line is the end of the warm-up. mu_rel, effective rank and mean |cos| "
+        "are those of the last layer; the sink rate is the share of heads, over all layers, whose mean "
+        "attention on the first token exceeds 0.3."
+    )
+    if dec is not None:
         caption += (
-            f" The lines 'encoder, <mask>' are byte-level encoders trained by masked-language modelling "
-            f"({_span(enc)}; {_base(enc, 'mask_rate'):g} of the positions masked), on the same probe, the "
-            f"mean over {int(table.loc[~decoder, 'networks'].max())} networks."
+            f" Under causal-window:w=W a head's first-token attention is at most (W + 1) / "
+            f"{_base(dec, 'tokens')} by construction."
         )
     return [FigureSpec(FIGURE, fig, table, caption), *_layers_figure(sd)]
 
@@ -520,6 +527,14 @@ def headlines(sd: StoryData) -> list[str]:
     data, table = _trained(sd)
     if data is None or table.empty:
         return []
+    encoders = [
+        f"Encoders trained by masked-language modelling ({line}, last layer, mean over networks): "
+        + "; ".join(_moves(table, line)) + "."
+        for line in dict.fromkeys(table["mask"])
+        if line.startswith(f"{ENCODER}, ")
+    ]
+    if sd.arm("trained") is None or "causal" not in set(table["mask"]):
+        return encoders
     bits = _moves(table, "causal")
     steps = int(table["step"].max())
     early = float(sd.verdict["early_factor"]) * float(_base(data, "warmup"))
@@ -542,11 +557,7 @@ def headlines(sd: StoryData) -> list[str]:
         f"Largest sink rate over training (causal): {sinks}.",
         f"Last layer's effective rank at init -> its least value up to step {early:g} -> the end (causal, "
         f"mean over networks): {'; '.join(dips)}.",
-    ] + [
-        f"Encoders trained by masked-language modelling ({line}, last layer, mean over networks): "
-        + "; ".join(_moves(table, line)) + "."
-        for line in dict.fromkeys(table["mask"])
-        if line.startswith(f"{ENCODER}, ")
+        *encoders,
     ]
 
 
