@@ -160,7 +160,8 @@ def test_one_arm_alone_draws_its_figure_and_headlines(tiny):
     story = all_stories()["training"].story
     alone = StoryData(sd.story, {"encoder": sd.arms["encoder"]}, sd.verdict, sd.ranges)
     (fig,) = story.figures(alone)
-    assert set(fig.data["mask"]) == {"encoder, complete"} and set(fig.data["variant"]) == {"post-ln", "pre-ln"}
+    assert set(fig.data["mask"]) == {"encoder, complete"}
+    assert set(fig.data["variant"]) == {"post-ln", "pre-ln"}
     assert "masked-language modelling" in fig.caption and "decoder" not in fig.caption
     assert len(fig.figure.axes) == 8 and (fig.data["networks"] == 4).all()
     lines = story.headlines(alone)
