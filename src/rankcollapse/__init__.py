@@ -15,8 +15,12 @@ Layout (each folder has a module docstring saying what lives there), lowest floo
 - ``cli``         the ``rankcollapse`` command, a thin layer over the Python API
 """
 
-from rankcollapse.edge.deprecation import install_moved_modules
-from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.network import sync_offline
+
+sync_offline()  # first: the hub library offline for the whole process until downloads are allowed
+
+from rankcollapse.edge.deprecation import install_moved_modules  # noqa: E402
+from rankcollapse.edge.errors import RankCollapseError  # noqa: E402
 
 install_moved_modules()
 

@@ -125,7 +125,7 @@ def analyze_command(
     existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
     check_output_folder(out, "analyze", existing=existing)  # a foreign or read-only --out: before the model
     if download:
-        from rankcollapse.models.hub import allow_downloads
+        from rankcollapse.edge.network import allow_downloads
 
         allow_downloads()
     import torch

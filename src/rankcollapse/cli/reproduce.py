@@ -118,7 +118,7 @@ def reproduce_command(
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
     if download:
-        from rankcollapse.models.hub import allow_downloads
+        from rankcollapse.edge.network import allow_downloads
 
         allow_downloads()
     with _Interrupt() as guard:

@@ -13,4 +13,6 @@
 - ``deprecation``  the one deprecation path (old spellings for one release, one warning)
 - ``progress``     progress lines on stderr
 - ``runtime``      heap settings for long float64 runs
+- ``network``      no network without asking: the hub library offline for the whole process until downloads
+                   are allowed
 """

@@ -2,9 +2,10 @@
 
 Nothing in the package touches the network unless the user asks for it: ``analyze --download``
 (or ``reproduce --download``), or ``RANKCOLLAPSE_DOWNLOAD=1`` in the environment (what the flags
-set, so worker processes see it too). Every Hugging Face load elsewhere passes
-``local_files_only=True`` and ``trust_remote_code=False``: no download, no prompt, no code from a
-model folder.
+set, so worker processes see it too). Until then the hub library itself is offline for the whole
+process (``edge.network``: its own switch, set when ``rankcollapse`` is imported), and every Hugging
+Face load passes ``local_files_only=True`` and ``trust_remote_code=False``: no download, no prompt, no
+code from a model folder.
 
 A download (:func:`download`):
 
@@ -30,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.network import downloads_allowed, how_to_download, sync_offline, user_offline
 from rankcollapse.edge.validate import quote
 
-DOWNLOAD_ENV = "RANKCOLLAPSE_DOWNLOAD"
 #: Seconds the first request may take, and the hub library's per-request timeouts during a download.
 TIMEOUT_S = 10
 #: What a download fetches: config, safetensors weights (no pickles), tokenizer files.
@@ -42,20 +43,6 @@ FILES: tuple[str, ...] = ("config.json", "generation_config.json", "*.safetensor
                           "tokenizer.model", "added_tokens.json")
 
 
-def downloads_allowed() -> bool:
-    """Whether the user asked for the network: ``RANKCOLLAPSE_DOWNLOAD`` is ``1`` / ``true`` / ``yes``."""
-    return os.environ.get(DOWNLOAD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def allow_downloads() -> None:
-    """What ``--download`` does: set ``RANKCOLLAPSE_DOWNLOAD=1`` for this process and its workers."""
-    os.environ[DOWNLOAD_ENV] = "1"
-
-
-def how_to_download() -> str:
-    return f"pass --download (or set {DOWNLOAD_ENV}=1) to fetch it"
-
-
 def endpoint() -> str:
     try:
         from huggingface_hub import constants
@@ -63,15 +50,6 @@ def endpoint() -> str:
         return str(constants.ENDPOINT).rstrip("/")
     except ImportError:  # pragma: no cover - a declared dependency of the models extra
         return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-
-
-def _offline() -> bool:
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    except ImportError:  # pragma: no cover
-        return False
 
 
 @contextlib.contextmanager
@@ -140,7 +118,9 @@ def download(repo: str, why: str = "--download") -> Path:
     except ImportError:  # pragma: no cover
         msg = "--download needs huggingface_hub: pip install 'rankcollapse[models]'"
         raise RankCollapseError(msg) from None
-    if _offline():
+    if sync_offline():  # lifts the switch held for want of --download; never the user's own
+        if not user_offline():  # pragma: no cover - downloads_allowed() was checked above
+            raise RankCollapseError(f"cannot download {repo!r}: downloads are off; {how_to_download()}")
         raise RankCollapseError(
             f"cannot download {repo!r}: HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set in the environment; "
             "unset it to download"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -86,6 +87,10 @@ def borrowed(hf_model: Any) -> Iterator[None]:
                 config._attn_implementation = impl
 
 
+#: A hub repository as the Hub spells it: ``owner/name``, or a bare legacy name (``bert-base-uncased``).
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+
+
 def load_tokenizer(name: str | Path) -> Any:
     """A tokenizer by folder or hub name, through the one hub gate (``models.hub``): a local folder or the
     Hugging Face cache only (``hub_kwargs``: no network, no folder code); a hub name not cached is fetched
@@ -93,7 +98,8 @@ def load_tokenizer(name: str | Path) -> Any:
     else refused with one line saying how. RankCollapseError (one line) when it cannot be loaded."""
     from transformers import AutoTokenizer
 
-    from rankcollapse.models.hub import download, downloads_allowed, how_to_download, hub_kwargs
+    from rankcollapse.edge.network import downloads_allowed, how_to_download
+    from rankcollapse.models.hub import download, hub_kwargs
 
     def load(source: str) -> Any:
         return AutoTokenizer.from_pretrained(source, **hub_kwargs())
@@ -103,8 +109,11 @@ def load_tokenizer(name: str | Path) -> Any:
         return load(text)
     except (OSError, ValueError, TypeError, KeyError) as err:
         msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        local = Path(text).expanduser().exists() or not ("/" in text and len(text.split("/")) == 2)
-        if local:
+        if not Path(text).expanduser().exists() and not _HUB_NAME.match(text):
+            raise RankCollapseError(
+                f"tokenizer {quote(text)} is neither a folder nor a hub name (owner/name)"
+            ) from None
+        if Path(text).expanduser().exists():
             raise RankCollapseError(
                 f"cannot load tokenizer {quote(text)} (a local folder or the Hugging Face cache): {msg}"
             ) from None
@@ -190,7 +199,12 @@ def with_tokenizer(model: LoadedModel, tokenizer: Any, hf_model: Any = None) -> 
 
 def no_tokenizer_message(model: LoadedModel) -> str:
     """Why an in-memory model without a tokenizer cannot read text (one line)."""
-    vocab = int(getattr(model.hf_model.config, "vocab_size", 0) or 0)
+    config = model.hf_model.config
+    vocab = int(getattr(config, "vocab_size", 0) or 0)
+    if vocab != 30522:
+        why = f"its vocabulary ({vocab} tokens) is not the bundled BERT tokenizer's (30522)"
+    else:
+        ids = ", ".join(f"{k} {getattr(config, k, None)}" for k in ("pad_token_id", "bos_token_id", "eos_token_id"))
+        why = f"its special token ids ({ids}) are not the bundled BERT tokenizer's (pad 0, [CLS] 101, [SEP] 102)"
     return (f"{model.name} has no tokenizer: pass tokenizer= (a Hugging Face tokenizer, or its name or "
-            f"folder) or token ids; its vocabulary ({vocab} tokens) is not the bundled BERT tokenizer's "
-            "(30522)")
+            f"folder) or token ids; {why}")

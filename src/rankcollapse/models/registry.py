@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.inputs import os_error, quote_path
+from rankcollapse.edge.network import downloads_allowed, how_to_download
 from rankcollapse.edge.validate import quote
 from rankcollapse.models.bundled import BUNDLED, mpnet_installed
 from rankcollapse.models.checkpoints import (
@@ -50,7 +51,7 @@ from rankcollapse.models.checkpoints import (
 )
 from rankcollapse.models.families import FAMILIES, FRESH_LAYERS
 from rankcollapse.models.hub import FILES as HUB_FILES
-from rankcollapse.models.hub import download, downloads_allowed, how_to_download
+from rankcollapse.models.hub import download
 
 Kind = Literal["paper", "random", "bundled", "tiny", "local", "hub"]
 KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
