@@ -14,8 +14,8 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,8 +63,8 @@ def _env(proxy: Listener, tmp_path: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RANKCOLLAPSE_DOWNLOAD", "RANKCOLLAPSE_HELD_OFFLINE",
-                     "NO_PROXY", "no_proxy")
+        if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RANKCOLLAPSE_DOWNLOAD",
+                     "RANKCOLLAPSE_HELD_OFFLINE", "NO_PROXY", "no_proxy")
     }
     env.update(HTTPS_PROXY=proxy.url, HTTP_PROXY=proxy.url, https_proxy=proxy.url, http_proxy=proxy.url,
                HF_HOME=str(tmp_path / "hf"), OMP_NUM_THREADS="1")
@@ -82,7 +82,8 @@ ANALYZE = [*CLI, "analyze", "--samples", "2", "--tokens", "8", "--no-table"]
 #: CLI calls that name a model or a tokenizer by a hub name that is not cached: one line, exit 2, and the
 #: line says how to allow the download.
 REFUSED = {
-    "analyze --tokenizer owner/name": [*ANALYZE, "--model", "tiny:bert", "--tokenizer", "someone/never-cached"],
+    "analyze --tokenizer owner/name": [*ANALYZE, "--model", "tiny:bert", "--tokenizer",
+                                       "someone/never-cached"],
     "analyze --tokenizer bare-name": [*ANALYZE, "--model", "tiny:bert", "--tokenizer", "bert-base-uncased"],
     "analyze --model bare paper name": [*ANALYZE, "--model", "bert-base-uncased"],
     "analyze --model owner/name": [*ANALYZE, "--model", "someone/never-cached"],
@@ -101,7 +102,8 @@ def test_a_hub_name_without_download_is_one_line_and_no_connection(case: str, pr
 
 def test_a_paper_checkpoint_not_cached_runs_its_stand_in_with_no_connection(proxy: Listener,
                                                                            tmp_path: Path) -> None:
-    proc = _run([*ANALYZE, "--model", "paper:bert-base-uncased", "--out", str(tmp_path / "o")], proxy, tmp_path)
+    args = [*ANALYZE, "--model", "paper:bert-base-uncased", "--out", str(tmp_path / "o")]
+    proc = _run(args, proxy, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proxy.seen == [], proxy.seen
 

@@ -204,7 +204,9 @@ def no_tokenizer_message(model: LoadedModel) -> str:
     if vocab != 30522:
         why = f"its vocabulary ({vocab} tokens) is not the bundled BERT tokenizer's (30522)"
     else:
-        ids = ", ".join(f"{k} {getattr(config, k, None)}" for k in ("pad_token_id", "bos_token_id", "eos_token_id"))
-        why = f"its special token ids ({ids}) are not the bundled BERT tokenizer's (pad 0, [CLS] 101, [SEP] 102)"
+        keys = ("pad_token_id", "bos_token_id", "eos_token_id")
+        ids = ", ".join(f"{k} {getattr(config, k, None)}" for k in keys)
+        why = (f"its special token ids ({ids}) are not the bundled BERT tokenizer's "
+               "(pad 0, [CLS] 101, [SEP] 102)")
     return (f"{model.name} has no tokenizer: pass tokenizer= (a Hugging Face tokenizer, or its name or "
             f"folder) or token ids; {why}")
