@@ -398,9 +398,21 @@ BREAKS: list[tuple[str, str, str, str]] = [
     ),
     (
         "contract/verdicts.py",
-        'if kind == "search" and plotted is REPRODUCED',
-        'if False and plotted is REPRODUCED',
+        "    if kind in CONJECTURE_WORDS and agrees:",
+        "    if False and agrees:",
         "a search that found nothing reads 'reproduced'",
+    ),
+    (
+        "contract/verdicts.py",
+        "    return Verdict.CONSISTENT.value if word in CONJECTURE_WORDS.values() else plotted.value",
+        "    return plotted.value",
+        "a search or proof that agrees stores 'reproduced' as plotted",
+    ),
+    (
+        "contract/verdicts.py",
+        "        claim.origin = Origin.FOLLOWUP.value",
+        "        pass",
+        "a later paper's row keeps the NeurIPS paper's origin",
     ),
     (
         "contract/verdicts.py",

@@ -26,7 +26,11 @@ def _claim(
     figure: str = "",
     cause: str = "",
     kind: str = "",
+    paper: str = "",
 ) -> Claim:
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS, MAIN_PAPER
+
+    paper = paper or (next(iter(FOLLOWUPS)) if origin == "follow-up setting" else MAIN_PAPER)
     plotted = {"reproduced": "reproduced", "confirmed (ours)": "reproduced", "untested": "inconclusive"}.get(
         verdict,
         verdict.split(" as plotted")[0]
@@ -35,7 +39,7 @@ def _claim(
         .replace("refuted", "not reproduced")
         .replace("otherwise", "not reproduced")
         .replace("as stated", "reproduced")
-        .replace("consistent: none found in the search", "reproduced"),
+        .replace("consistent: none found in the search", "consistent"),
     )
     return Claim(
         id=cid,
@@ -53,6 +57,7 @@ def _claim(
         figure=figure,
         cause=cause,
         cause_kind=kind,
+        paper=paper,
     )
 
 
@@ -202,7 +207,7 @@ def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_pap
         _claim(
             "sc.one",
             "sc",
-            "paper setting",
+            "follow-up setting",
             "not reproduced",
             "falls slower",
             "",
@@ -227,7 +232,10 @@ def test_a_followups_rows_have_their_own_section_and_counters_never_the_main_pap
     figs: list[FigureFile] = []
     page = render_report([*claims, extra], figs, experiments, {"profile": "tiny"}, tmp_path)
     assert tally([*claims, extra]) == tally(claims)  # the main paper's counters do not move
-    assert tally([*claims, extra], follow)["paper setting"]["as plotted"] == {"not reproduced": 1}
+    assert tally([*claims, extra], follow)["follow-up setting"]["as plotted"] == {"not reproduced": 1}
+    assert "follow-up setting" not in tally([*claims, extra])  # never the NeurIPS paper's origin or counter
+    with pytest.raises(ValueError, match="origin 'paper setting' for paper"):
+        replace(extra, origin="paper setting")
     top = page[: page.index("id='summary'")]
     assert "not reproduced" not in top.split("<table class='counters'>")[1].split("</table>")[0]
     head = page.index(f"id='paper-{follow}'")
@@ -251,7 +259,7 @@ def test_a_followups_section_gives_one_line_per_claim_while_the_papers_keep_thei
     follow = next(iter(FOLLOWUPS))
 
     def row(cid: str, verdict: str, evidence: str, cause: str = "", kind: str = "") -> Claim:
-        c = _claim(cid, "sc", "paper setting", verdict, evidence, cause=cause, kind=kind)
+        c = _claim(cid, "sc", "follow-up setting", verdict, evidence, cause=cause, kind=kind)
         qual = f" [{cid.split('[')[1][:-1]}]" if "[" in cid else ""
         return replace(c, paper=follow, statement=f"statement {c.key}{qual}")
 

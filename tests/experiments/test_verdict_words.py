@@ -208,3 +208,46 @@ def test_a_row_at_the_minimum_sample_size_is_provisional() -> None:
     j9 = Judged(Judgement(R, "e", n=9), frozenset({"min_samples"}))
     assert claim_row("s", STATEMENT, _data(), TH, j4).provisional
     assert not claim_row("s", STATEMENT, _data(), TH, j9).provisional
+
+
+def test_a_search_or_proof_that_agrees_is_consistent_as_plotted_never_reproduced() -> None:
+    """Issue 40 (1): App. F.4's rows read "consistent" in ``as_plotted`` (the old rule stored "reproduced"),
+    a proof has its own word, and a contradiction is the paper's "not reproduced"."""
+    from rankcollapse.experiments.contract.verdicts import PROVEN, claim_from_record
+
+    for kind, word in (("search", CONSISTENT), ("proof", PROVEN)):
+        st = Statement("k", "nothing of a kind exists", "paper App. F.4", "the rule", kind=kind)
+        row = claim_row("s", st, _data(), TH, plain(R, "none found"))
+        assert row.verdict == word and row.as_plotted == "consistent", (row.verdict, row.as_plotted)
+        assert row.verdict_class == "consistent" and "reproduced" not in row.evidence
+        found = claim_row("s", st, _data(), TH, plain(N, "one found"))
+        assert found.verdict == "not reproduced" and found.as_plotted == "not reproduced"
+        failed = with_failures(claim_row("s", st, _data(), TH, plain(R, "none found")), "1 of 2 runs failed")
+        assert failed.as_plotted == "inconclusive" and failed.verdict == "inconclusive"
+    assert verdict_word(Origin.PAPER, Verdict.CONSISTENT, None, kind="proof") == PROVEN
+    with pytest.raises(RankCollapseError, match="search or proof"):
+        verdict_word(Origin.PAPER, Verdict.CONSISTENT, None)  # a claim never reads consistent
+    with pytest.raises(RankCollapseError, match="not a partial verdict"):
+        combine_verdicts([R, Verdict.CONSISTENT])
+    old = claim_row("s", Statement("k", "x", "s", "r", kind="search"), _data(), TH, plain(R, "e")).to_dict()
+    old["as_plotted"] = "reproduced"  # what an earlier release stored
+    with pytest.raises(ValueError, match="never 'reproduced'"):
+        Claim(**old)
+    assert claim_from_record(old).as_plotted == "consistent"
+
+
+def test_a_later_papers_row_has_its_own_origin_never_the_neurips_papers() -> None:
+    """Issue 40 (2): a follow-up's rows read ``follow-up setting`` (their own counters), and a row that says
+    ``paper setting`` for a later paper is refused; stand-ins and extensions keep theirs."""
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS, assign_paper, claim_from_record, tally
+
+    follow = next(iter(FOLLOWUPS))
+    row = assign_paper(claim_row("s", STATEMENT, _data(), TH, plain(R, "e")), follow)
+    assert row.origin == "follow-up setting" and row.paper == follow
+    assert list(tally([row], follow)) == ["follow-up setting"] and tally([row]) == {}
+    ours = assign_paper(claim_row("s", STATEMENT, _data(extension=True), TH, plain(R, "e")), follow)
+    assert ours.origin == "extension"
+    stored = {**row.to_dict(), "origin": "paper setting"}  # an earlier release's record
+    with pytest.raises(ValueError, match="follow-up setting"):
+        Claim(**stored)
+    assert claim_from_record(stored).origin == "follow-up setting"

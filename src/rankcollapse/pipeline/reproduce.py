@@ -37,7 +37,7 @@ from rankcollapse.edge.inputs import read_json
 from rankcollapse.edge.provenance import package_versions
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
-from rankcollapse.experiments.contract.verdicts import Claim
+from rankcollapse.experiments.contract.verdicts import Claim, assign_paper
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.costs import RunCost
 from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
@@ -571,8 +571,8 @@ def _analyse(
                 )
                 first = next(iter(arms.values()), None)
                 rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
-        for c in rows:  # the paper each row judges: the story's (a follow-up's rows are counted apart)
-            c.paper = found.story.paper
+        for c in rows:  # the paper each row judges: the story's (a follow-up's rows: their own origin)
+            assign_paper(c, found.story.paper)
         claims.extend(rows)
         if not draw:
             continue

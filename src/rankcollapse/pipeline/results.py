@@ -25,6 +25,7 @@ from rankcollapse.experiments.contract.verdicts import (
     PLOTTED_CLASSES,
     Claim,
     Origin,
+    claim_from_record,
     tally,
     tally_line,
 )
@@ -239,7 +240,7 @@ def load_judged(out_dir: str | Path) -> tuple[list[Claim], dict[str, Any]]:
     claims = []
     for k, row in enumerate(rows):
         try:
-            claims.append(Claim(**row))
+            claims.append(claim_from_record(row))
         except (TypeError, ValueError):  # Python's words ("unexpected keyword argument") name no row
             keys = sorted(map(str, row)) if isinstance(row, dict) else []
             unknown = [key for key in keys if key not in Claim.__dataclass_fields__]

@@ -58,6 +58,7 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
     counts = tally(rows, rows[0].paper)[origin.value]["as plotted"]
     where = {
         Origin.PAPER: "In the paper's setting",
+        Origin.FOLLOWUP: "In the later paper's own setting",
         Origin.STAND_IN: "On stand-ins",
         Origin.EXTENSION: "In our own extensions",
     }[origin]
@@ -171,7 +172,7 @@ def section_paragraph(rows: Sequence[Claim], headlines: Sequence[str]) -> str:
     """3-5 sentences for one story's section: per origin, the findings with their numbers, the sample."""
     sentences: list[str] = []
     for origin in Origin:
-        got = origin_sentences(rows, origin, limit=2 if origin is Origin.PAPER else 1)
+        got = origin_sentences(rows, origin, limit=2 if origin in (Origin.PAPER, Origin.FOLLOWUP) else 1)
         sentences += got[:3]
     sentences += list(headlines[:2])
     if rows:

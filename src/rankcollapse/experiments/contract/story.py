@@ -58,8 +58,10 @@ class FigureSpec:
 class Statement:
     """One statement a story judges: ``key`` (unique in the story), the words, where it comes from
     (``paper §5, Fig. 2`` or ``ours``) and the rule that turns data into its verdicts, in words.
-    ``kind``: ``claim`` (a statement the data can reproduce) or ``search`` (a conjecture that nothing of
-    a kind exists, which a search can only fail to contradict: its agreeing word is "consistent").
+    ``kind``: ``claim`` (a statement the data can reproduce), ``search`` (a conjecture that nothing of
+    a kind exists, which a search can only fail to contradict: its agreeing word is "consistent: none found
+    in the search") or ``proof`` (the same conjecture settled by a proof the row names: "consistent:
+    proven"; the data can still contradict it, which would mean the proof or the code is wrong).
     ``ours``: the statement is ours, not the paper's (its rows are extensions in any arm); the one flag,
     never read back from ``source``'s words."""
 
@@ -73,8 +75,8 @@ class Statement:
     def __post_init__(self) -> None:
         if not self.key.replace("_", "").isalnum():
             raise RankCollapseError(f"statement key {self.key!r} must be letters, digits and _")
-        if self.kind not in ("claim", "search"):
-            raise RankCollapseError(f"statement kind {self.kind!r}: allowed claim, search")
+        if self.kind not in ("claim", "search", "proof"):
+            raise RankCollapseError(f"statement kind {self.kind!r}: allowed claim, search, proof")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ A stand-in row (other pretrained weights in place of the paper's checkpoint) des
 own behaviour, not the paper: its words are "as stated (stand-in)" / "otherwise (stand-in)", never
 the paper's "reproduced", and it is counted apart from the paper's tally. A ``search`` statement (a
 conjecture that nothing of a kind exists) that the search did not contradict reads "consistent: none
-found in the search", its own class, never "reproduced".
+found in the search", and a ``proof`` statement (the same, settled by a proof the row names) reads
+"consistent: proven": their own class, and their ``as_plotted`` is ``consistent``, never "reproduced".
+A row of a later paper (``Claim.paper`` a follow-up) has its own origin, ``follow-up setting``, and its
+own counters (:func:`assign_paper`), never the NeurIPS paper's.
 
 Every claim row answers two questions: ``as_plotted`` (the quantity the paper plots, raw μ or σ_min,
 in the paper's dtype) and ``mechanism`` (μ_rel against the precision floor, float64 beside
@@ -40,6 +43,9 @@ class Verdict(str, Enum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not reproduced"
     INCONCLUSIVE = "inconclusive"
+    #: Only a ``search`` or ``proof`` statement's row carries it (:func:`row_plotted`): a conjecture that
+    #: nothing of a kind exists, not contradicted. Rules never return it; :func:`combine_verdicts` refuses it.
+    CONSISTENT = "consistent"
 
     def __str__(self) -> str:
         return self.value
@@ -57,7 +63,8 @@ class Verdict(str, Enum):
 REPRODUCED = Verdict.REPRODUCED
 NOT_REPRODUCED = Verdict.NOT_REPRODUCED
 INCONCLUSIVE = Verdict.INCONCLUSIVE
-VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
+#: The partial verdicts a rule returns.
+VERDICTS: tuple[Verdict, ...] = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 #: The mechanism column of a statement that has no separate mechanism check.
 NA = "n/a"
 
@@ -73,6 +80,8 @@ def combine_verdicts(verdicts: Iterable[str | Verdict]) -> Verdict:
     'not reproduced'
     """
     parts = [Verdict.of(v) for v in verdicts]
+    if Verdict.CONSISTENT in parts:
+        raise RankCollapseError("'consistent' is a search or proof row's as_plotted, not a partial verdict")
     if NOT_REPRODUCED in parts:
         return NOT_REPRODUCED
     if parts and all(v is REPRODUCED for v in parts):
@@ -114,6 +123,7 @@ class Origin(str, Enum):
     """Where a claim row comes from."""
 
     PAPER = "paper setting"  # the paper's configuration (experiments) or the theorem's hypotheses
+    FOLLOWUP = "follow-up setting"  # a later paper's statement in its own setting (Claim.paper says which)
     STAND_IN = "stand-in"  # other pretrained weights in place of the paper's checkpoint, named
     EXTENSION = "extension"  # our own setting or our own statement
 
@@ -173,10 +183,15 @@ STAND_IN_WORDS: dict[tuple[Verdict, Verdict | None], str] = {
 }
 #: The agreeing word of a ``search`` statement (a conjecture a search did not contradict).
 CONSISTENT = "consistent: none found in the search"
+#: The agreeing word of a ``proof`` statement (a conjecture that a proof, named in the row, settles).
+PROVEN = "consistent: proven"
+#: Statement kinds -> their agreeing word (a ``claim`` agrees in its origin's own words).
+CONJECTURE_WORDS: dict[str, str] = {"search": CONSISTENT, "proof": PROVEN}
 #: Every word a row's ``verdict`` can hold.
 WORDS: tuple[str, ...] = (
     *dict.fromkeys([*PAPER_WORDS.values(), *EXTENSION_WORDS.values(), *STAND_IN_WORDS.values()]),
     CONSISTENT,
+    PROVEN,
     UNTESTED,
 )
 
@@ -189,13 +204,17 @@ def verdict_word(
     kind: str = "claim",
 ) -> str:
     """The row's one word (see :data:`PAPER_WORDS`, :data:`EXTENSION_WORDS`, :data:`STAND_IN_WORDS`);
-    ``untested`` wins; a ``search`` statement that is not contradicted reads :data:`CONSISTENT`."""
+    ``untested`` wins; a ``search`` (``proof``) statement that is not contradicted reads
+    :data:`CONSISTENT` (:data:`PROVEN`)."""
     if untested:
         return UNTESTED
     mech = None if mechanism is None or mechanism == NA else Verdict.of(mechanism)
     plotted = Verdict.of(as_plotted)
-    if kind == "search" and plotted is REPRODUCED and mech in (None, REPRODUCED):
-        return CONSISTENT
+    agrees = plotted in (REPRODUCED, Verdict.CONSISTENT) and mech in (None, REPRODUCED)
+    if kind in CONJECTURE_WORDS and agrees:
+        return CONJECTURE_WORDS[kind]
+    if plotted is Verdict.CONSISTENT:
+        raise RankCollapseError(f"'consistent' is the word of a search or proof statement, not of a {kind}")
     table = {Origin.EXTENSION: EXTENSION_WORDS, Origin.STAND_IN: STAND_IN_WORDS}.get(
         Origin(origin), PAPER_WORDS
     )
@@ -216,7 +235,7 @@ def verdict_class(word: str) -> str:
     ``Claim.verdict_class``, which reads the row's fields."""
     if word == UNTESTED:
         return UNTESTED
-    if word == CONSISTENT:
+    if word in CONJECTURE_WORDS.values():
         return CONSISTENT_CLASS
     head = word.split(" as plotted")[0].split(";")[0]
     if head.startswith(("not reproduced", "refuted", "otherwise")):
@@ -292,6 +311,17 @@ class Claim:
         if self.verdict not in WORDS:
             raise ValueError(f"claim {self.id}: unknown verdict word {self.verdict!r}")
         Verdict.of(self.as_plotted)
+        if (self.verdict in CONJECTURE_WORDS.values()) != (self.as_plotted == Verdict.CONSISTENT):
+            raise ValueError(
+                f"claim {self.id}: as_plotted {self.as_plotted!r} with the word {self.verdict!r} (a search "
+                "or proof that agrees is 'consistent', never 'reproduced')"
+            )
+        followup = self.paper != MAIN_PAPER
+        if (self.origin == Origin.PAPER and followup) or (self.origin == Origin.FOLLOWUP and not followup):
+            raise ValueError(
+                f"claim {self.id}: origin {self.origin!r} for paper {self.paper} (a later paper's rows are "
+                "'follow-up setting', the NeurIPS paper's 'paper setting'; see assign_paper)"
+            )
         if self.mechanism != NA:
             Verdict.of(self.mechanism)
         self.as_plotted = str(self.as_plotted)
@@ -306,12 +336,44 @@ class Claim:
         inconclusive row the sample leaves open."""
         if self.verdict == UNTESTED:
             return UNTESTED
-        if self.verdict == CONSISTENT:
+        if self.verdict in CONJECTURE_WORDS.values():
             return CONSISTENT_CLASS
         return UNDECIDED if self.undecided and self.as_plotted == INCONCLUSIVE.value else self.as_plotted
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def claim_from_record(row: dict[str, Any]) -> Claim:
+    """A :class:`Claim` from a stored row (``claims.json``), an earlier release's included: its follow-up
+    rows read ``paper setting`` and its agreeing searches ``as_plotted: reproduced``; both are upgraded to
+    today's fields (the verdict word is unchanged). TypeError / ValueError for a row that is no claim."""
+    row = dict(row)
+    paper = row.get("paper", MAIN_PAPER)
+    if paper != MAIN_PAPER and row.get("origin") == Origin.PAPER.value:
+        row["origin"] = Origin.FOLLOWUP.value
+    if row.get("verdict") in CONJECTURE_WORDS.values() and row.get("as_plotted") == REPRODUCED.value:
+        row["as_plotted"] = Verdict.CONSISTENT.value
+    return Claim(**row)
+
+
+def row_plotted(plotted: Verdict, word: str) -> str:
+    """A row's ``as_plotted``: the rule's verdict, or ``consistent`` where the row's word is a search's or a
+    proof's agreement (never "reproduced" for a conjecture that nothing of a kind exists)."""
+    return Verdict.CONSISTENT.value if word in CONJECTURE_WORDS.values() else plotted.value
+
+
+def assign_paper(claim: Claim, paper: str) -> Claim:
+    """Mark ``claim`` as judging ``paper``'s statement (its story's :data:`PAPERS` id): a later paper's row in
+    its own setting gets the origin ``follow-up setting`` (its own counters), never ``paper setting``, which
+    names the NeurIPS paper's. Stand-ins and extensions keep their origin."""
+    check_paper(paper)
+    claim.paper = paper
+    if paper != MAIN_PAPER and claim.origin == Origin.PAPER:
+        claim.origin = Origin.FOLLOWUP.value
+    elif paper == MAIN_PAPER and claim.origin == Origin.FOLLOWUP:
+        claim.origin = Origin.PAPER.value
+    return claim
 
 
 #: The counters' classes, as plotted (the row's word) and of the mechanism, in display order.
@@ -368,9 +430,10 @@ def origin_heading(origin: Origin | str) -> str:
     """An origin as every counter names it (the report's, the command line's): a stand-in's heading says
     its rows are the stand-ins' own behaviour, not the paper's tally."""
     origin = Origin(origin)
-    return origin.value + (
-        " (the stand-ins' own behaviour, not the paper's tally)" if origin is Origin.STAND_IN else ""
-    )
+    return origin.value + {
+        Origin.STAND_IN: " (the stand-ins' own behaviour, not the paper's tally)",
+        Origin.FOLLOWUP: " (the later paper's own statements; counted in its section only)",
+    }.get(origin, "")
 
 
 def tally_line(origin: str, counts: dict[str, dict[str, int]]) -> str:

@@ -27,6 +27,7 @@ from rankcollapse.experiments.contract.verdicts import (
     Claim,
     Origin,
     Verdict,
+    row_plotted,
     verdict_word,
 )
 from rankcollapse.experiments.kit import causes
@@ -220,7 +221,8 @@ def claim_row(
     undecided, needed, interval = sampling_state(plotted, mechanism, th, kind)
     label = f"[{model.label}] " if model.label else ""
     evidence = (
-        f"{label}{names[0]}: {verdict_word(origin, plotted.verdict, None)} — {plotted.judgement.evidence}"
+        f"{label}{names[0]}: {verdict_word(origin, plotted.verdict, None, kind=statement.kind)} — "
+        f"{plotted.judgement.evidence}"
     )
     if sample_note:
         evidence += f" || {sample_note}"
@@ -240,7 +242,7 @@ def claim_row(
         source=statement.source,
         origin=origin.value,
         verdict=word,
-        as_plotted=plotted.verdict.value,
+        as_plotted=row_plotted(plotted.verdict, word),
         mechanism=mech_verdict.value if mech_verdict is not None else NA,
         rule=statement.rule,
         evidence=evidence,
@@ -490,7 +492,7 @@ def with_failures(claim: Claim, failures: str) -> Claim:
     if not failures:
         return claim
     claim.evidence += f"; {failures}"
-    if claim.as_plotted == REPRODUCED.value:
+    if claim.as_plotted in (REPRODUCED.value, Verdict.CONSISTENT.value):
         claim.as_plotted = INCONCLUSIVE.value
         mech: Any = None if claim.mechanism == NA else claim.mechanism
         claim.verdict = verdict_word(claim.origin, INCONCLUSIVE, mech)
