@@ -13,7 +13,7 @@ from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of(
     "training",
-    {"move_min": 0.1, "phase_min": 0.1, "onset_level": 0.25, "onset_lo": 1000, "onset_hi": 2000},
+    {"move_min": 0.1, "phase_min": 0.1, "onset_level": 0.25},
 )
 
 
@@ -58,7 +58,9 @@ def test_moved_from_init_pins_moved_stayed_open_and_too_few():
     assert both.verdict == "not reproduced" and both.decided_by.startswith("b:")
 
 
-def test_onset_in_window_pins_inside_before_after_never_too_short_at_init_and_mixed():
+def test_onset_found_reports_the_step_and_pins_every_never_at_init_and_mixed():
+    """Issue 40 (4): the onset is a finding (its step and interval), never compared with another model's
+    step count; the old rule refuted an onset at step 100 against a second-hand window of 1k-2k steps."""
     steps = np.arange(0, 3001, 100)
 
     def ramp(onsets, last=3000):
@@ -66,25 +68,20 @@ def test_onset_in_window_pins_inside_before_after_never_too_short_at_init_and_mi
         return S([(st >= o).astype(float) * 0.5 for o in onsets], st)
 
     def verdict(s, scope=""):
-        return tr.onset_in_window({"causal": s}, TH, scope)
+        return tr.onset_found({"causal": s}, TH, scope)
 
-    inside = verdict(ramp([1400, 1500, 1600]), "small model")
-    assert inside.verdict == "reproduced" and inside.scope == "small model"
-    early = verdict(ramp([100, 200, 200]))
-    assert early.verdict == "not reproduced" and "before the window" in early.cause
-    late = verdict(ramp([2600, 2700, 2800]))
-    assert late.verdict == "not reproduced" and "after the window" in late.cause
-    never = verdict(ramp([9999, 9999, 9999]))
-    assert never.verdict == "not reproduced" and "past the window" in never.cause
-    short = verdict(ramp([9999, 9999, 9999], last=300))
-    assert short.verdict == "inconclusive" and short.cause_kind == "not testable"
-    assert "end at step 300, before the window's end" in short.cause
+    early = verdict(ramp([100, 200, 200]), "small model")
+    assert early.verdict == "reproduced" and early.scope == "small model"  # early is a finding, not a miss
+    assert "mean onset step 166.7" in early.evidence and "of 3000 steps" in early.evidence
+    never = verdict(ramp([9999, 9999, 9999], last=300))
+    assert never.verdict == "not reproduced" and "no onset by step 300 in any of 3 networks" in never.cause
     at_init = verdict(ramp([0, 1500, 1500]))
     assert at_init.verdict == "inconclusive" and "nothing to emerge" in at_init.cause
     mixed = verdict(ramp([1500, 1500, 9999]))
-    assert mixed.verdict == "inconclusive" and "no mean onset" in mixed.cause
-    straddles = verdict(ramp([900, 1500, 2100]))
-    assert straddles.verdict == "inconclusive" and straddles.cause_kind == "sample too small"
+    assert mixed.verdict == "inconclusive" and "onset in 2 of 3 networks" in mixed.evidence
+    assert mixed.cause_kind == "sample too small"
+    few = verdict(ramp([100]))
+    assert few.verdict == "inconclusive" and "fewer than 2" in few.cause
 
 
 def test_phase_ratios_find_the_early_dip_the_peak_after_it_and_the_end():

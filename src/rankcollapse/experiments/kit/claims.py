@@ -474,9 +474,12 @@ def untested_row(
 def not_testable_row(
     story: str, statement: Statement, data: Data | None, why: str, figure: str = ""
 ) -> Claim:
-    """The row of a paper statement the simulator cannot speak to (``why``: e.g. a claim about trained
-    models): untested, with no n and no interval, the reason in its cause."""
-    return _unjudged_row(story, statement, data, Origin.PAPER, UNTESTED, f"not run: {why}", "untested",
+    """The row of a statement no run here can speak to (``why``: e.g. a claim about trained models, a step
+    count measured in other models): untested, with no n and no interval, the reason in its cause; its
+    origin the statement's (ours: an extension)."""
+    extension = statement.ours or (data is not None and data.exp.extension)
+    origin = Origin.EXTENSION if extension else Origin.PAPER
+    return _unjudged_row(story, statement, data, origin, UNTESTED, f"not run: {why}", "untested",
                          causes.not_testable_here(why), figure)
 
 

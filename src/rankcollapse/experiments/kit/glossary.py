@@ -171,7 +171,8 @@ GLOSSARY: dict[str, str] = {
     "(Gu et al.'s threshold), averaged over the probe's excerpts and, for a model's sink rate, over its "
     "layers",
     "sink onset": "a network's first probe step at which the model's sink rate reaches onset_level (never: "
-    "no onset); the row compares the mean over networks with the window onset_lo..onset_hi steps",
+    "no onset); the row reports the mean over networks with its interval, a finding of these models, "
+    "compared with no other model's step count",
     "warm-up": "the first warmup training steps, over which the learning rate rises linearly from 0 to lr "
     "(lr min(1, step / warmup)); the dotted line in the training figure",
     "phases": "an early collapse, then an expansion, then a compression of a metric r over training "

@@ -17,8 +17,9 @@ Statistics per network (ours):
   ``t_peak`` the probe of largest ``r`` after ``t_min``; ``compress = log(r(T) / r(t_peak))``
   (:func:`phase_ratios`).
 
-Rules: :func:`moved_from_init` (``move_min``), :func:`onset_in_window` (``onset_level``,
-``onset_lo``, ``onset_hi``), :func:`phases` (``phase_min``); thresholds from the story's YAML, none in code.
+Rules: :func:`moved_from_init` (``move_min``), :func:`onset_found` (``onset_level``; the onset step is a
+finding, never compared with another model's step count), :func:`phases` (``phase_min``); thresholds from
+the story's YAML, none in code.
 """
 
 from __future__ import annotations
@@ -187,15 +188,15 @@ def moved_from_init(per_network: Mapping[str, np.ndarray], th: Thresholds) -> Ju
     return combine_parts(parts)
 
 
-def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: str = "") -> Judgement:
-    """Something appears between ``onset_lo`` and ``onset_hi`` steps: per condition (label: a
-    :class:`Series`) the onset (:func:`onsets` at ``onset_level``) averaged over networks lies inside the
-    window for sure (reproduced) or outside it for sure, earlier or later (not reproduced); no network's
-    onset by a last step past ``onset_hi``: not reproduced (later); none by a last step before
-    ``onset_hi``: not testable (the run ends too early); some networks without an onset, or at the
-    level already at step 0 (nothing emerges): not testable. ``scope``: where the verdict was tested,
-    when narrower than the statement. Bonferroni over the conditions."""
-    lo_step, hi_step, level = th["onset_lo"], th["onset_hi"], th["onset_level"]
+def onset_found(per_network: Mapping[str, Series], th: Thresholds, scope: str = "") -> Judgement:
+    """Something appears during the run, and when (a finding, compared with no other model's step count):
+    per condition (label: a :class:`Series`), every network reaches ``onset_level`` (:func:`onsets`) ->
+    reproduced, its mean onset step over networks with its interval in the words and the margins; no
+    network by its last step -> not reproduced (nothing appeared in the steps run, said with them); some
+    networks only -> inconclusive (too few onsets for a mean, the count said); at the level already at
+    step 0 -> not testable (nothing to emerge); fewer than 2 networks -> too few. ``scope``: where it was
+    tested. Bonferroni over the conditions."""
+    level = th["onset_level"]
     parts = []
     with conditions(len(per_network)):
         for label, s in per_network.items():
@@ -211,40 +212,24 @@ def onset_in_window(per_network: Mapping[str, Series], th: Thresholds, scope: st
                 continue
             if never == n:
                 words = f"no onset by step {last} in any of {n} networks"
-                if last < hi_step:
-                    why = causes.not_testable(
-                        f"{label}: the runs end at step {last}, before the window's end ({hi_step:g} steps)"
-                    )
-                    untestable = Judgement(INCONCLUSIVE, words, why, "not testable", n, unit=NETWORK)
-                    parts.append((label, untestable))
-                else:
-                    why = causes.measured_otherwise(f"{label}: {words}, past the window ({hi_step:g} steps)")
-                    part = Judgement(NOT_REPRODUCED, words, why, "measured otherwise", n, unit=NETWORK)
-                    parts.append((label, part))
+                why = causes.measured_otherwise(f"{label}: {words}")
+                part = Judgement(NOT_REPRODUCED, words, why, "measured otherwise", n, unit=NETWORK)
+                parts.append((label, part))
                 continue
             if never:
                 words = f"onset in {n - never} of {n} networks (none by step {last} in the others)"
-                why = causes.not_testable(f"{label}: {words}: no mean onset")
-                parts.append((label, Judgement(INCONCLUSIVE, words, why, "not testable", n, unit=NETWORK)))
+                why = causes.too_few(n - never, n, NETWORK, f"{label}: networks with an onset")
+                part = Judgement(INCONCLUSIVE, words, why, "sample too small", n, unit=NETWORK)
+                parts.append((label, part))
                 continue
             mean, se, _ = _estimate(values)
-            early = Margin("mean onset step", mean, se, lo_step, n, NETWORK)
-            late = Margin("mean onset step", mean, se, hi_step, n, NETWORK)
-            lo, hi = early.bounds()
+            first = Margin("mean onset step", mean, se, 0.0, n, NETWORK)
+            lo, hi = first.bounds()
             words = (
-                f"mean onset step {mean:.4g} ± {(hi - lo) / 2:.2g} (networks: "
-                f"{', '.join(f'{v:g}' for v in values)}; window {lo_step:g}-{hi_step:g})"
+                f"onset in every network: mean onset step {mean:.4g} ({lo:.4g}-{hi:.4g}; networks: "
+                f"{', '.join(f'{v:g}' for v in values)}) of {last} steps"
             )
-            if hi < lo_step or lo > hi_step:
-                side = "before" if hi < lo_step else "after"
-                why = causes.measured_otherwise(f"{label}: the onset comes {side} the window")
-                m = early if hi < lo_step else late
-                part = Judgement(NOT_REPRODUCED, words, why, "measured otherwise", n, (m,), unit=NETWORK)
-                parts.append((label, part))
-            elif lo > lo_step and hi < hi_step:
-                parts.append((label, Judgement(REPRODUCED, words, n=n, margins=(early, late), unit=NETWORK)))
-            else:
-                parts.append((label, _open(words, (early, late), n)))
+            parts.append((label, Judgement(REPRODUCED, words, n=n, unit=NETWORK)))
     return replace(combine_parts(parts), scope=scope)
 
 
@@ -260,7 +245,7 @@ def phases(
     short run leaves them open (not testable; ``span`` says the run's length). ``least``: the least value
     ``r`` can take (1 for an effective rank): a network that starts at ``r(0) <= least x exp(phase_min)``
     cannot fall by more than ``phase_min``, so a condition with one such network is not testable
-    (nothing to collapse), as a sink present at step 0 is for :func:`onset_in_window`. Bonferroni over
+    (nothing to collapse), as a sink present at step 0 is for :func:`onset_found`. Bonferroni over
     the conditions and the three phases."""
     limit = th["phase_min"]
     parts: list[tuple[str, Judgement]] = []
@@ -317,7 +302,7 @@ __all__ = [
     "Series",
     "log_ratio",
     "moved_from_init",
-    "onset_in_window",
+    "onset_found",
     "onsets",
     "phase_ratios",
     "phases",
