@@ -360,26 +360,45 @@ def test_raw_mu_that_underflows_to_zero_has_collapsed_not_levelled_off() -> None
     assert rules.san_collapse({"complete": c}, TH).verdict == REPRODUCED
 
 
-def test_mu_rel_of_an_underflowed_x_is_undefined_not_overflow() -> None:
-    v = samples(-0.5, n=4)
-    v[:, 9:] = np.nan  # mu_rel = 0/0 where X underflowed to exactly 0
-    zero = np.zeros_like(v, dtype=bool)
-    zero[:, 9:] = True
-    st = collapse_status(Curve.from_samples(v, "mu_rel", "float32", zero=zero), TH)
-    assert st.name is StatusName.NON_FINITE and "underflowed to 0" in st.words and "overflow" not in st.words
+def underflowed_x(n: int = 4, t: int = 9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(raw mu, mu_rel, zero) of a SAN whose whole X rounds to 0 from layer ``t`` (SmolLM2's in float32):
+    raw mu = 0 there, mu_rel = 0/0 stored as NaN."""
+    rel = samples(-0.5, n=n)
+    raw = rel * np.exp(-1.0 * np.arange(rel.shape[1]))
+    zero = np.zeros_like(rel, dtype=bool)
+    zero[:, t:] = True
+    raw[zero], rel[zero] = 0.0, np.nan
+    return raw, rel, zero
+
+
+def test_an_x_that_underflows_to_zero_is_at_the_floor_as_a_raw_mu_that_does() -> None:
+    """One treatment of an underflow (Theorem 1's raw mu rounding to 0, SmolLM2's whole X rounding to 0):
+    an exact 0 is below the floor, in raw mu and in mu_rel (raw mu = 0 <= 32 eps ||X||_F = 0), whether the
+    curve is built from the samples or read back from its stored rows. The old reading called mu_rel of
+    such an X non-finite (0/0) and its row inconclusive."""
+    raw, rel, zero = underflowed_x()
+    from_samples = Curve.from_samples(rel, "mu_rel", "float32", zero=zero)
+    frame = pd.DataFrame(curve_rows({"mu": raw, "mu_rel": rel}, "float32", zero))
+    stored = Curve.from_rows(frame, "mu_rel", "float32", 4)
+    raw_stored = Curve.from_rows(frame, "mu", "float32", 4)
+    for c in (from_samples, stored, raw_stored):
+        assert c.first_nonfinite() is None and c.first_at_floor() == 9
+        st = collapse_status(c, TH)
+        assert st.name is StatusName.AT_FLOOR and "overflow" not in st.words
+        assert rules.san_collapse({"own, float32": c}, TH).verdict == REPRODUCED
+    assert "||X||_F underflows to 0 in float32 from t=9" in collapse_status(stored, TH).words
+    assert "raw mu underflows to 0 in float32 from t=9" in collapse_status(raw_stored, TH).words
 
 
 def test_a_curve_that_turns_non_finite_is_inconclusive_for_that_cause_not_for_want_of_samples() -> None:
-    """SmolLM2's SAN in float32: ||X||_F rounds to 0 from t=18 in every sample. More samples cannot
-    decide it, so the row must not read 'sample too small' (nor be extended by --until-decided)."""
+    """A curve that overflows: more samples cannot decide it, so the row must not read 'sample too small'
+    (nor be extended by --until-decided). (An X that rounds to 0 is not one: it sits at the floor.)"""
     v = samples(-0.5, n=64)
     v[:, 9:] = np.nan
-    zero = np.zeros_like(v, dtype=bool)
-    zero[:, 9:] = True
-    c = Curve.from_samples(v, "mu_rel", "float32", zero=zero)
+    c = Curve.from_samples(v, "mu_rel", "float32")
     j = rules.san_collapse({"causal": c, "complete": curve(-0.5, n=64)}, TH)
     assert j.verdict == INCONCLUSIVE and j.cause_kind == "non-finite"
-    assert "underflowed to 0" in j.cause and j.cause.startswith("causal: ")
+    assert "overflow" in j.cause and j.cause.startswith("causal: ")
     few = samples(-0.5, n=2)
     few[:, 9:] = np.nan
     k = rules.san_collapse({"causal": Curve.from_samples(few, "mu_rel", "float32")}, TH)

@@ -4,7 +4,8 @@ Each kind of cause has one sentence builder; a claim row carries the kind (``cau
 sentence (``cause``). The kinds:
 
 - ``precision floor``: μ_rel sits at the dtype's precision floor: collapsed to rounding noise (or a
-  float32 measurement sits at its dtype's precision while float64 resolves it);
+  float32 measurement sits at its dtype's precision while float64 resolves it; or a curve reaches the
+  floor too early for a rate to be measured above it, :func:`floor_too_early`);
 - ``norm effect``: raw μ moves with the token norm ‖X‖_F while μ_rel does not (or the reverse);
 - ``stand-in differs``: the weights that stood in behave differently from what the paper describes;
 - ``not testable``: the statement's precondition fails in this setting (e.g. the SAN does not collapse);
@@ -48,6 +49,17 @@ def precision_floor(where: str, dtype: str, t: int | None) -> str:
         f"{where}: μ_rel sits at the {dtype} precision floor ({floor_rel(dtype):.1e}){at}, so the tokens "
         "have collapsed to rounding noise; a raw μ that stays level there does so only because the token "
         "norm does (in float64 the same curve sits about 9 decades lower)"
+    )
+
+
+def floor_too_early(where: str, dtype: str, t: int | None) -> str:
+    """A rate that cannot be measured before the floor (``kit.curves.Curve.rate``): the curve reaches it
+    with fewer than 2 layers above it."""
+    at = f" at t = {t}" if t is not None else ""
+    return (
+        f"{where}: reaches the {dtype} precision floor{at} with fewer than 2 layers above it, so no rate can "
+        "be measured before the floor (a rate averaged through it would be the floor's own, ln(32 eps) / L); "
+        "more samples would not change it"
     )
 
 

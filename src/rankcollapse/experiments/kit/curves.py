@@ -21,6 +21,11 @@ samples of one condition (model, mode, mask, dtype, ...):
 standard error (ours): ``(drop(b) - drop(a)) / (b - a)``, standard error
 ``(sd(b) + sd(a)) / sqrt(n) / (b - a)`` (an upper bound on the std of the difference; exact for
 ``a = 0``); it is printed as the per-layer factor ``x exp(rate)`` with the log rate beside it.
+**A rate is measured before the floor**: ``b`` is cut to the last layer before any sample reaches the
+floor (:meth:`Curve.above_floor`), so no clamped value enters a rate (a curve averaged through the floor
+reads the floor's own rate, ``ln(32 eps) / L``, whatever it did above it); where fewer than 2 layers of
+``a..b`` lie above the floor the rate is not measured (:attr:`Rate.measured` False, NaN, with the floor's
+layer: :meth:`Rate.text` and ``causes.floor_too_early`` say so). Every rule reads its rates here.
 
 **The unit of sampling.** Where the weights are a random draw (a random init, the simulator's
 Gaussian or orthogonal matrices) a statement is about networks, so the unit is the *network*: a curve
@@ -35,6 +40,12 @@ on top of the looks of a sequential run (:func:`looks`).
 **The floor of raw mu** is the floor of mu_rel on the same samples: raw ``mu <= 32 eps ||X||_F``. A raw
 curve read from rows that carry mu_rel counts a sample at the floor when its mu_rel is (or its raw mu
 underflowed to 0); ``underflow_share`` keeps the underflows apart (they are drawn differently).
+
+**Underflow to 0, one treatment**: an exact 0 is below the floor, wherever it comes from. Raw mu rounded
+to 0 sits at the floor (counted at :meth:`Curve.clamp`); a sample whose whole X rounded to 0 (``zero``:
+``||X||_F = 0``, so mu_rel = 0/0 is stored as NaN) has raw ``mu = 0 <= 32 eps ||X||_F = 0``: its mu_rel
+is read as at the floor too (0, counted at the floor), never as a non-finite value (Theorem 1's SAN whose
+raw mu underflows and SmolLM2's SAN whose X underflows read the same).
 """
 
 from __future__ import annotations
@@ -161,13 +172,29 @@ def n_words(n: int | None, unit: str = SAMPLE) -> str:
 @dataclass(frozen=True)
 class Rate:
     """A mean per-layer log rate with its standard error, over ``n`` units (samples or networks);
-    ``tests``: the conditions of the row it belongs to (:func:`conditions`, captured when built)."""
+    ``tests``: the conditions of the row it belongs to (:func:`conditions`, captured when built).
+    ``start``, ``end``: the layers it spans (``end`` cut before the floor, :meth:`Curve.rate`; -1 where not
+    said); ``floor_t``: the first layer at the floor where the floor cut the window asked for (None: the
+    whole window lies above it)."""
 
     mean: float
     se: float
     n: int
     unit: str = SAMPLE
     tests: int = field(default_factory=current_tests)
+    start: int = -1
+    end: int = -1
+    floor_t: int | None = None
+
+    @property
+    def measured(self) -> bool:
+        """False where the curve reached the floor with fewer than 2 layers of the window above it."""
+        return not (self.floor_t is not None and self.end <= self.start)
+
+    @property
+    def cut(self) -> bool:
+        """True where the floor cut the window asked for (the rate spans the layers above it only)."""
+        return self.floor_t is not None
 
     @property
     def half(self) -> float:
@@ -188,11 +215,24 @@ class Rate:
         """``exp(mean)``: the mean per-layer factor (0.3 = falls to 30% per layer)."""
         return math.exp(self.mean) if math.isfinite(self.mean) else math.nan
 
+    def floor_words(self) -> str:
+        """``at the floor from t=2, fewer than 2 layers above it: no rate`` (a rate not measured), ``t=0..5,
+        before the floor at t=6`` (a window the floor cut), else ``""``."""
+        if not self.measured:
+            return f"at the floor from t={self.floor_t}, fewer than 2 layers above it: no rate"
+        if self.cut:
+            return f"t={self.start}..{self.end}, before the floor at t={self.floor_t}"
+        return ""
+
     def text(self) -> str:
         """``x0.31/layer (log rate -1.2 ± 0.05, 4 samples)`` (± = ``z(n)`` standard errors over the n
-        units; ``2 networks`` where the network is the unit)."""
+        units; ``2 networks`` where the network is the unit; ``; t=0..5, before the floor at t=6`` where the
+        floor cut the window; ``no rate (at the floor from t=1, ...)`` where it left no rate to measure)."""
+        if not self.measured:
+            return f"no rate ({self.floor_words()})"
         units = n_words(self.n, self.unit)
-        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {self.half:.2g}, {units})"
+        cut = f"; {self.floor_words()}" if self.cut else ""
+        return f"x{self.factor:.3g}/layer (log rate {self.mean:.3g} ± {self.half:.2g}, {units}{cut})"
 
 
 @dataclass(frozen=True)
@@ -256,10 +296,13 @@ class Curve:
         """Summarise ``values`` [b, L+1] (sample k, layer t) of ``quantity`` in ``dtype``.
 
         ``zero`` [b, L+1] (optional): True where the sample's ||X||_F is 0 in its dtype (the tokens
-        underflowed), so a NaN mu_rel there reads "undefined (0/0)", not "overflow"."""
+        underflowed): its NaN mu_rel (0/0) is read as 0, at the floor (module docstring), never as a
+        non-finite value."""
         v = np.asarray(values, dtype=np.float64)
         if v.ndim != 2 or v.shape[0] < 1 or v.shape[1] < 1:
             raise ValueError(f"values must be [samples, layers] with both >= 1, got shape {v.shape}")
+        if zero is not None:
+            v = np.where(np.asarray(zero, dtype=bool) & np.isnan(v), 0.0, v)
         dtype = dtype_name(dtype)
         ok = np.cumprod(np.isfinite(v), axis=1).astype(bool)  # non-finite once = non-finite after
         clamp = clamp_value(quantity, dtype)
@@ -292,14 +335,22 @@ class Curve:
         """The curve stored in ``rows`` (one per layer, columns of :meth:`columns` and ``finite``).
 
         Raw ``mu`` read from rows that also carry ``mu_rel``: a sample sits at the floor when its mu_rel
-        does (raw ``mu <= 32 eps ||X||_F``) or its raw mu underflowed (module docstring)."""
+        does (raw ``mu <= 32 eps ||X||_F``) or its raw mu underflowed (module docstring). ``mu_rel`` read
+        from rows with ``zero_share``: the samples whose X rounded to 0 (stored as non-finite 0/0) are
+        finite and at the floor (module docstring: one treatment of an underflow)."""
         rows = rows.sort_values("layer")
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
+        zero = np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None
+        finite = _finite_column(rows, q)
         underflow = None
         if q == "mu" and "mu_rel_floor_share" in rows:
-            underflow = get[6]
+            underflow = get[6]  # a sample whose X rounded to 0 is in it (raw mu = 0)
             get[6] = np.fmax(underflow, np.asarray(rows["mu_rel_floor_share"], dtype=np.float64))
+        if q == "mu_rel" and zero is not None:  # stored 0/0 -> at the floor (counted as finite there)
+            z0 = np.nan_to_num(zero)
+            finite = np.fmin(finite + z0, 1.0)
+            get[6] = np.fmin(np.nan_to_num(get[6]) + z0, 1.0)
         x_norm = np.asarray(rows["x_norm"], dtype=np.float64) if "x_norm" in rows else None
         return cls(
             q,
@@ -311,9 +362,9 @@ class Curve:
             get[3],
             get[4],
             get[5],
-            _finite_column(rows, q),
+            finite,
             get[6],
-            np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None,
+            zero,
             underflow_share=underflow,
             x_norm=x_norm,
         )
@@ -377,26 +428,39 @@ class Curve:
         """Samples still finite at layer t."""
         return round(float(self.finite[t]) * self.n)
 
+    def above_floor(self) -> int:
+        """The last layer ``t`` with no sample at the floor at any layer ``0..t`` (``L`` where none ever is,
+        -1 where one is at t = 0): the layers a rate may read (module docstring)."""
+        hit = np.nonzero(self.floor_share > 0)[0]
+        return self.layers if hit.size == 0 else int(hit[0]) - 1
+
     def rate(self, start: int, end: int) -> Rate:
-        """Mean per-layer log rate from layer ``start`` to ``end`` (see the module docstring); where the
+        """Mean per-layer log rate from layer ``start`` to ``end``, measured before the floor: ``end`` cut to
+        :meth:`above_floor` (not measured where fewer than 2 layers remain; module docstring); where the
         network is the unit: the mean of the networks' rates, with the standard error of that mean."""
         if not 0 <= start < end <= self.layers:
             raise ValueError(f"need 0 <= start < end <= {self.layers}, got {start}, {end}")
+        top = self.above_floor()
+        floor_t = top + 1 if top < end else None
+        end = min(end, top)
+        span = {"start": start, "end": end, "floor_t": floor_t}
+        if end <= start:  # the floor leaves fewer than 2 layers of the window: no rate
+            return Rate(math.nan, math.nan, self.units, self.unit, **span)
         if self.unit == NETWORK:
             nets = self.net_drop if self.net_drop is not None else self.drop[None, :]
             per = (nets[:, end] - nets[:, start]) / (end - start)
             per = per[np.isfinite(per)]
             g = int(per.size)
             if g == 0:
-                return Rate(math.nan, math.nan, 0, NETWORK)
+                return Rate(math.nan, math.nan, 0, NETWORK, **span)
             se = float(sample_std(per)) / math.sqrt(g) if g >= 2 else math.nan
-            return Rate(float(per.mean()), se, g, NETWORK)
+            return Rate(float(per.mean()), se, g, NETWORK, **span)
         n = self.n_at(end)
         if n == 0:
-            return Rate(math.nan, math.nan, 0)
+            return Rate(math.nan, math.nan, 0, **span)
         sd = float(self.drop_std[end]) + (float(self.drop_std[start]) if start > 0 else 0.0)
         mean = (float(self.drop[end]) - float(self.drop[start])) / (end - start)
-        return Rate(mean, sd / math.sqrt(n) / (end - start), n)
+        return Rate(mean, sd / math.sqrt(n) / (end - start), n, **span)
 
     def first_nonfinite(self) -> int | None:
         """First layer where some sample is not finite (None: all finite throughout)."""
@@ -414,6 +478,14 @@ class Curve:
         """First layer where at least ``share`` of the samples sit at the floor (mu_rel: the precision
         floor; raw mu: the same floor, or an underflow to 0)."""
         hit = np.nonzero(self.floor_share >= share)[0]
+        return int(hit[0]) if hit.size else None
+
+    def first_zero(self) -> int | None:
+        """The first layer where some sample's whole X rounded to 0 (``||X||_F = 0``; None: never, or not
+        recorded)."""
+        if self.zero_share is None:
+            return None
+        hit = np.nonzero(np.nan_to_num(self.zero_share) > 0)[0]
         return int(hit[0]) if hit.size else None
 
     def first_underflow(self) -> int | None:

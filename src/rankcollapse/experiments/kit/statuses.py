@@ -81,9 +81,16 @@ def _m(what: str, r: Rate, threshold: float) -> Margin:
 
 
 def underflow_note(c: Curve) -> str:
-    """``"; raw mu underflows to 0 in float32 from t=64"`` where some sample's raw mu rounds to 0."""
+    """``"; raw mu underflows to 0 in float32 from t=64"`` where some sample's raw mu rounds to 0; for
+    mu_rel, ``"; ||X||_F underflows to 0 in float32 from t=17 (mu_rel = 0/0, counted at the floor)"`` where
+    some sample's whole X does (``kit.curves``: one treatment of an underflow, at the floor)."""
     t = c.first_underflow()
-    return "" if t is None else f"; raw mu underflows to 0 in {c.dtype} from t={t} (counted at {c.clamp:.1e})"
+    if t is not None:
+        return f"; raw mu underflows to 0 in {c.dtype} from t={t} (counted at {c.clamp:.1e})"
+    t = c.first_zero() if c.quantity == "mu_rel" else None
+    if t is not None:
+        return f"; ||X||_F underflows to 0 in {c.dtype} from t={t} (mu_rel = 0/0, counted at the floor)"
+    return ""
 
 
 def floor_words(c: Curve) -> str:
@@ -109,12 +116,17 @@ def _collapse_status(c: Curve, th: Thresholds) -> Status:
     floor = c.first_at_floor()
     r = c.rate(0, c.layers)
     if floor is not None:
-        until = f" ({c.rate(0, floor).text()} until then)" if floor > 0 else ""
+        until = _until(c, 0, floor)
+        until = f" ({until})" if until else ""
         return Status(StatusName.AT_FLOOR, f"{floor_words(c)} from t={floor}{until}", floor_t=floor)
+    if not r.measured:
+        return _some_at_floor(c, r, "")
     if few(c, th):
         return Status(StatusName.TOO_FEW, f"{r.text()}, too few samples")
     tol = th["rate_tol"]
     tail = c.rate(c.layers // 2, c.layers) if c.layers >= 2 else r
+    if not tail.measured:  # samples reach the floor before the last half: its rate is the one above it
+        tail = r
     margins = (_m("log rate", r, -tol), _m("last-half log rate", tail, -tol))
     if r.hi < -tol and tail.hi < -tol:
         return Status(StatusName.COLLAPSING, f"falls {r.text()}, last half x{tail.factor:.3g}/layer", margins)
@@ -122,6 +134,22 @@ def _collapse_status(c: Curve, th: Thresholds) -> Status:
         what = "levels off" if r.hi < -tol else "no collapse"
         return Status(StatusName.NOT_COLLAPSING, f"{what}: {r.text()}, last half {tail.text()}", margins)
     return Status(StatusName.UNCLEAR, f"unclear: {r.text()}, last half {tail.text()}", margins)
+
+
+def _until(c: Curve, start: int, floor: int) -> str:
+    """``x0.3/layer (log rate ...; t=0..4, before the floor at t=5) until then``: the rate a curve had above
+    the floor before it reached it (``""`` where none can be measured)."""
+    r = c.rate(start, floor) if floor > start else None
+    return f"{r.text()} until then" if r is not None and r.measured else ""
+
+
+def _some_at_floor(c: Curve, r: Rate, lvl: str) -> Status:
+    """``at floor``: a curve whose rate ``r`` cannot be measured because samples reach the floor with fewer
+    than 2 layers above it (fewer than half of them, else :meth:`Curve.first_at_floor` said so): a rate
+    through the floor would be the floor's own (``kit.curves``), so the curve is judged at the floor."""
+    share = float(c.floor_share[r.floor_t]) if r.floor_t is not None else math.nan
+    words = f"{floor_words(c)} for {share:.0%} of samples from t={r.floor_t}{lvl}: {r.floor_words()}"
+    return Status(StatusName.AT_FLOOR, words, floor_t=r.floor_t)
 
 
 def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
@@ -135,7 +163,9 @@ def level_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
     if c.layers < 2:
         return Status(StatusName.UNCLEAR, f"{lvl}, too few layers")
     r = c.rate(c.layers // 2, c.layers)
-    words = f"{lvl}, last half {r.text()}; x{math.exp(r.mean * (c.layers - c.layers // 2)):.3g} over it"
+    if not r.measured:
+        return _some_at_floor(c, r, f" ({lvl})")
+    words = f"{lvl}, last half {r.text()}; x{math.exp(r.mean * (r.end - r.start)):.3g} over it"
     if few(c, th):
         return Status(StatusName.TOO_FEW, words)
     tol = th["rate_tol"]
@@ -162,11 +192,15 @@ def trend_status(c: Curve, th: Thresholds, keep_min: float | None) -> Status:
     lvl = f"level {c.mean[start]:.3g} at t={start} -> {c.mean[-1]:.3g} at t={c.layers}"
     floor = c.first_at_floor()
     if floor is not None:
-        until = f", {c.rate(start, floor).text()} until then" if floor > start else ""
+        until = _until(c, start, floor)
+        until = f", {until}" if until else ""
         return Status(StatusName.AT_FLOOR, f"{floor_words(c)} from t={floor} ({lvl}{until})", floor_t=floor)
     if c.layers - start < 2:
         return Status(StatusName.UNCLEAR, f"{lvl}, too few layers")
     whole, tail = c.rate(start, c.layers), c.rate(c.layers // 2, c.layers)
+    for r in (whole, tail):
+        if not r.measured:
+            return _some_at_floor(c, r, f" ({lvl})")
     words = f"{lvl}; from t={start} {whole.text()}, last half x{tail.factor:.3g}/layer"
     if few(c, th):
         return Status(StatusName.TOO_FEW, words)

@@ -1,8 +1,11 @@
 """Rules on rates (slopes of log curves over layers): one rate against another, for sure at the row's level.
 
 A rate is :meth:`~rankcollapse.experiments.kit.curves.Curve.rate` (the mean per-layer log change and its
-standard error, per network where the weights are a random draw); two rates differ for sure when their
-difference lies outside ``± z se`` (``kit.curves.z``, Bonferroni over the row's conditions). Used for
+standard error, per network where the weights are a random draw), measured before the floor: a curve that
+reaches the precision floor with fewer than 2 layers above it has no rate, and its condition is inconclusive
+with that cause (``causes.floor_too_early``), never compared at the floor's own rate. Two rates differ for
+sure when their difference lies outside ``± z se`` (``kit.curves.z``, Bonferroni over the row's
+conditions); a difference of two rates (the d_qk effect) is measured over their common layers. Used for
 locality (a larger graph radius collapses more slowly), the d_qk rules (Fig. 3) and a polynomial decay
 (:func:`power_law`: the rate in log t, Karagodin et al.'s pre-LN contraction).
 """
@@ -32,6 +35,18 @@ def _compare(a: Rate, b: Rate) -> tuple[int, float, float]:
     return (1 if diff > crit else -1 if diff < -crit else 0), diff, se
 
 
+def _no_rate(label: str, dtype: str, r: Rate) -> Judgement:
+    """Inconclusive: the curve of ``label`` reaches the floor with fewer than 2 layers of the window above
+    it, so it has no rate (``Curve.rate``); more samples would not change it."""
+    cause = causes.floor_too_early(label, dtype, r.floor_t)
+    return Judgement(INCONCLUSIVE, f"{label}: {r.text()}", cause, "precision floor", r.n, unit=r.unit)
+
+
+def _factor(r: Rate) -> str:
+    """``x0.31/layer``, or ``no rate (at the floor from t=1, ...)``."""
+    return f"x{r.factor:.3g}/layer" if r.measured else r.text()
+
+
 def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: Thresholds) -> Judgement:
     """More local masks (larger graph radius) collapse more slowly: for every pair of masks with
     different radii (in the same dtype), the more local one has the higher (less negative) log rate over
@@ -53,6 +68,10 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
                 parts.append((label, few_part(label, min(ca.n, cb.n), th, "too few samples")))
                 continue
             ra, rb = ca.rate(0, ca.layers), cb.rate(0, cb.layers)
+            gone = [(m, c.dtype, r) for m, c, r in ((a, ca, ra), (b, cb, rb)) if not r.measured]
+            if gone:
+                parts.append((label, _no_rate(*gone[0])))
+                continue
             sign, diff, se = _compare(ra, rb)
             v = {1: REPRODUCED, -1: NOT_REPRODUCED}.get(sign, INCONCLUSIVE)
             word = {1: "slower", -1: "faster", 0: "not distinguishable"}[sign]
@@ -72,10 +91,25 @@ def local_slower(curves: Mapping[str, Curve], radius: Mapping[str, float], th: T
 
 
 def _effect(curves: Mapping[float, Curve], start: int, end: int) -> Rate:
-    """Rate at the smallest d_qk minus rate at the largest d_qk, over layers start..end."""
+    """Rate at the smallest d_qk minus rate at the largest d_qk, over layers start..end, both measured over
+    their common layers above the floor (not measured where either curve has fewer than 2 there)."""
     lo, hi = curves[min(curves)], curves[max(curves)]
     a, b = lo.rate(start, end), hi.rate(start, end)
-    return Rate(a.mean - b.mean, math.sqrt(a.se**2 + b.se**2), min(a.n, b.n), a.unit)
+    cuts = [r.floor_t for r in (a, b) if r.floor_t is not None]
+    floor_t = min(cuts) if cuts else None
+    common = min(a.end, b.end)
+    if not (a.measured and b.measured):
+        return Rate(math.nan, math.nan, min(a.n, b.n), a.unit, start=start, end=common, floor_t=floor_t)
+    if common < max(a.end, b.end):  # the same layers for both: the effect of d_qk, not of the window
+        a, b = lo.rate(start, common), hi.rate(start, common)
+    return Rate(
+        a.mean - b.mean, math.sqrt(a.se**2 + b.se**2), min(a.n, b.n), a.unit, start=start, end=common,
+        floor_t=floor_t,
+    )
+
+
+def _dtype(curves: Mapping[float, Curve]) -> str:
+    return next(iter(curves.values())).dtype
 
 
 def dqk_testable(
@@ -126,9 +160,12 @@ def dqk_slows(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) -> 
         for mask, curves in per_mask.items():
             k = min(k0, min(c.layers for c in curves.values()))
             e = _effect(curves, 0, k)
-            shown = ", ".join(
-                f"d_qk={d:g}: x{c.rate(0, k).factor:.3g}/layer" for d, c in sorted(curves.items())
-            )
+            if not e.measured:
+                parts.append((mask, _no_rate(mask, _dtype(curves), e)))
+                continue
+            shown = ", ".join(f"d_qk={d:g}: {_factor(c.rate(0, e.end))}" for d, c in sorted(curves.items()))
+            if e.cut:
+                shown += f" (t=0..{e.end}, before the floor at t={e.floor_t})"
             words = (
                 f"{shown}; smallest minus largest d_qk {e.mean:+.2g} ± {e.half:.2g} ({n_words(e.n, e.unit)})"
             )
@@ -153,6 +190,10 @@ def dqk_global(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) ->
     with conditions(len(pairs)):
         for g, s in pairs:
             label = f"{g} minus {s}"
+            gone = [m for m in (g, s) if not eff[m].measured]
+            if gone:
+                parts.append((label, _no_rate(gone[0], _dtype(per_mask[gone[0]]), eff[gone[0]])))
+                continue
             if min(eff[g].n, eff[s].n) < th.count("min_samples"):
                 parts.append((label, few_part(label, min(eff[g].n, eff[s].n), th, "too few samples")))
                 continue
@@ -162,7 +203,10 @@ def dqk_global(per_mask: Mapping[str, Mapping[float, Curve]], th: Thresholds) ->
             margin = Margin("difference of d_qk effects", diff, se, 0.0, min(eff[g].n, eff[s].n), unit)
             words = f"{diff:+.2g} ± {z(margin.n) * se:.2g} ({n_words(margin.n, unit)})"
             parts.append((label, sample_part(v, words, [margin], margin.n, unit)))
-    shown = "; ".join(f"{m}: effect {e.mean:+.2g} ± {e.half:.2g}" for m, e in eff.items())
+    shown = "; ".join(
+        f"{m}: effect {e.mean:+.2g} ± {e.half:.2g}" if e.measured else f"{m}: {e.text()}"
+        for m, e in eff.items()
+    )
     if not parts:
         why = "no (global, sparse) pair of masks measured"
         return Judgement(INCONCLUSIVE, f"{shown} || {why}", causes.not_testable(why), "not testable")
@@ -187,6 +231,9 @@ def _shallow_part(mask: str, curves: Mapping[float, Curve], k0: int, th: Thresho
         why = causes.not_testable(f"{mask}: fewer than 2 layers")
         return Judgement(INCONCLUSIVE, "too few layers", why, "not testable")
     shallow, deep = _effect(curves, 0, k), _effect(curves, depth - k, depth)
+    for what, e in (("shallow layers", shallow), ("deep layers", deep)):
+        if not e.measured:
+            return _no_rate(f"{mask}, {what}", _dtype(curves), e)
     if min(c.n for c in curves.values()) < th.count("min_samples"):
         return few_part(mask, shallow.n, th, "too few samples")
     sign, diff, se = _compare(deep, shallow)
@@ -219,6 +266,12 @@ def power_law(curves: Mapping[str, Curve], exponent: float, th: Thresholds) -> J
                 parts.append((label, Judgement(INCONCLUSIVE, why, causes.not_testable(why), "not testable")))
                 continue
             r, k = c.rate(a, b), (b - a) / math.log(b / a)
+            if not r.measured:
+                parts.append((label, _no_rate(label, c.dtype, r)))
+                continue
+            if r.cut:  # the slope over the layers above the floor
+                b = r.end
+                k = (b - a) / math.log(b / a)
             slope, se = r.mean * k, r.se * k
             what = f"slope of log {c.quantity} in log t over layers {a}-{b}"
             hi = Margin(f"{what}, at most {exponent:g} + tol", slope, se, exponent + tol, r.n, r.unit)
