@@ -820,3 +820,120 @@ def test_largest_pins_every_verdict() -> None:
     j = rules.largest(few, "peri", TH, "speed")
     assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
     assert rules.largest({"pre": one(0.3, 0.01)}, "peri", TH, "speed").cause_kind == "not testable"
+
+
+# ----------------------------------------------------------------------------- rates before the floor (issue 40)
+
+
+def floored(rate: float, **kw: object) -> Curve:
+    """A float32 mu_rel curve falling at ``rate`` per layer from 0.5: it reaches the float32 floor
+    (3.8e-6) once ``0.5 exp(rate t)`` does (rate -6: t = 2; rate -15: t = 1, no rate above it)."""
+    return curve(rate, dtype="float32", **kw)
+
+
+def test_a_rate_is_measured_before_the_floor_or_not_at_all() -> None:
+    """Curve.rate, the one rate: cut at the last layer with no sample at the floor, never averaged
+    through it (the old rate of a floor-reaching curve was the floor's own, ln(32 eps / 0.5) / L)."""
+    c = floored(-2.0)
+    r = c.rate(0, 12)
+    assert c.above_floor() == 5 and (r.start, r.end, r.floor_t) == (0, 5, 6) and r.cut and r.measured
+    assert r.mean == pytest.approx(-2.0, abs=0.05)  # through the floor: about -0.98
+    assert "before the floor at t=6" in r.text()
+    whole = curve(-2.0)  # float64: never at its floor over 12 layers
+    assert whole.rate(0, 12).floor_t is None and not whole.rate(0, 12).cut
+    gone = floored(-15.0).rate(0, 12)
+    assert not gone.measured and math.isnan(gone.mean) and gone.floor_t == 1
+    assert "fewer than 2 layers above it" in gone.text()
+    nets = Curve.pool([floored(-2.0, seed=k) for k in range(3)], NETWORK)
+    assert nets.rate(0, 12).end == 5 and nets.rate(0, 12).mean == pytest.approx(-2.0, abs=0.05)
+
+
+def test_local_slower_compares_rates_above_the_floor_not_the_floors_own() -> None:
+    """Gaussian SAN, 128 layers: complete and causal-window both reach the float32 floor, so their rates
+    through the floor were both ln(32 eps)/L and read 'not distinguishable'. Above the floor the more
+    local mask is slower; a curve at the floor from t = 1 has no rate (inconclusive, that cause)."""
+    radius = {"complete": 1, "causal-window:w=1": 127}
+    both = {"complete, float32": floored(-6.0), "causal-window:w=1, float32": floored(-2.0, seed=1)}
+    j = rules.local_slower(both, radius, TH)
+    assert j.verdict == REPRODUCED and "before the floor at t=2" in j.evidence
+    early = {"complete, float32": floored(-15.0), "causal-window:w=1, float32": floored(-2.0, seed=1)}
+    j = rules.local_slower(early, radius, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "precision floor"
+    assert "fewer than 2 layers above it" in j.cause and j.cause.startswith("complete")
+
+
+def test_dqk_slows_reads_no_effect_from_a_curve_at_the_floor() -> None:
+    """d_qk = 64 at the floor from t = 1: its rate over the first layers was the floor's, making a large
+    'effect' of d_qk (the old rule: reproduced); it has no rate there."""
+    j = rules.dqk_slows({"complete": {1 / 64: floored(-0.5), 64.0: floored(-15.0, seed=1)}}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "precision floor" and "complete" in j.cause
+
+
+def test_dqk_effect_compares_both_rates_over_the_same_layers_above_the_floor() -> None:
+    """d_qk = 64 reaches the floor at t = 3 (rate -5 until then); d_qk = 1/64 falls at -0.1 until t = 2
+    and then at -3: over the common layers 0..2 the effect is +4.9, over mismatched windows (0..3 against
+    0..2) it would be about +3.9."""
+    t = np.arange(13.0)
+    slow = np.where(t <= 2, -0.1 * t, -0.2 - 3.0 * (t - 2))
+    gen = np.random.default_rng(0)
+    small = Curve.from_samples(0.5 * np.exp(slow + 0.001 * gen.standard_normal((8, 13))), "mu_rel", "float32")
+    big = floored(-5.0, noise=0.001, seed=1)
+    assert big.above_floor() == 2
+    j = rules.dqk_slows({"complete": {1 / 64: small, 64.0: big}}, TH)
+    assert j.verdict == REPRODUCED and j.margins[0].value == pytest.approx(4.9, abs=0.05)
+
+
+def test_dqk_global_reads_no_effect_from_a_curve_at_the_floor() -> None:
+    big = {1 / 64: floored(-0.1), 64.0: floored(-15.0, seed=1)}  # through the floor: effect about +3.8
+    small = {1 / 64: floored(-0.4, seed=2), 64.0: floored(-0.5, seed=3)}
+    j = rules.dqk_global({"complete": big, "window:w=1": small}, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "precision floor" and j.cause.startswith("complete")
+
+
+def test_dqk_shallow_reads_no_deep_effect_from_a_curve_at_the_floor() -> None:
+    """d_qk = 64 sits at the floor from t = 6, so the deep layers (9..12) have no rate; through the floor
+    the deep effect read -0.5 against a shallow +1.5 (the old rule: reproduced)."""
+    curves = {"complete": {1 / 64: floored(-0.5, seed=1), 64.0: floored(-2.0)}}
+    j = rules.dqk_shallow(curves, TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "precision floor" and "deep layers" in j.cause
+
+
+def test_power_law_reads_no_slope_through_the_floor() -> None:
+    """Three of eight samples reach the floor at t = 7, inside the last half (6..12): fewer than half, so
+    the curve is not 'at floor', but its slope through the floor is the floor's: no slope is measured."""
+    v = samples(-0.1, n=8, noise=0.001)
+    v[:3, 7:] = 1e-7  # below the float32 floor
+    c = Curve.from_samples(v, "mu_rel", "float32")
+    assert c.first_at_floor() is None and c.above_floor() == 6
+    j = rules.power_law({"pre": c}, -1.0, POWER_TH)
+    assert j.verdict == INCONCLUSIVE and j.cause_kind == "precision floor"
+
+
+def test_power_law_reads_its_slope_in_log_t_over_the_layers_above_the_floor() -> None:
+    """y = 0.9 / t with three of eight samples at the floor from t = 8: the slope over 6..7 (the last half
+    above the floor) in log t is -1; read with the whole half's log(12 / 6) it would be -1.33."""
+    t = np.arange(13.0)
+    gen = np.random.default_rng(0)
+    v = 0.9 / np.maximum(t, 1.0) * np.exp(0.0005 * gen.standard_normal((8, 13)))
+    v[:3, 8:] = 1e-7
+    c = Curve.from_samples(v, "mu_rel", "float32")
+    assert c.above_floor() == 7
+    j = rules.power_law({"pre": c}, -1.0, POWER_TH)
+    assert j.verdict == REPRODUCED and "over layers 6-7" in j.evidence
+    assert j.margins[0].value == pytest.approx(-1.0, abs=0.02)
+
+
+def test_a_status_never_reads_a_rate_through_the_floor() -> None:
+    """Three of eight samples at the floor from t = 1 (fewer than half: not 'at floor' by share): no rate
+    can be measured above it, so the curve is judged at the floor, never by a rate through it."""
+    v = samples(-0.3, n=8)
+    v[:3, 1:] = 1e-7
+    c = Curve.from_samples(v, "mu_rel", "float32")
+    assert c.first_at_floor() is None and c.above_floor() == 0
+    for st in (collapse_status(c, TH), level_status(c, TH, 0.05), trend_status(c, TH, 0.05)):
+        assert st.name is StatusName.AT_FLOOR and "fewer than 2 layers above it" in st.words
+    for t in (9, 7):  # the last half (6..12) read above the floor (6..8), or none of it: the rate above it
+        late = samples(-0.3, n=8)
+        late[:3, t:] = 1e-7
+        st = collapse_status(Curve.from_samples(late, "mu_rel", "float32"), TH)
+        assert st.name is StatusName.COLLAPSING and f"before the floor at t={t}" in st.words
