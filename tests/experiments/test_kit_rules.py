@@ -822,7 +822,7 @@ def test_largest_pins_every_verdict() -> None:
     assert rules.largest({"pre": one(0.3, 0.01)}, "peri", TH, "speed").cause_kind == "not testable"
 
 
-# ----------------------------------------------------------------------------- rates before the floor (issue 40)
+# ------------------------------------------------------------------------ rates before the floor (issue 40)
 
 
 def floored(rate: float, **kw: object) -> Curve:
