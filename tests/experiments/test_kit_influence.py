@@ -10,7 +10,7 @@ import numpy as np
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE
 from rankcollapse.experiments.kit.data import Layered
-from rankcollapse.experiments.kit.influence import peaked, scales_as, u_shaped
+from rankcollapse.experiments.kit.influence import peaked, scales_as, u_shaped, u_somewhere
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of("test", {"min_samples": 4, "u_log_min": 0.0})
@@ -166,3 +166,20 @@ def test_the_law_s_comparisons_share_one_bonferroni_correction() -> None:
     alone = scales_as({"a": (s, None)}, 2.0, LAW_TH)
     shared = scales_as({"a": (s, None), "b": (one(2.0, sd=0.001), one(0.0, sd=0.001))}, 2.0, LAW_TH)
     assert alone.verdict == REPRODUCED and shared.verdict == INCONCLUSIVE
+
+
+def test_a_u_that_exists_at_some_lam_is_a_u_somewhere_where_every_condition_would_refute_it() -> None:
+    """Issue 40 (2): Herasimchyk et al. claim that a U *exists* at finite depth; the old rule demanded it at
+    every lam and refuted the claim while one appears at lam = 0.9."""
+    arms = {"lam = 0.3": (arm(2.0), arm(-0.8)), "lam = 0.6": (arm(2.0), arm(-0.3)),
+            "lam = 0.9": (arm(1.5), arm(0.6))}
+    assert u_shaped(arms, TH).verdict == NOT_REPRODUCED  # "in every condition": the old reading
+    some = u_somewhere(arms, TH)
+    assert some.verdict == REPRODUCED and some.decided_by.startswith("lam = 0.9: a U")
+    assert some.key is not None and "lam = 0.9" in some.key.what
+    none = u_somewhere({k: v for k, v in arms.items() if k != "lam = 0.9"}, TH)
+    assert none.verdict == NOT_REPRODUCED and "no condition shows it" in none.cause
+    assert none.decided_by.startswith("lam = 0.6")  # the nearest to a U decides the refutation
+    open_ = u_somewhere({"lam = 0.3": (arm(2.0), arm(-0.8)), "lam = 0.9": (arm(2.0), arm(0.03, sd=0.2))}, TH)
+    assert open_.verdict == INCONCLUSIVE and open_.cause_kind == "sample too small"
+    assert open_.decided_by.startswith("lam = 0.9")

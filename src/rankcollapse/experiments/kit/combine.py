@@ -104,6 +104,63 @@ def combine_parts(parts: Sequence[tuple[str, Judgement]], empty: str = "no data"
     return Judgement(verdict, evidence, sentence, kind, n, margins, f"{label}: {part.evidence}", key, unit)
 
 
+def combine_exists(parts: Sequence[tuple[str, Judgement]], empty: str = "no data") -> Judgement:
+    """One judgement of an *existence* statement ("at finite depth the profile is U-shaped": some condition
+    shows it) from labelled parts, each a judgement of "this condition shows it": reproduced when a part is
+    reproduced (decided by the clearest such part: its decided comparisons farthest from their
+    thresholds); not reproduced only when every part is not reproduced (decided by the part nearest to
+    showing it: its decided comparison closest to its threshold); else inconclusive (the first open part,
+    its cause). The evidence lists every part, ``n`` the smallest part's; Bonferroni over the parts is the
+    rule's (``kit.curves.conditions``), as for :func:`combine_parts`."""
+    if not parts:
+        return Judgement(INCONCLUSIVE, empty, causes.no_data(empty), "no data")
+    parts = [(label, replace(p, margins=tuple(_labelled(label, m) for m in p.margins))) for label, p in parts]
+    evidence = " | ".join(f"{label}: {p.evidence}" for label, p in parts)
+    margins = tuple(m for _, p in parts for m in p.margins)
+    ns = [p.n for _, p in parts if p.n is not None]
+    n = min(ns) if ns else None
+    unit = NETWORK if any(p.unit == NETWORK for _, p in parts) else SAMPLE
+
+    def weakest(p: Judgement) -> tuple[float, Margin | None]:
+        decided = sorted(((m.gap, m) for m in p.margins if m.decided), key=lambda x: x[0])
+        return decided[0] if decided else (0.0, None)
+
+    shown = [(label, p) for label, p in parts if p.verdict is REPRODUCED]
+    if shown:
+        label, part = max(shown, key=lambda lp: weakest(lp[1])[0])
+        by = f"{label}: {part.evidence}"
+        return Judgement(REPRODUCED, evidence, n=n, margins=margins, decided_by=by, key=weakest(part)[1],
+                         unit=unit)
+    if all(p.verdict is NOT_REPRODUCED for _, p in parts):
+        label, part = min(parts, key=lambda lp: weakest(lp[1])[0])
+        by = f"{label}: {part.evidence}"
+        detail = part.cause.removeprefix(causes.measured_otherwise("")) if part.cause else by
+        sentence = causes.measured_otherwise(f"no condition shows it; the nearest, {detail}")
+        return Judgement(NOT_REPRODUCED, evidence, sentence, "measured otherwise", n, margins, by,
+                         weakest(part)[1], unit)
+    label, part = next(lp for lp in parts if lp[1].verdict is INCONCLUSIVE)
+    open_ = [m for m in part.margins if not m.decided]
+    kind, sentence = part.cause_kind, part.cause
+    if not kind:
+        kind, sentence = "sample too small", f"{label}: {part.evidence}: the evidence does not decide"
+    return Judgement(INCONCLUSIVE, evidence, sentence, kind, n, margins, f"{label}: {part.evidence}",
+                     open_[0] if open_ else None, unit)
+
+
+def unstated_conditions(j: Judgement, conditions: str, setting: str) -> Judgement:
+    """``j`` for a claim that holds under ``conditions`` its source names but does not state ("under
+    realistic conditions"): data of one ``setting`` can show an instance (reproduced stays reproduced, the
+    setting named) but cannot refute it, since the setting may lie outside those conditions: a not
+    reproduced becomes inconclusive, ``not testable``, with what was measured in the cause."""
+    if j.verdict is not NOT_REPRODUCED:
+        return j
+    why = causes.not_testable(
+        f"the claim holds {conditions}, which its source does not state; in {setting} the data say: "
+        f"{j.cause or j.evidence}"
+    )
+    return replace(j, verdict=INCONCLUSIVE, cause=why, cause_kind="not testable", key=None)
+
+
 def per_group(groups: Mapping[str, RuleFn], th: Thresholds) -> Judgement:
     """One judgement from a rule applied per group (e.g. per dtype), each group's judgement a part of
     ``combine_parts``; the groups are conditions of the row too (Bonferroni, multiplied into the rule's

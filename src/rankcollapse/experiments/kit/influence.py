@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes
-from rankcollapse.experiments.kit.combine import combine_parts
+from rankcollapse.experiments.kit.combine import combine_exists, combine_parts
 from rankcollapse.experiments.kit.curves import conditions, n_words
 from rankcollapse.experiments.kit.data import Layered
 from rankcollapse.experiments.kit.judgement import Judgement
@@ -44,40 +44,57 @@ def _factor(v: float) -> str:
 
 
 def u_shaped(arms: Mapping[str, tuple[Layered, Layered]], th: Thresholds, layer: int = -1) -> Judgement:
-    """A U-shaped profile at ``layer`` (default the last of each): per condition ``label -> (start arm,
-    end arm)``, each arm's mean log ratio over the middle above ``u_log_min`` for sure in both arms ->
-    reproduced; below it for sure in one arm -> not reproduced; else inconclusive (module docstring)."""
+    """A U-shaped profile at ``layer`` (default the last of each) in *every* condition: per condition
+    ``label -> (start arm, end arm)``, each arm's mean log ratio over the middle above ``u_log_min`` for
+    sure in both arms -> reproduced; below it for sure in one arm -> not reproduced; else inconclusive
+    (module docstring)."""
+    with conditions(2 * len(arms)):
+        return combine_parts(_u_parts(arms, th, layer))
+
+
+def u_somewhere(arms: Mapping[str, tuple[Layered, Layered]], th: Thresholds, layer: int = -1) -> Judgement:
+    """A U-shaped profile at ``layer`` in *some* condition (a claim that a U exists, e.g. at some residual
+    share lam): the parts of :func:`u_shaped` combined by ``kit.combine.combine_exists``: a U for sure in
+    one condition -> reproduced (that condition decides); not a U for sure in every condition -> not
+    reproduced; else inconclusive. Bonferroni over the conditions and their two arms, as for
+    :func:`u_shaped`."""
+    with conditions(2 * len(arms)):
+        return combine_exists(_u_parts(arms, th, layer))
+
+
+def _u_parts(arms: Mapping[str, tuple[Layered, Layered]], th: Thresholds, layer: int) -> list[
+        tuple[str, Judgement]]:
+    """One part per condition: a U, not a U (the arm below named), or open (module docstring)."""
     floor = th["u_log_min"]
     need = th.count("min_samples")
     parts: list[tuple[str, Judgement]] = []
-    with conditions(2 * len(arms)):
-        for label, pair in arms.items():
-            margins = tuple(
-                a.margin(layer, floor, f"{name} over middle (log, per position)")
-                for name, a in zip(ARMS, pair, strict=True)
-            )
-            n = min(a.n for a in pair)
-            unit = pair[0].unit
-            words = ", ".join(
-                f"{name} {_factor(m.value)} the middle" for name, m in zip(ARMS, margins, strict=True)
-            ) + f" ({n_words(n, unit)})"
-            if n < need:
-                cause = causes.too_few(n, need, unit, label)
-                parts.append((label, Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=unit)))
-                continue
-            below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value < floor]
-            if below:
-                what = f"{' and '.join(below)} arm below the middle"
-                cause = causes.measured_otherwise(f"{label}: not a U, the {what} ({words})")
-                text, kind = f"not a U: {words}", "measured otherwise"
-                parts.append((label, Judgement(NOT_REPRODUCED, text, cause, kind, n, margins, unit=unit)))
-            elif all(m.decided and m.value > floor for m in margins):
-                parts.append((label, Judgement(REPRODUCED, f"a U: {words}", n=n, margins=margins, unit=unit)))
-            else:
-                open_ = [m for m in margins if not m.decided]
-                cause, kind = causes.sample_too_small(open_), "sample too small"
-                parts.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, margins, unit=unit)))
-    return combine_parts(parts)
+    for label, pair in arms.items():
+        margins = tuple(
+            a.margin(layer, floor, f"{name} over middle (log, per position)")
+            for name, a in zip(ARMS, pair, strict=True)
+        )
+        n = min(a.n for a in pair)
+        unit = pair[0].unit
+        words = ", ".join(
+            f"{name} {_factor(m.value)} the middle" for name, m in zip(ARMS, margins, strict=True)
+        ) + f" ({n_words(n, unit)})"
+        if n < need:
+            cause = causes.too_few(n, need, unit, label)
+            parts.append((label, Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=unit)))
+            continue
+        below = [name for name, m in zip(ARMS, margins, strict=True) if m.decided and m.value < floor]
+        if below:
+            what = f"{' and '.join(below)} arm below the middle"
+            cause = causes.measured_otherwise(f"{label}: not a U, the {what} ({words})")
+            text, kind = f"not a U: {words}", "measured otherwise"
+            parts.append((label, Judgement(NOT_REPRODUCED, text, cause, kind, n, margins, unit=unit)))
+        elif all(m.decided and m.value > floor for m in margins):
+            parts.append((label, Judgement(REPRODUCED, f"a U: {words}", n=n, margins=margins, unit=unit)))
+        else:
+            open_ = [m for m in margins if not m.decided]
+            cause, kind = causes.sample_too_small(open_), "sample too small"
+            parts.append((label, Judgement(INCONCLUSIVE, words, cause, kind, n, margins, unit=unit)))
+    return parts
 
 
 #: The three estimates :func:`peaked` reads per condition, in this order.

@@ -14,13 +14,15 @@ with depth. The runs measure which happens.
 
 Quantity: per network (seed), the simulator's ``first_token_gap_max`` (summed over the other positions,
 no cancellation) for lam in {0, 0.3, 0.6}, float32 beside float64; the last token's influence profile
-``P(t)[N-1, :]`` for the figure. Rules: the kit's ``kept_stable`` (the gap keeps a level, the claim),
+``P(t)[N-1, :]`` for the figure. Rules: the kit's ``kept_stable`` (the gap keeps a level, the claim; a
+refutation in our setting is "not testable", the abstract's "realistic conditions" being unstated),
 ``local_slower`` with lam as the order (ours: residuals slow it) and ``san_collapse`` at lam = 0 (the
 contrast with Wu et al.). The U shape "matching pretrained ALiBi language models" needs such models:
 untested here. The U itself is judged in ALiBi SANs (arm ``alibi``: the decay bias ``-m (i - j)`` of
 ``position_decay`` on the logits, m in {0.05, 0.5}, lam in {0.3, 0.6, 0.9}): the last token's profile at
 the last layer, its start and end arms against its middle (``metrics.influence.end_over_middle_logs``,
-``u_ends_share`` of the positions at each end), by the kit's ``u_shaped``, one row per slope.
+``u_ends_share`` of the positions at each end), by the kit's ``u_somewhere`` (a U at some lam: the claim
+is one of existence), one row per slope.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, untested_row
+from rankcollapse.experiments.kit.combine import unstated_conditions
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import (
     Layered,
@@ -43,7 +46,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.influence import u_shaped
+from rankcollapse.experiments.kit.influence import u_somewhere
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
@@ -61,13 +64,18 @@ SLOPE = "alibi_slope"
 STATEMENTS = (
     Statement(
         "residuals_prevent",
-        "With the residual-aware mixing lam I + (1 - lam) A(t), residual connections prevent the collapse "
-        "onto the first token at infinite depth: the first-token share stays below 1 for lam > 0",
+        "By incorporating residual connections (the residual-aware mixing lam I + (1 - lam) A(t)), this "
+        "architectural component prevents the collapse of cumulative attention onto the first token at "
+        "infinite depth 'under realistic conditions' (the abstract's words; the conditions are not stated "
+        "there)",
         SOURCE,
         "for every lam > 0 (each dtype): the first-token gap max_i (1 - P(t)[i, 0]) 'not collapsing' over "
         "all layers and 'kept' over the last half (level within +-rate_tol, at least keep_min) -> "
-        "reproduced; "
-        "'collapsing', at the floor, falling or below keep_min -> not reproduced (kit.rules.kept_stable)",
+        "reproduced (an instance: our setting shows prevention); 'collapsing', at the floor, falling or "
+        "below keep_min -> not testable here, not a refutation: the abstract's 'realistic conditions' are "
+        "not stated, and our setting (random single-head causal SANs, the attention on token 0 bounded "
+        "below) may lie outside them; what it shows is in the cause and in residuals_slow "
+        "(kit.rules.kept_stable, kit.combine.unstated_conditions)",
     ),
     Statement(
         "residuals_slow",
@@ -89,20 +97,26 @@ STATEMENTS = (
     ),
     Statement(
         "u_shape_alibi",
-        "At finite depth the influence profile is U-shaped, matching what is measured in pretrained ALiBi "
-        "language models",
+        "At finite depth, causal Transformers induce a U-shaped position bias, with attention concentrating "
+        "on early and late tokens (v1's abstract; v2: 'broad, often U-shaped, influence profiles'), "
+        "matching what is measured in pretrained ALiBi language models",
         SOURCE,
-        "in single-head causal SANs with the decay bias -m (i - j) (arm alibi), one row per slope m: the "
-        "last token's profile P(L)[N-1, :] at the last layer, both its start (the first u_ends_share of the "
-        "positions) and its end (the last u_ends_share) above the middle by more than u_log_min in log mean "
-        "influence per position, for sure over networks for every lam > 0 and dtype -> reproduced; one arm "
-        "below for sure -> not reproduced (kit.influence.u_shaped, Bonferroni over the conditions and arms); "
-        "pretrained ALiBi language models (e.g. BLOOM, MPT): untested, none is offline",
+        "a U exists (the claim is one of existence, not 'at every lam'): in single-head causal SANs with "
+        "the decay bias -m (i - j) (arm alibi), one row per slope m: the last token's profile P(L)[N-1, :] "
+        "at the last layer, both its start (the first u_ends_share of the positions) and its end (the last "
+        "u_ends_share) above the middle by more than u_log_min in log mean influence per position, for sure "
+        "over networks at some lam > 0 -> reproduced (that lam decides); not a U for sure at every lam -> "
+        "not reproduced (kit.influence.u_somewhere, Bonferroni over the conditions and arms); pretrained "
+        "ALiBi language models (e.g. BLOOM, MPT): untested, none is offline",
     ),
 )
 ARMS = (Arm("paper", SIMULATE_CURVES), Arm("alibi", SIMULATE_CURVES))
 NAMES = ("first-token gap in float32", "first-token gap in float64")
 ALIBI = "pretrained ALiBi language models (e.g. BLOOM, MPT)"
+#: The abstract's qualifier of ``residuals_prevent`` and the setting our runs test it in.
+REALISTIC = "'under realistic conditions'"
+SETTING = ("random single-head causal SANs with a constant residual share (the attention on token 0 bounded "
+           "below)")
 
 
 def _gap_curves(frame: pd.DataFrame, dtype: str) -> dict[float, Curve]:
@@ -161,7 +175,7 @@ def _alibi_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         sub = frame[frame[SLOPE] == slope]
 
         def rule(t: Thresholds, dt: str, m: float = float(slope)) -> Judgement:
-            return u_shaped(_alibi_arms(data, m, dt, t["u_ends_share"]), t, layer=0)
+            return u_somewhere(_alibi_arms(data, m, dt, t["u_ends_share"]), t, layer=0)
 
         out.append(
             claim_row(
@@ -201,8 +215,10 @@ def claims(sd: StoryData) -> list[Claim]:
                 STATEMENTS[0],
                 data,
                 th,
-                judged(lambda t: rules.kept_stable(pos["float32"], t, t["keep_min"]), th),
-                judged(lambda t: rules.kept_stable(pos["float64"], t, t["keep_min"]), th),
+                judged(lambda t: unstated_conditions(
+                    rules.kept_stable(pos["float32"], t, t["keep_min"]), REALISTIC, SETTING), th),
+                judged(lambda t: unstated_conditions(
+                    rules.kept_stable(pos["float64"], t, t["keep_min"]), REALISTIC, SETTING), th),
                 axes_frame=residual,
                 runs=runs_of(data, residual),
                 figure=FIGURE,
