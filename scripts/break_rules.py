@@ -22,6 +22,7 @@ TESTS = [
     "tests/experiments/test_report_page.py",
     "tests/experiments/test_kit_notions.py",
     "tests/experiments/test_kit_influence.py",
+    "tests/experiments/test_kit_trajectories.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
@@ -148,8 +149,8 @@ BREAKS: list[tuple[str, str, str, str]] = [
     ),
     (
         "kit/influence.py",
-        "with conditions(2 * len(arms)):",
-        "with conditions(1):",
+        "        return combine_parts(_u_parts(arms, th, layer))",
+        "        pass\n    return combine_parts(_u_parts(arms, th, layer))",
         "u_shaped drops Bonferroni over the conditions and arms",
     ),
     (
@@ -413,6 +414,30 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "        claim.origin = Origin.FOLLOWUP.value",
         "        pass",
         "a later paper's row keeps the NeurIPS paper's origin",
+    ),
+    (
+        "kit/combine.py",
+        "    if shown:",
+        "    if False:",
+        "a claim that a U exists (at some lam) is read as a U at every lam",
+    ),
+    (
+        "kit/combine.py",
+        "    if j.verdict is not NOT_REPRODUCED:",
+        "    if True:",
+        "a claim under conditions its source does not state is refuted by a setting outside them",
+    ),
+    (
+        "kit/trajectories.py",
+        "            if never == n:",
+        "            if never == n and False:",
+        "a sink that never came in the steps run is not said (read as too few onsets)",
+    ),
+    (
+        "kit/trajectories.py",
+        "            parts.append((label, Judgement(REPRODUCED, words, n=n, unit=NETWORK)))",
+        "            parts.append((label, Judgement(NOT_REPRODUCED, words, 'x', 'measured otherwise', n)))",
+        "an onset found in every network is refuted (the old window rule's reading)",
     ),
     (
         "contract/verdicts.py",

@@ -251,3 +251,17 @@ def test_a_later_papers_row_has_its_own_origin_never_the_neurips_papers() -> Non
     with pytest.raises(ValueError, match="follow-up setting"):
         Claim(**stored)
     assert claim_from_record(stored).origin == "follow-up setting"
+
+
+def test_a_claim_under_unstated_conditions_is_shown_by_an_instance_never_refuted_by_one() -> None:
+    """Issue 40 (2): 'residuals prevent collapse under realistic conditions' (conditions not stated) was
+    refuted in random SANs that may lie outside them; now such a refutation is 'not testable' there."""
+    from rankcollapse.experiments.kit.combine import unstated_conditions
+
+    refuted = Judgement(N, "the gap falls x0.69 per layer", "the data contradict the statement: falls",
+                        "measured otherwise", 6)
+    j = unstated_conditions(refuted, "'under realistic conditions'", "random SANs")
+    assert j.verdict is I and j.cause_kind == "not testable"
+    assert "random SANs" in j.cause and "falls" in j.cause
+    shown = Judgement(R, "kept", n=6)
+    assert unstated_conditions(shown, "'under realistic conditions'", "random SANs") == shown
