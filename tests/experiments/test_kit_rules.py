@@ -937,3 +937,29 @@ def test_a_status_never_reads_a_rate_through_the_floor() -> None:
         late[:3, t:] = 1e-7
         st = collapse_status(Curve.from_samples(late, "mu_rel", "float32"), TH)
         assert st.name is StatusName.COLLAPSING and f"before the floor at t={t}" in st.words
+
+
+# --------------------------------------------------------------- the deciding condition (issue 40, 5 and 7)
+
+
+def fig6_ln(n: int = 4, layers: int = 24) -> tuple[Curve, Curve]:
+    """Fig. 6's SAN + LayerNorm in float32: the complete mask at the floor from t = 2 (flat as plotted from
+    X(1)), the causal mask falling 4.7 decades and at the floor from t = 22."""
+    t = np.arange(layers + 1.0)
+    gen = np.random.default_rng(0)
+    noise = np.exp(0.01 * gen.standard_normal((n, layers + 1)))
+    complete = np.where(t >= 2, 1e-7, np.where(t == 1, 0.03, 0.5)) * noise
+    causal = 0.2 * np.exp(-0.5 * t) * noise
+    return Curve.from_samples(complete, "mu_rel", "float32"), Curve.from_samples(causal, "mu_rel", "float32")
+
+
+def test_ln_stops_is_decided_by_the_curve_that_moves_not_one_flat_at_the_floor() -> None:
+    complete, causal = fig6_ln()
+    masks = ("complete", "causal")
+    san = {m: curve(-0.5, dtype="float32", layers=24, n=4, seed=i) for i, m in enumerate(masks)}
+    j = rules.ln_stops(san, {"complete": complete, "causal": causal}, TH, 0.05)
+    assert j.verdict == NOT_REPRODUCED and j.cause_kind == "precision floor"
+    assert j.decided_by.startswith("causal: ") and j.cause.startswith("causal")  # the old rule: complete
+    assert "flat at the floor from the start, deciding nothing by itself: complete (from t=2)" in j.evidence
+    alone = rules.ln_stops({"complete": san["complete"]}, {"complete": complete}, TH, 0.05)
+    assert alone.verdict == NOT_REPRODUCED and alone.decided_by.startswith("complete: ")  # nothing else

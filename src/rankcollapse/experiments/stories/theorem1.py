@@ -19,7 +19,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
-from rankcollapse.experiments.kit.curves import Curve
+from rankcollapse.experiments.kit.curves import Curve, Rate
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import band, curve_axes, figure, panel_grid
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
@@ -71,13 +71,6 @@ def _curves(data: Data, runs: pd.DataFrame, q: str) -> dict[str, Curve]:
     frame = rows_of(data, "curve")
     frame = frame[frame["run_id"].isin(set(runs["run_id"]))]
     return {f"{k[1]}, {k[2]}": c for k, c in curves_by(frame, q, ["mode", "mask"]).items()}
-
-
-def pre_floor_rate(c: Curve) -> float:
-    """Mean per-layer log rate of a μ_rel curve over the layers before it reaches the floor (NaN if < 3)."""
-    end = c.first_at_floor()
-    end = c.layers if end is None else end - 1
-    return c.rate(0, end).mean if end >= 2 else math.nan
 
 
 def claims(sd: StoryData) -> list[Claim]:
@@ -157,17 +150,22 @@ def claims(sd: StoryData) -> list[Claim]:
     if data is not None:
         rel = _curves(data, data.ok, "mu_rel")
         radius = {str(m): float(g["summary.radius"].iloc[0]) for m, g in data.ok.groupby("mask")}
-        families: dict[str, list[tuple[float, float, str]]] = {}
+        families: dict[str, list[tuple[float, Rate, str]]] = {}
         for label, c in rel.items():
             mask = label.split(", ")[0]
-            families.setdefault(mask.split(":")[0], []).append((radius[mask], pre_floor_rate(c), mask))
+            families.setdefault(mask.split(":")[0], []).append((radius[mask], c.rate(0, c.layers), mask))
 
         def rule(t: Thresholds) -> rules.Judgement:
             per = {}
-            for fam, pts in families.items():
-                pts = sorted(p for p in pts if math.isfinite(p[1]))
+            for fam, got in families.items():  # a rate is measured above the floor (kit.curves.Curve.rate)
+                pts = sorted((r, v.mean) for r, v, _ in got if v.measured and math.isfinite(v.mean))
                 rho = _spearman([p[0] for p in pts], [p[1] for p in pts])
-                per[fam] = (rho, ", ".join(f"r={int(r)}: x{math.exp(v):.3g}/layer" for r, v, _ in pts))
+                words = ", ".join(f"r={int(r)}: x{math.exp(v):.3g}/layer" for r, v in pts)
+                gone = [f"r={int(r)}: {v.text()}" for r, v, _ in sorted(got, key=lambda g: g[0])
+                        if not v.measured]
+                if gone:
+                    words += "; left out, " + ", ".join(gone)
+                per[fam] = (rho, words)
             return rules.spearman_order(per, t)
 
         frame = rows_of(data, "curve")
@@ -238,7 +236,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                     "mask": mask,
                     "family": mask.split(":")[0],
                     "radius": radius[mask],
-                    "log_rate": pre_floor_rate(c),
+                    "log_rate": c.rate(0, c.layers).mean,
                 }
             )
         table = pd.DataFrame(pts)

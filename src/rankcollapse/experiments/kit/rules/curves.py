@@ -76,13 +76,19 @@ def ln_stops(
     last half) is ``kept`` while the curve without LN collapses (reproduced); LN ``falling``, ``low`` or
     ``at floor`` anywhere (a curve at the floor is never kept), or ``kept`` with the curve without LN not
     collapsing either (not reproduced). ``keep_min``: the level LN must keep (μ_rel), None for raw μ.
-    Bonferroni over the conditions."""
+    Bonferroni over the conditions. A "not reproduced" is decided by a curve that moves as plotted (falls,
+    then perhaps reaches the floor), not by one flat at the floor from the start (``trend_from``, fewer than
+    2 layers above the floor: it decides nothing by itself); the evidence says which curves are flat there
+    (:func:`_decided_by_moving`)."""
     parts = []
+    flat: list[str] = []
     labels = [label for label in ln if label in san]
     with conditions(len(labels)):
         for label in labels:
             c_ln, c_san = ln[label], san[label]
             s_ln, s_san = trend_status(c_ln, th, keep_min), collapse_status(c_san, th)
+            if _flat_at_floor(c_ln, s_ln, th):
+                flat.append(label)
             words = f"with LN {s_ln.name} ({s_ln.words}); without LN {s_san.name} ({s_san.words})"
             n, unit = c_ln.units, c_ln.unit
             if StatusName.TOO_FEW in (s_ln.name, s_san.name):
@@ -101,7 +107,39 @@ def ln_stops(
                 parts.append((label, Judgement(NOT_REPRODUCED, words, n=n, margins=s_ln.margins, unit=unit)))
             else:
                 parts.append((label, sample_part(INCONCLUSIVE, words, s_ln.margins, n, unit)))
-    return combine_parts(parts)
+    return _decided_by_moving(combine_parts(parts), parts, flat, ln)
+
+
+def _flat_at_floor(c: Curve, st: Status, th: Thresholds) -> bool:
+    """At the floor as plotted from the start: ``at floor``, with fewer than 2 layers above it from
+    ``trend_from`` on (no rate to measure there, ``Curve.rate``)."""
+    start = min(th.count("trend_from"), max(c.layers - 1, 0))
+    return st.name is StatusName.AT_FLOOR and (c.layers <= start or not c.rate(start, c.layers).measured)
+
+
+def _decided_by_moving(
+    j: Judgement, parts: list[tuple[str, Judgement]], flat: list[str], curves: Mapping[str, Curve]
+) -> Judgement:
+    """``j`` (of ``combine_parts``) decided by the first failing condition whose curve moves as plotted, where
+    the first failing one is a curve flat at the floor from the start (``flat``): such a curve shows the
+    floor, not the statement (Fig. 6: complete at the float32 floor from t = 2; causal falls 5.6 decades
+    and then reaches it). One line of the evidence names the flat curves."""
+    if not flat:
+        return j
+    where = "; ".join(f"{label} (from t={curves[label].first_at_floor()})" for label in flat)
+    j = j.amended(after=f" || flat at the floor from the start, deciding nothing by itself: {where}")
+    if j.verdict is not NOT_REPRODUCED:
+        return j
+    failing = [(label, p) for label, p in parts if p.verdict is NOT_REPRODUCED]
+    moving = [(label, p) for label, p in failing if label not in flat]
+    if not moving or failing[0][0] not in flat:
+        return j
+    label, part = moving[0]
+    key = next((m for m in j.margins if m.what.startswith(f"{label}:") and m.decided), None)
+    kind, sentence = part.cause_kind, part.cause
+    if not kind:
+        kind, sentence = "measured otherwise", causes.measured_otherwise(f"{label}: {part.evidence}")
+    return replace(j, cause=sentence, cause_kind=kind, decided_by=f"{label}: {part.evidence}", key=key)
 
 
 def kept_stable(curves: Mapping[str, Curve], th: Thresholds, keep_min: float | None) -> Judgement:
