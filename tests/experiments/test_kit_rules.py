@@ -963,3 +963,22 @@ def test_ln_stops_is_decided_by_the_curve_that_moves_not_one_flat_at_the_floor()
     assert "flat at the floor from the start, deciding nothing by itself: complete (from t=2)" in j.evidence
     alone = rules.ln_stops({"complete": san["complete"]}, {"complete": complete}, TH, 0.05)
     assert alone.verdict == NOT_REPRODUCED and alone.decided_by.startswith("complete: ")  # nothing else
+
+
+def test_a_statement_at_every_layer_is_decided_by_its_weakest_layer() -> None:
+    """Fig. 4's sigma_min: 635 x the rank tolerance at t = 0 with a wide interval, 25.7 x at t = 12 with a
+    narrow one. The old row named t = 0 (its interval the closest to the threshold in standard errors);
+    the weakest layer, the one with the smallest margin, is t = 12, in decided_by and in the interval."""
+    ratio = lay([635.0, 300.0, 25.7], se=[150.0, 20.0, 1.0])
+    j = rules.sigma_ratio(ratio, [1.0, 1.0, 1.0], TH)
+    assert j.verdict == REPRODUCED and j.decided_by.startswith("t=2: ")
+    assert j.key is not None and j.key.what.startswith("t=2: ") and j.key.value == pytest.approx(25.7)
+    _, _, interval = sampling_state(Judged(j, frozenset()), None, TH, j.cause_kind)
+    assert interval.startswith("t=2: ")
+    # not reproduced at two layers: the lower share decides (the old rule: the first failing layer)
+    low = rules.full_rank(lay([0.5, 1.0, 0.2], share=True), TH)
+    assert low.verdict == NOT_REPRODUCED and low.decided_by.startswith("t=2: ") and "t=2" in low.cause
+    # open at every layer: the weakest open layer prints the interval of the undecided row
+    both = rules.dominant_sv(lay([9.0, 2.3, 2.1], se=0.5, n=4), lay([0.5, 0.5, 0.5], n=4), TH, first=0)
+    assert both.verdict == INCONCLUSIVE and both.decided_by.startswith("t=2: ")
+    assert both.undecided[0].what.startswith("t=2: sigma_1/sigma_2")

@@ -77,6 +77,14 @@ class Margin:
         return self.threshold < lo or self.threshold > hi
 
     @property
+    def excess(self) -> float:
+        """How far the value lies above its threshold, relative to it: ``(value - threshold) / |threshold|``
+        (``value - threshold`` for a threshold of 0); negative below it. Of the comparisons a statement makes
+        "at every layer", the weakest is the one with the smallest excess (``kit.rules.layers``)."""
+        scale = abs(self.threshold) if self.threshold != 0 else 1.0
+        return (self.value - self.threshold) / scale
+
+    @property
     def gap(self) -> float:
         """How far the value sits from the threshold, in half-intervals (0 = on it; > 1 = decided)."""
         lo, hi = self.bounds()

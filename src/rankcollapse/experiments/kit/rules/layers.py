@@ -5,7 +5,9 @@ sampling and its standard error; a share is a mean of 0/1). A statement that mus
 is one part per layer, Bonferroni over the layers; each part compares the layer's interval (t for a mean,
 Wilson for a share: :class:`~rankcollapse.experiments.kit.judgement.Margin`) with its threshold: above it
 for sure (reproduced), below for sure (not reproduced), else open. Too few samples (or fewer than two
-networks, no spread between them) is inconclusive before any comparison.
+networks, no spread between them) is inconclusive before any comparison. Such a statement is decided by
+its weakest layer (:func:`_weakest`): the layer whose comparison has the smallest margin above its
+threshold (``Margin.excess``) names the row's deciding condition and prints its interval.
 """
 
 from __future__ import annotations
@@ -62,7 +64,41 @@ def _per_layer(
         return few_
     with conditions(len(layers)):
         parts = [(f"t={t}", part(t)) for t in layers]
-    return combine_parts(parts).amended(before=f"{words} || ")
+    return _weakest(combine_parts(parts), parts).amended(before=f"{words} || ")
+
+
+def _weakest(j: Judgement, parts: Sequence[tuple[str, Judgement]]) -> Judgement:
+    """``j`` (of ``combine_parts`` over one part per layer) decided by its weakest layer: among the layers
+    whose verdict is the statement's, the comparison with the smallest margin above its threshold
+    (``Margin.excess``; decided ones for a decided verdict, open ones for an open verdict) gives
+    ``decided_by``, ``key`` (the row's interval) and, where the verdict is not reproduced, the cause. Fig. 4:
+    sigma_min is decided at t = 12 (25.7 x the rank tolerance), not at t = 0 (635 x), whose interval is
+    merely the closest to its threshold in standard errors."""
+    open_verdict = j.verdict is INCONCLUSIVE
+    found = [
+        (m.excess, label, p, m)
+        for label, p in parts
+        if p.verdict is j.verdict
+        for m in p.margins
+        if m.decided is not open_verdict and math.isfinite(m.excess)
+    ]
+    if not found:
+        return j
+    _, label, part, m = min(found, key=lambda f: f[0])
+    key = m if m.what.startswith(f"{label}:") else replace(m, what=f"{label}: {m.what}")
+    margins = (key, *(x for x in j.margins if x.what != key.what))  # an open row prints its first open one
+    out = replace(j, decided_by=f"{label}: {part.evidence}", key=key, margins=margins)
+    if j.verdict is REPRODUCED:
+        return out
+    kind, sentence = part.cause_kind, part.cause
+    if not kind:
+        kind = "measured otherwise" if j.verdict is NOT_REPRODUCED else "sample too small"
+        sentence = (
+            causes.measured_otherwise(f"{label}: {part.evidence}")
+            if j.verdict is NOT_REPRODUCED
+            else f"{label}: {part.evidence}: the evidence does not decide"
+        )
+    return replace(out, cause=sentence, cause_kind=kind)
 
 
 def _at_least(m: Margin, words: str) -> Judgement:
