@@ -112,7 +112,8 @@ STATEMENTS = (
     ),
     Statement(
         "cor1n",
-        "With n center nodes the rate of Corollary 1 is (1 - n eps^{2r})^{1/(2r)}",
+        "With n center nodes Corollary 1's bound becomes mu(X(t)) <= C (1 - n eps^{2r})^{t/(2r)}: the rate "
+        "is at most (1 - n eps^{2r})^{1/(2r)} per layer (an upper bound, not the rate itself)",
         SOURCE,
         BOUND_RULE,
     ),
