@@ -397,3 +397,29 @@ def test_figures_are_named_as_the_papers_twins_or_as_ours(tiny_all) -> None:
     for f in tiny_all.figures:
         if f.name.startswith("ext_"):
             assert "ours" in f.caption.lower(), f.name
+
+
+@pytest.mark.slow
+def test_a_published_run_is_rejudged_from_its_evidence_alone_and_a_changed_rule_shows(tiny_all, tmp_path):
+    """Issue 40 (9): the evidence archive beside docs/results.md re-judges the run with HEAD's rules, no
+    run computed again; the same rules give the same rows, a changed threshold names the rows it moves."""
+    from rankcollapse.experiments.stories import load_experiments as load
+    from rankcollapse.pipeline.results import EVIDENCE, rejudge, verdict_changes, write_evidence
+
+    archive = write_evidence(tiny_all.out_dir, tmp_path / EVIDENCE)
+    assert archive.stat().st_size < 2_000_000
+    published, now, meta = rejudge(archive)
+    assert meta["profile"] == "tiny" and verdict_changes(published, now) == []
+    assert [(c.id, c.evidence, c.interval) for c in now] == [(c.id, c.evidence, c.interval) for c in published]
+
+    def strict(*args, **kwargs):
+        exps = load(*args, **kwargs)
+        for e in exps:
+            if e.story == "fig9":
+                e.verdict = {**e.verdict, "min_samples": 10**6}
+        return exps
+
+    with mock.patch("rankcollapse.pipeline.reproduce.load_experiments", strict):
+        _, moved, _ = rejudge(archive)
+    changes = verdict_changes(published, moved)
+    assert changes and all(line.startswith("fig9.") for line in changes), changes

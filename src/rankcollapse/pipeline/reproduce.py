@@ -523,6 +523,24 @@ def earlier_calls(out: Path) -> list[dict[str, Any]]:
     return [_call(meta)] if isinstance(meta, dict) and meta.get("wall_s") is not None else []
 
 
+def judge_folder(out_dir: str | Path, profile: str, only: list[str] | None = None,
+                 looks: dict[str, int] | None = None) -> list[Claim]:
+    """The rows the runs stored in ``out_dir`` give under *this* code's stories, rules and thresholds
+    (``profile``'s experiments, ``only`` as ``reproduce`` took it), nothing computed again and nothing
+    drawn: how a published run is re-judged (``pipeline.results.rejudge``). ``looks``: per story, the
+    looks of the sequential run that made the folder (its ``meta.sequential.looks_per_story``)."""
+    out = Path(out_dir)
+    stories = all_stories()
+    experiments = load_experiments(profile, only or None, None, stories)
+    table, index = collect_table(out), collect_index(out)
+    names = {e.name for e in experiments}
+    if not table.empty:
+        table = table[table["experiment"].isin(names)]
+    if not index.empty:
+        index = index[index["experiment"].isin(names)]
+    return _analyse(experiments, table, index, out, stories, looks=looks, draw=False)[0]
+
+
 def _analyse(
     experiments: list[Experiment],
     table: pd.DataFrame,

@@ -67,6 +67,29 @@ def _table(rows: list[Claim]) -> list[str]:
     return out
 
 
+def excluded_lines(claims: list[Claim]) -> list[str]:
+    """What "judged to decision" leaves out, counted from the rows: the untested ones (by why) and those
+    the sample or the budget left undecided (by their stop reason)."""
+    untested = [c for c in claims if c.verdict_class == "untested"]
+    open_ = [c for c in claims if c.verdict_class == "undecided"]
+    if not untested and not open_:
+        return ["Every row above was judged to decision."]
+    out = ["**What \"judged to decision\" excludes**:"]
+    if untested:
+        kinds: dict[str, list[str]] = {}
+        for c in untested:
+            offline = "not in the local Hugging Face cache" in c.evidence or "offline" in c.evidence
+            why = "no paper checkpoint offline" if offline else "not testable here"
+            kinds.setdefault(why, []).append(f"`{c.id}`")
+        listed = [f"{len(ids)} {why} ({', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''})"
+                  for why, ids in kinds.items()]
+        out.append(f"- {len(untested)} untested rows: " + "; ".join(listed))
+    if open_:
+        out.append(f"- {len(open_)} rows left undecided: " + "; ".join(
+            f"`{c.id}` ({_cell(c.sampling or c.cause, 100)})" for c in open_))
+    return out
+
+
 def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") -> str:
     """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs. The main
     paper's rows only: a follow-up's rows (``Claim.paper``) are listed after them, with their own counts."""
@@ -158,6 +181,7 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
             + " | ".join(str(counts["mechanism"].get(k, 0)) for k in MECHANISM_CLASSES.values())
             + " |"
         )
+    lines += ["", *excluded_lines(claims)]
     for origin, title in (
         (Origin.PAPER, "The paper's setting"),
         (Origin.STAND_IN, "Stand-ins (other pretrained weights in place of a checkpoint not cached here)"),
@@ -265,8 +289,94 @@ def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path
     table = pd.DataFrame([c.to_dict() for c in claims])
     atomic_write(page.with_name("results-claims.csv"), table.to_csv(index=False))
     atomic_write(page.with_name("results-evidence.md"), evidence_markdown(claims))
+    write_evidence(out_dir, page.with_name(EVIDENCE))
     atomic_write(page, results_markdown(claims, meta, note))
     return page
+
+
+#: The judged run's evidence beside the page: its run store (every run's record and rows), its metadata
+#: and claims, so that ``make test`` re-judges it with HEAD's rules (:func:`rejudge`) without computing.
+EVIDENCE = "results-run.tar.gz"
+
+
+def write_evidence(out_dir: str | Path, archive: str | Path) -> Path:
+    """Pack what re-judging ``out_dir`` needs into ``archive`` (gzip'd tar, written atomically): ``runs/``
+    (each run's record and rows, as ``reproduce`` stored them), ``experiments.json`` and ``claims.json``."""
+    import io
+    import tarfile
+
+    from rankcollapse.edge.atomic import atomic_path
+
+    out = Path(out_dir)
+    load_judged(out)  # a finished reproduce folder only
+    with atomic_path(Path(archive)) as tmp:
+        with tarfile.open(tmp, "w:gz", compresslevel=9) as tar:
+            for name in ("experiments.json", "claims.json"):
+                tar.add(out / name, arcname=name, recursive=False)
+            for path in sorted((out / "runs").rglob("*")):
+                if path.is_file() and not path.is_symlink() and path.suffix in (".json", ".csv"):
+                    info = tar.gettarinfo(str(path), arcname=str(path.relative_to(out)))
+                    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                    tar.addfile(info, io.BytesIO(path.read_bytes()))
+    return Path(archive)
+
+
+def rejudge(archive: str | Path) -> tuple[list[Claim], list[Claim], dict[str, Any]]:
+    """Re-judge a published run with *this* code's rules, computing nothing: ``(published rows, rows
+    now, run metadata)``. The archive (:data:`EVIDENCE`) is unpacked into a temporary folder (regular
+    files under ``runs/`` and the two JSON files only) and judged by ``pipeline.reproduce.judge_folder``
+    at the profile and looks the run recorded."""
+    import tarfile
+    import tempfile
+
+    from rankcollapse.edge.inputs import read_json
+    from rankcollapse.pipeline.reproduce import judge_folder
+
+    with tempfile.TemporaryDirectory(prefix="rankcollapse-rejudge-") as tmp:
+        root = Path(tmp)
+        try:
+            with tarfile.open(archive, "r:gz") as tar:
+                for member in tar.getmembers():
+                    name = Path(member.name)
+                    allowed = member.isfile() and not name.is_absolute() and ".." not in name.parts and (
+                        name.parts[0] == "runs" or str(name) in ("experiments.json", "claims.json"))
+                    if not allowed:
+                        raise RankCollapseError(f"{archive}: {member.name!r} is not part of a published run")
+                    target = root / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    source = tar.extractfile(member)
+                    if source is None:
+                        raise RankCollapseError(f"{archive}: {member.name!r} cannot be read")
+                    target.write_bytes(source.read())
+        except (OSError, tarfile.TarError, EOFError) as err:
+            raise RankCollapseError(f"cannot read the published run {archive}: {err}") from None
+        meta = read_json(root / "experiments.json", "run metadata").get("meta", {})
+        published = [claim_from_record(r) for r in read_json(root / "claims.json", "claims table")]
+        looks = (meta.get("sequential") or {}).get("looks_per_story") or {}
+        now = judge_folder(root, str(meta.get("profile", "full")), meta.get("only") or None, looks)
+    return published, now, meta
+
+
+#: What a verdict is, for :func:`verdict_changes`: the row's word and its two halves.
+VERDICT_FIELDS: tuple[str, ...] = ("verdict", "as_plotted", "mechanism")
+
+
+def verdict_changes(published: list[Claim], now: list[Claim]) -> list[str]:
+    """Each row whose verdict differs between the published run and HEAD's re-judging of it, in words
+    (a row only one side has included); empty when the page still says what HEAD's rules say."""
+    before = {c.id: c for c in published}
+    after = {c.id: c for c in now}
+    out = []
+    for cid in dict.fromkeys([*before, *after]):
+        a, b = before.get(cid), after.get(cid)
+        if a is None or b is None:
+            out.append(f"{cid}: {'new' if a is None else 'gone'} under HEAD's rules")
+            continue
+        diff = [f"{k} {getattr(a, k)!r} -> {getattr(b, k)!r}" for k in VERDICT_FIELDS
+                if getattr(a, k) != getattr(b, k)]
+        if diff:
+            out.append(f"{cid}: " + "; ".join(diff))
+    return out
 
 
 def record_commit(out_dir: str | Path, commit: str) -> None:
