@@ -410,7 +410,8 @@ def test_a_published_run_is_rejudged_from_its_evidence_alone_and_a_changed_rule_
     assert archive.stat().st_size < 2_000_000
     published, now, meta = rejudge(archive)
     assert meta["profile"] == "tiny" and verdict_changes(published, now) == []
-    assert [(c.id, c.evidence, c.interval) for c in now] == [(c.id, c.evidence, c.interval) for c in published]
+    same = [(c.id, c.evidence, c.interval) for c in published]
+    assert [(c.id, c.evidence, c.interval) for c in now] == same
 
     def strict(*args, **kwargs):
         exps = load(*args, **kwargs)

@@ -10,11 +10,13 @@
   sampling (networks where the weights are a random draw, samples where they are pretrained);
 - :func:`sample_note`: the samples, seeds and uncertainty behind a verdict, in words;
 - :func:`norm_rates`: the per-layer change of the token norm, raw μ's rate minus μ_rel's;
+- :func:`model_depth`, :func:`depth_words`: a model's own depth and the run's (``30 layers cycled to 128``);
 - the words for modes (block assemblies) and masks, as the paper names them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -190,9 +192,51 @@ def sample_note(runs: pd.DataFrame, frame: pd.DataFrame) -> str:
     )
 
 
+def model_depth(frame: pd.DataFrame) -> int | None:
+    """The model's own depth (``model_layers``, ``core.names``: what a run's ``layers`` cycle past it) of the
+    rows' model: the rows' ``model_layers`` column where they carry it, else the model's config read without
+    weights (``models.registry.model_config`` of ``model_name``); None where neither says."""
+    if frame.empty:
+        return None
+    if "model_layers" in frame and frame["model_layers"].notna().any():
+        return int(frame["model_layers"].dropna().iloc[0])
+    if "model_name" not in frame or not isinstance(frame["model_name"].iloc[0], str):
+        return None
+    return _config_depth(str(frame["model_name"].iloc[0]))
+
+
+@functools.lru_cache(maxsize=64)
+def _config_depth(name: str) -> int | None:
+    from rankcollapse.edge.errors import RankCollapseError
+    from rankcollapse.models.families import FAMILIES
+    from rankcollapse.models.registry import model_config
+
+    try:
+        cfg = model_config(name)
+    except (RankCollapseError, OSError, ValueError, KeyError):
+        return None
+    family = FAMILIES.get(str(cfg.get("model_type")))
+    keys = (family.depth_key,) if family is not None else ()
+    for key in (*keys, "num_hidden_layers", "num_layers", "n_layer"):
+        if isinstance(cfg.get(key), int):
+            return int(cfg[key])
+    return None
+
+
+def depth_words(frame: pd.DataFrame) -> str:
+    """The depth of a model's run: ``30 layers cycled to 128`` where the run cycles the model's own layers
+    past its depth (:func:`model_depth`), else ``128 layers``."""
+    run = int(frame["layer"].max()) if "layer" in frame and not frame.empty else 0
+    own = model_depth(frame)
+    if own is not None and 0 < own < run:
+        return f"{own} layers cycled to {run}"
+    return f"{run} layers"
+
+
 def norm_rates(mu: dict[str, Curve], rel: dict[str, Curve]) -> str:
-    """Per-layer factor of ``||X||_F`` per condition: ``exp(rate of log mu - rate of log mu_rel)`` over all
-    layers, where both curves stay finite and off their clamps ("" when none does)."""
+    """Per-layer factor of ``||X||_F`` per condition: ``exp(rate of log mu - rate of log mu_rel)`` over the
+    layers where both curves stay above their floors (``Curve.rate``, the same layers for both), where both
+    stay finite and neither is at its floor ("" when none does)."""
     bits = []
     for label, c_mu in mu.items():
         c_rel = rel.get(label)
@@ -204,7 +248,10 @@ def norm_rates(mu: dict[str, Curve], rel: dict[str, Curve]) -> str:
             or c_rel.first_nonfinite() is not None
         ):
             continue
-        r = c_mu.rate(0, c_mu.layers).mean - c_rel.rate(0, c_rel.layers).mean
+        end = min(c_mu.above_floor(), c_rel.above_floor(), c_mu.layers, c_rel.layers)
+        if end < 1:
+            continue
+        r = c_mu.rate(0, end).mean - c_rel.rate(0, end).mean
         if math.isfinite(r):
             bits.append(f"x{math.exp(r):.3g} ({label})")
     return ", ".join(bits)

@@ -4,12 +4,20 @@ Arms: ``paper`` (BERT, random init and pretrained: ``paper:bert-base-uncased``, 
 cached, else its stand-in; five variants x four masks, 12 layers), ``deep`` (the paper's 128-layer
 random BERT-base, every layer its own init: Fig. 6), and our own settings ``gaussian_san`` (the
 simulator: Gaussian SAN against the theory's LayerNorm) and ``bundled_models`` (MiniLM and SmolLM2,
-their own masks, cycled to 64 layers). Every statement is judged once per model and arm, on raw μ in
-float32 as the paper plots it and on μ_rel against the precision floor in float32 and float64.
+their own masks, their own layers cycled to the arm's depth: 128, 64 in the quick profile; every label
+says so, ``SmolLM2-135M (pretrained), 30 layers cycled to 128``, from ``kit.data.depth_words``). Every
+statement is judged once per model and arm, on raw μ in float32 as the paper plots it and on μ_rel against
+the precision floor in float32 and float64. In the figures a value that underflowed to exactly 0 (raw μ,
+or a whole X so that μ_rel = 0/0) is no point on a log axis: the curve is not drawn there, an open circle
+at the floor line marks it (legend "underflow (0)"), and the caption says so (:func:`underflow_marks`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
@@ -23,6 +31,7 @@ from rankcollapse.experiments.kit.data import (
     arm_models,
     by_label,
     curves_by,
+    depth_words,
     mask_radius,
     norm_rates,
     ordered_masks,
@@ -196,6 +205,13 @@ def _figure_stem(arm: str, label: str) -> str:
 ARM_ORDER = ("paper", "deep", "gaussian_san", "bundled_models")
 
 
+def model_words(label: str, frame: pd.DataFrame) -> str:
+    """The model's label with its depth where the run cycles the model's own layers past it
+    (``SmolLM2-135M (pretrained), 30 layers cycled to 128``, ``kit.data.depth_words``); else the label."""
+    depth = depth_words(frame)
+    return f"{label}, {depth}" if "cycled" in depth else label
+
+
 def _qualifier(arm: str, pretrained: bool, frame: pd.DataFrame) -> str:
     if arm == "paper":
         return "pretrained" if pretrained else "random"
@@ -218,6 +234,7 @@ def claims(sd: StoryData) -> list[Claim]:
                 continue
             v = g.mode(key)
             f32 = {k: c for k, c in g.mechanism(v).items() if c.dtype == PAPER_DTYPE}
+            labelled = frame.assign(model_label=model_words(label, frame))  # the row's model, with its depth
             out.append(
                 model_row(
                     "fig2",
@@ -226,7 +243,7 @@ def claims(sd: StoryData) -> list[Claim]:
                     th,
                     got[0],
                     got[1],
-                    frame,
+                    labelled,
                     qualifier=_qualifier(arm, pretrained, frame),
                     figure=_figure_stem(arm, label),
                     norm_words=norm_rates(g.plotted(v), f32),
@@ -250,28 +267,106 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
             if v in g.modes
         ]
-        rows = mode_rows(g.mu, g.rel, modes, g.masks, MODE_WORDS, MASK_WORDS)
+        mu = {k: underflow_marks(c) for k, c in g.mu.items()}
+        rel = {k: underflow_marks(c) for k, c in g.rel.items()}
+        rows = mode_rows(
+            {k: d[0] for k, d in mu.items()}, {k: d[0] for k, d in rel.items()}, modes, g.masks, MODE_WORDS,
+            MASK_WORDS,
+        )
         if not rows:
             continue
         what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting)"}.get(
             arm, f"Ours, Fig. 2 reading ({arm.replace('_', ' ')})"
         )
-        depth = int(frame["layer"].max())
-        layers = "" if f"{depth} layers" in label else f", {depth} layers"
+        depth = depth_words(frame)
+        layers = "" if depth in label else f", {depth}"
         title = f"{what}: {label}{layers}, N = {g.tokens}; mean ± std over samples"
         caption = (
-            f"{what} — {label}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in float64 (each "
-            "series' own floor 32 eps ||X||_F dotted in its colour where it comes near), then mu_rel = mu / "
-            "||X||_F in float32 and float64 with both precision floors (grey: float32 dotted, float64 "
-            "dash-dot; a curve on a floor has collapsed to rounding noise). Log-log against "
+            f"{what} — {label}{layers}. Rows: raw mu(X(t)) in float32 as the paper plots it, raw mu in "
+            "float64 (each series' own floor 32 eps ||X||_F dotted in its colour where it comes near), then "
+            "mu_rel = mu / ||X||_F in float32 and float64 with both precision floors (grey: float32 dotted, "
+            "float64 dash-dot; a curve on a floor has collapsed to rounding noise). Log-log against "
             f"t + 1. {sample_note(runs_of(data, frame), frame)}."
         )
-        out.append(
-            curves_figure(
-                _figure_stem(arm, label), title, caption, rows, {"mu": g.mu, "mu_rel": g.rel}, label
+        marked = {id(d): (t, y) for d, t, y in (*mu.values(), *rel.values()) if t.size}
+        if marked:
+            caption += (
+                " Underflow (0), open circles: where some sample's raw mu (mu_rel rows: its whole X) rounded "
+                "to exactly 0 in its dtype, a value no log axis can show: the curve is not drawn there, the "
+                "circle sits at the floor line (raw mu: 32 eps ||X||_F, or the dtype's smallest normal "
+                "number where ||X||_F is 0 too); the rules count these samples at the floor."
             )
+        spec = curves_figure(
+            _figure_stem(arm, label), title, caption, rows, {"mu": g.mu, "mu_rel": g.rel}, label
         )
+        if marked:
+            _draw_underflows(spec.figure, rows, marked)
+        out.append(spec)
     return out
+
+
+UNDERFLOW_LABEL = "underflow (0): not a value, drawn open at the floor line"
+
+
+def underflow_marks(c: Curve) -> tuple[Curve, np.ndarray, np.ndarray]:
+    """``c`` as drawn, the layers where some sample underflowed to exactly 0 and where their marks sit.
+
+    Raw mu: some sample's mu rounded to 0 (``Curve.underflow_share``); mu_rel: some sample's whole X did
+    (``zero_share``: mu_rel = 0/0). There the drawn curve's mean, std and range are NaN (no point, no band:
+    matplotlib leaves a gap) and no other underflow sign is drawn; the marks sit at the floor line
+    (``Curve.floor_line``; the dtype's smallest normal number where that line is 0 or unknown)."""
+    if c.quantity == "mu":
+        share = c.underflow_share if c.underflow_share is not None else c.floor_share
+        # raw mu read without mu_rel beside it: its floor share *is* the underflow (<= the smallest normal)
+    else:
+        share = c.zero_share
+    under = np.zeros(c.layers + 1, dtype=bool) if share is None else np.nan_to_num(share) > 0
+    t = np.nonzero(under)[0]
+    line = c.floor_line()
+    y = np.full(t.size, c.clamp) if line is None else np.asarray(line, dtype=float)[t]
+    y = np.where(np.isfinite(y) & (y > 0), y, c.clamp)
+    if not t.size:
+        return c, t, y
+    gone = lambda a: np.where(under, np.nan, a)  # noqa: E731
+    drawn = replace(
+        c, mean=gone(c.mean), std=gone(c.std), lo=gone(c.lo), hi=gone(c.hi),
+        underflow_share=np.zeros(c.layers + 1) if c.quantity == "mu" else c.underflow_share,
+        zero_share=None,
+    )
+    return drawn, t, y
+
+
+def _draw_underflows(fig: Any, rows: list, marked: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+    """Open circles at the marks of :func:`underflow_marks` in each panel of ``kit.plots.panel_figure``'s grid
+    (row-major, one column per mask; a series' colour as there: its label's first appearance), then the
+    figure legend again with ``underflow (0)`` in it."""
+    ncols = max(len(r[2]) for r in rows)
+    axes = fig.axes[: len(rows) * ncols]
+    order: dict[str, int] = {}
+    for _, _, panels in rows:
+        for _, series in panels:
+            for name, _ in series:
+                order.setdefault(name, len(order))
+    for r, (_, _, panels) in enumerate(rows):
+        for col, (_, series) in enumerate(panels):
+            ax = axes[r * ncols + col]
+            for name, c in series:
+                if id(c) not in marked:
+                    continue
+                t, y = marked[id(c)]
+                every = max(1, (c.layers + 1) // 16)
+                ax.plot(t[::every] + 1.0, y[::every], ls="none", marker="o", mfc="none", ms=4, mew=0.9,
+                        color=f"C{order[name] % 10}", label=UNDERFLOW_LABEL)
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    for old in list(fig.legends):
+        old.remove()
+    fig.legend(handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8,
+               bbox_to_anchor=(0.5, 0.0))
 
 
 def _at(curves: dict[tuple, Curve], key: tuple, t: int | None = None) -> float | None:
