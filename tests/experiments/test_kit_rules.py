@@ -982,3 +982,7 @@ def test_a_statement_at_every_layer_is_decided_by_its_weakest_layer() -> None:
     both = rules.dominant_sv(lay([9.0, 2.3, 2.1], se=0.5, n=4), lay([0.5, 0.5, 0.5], n=4), TH, first=0)
     assert both.verdict == INCONCLUSIVE and both.decided_by.startswith("t=2: ")
     assert both.undecided[0].what.startswith("t=2: sigma_1/sigma_2")
+    # an open layer is named by its open comparison, not by a decided one that sits nearer its threshold
+    near = rules.dominant_sv(lay([2.5], se=1.0, n=4), lay([1.1e-3], se=1e-6, n=4), TH, first=0)
+    assert near.verdict == INCONCLUSIVE and near.key is not None and not near.key.decided
+    assert "sigma_1/sigma_2" in near.key.what
