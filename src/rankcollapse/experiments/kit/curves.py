@@ -468,10 +468,8 @@ class Curve:
         return int(bad[0]) if bad.size else None
 
     def nonfinite_cause(self) -> str:
-        """``"overflow"`` or, where ||X||_F underflowed to 0 in the dtype, ``"||X|| underflowed to 0"``."""
-        t = self.first_nonfinite()
-        if t is not None and self.zero_share is not None and self.zero_share[t] > 0:
-            return "||X||_F underflowed to 0 (mu_rel = 0/0, undefined)"
+        """``"non-finite (overflow)"``: what stops a curve being a number (an X that underflowed to 0 does
+        not: its mu_rel = 0/0 is read at the floor, module docstring)."""
         return "non-finite (overflow)"
 
     def first_at_floor(self, share: float = 0.5) -> int | None:
