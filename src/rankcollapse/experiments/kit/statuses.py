@@ -17,6 +17,11 @@ story's YAML (``kit.thresholds``):
 - stability: ``I(t) = |mean log change since X(0)| + its std``; ``unstable`` if ``I(L) >= unstable_min``
   or a sample turned non-finite, ``stable`` if ``I(L) < unstable_min / 2``, else ``unclear``.
 
+Every rate here is :meth:`~rankcollapse.experiments.kit.curves.Curve.rate`, measured before the floor: where
+samples (fewer than half) reach the floor with fewer than 2 layers above it, no rate is measured and the
+curve is ``at floor`` (a rate through the floor would be the floor's own); where they reach it inside the
+last half, the collapse's last-half rate is the one above the floor.
+
 Fewer than ``min_samples`` samples: ``too few samples``. Each status comes with its words and the
 comparisons (:class:`~rankcollapse.experiments.kit.judgement.Margin`) it turned on.
 """
