@@ -111,7 +111,7 @@ def load_tokenizer(name: str | Path) -> Any:
         msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
         if not Path(text).expanduser().exists() and not _HUB_NAME.match(text):
             raise RankCollapseError(
-                f"tokenizer {quote(text)} is neither a folder nor a hub name (owner/name)"
+                f"cannot load tokenizer {quote(text)}: no such folder, and not a hub name (owner/name)"
             ) from None
         if Path(text).expanduser().exists():
             raise RankCollapseError(
