@@ -727,6 +727,35 @@ def test_stable_in_certain_directions_is_judged_on_the_spectrum_and_directional_
     assert rules.stable_in_certain_directions({2: []}, {}).cause_kind == "not testable"
 
 
+def test_stable_directions_without_a_returning_start_do_not_reproduce_small_regions_of_attraction() -> None:
+    # N = d = 4: every rank has stable directions whose starts return (the first half holds), but no
+    # nearby start comes back at rank 3 or 4, even with token 1 held; the old single rule read the whole
+    # statement "reproduced"
+    directions = {2: [(4, 4)], 3: [(3, 3), (2, 2)], 4: [(1, 1)]}
+    basins = {2: [(0.5, 0.0), (0.0, 0.0)], 3: [(0.0, 0.0), (0.0, 0.0)], 4: [(0.0, 0.0)]}
+    assert rules.stable_in_certain_directions(directions, {}).verdict == REPRODUCED  # the old rule
+    j = rules.regions_of_attraction(basins, {3: "2 equilibria, 0 of 16 starts back"})
+    assert j.verdict == NOT_REPRODUCED
+    assert j.decided_by.startswith("rank 3: 2 equilibria, 0 of 16 starts back")  # the first failing rank
+    assert j.cause_kind == "measured otherwise"
+
+
+def test_regions_of_attraction_judge_the_held_protocol_and_name_the_weakest_rank() -> None:
+    # token 1 held: some equilibrium of every rank draws starts back; every token perturbed: none does
+    basins = {2: [(0.75, 0.0), (0.0, 0.0)], 3: [(0.25, 0.0)]}
+    j = rules.regions_of_attraction(basins, {2: "rank-2 words", 3: "rank-3 words"})
+    assert j.verdict == REPRODUCED and j.decided_by == "rank 3: rank-3 words"
+    perturbed_only = {2: [(0.0, 0.5)]}  # the perturbed protocol alone never reproduces it
+    assert rules.regions_of_attraction(perturbed_only, {}).verdict == NOT_REPRODUCED
+    assert rules.regions_of_attraction({2: []}, {}).cause_kind == "not testable"
+
+
+def test_stable_directions_name_the_rank_with_the_fewest_saddles() -> None:
+    ranks = {2: [(1, 1), (2, 2)], 3: [(2, 2), (0, 0)]}
+    j = rules.stable_in_certain_directions(ranks, {2: "two", 3: "one"})
+    assert j.verdict == REPRODUCED and j.decided_by == "rank 3: one"
+
+
 def test_a_bound_tested_at_radius_one_only_says_so() -> None:
     runs = [
         ("complete", "consistent", False, 1.0),

@@ -16,7 +16,8 @@ One module per shape of data:
   ``cos_grows``, ``dominant_sv``, ``nonnegative_pairs``, ``initial_cos``, ``largest`` (one estimate
   above every other's);
 - ``checks``: per-run checks: ``every_run``, ``collapses``, ``bound_holds``,
-  ``stable_in_certain_directions``, ``at_least``, ``spearman_order``, ``pairs_ordered``.
+  ``stable_in_certain_directions``, ``regions_of_attraction`` (§4.4's two halves), ``at_least``,
+  ``spearman_order``, ``pairs_ordered``.
 
 Curve rules take ``Mapping[label, Curve]`` (the label says the condition: ``"causal, float32"``);
 the stories call them once on the paper's plotted quantity and once on the mechanism (μ_rel with the
@@ -31,6 +32,7 @@ from rankcollapse.experiments.kit.rules.checks import (
     collapses,
     every_run,
     pairs_ordered,
+    regions_of_attraction,
     spearman_order,
     stable_in_certain_directions,
 )
@@ -86,6 +88,7 @@ __all__ = [
     "pairs_ordered",
     "per_group",
     "power_law",
+    "regions_of_attraction",
     "san_collapse",
     "sigma_ratio",
     "skip_unstable",

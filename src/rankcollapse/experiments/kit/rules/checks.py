@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit import causes
@@ -109,13 +110,16 @@ def bound_holds(runs: Sequence[tuple[str, str, bool] | tuple[str, str, bool, flo
 def stable_in_certain_directions(
     ranks: Mapping[int, Sequence[tuple[int, int]]], words: Mapping[int, str]
 ) -> Judgement:
-    """§4.4's "stable in certain directions", per rank: ``ranks[k]`` lists each equilibrium of rank ``k``
-    as (stable tangent directions, directional starts along them that returned). Rank ``k`` holds when
-    some equilibrium has a stable direction and every start along its stable directions returned (a
-    saddle *is* stable in certain directions); it fails when no equilibrium of that rank has a stable
+    """The first half of §4.4, "stable in certain directions", per rank: ``ranks[k]`` lists each equilibrium
+    of rank ``k`` as (stable tangent directions, directional starts along them that returned). Rank ``k``
+    holds when some equilibrium has a stable direction and every start along its stable directions returned
+    (a saddle *is* stable in certain directions); it fails when no equilibrium of that rank has a stable
     direction; stable directions whose starts do not all return leave it inconclusive (the spectrum and
-    the map disagree); no equilibrium of the rank: not testable. Every rank holds -> reproduced."""
+    the map disagree); no equilibrium of the rank: not testable. Every rank holds -> reproduced, decided by
+    the rank with the fewest such equilibria. The second half, "small regions of attraction", is
+    :func:`regions_of_attraction`'s: stable directions say nothing about whether nearby starts return."""
     checks: list[tuple[str, bool | None, str]] = []
+    support: dict[str, int] = {}
     for k, eqs in sorted(ranks.items()):
         text = words.get(k, "")
         if not eqs:
@@ -123,9 +127,45 @@ def stable_in_certain_directions(
         elif not any(stable > 0 for stable, _ in eqs):
             checks.append((f"rank {k}", False, text))
         else:
-            back = any(stable > 0 and returned == stable for stable, returned in eqs)
+            back = sum(stable > 0 and returned == stable for stable, returned in eqs)
+            support[f"rank {k}"] = back
             checks.append((f"rank {k}", True if back else None, text))
-    return every_run(checks, empty="no equilibrium of rank >= 2")
+    return _weakest(every_run(checks, empty="no equilibrium of rank >= 2"), checks, support)
+
+
+def regions_of_attraction(
+    ranks: Mapping[int, Sequence[tuple[float, float]]], words: Mapping[int, str]
+) -> Judgement:
+    """The second half of §4.4, "small regions of attraction", per rank: ``ranks[k]`` lists each
+    equilibrium of rank ``k`` as (share of nearby starts back with token 1 held at ``e_d``, share back with
+    every token perturbed). Judged on the first, the paper's protocol (§4.3.2: earlier tokens have
+    converged); the second is reported in ``words``. Rank ``k`` holds when some equilibrium draws back a
+    positive share; it fails when none does (the words say how many equilibria and starts); no
+    equilibrium of the rank: not testable. Every rank holds -> reproduced, decided by the rank whose best
+    share is smallest; the first rank where none returns decides a "not reproduced". The regions' size
+    ("small") is not judged: the starts sit at one distance."""
+    checks: list[tuple[str, bool | None, str]] = []
+    support: dict[str, float] = {}
+    for k, eqs in sorted(ranks.items()):
+        text = words.get(k, "")
+        if not eqs:
+            checks.append((f"rank {k}", None, text or "no equilibrium of this rank"))
+            continue
+        best = max(held for held, _ in eqs)
+        support[f"rank {k}"] = best
+        checks.append((f"rank {k}", bool(best > 0), text))
+    return _weakest(every_run(checks, empty="no equilibrium of rank >= 2"), checks, support)
+
+
+def _weakest(
+    j: Judgement, checks: Sequence[tuple[str, bool | None, str]], support: Mapping[str, float]
+) -> Judgement:
+    """A reproduced judgement decided by its weakest check (the smallest ``support``), not the first."""
+    if j.verdict is not REPRODUCED or not support:
+        return j
+    label = min(support, key=lambda lab: support[lab])
+    words = next(w for lab, _, w in checks if lab == label)
+    return replace(j, decided_by=f"{label}: {words}")
 
 
 def at_least(values: Sequence[tuple[str, float]], th: Thresholds, name: str) -> Judgement:
