@@ -11,10 +11,10 @@ import torch
 from rankcollapse.core.attention import masked_softmax
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics.attention_stats import (
+    TILT,
     allowed_keys,
     first_token_rows,
-    key_intervals,
-    position_values,
+    key_ends,
     row_entropy,
     sink_attention,
 )
@@ -121,51 +121,58 @@ def test_learned_sink_logits_take_mass_and_enter_the_entropy():
                                rtol=1e-12, atol=1e-13)
 
 
-def _probe(mask: torch.Tensor, center: int, float32_softmax: bool = False) -> torch.Tensor:
-    """The reference's output on the probe values at q = 0: [i, 3]."""
-    logits = torch.zeros(mask.shape, dtype=torch.float32 if float32_softmax else torch.float64)
-    a = masked_softmax(logits, mask).to(torch.float64)
-    return a @ position_values(mask.shape[-1], center)
+def _ends(mask: torch.Tensor, center: int, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, ...]:
+    """The reference's outputs of the two tilted probes (logits +-TILT j, values j - c), as the plain
+    masked softmax computes them in ``dtype``: (top, bottom), [i] each."""
+    n = mask.shape[-1]
+    j = torch.arange(n, dtype=dtype)
+    values = (j - center)[:, None]
+    out = []
+    for sign in (1.0, -1.0):
+        logits = (sign * TILT * j).expand(mask.shape[-2], n)
+        out.append((masked_softmax(logits, mask) @ values)[..., 0])
+    return tuple(out)
 
 
 @pytest.mark.parametrize("name", ["causal", "window", "chunked", "complete"])
-def test_interval_masks_are_read_back_exactly_from_count_and_moments(name):
+def test_interval_masks_are_read_back_exactly_from_count_and_ends(name):
     mask = _masks(N)[name]
-    for f32 in (False, True):  # a float32 softmax rounds 1/|N_i|: the same factor on the row, divided out
-        got = key_intervals(mask.sum(-1), _probe(mask, N // 2, f32), N // 2)
-        rows = torch.arange(N)
-        lo = torch.where(mask, rows[None], N).amin(-1)
-        hi = torch.where(mask, rows[None], -1).amax(-1)
-        assert bool(got.interval.all())
+    rows = torch.arange(N)
+    lo = torch.where(mask, rows[None], N).amin(-1)
+    hi = torch.where(mask, rows[None], -1).amax(-1)
+    for dtype in (torch.float64, torch.float32):
+        got = key_ends(mask.sum(-1), *_ends(mask, N // 2, dtype), N // 2)
+        assert bool(got.interval.all()) and bool(got.read.all())
         assert torch.equal(got.lo, lo.double()) and torch.equal(got.hi, hi.double())
 
 
 def test_rows_that_are_not_one_interval_are_told_apart():
     mask = _masks(N)["random"]
-    got = key_intervals(mask.sum(-1), _probe(mask, N // 2), N // 2)
+    got = key_ends(mask.sum(-1), *_ends(mask, N // 2), N // 2)
     rows = torch.arange(N)
     lo = torch.where(mask, rows[None], N).amin(-1)
     hi = torch.where(mask, rows[None], -1).amax(-1)
     really = (hi - lo + 1) == mask.sum(-1)
     assert torch.equal(got.interval, really) and not bool(really.all())
-    # the same mean and variance as [0, 10] but 6 keys: the count tells them apart
-    row = torch.zeros(1, 11, dtype=torch.bool)
-    row[0, [0, 3, 4, 6, 7, 10]] = True
-    assert not bool(key_intervals(row.sum(-1), _probe(row, 5), 5).interval.any())
+    assert torch.equal(got.lo, lo.double()) and torch.equal(got.hi, hi.double())  # the ends are still read
 
 
-def test_long_rows_are_read_exactly():
-    """32,768 positions, windows of 4,096 keys ending anywhere: the float64 moments are exact enough."""
+def test_long_rows_are_read_exactly_in_float32():
+    """32,768 positions, windows of 4,096 keys ending anywhere, the probe in float32."""
     n, w = 32768, 4096
-    ends = torch.tensor([w - 1, 10_000, n - 1])
-    count = torch.full((3,), float(w))
-    pos = position_values(n, n // 2)
-    moments = torch.stack([pos[e - w + 1: e + 1].mean(0) for e in ends.tolist()])
-    got = key_intervals(count, moments, n // 2)
-    assert bool(got.interval.all()) and torch.equal(got.hi, ends.double())
-    holed = moments.clone()
-    holed[:, 2] += 2.0 / w  # sum j^2 two larger: the nearest other set of w integers with that mean
-    assert not bool(key_intervals(count, holed, n // 2).interval.any())
+    ends = [w - 1, 10_000, n - 1]
+    j = torch.arange(n, dtype=torch.float32)
+    tops, bottoms = [], []
+    for e in ends:
+        keys = j[e - w + 1: e + 1]
+        for sign, out in ((1.0, tops), (-1.0, bottoms)):
+            weights = torch.softmax(sign * TILT * keys, -1)
+            out.append(float(weights @ (keys - n // 2)))
+    got = key_ends(torch.full((3,), float(w)), torch.tensor(tops), torch.tensor(bottoms), n // 2)
+    assert bool(got.interval.all()) and got.hi.tolist() == ends
+    assert got.lo.tolist() == [e - w + 1 for e in ends]
+    wider = key_ends(torch.full((3,), float(w + 1)), torch.tensor(tops), torch.tensor(bottoms), n // 2)
+    assert not bool(wider.interval.any())  # one key more than the ends hold: not an interval
 
 
 def test_bad_inputs_are_one_line_errors():
@@ -175,4 +182,4 @@ def test_bad_inputs_are_one_line_errors():
     with pytest.raises(RankCollapseError, match="q must be a floating-point"):
         first_token_rows(torch.zeros(2, 3, N, E, dtype=torch.long), k[:, :, 0], torch.zeros(2, 3, N), SCALE)
     with pytest.raises(RankCollapseError, match="center must be a whole number"):
-        position_values(8, 3.5)  # type: ignore[arg-type]
+        key_ends(torch.ones(2), torch.zeros(2), torch.zeros(2), 3.5)  # type: ignore[arg-type]

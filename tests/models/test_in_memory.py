@@ -138,14 +138,69 @@ def test_a_bfloat16_model_is_measured_not_refused() -> None:
         assert abs(a["mu_rel"] - b["mu_rel"]) < 0.05  # bf16 hidden states agree with float32 to its precision
 
 
-def test_diagnostics_of_an_undissected_model_are_refused_before_anything_runs() -> None:
-    from transformers import OPTConfig, OPTModel
+def olmo2() -> nn.Module:
+    from transformers import Olmo2Config, Olmo2ForCausalLM
+
+    torch.manual_seed(0)
+    return Olmo2ForCausalLM(Olmo2Config(vocab_size=100, hidden_size=32, intermediate_size=64,
+                                        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                        pad_token_id=0, bos_token_id=1, eos_token_id=2))
+
+
+def test_diagnostics_of_an_undissected_model_read_its_attention_calls_and_leave_it_as_it_came() -> None:
+    """An OLMo-2 with a head (not dissected, no family entry): --diagnostics through the registered
+    attention function wrapping its own sdpa; the model keeps its implementation, flags and hooks."""
+    model = touched_by_the_user(olmo2())
+    before = state(model)
+    ids = torch.randint(3, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    got = analyze(AnalyzeConfig(model="olmo2", samples=2, tokens=12, diagnostics=True, metrics=("mu",)),
+                  model=model, ids=ids)
+    assert got.model_info["dissected"] is False and got.model_info["diagnostics_path"].startswith("kernel:")
+    assert len(got.rows) == 4 and all(0 < r["attention_entropy"] < 2.5 for r in got.rows[1:])
+    assert all(0 < r["first_token_attention"] <= 1 for r in got.rows[1:])
+    assert_unchanged(model, before)
+
+
+def test_an_error_inside_a_wrapped_forward_leaves_the_implementation_as_it_came() -> None:
+    model = olmo2().eval()
+    calls = []
+
+    def fail(*args):
+        calls.append(model.config._attn_implementation)
+        raise RuntimeError("boom")
+
+    handle = model.model.layers[1].register_forward_hook(fail)
+    before = state(model)
+    ids = torch.randint(3, 100, (2, 12), generator=torch.Generator().manual_seed(0))
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            analyze(AnalyzeConfig(model="olmo2", samples=2, tokens=12, diagnostics=True, metrics=("mu",)),
+                    model=model, ids=ids)
+    finally:
+        handle.remove()
+    assert calls == ["rankcollapse:sdpa"]  # wrapped while it ran
+    before["hooks"] = state(model)["hooks"]  # the test's own hook is gone
+    assert_unchanged(model, before)
+
+
+def test_what_an_undissected_model_cannot_give_is_refused_in_one_line_before_anything_runs() -> None:
+    from transformers import FalconConfig, FalconModel, OPTConfig, OPTModel
 
     opt = OPTModel(OPTConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                              ffn_dim=64, word_embed_proj_dim=32))
     ids = torch.randint(0, 100, (2, 12), generator=torch.Generator().manual_seed(0))
-    with pytest.raises(RankCollapseError, match="not dissected: --diagnostics"):  # was IndexError
-        analyze(AnalyzeConfig(model="opt", samples=2, tokens=12, diagnostics=True), model=opt, ids=ids)
+    assert analyze(AnalyzeConfig(model="opt", samples=2, tokens=12, diagnostics=True), model=opt,
+                   ids=ids).rows
+    with pytest.raises(RankCollapseError, match="not dissected: --ablation needs the attention") as err:
+        analyze(AnalyzeConfig(model="opt", samples=2, tokens=12, ablation="sinks"), model=opt, ids=ids)
+    assert "--diagnostics alone reads any model" in str(err.value)
+    with pytest.raises(RankCollapseError, match="not dissected: --diagnostics-chunk needs"):
+        analyze(AnalyzeConfig(model="opt", samples=2, tokens=12, diagnostics=True, diagnostics_chunk=4),
+                model=opt, ids=ids)
+    falcon = FalconModel(FalconConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                                      num_attention_heads=2))
+    with pytest.raises(RankCollapseError, match="does not go through Hugging Face's AttentionInterface"):
+        analyze(AnalyzeConfig(model="falcon", samples=2, tokens=12, diagnostics=True), model=falcon, ids=ids)
 
 
 def test_a_users_forward_hooks_skipped_by_a_surgery_mode_are_said_not_silent(capsys) -> None:

@@ -16,10 +16,10 @@ rounding), ``O(i e)`` per head:
 - :func:`row_entropy`: ``H_i = -sum_j A_ij log A_ij = lse_i - sum_j A_ij s_ij
   = lse_i - scale q_i . (A K)_i - (A B)_i``.
 - :func:`allowed_keys`: with ``q = 0`` every allowed logit is 0, so ``lse_i = log |N_i|``.
-- any linear statistic of a row, ``(A U)_i`` for values ``U`` of the keys (a column of ``V'``):
-  :func:`position_values` ``U = [1, j - c, (j - c)^2]`` gives, at ``q = 0``, each row's mean and
-  spread of allowed key positions, and :func:`key_intervals` recovers the rows whose allowed keys are
-  one interval (causal, sliding window, chunked) exactly.
+- any linear statistic of a row, ``(A U)_i`` for values ``U`` of the keys (a column of ``V'``); at
+  ``q = 0`` the mean of ``U`` over the allowed keys. The mask probe (:func:`key_ends`) reads each row's
+  first and last allowed key from logits tilted by ``+-TILT j`` on values ``j - c``: with ``|N_i|``, the
+  rows whose allowed keys are one interval (causal, sliding window, chunked) are recovered exactly.
 - learned sink logits (GPT-OSS: one logit ``s_aux`` per head, a key with no value): the row's
   normaliser becomes ``L_i = logaddexp(lse_i, s_aux)`` (:func:`sink_normaliser`), the sink's mass
   ``exp(s_aux - L_i)`` (:func:`sink_attention`), every key's ``exp(s_ij - L_i)``.
@@ -43,12 +43,12 @@ from torch import Tensor
 from rankcollapse.edge.errors import RankCollapseError
 
 __all__ = [
+    "TILT",
     "KeyIntervals",
     "allowed_keys",
     "first_token_rows",
     "key_attention",
-    "key_intervals",
-    "position_values",
+    "key_ends",
     "row_entropy",
     "sink_attention",
     "sink_normaliser",
@@ -145,54 +145,40 @@ def sink_attention(lse: Tensor, s_aux: Tensor) -> Tensor:
     return torch.exp(_f64(s_aux).reshape(1, -1, 1) - sink_normaliser(lse, s_aux))
 
 
-def position_values(n: int, center: int, *, dtype: torch.dtype = torch.float64,
-                    device: torch.device | str = "cpu") -> Tensor:
-    """Key values ``U_j = [1, j - c, (j - c)^2]`` [n, 3] for the mask probe: at ``q = 0`` row i of
-    ``A U`` is ``[1, mean_{j in N_i} (j - c), mean_{j in N_i} (j - c)^2]``. ``c``, a whole number (e.g.
-    ``n // 2``), keeps the squares small and every value a whole number, which a kernel adds exactly."""
-    if isinstance(center, bool) or not isinstance(center, int):
-        raise RankCollapseError(f"center must be a whole number of positions, got {center!r}")
-    j = torch.arange(n, dtype=torch.float64) - float(center)
-    return torch.stack([torch.ones_like(j), j, j * j], dim=-1).to(dtype=dtype, device=device)
+#: The tilt of the end probes: logits ``+-TILT j`` put ``1 - O(e^-TILT)`` of a row's weight on its last
+#: (first) allowed key; the output on values ``j - c`` is then within ``sum_k k e^(-TILT k) < 4e-4`` of it.
+TILT: float = 8.0
 
 
 @dataclass(frozen=True)
 class KeyIntervals:
-    """Each query row's allowed keys read back from a probe: ``count`` ``|N_i|``, ``lo``/``hi`` the
-    interval ``[lo, hi]`` they would fill (``mean -+ (count - 1) / 2``) and ``interval`` True where they
-    are exactly that interval. All [..., i]; ``lo``/``hi`` float64 whole numbers where ``interval``."""
+    """Each query row's allowed keys read back from a probe: ``count`` ``|N_i|``, ``lo``/``hi`` the first
+    and last allowed key, ``interval`` True where the allowed keys are exactly ``lo, lo + 1, ..., hi``.
+    All [..., i] float64 (whole numbers where ``read``); ``read`` False where a probe's output was not
+    within 0.05 of a whole number (not read: a row with no allowed key, or positions beyond the dtype)."""
 
     count: Tensor
     lo: Tensor
     hi: Tensor
     interval: Tensor
+    read: Tensor
 
 
-def key_intervals(count: Tensor, moments: Tensor, center: int) -> KeyIntervals:
-    """Which rows allow exactly one interval of keys, and which, from ``|N_i|`` and the probe's moments.
+def key_ends(count: Tensor, top: Tensor, bottom: Tensor, center: int) -> KeyIntervals:
+    """Which rows allow exactly one interval of keys, and which, from ``|N_i|`` and two tilted probes.
 
-    count: [..., i] (:func:`allowed_keys`); moments: [..., i, 3], the probe's output on
-    :func:`position_values` with ``center`` ``c`` at ``q = 0``: ``w [1, mean(j - c), mean((j - c)^2)]``,
-    where ``w`` is 1 up to the rounding of a kernel's ``1 / |N_i|`` (a float32 softmax: the same factor on
-    every key of the row), divided out here. For ``m`` distinct integers with a given mean, ``sum j^2`` is
-    smallest exactly when they are consecutive, and any other such set has ``sum j^2`` larger by a whole
-    number >= 2: so a row is the interval ``[mean - (m - 1)/2, mean + (m - 1)/2]`` iff its variance is
-    ``(m^2 - 1) / 12`` within ``0.5 / m`` (a quarter of that gap, ``2 / m``, in the variance) and those
-    ends are whole numbers. At ``q = 0`` a kernel adds whole numbers (every allowed weight is
-    ``exp(0) = 1``) and divides once, so in float64 the moments of ``n <= 2^20`` positions are exact to
-    far below that margin.
+    The probes (ours): ``q = +-1``, ``k_j = TILT j / scale`` (logits ``+-TILT j`` on the allowed keys) and
+    values ``j - c``: the softmax puts ``1 - O(e^-TILT)`` of row i's weight on its last allowed key
+    (``+``) or its first (``-``), so ``top_i = max N_i - c`` and ``bottom_i = min N_i - c`` to ``4e-4``,
+    read by rounding (float32 holds whole positions exactly far beyond 2^20). A row's keys are the
+    interval ``[lo, hi]`` iff ``|N_i| = hi - lo + 1``: they lie in it and hold both ends.
+    count: [..., i] (:func:`allowed_keys`); top, bottom: [..., i]; ``c``: the whole number the values
+    were shifted by (keeps them small) -> :class:`KeyIntervals`.
     """
-    m = _f64(count)
-    moments = _f64(moments)
-    weight = moments[..., 0]
-    safe = torch.where(weight > 0, weight, torch.ones_like(weight))
-    mean = moments[..., 1] / safe
-    var = moments[..., 2] / safe - mean * mean
-    mean = mean + float(center)
-    lo = mean - (m - 1) / 2
-    hi = mean + (m - 1) / 2
-    tight = (var - (m * m - 1) / 12).abs() <= 0.5 / torch.clamp(m, min=1.0)
-    whole = ((lo - lo.round()).abs() <= 1e-6) & ((hi - hi.round()).abs() <= 1e-6)
-    ok = tight & whole & (m >= 1) & ((weight - 1).abs() <= 1e-6)
-    return KeyIntervals(count=m, lo=torch.where(ok, lo.round(), lo), hi=torch.where(ok, hi.round(), hi),
-                        interval=ok)
+    if isinstance(center, bool) or not isinstance(center, int):
+        raise RankCollapseError(f"center must be a whole number of positions, got {center!r}")
+    top, bottom, m = _f64(top), _f64(bottom), _f64(count)
+    hi, lo = top.round(), bottom.round()
+    read = ((top - hi).abs() <= 0.05) & ((bottom - lo).abs() <= 0.05) & (m >= 1)
+    hi, lo = hi + center, lo + center
+    return KeyIntervals(count=m, lo=lo, hi=hi, interval=read & (m == hi - lo + 1), read=read)

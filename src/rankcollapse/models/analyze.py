@@ -38,7 +38,12 @@ from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.metrics import document_columns
 from rankcollapse.models.analyze_config import AnalyzeConfig
 from rankcollapse.models.analyze_result import AnalyzeResult, model_info, write_per_sample, write_run
-from rankcollapse.models.diagnose import chunked_diagnostic_values, diagnostic_values
+from rankcollapse.models.diagnose import (
+    chunked_diagnostic_values,
+    diagnostic_values,
+    diagnostics_info,
+    diagnostics_path,
+)
 from rankcollapse.models.excerpts import check_excerpts, excerpts
 from rankcollapse.models.images import check_pixels, check_tokens, image_geometry, random_pixels
 from rankcollapse.models.inputs import (
@@ -317,11 +322,13 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
         raise RankCollapseError(f"saving attention patterns needs one batch; got {count} batches of "
                                 f"{config.batch_size} (--batch-size at least --samples {ids.shape[0]})")
     layers = [LayerSamples() for _ in range(depth + 1)]
-    heads = model.layers[0].n_heads if config.diagnostics else None
+    heads = _heads(model) if config.diagnostics else None
+    path = diagnostics_path(model, config, on_attention is not None) if config.diagnostics else None
     chunk = None  # on_attention gets each layer's whole map: the reference path
-    if config.diagnostics and on_attention is None:
+    if path is not None and path.kind == "blocks":
         heads_max = max(p.n_heads for p in model.layers)
         chunk = config.diagnostics_chunk or chunk_rows(heads_max, n)
+    kernel_stats = path is not None and path.kind == "kernel"
     bar = progress_lines((depth + 1) * count, f"analyze {model.label}", "layers", enabled=progress)
     try:
         for j, batch in enumerate(iter_batches(ids, config.batch_size, model.device, attention_mask)):
@@ -330,7 +337,8 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
             stream = iter_hidden_states(model, batch.ids, mode=config.mode, mask=config.parsed_mask,
                                         d_qk=config.d_qk, layers=config.layers, backend=config.backend,
                                         sink_damping=config.sink_damping, record=record,
-                                        attention_mask=batch.attention_mask, chunk=chunk)
+                                        attention_mask=batch.attention_mask, chunk=chunk,
+                                        kernel_stats=kernel_stats)
             while True:
                 start = time.perf_counter()
                 try:
@@ -352,7 +360,7 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
                     parts = document_columns(finite_x if finite_x.device.type == "cpu" else finite_x.cpu(),
                                              docs, real)
                     layer.docs.append({k: v.cpu() for k, v in parts.items()})
-                if record is not None and chunk is not None:
+                if record is not None and (chunk is not None or kernel_stats):
                     kept = record.pop("rows", None) if t > 0 else None
                     kept = None if kept is None else kept.take(slice(0, batch.size), x.shape[1])
                     layer.diagnostics.append(chunked_diagnostic_values(x, kept, config.sink_threshold, real))
@@ -374,7 +382,8 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
                     on_row(rows[-1])
     finally:
         bar.close()
-    result = AnalyzeResult(config=config, rows=rows, model_info=model_info(model, config), seconds=seconds,
+    info = {**model_info(model, config), **diagnostics_info(model, config, on_attention is not None)}
+    result = AnalyzeResult(config=config, rows=rows, model_info=info, seconds=seconds,
                            notes=notes, samples=samples, ids=None if model.image is not None else ids)
     bad = result.overflow_layers
     if bad:
@@ -385,6 +394,17 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
         result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "
                             f"rows: mu_rel there is 0/0, undefined (NaN), not collapse")
     return result
+
+
+def _heads(model: LoadedModel) -> int:
+    """The attention heads of the model's first layer (an undissected model: its config's)."""
+    if model.layers:
+        return model.layers[0].n_heads
+    config = model.hf_model.config
+    heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", None)
+    if not heads:
+        raise RankCollapseError(f"{model.arch!r}: its config names no number of attention heads")
+    return int(heads)
 
 
 def _own_tensors(model: LoadedModel, config: AnalyzeConfig, n: int) -> bool:

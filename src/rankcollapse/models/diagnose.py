@@ -2,8 +2,9 @@
 
 - :func:`diagnostic_stats`: the columns ``--diagnostics`` adds to a row, from that layer's
   attention weights ``A [b, h, n, n]`` and its output ``X [b, n, d]`` (the reference; an ``analyze``
-  run computes the same from per-query reductions of ``A`` formed in blocks of query rows,
-  :func:`chunked_diagnostic_values`)
+  run computes the same from per-query reductions of ``A``, :func:`chunked_diagnostic_values`: exactly
+  from each layer's fused kernel call and its row log-normaliser, or from ``A`` formed in blocks of query
+  rows where the logits have no lse form; which one: :func:`diagnostics_path`)
   (:mod:`rankcollapse.metrics.diagnostics`, means over samples): ``attention_entropy`` (mean over
   heads) and ``attention_entropy_h{k}`` per head, ``normalized_attention_entropy``,
   ``first_token_attention`` (mean over heads) and ``first_token_attention_h{k}`` per head,
@@ -14,16 +15,17 @@
   Row 0 (no attention): the attention columns are NaN (``sink_heads`` ``""``).
 - :func:`layer_table`: a short console table of a run's rows (collapse, and the diagnostics when
   present), at most ``max_rows`` lines.
-- :func:`check_masks`: per model layer, the support of the attention Hugging Face's eager forward
-  computes (``output_attentions``) against the mask that layer's config defines
-  (:func:`rankcollapse.masks.consistency.check_schedule_support`).
+- :func:`check_masks`: per model layer, the mask the model's attention kernel really applies, probed
+  through its own attention function with the layer's own mask arguments
+  (:mod:`rankcollapse.models.fingerprint`), against the mask that layer's config defines.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -36,6 +38,87 @@ from rankcollapse.metrics import diagnostics as dg
 
 #: Ablations of ``analyze`` (None: none). ``sinks``: damp the attention on the first token.
 ABLATIONS: tuple[str | None, ...] = (None, "sinks")
+
+
+@dataclass(frozen=True)
+class DiagnosticsPath:
+    """How a run takes its attention diagnostics (``config.json``: ``model.diagnostics_path``).
+    ``kind``: ``kernel`` (each layer's fused attention call on ``V' = [V, K]``: the statistics exactly from
+    its row log-normaliser, no weights formed, any backend and any model whose attention goes through
+    Hugging Face's ``AttentionInterface``), ``blocks`` (the weights formed a block of query rows at a time
+    from the dissected parts), ``map`` (each layer's whole map, for ``on_attention``); ``why``: one line."""
+
+    kind: Literal["kernel", "blocks", "map"]
+    why: str
+
+    def describe(self) -> str:
+        return f"{self.kind}: {self.why}"
+
+
+def diagnostics_path(model: Any, config: Any, whole_maps: bool = False) -> DiagnosticsPath:
+    """The path of a run's diagnostics (:class:`DiagnosticsPath`). ``whole_maps``: ``on_attention`` needs
+    each layer's map. ``blocks`` where the lse has no exact form or the weights themselves change: the sinks
+    ablation, an explicit ``diagnostics_chunk``, logit soft-capping (Gemma 2), a relative-position bias (T5,
+    MPNet), float64 parts with Hugging Face's float32 softmax. An undissected model takes the kernel path
+    only (its attention through the ``AttentionInterface``): the others are refused in one line."""
+    from rankcollapse.models.families import FAMILIES
+    from rankcollapse.models.stats_interface import supports_interface
+
+    if not model.dissected:
+        if config.diagnostics_chunk is not None or config.ablation is not None or whole_maps:
+            what = ("--ablation" if config.ablation is not None else "on_attention" if whole_maps
+                    else "--diagnostics-chunk")
+            raise RankCollapseError(f"{model.arch!r} is not dissected: {what} needs the attention weights of "
+                                    "a dissected family (--diagnostics alone reads any model whose "
+                                    "attention goes through Hugging Face's AttentionInterface)")
+        if not supports_interface(model.hf_model):
+            raise RankCollapseError(f"{model.arch!r} is not dissected and its attention does not go through "
+                                    "Hugging Face's AttentionInterface: --diagnostics needs one of the two")
+        return DiagnosticsPath("kernel", KERNEL_WHY + "; the model's own forward, its attention function "
+                               "wrapped (not dissected)")
+    if whole_maps:
+        return DiagnosticsPath("map", "on_attention gets each layer's whole [b, h, n, n] map; the "
+                               "diagnostics are read from it")
+    reasons = []
+    if config.ablation is not None:
+        reasons.append("the sinks ablation changes each row's weights")
+    if config.diagnostics_chunk is not None:
+        reasons.append(f"--diagnostics-chunk {config.diagnostics_chunk} asks for it")
+    if any(p.logit_softcap is not None for p in model.layers):
+        reasons.append("logit soft-capping (c tanh(S / c)) is not linear in the keys: its entropy has no lse "
+                       "form")
+    spec = FAMILIES.get(model.arch)
+    if spec is not None and spec.positions == "relative":
+        reasons.append("a relative-position bias inside the logits: its entropy term sum_j A_ij B_ij has no "
+                       "lse form")
+    dtype = next(model.hf_model.parameters()).dtype
+    if any(p.softmax_dtype not in (None, dtype) for p in model.layers):
+        reasons.append(f"parts with Hugging Face's float32 softmax in {str(dtype).removeprefix('torch.')}")
+    if reasons:
+        return DiagnosticsPath("blocks", "; ".join(reasons) + ": the weights are formed a block of query "
+                               "rows at a time from the dissected parts")
+    return DiagnosticsPath("kernel", KERNEL_WHY)
+
+
+#: The kernel path, in one line (``config.json``).
+KERNEL_WHY = ("each layer's fused attention call on V' = [V, K]: entropy, first-token attention and allowed "
+              "keys exactly from its row log-normaliser (lse), no attention weights formed")
+
+
+def diagnostics_info(model: Any, config: Any, whole_maps: bool = False) -> dict[str, Any]:
+    """What ``config.json`` records of a run's diagnostics: ``diagnostics_path`` (:func:`diagnostics_path`,
+    one line; None without diagnostics) and the ``backend`` the run really takes with it."""
+    from rankcollapse.models.stream import choose_backend, is_own_mask
+
+    if not config.diagnostics:
+        return {"diagnostics_path": None}
+    path = diagnostics_path(model, config, whole_maps)
+    if path.kind == "kernel":
+        own = is_own_mask(model, config.parsed_mask, config.tokens)
+        backend = choose_backend(model, config.mode, own, config.d_qk, config.backend)
+    else:
+        backend = "parts"
+    return {"diagnostics_path": path.describe(), "backend": backend}
 
 
 def mean_defined(v: Tensor) -> float:

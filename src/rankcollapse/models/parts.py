@@ -30,6 +30,7 @@ from rankcollapse.core.positions import apply_rotary
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap
 from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
+from rankcollapse.models.lse_attention import KernelMask, attention_with_stats
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
 Mode = Literal["full", "attn", "attn+ln", "attn+skip", "attn+skip+ln"]
@@ -173,6 +174,7 @@ def attention(
     sink_damping: float | None = None,
     record: dict[str, Any] | None = None,
     chunk: int | None = None,
+    kernel: KernelMask | None = None,
 ) -> Tensor:
     """Multi-head attention from parts: ``Σ_h A_h (x W_V,h + b_V,h) W_O,h + b_O``.
 
@@ -195,6 +197,12 @@ def attention(
     softmax needs only its own logits, so the function is the same; rounding may differ in the last
     bits); ``record`` then gets the per-query reductions of every block under ``"rows"``
     (:class:`~rankcollapse.metrics.diagnostics.AttentionRows`, float64, ``O(b h n)``).
+
+    ``kernel`` (``mask`` as a kernel takes it, :func:`~rankcollapse.models.lse_attention.kernel_mask`; the
+    ``mask`` argument is then not read): one fused kernel call per key/value head on ``V' = [V, K]``
+    (:func:`~rankcollapse.models.lse_attention.attention_with_stats`), no weights formed; ``record`` gets
+    the same per-query reductions under ``"rows"``, exactly, from the kernel's row log-normaliser. Not
+    with a position bias, soft-capping, the sinks ablation or a float32 softmax of float64 parts (one line).
     """
     b, n, _ = x.shape
     h, g, e = parts.n_heads, parts.n_kv_heads, parts.head_dim
@@ -210,10 +218,20 @@ def attention(
         cos, sin = rotary
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b or 1, n, r] -> over the heads
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+    scale = parts.d_qk if d_qk is None else d_qk
+    if kernel is not None:
+        if positions.bias is not None or parts.logit_softcap is not None or sink_damping is not None or (
+                parts.softmax_dtype not in (None, x.dtype)):
+            raise RankCollapseError("the kernel path takes no position bias, soft cap, sinks ablation or "
+                                    "float32 softmax of float64 parts; form the weights in blocks (chunk)")
+        out, rows = attention_with_stats(q, k, v, kernel, 1.0 / math.sqrt(scale))
+        if record is not None:
+            record["rows"] = rows
+        out = out.transpose(1, 2).reshape(b, n, h * e)
+        return F.linear(out, parts.w_o, parts.b_o)
     if g != h:
         k = k.repeat_interleave(h // g, dim=1)
         v = v.repeat_interleave(h // g, dim=1)
-    scale = parts.d_qk if d_qk is None else d_qk
     if chunk is None:
         weights = _weights(parts, q, k, mask, positions.bias, scale, sink_damping, 0)
         if record is not None:
@@ -280,9 +298,10 @@ def run_block(
     sink_damping: float | None = None,
     record: dict[str, Any] | None = None,
     chunk: int | None = None,
+    kernel: KernelMask | None = None,
 ) -> Tensor:
     """One layer in ``mode`` from its parts. x: [b, n, d] -> [b, n, d]. ``Attn`` is :func:`attention`
-    (``record``, ``chunk``: there).
+    (``record``, ``chunk``, ``kernel``: there).
 
     ================  ======================  ==============================  ==============================
     mode              the paper's variant     post-LN (BERT, ALBERT, MPNet)   pre-LN (GPT-2, Llama, T5)
@@ -302,7 +321,7 @@ def run_block(
     ``attn+ln`` / ``attn+skip+ln``; ``full`` is ``y = x + P1(Attn(N1(x))); y + P2(MLP(N2(y)))``.
     """
     def attn(z: Tensor) -> Tensor:
-        return attention(parts, z, mask, d_qk, positions, sink_damping, record, chunk)
+        return attention(parts, z, mask, d_qk, positions, sink_damping, record, chunk, kernel)
 
     place = parts.norm_placement
     post = place == "post"

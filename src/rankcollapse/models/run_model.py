@@ -33,16 +33,25 @@ def load_model_cached(name: str, dtype: str, seed: int, device: str = "cpu") -> 
 
 
 def needs_surgery(config: AnalyzeConfig) -> bool:
-    """Whether the run needs each layer's attention weights (diagnostics or an ablation)."""
-    return config.diagnostics or config.ablation is not None
+    """Whether the run needs each layer's attention weights from the dissected parts: the sinks ablation
+    (``--diagnostics`` alone does not: it reads each layer's kernel call,
+    :func:`~rankcollapse.models.diagnose.diagnostics_path`)."""
+    return config.ablation is not None
 
 
 def check_surgery(model: LoadedModel, config: AnalyzeConfig) -> None:
-    """Refuse diagnostics or an ablation on a model whose layers are not dissected (one line), before
-    anything runs: both need each layer's attention weights."""
+    """Refuse, in one line and before anything runs, what a model cannot give: the sinks ablation (or
+    ``--diagnostics-chunk``) on a model whose layers are not dissected, diagnostics on an undissected model
+    whose attention does not go through Hugging Face's ``AttentionInterface``
+    (:func:`~rankcollapse.models.diagnose.diagnostics_path`)."""
+    from rankcollapse.models.diagnose import diagnostics_path
+
     if needs_surgery(config) and not model.dissected:
-        raise RankCollapseError(f"{model.arch!r} is not dissected: --diagnostics and --ablation need the "
-                                "attention weights of a dissected family")
+        raise RankCollapseError(f"{model.arch!r} is not dissected: --ablation needs the attention weights "
+                                "of a dissected family (--diagnostics alone reads any model whose attention "
+                                "goes through Hugging Face's AttentionInterface)")
+    if config.diagnostics:
+        diagnostics_path(model, config)
 
 
 def check_model_dtype(model: LoadedModel, config: AnalyzeConfig) -> None:

@@ -32,6 +32,7 @@ from rankcollapse.masks import Mask, parse_mask
 from rankcollapse.masks.export import to_hf_additive
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
 from rankcollapse.models.loading import LoadedModel
+from rankcollapse.models.lse_attention import KernelMask, kernel_mask
 from rankcollapse.models.names import tl_hook_name  # noqa: F401  (re-exported)
 from rankcollapse.models.parts import MODES, NO_POSITIONS, run_block
 
@@ -203,16 +204,59 @@ def fused_attention(model: LoadedModel, on: bool = True) -> Iterator[None]:
             c._attn_implementation = before[k]
 
 
-def _full_only(model: LoadedModel, ids: Tensor, depth: int,
-               attention_mask: Tensor | None) -> Iterator[tuple[int, str, Tensor]]:
+@contextlib.contextmanager
+def hooks_as_they_were(hf_model: torch.nn.Module) -> Iterator[None]:
+    """Inside: a Hugging Face forward may install its own forward hooks (transformers installs its
+    output-capturing hooks on every layer the first time hidden states are asked for, and marks the model
+    ``_output_capturing_hooks_installed``); on leaving, those added are removed and the marks put back,
+    so a model given to ``analyze`` keeps exactly its own hooks."""
+    modules = list(hf_model.modules())
+    before = [(m, set(m._forward_hooks), set(m._forward_pre_hooks),
+               m.__dict__.get("_output_capturing_hooks_installed", _ABSENT)) for m in modules]
+    try:
+        yield
+    finally:
+        for m, hooks, pre, mark in before:
+            for key in set(m._forward_hooks) - hooks:
+                del m._forward_hooks[key]
+                m._forward_hooks_with_kwargs.pop(key, None)
+                m._forward_hooks_always_called.pop(key, None)
+            for key in set(m._forward_pre_hooks) - pre:
+                del m._forward_pre_hooks[key]
+                m._forward_pre_hooks_with_kwargs.pop(key, None)
+            if mark is _ABSENT:
+                m.__dict__.pop("_output_capturing_hooks_installed", None)
+            else:
+                m.__dict__["_output_capturing_hooks_installed"] = mark
+
+
+_ABSENT = object()
+
+
+def _full_only(model: LoadedModel, ids: Tensor, depth: int, attention_mask: Tensor | None,
+               record: dict[str, Any] | None = None) -> Iterator[tuple[int, str, Tensor]]:
+    """An undissected model's states from Hugging Face's own forward; with ``record``, each layer's
+    per-query attention rows from the registered attention function
+    (:func:`~rankcollapse.models.stats_interface.recording`), one call per layer."""
+    from rankcollapse.models.stats_interface import Recorder, recording
+
     if depth != model.n_model_layers:
         raise RankCollapseError(f"{model.arch!r} is not dissected: --layers must be its depth "
                                 f"({model.n_model_layers}), got {depth}")
     dtype = next(model.hf_model.parameters()).dtype
-    with torch.inference_mode(), fused_attention(model, fusable(model, dtype)):
+    recorder = Recorder()
+    stats = recording(model.hf_model, recorder) if record is not None else contextlib.nullcontext()
+    with torch.inference_mode(), fused_attention(model, fusable(model, dtype)), stats, \
+            hooks_as_they_were(model.hf_model):
         states = model.hf_model(**{model.input_name: ids}, attention_mask=attention_mask,
                                 output_hidden_states=True).hidden_states
+    if record is not None and len(recorder.rows) != len(states) - 1:
+        raise RankCollapseError(f"{len(recorder.rows)} attention calls went through Hugging Face's "
+                                f"AttentionInterface in {len(states) - 1} layers of {model.arch!r}; the "
+                                "diagnostics need one per layer")
     for t, x in enumerate(states):
+        if record is not None and t > 0:
+            record["rows"] = recorder.rows[t - 1]
         yield t, hidden_state_name(t), x
 
 
@@ -267,6 +311,7 @@ def iter_hidden_states(
     record: dict[str, Any] | None = None,
     attention_mask: Tensor | None = None,
     chunk: int | None = None,
+    kernel_stats: bool = False,
 ) -> Iterator[tuple[int, str, Tensor]]:
     """Yield ``(t, name, X(t))`` for t = 0..L; X: [b, n, d] in the model's dtype. Only the current
     state is kept (copy a tensor to keep it).
@@ -284,7 +329,12 @@ def iter_hidden_states(
     weights under ``"attn"`` [b, h, n, n] (forces the parts backend). ``chunk`` c (with ``record``):
     each layer forms its weights c query rows at a time instead, and ``record`` holds their per-query
     reductions under ``"rows"`` (:class:`~rankcollapse.metrics.diagnostics.AttentionRows`; memory: one
-    block ``[b, h, c, n]``, :func:`~rankcollapse.models.parts.attention`).
+    block ``[b, h, c, n]``, :func:`~rankcollapse.models.parts.attention`). ``kernel_stats`` (with
+    ``record``, not ``chunk``): the same ``"rows"``, exactly, from each layer's fused kernel call and its
+    row log-normaliser, no weights formed, on any backend and any model whose attention goes through
+    Hugging Face's ``AttentionInterface`` (dissected or not): the ``hf`` backend and an undissected model
+    through the registered attention function (:mod:`~rankcollapse.models.stats_interface`), the
+    ``parts`` backend through :func:`~rankcollapse.models.lse_attention.attention_with_stats`.
     ``attention_mask``: [b, n], 1 for real tokens, 0 for padding (right-padded batches of texts of
     different lengths): each layer's mask of a text of ``L_b`` real tokens is its mask at length
     ``L_b`` on those tokens and only ``i = j`` for a padding query (:func:`padded_mask`), so no real
@@ -304,7 +354,9 @@ def iter_hidden_states(
     if depth < 0:
         raise RankCollapseError(f"layers must be >= 0, got {layers}")
     masks = layer_masks(model, mask, depth)
-    surgery = sink_damping is not None or record is not None
+    if kernel_stats and (record is None or chunk is not None):
+        raise RankCollapseError("kernel_stats applies only with record and without chunk")
+    surgery = sink_damping is not None or (record is not None and not kernel_stats)
     if chunk is not None and record is None:
         raise RankCollapseError("chunk (query rows per block of attention weights) applies only with record")
     if surgery and not model.dissected:
@@ -314,7 +366,7 @@ def iter_hidden_states(
         raise RankCollapseError("backend 'hf' does not apply with diagnostics or the sinks ablation")
     which = choose_backend(model, mode, is_own_mask(model, mask, n), d_qk, "parts" if surgery else backend)
     if which == "hf" and not model.dissected:
-        yield from _full_only(model, ids, depth, attention_mask)
+        yield from _full_only(model, ids, depth, attention_mask, record if kernel_stats else None)
         return
     dense: dict[int, Tensor | None] = {}
     lengths = text_lengths(attention_mask, n)
@@ -330,10 +382,17 @@ def iter_hidden_states(
         yield 0, hidden_state_name(0), x
         fused = which == "hf" and fusable(model, x.dtype)
         plain_causal: dict[int, bool] = {}
-        if fused:  # an [n, n] comparison only where it is used
+        if fused or kernel_stats:  # an [n, n] comparison only where it is used
             causal = torch.ones(n, n, dtype=torch.bool).tril()
             plain_causal = {k: v.ndim == 2 and bool(torch.equal(v, causal)) for k, v in dense.items()}
             del causal
+        kernels = ({k: _kernel_mask(v, plain_causal[k], x) for k, v in dense.items()}
+                   if kernel_stats and which == "parts" else {})
+        recorder = None
+        if kernel_stats and which == "hf":
+            from rankcollapse.models.stats_interface import Recorder
+
+            recorder = Recorder()
         for t in range(1, depth + 1):
             parts = model.layers[(t - 1) % n_layers]
             m = ready[id(masks[t - 1])]
@@ -341,8 +400,34 @@ def iter_hidden_states(
                 m = None  # the module's own causal mask: the fused kernel skips the masked half
             if which == "hf":
                 with fused_attention(model, fused):  # per layer: the caller runs between yields
-                    x = parts.hf_forward(x, m, pos)
+                    x = _hf_layer(model, parts, x, m, pos, recorder, record)
             else:
-                x = run_block(parts, x, mode, m, d_qk, pos, sink_damping, record, chunk)
+                x = run_block(parts, x, mode, m, d_qk, pos, sink_damping, record, chunk,
+                              kernels.get(id(masks[t - 1])))
             trim_heap_every(t)
             yield t, hidden_state_name(t), x
+
+
+def _kernel_mask(mask: Tensor, plain_causal: bool, x: Tensor) -> KernelMask:
+    """A layer's bool mask ``[n, n]`` or ``[b, 1, n, n]`` as the fused kernel takes it: none for the
+    complete mask, the kernel's own causal mask for plain causal (it skips the masked half), else additive
+    in x's dtype on x's device."""
+    n = mask.shape[-1]
+    if plain_causal or bool(mask.all()):
+        return kernel_mask(None, plain_causal, n, n, x.dtype, x.device)
+    return kernel_mask(mask.to(x.device), False, n, n, x.dtype, x.device)
+
+
+def _hf_layer(model: LoadedModel, parts: Any, x: Tensor, mask: Tensor | None, pos: Any,
+              recorder: Any, record: dict[str, Any] | None) -> Tensor:
+    """One layer through the model's own module; with a recorder, its attention call through the
+    registered attention function, whose rows go to ``record["rows"]``."""
+    if recorder is None:
+        return parts.hf_forward(x, mask, pos)
+    from rankcollapse.models.stats_interface import recording
+
+    with recording(model.hf_model, recorder):
+        out = parts.hf_forward(x, mask, pos)
+    if record is not None:
+        record["rows"] = recorder.take()
+    return out
