@@ -29,8 +29,6 @@ def _record(n: int, w: float, f2_holds: bool | None) -> Theorem3Summary:
         lemma13_samples=16,
         lemma13_max_condition=1.46,
         lemma13_condition_limit=math.sqrt(w * w - 1),
-        f4_max_rank=1,
-        f4_found=3,
     )
 
 

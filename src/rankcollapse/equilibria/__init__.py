@@ -2,11 +2,21 @@
 
 The paper's results: its N = d = 2 counterexample (``counterexample_paper``, Lemma 11, Figs. 1 and 5),
 Theorem 3's bidiagonal value matrix with every equilibrium of every rank (``theorem3``, checks in
-``theorem3_checks``: tangent spectrum, convergence, App. F.2-F.4), Theorem 2 / Corollary 1 runs
-(``orthogonal``). Ours: the surrogate counterexample ``[[0.95, 1], [0, 1]]`` with ``W_QK = I``
-(``counterexample``), designed stable equilibria of every rank (``construction``, ``design``), and an
-equilibrium finder and verifier for any mask and value matrix (``finder``). See docs/equilibria.md."""
+``theorem3_checks``: tangent spectrum, convergence, App. F.2-F.3), App. F.4's complete mask searched over
+W_QK (``complete_mask``), Theorem 2 / Corollary 1 runs (``orthogonal``). Ours: the surrogate
+counterexample ``[[0.95, 1], [0, 1]]`` with ``W_QK = I`` (``counterexample``), designed stable equilibria
+of every rank (``construction``, ``design``), and an equilibrium finder and verifier for any mask and
+value matrix (``finder``). See docs/equilibria.md."""
 
+from rankcollapse.equilibria.complete_mask import (
+    CompleteMaskSummary,
+    PerronGap,
+    SearchEnd,
+    complete_mask_measurements,
+    cone_margin,
+    perron_gap,
+    search_rank,
+)
 from rankcollapse.equilibria.construction import Construction, construct_rank_k, constructed_ranks
 from rankcollapse.equilibria.counterexample import (
     BasinArc,
@@ -68,7 +78,6 @@ from rankcollapse.equilibria.theorem3 import (
 )
 from rankcollapse.equilibria.theorem3_checks import (
     check_f2,
-    check_f4,
     convergence_from_nearby,
     direction_counts,
     lemma13,
@@ -80,6 +89,7 @@ __all__ = [
     "Arc",
     "BasinArc",
     "CircleFixedPoint",
+    "CompleteMaskSummary",
     "Construction",
     "Counterexample",
     "Equilibrium",
@@ -89,6 +99,8 @@ __all__ = [
     "OrthogonalCollapse",
     "PaperCounterexample",
     "PaperEquilibrium",
+    "PerronGap",
+    "SearchEnd",
     "angle_map",
     "angle_map_derivative",
     "antipode_threshold",
@@ -103,8 +115,9 @@ __all__ = [
     "causal_advantage",
     "causal_mask",
     "check_f2",
-    "check_f4",
     "check_value_matrix",
+    "complete_mask_measurements",
+    "cone_margin",
     "construct_rank_k",
     "constructed_ranks",
     "convergence_from_nearby",
@@ -126,12 +139,14 @@ __all__ = [
     "paper_chain",
     "paper_counterexample",
     "paper_value_matrix",
+    "perron_gap",
     "plot_figure1",
     "plot_figure5",
     "plot_paper_figure1",
     "plot_paper_figure5",
     "resolve_mask",
     "scan_value_family",
+    "search_rank",
     "simulate_pair",
     "spectral_radius",
     "srank_bound",

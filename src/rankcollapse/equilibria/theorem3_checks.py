@@ -1,4 +1,4 @@
-"""Checks of Theorem 3's equilibria: tangent spectrum, convergence, App. F.2, F.3 (Lemma 13) and F.4.
+"""Checks of Theorem 3's equilibria: tangent spectrum, convergence, App. F.2 and F.3 (Lemma 13).
 
 - **Tangent spectrum on the product of spheres**: the Jacobian of the LN map restricted to the tangent space
   ``T_x (S^{d-1})^N`` (``N (d - 1)`` directions; :func:`rankcollapse.equilibria.finder.tangent_jacobian`).
@@ -18,7 +18,8 @@
 - **App. F.2**: ``SRank(X*) <= N / (N - (N - 1) / w^2)`` for a full-rank equilibrium.
 - **App. F.3, Lemma 13**: token 1 at ``e_d``, token 2 with negative leading coordinates and
   ``X_{2, d-1} <= -1/w``: the coordinate stays ``<= -1/w`` and the pair never reaches rank one.
-- **App. F.4** (conjecture: no such equilibria for undirected masks): the complete mask with the same ``W_V``.
+- **App. F.4** (conjecture: no such equilibria for undirected masks) is searched in
+  :mod:`rankcollapse.equilibria.complete_mask` (the complete mask, the same ``W_V``, ``W_QK`` free).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from torch import Tensor
 from rankcollapse.core.draws import gaussian
 from rankcollapse.core.norms import sphere_normalize
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.equilibria.finder import find_equilibria, tangent_jacobian
+from rankcollapse.equilibria.finder import tangent_jacobian
 from rankcollapse.equilibria.lnmap import causal_mask, iterate, ln_attention_map, tangent_basis
 from rankcollapse.equilibria.theorem3 import PaperEquilibrium, zero_qk
 from rankcollapse.metrics import num_rank, stable_rank
@@ -319,47 +320,6 @@ def lemma13(
     }
 
 
-def check_f4(
-    w_v: Tensor,
-    n: int,
-    *,
-    betas: tuple[float, ...] = (0.0, -1.0, 1.0),
-    starts: int = 64,
-    steps: int = 1500,
-    newton_starts: int = 16,
-    seed: int = 0,
-) -> list[dict[str, Any]]:
-    """App. F.4: equilibria of the complete mask with the same ``W_V`` and ``W_QK = beta I``.
-
-    ``beta = 0``: uniform attention makes every token ``normalize(mean(X) W_V)`` after one layer, so every
-    equilibrium has rank 1 (a proof); the search confirms it. Other ``beta``: random starts + Newton."""
-    out = []
-    d = w_v.shape[0]
-    for beta in betas:
-        g = torch.Generator().manual_seed(seed)
-        eqs = find_equilibria(
-            w_v,
-            n,
-            None,
-            beta * torch.eye(d, dtype=torch.float64),
-            starts=starts,
-            steps=steps,
-            generator=g,
-            newton_starts=newton_starts,
-        )
-        out.append(
-            {
-                "beta": beta,
-                "found": len(eqs),
-                "ranks": sorted({e.rank for e in eqs}),
-                "max_rank": max((e.rank for e in eqs), default=0),
-                "max_residual": max((e.residual for e in eqs), default=0.0),
-                "source": "paper (App. F.4 conjecture), searched by us",
-            }
-        )
-    return out
-
-
 def directional_convergence(
     eqs: list[PaperEquilibrium], w_v: Tensor, *, radius: float = 1e-4, steps: int = 2000
 ) -> list[dict[str, Any]]:
@@ -429,7 +389,7 @@ class Theorem3Summary:
     (every full-rank equilibrium has ``SRank <= srank_bound``; None: none is full-rank),
     ``f2_max_srank``. Lemma 13 (App. F.3): the shares of its ``lemma13_samples`` starts that keep
     ``X_(2,d-1) <= -1/w`` and rank 2, the largest ratio condition and its limit ``sqrt(w^2 - 1)``.
-    App. F.4: equilibria found for the complete mask and their highest rank.
+    (App. F.4, the complete mask, is its own run: :mod:`rankcollapse.equilibria.complete_mask`.)
 
     A run stores it flat (:meth:`to_summary`: ``paper_rank1``, ``other_rank1``, ...);
     :meth:`from_summary` reads those columns back once, typed."""
@@ -449,8 +409,6 @@ class Theorem3Summary:
     lemma13_samples: int
     lemma13_max_condition: float
     lemma13_condition_limit: float
-    f4_max_rank: int
-    f4_found: int
 
     def __post_init__(self) -> None:
         if len(self.paper_ranks) != self.n or len(self.other_ranks) != self.n:
@@ -475,8 +433,6 @@ class Theorem3Summary:
             "lemma13_samples": self.lemma13_samples,
             "lemma13_max_condition": self.lemma13_max_condition,
             "lemma13_condition_limit": self.lemma13_condition_limit,
-            "f4_max_rank": self.f4_max_rank,
-            "f4_found": self.f4_found,
             "min_neutral": self.min_neutral,
             "source": THEOREM3_SOURCE,
         }
@@ -504,8 +460,6 @@ class Theorem3Summary:
             lemma13_samples=int(summary["lemma13_samples"]),
             lemma13_max_condition=float(summary["lemma13_max_condition"]),
             lemma13_condition_limit=float(summary["lemma13_condition_limit"]),
-            f4_max_rank=int(summary["f4_max_rank"]),
-            f4_found=int(summary["f4_found"]),
         )
 
 
@@ -517,17 +471,14 @@ def theorem3_measurements(
     steps: int,
     lemma13_samples: int,
     lemma13_steps: int,
-    f4_starts: int,
-    f4_steps: int,
-    f4_newton: int,
     seed: int,
 ) -> tuple[list[dict[str, Any]], Theorem3Summary]:
     """Theorem 3 measured for one (N = d = ``n``, ``w``): every equilibrium of the bidiagonal ``W_V``
     (:func:`~rankcollapse.equilibria.theorem3.enumerate_equilibria`), each with its residual, tangent
     directions (unstable / neutral / stable), directional starts along its stable directions, the share of
     ``starts`` nearby starts back after ``steps`` layers under both protocols (every token perturbed;
-    token 1 held at ``e_d``) and its stable rank; then App. F.2 (:func:`check_f2`), Lemma 13
-    (:func:`lemma13`) and App. F.4 (:func:`check_f4`). Returns (rows, one per equilibrium; their
+    token 1 held at ``e_d``) and its stable rank; then App. F.2 (:func:`check_f2`) and Lemma 13
+    (:func:`lemma13`). Returns (rows, one per equilibrium; their
     :class:`Theorem3Summary`)."""
     from rankcollapse.equilibria.finder import residual
     from rankcollapse.equilibria.theorem3 import bidiagonal_value, enumerate_equilibria
@@ -561,14 +512,6 @@ def theorem3_measurements(
         )
     f2 = check_f2(eqs, w)
     l13 = lemma13(n, w, samples=lemma13_samples, steps=lemma13_steps, seed=seed)
-    f4 = check_f4(
-        w_v,
-        n,
-        starts=f4_starts,
-        steps=f4_steps,
-        newton_starts=f4_newton,
-        seed=seed,
-    )
     ranks = range(1, n + 1)
     summary = Theorem3Summary(
         n=n,
@@ -586,7 +529,5 @@ def theorem3_measurements(
         lemma13_samples=l13["samples"],
         lemma13_max_condition=l13["max_condition"],
         lemma13_condition_limit=l13["condition_limit"],
-        f4_max_rank=max(r["max_rank"] for r in f4),
-        f4_found=sum(r["found"] for r in f4),
     )
     return rows, summary

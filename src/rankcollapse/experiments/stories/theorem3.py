@@ -3,56 +3,79 @@
 Arm ``paper`` (task ``theorem3_run``): ``rankcollapse.equilibria.theorem3.enumerate_equilibria`` (every real
 branch, the paper's family labelled), each verified (residual, ``metrics.num_rank``), its tangent
 spectrum on the product of spheres and convergence from nearby starts (``theorem3_checks``), App. F.2's
-bound on the full-rank ones, Lemma 13 with starts inside all of its hypotheses (App. F.3) and the
-complete-mask search (App. F.4); the paper's §4.4 stability language is judged per rank against the
-measured spectra and returns. Arm ``designed`` (ours, after the paper's rows): one designed W_V per
-rank with a stable (hyperbolic) equilibrium of that rank and its measured basin.
+bound on the full-rank ones and Lemma 13 with starts inside all of its hypotheses (App. F.3); the paper's
+§4.4 is judged in two halves per N = d, "stable in certain directions" on the measured spectra and
+directional starts, "small regions of attraction" on the nearby starts with token 1 held. Arm
+``complete`` (task ``complete_mask_run``): App. F.4's conjecture searched, the complete mask with the same
+W_V and W_QK free (``rankcollapse.equilibria.complete_mask``), judged as three rows: lower ranks (a search),
+full rank (a proof, Perron-Frobenius, with the search beside it), attracting ones (a search). Arm
+``designed`` (ours, after the paper's rows): one designed W_V per rank with a stable (hyperbolic)
+equilibrium of that rank and its measured basin.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rankcollapse.edge.validate import param_float, param_int
+from rankcollapse.equilibria.complete_mask import CompleteMaskSummary
 from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.store import run_summary
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
-from rankcollapse.experiments.kit.plots import figure
-from rankcollapse.experiments.kit.rules import stable_in_certain_directions
+from rankcollapse.experiments.kit.judgement import Judgement
+from rankcollapse.experiments.kit.plots import empty, figure
+from rankcollapse.experiments.kit.rules import every_run, regions_of_attraction, stable_in_certain_directions
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §4.3.2, Thm 3, App. F"
-FIGURE, DESIGNED = "theorem3_equilibria", "ext_theorem3_designed"
+FIGURE, COMPLETE, DESIGNED = "theorem3_equilibria", "theorem3_complete_mask", "ext_theorem3_designed"
+#: Where the full-rank row's proof is written.
+PROOF = (
+    "docs/equilibria.md, section 'App. F.4' (Perron-Frobenius: at a full-rank equilibrium C^-1 A = "
+    "X W_V^-1 X^-1, but C^-1 A is entrywise positive, so its dominant eigenvalue is simple, while W_V^-1 "
+    "has the eigenvalue 1 N times)"
+)
 
 
 def theorem3_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     """``equilibria.theorem3_checks.theorem3_measurements`` on a run's params: n (= d), w, starts, steps,
-    lemma13_samples/_steps, f4_starts/_steps/_newton, seed. Rows: one per equilibrium; summary: counts
-    per rank and family, max residual, F.2, Lemma 13, F.4."""
+    lemma13_samples/_steps, seed. Rows: one per equilibrium; summary: counts per rank and family, max
+    residual, F.2, Lemma 13."""
     from rankcollapse.equilibria.theorem3_checks import theorem3_measurements
 
-    keys = (
-        "starts",
-        "steps",
-        "lemma13_samples",
-        "lemma13_steps",
-        "f4_starts",
-        "f4_steps",
-        "f4_newton",
-        "seed",
-    )
+    keys = ("starts", "steps", "lemma13_samples", "lemma13_steps", "seed")
     rows, summary = theorem3_measurements(
         param_int(params, "n"),
         param_float(params, "w"),
         **{k: param_int(params, k, low=0 if k == "seed" else 1) for k in keys},
     )
     on_layer(param_int(params, "steps"))
+    return RunOutput(rows, summary.to_summary())
+
+
+def complete_mask_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
+    """App. F.4: ``equilibria.complete_mask.complete_mask_measurements`` on a run's params: n (= d), w,
+    starts (per rank 2..N-1), full_rank_starts, m_bound, draws, nearby, layers, seed. Rows: one per
+    search end (its residual, rank, smallest attention weight, X and M, and where it is at rest its
+    tangent spectrum and nearby starts); summary: starts and drawn per rank, the full-rank checks."""
+    from rankcollapse.equilibria.complete_mask import complete_mask_measurements
+
+    counts = ("starts", "full_rank_starts", "draws", "nearby", "layers")
+    rows, summary = complete_mask_measurements(
+        param_int(params, "n"),
+        param_float(params, "w"),
+        m_bound=param_float(params, "m_bound"),
+        seed=param_int(params, "seed", low=0),
+        **{k: param_int(params, k, low=1) for k in counts},
+    )
+    on_layer(param_int(params, "layers"))
     return RunOutput(rows, summary.to_summary())
 
 
@@ -106,25 +129,60 @@ STATEMENTS = (
         "reproduced; any that leaves -> not reproduced",
     ),
     Statement(
-        "complete",
-        "App. F.4 (conjecture): no such equilibria for the complete mask",
+        "complete_lower_rank",
+        "App. F.4 (conjecture): no such equilibria for undirected masks such as the complete graph; here "
+        "of rank 2..N-1, with the paper's W_V and any W_QK",
         "paper App. F.4 (conjecture), searched by us",
-        "complete mask, same W_V, W_QK in {0, -I, I}: every equilibrium found (random starts + Newton) has "
-        "rank 1 -> consistent (none found in the search: a search cannot prove the conjecture); a higher "
-        "rank -> not reproduced",
+        "complete mask, the paper's W_V, M = W_Q W_K^T / sqrt(d_QK) free: least squares over (Y, M_k) in the "
+        "W_V-invariant subspace span{e_(d-k+1..d)} from random starts, every end measured on the full map; "
+        "an end with residual <= residual_max, numerical rank exactly k (2 <= k <= N-1) and smallest "
+        "attention weight >= attention_min (no saturated softmax) is an equilibrium of rank k, which "
+        "contradicts the conjecture -> not reproduced (for that W_QK), with hits per starts; none in any "
+        "run -> consistent (none found in the search: a search cannot prove the conjecture)",
         kind="search",
     ),
     Statement(
-        "attracts",
-        "§4.4: these equilibria are 'stable in certain directions', with small regions of "
-        "attraction, in the authors' simulations",
+        "complete_full_rank",
+        "App. F.4 (conjecture), full rank: no full-rank equilibrium for the complete mask, the paper's W_V "
+        "and any W_QK",
+        "paper App. F.4 (conjecture), proven by us",
+        f"a proof: {PROOF}; beside it, per run, the full-rank search (no end of rank N with residual <= "
+        "residual_max and attention >= attention_min), the Perron gap of C^-1 A > 0 at random (X, M) and no "
+        "random invertible Y passing the cone test -> consistent: proven; any of them failing -> not "
+        "reproduced (the proof or the code is wrong)",
+        kind="proof",
+    ),
+    Statement(
+        "complete_attracting",
+        "App. F.4 (conjecture): no attracting equilibria of rank >= 2 for the complete mask (the paper's "
+        "W_V, any W_QK)",
+        "paper App. F.4 (conjecture), searched by us",
+        "every complete-mask equilibrium of rank >= 2 the search found (complete_lower_rank's): its starts "
+        "1e-3 away (random tangent directions, every token perturbed) all leave, none back within 1e-3 "
+        "after the run's layers -> consistent (none found in the search); one drawing back a start -> "
+        "not reproduced; no equilibrium found -> inconclusive (nothing to test)",
+        kind="search",
+    ),
+    Statement(
+        "stable_directions",
+        "§4.4, first half: these equilibria are 'stable in certain directions' in the authors' simulations",
         "paper §4.4 (observed, not proved)",
         "one row per N = d, on the paper's family in the runs with w >= N: for every rank k = 2..N some "
         "equilibrium has a stable tangent direction (|lambda| < 1 on the product of spheres) and the "
         "directional starts along its stable directions return (half the distance within twice the layers "
-        "the eigenvalue needs) -> reproduced; some rank with no stable direction in any equilibrium -> not "
-        "reproduced. Reported beside it: the basin share of starts 1e-3 away with token 1 held at e_d (the "
-        "paper's §4.3.2 assumption that earlier tokens have converged) and with every token perturbed",
+        "the eigenvalue needs) -> reproduced, decided by the rank with the fewest such equilibria; some rank "
+        "with no stable direction in any equilibrium -> not reproduced, decided by that rank",
+    ),
+    Statement(
+        "small_basins",
+        "§4.4, second half: these equilibria have 'small regions of attraction' in the authors' simulations",
+        "paper §4.4 (observed, not proved)",
+        "one row per N = d, on the paper's family in the runs with w >= N: for every rank k = 2..N some "
+        "equilibrium draws back a positive share of its nearby starts (1e-3 away, random tangent "
+        "directions, token 1 held at e_d: the paper's §4.3.2 assumption that earlier tokens have "
+        "converged) within 1e-3 after the run's layers -> reproduced, decided by the rank whose best share "
+        "is smallest; some rank where none does -> not reproduced, decided by that rank. Reported beside "
+        "it: the shares with every token perturbed. The regions' size is not judged (one distance)",
     ),
     Statement(
         "attracts_perturbed",
@@ -154,7 +212,11 @@ STATEMENTS = (
         ours=True,
     ),
 )
-ARMS = (Arm("paper", Task(theorem3_run)), Arm("designed", Task(equilibrium_rank), extension=True))
+ARMS = (
+    Arm("paper", Task(theorem3_run)),
+    Arm("complete", Task(complete_mask_run)),
+    Arm("designed", Task(equilibrium_rank), extension=True),
+)
 
 
 def _measured(ok: pd.DataFrame) -> list[tuple[pd.Series, Theorem3Summary]]:
@@ -221,17 +283,9 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         for r, m in runs
     ]
     out.append(row("lemma13", l13, ok, "iterated starts"))
-    f4 = [
-        (
-            f"N = {r['n']}, w = {r['w']}",
-            m.f4_max_rank <= 1,
-            f"{m.f4_found} equilibria found, highest rank {m.f4_max_rank}",
-        )
-        for r, m in runs
-    ]
-    out.append(row("complete", f4, ok, "complete-mask search"))
     for n, g in table.groupby(table["n"].astype(int), sort=True):
-        out.append(_attracts_row(data, th, st["attracts"], int(n), g, ok))
+        out.append(_directions_row(data, th, st["stable_directions"], int(n), g, ok))
+        out.append(_basins_row(data, th, st["small_basins"], int(n), g, ok))
         if int(n) >= 3:  # the statement's scope: at N = d = 2 the full-rank B attracts (Fig. 1)
             out.append(_perturbed_row(data, th, st["attracts_perturbed"], int(n), g, ok))
     neutral = [
@@ -259,39 +313,54 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
 
 
 def _rank_words(g: pd.DataFrame, k: int) -> str:
-    """What the equilibria of rank ``k`` in ``g`` do: spectra, directional starts, both basin protocols."""
+    """The tangent spectra and directional starts of the equilibria of rank ``k`` in ``g``."""
     r = g[g["rank"] == k]
     with_stable = r[r["stable"] > 0]
     along = int(with_stable["stable_returning"].sum())
-    held = r["share_returning_held"].astype(float)
     return (
         f"{len(r)} equilibria, {len(with_stable)} with a stable direction (directional starts "
         f"returned along {along} of {int(with_stable['stable'].sum())}), {int((r['unstable'] > 0).sum())} "
-        f"with an unstable one, {int((r['stable'] == 0).sum())} with none stable; nearby starts back, token "
-        f"1 held: up to {held.max():.2f} ({int((held > 0).sum())}"
-        f" draw some back); every token perturbed: up to {r['share_returning'].astype(float).max():.2f}"
+        f"with an unstable one, {int((r['stable'] == 0).sum())} with none stable"
     )
 
 
-def _attracts_row(
+def _basin_words(g: pd.DataFrame, k: int) -> str:
+    """The nearby starts of the equilibria of rank ``k`` in ``g`` back under both protocols, with counts."""
+    r = g[g["rank"] == k]
+    starts = r["starts"].astype(int)
+    held, every = r["share_returning_held"].astype(float), r["share_returning"].astype(float)
+    total = int(starts.sum())
+    back_held, back_every = int(np.rint((held * starts).sum())), int(np.rint((every * starts).sum()))
+    return (
+        f"{len(r)} equilibria; token 1 held: {int((held > 0).sum())} draw starts back ({back_held} of "
+        f"{total} starts, best share {held.max():.2f}); every token perturbed: {int((every > 0).sum())} "
+        f"({back_every} of {total}, best {every.max():.2f})"
+    )
+
+
+def _theirs(g: pd.DataFrame, n: int) -> tuple[pd.DataFrame, str]:
+    """The paper's family in the runs with w >= N (the statement's scope), and those w in words."""
+    theirs = g[(g["family"] == "paper") & (g["w"].astype(float) >= n)]
+    return theirs, ", ".join(f"{w:g}" for w in sorted(set(theirs["w"].astype(float))))
+
+
+def _directions_row(
     data: Data, th: Thresholds, st: Statement, n: int, g: pd.DataFrame, ok: pd.DataFrame
 ) -> Claim:
-    """§4.4 at N = d = ``n``: "stable in certain directions" on the tangent spectra and directional starts
-    of the paper's family at w >= N, every rank k >= 2 (the basin shares of both protocols beside it)."""
-    theirs = g[(g["family"] == "paper") & (g["w"].astype(float) >= n)]
+    """§4.4's first half at N = d = ``n``: "stable in certain directions" on the tangent spectra and
+    directional starts of the paper's family at w >= N, every rank k >= 2 (every branch beside it)."""
+    theirs, ws = _theirs(g, n)
     ranks = {
         k: [(int(r["stable"]), int(r["stable_returning"])) for _, r in theirs[theirs["rank"] == k].iterrows()]
         for k in range(2, n + 1)
     }
     words = {k: _rank_words(theirs, k) for k in range(2, n + 1)}
-    ws = ", ".join(f"{w:g}" for w in sorted(set(theirs["w"].astype(float))))
     all_w = "; over every w and branch: " + "; ".join(
         f"rank {k}: {_rank_words(g, k)}" for k in range(2, n + 1)
     )
     judgement = stable_in_certain_directions(ranks, words).amended(
         before=f"N = d = {n}, paper's family at w = {ws} || ", after=all_w
     )
-    runs = ok[ok["n"].astype(int) == n]
     return claim_row(
         "theorem3",
         st,
@@ -299,9 +368,39 @@ def _attracts_row(
         th,
         judged(lambda t: judgement, th),
         qualifier=f"N = d = {n}",
-        runs=runs,
+        runs=ok[ok["n"].astype(int) == n],
         figure=FIGURE,
         names=("tangent spectra and directional starts", ""),
+    )
+
+
+def _basins_row(
+    data: Data, th: Thresholds, st: Statement, n: int, g: pd.DataFrame, ok: pd.DataFrame
+) -> Claim:
+    """§4.4's second half at N = d = ``n``: "small regions of attraction" on the nearby starts of the
+    paper's family at w >= N with token 1 held at e_d (every token perturbed beside it), every rank k >= 2."""
+    theirs, ws = _theirs(g, n)
+    ranks = {
+        k: [
+            (float(r["share_returning_held"]), float(r["share_returning"]))
+            for _, r in theirs[theirs["rank"] == k].iterrows()
+        ]
+        for k in range(2, n + 1)
+    }
+    words = {k: _basin_words(theirs, k) for k in range(2, n + 1)}
+    judgement = regions_of_attraction(ranks, words).amended(
+        before=f"N = d = {n}, paper's family at w = {ws}, starts 1e-3 away || "
+    )
+    return claim_row(
+        "theorem3",
+        st,
+        data,
+        th,
+        judged(lambda t: judgement, th),
+        qualifier=f"N = d = {n}",
+        runs=ok[ok["n"].astype(int) == n],
+        figure=FIGURE,
+        names=("nearby starts, token 1 held at e_d", ""),
     )
 
 
@@ -333,6 +432,141 @@ def _perturbed_row(
     )
 
 
+def _complete_runs(data: Data) -> list[tuple[CompleteMaskSummary, pd.DataFrame]]:
+    """Each finished complete-mask run's summary (typed) with its table rows (one per search end)."""
+    table = data.rows
+    out = []
+    for _, r in data.ok.iterrows():
+        rows = table[table["run_id"] == r["run_id"]] if not table.empty else table
+        out.append((CompleteMaskSummary.from_summary(r["n"], r["w"], run_summary(r)), rows))
+    return sorted(out, key=lambda x: (x[0].n, x[0].w))
+
+
+def verified(rows: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
+    """The search ends that are complete-mask equilibria of the rank searched: residual <= ``residual_max``
+    on the full map, numerical rank exactly k, smallest attention weight >= ``attention_min`` (a saturated
+    softmax can fake an equilibrium to rounding), and in the W_V-invariant subspace."""
+    if rows.empty:
+        return rows
+    keep = (
+        (rows["rank"].astype(int) == rows["k"].astype(int))
+        & (rows["residual"].astype(float) <= th["residual_max"])
+        & (rows["attention_min"].astype(float) >= th["attention_min"])
+        & (rows["outside"].astype(float) == 0.0)
+    )
+    return rows[keep]
+
+
+def _matrix(text: str, k: int) -> str:
+    """M's trailing k x k block (the part that acts), rounded, from its stored JSON."""
+    m = np.array(json.loads(text))[-k:, -k:]
+    return "[" + "; ".join(", ".join(f"{v:.3g}" for v in row) for row in m) + "]"
+
+
+def _lower_checks(runs: list[tuple[CompleteMaskSummary, pd.DataFrame]], t: Thresholds) -> Judgement:
+    """complete_lower_rank: per (N, w, k < N), no verified equilibrium (holds) or some (fails, with them)."""
+    checks: list[tuple[str, bool | None, str]] = []
+    for s, rows in runs:
+        for k, starts, drawn in zip(s.ranks, s.starts, s.drawn, strict=True):
+            if k == s.n:
+                continue
+            mine = rows[rows["k"].astype(int) == k] if not rows.empty else rows
+            hits = verified(mine, t)
+            words = (
+                f"{len(hits)} of {starts} starts (Y drawn {drawn} for the cone test) end at an equilibrium"
+            )
+            if len(hits):
+                best = hits.loc[hits["attention_min"].astype(float).idxmax()]
+                res, att = hits["residual"].astype(float).max(), hits["attention_min"].astype(float).min()
+                big = hits["m_max"].astype(float).max()
+                words += (
+                    f" of rank {k}: one-step residual <= {res:.2g}, smallest attention weight >= {att:.2g}, "
+                    f"|M_ab| <= {big:.3g}; e.g. start {int(best['start'])}, M's trailing block "
+                    f"{_matrix(best['m'], k)}"
+                )
+            checks.append((f"N = d = {s.n}, w = {s.w:g}, rank {k}", not len(hits), words))
+    return every_run(checks, empty="no rank 2..N-1 searched (N = d >= 3 needed)")
+
+
+def _full_rank_checks(runs: list[tuple[CompleteMaskSummary, pd.DataFrame]], t: Thresholds) -> Judgement:
+    """complete_full_rank: per (N, w), the full-rank search found none and both random checks agree."""
+    checks: list[tuple[str, bool | None, str]] = []
+    for s, rows in runs:
+        mine = rows[rows["k"].astype(int) == s.n] if not rows.empty else rows
+        hits = verified(mine, t)
+        full = mine[mine["rank"].astype(int) == s.n] if not mine.empty else mine
+        slid = (
+            int(
+                (
+                    (mine["rank"].astype(int) < s.n) & (mine["residual"].astype(float) <= t["residual_max"])
+                ).sum()
+            )
+            if not mine.empty
+            else 0
+        )
+        best = f"{full['residual'].astype(float).min():.2g}" if not full.empty else "none kept rank N"
+        c = s.checks
+        holds = not len(hits) and c.min_gap > 0 and c.max_imag == 0 and c.max_cone <= 0
+        checks.append(
+            (
+                f"N = d = {s.n}, w = {s.w:g}",
+                holds,
+                f"full-rank search: {len(hits)} of {s.starts[-1]} starts end at a full-rank equilibrium "
+                f"(best residual of an end that kept rank {s.n}: {best}; {slid} slid to a lower-rank "
+                "equilibrium); "
+                f"Perron gap of C^-1 A >= {c.min_gap:.3g} over {c.draws} random (X, M); largest cone margin "
+                f"of those X {c.max_cone:.3g} (< 0: no positive attention makes them equilibria)",
+            )
+        )
+    return every_run(checks, empty="no complete-mask run")
+
+
+def _attracting_checks(runs: list[tuple[CompleteMaskSummary, pd.DataFrame]], t: Thresholds) -> Judgement:
+    """complete_attracting: per (N, w, k) with equilibria found, none draws back a nearby start."""
+    checks: list[tuple[str, bool | None, str]] = []
+    for s, rows in runs:
+        hits = verified(rows[rows["k"].astype(int) < s.n], t) if not rows.empty else rows
+        for k, h in hits.groupby(hits["k"].astype(int), sort=True) if not hits.empty else []:
+            nearby = int(h["nearby"].iloc[0])
+            back = int(np.rint((h["share_back"].astype(float) * nearby).sum()))
+            mods = h["top_modulus"].astype(float)
+            checks.append(
+                (
+                    f"N = d = {s.n}, w = {s.w:g}, rank {k}",
+                    back == 0,
+                    f"{len(h)} equilibria: {int((h['unstable'].astype(float) > 0).sum())} with an unstable "
+                    f"tangent direction (largest modulus {mods.min():.3g} to {mods.max():.3g}); nearby "
+                    f"starts back: {back} of {len(h) * nearby} ({int(h['layers'].iloc[0])} layers)",
+                )
+            )
+    if not checks:
+        checks.append(("every run", None, "no complete-mask equilibrium of rank >= 2 found, nothing to test"))
+    return every_run(checks)
+
+
+def _complete_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
+    """App. F.4's three rows: lower ranks (search), full rank (proof, the search beside it), attracting
+    ones (search)."""
+    data = sd.arm("complete")
+    if data is None:
+        return []
+    runs = _complete_runs(data)
+    st = {s.key: s for s in STATEMENTS}
+    out = []
+    for key, rule, names in (
+        ("complete_lower_rank", _lower_checks, "complete-mask search"),
+        ("complete_full_rank", _full_rank_checks, "full rank"),
+        ("complete_attracting", _attracting_checks, "found equilibria, nearby starts"),
+    ):
+        j = judged(lambda t, rule=rule: rule(runs, t), th)
+        if key == "complete_full_rank":
+            j = type(j)(j.judgement.amended(before=f"proof: {PROOF} || "), j.used, j.flips)
+        out.append(
+            claim_row("theorem3", st[key], data, th, j, runs=data.ok, figure=COMPLETE, names=(names, ""))
+        )
+    return out
+
+
 def _designed_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     data = sd.arm("designed")
     if data is None:
@@ -362,7 +596,134 @@ def _designed_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
 
 def claims(sd: StoryData) -> list[Claim]:
     th = Thresholds.of("theorem3", sd.verdict, sd.ranges)
-    return _paper_rows(sd, th) + _designed_rows(sd, th)
+    return _paper_rows(sd, th) + _complete_rows(sd, th) + _designed_rows(sd, th)
+
+
+def _search_table(runs: list[tuple[CompleteMaskSummary, pd.DataFrame]], th: Thresholds) -> pd.DataFrame:
+    """Per (N, w, rank searched): starts, Y drawn, verified equilibria (hits), the largest residual and
+    tangent modulus among them, and their nearby starts back of all."""
+    out = []
+    for s, rows in runs:
+        for k, starts, drawn in zip(s.ranks, s.starts, s.drawn, strict=True):
+            mine = rows[rows["k"].astype(int) == k] if not rows.empty else rows
+            hits = verified(mine, th)
+            nearby = int(hits["nearby"].iloc[0]) if len(hits) else 0
+            out.append(
+                {
+                    "n": s.n,
+                    "w": s.w,
+                    "k": k,
+                    "starts": starts,
+                    "drawn": drawn,
+                    "hits": len(hits),
+                    "max_residual": float(hits["residual"].astype(float).max()) if len(hits) else np.nan,
+                    "min_top_modulus": float(hits["top_modulus"].astype(float).min())
+                    if len(hits)
+                    else np.nan,
+                    "max_top_modulus": float(hits["top_modulus"].astype(float).max())
+                    if len(hits)
+                    else np.nan,
+                    "unstable": int((hits["unstable"].astype(float) > 0).sum()) if len(hits) else 0,
+                    "nearby_back": int(np.rint((hits["share_back"].astype(float) * nearby).sum()))
+                    if len(hits)
+                    else 0,
+                    "nearby_starts": len(hits) * nearby,
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def _example(runs: list[tuple[CompleteMaskSummary, pd.DataFrame]], th: Thresholds) -> pd.Series | None:
+    """The equilibrium the figure draws: N = d = 3, rank 2 (the smallest w first), the least saturated."""
+    for s, rows in runs:
+        if s.n != 3 or rows.empty:
+            continue
+        hits = verified(rows[rows["k"].astype(int) == 2], th)
+        if len(hits):
+            return hits.loc[hits["attention_min"].astype(float).idxmax()]
+    return None
+
+
+def _complete_figure(sd: StoryData) -> FigureSpec | None:
+    """App. F.4's finding: an N = d = 3 rank-2 complete-mask equilibrium's tokens and attention matrix, and
+    the hits per starts of every search."""
+    data = sd.arm("complete")
+    if data is None:
+        return None
+    th = Thresholds.of("theorem3", sd.verdict, sd.ranges)
+    runs = _complete_runs(data)
+    table = _search_table(runs, th)
+    ex = _example(runs, th)
+    caption = (
+        "App. F.4 (the paper conjectures no such equilibria for the complete mask), searched with the "
+        "paper's W_V (1 on the diagonal, w above) and W_QK = M free. Left: the tokens of one exact "
+        "complete-mask equilibrium of rank 2 at N = d = 3 (x_1 = 0 for every token: they lie in the "
+        "W_V-invariant plane (x_2, x_3), on the unit circle); middle: its attention matrix "
+        "A = softmax(X M X^T) (every weight positive); right: the share of least-squares starts that end "
+        "at a verified equilibrium (residual <= residual_max on the full map, exact rank, attention not "
+        "saturated), per N = d, w and rank; full rank (hatched) is impossible for every W_QK "
+        "(Perron-Frobenius) and the search finds none."
+    )
+    if ex is None:
+        return empty(COMPLETE, caption, "no complete-mask equilibrium of rank 2 at N = d = 3 found")
+    x, m = np.array(json.loads(ex["x"])), np.array(json.loads(ex["m"]))
+    logits = x @ m @ x.T
+    a = np.exp(logits - logits.max(axis=1, keepdims=True))
+    a /= a.sum(axis=1, keepdims=True)
+    fig = figure(12, 3.8, layout="constrained")
+    ax, hx, bx = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.6]})
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(np.cos(t), np.sin(t), color="0.8", lw=0.8)
+    ax.plot([0], [1], marker="*", color="0.5", ms=10, ls="none", label="e_3 (where rank one collapses)")
+    for i, (x2, x3) in enumerate(x[:, 1:]):
+        ax.annotate("", (x2, x3), (0, 0), arrowprops={"arrowstyle": "->", "color": f"C{i}", "lw": 1.6})
+        ax.text(1.15 * x2, 1.15 * x3, f"token {i + 1}", color=f"C{i}", ha="center", va="center", fontsize=8)
+    ax.set_xlim(-1.4, 1.4)
+    ax.set_ylim(-1.4, 1.4)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x_2")
+    ax.set_ylabel("x_3")
+    ax.legend(fontsize=6, loc="lower left")
+    ax.set_title(
+        f"N = d = 3, w = {float(ex['w']):g}: rank-2 equilibrium (x_1 = 0)\n"
+        f"one-step residual {float(ex['residual']):.1g}",
+        fontsize=8,
+    )
+    im = hx.imshow(a, cmap="viridis", vmin=0, vmax=1)
+    hx.grid(False)
+    for (i, j), v in np.ndenumerate(a):
+        hx.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
+    hx.set_xticks(range(3), [f"key {j + 1}" for j in range(3)], fontsize=7)
+    hx.set_yticks(range(3), [f"query {i + 1}" for i in range(3)], fontsize=7)
+    mk = m[1:, 1:]
+    hx.set_title(
+        f"its attention A = softmax(X M X^T)\nM's acting block [[{mk[0, 0]:.2f}, {mk[0, 1]:.2f}], "
+        f"[{mk[1, 0]:.2f}, {mk[1, 1]:.2f}]]",
+        fontsize=8,
+    )
+    fig.colorbar(im, ax=hx, shrink=0.8)
+    labels = [f"N={int(r.n)} w={r.w:g}\nrank {int(r.k)}" for r in table.itertuples()]
+    share = table["hits"] / table["starts"].clip(lower=1)
+    full = (table["k"] == table["n"]).to_numpy()
+    bars = bx.bar(range(len(table)), share, color=["0.85" if f else "C0" for f in full])
+    for b, f in zip(bars, full, strict=True):
+        if f:
+            b.set_hatch("//")
+    for i, r in enumerate(table.itertuples()):
+        what = f"{int(r.hits)}/{int(r.starts)}" + ("\nfull rank:\nimpossible" if full[i] else "")
+        bx.text(i, share.iloc[i] + 0.02, what, ha="center", va="bottom", fontsize=7)
+    bx.set_xticks(range(len(table)), labels, fontsize=6)
+    bx.set_ylim(0, 1.05)
+    bx.set_ylabel("share of starts at an equilibrium")
+    bx.set_title("hits per starts (hatched: full rank, impossible)", fontsize=8)
+    fig.suptitle(
+        "App. F.4: for some W_QK the complete mask has exact equilibria of rank >= 2 (none of full rank)",
+        fontsize=10,
+    )
+    data_out = table.assign(example_x="", example_m="")
+    at = (data_out["n"] == 3) & (data_out["k"] == 2) & (data_out["w"] == float(ex["w"]))
+    data_out.loc[at, "example_x"], data_out.loc[at, "example_m"] = ex["x"], ex["m"]
+    return FigureSpec(COMPLETE, fig, data_out, caption)
 
 
 def figures(sd: StoryData) -> list[FigureSpec]:
@@ -438,6 +799,9 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             "(open)."
         )
         out.append(FigureSpec(FIGURE, fig, table, caption))
+    complete = _complete_figure(sd)
+    if complete is not None:
+        out.append(complete)
     data = sd.arm("designed")
     if data is not None:
         rows = data.rows.sort_values("k").reset_index(drop=True)
@@ -475,14 +839,57 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     return out
 
 
-def headlines(sd: StoryData) -> list[str]:
-    """How stable the paper's equilibria are, in its true scope: per N = d the full-rank equilibria with
-    and without an unstable direction (and those with no stable one), and both basin protocols."""
-    data = sd.arm("paper")
+def _complete_headlines(sd: StoryData) -> list[str]:
+    """App. F.4's finding, with the numbers of the search: the lower ranks found (hits per starts), how
+    unstable they are, and the full rank's proof beside the full-rank search."""
+    data = sd.arm("complete")
     if data is None:
         return []
+    th = Thresholds.of("theorem3", sd.verdict, sd.ranges)
+    t = _search_table(_complete_runs(data), th)
+    if t.empty:
+        return []
+    lower, full = t[t["k"] < t["n"]], t[t["k"] == t["n"]]
+    found = lower[lower["hits"] > 0]
+    full_words = (
+        f"full rank is impossible for every W_QK (Perron-Frobenius, docs/equilibria.md), and the full-rank "
+        f"search found {int(full['hits'].sum())} in {int(full['starts'].sum())} starts"
+    )
+    if found.empty:
+        return [
+            "App. F.4 searched (complete mask, the paper's W_V, W_QK free): no equilibrium of rank 2..N-1 "
+            f"in {int(lower['starts'].sum())} starts; {full_words}."
+        ]
+    per_n = []
+    for n, g in found.groupby("n", sort=True):
+        ranks = sorted({int(k) for k in g["k"]})
+        counts = "; ".join(
+            f"rank {int(r.k)}, w = {r.w:g}: {int(r.hits)} of {int(r.starts)} starts" for r in g.itertuples()
+        )
+        rank_words = " and ".join(str(k) for k in ranks)
+        per_n.append(f"of rank{'s' if len(ranks) > 1 else ''} {rank_words} at N = d = {int(n)} ({counts})")
+    back, tried = int(found["nearby_back"].sum()), int(found["nearby_starts"].sum())
+    attract = "none attracts" if back == 0 else f"some attract ({back} of {tried} nearby starts come back)"
+    unstable, hits = int(found["unstable"].sum()), int(found["hits"].sum())
+    lo, hi = found["min_top_modulus"].min(), found["max_top_modulus"].max()
+    return [
+        "App. F.4's conjecture does not hold for lower ranks: with the paper's W_V and a free W_QK the "
+        f"complete mask has exact equilibria {', and '.join(per_n)}, one-step residual <= "
+        f"{found['max_residual'].max():.2g} on the full map; {attract}: {unstable} of {hits} have an "
+        f"unstable tangent direction (largest modulus {lo:.3g} to {hi:.3g}), {back} of {tried} nearby "
+        f"starts come back; {full_words}."
+    ]
+
+
+def headlines(sd: StoryData) -> list[str]:
+    """App. F.4's finding (:func:`_complete_headlines`), then how stable the paper's equilibria are, in its
+    true scope: per N = d the full-rank equilibria with and without an unstable direction (and those with
+    no stable one), and both basin protocols."""
+    out = _complete_headlines(sd)
+    data = sd.arm("paper")
+    if data is None:
+        return out
     t = data.rows
-    out = []
     for n, g in t.groupby(t["n"].astype(int), sort=True):
         full = g[g["rank"] == n]
         ws = ", ".join(f"{w:g}" for w in sorted(set(g["w"].astype(float))))
