@@ -76,21 +76,26 @@ def analyze_command(
                                 "(default: torch's; 1 is much faster on a loaded machine or small batches)."),
     diagnostics: bool = typer.Option(False, "--diagnostics", help="Also measure, per layer: attention "
                                      "entropy (per head), sink rate, first-token attention and norm, largest "
-                                     "activations, massive ratio (runs the generic blocks)."),
-    diagnostics_chunk: int = typer.Option(None, "--diagnostics-chunk", help="With --diagnostics: each layer "
-                                          "forms its attention weights this many query rows at a time "
-                                          "(default: a 128 MiB block per sample; 28 rows for SmolLM2 at "
-                                          "8,192 tokens). --save-attention forms whole maps."),
+                                     "activations, massive ratio: exactly, from each layer's fused "
+                                     "attention call and its row log-normaliser (any model whose attention "
+                                     "goes through Hugging Face's AttentionInterface); soft-capped and "
+                                     "position-biased logits form their weights in blocks of query rows."),
+    diagnostics_chunk: int = typer.Option(None, "--diagnostics-chunk", help="With --diagnostics: form each "
+                                          "layer's attention weights this many query rows at a time "
+                                          "instead of reading the kernel's statistics (a dissected family; "
+                                          "the default where the logits have no lse form: a 128 MiB block "
+                                          "per sample). --save-attention forms whole maps."),
     sink_threshold: float = typer.Option(0.3, "--sink-threshold", help="A head is a sink when its mean "
                                          "attention on the first token exceeds this (with --diagnostics)."),
     ablation: str = typer.Option(None, "--ablation", help="sinks: damp every query's attention on the first "
                                  "token by --sink-damping and renormalise."),
     sink_damping: float = typer.Option(None, "--sink-damping", help="Factor on the first token's attention "
                                        "with --ablation sinks (0: removed, the default; 1: unchanged)."),
-    check_masks: bool = typer.Option(False, "--check-masks", help="Check, per layer, that the attention "
-                                     "Hugging Face's forward computes has exactly the support of the mask "
-                                     "the model's config defines; writes mask_check.json, exit 1 on a "
-                                     "mismatch."),
+    check_masks: bool = typer.Option(False, "--check-masks", help="Check, per layer, that the mask the "
+                                     "model's attention kernel really applies (probed through its own "
+                                     "attention function with the layer's own mask arguments, O(n e) per "
+                                     "row) is exactly the mask its config defines; writes mask_check.json, "
+                                     "exit 1 on a mismatch."),
     out: Path = typer.Option(..., "--out", help="Output folder (new, empty, or an earlier analyze run's "
                              "with --overwrite): config.json, metrics.csv (+ plot)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier analyze run in --out "
@@ -188,7 +193,9 @@ def analyze_command(
                                 "reads token ids")
     else:
         ids = token_batch(config, loaded)
-    info = model_info(loaded, config)
+    from rankcollapse.models.diagnose import diagnostics_info
+
+    info = {**model_info(loaded, config), **diagnostics_info(loaded, config, save_attention)}
     if config.parsed_mask is not None:
         _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
     figures = figure_files(figure_names(None, True), FORMATS)  # every name a figure may have: replaced
@@ -264,7 +271,9 @@ def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None
 
     checks = check_masks(loaded, ids, batch_size)
     write_json(path, {
-        "source": "ours: support of HF eager attention vs the config's masks",
+        "source": "ours: the mask each layer's attention kernel applies, probed through the model's "
+                  "own attention function (count of allowed keys and first and last key per row), vs the "
+                  "config's masks",
         "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]})
     return checks
 

@@ -32,7 +32,6 @@ from torch import Tensor
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks.base import Mask
-from rankcollapse.masks.consistency import SupportCheck, check_support
 from rankcollapse.masks.schedule import schedule_from_masks
 from rankcollapse.metrics import diagnostics as dg
 
@@ -283,27 +282,23 @@ def layer_schedule_info(model: Any, mask: Any, layers: int | None) -> dict[str, 
     return {"mask_schedule": sched.describe(), "mask_source": source}
 
 
-def check_masks(model: Any, ids: Tensor, batch_size: int | None = None) -> list[SupportCheck]:
-    """Per model layer: does the attention Hugging Face's eager forward computes on ``ids`` [b, n]
-    stay inside, and fill, the mask the model's config defines for that layer? One
-    :class:`~rankcollapse.masks.consistency.SupportCheck` per layer (``.matches``, ``.describe()``).
+def check_masks(model: Any, ids: Tensor, batch_size: int | None = None, *,
+                attention_mask: Tensor | None = None, implementation: str | None = None,
+                support: bool = False) -> list[Any]:
+    """Per model layer: does the mask the model's attention kernel applies on ``ids`` [b, n] equal, row by
+    row, the mask the model's config defines for that layer? One
+    :class:`~rankcollapse.models.fingerprint.MaskFingerprint` per layer (``.matches``, ``.describe()``),
+    probed through the model's own attention function with the layer's own mask arguments, ``O(n e)`` per
+    row (:func:`rankcollapse.models.fingerprint.check_masks`: ``attention_mask`` right padding,
+    ``implementation`` the one probed, ``support`` every row's support by one-hot value blocks).
 
-    ``batch_size``: the samples go through the model that many at a time, on the model's device
-    (None: all at once); the support checked is the union over every sample and head, as for one batch.
+    ``batch_size``: the samples go through the model that many at a time, on the model's device (None: all
+    at once); the counts add up over batches, as for one batch.
     """
-    from rankcollapse.models.stream import iter_batches
+    from rankcollapse.models.fingerprint import check_masks as probe_masks
 
-    support: list[Tensor] = []
-    for batch in iter_batches(ids, batch_size, model.device):
-        with torch.inference_mode():
-            out = model.hf_model(input_ids=batch.ids, output_attentions=True)
-        attentions = getattr(out, "attentions", None)
-        if not attentions:
-            raise RankCollapseError(f"{model.arch!r} returns no attention weights; the mask check needs them")
-        seen = [(batch.real(a) > 0).any(dim=1).any(dim=0).cpu() for a in attentions]  # [n, n] per layer
-        support = seen if not support else [s | t for s, t in zip(support, seen, strict=True)]
-    return [check_support(s[None, None].to(torch.float64), model.own_layer_mask(t), layer=t)
-            for t, s in enumerate(support)]
+    return probe_masks(model, ids, batch_size, attention_mask=attention_mask,
+                       implementation_name=implementation, support=support)
 
 
 def _fmt(v: Any) -> str:
