@@ -390,6 +390,26 @@ def test_an_x_that_underflows_to_zero_is_at_the_floor_as_a_raw_mu_that_does() ->
     assert "raw mu underflows to 0 in float32 from t=9" in collapse_status(raw_stored, TH).words
 
 
+def test_an_overflow_flagged_as_a_zero_x_stays_an_overflow() -> None:
+    """SmolLM2's SAN in float32: its token norm grows x19 per layer and raw mu overflows at t = 18, where
+    mu_rel = inf / inf is NaN and the measurement flags a 'zero' X (finite tokens, NaN mu_rel). A 0/0
+    needs raw mu = 0: this is an overflow, non-finite, never an underflow at the floor (the stored rows of
+    the published run read "||X||_F underflowed to 0")."""
+    rel = samples(-0.01, n=4, layers=24)
+    raw = rel * 19.0 ** np.arange(25)
+    zero = np.zeros_like(rel, dtype=bool)
+    zero[:, 18] = True
+    raw[:, 18:], rel[:, 18:] = np.nan, np.nan
+    frame = pd.DataFrame(curve_rows({"mu": raw, "mu_rel": rel}, "float32", zero))
+    assert (frame["zero_share"] == 0).all()
+    old = frame.assign(zero_share=np.where(frame["layer"] == 18, 1.0, 0.0))  # rows an earlier release wrote
+    for rows in (frame, old):
+        c = Curve.from_rows(rows, "mu_rel", "float32", 4)
+        st = collapse_status(c, TH)
+        assert c.first_nonfinite() == 18 and st.name is StatusName.NON_FINITE
+        assert "overflow" in st.words and "underflows" not in st.words
+
+
 def test_a_curve_that_turns_non_finite_is_inconclusive_for_that_cause_not_for_want_of_samples() -> None:
     """A curve that overflows: more samples cannot decide it, so the row must not read 'sample too small'
     (nor be extended by --until-decided). (An X that rounds to 0 is not one: it sits at the floor.)"""

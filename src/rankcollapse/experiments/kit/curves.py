@@ -45,7 +45,10 @@ underflowed to 0); ``underflow_share`` keeps the underflows apart (they are draw
 to 0 sits at the floor (counted at :meth:`Curve.clamp`); a sample whose whole X rounded to 0 (``zero``:
 ``||X||_F = 0``, so mu_rel = 0/0 is stored as NaN) has raw ``mu = 0 <= 32 eps ||X||_F = 0``: its mu_rel
 is read as at the floor too (0, counted at the floor), never as a non-finite value (Theorem 1's SAN whose
-raw mu underflows and SmolLM2's SAN whose X underflows read the same).
+raw mu underflows and Fig. 6's SAN whose float32 ||X||_F rounds to 0 read the same). A 0/0 needs raw
+``mu = 0``: a NaN mu_rel beside a non-finite raw mu is an overflow (``inf / inf``: SmolLM2's SAN, whose
+token norm grows x19 per layer), not an underflow, and stays non-finite (:func:`curve_rows` and
+:meth:`Curve.from_rows` check ``zero`` against raw mu).
 """
 
 from __future__ import annotations
@@ -342,6 +345,8 @@ class Curve:
         q = quantity
         get = [np.asarray(rows[f"{q}{s}"], dtype=np.float64) for s in _SUFFIXES]
         zero = np.asarray(rows["zero_share"], dtype=np.float64) if "zero_share" in rows else None
+        if zero is not None and "mu_floor_share" in rows:  # a 0/0 needs raw mu = 0 (module docstring)
+            zero = np.fmin(zero, np.asarray(rows["mu_floor_share"], dtype=np.float64))
         finite = _finite_column(rows, q)
         underflow = None
         if q == "mu" and "mu_rel_floor_share" in rows:
@@ -534,12 +539,15 @@ def curve_rows(
 ) -> list[dict[str, Any]]:
     """Per-layer rows of several quantities: ``values[q]`` is [b, L+1]; ``layer`` and ``finite`` first.
 
-    ``zero`` [b, L+1]: where ||X||_F is 0 in the dtype (gives the ``zero_share`` column); ``x_norm``
+    ``zero`` [b, L+1]: where ||X||_F is 0 in the dtype (gives the ``zero_share`` column; only where raw mu,
+    when given, is 0 too: a NaN mu_rel beside a non-finite mu is an overflow, module docstring); ``x_norm``
     [b, L+1]: ||X||_F per sample (its mean over the finite samples gives the ``x_norm`` column, from which
     figures draw raw mu's precision floor)."""
     curves = {q: Curve.from_samples(v, q, dtype) for q, v in values.items()}
     first = next(iter(curves.values()))
     finite = np.min([c.finite for c in curves.values()], axis=0)
+    if zero is not None and "mu" in values:
+        zero = np.asarray(zero, dtype=bool) & (np.asarray(values["mu"], dtype=np.float64) == 0)
     zshare = None if zero is None else np.asarray(zero, dtype=bool).mean(axis=0)
     norms = None if x_norm is None else _nan_stat(np.nanmean, np.where(np.isfinite(x_norm), x_norm, np.nan))
     rows = []
