@@ -3,7 +3,8 @@ label states, and how an underflow to 0 is judged and drawn (issue 40, items 7 a
 
 Each run's curves are drawn by hand per mode and mask, so what each rule should read is known before it
 reads it: Fig. 6's SAN + LayerNorm with the complete mask at the float32 floor from t = 2 (flat as
-plotted) and the causal mask falling until it reaches the floor; SmolLM2's SAN whose whole X rounds to 0.
+plotted) and the causal mask falling until it reaches the floor; a bundled model's SAN whose whole X rounds
+to 0 (drawn by hand: SmolLM2's own SAN overflows instead, ``test_kit_rules``).
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def test_fig6s_layernorm_row_is_decided_by_the_causal_curve_that_moves() -> None
 
 
 def smollm2(mode: str, mask: str, dtype: str, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """SmolLM2's SAN in float32: the token norm falls x0.01 per layer and X rounds to exactly 0 from
-    t = 17 (raw mu = 0, mu_rel = 0/0); with its norm and in full blocks a level."""
+    """A SAN in float32 whose token norm falls x0.01 per layer until X rounds to exactly 0 at t = 17 (raw
+    mu = 0, mu_rel = 0/0; by hand: SmolLM2's own SAN overflows); with its norm and in full blocks a level."""
     if mode == "attn":
         return 0.6 * np.exp(-0.05 * t), np.where(t >= 17, 0.0, 100.0 * 0.01**t)
     return np.full_like(t, 0.5), np.full_like(t, 30.0)
