@@ -91,6 +91,21 @@ def test_at_an_equilibrium_c_inverse_a_acts_as_w_v_inverse_on_its_rows(rank_two:
         assert np.abs((a / c[:, None]) @ e.x - e.x @ np.linalg.inv(w_v)).max() <= 1e-12
 
 
+def test_below_full_rank_perron_only_pushes_the_jordan_eigenvalue_below_the_top(
+    rank_two: list[SearchEnd],
+) -> None:
+    """Why the proof stops at full rank: at a rank-k equilibrium ``C^-1 A`` maps X's column space to itself
+    like ``J_k^-1`` (the eigenvalue 1, k times), so 1 cannot be its simple dominant eigenvalue: the Perron
+    eigenvalue sits strictly above 1, and 1 is an eigenvalue of the rest."""
+    w_v = bidiagonal_value(3, 2.0)
+    for e in rank_two:
+        pg = perron_gap(torch.from_numpy(e.x), torch.from_numpy(e.m), w_v)
+        a = plain_attention(e.x, e.m)
+        c = np.linalg.norm(a @ e.x @ w_v.numpy(), axis=1)
+        ev = np.linalg.eigvals(a / c[:, None])
+        assert pg.top > 1 + 1e-6 and np.sort(np.abs(ev - 1.0))[1] < 1e-6  # 1 twice (up to eps^(1/2))
+
+
 def test_an_equilibrium_passes_the_cone_test_by_its_attention(rank_two: list[SearchEnd]) -> None:
     """Its softmax rows are positive weights that solve the cone's linear conditions."""
     j_k = bidiagonal_value(2, 2.0).numpy()

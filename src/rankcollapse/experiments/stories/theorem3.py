@@ -702,20 +702,33 @@ def _complete_figure(sd: StoryData) -> FigureSpec | None:
         fontsize=8,
     )
     fig.colorbar(im, ax=hx, shrink=0.8)
-    labels = [f"N={int(r.n)} w={r.w:g}\nrank {int(r.k)}" for r in table.itertuples()]
-    share = table["hits"] / table["starts"].clip(lower=1)
-    full = (table["k"] == table["n"]).to_numpy()
-    bars = bx.bar(range(len(table)), share, color=["0.85" if f else "C0" for f in full])
-    for b, f in zip(bars, full, strict=True):
-        if f:
-            b.set_hatch("//")
-    for i, r in enumerate(table.itertuples()):
-        what = f"{int(r.hits)}/{int(r.starts)}" + ("\nfull rank:\nimpossible" if full[i] else "")
-        bx.text(i, share.iloc[i] + 0.02, what, ha="center", va="bottom", fontsize=7)
-    bx.set_xticks(range(len(table)), labels, fontsize=6)
+    groups = list(dict.fromkeys(zip(table["n"].astype(int), table["w"].astype(float), strict=True)))
+    width = 0.8 / max(int(table["n"].max()) - 1, 1)
+    drawn_labels: set[str] = set()
+    for gi, (n, w) in enumerate(groups):
+        g = table[(table["n"] == n) & (table["w"] == w)]
+        for j, r in enumerate(g.itertuples()):
+            full_rank = int(r.k) == n
+            label = "full rank (impossible: Perron)" if full_rank else f"rank {int(r.k)}"
+            pos, share = gi + (j - (len(g) - 1) / 2) * width, r.hits / max(int(r.starts), 1)
+            bx.bar(
+                pos,
+                max(share, 0.01) if full_rank else share,
+                width * 0.9,
+                color="0.85" if full_rank else f"C{int(r.k) - 2}",
+                hatch="//" if full_rank else None,
+                edgecolor="0.4" if full_rank else None,
+                label=None if label in drawn_labels else label,
+            )
+            drawn_labels.add(label)
+            bx.text(pos, share + 0.02, f"{int(r.hits)}/{int(r.starts)}", ha="center", va="bottom", fontsize=7)
+    bx.set_xticks(range(len(groups)), [f"N = d = {n}, w = {w:g}" for n, w in groups], fontsize=7)
+    handles, names = bx.get_legend_handles_labels()
+    order = sorted(range(len(names)), key=lambda i: (names[i].startswith("full"), names[i]))
+    bx.legend([handles[i] for i in order], [names[i] for i in order], fontsize=7, loc="upper right")
     bx.set_ylim(0, 1.05)
     bx.set_ylabel("share of starts at an equilibrium")
-    bx.set_title("hits per starts (hatched: full rank, impossible)", fontsize=8)
+    bx.set_title("least-squares starts that end at a verified equilibrium (hits / starts)", fontsize=8)
     fig.suptitle(
         "App. F.4: for some W_QK the complete mask has exact equilibria of rank >= 2 (none of full rank)",
         fontsize=10,
