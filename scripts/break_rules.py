@@ -392,6 +392,124 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "a bound tested at r = 1 only claims every radius",
     ),
     (
+        'kit/curves.py',
+        '        top = self.above_floor()\n',
+        '        top = self.layers\n',
+        'Curve.rate reads through the floor',
+    ),
+    (
+        'kit/rules/rates.py',
+        '            gone = [(m, c.dtype, r) for m, c, r in ((a, ca, ra), (b, cb, rb)) if not r.measured]',
+        '            gone = []',
+        'local_slower compares a curve with no rate above the floor',
+    ),
+    (
+        'kit/rules/rates.py',
+        '            if not e.measured:\n                parts.append((mask, _no_rate(mas'
+        'k, _dtype(curves), e)))\n                continue\n',
+        '',
+        'dqk_slows reads an effect from a curve with no rate',
+    ),
+    (
+        'kit/rules/rates.py',
+        '            gone = [m for m in (g, s) if not eff[m].measured]',
+        '            gone = []',
+        'dqk_global reads an effect from a curve with no rate',
+    ),
+    (
+        'kit/rules/rates.py',
+        '        a, b = lo.rate(start, common), hi.rate(start, common)',
+        '        pass',
+        'the d_qk effect compares rates over different windows',
+    ),
+    (
+        'kit/rules/rates.py',
+        '            return _no_rate(f"{mask}, {what}", _dtype(curves), e)',
+        '            pass',
+        'dqk_shallow reads a deep effect from a curve at the floor',
+    ),
+    (
+        'kit/rules/rates.py',
+        '            if not r.measured:\n                parts.append((label, _no_rate(la'
+        'bel, c.dtype, r)))\n                continue\n',
+        '',
+        'power_law reads a slope through the floor',
+    ),
+    (
+        'kit/rules/rates.py',
+        '            if r.cut:  # the slope over the layers above the floor',
+        '            if False:',
+        'power_law reads its slope in the wrong log t window',
+    ),
+    (
+        'kit/statuses.py',
+        '    if not r.measured:\n        return _some_at_floor(c, r, "")\n',
+        '',
+        'a status reads a rate through the floor',
+    ),
+    (
+        'kit/statuses.py',
+        '    if not tail.measured:  # samples reach the floor before the last half: its r'
+        'ate is the one above it\n        tail = r\n',
+        '',
+        "a status reads the last half's rate through the floor",
+    ),
+    (
+        'kit/rules/curves.py',
+        '    return _decided_by_moving(combine_parts(parts), parts, flat, ln)',
+        '    return combine_parts(parts)',
+        'ln_stops decided by a curve flat at the floor',
+    ),
+    (
+        'kit/rules/curves.py',
+        '    if not moving or failing[0][0] not in flat:',
+        '    if True:',
+        'ln_stops never hands the decision to the curve that moves',
+    ),
+    (
+        'kit/curves.py',
+        '        if q == "mu_rel" and zero is not None:  # stored 0/0 -> at the floor (co'
+        'unted as finite there)',
+        '        if False:',
+        'an X that underflowed to 0 is not at the floor',
+    ),
+    (
+        'kit/curves.py',
+        '            v = np.where(np.asarray(zero, dtype=bool) & np.isnan(v), 0.0, v)',
+        '            pass',
+        "a zero X's 0/0 stays NaN (non-finite) instead of at the floor",
+    ),
+    (
+        'kit/rules/layers.py',
+        '    return _weakest(combine_parts(parts), parts).amended(before=f"{words} || ")',
+        '    return combine_parts(parts).amended(before=f"{words} || ")',
+        'a statement at every layer is decided by its first layer, not its weakest',
+    ),
+    (
+        'kit/rules/layers.py',
+        '        if m.decided is not open_verdict and math.isfinite(m.excess)',
+        '        if math.isfinite(m.excess)',
+        'the weakest layer is picked among open comparisons too',
+    ),
+    (
+        'kit/judgement.py',
+        '        return (self.value - self.threshold) / scale',
+        '        return self.gap',
+        'the weakest layer measured in half-intervals, not in margin',
+    ),
+    (
+        'kit/curves.py',
+        '        zero = np.asarray(zero, dtype=bool) & (np.asarray(values["mu"], dtype=np.float64) == 0)',
+        '        pass',
+        'an overflow flagged as a zero X reads as at the floor',
+    ),
+    (
+        'kit/curves.py',
+        '            zero = np.fmin(zero, np.asarray(rows["mu_floor_share"], dtype=np.float64))',
+        '            pass',
+        'a stored overflow flagged as a zero X reads as at the floor',
+    ),
+    (
         "contract/verdicts.py",
         "{Origin.EXTENSION: EXTENSION_WORDS, Origin.STAND_IN: STAND_IN_WORDS}",
         "{Origin.EXTENSION: EXTENSION_WORDS}",

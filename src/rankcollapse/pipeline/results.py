@@ -80,13 +80,13 @@ def excluded_lines(claims: list[Claim]) -> list[str]:
         for c in untested:
             offline = "not in the local Hugging Face cache" in c.evidence or "offline" in c.evidence
             why = "no paper checkpoint offline" if offline else "not testable here"
-            kinds.setdefault(why, []).append(f"`{c.id}`")
+            kinds.setdefault(why, []).append(c.id)
         listed = [f"{len(ids)} {why} ({', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''})"
                   for why, ids in kinds.items()]
         out.append(f"- {len(untested)} untested rows: " + "; ".join(listed))
     if open_:
         out.append(f"- {len(open_)} rows left undecided: " + "; ".join(
-            f"`{c.id}` ({_cell(c.sampling or c.cause, 100)})" for c in open_))
+            f"{c.id} ({_cell(c.sampling or c.cause, 100)})" for c in open_))
     return out
 
 
