@@ -168,13 +168,15 @@ def measure_curves(
                     if t_got != t:
                         raise RuntimeError(f"hidden state {t_got} where layer {t} was expected")
                     x = batch.real(x)
-                    got = per_sample_metrics(x, tuple(dict.fromkeys(("mu_rel", *cfg.quantities))))
+                    got = per_sample_metrics(x, tuple(dict.fromkeys(("mu", "mu_rel", *cfg.quantities))))
                     for q in cfg.quantities:
                         layers[cond][q].append(got[q].numpy())
                     norm = torch.linalg.vector_norm(x.flatten(1).double(), dim=1).cpu().numpy()
                     finite = torch.isfinite(x).flatten(1).all(dim=1).cpu().numpy()
                     layers[cond]["x_norm"].append(norm)
-                    layers[cond]["zero"].append(finite & np.isnan(got["mu_rel"].numpy()))
+                    # 0/0: the dtype's ||X||_F rounded to 0 (mu 0), never an overflow's inf/inf
+                    mu_rel, mu = got["mu_rel"].numpy(), got["mu"].numpy()
+                    layers[cond]["zero"].append(finite & np.isnan(mu_rel) & (mu == 0))
                 ticks.step()
         finally:  # each stream holds torch.inference_mode while suspended: closed last in, first out, the
             for stream in reversed(streams):  # caller's grad mode comes back (else it stays off)

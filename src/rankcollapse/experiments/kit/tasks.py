@@ -165,7 +165,7 @@ def simulate_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     result = run_simulation(config, on_layer=lambda row: on_layer(int(row["layer"])))
     arrays = {"mu": result.mu.T.double().numpy(), "mu_rel": result.mu_rel.T.double().numpy()}
     arrays.update({k: v.T.double().numpy() for k, v in result.rollout.items()})  # the cumulative context
-    zero = np.isnan(arrays["mu_rel"]) & np.isfinite(arrays["mu"])
+    zero = np.isnan(arrays["mu_rel"]) & (arrays["mu"] == 0)  # 0/0: ||X||_F rounded to 0, never inf/inf
     with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel where mu_rel > 0
         x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
     info = simulator_info(config)
