@@ -18,8 +18,9 @@ import pytest
 from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.engine.config import load_arms
 from rankcollapse.experiments.kit.curves import curve_rows
+from rankcollapse.experiments.kit.plots import UNDERFLOW_LABEL
 from rankcollapse.experiments.stories import all_stories
-from rankcollapse.experiments.stories.fig2 import UNDERFLOW_LABEL, claims, figures
+from rankcollapse.experiments.stories.fig2 import claims, figures
 
 Law = Callable[[str, str, str, np.ndarray], tuple[np.ndarray, np.ndarray]]  # -> (mu_rel, ||X||_F) per layer
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +98,45 @@ def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[
     return fig, flat[:n]
 
 
+#: The legend entry of an underflow (:func:`underflow_marks`): a layer where some sample rounded to 0.
+UNDERFLOW_LABEL = "underflow (0): not a value, drawn open at the floor line"
+
+
+def underflow_marks(c: Curve) -> tuple[Curve, np.ndarray, np.ndarray]:
+    """``c`` as drawn, the layers where some sample underflowed to exactly 0 and where their marks sit.
+
+    Raw mu: some sample's mu rounded to 0 (``Curve.underflow_share``); mu_rel: some sample's whole X did
+    (``zero_share``: mu_rel = 0/0). There the drawn curve's mean, std and range are NaN (no point, no band:
+    matplotlib leaves a gap): a 0 is no value a log axis can show; the marks sit at the floor line
+    (``Curve.floor_line``; the dtype's smallest normal number where that line is 0 or unknown). The rules
+    count these samples at the floor (``kit.curves``)."""
+    if c.quantity == "mu":
+        share = c.underflow_share if c.underflow_share is not None else c.floor_share
+        # raw mu read without mu_rel beside it: its floor share *is* the underflow (<= the smallest normal)
+    else:
+        share = c.zero_share
+    under = np.zeros(c.layers + 1, dtype=bool) if share is None else np.nan_to_num(share) > 0
+    t = np.nonzero(under)[0]
+    line = c.floor_line()
+    y = np.full(t.size, c.clamp) if line is None else np.asarray(line, dtype=float)[t]
+    y = np.where(np.isfinite(y) & (y > 0), y, c.clamp)
+    if not t.size:
+        return c, t, y
+    gone = lambda a: np.where(under, np.nan, a)  # noqa: E731
+    drawn = replace(
+        c, mean=gone(c.mean), std=gone(c.std), lo=gone(c.lo), hi=gone(c.hi),
+        underflow_share=np.zeros(c.layers + 1) if c.quantity == "mu" else c.underflow_share,
+        zero_share=None,
+    )
+    return drawn, t, y
+
+
 def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
     """Draw curve ``c`` (mean ± std) as the ``i``-th series; return a note if it underflowed or turned
-    non-finite (marked on the curve, ▼ / ×, and named in the caption: no text over the curves)."""
+    non-finite (named in the caption: no text over the curves). An underflow to exactly 0 is no data
+    point: the curve has a gap there and an open circle in its colour sits at the floor line
+    (:func:`underflow_marks`, legend :data:`UNDERFLOW_LABEL`); a non-finite state is a dashed vertical."""
+    c, under_t, under_y = underflow_marks(c)
     t = np.arange(c.layers + 1) + 1.0
     lo_clip = c.clamp  # the floor for mu_rel; the dtype's smallest normal number for raw mu
     mean = np.maximum(c.mean, lo_clip)
@@ -139,12 +175,15 @@ def band(ax: Any, c: Curve, label: str, i: int, floors: bool) -> str:
                 alpha=0.9,
                 label="raw floor 32 eps ||X||_F (dotted, series colour)",
             )
-    bad = c.first_nonfinite()
-    under = c.first_underflow()
     note = ""
-    if under is not None:  # raw mu rounded to 0 in some sample: drawn at the smallest normal number
-        ax.plot([t[under]], [mean[under]], "v", color="black", ms=6, label="raw mu underflows to 0 (▼)")
-        note = f"{label}: raw mu underflows to 0 ({c.dtype}) from t = {under}, drawn at {c.clamp:.1e}"
+    if under_t.size:
+        step = max(1, (c.layers + 1) // 16)
+        ax.plot(under_t[::step] + 1.0, under_y[::step], ls="none", marker="o", mfc="none", ms=4, mew=0.9,
+                color=line.get_color(), label=UNDERFLOW_LABEL)
+        what = "raw mu" if c.quantity == "mu" else "X"
+        note = (f"{label}: {what} underflows to 0 ({c.dtype}) in some sample from t = {int(under_t[0])}: "
+                "no value there, an open circle at the floor line")
+    bad = c.first_nonfinite()
     if bad is None:
         return note
     zero = c.zero_share is not None and c.zero_share[bad] > 0

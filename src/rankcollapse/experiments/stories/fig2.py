@@ -9,15 +9,12 @@ says so, ``SmolLM2-135M (pretrained), 30 layers cycled to 128``, from ``kit.data
 statement is judged once per model and arm, on raw μ in float32 as the paper plots it and on μ_rel against
 the precision floor in float32 and float64. In the figures a value that underflowed to exactly 0 (raw μ,
 or a whole X so that μ_rel = 0/0) is no point on a log axis: the curve is not drawn there, an open circle
-at the floor line marks it (legend "underflow (0)"), and the caption says so (:func:`underflow_marks`).
+at the floor line marks it (legend "underflow (0)"), and the caption says so (``kit.plots.underflow_marks``,
+drawn by ``kit.plots.band`` in every figure).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
-import numpy as np
 import pandas as pd
 
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
@@ -38,7 +35,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import curves_figure, mode_rows, slug
+from rankcollapse.experiments.kit.plots import curves_figure, mode_rows, slug, underflow_marks
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -267,12 +264,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             for v in ("attn", "attn+skip", "attn+ln", "attn+sphere", "attn+skip+ln", "full")
             if v in g.modes
         ]
-        mu = {k: underflow_marks(c) for k, c in g.mu.items()}
-        rel = {k: underflow_marks(c) for k, c in g.rel.items()}
-        rows = mode_rows(
-            {k: d[0] for k, d in mu.items()}, {k: d[0] for k, d in rel.items()}, modes, g.masks, MODE_WORDS,
-            MASK_WORDS,
-        )
+        rows = mode_rows(g.mu, g.rel, modes, g.masks, MODE_WORDS, MASK_WORDS)  # band marks underflows
         if not rows:
             continue
         what = {"paper": "Fig. 2 (paper's setting)", "deep": "Fig. 6 (paper's setting)"}.get(
@@ -288,7 +280,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             "float64 dash-dot; a curve on a floor has collapsed to rounding noise). Log-log against "
             f"t + 1. {sample_note(runs_of(data, frame), frame)}."
         )
-        marked = {id(d): (t, y) for d, t, y in (*mu.values(), *rel.values()) if t.size}
+        marked = [c for c in (*g.mu.values(), *g.rel.values()) if underflow_marks(c)[1].size]
         if marked:
             caption += (
                 " Underflow (0), open circles: where some sample's raw mu (mu_rel rows: its whole X) rounded "
@@ -299,74 +291,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         spec = curves_figure(
             _figure_stem(arm, label), title, caption, rows, {"mu": g.mu, "mu_rel": g.rel}, label
         )
-        if marked:
-            _draw_underflows(spec.figure, rows, marked)
         out.append(spec)
     return out
-
-
-UNDERFLOW_LABEL = "underflow (0): not a value, drawn open at the floor line"
-
-
-def underflow_marks(c: Curve) -> tuple[Curve, np.ndarray, np.ndarray]:
-    """``c`` as drawn, the layers where some sample underflowed to exactly 0 and where their marks sit.
-
-    Raw mu: some sample's mu rounded to 0 (``Curve.underflow_share``); mu_rel: some sample's whole X did
-    (``zero_share``: mu_rel = 0/0). There the drawn curve's mean, std and range are NaN (no point, no band:
-    matplotlib leaves a gap) and no other underflow sign is drawn; the marks sit at the floor line
-    (``Curve.floor_line``; the dtype's smallest normal number where that line is 0 or unknown)."""
-    if c.quantity == "mu":
-        share = c.underflow_share if c.underflow_share is not None else c.floor_share
-        # raw mu read without mu_rel beside it: its floor share *is* the underflow (<= the smallest normal)
-    else:
-        share = c.zero_share
-    under = np.zeros(c.layers + 1, dtype=bool) if share is None else np.nan_to_num(share) > 0
-    t = np.nonzero(under)[0]
-    line = c.floor_line()
-    y = np.full(t.size, c.clamp) if line is None else np.asarray(line, dtype=float)[t]
-    y = np.where(np.isfinite(y) & (y > 0), y, c.clamp)
-    if not t.size:
-        return c, t, y
-    gone = lambda a: np.where(under, np.nan, a)  # noqa: E731
-    drawn = replace(
-        c, mean=gone(c.mean), std=gone(c.std), lo=gone(c.lo), hi=gone(c.hi),
-        underflow_share=np.zeros(c.layers + 1) if c.quantity == "mu" else c.underflow_share,
-        zero_share=None,
-    )
-    return drawn, t, y
-
-
-def _draw_underflows(fig: Any, rows: list, marked: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
-    """Open circles at the marks of :func:`underflow_marks` in each panel of ``kit.plots.panel_figure``'s grid
-    (row-major, one column per mask; a series' colour as there: its label's first appearance), then the
-    figure legend again with ``underflow (0)`` in it."""
-    ncols = max(len(r[2]) for r in rows)
-    axes = fig.axes[: len(rows) * ncols]
-    order: dict[str, int] = {}
-    for _, _, panels in rows:
-        for _, series in panels:
-            for name, _ in series:
-                order.setdefault(name, len(order))
-    for r, (_, _, panels) in enumerate(rows):
-        for col, (_, series) in enumerate(panels):
-            ax = axes[r * ncols + col]
-            for name, c in series:
-                if id(c) not in marked:
-                    continue
-                t, y = marked[id(c)]
-                every = max(1, (c.layers + 1) // 16)
-                ax.plot(t[::every] + 1.0, y[::every], ls="none", marker="o", mfc="none", ms=4, mew=0.9,
-                        color=f"C{order[name] % 10}", label=UNDERFLOW_LABEL)
-    handles, labels = [], []
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    for old in list(fig.legends):
-        old.remove()
-    fig.legend(handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8,
-               bbox_to_anchor=(0.5, 0.0))
 
 
 def _at(curves: dict[tuple, Curve], key: tuple, t: int | None = None) -> float | None:
