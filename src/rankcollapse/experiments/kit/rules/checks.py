@@ -127,8 +127,8 @@ def stable_in_certain_directions(
         elif not any(stable > 0 for stable, _ in eqs):
             checks.append((f"rank {k}", False, text))
         else:
-            back = sum(stable > 0 and returned == stable for stable, returned in eqs)
-            support[f"rank {k}"] = back
+            back = any(stable > 0 and returned == stable for stable, returned in eqs)
+            support[f"rank {k}"] = sum(stable > 0 and returned == stable for stable, returned in eqs)
             checks.append((f"rank {k}", True if back else None, text))
     return _weakest(every_run(checks, empty="no equilibrium of rank >= 2"), checks, support)
 
