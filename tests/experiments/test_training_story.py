@@ -38,6 +38,7 @@ def test_tiny_profile_rows_are_ours_per_variant_with_networks_as_the_unit(tiny):
     for c in rows:
         assert c.origin == "extension" and "(ours)" in c.verdict
         assert c.unit == "networks" and c.n == 4 and c.seeds == [0, 1, 2, 3]
+        assert "(Student t, 3 df" in c.evidence  # the footer's df are the networks', as its intervals
         assert c.figure == "ext_training_trajectory"
         assert c.experiment == ("training.encoder" if "encoder" in c.id else "training.trained")
 
