@@ -81,8 +81,9 @@ GLOSSARY: dict[str, str] = {
     "the same samples (drawn dotted in each series' colour on raw-mu panels)",
     "underflow": "raw mu rounded to exactly 0 in the dtype (counted at its smallest normal number)",
     "rate": "the mean per-layer log rate of a curve, (log q(b) - log q(a)) / (b - a) over samples, printed "
-    "as "
-    "the per-layer factor x exp(rate) with the log rate beside it: x0.3/layer = falls to 30% per layer",
+    "as the per-layer factor x exp(rate) with the log rate beside it: x0.3/layer = falls to 30% per layer; "
+    "always measured before the precision floor (b at most the last layer where no sample is at the floor; "
+    "fewer than 2 layers above it: no rate, the row says 'precision floor')",
     "±": "after a number: z(n) standard errors of the mean over samples (about 2); 'for sure' = the whole ± "
     "interval on one side. A band in a figure is ± 1 sample std",
     "std": "the sample standard deviation over samples, sqrt(sum (v - mean)^2 / (n - 1)), everywhere",
