@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import param_float, param_int
 from rankcollapse.equilibria.complete_mask import CompleteMaskSummary
 from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
@@ -445,7 +446,16 @@ def _complete_runs(data: Data) -> list[tuple[CompleteMaskSummary, pd.DataFrame]]
 def verified(rows: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
     """The search ends that are complete-mask equilibria of the rank searched: residual <= ``residual_max``
     on the full map, numerical rank exactly k, smallest attention weight >= ``attention_min`` (a saturated
-    softmax can fake an equilibrium to rounding), and in the W_V-invariant subspace."""
+    softmax can fake an equilibrium to rounding), and in the W_V-invariant subspace. A ``residual_max``
+    above the runs' analysis cut (``complete_mask.ANALYSED_RESIDUAL``) is refused: those ends have no
+    tangent spectrum or nearby starts."""
+    from rankcollapse.equilibria.complete_mask import ANALYSED_RESIDUAL
+
+    if th["residual_max"] > ANALYSED_RESIDUAL:
+        raise RankCollapseError(
+            f"theorem3.yaml: residual_max = {th['residual_max']:g} is above {ANALYSED_RESIDUAL:g}, the "
+            "residual up to which complete-mask runs analyse an end; allowed: at most that"
+        )
     if rows.empty:
         return rows
     keep = (
