@@ -3,8 +3,8 @@
     python scripts/break_rules.py            # every break, prints caught / MISSED per break
     python scripts/break_rules.py --dry-run  # only check that every break still applies (no test run)
 
-Each break is a one-line edit of ``experiments/kit`` or ``contract/verdicts.py`` that changes what a rule
-decides (a swapped comparison, a dropped condition, a wrong constant). The file is restored after each
+Each break is a small edit of ``experiments/kit``, ``contract/verdicts.py`` or a story that changes what a
+rule decides (a swapped comparison, a dropped condition, a wrong constant). The file is restored after each
 run. A break the tests do not catch is a rule without a test that pins it.
 """
 
@@ -23,6 +23,7 @@ TESTS = [
     "tests/experiments/test_kit_notions.py",
     "tests/experiments/test_kit_influence.py",
     "tests/experiments/test_kit_trajectories.py",
+    "tests/experiments/test_theorem3_records.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
@@ -381,12 +382,6 @@ BREAKS: list[tuple[str, str, str, str]] = [
     ),
     (
         "kit/rules/checks.py",
-        "back = any(stable > 0 and returned == stable for stable, returned in eqs)",
-        "back = False",
-        "'stable in certain directions' needs a basin, not a stable direction",
-    ),
-    (
-        "kit/rules/checks.py",
         "if radii and radii_all and radii != radii_all:",
         "if False:",
         "a bound tested at r = 1 only claims every radius",
@@ -508,6 +503,60 @@ BREAKS: list[tuple[str, str, str, str]] = [
         '            zero = np.fmin(zero, np.asarray(rows["mu_floor_share"], dtype=np.float64))',
         '            pass',
         'a stored overflow flagged as a zero X reads as at the floor',
+    ),
+    (
+        'kit/rules/checks.py',
+        '        checks.append((f"rank {k}", bool(best > 0), text))',
+        '        checks.append((f"rank {k}", True, text))',
+        'small regions of attraction read reproduced where no start returns',
+    ),
+    (
+        'kit/rules/checks.py',
+        '        best = max(held for held, _ in eqs)',
+        '        best = max(every for _, every in eqs)',
+        'regions of attraction judged with every token perturbed, not token 1 held',
+    ),
+    (
+        'kit/rules/checks.py',
+        '    label = min(support, key=lambda lab: support[lab])',
+        '    label = max(support, key=lambda lab: support[lab])',
+        'a reproduced row names its strongest rank as deciding',
+    ),
+    (
+        'stories/theorem3.py',
+        '        & (rows["attention_min"].astype(float) >= th["attention_min"])',
+        '        & (rows["attention_min"].astype(float) >= 0.0)',
+        'a saturated softmax counts as an equilibrium',
+    ),
+    (
+        'stories/theorem3.py',
+        '        (rows["rank"].astype(int) == rows["k"].astype(int))',
+        '        (rows["rank"].astype(int) >= 1)',
+        'a collapsed end counts as an equilibrium of the rank searched',
+    ),
+    (
+        'stories/theorem3.py',
+        '            checks.append((f"N = d = {s.n}, w = {s.w:g}, rank {k}", not len(hits), words))',
+        '            checks.append((f"N = d = {s.n}, w = {s.w:g}, rank {k}", True, words))',
+        "App. F.4's lower ranks read consistent whatever the search found",
+    ),
+    (
+        'stories/theorem3.py',
+        '                    back == 0,',
+        '                    True,',
+        'an attracting complete-mask equilibrium is not counted',
+    ),
+    (
+        'stories/theorem3.py',
+        '        holds = not len(hits) and c.min_gap > 0 and c.max_imag == 0 and c.max_cone <= 0',
+        '        holds = not len(hits)',
+        'the proof row ignores its random Perron and cone checks',
+    ),
+    (
+        'stories/theorem3.py',
+        '        hits = verified(mine, t)\n        full = mine',
+        '        hits = mine.iloc[0:0]\n        full = mine',
+        'the proof row ignores a full-rank equilibrium its search found',
     ),
     (
         "contract/verdicts.py",

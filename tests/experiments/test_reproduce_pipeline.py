@@ -59,11 +59,16 @@ PINNED = {
         "theorem3.below_w": "confirmed (ours)",
         "theorem3.srank": "reproduced",
         "theorem3.lemma13": "reproduced",
-        "theorem3.complete": "consistent: none found in the search",
-        # stable in certain directions: a stable tangent direction whose directional starts return
-        "theorem3.attracts[N = d = 3]": "reproduced",
+        # §4.4's two halves: a stable tangent direction whose directional starts return; nearby starts back
+        # with token 1 held
+        "theorem3.stable_directions[N = d = 3]": "reproduced",
+        "theorem3.small_basins[N = d = 3]": "reproduced",
         "theorem3.attracts_perturbed[N = d = 3]": "confirmed (ours)",
         "theorem3.not_hyperbolic": "confirmed (ours)",
+        # App. F.4: exact complete-mask equilibria of rank 2 at N = d = 3; full rank impossible (Perron)
+        "theorem3.complete_lower_rank": "not reproduced",
+        "theorem3.complete_full_rank": "consistent: proven",
+        "theorem3.complete_attracting": "consistent: none found in the search",
         "theorem3.designed[designed]": "confirmed (ours)",
     },
     "fig2": {
@@ -186,7 +191,7 @@ FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
     "theorem2": ["theorem2_ln_orthogonal", "ext_theorem2_hemisphere"],
     "fig1_fig5": ["fig1", "fig5", "ext_fig1_surrogate", "ext_fig5_surrogate"],
-    "theorem3": ["theorem3_equilibria", "ext_theorem3_designed"],
+    "theorem3": ["theorem3_equilibria", "theorem3_complete_mask", "ext_theorem3_designed"],
     "fig2": [
         "fig2_tiny_bert_random_init",
         "fig6_tiny_bert_8_layers_random_init",
@@ -382,7 +387,8 @@ def test_each_row_has_two_questions_an_origin_and_a_cause_when_not_plainly_repro
         assert c.key in keys and c.rule and c.evidence and c.conditions
         assert c.origin in {o.value for o in Origin}
         assert c.mechanism == NA or c.mechanism_evidence
-        if c.verdict not in ("reproduced", "confirmed (ours)", "consistent: none found in the search"):
+        if c.verdict not in ("reproduced", "confirmed (ours)", "consistent: none found in the search",
+                             "consistent: proven"):
             assert c.cause and c.cause_kind, c.id
         if c.origin == "extension":
             assert "(ours)" in c.verdict
