@@ -30,7 +30,11 @@ GLOSSARY: dict[str, str] = {
     "as stated (stand-in) / otherwise (stand-in)": "the verdict words of a stand-in row: how the stand-in "
     "behaves, not a verdict on the paper's checkpoint; counted apart from the paper's tally",
     "consistent: none found in the search": "the word of a conjecture that nothing of a kind exists "
-    "(App. F.4) when our search found none: a search cannot prove it, so it is never 'reproduced'",
+    "(App. F.4's attracting equilibria) when our search found none: a search cannot prove it, so it is "
+    "never 'reproduced' (its as-plotted verdict reads 'consistent')",
+    "consistent: proven": "the word of a statement a proof settles (App. F.4's full rank, by "
+    "Perron-Frobenius; a span that holds by construction): the run checks the proof's arithmetic, it does "
+    "not reproduce an observation; never 'reproduced'",
     "decided by": "the condition (mask, dtype, mode, layer) whose comparison decided the row: the first "
     "failing condition of a 'not reproduced', the weakest condition of a 'reproduced', the first open one "
     "of an undecided row; its interval is the one the row prints",
@@ -40,6 +44,9 @@ GLOSSARY: dict[str, str] = {
     "never stands in for pretrained weights",
     "paper setting": "origin of a row: the paper's own configuration (a theorem: an instance that meets its "
     "hypotheses)",
+    "follow-up setting": "origin of a row that judges a later paper's statement (Wu 2025, Herasimchyk 2026, "
+    "Cirrincione 2026, Karagodin 2025, ...) in its own setting: counted in that paper's section only, never "
+    "in the NeurIPS paper's tally",
     "stand-in": "origin of a row: other pretrained weights judged in place of the paper's checkpoint "
     "(named in "
     "the row, with why they may differ)",
