@@ -1,7 +1,7 @@
 """``--diagnostics`` and ``--check-masks`` at the kernel's speed (issue 41): time, memory and exactness.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_diagnostics.py
-        [--part speed|long|verify|all] [--model smollm2] [--tokens 4096,8192] [--repeats 1]
+        [--part speed|long|verify|masks|all] [--model smollm2] [--tokens 4096,8192] [--repeats 1]
         [--long-tokens 32768] [--verify-tokens 2048] [--threads 1]
 
 Every run is ``analyze`` of Wikipedia excerpts (seed 0), float32, mode ``full``, ``--metrics mu`` (the
@@ -24,8 +24,17 @@ fits too and takes < 2 x the plain forward.
 ``verify``: every diagnostic column of the kernel path against the reference that forms each layer's
 whole map (``on_attention``), on every bundled model installed (MiniLM, MPNet, SmolLM2; Gemma 3, Qwen2.5
 with ``make models-extra``), 2 excerpts of ``--verify-tokens`` tokens in float32 (bar ``n L eps32``) and
-of 256 tokens in float64 (bar 1e-12): the largest relative deviation (``|a - b| / max(|b|, 1e-3)``).
-MPNet keeps the blocks path (a relative-position bias); it is compared all the same.
+of 256 tokens in float64 (bar 1e-12): the largest deviation, ``|a - b| / max(|b|, 1)`` for the attention
+columns (entropies in nats, shares of a row: absolute below 1) and ``|a - b| / |b|`` for the activations.
+The absolute floor is the lse form's own: a row whose weights are one-hot to float64 precision has
+``H = 0`` exactly in the map and ``lse_i - scale q_i . (A K)_i``, a difference of two numbers of the
+logits' size ``|s|``, about ``eps |s|`` (SmolLM2: ``|s|`` up to ~100, 1e-14 nats). MPNet keeps the
+blocks path (a relative-position bias); it is compared all the same.
+
+``masks``: ``check_masks`` on every tiny text family under ``eager``, ``sdpa`` and ``flex_attention``
+(compiled by torch on the CPU: about 30 s a shape the first time), 3 excerpts of 12 tokens: the layers
+that differ from their config's mask (0 everywhere: no false alarm), and a window one key too wide
+planted in Hugging Face's mask code (``sliding_window_overlay``): the layers caught and their offsets.
 """
 
 from __future__ import annotations
@@ -170,6 +179,7 @@ def _deviation(ref: list[dict[str, Any]], got: list[dict[str, Any]]) -> tuple[fl
     from rankcollapse.metrics.diagnostics import DIAGNOSTIC_NAMES
 
     names = set(DIAGNOSTIC_NAMES) | {"top_activation"}
+    attention = ("attention_entropy", "normalized_attention_entropy", "first_token_attention", "sink_rate")
     worst, where = 0.0, ""
     for a, b in zip(ref, got, strict=True):
         for key, want in a.items():
@@ -177,7 +187,8 @@ def _deviation(ref: list[dict[str, Any]], got: list[dict[str, Any]]) -> tuple[fl
                 continue
             have = b[key]
             if isinstance(want, float) and not math.isnan(want):
-                dev = abs(have - want) / max(abs(want), 1e-3)
+                floor = 1.0 if key.startswith(attention) else 1e-300
+                dev = abs(have - want) / max(abs(want), floor)
                 if dev > worst:
                     worst, where = dev, f"layer {a['layer']} {key}"
     return worst, where
@@ -213,9 +224,42 @@ def part_verify(tokens: int, threads: int) -> bool:
     return ok
 
 
+def part_masks(threads: int) -> bool:
+    from unittest import mock
+
+    import transformers.masking_utils as hf_masks
+
+    from rankcollapse.models import load_model
+    from rankcollapse.models.diagnose import check_masks
+
+    torch.set_num_threads(threads)
+    families = ["bert", "roberta", "distilbert", "albert", "mpnet", "t5", "gpt2", "gpt_neox", "llama",
+                "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"]
+    ids = torch.randint(0, 30000, (3, 12), generator=torch.Generator().manual_seed(1))
+    wider = hf_masks.sliding_window_overlay
+    ok = True
+    print(f"masks: check_masks on the tiny families, 3 x 12 tokens, {_threads_note(threads)}")
+    print(f"{'family':>12} {'implementation':>15} {'false alarms':>13} "
+          f"{'window + 1 caught (layer: offset)':>40} {'s':>5}")
+    for arch in families:
+        model = load_model(f"tiny:{arch}", "float32", seed=0)
+        for impl in ("eager", "sdpa", "flex_attention"):
+            start = time.perf_counter()
+            clean = check_masks(model, ids, implementation=impl)
+            with mock.patch.object(hf_masks, "sliding_window_overlay", lambda w: wider(w + 1)):
+                planted = check_masks(model, ids, implementation=impl)
+            alarms = [c.layer for c in clean if not c.matches]
+            caught = " ".join(f"{c.layer}:{c.offset[0]:+d},{c.offset[1]:+d}" for c in planted
+                              if not c.matches and c.offset is not None) or "-"
+            print(f"{arch:>12} {impl:>15} {len(alarms):>13} {caught:>40} {time.perf_counter() - start:>5.0f}",
+                  flush=True)
+            ok &= _verdict(f"{arch} {impl}: no false alarm", not alarms)
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", default="all", choices=("speed", "long", "verify", "all"))
+    parser.add_argument("--part", default="all", choices=("speed", "long", "verify", "masks", "all"))
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--tokens", default="4096,8192")
     parser.add_argument("--repeats", type=int, default=1)
@@ -235,6 +279,8 @@ def main() -> None:
         ok &= part_speed(args.model, [int(t) for t in args.tokens.split(",")], args.repeats, args.threads)
     if args.part in ("verify", "all"):
         ok &= part_verify(args.verify_tokens, args.threads)
+    if args.part in ("masks", "all"):
+        ok &= part_masks(args.threads)
     if args.part in ("long", "all"):
         ok &= part_long(args.model, args.long_tokens, args.threads)
     print("ALL PASS" if ok else "SOME FAIL")

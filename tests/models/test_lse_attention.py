@@ -12,7 +12,13 @@ from torch.nn import functional as F  # noqa: N812
 from rankcollapse.core.attention import masked_softmax
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics.diagnostics import attention_rows
-from rankcollapse.models.lse_attention import attention_lse, attention_with_stats, kernel_mask, rows_in_blocks
+from rankcollapse.models.lse_attention import (
+    attention_lse,
+    attention_with_stats,
+    kernel_mask,
+    linear_statistics,
+    rows_in_blocks,
+)
 
 B, H, G, N, E = 2, 4, 2, 19, 8
 SCALE = 0.6
@@ -135,3 +141,16 @@ def test_masks_the_kernel_cannot_take_are_one_line_errors():
     with pytest.raises(RankCollapseError, match="unknown kernel"):
         q, k, v = _qkv(torch.float32)
         attention_lse(q, k, v, kernel_mask(None, True, N, N, torch.float32), SCALE, kernel="magic")
+
+
+def test_any_linear_statistic_of_the_rows_from_one_call():
+    """Mean attended position and the attention on a set of keys (a narrower or wider value than e)."""
+    q, k, _ = _qkv(torch.float64, seed=6)
+    given, causal, allowed = _masks()["bool-window"]
+    j = torch.arange(N, dtype=torch.float64)
+    chosen = (j % 3 == 0).double()
+    values = torch.stack([j, chosen, j * j, torch.ones(N, dtype=torch.float64)] + [chosen] * 8, -1)  # 12 > e
+    got = linear_statistics(q, k, values, kernel_mask(given, causal, N, N, torch.float64), SCALE)
+    a, _ = _reference(q, k, k, allowed)
+    torch.testing.assert_close(got, a @ values, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(got[..., 3], torch.ones((), dtype=torch.float64))  # rows sum to 1

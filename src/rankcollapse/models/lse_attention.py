@@ -39,8 +39,8 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics.attention_stats import first_token_rows, row_entropy, sink_normaliser
 from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
 
-__all__ = ["KERNELS", "KernelMask", "attention_lse", "attention_with_stats", "kernel_mask", "masked_below",
-           "rows_in_blocks"]
+__all__ = ["KERNELS", "KernelMask", "attention_lse", "attention_with_stats", "kernel_mask",
+           "linear_statistics", "masked_below", "rows_in_blocks"]
 
 #: The kernels :func:`attention_lse` runs: ``cpu-flash`` (torch's CPU flash kernel), ``cuda-efficient``
 #: (the memory-efficient CUDA kernel, float16 / bfloat16 / float32), ``blocks`` (blocks of query rows
@@ -237,6 +237,31 @@ def attention_with_stats(q: Tensor, k: Tensor, v: Tensor, mask: KernelMask, scal
         del got, values
     keys = mask.counts.expand(b, 1, n_q)
     return out, AttentionRows(entropy, first, keys.clone())
+
+
+def linear_statistics(q: Tensor, k: Tensor, values: Tensor, mask: KernelMask, scale: float,
+                      kernel: str | None = None) -> Tensor:
+    """Any linear statistic of each attention row, ``(A U)_i = sum_j A_ij U_j``, from one kernel call with
+    ``U`` as the values: the mean attended position (``U_j = j``), the attention on a chosen set of keys
+    (``U_j = 1[j in S]``), the first-token attention (``U_j = 1[j = 0]``). q: [b, h, i, e]; k: [b, g, j, e];
+    values: ``U`` [j, u] (the same for every head) or [b, g, j, u] -> [b, h, i, u] in q's dtype."""
+    b, h, n_q, _ = q.shape
+    g, n_k = k.shape[1], k.shape[2]
+    if h % g:
+        raise RankCollapseError(f"{g} key/value heads for {h} query heads; allowed: a divisor of {h}")
+    if values.ndim == 2:
+        values = values.to(q.dtype)[None, None].expand(b, g, n_k, values.shape[-1])
+    if values.shape[:3] != (b, g, n_k):
+        raise RankCollapseError(f"values of shape {tuple(values.shape)}; allowed: [{n_k}, u] or "
+                                f"[{b}, {g}, {n_k}, u]")
+    r = h // g
+    out = q.new_empty(b, h, n_q, values.shape[-1])
+    for c in range(g):
+        heads = slice(c * r, (c + 1) * r)
+        got, _ = attention_lse(q[:, heads], _expand(k[:, c: c + 1], r), _expand(values[:, c: c + 1], r), mask,
+                               scale, kernel)
+        out[:, heads] = got
+    return out
 
 
 def rows_in_blocks(q: Tensor, k: Tensor, mask: KernelMask, scale: float, *, bias: Tensor | None = None,
