@@ -156,8 +156,13 @@ def test_an_undissected_model_runs_full_mode_through_hf_and_refuses_the_rest(ids
     for kw in ({"mode": "attn"}, {"mask": parse_mask("complete")}, {"layers": 5}, {"backend": "parts"}):
         with pytest.raises(RankCollapseError, match="not dissected"):
             list(iter_hidden_states(model, ids, **kw))
-    with pytest.raises(RankCollapseError, match="diagnostics"):
+    with pytest.raises(RankCollapseError, match="diagnostics from the kernel"):
         list(iter_hidden_states(model, ids, record={}))
+    record: dict = {}
+    for t, _, x in iter_hidden_states(model, ids, record=record, kernel_stats=True):  # through its interface
+        assert torch.equal(x, ref[t])
+        if t:
+            assert record.pop("rows").entropy.shape == (3, 4, ids.shape[1])
 
 
 def test_a_config_the_entry_does_not_implement_falls_back_to_full_only(capsys):

@@ -360,9 +360,9 @@ def iter_hidden_states(
     if chunk is not None and record is None:
         raise RankCollapseError("chunk (query rows per block of attention weights) applies only with record")
     if surgery and not model.dissected:
-        raise RankCollapseError(f"{model.arch!r} is not dissected: the attention weights (whole maps, "
-                                "blocks of rows, the sinks ablation) need a dissected family (kernel_stats "
-                                "does not)")
+        raise RankCollapseError(f"{model.arch!r} is not dissected: whole attention maps, blocks of rows and "
+                                "the sinks ablation need a dissected family (diagnostics from the kernel, "
+                                "kernel_stats=True, do not)")
     if surgery and backend == "hf":
         raise RankCollapseError("backend 'hf' does not apply with diagnostics or the sinks ablation")
     which = choose_backend(model, mode, is_own_mask(model, mask, n), d_qk, "parts" if surgery else backend)
