@@ -91,7 +91,7 @@ PINNED = {
         "fig3.shallow[random]": "inconclusive",
         "fig3.slows[gaussian_san]": "confirmed (ours)",
         "fig3.global[gaussian_san]": "inconclusive (ours)",
-        "fig3.shallow[gaussian_san]": "inconclusive (ours) as plotted; mechanism holds",
+        "fig3.shallow[gaussian_san]": "inconclusive (ours)",
     },
     "fig4": {
         # 12 samples of 3 networks: the full-rank share's interval reaches below full_rank_min
@@ -109,27 +109,28 @@ PINNED = {
         "fig9.nonnegative_other": "inconclusive (ours)",  # the engine's no-data row: no GPT-2 or T5 in tiny
     },
     # ours (issue 29): 4 networks, 40 steps; no run reaches the 1k-2k window of the sink statement
+    # ours: the sink's second-hand step count is not testable here (one row); the onset these models show
+    # in 40 steps: none in any network (refuted) or in some only (inconclusive)
     "training": {
         "training.training_moves[post-ln]": "inconclusive (ours)",
-        "training.sink_window[post-ln]": "inconclusive (ours)",
+        "training.sink_onset[post-ln]": "inconclusive (ours)",
         "training.phases[post-ln]": "inconclusive (ours)",
         "training.training_moves[pre-ln]": "confirmed (ours)",
-        "training.sink_window[pre-ln]": "inconclusive (ours)",
+        "training.sink_onset[pre-ln]": "inconclusive (ours)",
         "training.phases[pre-ln]": "inconclusive (ours)",
         "training.training_moves[no-ln]": "confirmed (ours)",
-        "training.sink_window[no-ln]": "inconclusive (ours)",
+        "training.sink_onset[no-ln]": "refuted (ours)",
         "training.phases[no-ln]": "inconclusive (ours)",
         "training.training_moves[no-skip]": "inconclusive (ours)",
-        "training.sink_window[no-skip]": "inconclusive (ours)",
+        "training.sink_onset[no-skip]": "refuted (ours)",
         "training.phases[no-skip]": "inconclusive (ours)",
-        # the encoders (masked-language modelling, complete mask): 40 steps move every last-layer metric;
-        # no sink by step 40 (not testable) and no expansion seen (not testable)
         "training.training_moves[encoder: post-ln]": "confirmed (ours)",
-        "training.sink_window[encoder: post-ln]": "inconclusive (ours)",
+        "training.sink_onset[encoder: post-ln]": "refuted (ours)",
         "training.phases[encoder: post-ln]": "inconclusive (ours)",
         "training.training_moves[encoder: pre-ln]": "confirmed (ours)",
-        "training.sink_window[encoder: pre-ln]": "inconclusive (ours)",
+        "training.sink_onset[encoder: pre-ln]": "refuted (ours)",
         "training.phases[encoder: pre-ln]": "inconclusive (ours)",
+        "training.sink_window": "untested",
     },
     # a follow-up (Wu et al. 2025), counted apart: 4 networks; causal-window:w=4 (r = 3) against causal
     # (r = 1) stays open at n = 4 (+0.10 ± 0.12 in log rate), the other pairs are ordered
@@ -145,13 +146,15 @@ PINNED = {
         "position_decay.lost_in_middle": "untested",
     },
     # a follow-up (Herasimchyk et al. 2026, from its abstract), counted apart: 4 networks; the gap still
-    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it;
-    # in ALiBi SANs (N = 16, 8 layers) the last token's profile is a U only at m = 0.05, lam = 0.9
+    # collapses at lam = 0.3 (x0.71/layer) and 0.6 (x0.87/layer), so residuals slow it and do not stop it
+    # in these random SANs, which may lie outside the abstract's unstated "realistic conditions": not
+    # testable there; in ALiBi SANs (N = 16, 8 layers) the last token's profile is a U at m = 0.05, lam = 0.9
+    # (a U exists: reproduced), at no lam for m = 0.5
     "residual_rollout": {
-        "residual_rollout.residuals_prevent": "not reproduced",
+        "residual_rollout.residuals_prevent": "inconclusive",
         "residual_rollout.residuals_slow": "confirmed (ours)",
         "residual_rollout.no_residual_collapses": "confirmed (ours)",
-        "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.05]": "not reproduced",  # end x0.029 at lam = 0.3
+        "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.05]": "reproduced",  # a U at lam = 0.9
         "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.5]": "not reproduced",  # a hump: both arms below
         "residual_rollout.u_shape_alibi": "untested",
     },
@@ -160,9 +163,9 @@ PINNED = {
     # simulator's residual stack still collapses slowly in mu_rel while tiny:bert's does not
     "cirrincione": {
         "cirrincione.ln_keeps_affine_rank": "not reproduced as plotted; mechanism inconclusive",
-        "cirrincione.ln_neither": "inconclusive as plotted; mechanism differs",
-        "cirrincione.attention_span": "reproduced",
-        "cirrincione.residual_prevents[simulator]": "not reproduced as plotted; mechanism inconclusive",
+        "cirrincione.ln_neither": "not reproduced as plotted; mechanism inconclusive",
+        "cirrincione.attention_span": "consistent: proven",
+        "cirrincione.residual_prevents[simulator]": "inconclusive as plotted; mechanism differs",
         "cirrincione.residual_prevents[random init]": "reproduced",
     },
     # Herasimchyk et al. 2026 on models' own attention; tiny: random inits judged as themselves, 4 networks x
@@ -391,7 +394,7 @@ def test_each_row_has_two_questions_an_origin_and_a_cause_when_not_plainly_repro
                              "consistent: proven"):
             assert c.cause and c.cause_kind, c.id
         if c.origin == "extension":
-            assert "(ours)" in c.verdict
+            assert "(ours)" in c.verdict or c.verdict == "untested", c.id
         if c.figure:
             assert c.figure in figures, c.id
 
@@ -419,14 +422,14 @@ def test_a_published_run_is_rejudged_from_its_evidence_alone_and_a_changed_rule_
     same = [(c.id, c.evidence, c.interval) for c in published]
     assert [(c.id, c.evidence, c.interval) for c in now] == same
 
-    def strict(*args, **kwargs):
+    def strict(*args, **kwargs):  # an equilibrium must now be exact to 1e-300: none is
         exps = load(*args, **kwargs)
         for e in exps:
-            if e.story == "fig9":
-                e.verdict = {**e.verdict, "min_samples": 10**6}
+            if e.story == "theorem3":
+                e.verdict = {**e.verdict, "residual_max": 1e-300}
         return exps
 
     with mock.patch("rankcollapse.pipeline.reproduce.load_experiments", strict):
         _, moved, _ = rejudge(archive)
     changes = verdict_changes(published, moved)
-    assert changes and all(line.startswith("fig9.") for line in changes), changes
+    assert changes and all(line.startswith("theorem3.") for line in changes), changes

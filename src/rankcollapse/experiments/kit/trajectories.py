@@ -193,7 +193,7 @@ def onset_found(per_network: Mapping[str, Series], th: Thresholds, scope: str = 
     per condition (label: a :class:`Series`), every network reaches ``onset_level`` (:func:`onsets`) ->
     reproduced, its mean onset step over networks with its interval in the words and the margins; no
     network by its last step -> not reproduced (nothing appeared in the steps run, said with them); some
-    networks only -> inconclusive (too few onsets for a mean, the count said); at the level already at
+    networks only -> inconclusive (no mean onset step, the count said: not testable); at the level already at
     step 0 -> not testable (nothing to emerge); fewer than 2 networks -> too few. ``scope``: where it was
     tested. Bonferroni over the conditions."""
     level = th["onset_level"]
@@ -218,9 +218,8 @@ def onset_found(per_network: Mapping[str, Series], th: Thresholds, scope: str = 
                 continue
             if never:
                 words = f"onset in {n - never} of {n} networks (none by step {last} in the others)"
-                why = causes.too_few(n - never, n, NETWORK, f"{label}: networks with an onset")
-                part = Judgement(INCONCLUSIVE, words, why, "sample too small", n, unit=NETWORK)
-                parts.append((label, part))
+                why = causes.not_testable(f"{label}: {words}: no mean onset step")
+                parts.append((label, Judgement(INCONCLUSIVE, words, why, "not testable", n, unit=NETWORK)))
                 continue
             mean, se, _ = _estimate(values)
             first = Margin("mean onset step", mean, se, 0.0, n, NETWORK)
