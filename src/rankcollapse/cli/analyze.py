@@ -61,7 +61,10 @@ def analyze_command(
                                       "(another size than the model's reads its positions interpolated); "
                                       "default for a vision encoder (ViT): --samples white-noise images "
                                       "seeded by --seed")),
-    dtype: str = typer.Option("float32", "--dtype", help=q("dtype").help("float32 or float64")),
+    dtype: str = typer.Option("float32", "--dtype", help=q("dtype").help(
+                              "float32, float64, bfloat16 or float16 (bf16, fp16): the model's weights and "
+                              "hidden states; a half-precision run is measured in float32 against the floor "
+                              "of its own dtype (32 eps: 0.25 for bfloat16, 0.031 for float16)")),
     seed: int = typer.Option(0, "--seed", help=q("seed").help("the excerpts, and random-init weights")),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
                                 "only) or parts (generic blocks)."),
@@ -223,6 +226,7 @@ def analyze_command(
         from rankcollapse.models.diagnose import layer_table
 
         typer.echo(layer_table(result.rows))
+        typer.echo(_floor_line(result.config.dtype, result.rows))
     bad = result.overflow_layers
     zero = [int(r["layer"]) for r in result.rows if r["status"] == "underflow"]
     state = "all finite" if not bad else (f"NON-FINITE (overflow) in {len(bad)} rows from layer {bad[0]} on; "
@@ -244,6 +248,17 @@ def analyze_command(
         typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
     if not all(c.matches for c in checks):
         raise typer.Exit(1)
+
+
+def _floor_line(dtype: str, rows: list[dict[str, object]]) -> str:
+    """The console's line under the table: the run's dtype, ``mu_rel``'s precision floor in it
+    (``32 eps``: :func:`rankcollapse.core.precision.floor_rel`) and the rows where every sample is at it."""
+    from rankcollapse.core.precision import FLOOR_FACTOR, floor_rel, is_half
+
+    at = sum(1 for r in rows if r.get("at_floor") == 1.0)
+    where = f"; every sample at it in {at} of {len(rows)} rows" if rows and "at_floor" in rows[0] else ""
+    how = ", hidden states measured in float32" if is_half(dtype) else ""
+    return f"{dtype}: mu_rel's precision floor {FLOOR_FACTOR:g} eps = {floor_rel(dtype):.2g}{where}{how}"
 
 
 def _attention_writer(out: OutputFolder) -> object:

@@ -7,11 +7,12 @@ the device, the batch size) and refuses a bad one in one line
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from rankcollapse.core.execution import check_batch_size, parse_device
-from rankcollapse.core.precision import dtype_name
+from rankcollapse.core.precision import check_half_device, dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import check_int, quote
 from rankcollapse.masks import Mask
@@ -87,6 +88,15 @@ class AnalyzeConfig:
     same excerpts) go through the model ``batch_size`` at a time, so memory holds the hidden states of
     one batch; every statistic is computed from all samples' values together, so the rows are those
     of one batch (to the last bit on the CPU). None, or more than ``samples``: one batch (clamped).
+
+    ``dtype``: the model's weights and hidden states, ``float32`` (default), ``float64``, ``bfloat16`` or
+    ``float16`` (``bf16``, ``fp16``: aliases). A half-precision run's metrics are reduced in float32
+    (never an SVD in half precision) against the precision floor of its own dtype (``at_floor``: ``mu <=
+    32 eps ||X||_F``, 0.25 for bfloat16, 0.031 for float16), the floor its figures draw and its title
+    names. A dtype the device cannot compute in is refused here (bfloat16 on a GPU below compute
+    capability 8.0; float64 where the device has none). None: float32 for a model loaded by name; an
+    in-memory model is measured in its own dtype and its result says so (:meth:`labelled`), and a dtype
+    given that differs from the model's is refused.
     """
 
     model: str = "minilm"
@@ -176,13 +186,27 @@ class AnalyzeConfig:
                                     "whole number >= 2 of query tokens")
         self.metrics = metric_names(self.metrics)
         self._dtype_given = self.dtype is not None  # an in-memory model of another dtype is refused
-        self.dtype = dtype_name(self.dtype or "float32")
+        self.dtype = dtype_name(self.dtype or "float32", half=True)
         self.device = str(parse_device(self.device, self.dtype))
+        check_half_device(self.dtype, self.device)
         self.batch_size = check_batch_size(self.batch_size)
         self._mask = user_schedule(self.mask)  # a bad spec fails here
         if self._mask is not None and len(self._mask.period) == 1:
             self._mask = self._mask.period[0]
         self.mask = None if self._mask is None else self._mask.spec
+
+    def labelled(self, dtype: str) -> AnalyzeConfig:
+        """This config as the run it made records it: ``dtype`` the model's own when none was given (an
+        in-memory model's: ``AnalyzeConfig()`` reads ``float32`` until a bfloat16 model runs under it). The
+        same object when ``dtype`` was given (the model was loaded in it, or an in-memory model of another
+        dtype refused) or is already the model's; else a shallow copy (the caller's config unchanged, so a
+        later run under it loads a model by name in float32 again)."""
+        own = dtype_name(dtype, half=True)
+        if own == self.dtype or self._dtype_given:
+            return self
+        out = copy.copy(self)
+        out.dtype = own
+        return out
 
     @property
     def parsed_mask(self) -> Mask | MaskSchedule | None:

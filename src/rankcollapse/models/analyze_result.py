@@ -13,6 +13,7 @@ from typing import Any
 
 from torch import Tensor
 
+from rankcollapse.core.precision import ALL_DTYPE_NAMES, dtype_name
 from rankcollapse.models.analyze_config import AnalyzeConfig
 from rankcollapse.models.diagnose import layer_schedule_info
 from rankcollapse.models.loading import LoadedModel
@@ -38,6 +39,10 @@ class AnalyzeResult:
     NaN when no sample is finite); ``underflow`` where some sample is exactly zero (float32 at
     depth: ``mu_rel`` is then 0/0, NaN). ``seconds``: ``load``, ``tokenize``, ``forward`` (layers
     only) and ``metrics``. ``notes``: plain-words remarks about the run.
+
+    ``config``: the run's config with ``dtype`` the hidden states' own (``model_info["dtype"]``): an
+    in-memory bfloat16 model run under ``AnalyzeConfig()`` gives ``config.dtype == "bfloat16"``, which
+    ``config.json``, the figures' titles and their floor lines read (:meth:`AnalyzeConfig.labelled`).
     """
 
     config: AnalyzeConfig
@@ -47,6 +52,11 @@ class AnalyzeResult:
     notes: list[str] = field(default_factory=list)
     samples: list[dict[str, Tensor]] = field(default_factory=list, repr=False)
     ids: Tensor | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        own = self.model_info.get("dtype")
+        if isinstance(own, str) and own in ALL_DTYPE_NAMES:
+            self.config = self.config.labelled(own)
 
     def column(self, name: str) -> list[Any]:
         return [row[name] for row in self.rows]
@@ -110,6 +120,13 @@ def _image(model: LoadedModel, config: AnalyzeConfig) -> str | None:
     return seen.describe(model.image)
 
 
+def _dtype(model: LoadedModel) -> str:
+    """The model's dtype by its name (:data:`~rankcollapse.core.precision.ALL_DTYPE_NAMES`: its weights',
+    which its hidden states have), or torch's spelling of another one."""
+    own = str(model.dtype).removeprefix("torch.")
+    return dtype_name(model.dtype, half=True) if own in ALL_DTYPE_NAMES else own
+
+
 def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
     """What ``config.json`` records about the model (what it is, its label) and the backend."""
     mask = config.parsed_mask
@@ -125,7 +142,7 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "is_decoder": model.is_decoder, "own_mask": model.own_mask,
             "mask": model.own_mask if mask is None else mask.spec, "dissected": model.dissected,
             **layer_schedule_info(model, mask, config.layers),
-            "dtype": str(model.dtype).removeprefix("torch."), "max_tokens": model.max_tokens,
+            "dtype": _dtype(model), "max_tokens": model.max_tokens,
             "hf_casts": bool(model.info.get("hf_casts", True)),
             "backend": choose_backend(model, config.mode, is_own_mask(model, mask, config.tokens),
                                       config.d_qk, "parts" if needs_surgery(config) else config.backend),

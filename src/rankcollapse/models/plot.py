@@ -7,8 +7,8 @@ each sized for one column of a two-column paper (:data:`COLUMN_WIDTH` inches, 7-
 index t on x (0 = embeddings), the title naming the model, mode, mask, d_qk, dtype and the sample size:
 
 - :func:`figure_collapse`: ``mu`` and ``mu_rel`` (log y), the batch mean with its min-max band over
-  samples, ``mu_rel``'s precision floor (``32 eps`` of the run's dtype) and the layers where every
-  sample is at it.
+  samples, ``mu_rel``'s precision floor (``32 eps`` of the run's dtype: its hidden states', 0.25 for
+  bfloat16, :func:`rankcollapse.core.precision.floor_rel`) and the layers where every sample is at it.
 - :func:`figure_geometry`: the token geometry of paper Figure 4 and the ranks: ``effective_rank`` and
   ``num_rank`` against ``min(N, d)``, ``full_rank`` (share of samples at full rank), ``sigma_min``
   (log y), ``mean_abs_cos`` against the isotropic ``sqrt(2 / (pi d))``.
@@ -339,14 +339,21 @@ def _draw_collapse(
         ax_rel.plot([t for t, _ in at], [_positive(v) for _, v in at], ".", color="0.45", ms=5)
 
 
-def _draw_floors(ax_rel: Any, dtypes: Sequence[str]) -> None:
-    from rankcollapse.core.precision import floor_rel
+#: The line style of each dtype's precision floor (one figure may overlay runs of several dtypes).
+FLOOR_STYLES: dict[str, Any] = {"float64": ":", "float32": "--", "float16": (0, (5, 1, 1, 1)),
+                                "bfloat16": "-."}
 
-    for dtype in dict.fromkeys(dtypes):
+
+def _draw_floors(ax_rel: Any, dtypes: Sequence[str]) -> None:
+    """``mu_rel``'s precision floor ``32 eps`` of each dtype named (0.25 for bfloat16, 0.031 for float16,
+    3.8e-6 for float32, 7.1e-15 for float64), once each; a name that is no dtype (a run without one) none."""
+    from rankcollapse.core.precision import ALL_DTYPE_NAMES, floor_rel
+
+    for dtype in dict.fromkeys(d for d in dtypes if d in ALL_DTYPE_NAMES):
         ax_rel.axhline(
             floor_rel(dtype),
             color="C3",
-            ls="--" if dtype == "float32" else ":",
+            ls=FLOOR_STYLES[dtype],
             lw=1,
             label=f"precision floor {floor_rel(dtype):.1e} ({dtype})",
         )
@@ -414,7 +421,7 @@ def _collapse_figure(run: _Run) -> Any:
         ax_mu, ax_rel = ax.get("mu"), ax.get("mu_rel")
         _draw_collapse(ax_mu, ax_rel, run.rows, "batch mean", "C0")
         if ax_rel is not None:
-            _draw_floors(ax_rel, [run.dtype] if run.dtype in ("float32", "float64") else [])
+            _draw_floors(ax_rel, [run.dtype])
         _finish_collapse(ax_mu, ax_rel, any(_value(r, "at_floor") >= 1.0 for r in run.rows), legend=False)
         for key, a in ax.items():
             _zeros(a, _layers(run.rows), [_value(r, key) for r in run.rows], "C0")
@@ -713,7 +720,11 @@ def plot_token_geometry(rows: Sequence[dict[str, Any]], path: str | Path, title:
 
 def plot_collapse(rows: Sequence[dict[str, Any]], path: str | Path, *, dtype: str, title: str = "") -> Path:
     """Save :func:`figure_collapse` of bare rows into ``path`` (PNG/PDF/SVG by its suffix). ``dtype``:
-    the run's (``float32`` / ``float64``), whose precision floor is drawn."""
+    the run's hidden states' (``float64``, ``float32``, ``bfloat16``, ``float16``), whose precision floor
+    is drawn; RankCollapseError (one line) for another name."""
+    from rankcollapse.core.precision import dtype_name
+
+    dtype = dtype_name(dtype, half=True)
     return _save(_collapse_figure(_Run(rows, dtype, title)), path)
 
 
@@ -766,7 +777,7 @@ def read_run(folder: str | Path) -> FinishedRun:
             "mask": str(m.get("mask") or a.get("mask") or "own"),
             "mode": str(a.get("mode", "")),
             "model": str(read_name(m, "model_label") or a.get("model", "")),
-            "dtype": str(a.get("dtype", "")),
+            "dtype": _analyze_dtype(a, m),
             "d_qk": f"d_qk {d_qk}" if d_qk is not None else "",
             "layers": f"{len(rows) - 1} layers",
         }
@@ -785,6 +796,16 @@ def read_run(folder: str | Path) -> FinishedRun:
     if not rows or "mu_rel" not in rows[0] or "layer" not in rows[0]:
         raise RankCollapseError(f"{quote_path(path / 'metrics.csv')} has no rows with layer and mu_rel")
     return FinishedRun(path, facts, rows, cfg)
+
+
+def _analyze_dtype(analyze: dict[str, Any], model: dict[str, Any]) -> str:
+    """An analyze run's dtype: its hidden states' (``model.dtype``, the model's own), else the config's. A
+    run of an in-memory bfloat16 model written before results were labelled by the model's dtype says
+    ``analyze.dtype: float32`` beside ``model.dtype: bfloat16``: read as bfloat16, its floor bfloat16's."""
+    from rankcollapse.core.precision import ALL_DTYPE_NAMES
+
+    own = model.get("dtype")
+    return own if isinstance(own, str) and own in ALL_DTYPE_NAMES else str(analyze.get("dtype", ""))
 
 
 def _numeric_column(name: str) -> bool:
@@ -819,7 +840,7 @@ def plot(runs: Sequence[str | Path], out: str | Path, *, by: str = "mask", title
     ax_mu, ax_rel = fig.subplots(1, 2)
     for i, (run, label) in enumerate(zip(finished, labels, strict=True)):
         _draw_collapse(ax_mu, ax_rel, run.rows, label, f"C{i % 10}", band=len(finished) <= 3)
-    _draw_floors(ax_rel, [r.facts["dtype"] for r in finished if r.facts["dtype"] in ("float32", "float64")])
+    _draw_floors(ax_rel, [r.facts["dtype"] for r in finished])
     _finish_collapse(ax_mu, ax_rel, any(_value(row, "at_floor") >= 1.0 for r in finished for row in r.rows))
     shared = [
         f"{k} {finished[0].facts[k]}" if k in BY else finished[0].facts[k]

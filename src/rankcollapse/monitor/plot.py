@@ -3,7 +3,9 @@
 :func:`plot_monitor` draws one panel per metric; each curve is one row ``t`` (``embeddings``, then the
 output of layer t), coloured from light (row 0) to dark (the last layer), so a reader sees both how
 a layer moves over training and how the layers are ordered at each step. ``mu_rel`` also shows its
-precision floor (``FLOOR_FACTOR eps`` of float32) when the curves come near it.
+precision floor (``FLOOR_FACTOR eps`` of the dtype of the hidden states measured: 0.25 for bfloat16,
+3.8e-6 for float32) when the curves come near it; where that dtype is unknown (a bare table without
+``dtype=``), no floor is drawn rather than one assumed.
 """
 
 from __future__ import annotations
@@ -54,19 +56,46 @@ def _frame(source: Any) -> Any:
     return frame
 
 
+def source_dtype(source: Any) -> str | None:
+    """The dtype of the hidden states a monitor measured: a :class:`~rankcollapse.monitor.Monitor`'s
+    ``dtype``, or the ``dtype`` its ``config.json`` records beside a ``metrics.csv`` (or in its folder);
+    None where neither says (a bare table, a folder from before the dtype was recorded)."""
+    from rankcollapse.core.precision import ALL_DTYPE_NAMES
+
+    if hasattr(source, "to_frame"):
+        own = getattr(source, "dtype", None)
+    elif isinstance(source, str | Path):
+        path = Path(source)
+        config = (path if path.is_dir() else path.parent) / "config.json"
+        if not config.is_file():
+            return None
+        from rankcollapse.edge.inputs import read_json
+
+        record = read_json(config, "monitor record")
+        cfg = record.get("config", {}) if isinstance(record, dict) else {}
+        monitor = cfg.get("monitor", {}) if isinstance(cfg, dict) else {}
+        own = monitor.get("dtype") if isinstance(monitor, dict) else None
+    else:
+        own = None
+    return own if isinstance(own, str) and own in ALL_DTYPE_NAMES else None
+
+
 def plot_monitor(
-    source: Any, out: str | Path | None = None, metrics: Sequence[str] | None = None, title: str = ""
+    source: Any, out: str | Path | None = None, metrics: Sequence[str] | None = None, title: str = "",
+    dtype: str | None = None,
 ) -> Any:
     """Draw ``metrics`` (default: every metric in the rows, in their order) against the step, one
     curve per layer; ``source``: a :class:`~rankcollapse.monitor.Monitor`, its ``to_frame()``, or a
     ``metrics.csv`` (or its folder). ``out``: save there (atomically; the format from the suffix).
-    Returns the matplotlib figure."""
+    ``dtype``: the hidden states' dtype, whose floor ``mu_rel``'s panel draws (None: the source's,
+    :func:`source_dtype`; none drawn where it is unknown). Returns the matplotlib figure."""
     import matplotlib
     from matplotlib import cm
     from matplotlib.colors import Normalize
 
-    from rankcollapse.core.precision import floor_rel
+    from rankcollapse.core.precision import dtype_name, floor_rel
 
+    dtype = source_dtype(source) if dtype is None else dtype_name(dtype, half=True)
     frame = _frame(source)
     if frame.empty:
         raise RankCollapseError("no rows to plot: the monitor has not probed yet")
@@ -96,11 +125,11 @@ def plot_monitor(
                     lw=1.4,
                     marker="." if len(curve) < 30 else None,
                 )
-        if name == "mu_rel":
-            floor = floor_rel("float32")
+        if name == "mu_rel" and dtype is not None:
+            floor = floor_rel(dtype)
             low = part["value"].min()
             if low == low and low < 100 * floor:
-                ax.axhline(floor, color="grey", ls=":", lw=1, label="float32 floor")
+                ax.axhline(floor, color="grey", ls=":", lw=1, label=f"{dtype} precision floor {floor:.1e}")
                 ax.legend(fontsize=7, loc="best")
         ax.set_title(LABELS.get(name, name), fontsize=9)
         ax.set_xlabel("training step", fontsize=8)

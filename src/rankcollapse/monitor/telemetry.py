@@ -22,6 +22,14 @@ layers themselves where every layer module declares them (:data:`OWN_ATTENTION`:
 input), ``step(model, batch)`` in a training loop (every ``every`` calls; a failure is one warning
 line and training goes on), ``to_frame()``, ``close()`` (or ``with Monitor(...) as monitor:``).
 The Trainer integration is :class:`rankcollapse.monitor.callback.MonitorCallback`.
+
+Precision: ``at_floor`` is ``mu`` at the floor of each hidden state's own dtype (``32 eps``: 0.25 for
+bfloat16, 0.031 for float16, 3.8e-6 for float32); a half-precision state is reduced in float32.
+:attr:`Monitor.dtype` names the coarsest dtype of the first probe's states, ``config.json`` records it
+(``dtype``, with the parameters' ``model_dtype``) and :func:`rankcollapse.monitor.plot.plot_monitor`
+draws its floor. Under ``torch.autocast`` a float32 model's residual stream usually stays float32 (its
+matrix products run in bfloat16): such states are measured against float32's floor; cast the model
+(``model.bfloat16()``) to measure bfloat16 states.
 """
 
 from __future__ import annotations
@@ -142,6 +150,25 @@ class _Probe:
     pos: Any = None  # the positions of this probe's tokens, computed at the first layer
     heads: int = 0
     own: bool = False  # the layers give their own attention weights (OWN_ATTENTION)
+    dtypes: list[str] = field(default_factory=list)  # the dtypes of the hidden states measured
+
+
+def _dtype_label(dtype: torch.dtype) -> str:
+    """A dtype's name (:data:`~rankcollapse.core.precision.ALL_DTYPE_NAMES`), or torch's spelling of
+    another."""
+    from rankcollapse.core.precision import ALL_DTYPE_NAMES, dtype_name
+
+    own = str(dtype).removeprefix("torch.")
+    return dtype_name(dtype, half=True) if own in ALL_DTYPE_NAMES else own
+
+
+def coarsest(dtypes: list[str]) -> str | None:
+    """The dtype of ``dtypes`` with the largest eps (the highest precision floor; None for none): the one a
+    probe is labelled by when its states differ (float32 embeddings under bfloat16 layers)."""
+    from rankcollapse.core.precision import ALL_DTYPE_NAMES, eps
+
+    known = [d for d in dtypes if d in ALL_DTYPE_NAMES]
+    return max(known, key=eps) if known else (dtypes[0] if dtypes else None)
 
 
 def _first_tensor(value: Any) -> Any:
@@ -170,7 +197,9 @@ class Monitor:
     (:mod:`rankcollapse.monitor.outputs`; never required).
 
     ``rows``: every row so far (:data:`rankcollapse.monitor.outputs.COLUMNS`); ``failures``: every
-    failure reported (one line each, also on stderr, each distinct message once).
+    failure reported (one line each, also on stderr, each distinct message once). ``dtype``: the dtype
+    of the hidden states the first probe measured (``bfloat16``, ``float16``, ``float32``, ``float64``;
+    None before it), whose precision floor ``at_floor`` reads; ``model_dtype``: the model's parameters'.
     """
 
     def __init__(
@@ -195,6 +224,8 @@ class Monitor:
         self.failures: list[str] = []
         self._shown: set[str] = set()
         self._count = 0
+        self.dtype: str | None = None
+        self.model_dtype: str | None = None
         self._outputs = Outputs(self.config.out, asdict(self.config), self._warn, tensorboard, wandb)
 
     # ---- reporting ---------------------------------------------------------------------------------
@@ -248,9 +279,24 @@ class Monitor:
         if self.config.diagnostics:
             _attention_parts(model, layers, state, ids_shape[1])
         rows = _run_probe(model, layers, args, kwargs, state, self)
+        self._label(model, coarsest(state.dtypes), step)
         self.rows.extend(rows)
         self._outputs.write(rows, step)
         return rows
+
+    def _label(self, model: nn.Module, dtype: str | None, step: int) -> None:
+        """Record the dtype of the hidden states a probe measured (and the model's parameters') before its
+        rows are written: the first probe's goes to ``config.json``; a later probe in another dtype (the
+        model cast, or autocast switched) is one warning line, its rows at their own dtype's floor."""
+        first = next(iter(model.parameters()), None)
+        own = None if first is None else _dtype_label(first.dtype)
+        if self.dtype is None:
+            self.dtype, self.model_dtype = dtype, own
+            self._outputs.record.update({"dtype": dtype, "model_dtype": own})
+        elif dtype is not None and dtype != self.dtype:
+            self._warn(f"step {step}: the hidden states are {dtype}, the first probe's {self.dtype}; "
+                       "at_floor reads each state's own dtype, config.json and the figure's floor line "
+                       "the first's")
 
     # ---- the hooks' reductions -----------------------------------------------------------------------
     def _reduce(self, state: _Probe, x: Any, attn: Tensor | None) -> None:
@@ -267,6 +313,8 @@ class Monitor:
                 "blocks"
             )
         x = x.detach()
+        if _dtype_label(x.dtype) not in state.dtypes:
+            state.dtypes.append(_dtype_label(x.dtype))
         base = {
             "step": state.step,
             "layer": t,

@@ -58,7 +58,7 @@ from torch import Tensor, nn
 from rankcollapse.core.attention import attention_weights
 from rankcollapse.core.draws import gaussian
 from rankcollapse.core.norms import layer_norm
-from rankcollapse.core.precision import parse_dtype
+from rankcollapse.core.precision import dtype_name, parse_dtype
 from rankcollapse.dynamics.kernels import plan_kernel
 from rankcollapse.dynamics.layers import LayerSpec, apply_layer
 from rankcollapse.dynamics.weights import LayerWeights
@@ -115,7 +115,9 @@ class TrajectoryConfig:
     ``warmup`` (steps), ``weight_decay`` AdamW's; ``every``: a probe every k steps (and at step 0);
     ``probe`` held-out excerpts per probe, drawn with ``probe_seed``; ``corpus`` a bundled corpus,
     ``held_out`` the share of its tail kept for the probe; ``seed`` the network (weights and batches);
-    ``dtype`` of the weights and the probe; ``threads`` torch threads while it runs (None: as set)."""
+    ``dtype`` of the weights and the probe (``float32`` or ``float64``: half precision is refused, training
+    from a random init in it would need loss scaling and float32 master weights); ``threads`` torch
+    threads while it runs (None: as set)."""
 
     variant: str = "pre-ln"
     mask: str | None = None
@@ -177,7 +179,7 @@ class TrajectoryConfig:
         self.held_out = _number("held_out", self.held_out, 0.0, 0.5, open_low=True)
         if self.corpus not in CORPORA:
             raise RankCollapseError(f"corpus={quote(self.corpus)} is invalid; allowed: {', '.join(CORPORA)}")
-        parse_dtype(self.dtype)
+        dtype_name(self.dtype)  # full precision only: AdamW from a random init in half precision is refused
         if self.threads is not None:
             _whole("threads", self.threads, 1)
         mask = parse_mask(self.mask).dense(self.tokens)
