@@ -529,6 +529,15 @@ def judge_folder(out_dir: str | Path, profile: str, only: list[str] | None = Non
     (``profile``'s experiments, ``only`` as ``reproduce`` took it), nothing computed again and nothing
     drawn: how a published run is re-judged (``pipeline.results.rejudge``). ``looks``: per story, the
     looks of the sequential run that made the folder (its ``meta.sequential.looks_per_story``)."""
+    return judge_folder_with_headlines(out_dir, profile, only, looks, headlines=False)[0]
+
+
+def judge_folder_with_headlines(
+    out_dir: str | Path, profile: str, only: list[str] | None = None, looks: dict[str, int] | None = None,
+    headlines: bool = True,
+) -> tuple[list[Claim], dict[str, list[str]]]:
+    """:func:`judge_folder` and, with ``headlines``, each story's headline findings in numbers (what the
+    report's summary lists), computed from the same stored runs without drawing a figure."""
     out = Path(out_dir)
     stories = all_stories()
     experiments = load_experiments(profile, only or None, None, stories)
@@ -538,7 +547,9 @@ def judge_folder(out_dir: str | Path, profile: str, only: list[str] | None = Non
         table = table[table["experiment"].isin(names)]
     if not index.empty:
         index = index[index["experiment"].isin(names)]
-    return _analyse(experiments, table, index, out, stories, looks=looks, draw=False)[0]
+    claims, _, _, found = _analyse(experiments, table, index, out, stories, looks=looks, draw=False,
+                                   tell=headlines)
+    return claims, found
 
 
 def _analyse(
@@ -549,12 +560,14 @@ def _analyse(
     stories: dict[str, Found],
     looks: dict[str, int] | None = None,
     draw: bool = True,
+    tell: bool | None = None,
 ) -> tuple[list[Claim], list[FigureFile], list[dict[str, Any]], dict[str, list[str]]]:
     """Each story's rows, figures and headlines from all its arms' slices of the tables, in report
     order; a statement no row judged gets a no-data row; experiments without a story (custom sweeps)
     get neither. ``looks``: per story, the looks of a sequential run (``kit.curves.looks``: every
     interval at level ALPHA / K); ``draw=False``: rows only (an intermediate look: no figures, no
-    files)."""
+    files); ``tell``: the headlines too (default: when drawing)."""
+    tell = draw if tell is None else tell
     claims: list[Claim] = []
     figures: list[FigureFile] = []
     headlines: dict[str, list[str]] = {}
@@ -592,12 +605,12 @@ def _analyse(
         for c in rows:  # the paper each row judges: the story's (a follow-up's rows: their own origin)
             assign_paper(c, found.story.paper)
         claims.extend(rows)
-        if not draw:
-            continue
         with at_looks((looks or {}).get(name, 1)):
-            for spec in found.story.figures(sd):
-                figures.append(save_figure(spec, out / "figures", name))
-            headlines[name] = found.story.headlines(sd)
+            if draw:
+                for spec in found.story.figures(sd):
+                    figures.append(save_figure(spec, out / "figures", name))
+            if tell:
+                headlines[name] = found.story.headlines(sd)
     if draw:
         _write_claims(out, claims)
     return claims, figures, to_jsonable(described), headlines

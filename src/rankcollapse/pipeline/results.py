@@ -90,9 +90,12 @@ def excluded_lines(claims: list[Claim]) -> list[str]:
     return out
 
 
-def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") -> str:
+def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "",
+                     headlines: dict[str, list[str]] | None = None) -> str:
     """The page (see the module docstring); ``note``: words of whoever ran it, quoted as theirs. The main
-    paper's rows only: a follow-up's rows (``Claim.paper``) are listed after them, with their own counts."""
+    paper's rows only: a follow-up's rows (``Claim.paper``) are listed after them, with their own counts.
+    ``headlines``: per story, its findings in numbers (listed after the counts, the NeurIPS paper's
+    stories first)."""
     followups = {p: [c for c in claims if c.paper == p] for p in FOLLOWUPS}
     claims = [c for c in claims if c.paper == MAIN_PAPER]
     calls = meta.get("calls") or [meta]
@@ -182,6 +185,12 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "") 
             + " |"
         )
     lines += ["", *excluded_lines(claims)]
+    if headlines:
+        main_stories = list(dict.fromkeys(c.story for c in claims))
+        lines += ["", "## What the data show, in numbers", "",
+                  "Each story's headline findings, computed from the judged runs (the report's summary):", ""]
+        for story in [*main_stories, *(s for s in headlines if s not in main_stories)]:
+            lines += [f"- **{story}**: {_cell(h)}" for h in headlines.get(story, [])]
     for origin, title in (
         (Origin.PAPER, "The paper's setting"),
         (Origin.STAND_IN, "Stand-ins (other pretrained weights in place of a checkpoint not cached here)"),
@@ -284,13 +293,21 @@ def write_results(out_dir: str | Path, path: str | Path, note: str = "") -> Path
     return the page's path."""
     import pandas as pd
 
+    from rankcollapse.pipeline.reproduce import judge_folder_with_headlines
+
     claims, meta = load_judged(out_dir)
     page = Path(path)
+    from rankcollapse.experiments.stories import all_stories
+
+    looks = (meta.get("sequential") or {}).get("looks_per_story") or {}
+    judged = sorted({c.story for c in claims} & set(all_stories()))  # a custom story's folder: none
+    headlines = judge_folder_with_headlines(out_dir, str(meta.get("profile", "full")), judged, looks)[1] \
+        if judged else {}
     table = pd.DataFrame([c.to_dict() for c in claims])
     atomic_write(page.with_name("results-claims.csv"), table.to_csv(index=False))
     atomic_write(page.with_name("results-evidence.md"), evidence_markdown(claims))
     write_evidence(out_dir, page.with_name(EVIDENCE))
-    atomic_write(page, results_markdown(claims, meta, note))
+    atomic_write(page, results_markdown(claims, meta, note, headlines))
     return page
 
 
