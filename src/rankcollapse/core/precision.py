@@ -106,8 +106,9 @@ def check_half_device(dtype: torch.dtype | str, device: torch.device | str) -> N
     major, minor = torch.cuda.get_device_capability(index)
     if major < 8:
         raise RankCollapseError(
-            f"dtype bfloat16 is not supported on {where} ({torch.cuda.get_device_name(index)}, compute "
-            f"capability {major}.{minor}, below 8.0); allowed there: float16, float32"
+            f"--device {where}: bfloat16 is not supported there ({torch.cuda.get_device_name(index)}, "
+            f"compute capability {major}.{minor}, below 8.0); allowed: --dtype float16 or float32, or "
+            "--device cpu"
         )
 
 
