@@ -141,7 +141,6 @@ def test_a_folder_made_before_markers_is_still_recognised(tmp_path: Path) -> Non
     out = tmp_path / "old"
     assert run_cli(writer_args("simulate", out))[0] == 0
     (out / MARKER_NAME).unlink()
-    (out / ".lock").unlink()
     assert folder_owner(out) == "simulate"
     assert run_cli(writer_args("simulate", out, "--overwrite"))[0] == 0
     repro = tmp_path / "oldrepro"
@@ -431,7 +430,7 @@ def test_a_rerun_publishes_at_the_end_and_a_failed_one_leaves_the_earlier_run_wh
     after = read_marker(out)
     assert after is not None and before is not None and after["files"] == before["files"]
     assert after["finished_at"] == before["finished_at"]
-    assert sorted(p.name for p in out.iterdir()) == [".lock", MARKER_NAME, "figure1.png"]  # no staging left
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "figure1.png"]  # no staging, no lock left
 
 
 def test_a_plot_error_after_the_rows_leaves_nothing_that_looks_finished(
@@ -567,3 +566,61 @@ def test_a_folder_from_before_manifests_loses_only_the_commands_own_outputs(tmp_
         folder.file("metrics.csv").write_text("layer,mu\n0,2\n")
     assert (out / "notes.txt").read_text() == "mine" and not (out / "attention").exists()
     assert read_marker(out)["files"] == ["metrics.csv"]  # type: ignore[index]
+
+
+# ---- the lock file ---------------------------------------------------------------------------------------
+def test_a_finished_or_failed_writer_leaves_no_lock_file_in_its_folder(tmp_path: Path) -> None:
+    """``.lock`` exists only while a writer holds it: after simulate, a failed portrait and a reproduce
+    lock (resumed in place) the folder holds the run's files and the marker, nothing else of ours."""
+    from rankcollapse.edge.folder import LOCK_NAME
+    from rankcollapse.experiments.engine.lock import OutputLock as ReproduceLock
+
+    out = tmp_path / "run"
+    assert run_cli(writer_args("simulate", out))[0] == 0
+    assert not (out / LOCK_NAME).exists() and is_complete(out)
+    with OutputFolder(out, "simulate", existing="replace") as folder:
+        assert (out / LOCK_NAME).read_text().strip() == str(os.getpid())  # held while writing
+        folder.file("metrics.csv").write_text("layer,mu_rel\n0,1.0\n")
+    assert not (out / LOCK_NAME).exists()
+    with pytest.raises(RankCollapseError), OutputFolder(out, "simulate", existing="replace"):
+        raise RankCollapseError("the run failed")
+    assert not (out / LOCK_NAME).exists() and is_complete(out)
+    repro = tmp_path / "repro"
+    with ReproduceLock(repro):
+        pass
+    assert not (repro / LOCK_NAME).exists() and is_complete(repro)
+
+
+def test_a_writer_whose_lock_file_was_removed_by_the_holder_locks_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the removal opens: B opens ``.lock``, the holder A finishes (removes the file, lets go),
+    B's flock is granted on a file no longer in the folder. B must notice and lock the new file, so that a
+    third writer C is refused while B writes (one writer, never two)."""
+    import fcntl
+
+    from rankcollapse.edge.folder import LOCK_NAME
+
+    folder = tmp_path / "f"
+    holder = OutputLock(folder).acquire()
+    real = fcntl.flock
+    calls: list[int] = []
+
+    def flock_after_the_holder_let_go(fd: int, op: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            holder.release()  # A removes .lock and lets go between B's open and B's flock
+        real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_the_holder_let_go)
+    second = OutputLock(folder, wait=True).acquire()
+    monkeypatch.setattr(fcntl, "flock", real)
+    try:
+        assert len(calls) == 2  # B saw its file gone and locked again
+        held = os.fstat(second._fd) if second._fd is not None else None
+        assert held is not None and held.st_ino == (folder / LOCK_NAME).stat().st_ino and held.st_nlink == 1
+        with pytest.raises(RankCollapseError, match="in use by process"):
+            OutputLock(folder).acquire()  # C is refused while B writes
+    finally:
+        second.release()
+    assert not (folder / LOCK_NAME).exists()

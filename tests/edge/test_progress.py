@@ -83,3 +83,33 @@ def test_a_terminal_that_reports_no_size_still_shows_the_bar() -> None:
     finally:
         os.close(master)
     assert proc.returncode == 0 and b"demo:" in out and b"/10 [" in out  # the bar was drawn
+
+
+def test_one_progress_rule_the_command_line_shows_it_python_asks_for_it() -> None:
+    """Every command that runs long shows progress by default (``--no-progress`` hides it); every Python
+    entry point is silent by default (``progress=True`` shows it): a program's stderr stays its own."""
+    import dataclasses
+    import inspect
+
+    from rankcollapse.experiments.engine.executors import run_sweep
+    from rankcollapse.models.analyze import analyze
+    from rankcollapse.pipeline.reproduce import ReproduceConfig
+
+    python = {
+        "analyze": inspect.signature(analyze).parameters["progress"].default,
+        "run_sweep": inspect.signature(run_sweep).parameters["progress"].default,
+        "ReproduceConfig": {f.name: f.default for f in dataclasses.fields(ReproduceConfig)}["progress"],
+    }
+    assert python == dict.fromkeys(python, False)
+    from rankcollapse.cli import analyze as cli_analyze
+    from rankcollapse.cli import reproduce as cli_reproduce
+    from rankcollapse.cli import simulate as cli_simulate
+
+    commands = {
+        "analyze": cli_analyze.analyze_command,
+        "reproduce": cli_reproduce.reproduce_command,
+        "simulate": cli_simulate.simulate_command,
+    }
+    shown = {name: inspect.signature(fn).parameters["progress"].default.default
+             for name, fn in commands.items()}
+    assert shown == dict.fromkeys(commands, True)

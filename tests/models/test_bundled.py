@@ -99,22 +99,3 @@ def test_real_weights_apply_the_masks_their_configs_define(name, own):
     checks = check_masks(model, ids)
     assert model.own_mask == own and len(checks) == len(model.layers)
     assert all(c.matches for c in checks), [c.describe() for c in checks if not c.matches]
-
-
-def test_prune_removes_only_stale_cache_entries(tmp_path, monkeypatch):
-    """Entries an installed wheel no longer maps to go (older size/mtime, their locks and temporary
-    folders); the current entry, a build of it in progress and unrelated folders stay."""
-    from rankcollapse.models.bundled import cache_target, prune
-
-    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path))
-    current = cache_target("smollm2")
-    stale = [tmp_path / "smollm2-1-2", tmp_path / "smollm2-1-2.tmp77"]
-    kept = [current, current.with_name(current.name + ".tmp12"), tmp_path / "tokens",
-            tmp_path / "smollm2-notes"]
-    for folder in stale + kept:
-        folder.mkdir()
-    for lock in (tmp_path / "smollm2-1-2.lock", current.with_name(current.name + ".lock")):
-        lock.write_text("")
-    removed = {p.name for p in prune()}
-    assert removed == {p.name for p in stale} | {"smollm2-1-2.lock"}
-    assert all(p.exists() for p in kept) and current.with_name(current.name + ".lock").exists()

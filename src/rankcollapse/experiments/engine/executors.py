@@ -80,7 +80,7 @@ def run_sweep(
     executor: str = "local",
     workers: int | None = None,
     scheduler: str | None = None,
-    progress: bool = True,
+    progress: bool = False,
     label: str = "sweep",
     cost: Callable[[RunSpec], float | None] | None = None,
 ) -> SweepSummary:
@@ -88,8 +88,9 @@ def run_sweep(
 
     ``executor="local"``: ``workers`` processes (default ``min(2, cpu)``; 1 runs in this process).
     ``executor="dask"``: submit to the ``distributed`` scheduler at ``scheduler``
-    (e.g. ``tcp://10.0.0.1:8786``). ``cost``: a run's estimated seconds (None: unknown), which
-    weighs it in the progress and its time left (``engine.progress``). Returns counts; does not
+    (e.g. ``tcp://10.0.0.1:8786``). ``progress``: progress on stderr (off by default in Python, as every
+    entry point). ``cost``: a run's estimated seconds (None: unknown), which weighs it in the progress and
+    its time left (``engine.progress``). Returns counts; does not
     raise on failed runs.
     """
     check_executor(executor, scheduler, workers)
