@@ -103,6 +103,23 @@ FOLLOWUPS: dict[str, str] = {
     "(arXiv 2604.23681, 2026; known from its abstract)",
     "2510.22026": 'Karagodin, Ge, Polyanskiy, Rigollet, "Normalization in Attention Dynamics", NeurIPS 2025 '
     "(arXiv 2510.22026; known from its abstract)",
+    "2503.10622": 'Zhu, Chen, He, LeCun, Liu, "Transformers without Normalization" (DyT), CVPR 2025 '
+    "(arXiv 2503.10622; known from its abstract)",
+    "2502.05795": 'Sun et al., "The Curse of Depth in Large Language Models" (LayerNorm Scaling), '
+    "NeurIPS 2025 (arXiv 2502.05795; known from its abstract)",
+    "2502.02732": 'Kim et al., "Peri-LN: Revisiting Layer Normalization in the Transformer Architecture", '
+    "ICML 2025 (arXiv 2502.02732; known from its abstract, its formula second-hand)",
+    "2607.14018": "Everett, rank collapse in residual MLP stacks at initialisation, Post-Norm against "
+    "Pre-Norm (arXiv 2607.14018; known from its abstract)",
+    "2505.24333": 'Giorlandino, Goldt, "Two failure modes of deep transformers and how to avoid them: a '
+    'unified theory of signal propagation at initialisation" (arXiv 2505.24333; known from its abstract)',
+    "2410.10609": "Joseph et al., Y = LN(lam X + SA(X)) and rank collapse (arXiv 2410.10609; known from its "
+    "abstract)",
+    "2606.09951": 'Li, Guo, "Hasse Diagrams for Attention" (arXiv 2606.09951; known from its abstract; no '
+    "experiments in the paper)",
+    "2603.10123": 'Chowdhury, "Lost in the Middle at Birth" (arXiv 2603.10123; known from its abstract)',
+    "2410.10781": 'Gu et al., "When Attention Sink Emerges in Language Models", ICLR 2025 (arXiv 2410.10781; '
+    "second-hand)",
 }
 #: Every paper a row can be about: arXiv id -> citation.
 PAPERS: dict[str, str] = {
