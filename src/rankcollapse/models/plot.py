@@ -340,7 +340,7 @@ def _draw_collapse(
 
 
 #: The line style of each dtype's precision floor (one figure may overlay runs of several dtypes).
-FLOOR_STYLES: dict[str, Any] = {"float64": ":", "float32": "--", "float16": (0, (5, 1, 1, 1)),
+FLOOR_STYLES: dict[str, Any] = {"float64": ":", "float32": "--", "float16": (0, (3, 1, 1, 1, 1, 1)),
                                 "bfloat16": "-."}
 
 
