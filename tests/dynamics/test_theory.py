@@ -41,9 +41,9 @@ def test_mask_without_center_node_keeps_rank() -> None:
 def test_rate_closed_forms_exponent_t_over_r() -> None:
     assert math.exp(log_rate(0.5, 1)) == pytest.approx(0.5)  # (1 - eps)^{1/1}
     assert math.exp(log_rate(0.5, 2)) == pytest.approx((1 - 0.25) ** 0.5)  # (1 - eps^2)^{1/2}
-    assert math.exp(log_rate(0.3, 3, power=2, centers=4)) == pytest.approx((1 - 4 * 0.3**6) ** (1 / 6))
+    assert math.exp(log_rate(0.3, 3, power=2, eps_multiplier=4)) == pytest.approx((1 - 4 * 0.3**6) ** (1 / 6))
     assert log_rate(1e-20, 40) == 0.0  # eps^r underflows: rho = 1, the bound says nothing
-    assert log_rate(0.5, 1, centers=2) == -math.inf  # n eps^r = 1: one layer collapses
+    assert log_rate(0.5, 1, eps_multiplier=2) == -math.inf  # n eps^r = 1: one layer collapses
 
 
 def test_smallest_c_covers_every_layer_and_is_attained() -> None:
@@ -113,5 +113,27 @@ def test_ln_conditions_name_the_failing_condition() -> None:
 
 def test_theorem2_rate_closed_form() -> None:
     mu = torch.tensor([[1.0], [0.5], [0.2]], dtype=torch.float64)
-    th = fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, centers=4)
+    th = fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, eps_multiplier=4)
     assert th.rate == pytest.approx((1 - 4 * 0.2**2) ** 0.5) and th.exponent == "t/(2r)"
+
+
+def test_the_bounds_multiplier_is_named_for_what_it_is_not_the_number_of_centers() -> None:
+    """``k`` in ``rho = (1 - k eps^{p r})^{1/(p r)}`` is the bound's parameter: 1 for Theorem 1 and
+    Corollary 1, N for Theorem 2, the number of centers for Corollary 1 (n centers). A window mask with
+    8 centers gives Theorem 1's 1, under that name; the old name ``centers`` warns, for one release."""
+    from rankcollapse.edge.deprecation import RankCollapseDeprecation
+
+    res = simulate(SimulationConfig(mask="window:w=4", tokens=8, d=8, layers=4, samples=2, seed=0))
+    assert len(analyze_mask("window:w=4", 8).center_nodes) == 8
+    assert res.theory is not None and res.theory.eps_multiplier == 1
+    assert "eps_multiplier" in res.theory.to_dict() and "centers" not in res.theory.to_dict()
+    with pytest.warns(RankCollapseDeprecation, match="eps_multiplier"):
+        assert res.theory.centers == 1
+    mu = torch.tensor([[1.0], [0.5], [0.2]], dtype=torch.float64)
+    with pytest.warns(RankCollapseDeprecation, match="eps_multiplier"):
+        old = fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, centers=4)
+    assert old.eps_multiplier == 4
+    gen = torch.Generator().manual_seed(0)
+    x0 = torch.nn.functional.normalize(torch.randn(2, 8, 8, dtype=torch.float64, generator=gen).abs(), dim=-1)
+    checks = check_ln_results(mu.repeat(1, 2), 0.2, analyze_mask("window:w=4", 8), x0, True)
+    assert [c.eps_multiplier for c in checks] == [8, 1, 8]  # N tokens; 1; the 8 centers

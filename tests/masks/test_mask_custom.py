@@ -127,7 +127,7 @@ def test_a_schedule_of_a_predicate_and_a_tensor_is_the_schedule_of_their_specs()
         ref.windows,
         ref.layer_radii,
     )
-    assert mine.first_centers.tolist() == ref.first_centers.tolist()
+    assert mine.first_centers == ref.first_centers
 
 
 def test_a_label_records_what_a_config_can_hold_and_the_note_says_so():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
@@ -28,8 +29,8 @@ def _same(a, b) -> None:
     for key in ("edges", "self_loops", "strongly_connected", "quasi_strongly_connected", "num_components",
                 "radius", "best_center", "band"):
         assert getattr(a, key) == getattr(b, key), key
-    for key in ("center_nodes", "center_eccentricities"):
-        assert getattr(a, key).tolist() == getattr(b, key).tolist(), key
+    assert a.center_nodes == b.center_nodes
+    assert a.center_eccentricities.tolist() == b.center_eccentricities.tolist()
     assert [c.tolist() for c in a.closed_components] == [c.tolist() for c in b.closed_components]
     ha, hb = a.hop_distances, b.hop_distances
     assert (ha is None and hb is None) or ha.tolist() == hb.tolist()
@@ -73,9 +74,9 @@ def test_composition_of_runs_is_the_boolean_product() -> None:
 def test_window_radius_closed_form_at_a_million_tokens() -> None:
     n = 1_000_000
     a = parse_mask("window:w=7").analysis(n)
-    assert a.radius == (n // 2 + 6) // 7 and a.center_nodes.size == n  # ceil(ceil((n - 1) / 2) / 7)
+    assert a.radius == (n // 2 + 6) // 7 and a.center_nodes == list(range(n))  # ceil(ceil((n - 1) / 2) / 7)
     c = parse_mask("causal-window:w=3").analysis(n)
-    assert c.radius == -(-(n - 1) // 3) and c.center_nodes.tolist() == [0]
+    assert c.radius == -(-(n - 1) // 3) and c.center_nodes == [0]
 
 
 def test_documents_are_closed_components_and_causal_documents_have_one_center_each() -> None:
@@ -85,7 +86,7 @@ def test_documents_are_closed_components_and_causal_documents_have_one_center_ea
     causal = parse_mask("document:lengths=3,1,4&causal").analysis(8)
     assert [c.tolist() for c in causal.closed_components] == [[0], [3], [4]]
     one = parse_mask("document:lengths=5&causal").analysis(5)
-    assert one.radius == 1 and one.center_nodes.tolist() == [0]
+    assert one.radius == 1 and one.center_nodes == [0]
     assert parse_mask("document:lengths=3,5").spec == "document:lengths=3,5"
 
 
@@ -94,7 +95,7 @@ def test_tree_attention_roots_are_centers_of_their_trees() -> None:
     dense = m.dense_numpy(6)
     assert dense[4].tolist() == [True, True, False, False, True, False]  # path 0 -> 1 -> 4
     a = m.analysis(6)
-    assert a.center_nodes.tolist() == [0] and a.radius == 1
+    assert a.center_nodes == [0] and a.radius == 1
     forest = parse_mask("tree:parents=-1,0,-1,2").analysis(4)
     assert [c.tolist() for c in forest.closed_components] == [[0], [2]] and forest.radius is None
 
@@ -122,3 +123,20 @@ def test_plot_block_counts_from_runs_equal_counts_from_the_sparse_form() -> None
         s, cells = mask._sparse(n), -(-n // f)
         ref = np.bincount((s.row_ids() // f) * cells + s.indices // f, minlength=cells * cells)
         assert np.array_equal(block_counts(mask, n, f), ref.reshape(cells, cells))
+
+
+def test_the_node_lists_a_user_reads_hold_python_ints() -> None:
+    """``center_nodes``, ``missing_self_loops`` and a schedule's ``first_centers`` print as plain numbers
+    (``[0, 1, 2]``, never ``np.int64(0)``); the per-token arrays stay numpy."""
+    from rankcollapse.masks import analyze_mask, analyze_schedule
+
+    a = analyze_mask("window:w=8", 64)
+    assert repr(a.center_nodes[:3]) == "[0, 1, 2]" and repr(a.center_nodes[0]) == "0"
+    assert type(a.best_center) is int and a.missing_self_loops == []
+    assert repr(analyze_mask("causal&window:w=2", 16).center_nodes) == "[0]"
+    strict = torch.ones(6, 6, dtype=torch.bool).tril(-1)
+    strict[0, 0] = True  # only token 0 attends to itself
+    assert repr(analyze_mask(strict, 6).missing_self_loops) == "[1, 2, 3, 4, 5]"
+    s = analyze_schedule("causal-window:w=4*3;causal", n=64, depth=8)
+    assert repr(s.first_centers) == "[0]" and s.product.center_nodes == [0]
+    assert a.to_frame()["is_center"].sum() == 64 and a.to_dict()["center_nodes"] == list(range(64))

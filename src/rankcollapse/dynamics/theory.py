@@ -14,6 +14,10 @@ Corollary 1 (LN, orthogonal) ``(1 - eps^{2r})^{1/(2r)}``             quasi-stron
 Corollary 1, n centers       ``(1 - n eps^{2r})^{1/(2r)}``           as Corollary 1; ``n`` center nodes
 ============================ ======================================= ==================================
 
+One form covers them: ``rho = (1 - k eps^{p r})^{1/(p r)}``, with ``p`` the power (1 or 2) and ``k`` the
+bound's multiplier ``eps_multiplier`` (1; N, the tokens; n, the center nodes), not the mask's number of
+centers in general (Theorem 1's is 1 whatever the mask).
+
 A run gives ``mu: [T+1, b]`` (row t = X(t)). We report ``eps`` (the smallest weight measured on an edge,
 all layers and samples), ``r`` (from :func:`rankcollapse.masks.analyze_mask`), ``rho`` (computed in log
 space, ``log1p(-n exp(p r log eps)) / (p r)``, so an ``eps^r`` that underflows gives ``rho = 1``), the
@@ -49,7 +53,9 @@ VERDICTS = ("not_applicable", "vacuous", "consistent", "rate_exceeded")
 class TheoryCheck:
     """Outcome of one bound check for one run (the paper's result named in ``result``).
 
-    ``epsilon``, ``radius``, ``rate`` (``rho``), ``log_rate`` describe the bound ``C rho^t``; ``c`` the
+    ``epsilon``, ``radius``, ``rate`` (``rho``), ``log_rate`` describe the bound ``C rho^t``, with
+    ``rho = (1 - eps_multiplier * eps^{power r})^{1/(power r)}`` (``eps_multiplier``: 1 for Theorem 1 and
+    Corollary 1, N for Theorem 2, the number of center nodes for Corollary 1 (n centers)); ``c`` the
     smallest ``C`` covering every layer and sample, ``c_per_sample`` per sample, ``c_over_mu0`` the largest
     ``C_b / mu_b(0)``; ``tail_rate`` the measured per-layer factor of mu over the tail (largest over samples;
     None if no tail above the floor); ``bound_drop`` = ``rho^T``; ``verdict`` one of :data:`VERDICTS`.
@@ -61,7 +67,7 @@ class TheoryCheck:
     epsilon: float | None = None
     radius: int | None = None
     exponent: str = "t/r"
-    centers: int = 1
+    eps_multiplier: int = 1
     log_rate: float | None = None
     c: float | None = None
     c_per_sample: list[float] = field(default_factory=list)
@@ -77,6 +83,16 @@ class TheoryCheck:
     def rate(self) -> float | None:
         """Per-layer factor ``rho`` of the bound."""
         return None if self.log_rate is None else math.exp(self.log_rate)
+
+    @property
+    def centers(self) -> int:
+        """Deprecated name of :attr:`eps_multiplier` (it is the bound's multiplier, 1 for Theorem 1 on any
+        mask, not the mask's number of centers)."""
+        from rankcollapse.edge.deprecation import warn
+
+        warn("TheoryCheck.centers is deprecated; use eps_multiplier (the bound's multiplier k in "
+             "1 - k eps^(p r), not the mask's number of centers)")
+        return self.eps_multiplier
 
     @property
     def holds(self) -> bool | None:
@@ -99,19 +115,31 @@ class TheoryCheck:
         return out
 
 
-def log_rate(epsilon: float, radius: int, power: int = 1, centers: int = 1) -> float:
-    """``log rho = log1p(-centers * eps^{power r}) / (power r)``; 0 when ``eps^{power r}`` underflows.
+def log_rate(epsilon: float, radius: int, power: int = 1, eps_multiplier: int = 1, *,
+             centers: int | None = None) -> float:
+    """``log rho = log1p(-eps_multiplier * eps^{power r}) / (power r)``; 0 when ``eps^{power r}`` underflows.
 
-    ``power = 1``: Theorem 1; ``power = 2``: Theorem 2 (``centers = N``) and Corollary 1. Radius 0
-    (one token) is treated as 1. ``-inf`` when ``centers * eps^{power r} >= 1`` (one layer collapses).
+    ``power = 1``: Theorem 1; ``power = 2``: Theorem 2 (``eps_multiplier = N``) and Corollary 1 (1, or the
+    number of center nodes). Radius 0 (one token) is treated as 1. ``-inf`` when
+    ``eps_multiplier * eps^{power r} >= 1`` (one layer collapses). ``centers``: the deprecated name of
+    ``eps_multiplier``.
     """
+    k = _multiplier(eps_multiplier, centers)
     r = max(int(radius), 1) * power
     if not (epsilon > 0):
         return 0.0
-    x = math.log(centers) + r * math.log(epsilon)
+    x = math.log(k) + r * math.log(epsilon)
     if x >= 0.0:
         return -math.inf
     return math.log1p(-math.exp(x)) / r
+
+
+def _multiplier(eps_multiplier: int, centers: int | None) -> int:
+    """``eps_multiplier``, or its deprecated name ``centers`` (one warning; both given is refused)."""
+    from rankcollapse.edge.deprecation import renamed
+
+    given = renamed("eps_multiplier", None if eps_multiplier == 1 else eps_multiplier, "centers", centers)
+    return 1 if given is None else int(given)
 
 
 def _radius_and_reason(radius: Any) -> tuple[int | None, str]:
@@ -159,21 +187,24 @@ def fit_bound(
     *,
     result: str = "Theorem 1",
     power: int = 1,
-    centers: int = 1,
+    eps_multiplier: int = 1,
     mu_rel: Tensor | None = None,
     floor_rel: float | None = None,
     failed: str = "",
+    centers: int | None = None,
 ) -> TheoryCheck:
     """Compare ``mu: [T+1, b]`` with ``C rho^t`` for one result (module docstring); ``failed`` names a
-    condition that does not hold (then the check is not applicable and says so)."""
+    condition that does not hold (then the check is not applicable and says so). ``centers``: the
+    deprecated name of ``eps_multiplier``."""
+    k = _multiplier(eps_multiplier, centers)
     r, why = _radius_and_reason(radius)
     exponent = "t/r" if power == 1 else f"t/({power}r)"
-    base = {"result": result, "exponent": exponent, "centers": centers, "epsilon": epsilon, "radius": r}
+    base = {"result": result, "exponent": exponent, "eps_multiplier": k, "epsilon": epsilon, "radius": r}
     if failed or why:
         return TheoryCheck(False, f"{failed or why}: {result} does not apply", **base)
     if not (epsilon > 0 and math.isfinite(epsilon)):
         return TheoryCheck(False, f"no positive attention weight measured (eps = {epsilon})", **base)
-    lr = log_rate(epsilon, r, power, centers)
+    lr = log_rate(epsilon, r, power, k)
     mu64 = mu.detach().to(dtype=torch.float64, device="cpu")
     layers = mu64.shape[0] - 1
     t = torch.arange(mu64.shape[0], dtype=torch.float64).unsqueeze(1)
@@ -265,9 +296,10 @@ def check_ln_results(
     centers = len(analysis.center_nodes) if analysis.quasi_strongly_connected else 1
     kw = {"mu_rel": mu_rel, "floor_rel": floor_rel, "power": 2}
     out = [
-        fit_bound(mu, epsilon, analysis, result="Theorem 2", centers=n, failed=failed["Theorem 2"], **kw),
+        fit_bound(mu, epsilon, analysis, result="Theorem 2", eps_multiplier=n, failed=failed["Theorem 2"],
+                  **kw),
         fit_bound(mu, epsilon, analysis, result="Corollary 1", failed=failed["Corollary 1"], **kw),
-        fit_bound(mu, epsilon, analysis, result="Corollary 1 (n centers)", centers=centers,
+        fit_bound(mu, epsilon, analysis, result="Corollary 1 (n centers)", eps_multiplier=centers,
                   failed=failed["Corollary 1"], **kw),
     ]
     if failed["Theorem 2"] and not failed["Corollary 1"]:

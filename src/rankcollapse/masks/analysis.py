@@ -53,27 +53,37 @@ FULL_LIST_MAX_N = 4096
 class MaskAnalysis:
     """Graph facts of one mask at length ``n`` (tokens 0-based; edge ``j -> i`` iff ``M[i, j]``).
 
-    Arrays: ``center_nodes`` int64 [c] sorted, ``center_eccentricities`` int64 [c] aligned with it,
-    ``hop_distances`` int64 [n] from ``best_center`` (None without a center), each of
-    ``closed_components`` an int64 sorted array (components ordered by smallest token).
+    Node lists a reader reads, Python ints: ``center_nodes`` [c] sorted, ``missing_self_loops`` (the
+    tokens without a self-loop), ``best_center``. Per-token data, numpy: ``center_eccentricities``
+    int64 [c] aligned with ``center_nodes``, ``hop_distances`` int64 [n] from ``best_center`` (None
+    without a center), each of ``closed_components`` an int64 sorted array (components ordered by
+    smallest token). Built from numpy arrays (kept internally as such).
     """
 
     spec: str | None
     n: int
     edges: int
     self_loops: bool
-    missing_self_loops: np.ndarray
+    missing_self_loops: list[int]
     strongly_connected: bool
     quasi_strongly_connected: bool
     num_components: int
     closed_components: list[np.ndarray]
-    center_nodes: np.ndarray
+    center_nodes: list[int]
     center_eccentricities: np.ndarray
     radius: int | None
     best_center: int | None
     hop_distances: np.ndarray | None
     band: tuple[int, int] | None
     bfs_runs: int = field(default=0)
+    _centers: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._centers = np.asarray(self.center_nodes, dtype=np.int64).reshape(-1)
+        self.center_nodes = self._centers.tolist()
+        self.missing_self_loops = np.asarray(self.missing_self_loops, dtype=np.int64).reshape(-1).tolist()
+        self.best_center = None if self.best_center is None else int(self.best_center)
+        self.radius = None if self.radius is None else int(self.radius)
 
     @property
     def theorem1_applies(self) -> bool:
@@ -87,7 +97,7 @@ class MaskAnalysis:
         import pandas as pd
 
         ecc = np.full(self.n, np.nan)
-        ecc[self.center_nodes] = self.center_eccentricities
+        ecc[self._centers] = self.center_eccentricities
         comp = np.full(self.n, -1, dtype=np.int64)
         for k, c in enumerate(self.closed_components):
             comp[c] = k
@@ -110,19 +120,19 @@ class MaskAnalysis:
             "n": self.n,
             "edges": self.edges,
             "self_loops": self.self_loops,
-            "missing_self_loops": self.missing_self_loops[:20].tolist(),
+            "missing_self_loops": self.missing_self_loops[:20],
             "strongly_connected": self.strongly_connected,
             "quasi_strongly_connected": self.quasi_strongly_connected,
             "theorem1_applies": self.theorem1_applies,
             "num_components": self.num_components,
             "num_closed_components": len(self.closed_components),
             "closed_component_sizes": [int(c.size) for c in self.closed_components],
-            "center_nodes": self.center_nodes.tolist(),
-            "num_centers": int(self.center_nodes.size),
+            "center_nodes": list(self.center_nodes),
+            "num_centers": len(self.center_nodes),
             "radius": self.radius,
             "best_center": self.best_center,
             "max_center_eccentricity": (
-                int(self.center_eccentricities.max()) if self.center_nodes.size else None
+                int(self.center_eccentricities.max()) if self.center_nodes else None
             ),
             "eccentricity_histogram": _histogram(self.center_eccentricities),
             "hop_distance_histogram": (

@@ -53,7 +53,8 @@ _CHUNK_BYTES = 1 << 26
 
 @dataclass
 class ScheduleAnalysis:
-    """Facts of a schedule at length ``n`` (module docstring). ``first_centers`` int64 sorted."""
+    """Facts of a schedule at length ``n`` (module docstring). ``first_centers``: the centers of the first
+    window's composed graph, sorted, Python ints (built from a numpy array)."""
 
     spec: str
     n: int
@@ -63,10 +64,13 @@ class ScheduleAnalysis:
     self_loops: bool
     product: MaskAnalysis
     layers_to_center: int | None
-    first_centers: np.ndarray
+    first_centers: list[int]
     windows: list[tuple[int, int]]
     method: str
     period: int = field(default=1)
+
+    def __post_init__(self) -> None:
+        self.first_centers = np.asarray(self.first_centers, dtype=np.int64).reshape(-1).tolist()
 
     @property
     def theorem1_applies(self) -> bool:
@@ -106,7 +110,7 @@ class ScheduleAnalysis:
             "layer_radii": self.layer_radii,
             "self_loops": self.self_loops,
             "layers_to_center": self.layers_to_center,
-            "first_centers": self.first_centers.tolist(),
+            "first_centers": list(self.first_centers),
             "windows": [list(w) for w in self.windows],
             "theorem1_product": {
                 "applies": self.theorem1_applies,
