@@ -9,10 +9,14 @@
 - ``rmsnorm``   ``weight * x_i / sqrt(mean(x_i^2) + eps)`` (Zhang & Sennrich 2019, ``eps = 1e-6``):
   a model's own RMSNorm (Llama, T5's scale-only LayerNorm).
 - ``none``      identity.
+- ``dyt``       ``weight * tanh(alpha x_i) + bias`` element-wise (Dynamic Tanh, Zhu, Chen, He, LeCun, Liu,
+  CVPR 2025, arXiv 2503.10622: a drop-in replacement of LayerNorm; ``alpha`` a scalar, :data:`DYT_ALPHA`
+  = 0.5 unless given, its code's initial value): no statistic of the token, no projection onto a sphere.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -21,7 +25,7 @@ from torch import Tensor
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import checked, quote
 
-NORMS = ("none", "sphere", "layernorm", "rmsnorm")
+NORMS = ("none", "sphere", "layernorm", "rmsnorm", "dyt")
 
 
 @checked(ndim={"x": 1})
@@ -81,7 +85,32 @@ def get_norm(name: str) -> Callable[[Tensor], Tensor]:
         "sphere": sphere_normalize,
         "layernorm": layer_norm,
         "rmsnorm": rms_norm,
+        "dyt": dyt,
     }
     if name not in table:
         raise RankCollapseError(f"unknown norm {quote(str(name), 40)}; allowed: {', '.join(NORMS)}")
     return table[name]
+
+
+# ---- Dynamic Tanh (a follow-up's replacement of LayerNorm) ------------------------------------------
+#: DyT's scalar ``alpha`` unless given: the initial value of its code (``alpha_init_value = 0.5``,
+#: jiachenzhu/DyT; the paper's default for non-LLM models).
+DYT_ALPHA = 0.5
+
+
+@checked(ndim={"x": 1})
+def dyt(
+    x: Tensor, alpha: float = DYT_ALPHA, weight: Tensor | None = None, bias: Tensor | None = None
+) -> Tensor:
+    """Dynamic Tanh: ``weight * tanh(alpha x) + bias``, element-wise (Zhu et al. 2025, arXiv 2503.10622).
+
+    x: [..., n, d]; alpha: a finite scalar (DyT learns one per layer); weight, bias: [d] or None (1 and 0).
+    Unlike :func:`layer_norm` it reads no statistic of the token (no mean, no variance, no norm): each entry
+    is squashed on its own, so a token is never projected onto a sphere.
+    """
+    if not math.isfinite(float(alpha)):
+        raise RankCollapseError(f"dyt alpha must be a finite number, got {quote(alpha)}")
+    y = torch.tanh(alpha * x)
+    if weight is not None:
+        y = weight * y
+    return y if bias is None else y + bias

@@ -65,7 +65,8 @@ class SimulationConfig:
     mode: the block assembly, see ``PRESETS``; ``norm``/``placement``/``skip``/``mlp`` override it
     (``skip``: lambda of ``X + lambda f(X)``; 0 or None in an override means no skip); ``mix_post_share``
     (placement ``mix`` only: Mix-LN's share of post-LN layers, default ``layers.MIX_POST_SHARE``) and
-    ``ngpt_step`` (placement ``ngpt`` only: nGPT's alpha, default ``layers.NGPT_STEP``).
+    ``ngpt_step`` (placement ``ngpt`` only: nGPT's alpha, default ``layers.NGPT_STEP``), ``dyt_alpha``
+    (norm ``dyt`` only: DyT's alpha, default ``core.norms.DYT_ALPHA``).
     heads, qk_dim (per-head query/key width, default d // heads), d_qk (the number under the square
     root in ``logits / sqrt(d_qk)``), value (W_V family) with value_scale (sigma, default 1; only
     for gaussian, orthogonal, scaled-identity), qk_scale, output (W_O).
@@ -114,6 +115,7 @@ class SimulationConfig:
     mlp: bool | None = None
     mix_post_share: float | None = None
     ngpt_step: float | None = None
+    dyt_alpha: float | None = None
     heads: int = 1
     qk_dim: int | None = None
     d_qk: float = 1.0
@@ -356,6 +358,7 @@ class SimulationConfig:
             mlp=base.mlp if self.mlp is None else self.mlp,
             mix_post_share=self.mix_post_share,
             ngpt_step=self.ngpt_step,
+            dyt_alpha=self.dyt_alpha,
         )
 
     def to_dict(self) -> dict[str, Any]:

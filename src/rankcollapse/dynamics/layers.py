@@ -24,10 +24,17 @@ A sub-layer ``f`` (attention, then the MLP if any) is applied as (``placement``)
   step ``alpha`` (:data:`NGPT_STEP` unless given) towards its normalised output. nGPT learns alpha per
   feature and also normalises queries, keys and weights; here alpha is one fixed number and the attention
   is the simulator's: ours.
+- ``pre+lns``: ``pre`` with every norm output of layer ``l`` (1-based) scaled by ``1 / sqrt(l)``: LayerNorm
+  Scaling (Sun et al. 2025, "The Curse of Depth", arXiv 2502.05795), ``Y = X + lam f(Norm(X) / sqrt(l))``;
+  a spec of the layer's depth, :meth:`LayerSpec.at` (its resolved ``norm_scale``).
+
+Norm ``dyt`` (``core.norms.dyt``, Zhu et al. 2025, arXiv 2503.10622): ``tanh(alpha x)`` element-wise in any
+placement, ``alpha`` the spec's ``dyt_alpha`` (``core.norms.DYT_ALPHA`` unless given).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +43,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.core.attention import attention_logits, masked_softmax
-from rankcollapse.core.norms import NORMS, get_norm
+from rankcollapse.core.norms import NORMS, dyt, get_norm
 from rankcollapse.core.positions import apply_rotary
 from rankcollapse.dynamics.kernels import KernelPlan
 from rankcollapse.dynamics.weights import LayerWeights
@@ -44,7 +51,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import check_float, checked
 
 #: Where a layer's norm sits (module docstring): the one list the config and the presets check against.
-PLACEMENTS = ("post", "pre", "peri", "mix", "ngpt")
+PLACEMENTS = ("post", "pre", "peri", "mix", "ngpt", "pre+lns")
 #: Mix-LN's share of post-LN layers: 25 %, as in the Mix-LN paper's code (Li et al. 2024, arXiv 2412.13795;
 #: ``POST_NUM``: 3 post-LN layers of LLaMA-71M's 12, 6 of LLaMA-1B's 24).
 MIX_POST_SHARE = 0.25
@@ -59,7 +66,9 @@ class LayerSpec:
     ``skip`` (lambda of ``X + lambda f(X)``, or None for no skip connection; ``ngpt`` is its own residual
     step and needs ``skip`` 1), ``mlp`` (add the MLP sub-layer), ``mix_post_share`` (``mix`` only: the share
     of post-LN layers, in [0, 1]; None: :data:`MIX_POST_SHARE`), ``ngpt_step`` (``ngpt`` only: alpha, in
-    (0, 1]; None: :data:`NGPT_STEP`). A field that does not apply is refused."""
+    (0, 1]; None: :data:`NGPT_STEP`), ``dyt_alpha`` (norm ``dyt`` only: its alpha > 0; None:
+    ``core.norms.DYT_ALPHA``), ``norm_scale`` (a resolved ``pre+lns`` layer's factor on its norm outputs,
+    ``1 / sqrt(l)``: set by :meth:`at`, placement ``pre`` only). A field that does not apply is refused."""
 
     norm: str = "none"
     placement: str = "post"
@@ -67,6 +76,8 @@ class LayerSpec:
     mlp: bool = False
     mix_post_share: float | None = None
     ngpt_step: float | None = None
+    dyt_alpha: float | None = None
+    norm_scale: float | None = None
 
     def __post_init__(self) -> None:
         if self.norm not in NORMS:
@@ -88,6 +99,24 @@ class LayerSpec:
             if self.placement != placement:
                 raise RankCollapseError(f"{name} applies to placement {placement!r}, not {self.placement!r}")
             object.__setattr__(self, name, check_float(name, value, low=low, high=1.0, low_open=low_open))
+        self._check_followups()
+
+    def _check_followups(self) -> None:
+        """The fields of DyT and LayerNorm Scaling (``dyt_alpha``, ``norm_scale``, placement ``pre+lns``)."""
+        if self.placement == "pre+lns" and self.norm == "none":
+            raise RankCollapseError(f"placement 'pre+lns' scales a norm's output; this spec has norm 'none' "
+                                    f"(allowed: {', '.join(n for n in NORMS if n != 'none')})")
+        if self.dyt_alpha is not None:
+            if self.norm != "dyt":
+                raise RankCollapseError(f"dyt_alpha applies to norm 'dyt', not {self.norm!r}")
+            object.__setattr__(self, "dyt_alpha", check_float("dyt_alpha", self.dyt_alpha, low=0.0,
+                                                              low_open=True))
+        if self.norm_scale is not None:
+            if self.placement != "pre":
+                raise RankCollapseError(f"norm_scale is a resolved 'pre+lns' layer's (placement 'pre'), not "
+                                        f"placement {self.placement!r}")
+            object.__setattr__(self, "norm_scale", check_float("norm_scale", self.norm_scale, low=0.0,
+                                                               low_open=True))
 
     def post_layers(self, layers: int) -> int:
         """Mix-LN's post-LN layers of a stack of ``layers``: ``round(share L)`` (halves up)."""
@@ -96,11 +125,17 @@ class LayerSpec:
 
     def at(self, t: int, layers: int) -> LayerSpec:
         """The spec of layer ``t`` (0-based) of a stack of ``layers``: for ``mix`` post-LN where
-        ``t < post_layers(layers)``, pre-LN after; any other placement is the same at every depth."""
+        ``t < post_layers(layers)``, pre-LN after; for ``pre+lns`` pre-LN with
+        ``norm_scale = 1 / sqrt(t + 1)`` (layer ``l = t + 1``); any other placement is the same at every
+        depth."""
+        if self.placement == "pre+lns":
+            return LayerSpec(norm=self.norm, placement="pre", skip=self.skip, mlp=self.mlp,
+                             dyt_alpha=self.dyt_alpha, norm_scale=1.0 / math.sqrt(t + 1))
         if self.placement != "mix":
             return self
         placement = "post" if t < self.post_layers(layers) else "pre"
-        return LayerSpec(norm=self.norm, placement=placement, skip=self.skip, mlp=self.mlp)
+        return LayerSpec(norm=self.norm, placement=placement, skip=self.skip, mlp=self.mlp,
+                         dyt_alpha=self.dyt_alpha)
 
     @property
     def is_pure_attention(self) -> bool:
@@ -143,6 +178,26 @@ PRESETS: dict[str, tuple[LayerSpec, str]] = {
         "a = 0.05  (nGPT, tokens on the sphere)",
     ),
 }
+
+# ---- the follow-ups' normalisations (DyT, LayerNorm Scaling): one block, additions only ---------------
+PRESETS.update({
+    "attn+dyt": (LayerSpec(norm="dyt"), "X <- DyT(A X W_V) = tanh(alpha A X W_V)  (element-wise, alpha 0.5)"),
+    "attn+skip+dyt": (LayerSpec(norm="dyt", skip=1.0), "X <- DyT(X + A X W_V)"),
+    "transformer-dyt": (
+        LayerSpec(norm="dyt", skip=1.0, mlp=True),
+        "Y <- DyT(X + A X W_V); X <- DyT(Y + GELU(Y W_1) W_2)  (the post-LN block, DyT in LayerNorm's place)",
+    ),
+    "transformer-pre-dyt": (
+        LayerSpec(norm="dyt", placement="pre", skip=1.0, mlp=True),
+        "Y <- X + A' X' W_V with X' = DyT(X); X <- Y + GELU(DyT(Y) W_1) W_2  (pre-LN, DyT in LN's place)",
+    ),
+    "transformer-pre-lns": (
+        LayerSpec(norm="layernorm", placement="pre+lns", skip=1.0, mlp=True),
+        "layer l: Y <- X + A' X' W_V with X' = LayerNorm(X) / sqrt(l); X <- Y + GELU(LayerNorm(Y) / sqrt(l) "
+        "W_1) W_2  (pre-LN with LayerNorm Scaling)",
+    ),
+})
+# ---- end of the follow-ups' block ----------------------------------------------------------------------
 
 
 #: Old preset names kept for one release: ``attn+ln`` meant the theory's scaling-only normalisation
@@ -204,7 +259,7 @@ def layer_logits(
     (``rot`` the rotary embedding of ``rotary`` = ``(cos, sin)`` [n, e], ``core.positions``, or none;
     ``X' = Norm(X)`` for pre- and peri-norm, ``X' = X`` otherwise). x: [b, n, d] -> S: [b, h, n, n]."""
     _resolved(spec)
-    z = get_norm(spec.norm)(x) if _normed_input(spec) else x
+    z = norm_of(spec)(x) if _normed_input(spec) else x
     q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
     k = z.unsqueeze(1) @ w.w_k
     if rotary is not None:
@@ -243,7 +298,7 @@ def norm_step(
     if spec.norm == "none":
         raise RankCollapseError("norm_step needs a layer with a normalisation; this spec has norm 'none'")
     _resolved(spec)
-    norm = get_norm(spec.norm)
+    norm = norm_of(spec)
     if _normed_input(spec):
         return x, norm(x)
     y, _ = multihead_attention(x, w, kernel, d_qk)
@@ -262,10 +317,24 @@ def _normed_input(spec: LayerSpec) -> bool:
 
 
 def _resolved(spec: LayerSpec) -> None:
-    """RankCollapseError for a spec whose assembly depends on the depth (``mix``: resolve it first)."""
-    if spec.placement == "mix":
-        raise RankCollapseError("placement 'mix' changes with depth: apply spec.at(t, layers), the layer's "
-                                "own")
+    """RankCollapseError for a spec whose assembly depends on the depth (``mix``, ``pre+lns``: resolve it
+    first)."""
+    if spec.placement in ("mix", "pre+lns"):
+        raise RankCollapseError(f"placement {spec.placement!r} changes with depth: apply spec.at(t, layers), "
+                                "the layer's own")
+
+
+def norm_of(spec: LayerSpec) -> Callable[[Tensor], Tensor]:
+    """The spec's norm as a function of x [..., n, d]: ``core.norms.get_norm(spec.norm)``, with DyT's
+    ``dyt_alpha`` where given and times a resolved LayerNorm-Scaling layer's ``norm_scale`` where set."""
+    base = get_norm(spec.norm)
+    if spec.norm == "dyt" and spec.dyt_alpha is not None:
+        alpha = spec.dyt_alpha
+        base = functools.partial(dyt, alpha=alpha)
+    scale = spec.norm_scale
+    if scale is None:
+        return base
+    return lambda x: scale * base(x)
 
 
 def _sublayer(
@@ -291,7 +360,7 @@ def apply_layer(
     """One layer ``X(t) -> X(t+1)`` (module docstring). x: [b, n, d] -> ([b, n, d], min weight or None).
     A ``mix`` spec is resolved to its layer's first (``spec.at(t, layers)``): RankCollapseError otherwise."""
     _resolved(spec)
-    norm = get_norm(spec.norm)
+    norm = norm_of(spec)
     min_w: list[Tensor | None] = [None]
 
     def attn(z: Tensor) -> Tensor:
