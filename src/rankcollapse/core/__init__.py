@@ -27,7 +27,8 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(("NORMS", "get_norm", "layer_norm", "rms_norm", "sphere_normalize"), "norms"),
     **dict.fromkeys(("apply_rotary", "rotary", "rotary_angles", "rotary_frequencies", "rotate_half"),
                     "positions"),
-    **dict.fromkeys(("DTYPE_NAMES", "FLOOR_FACTOR", "dtype_name", "eps", "floor_rel", "parse_dtype",
+    **dict.fromkeys(("ALL_DTYPE_NAMES", "DTYPE_NAMES", "FLOOR_FACTOR", "HALF_DTYPE_NAMES",
+                     "check_half_device", "dtype_name", "eps", "floor_rel", "is_half", "parse_dtype",
                      "precision_floor"), "precision"),
 }
 
@@ -41,14 +42,17 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALL_DTYPE_NAMES",
     "DTYPE_NAMES",
     "FLOOR_FACTOR",
+    "HALF_DTYPE_NAMES",
     "NORMS",
     "apply_rotary",
     "attention_logits",
     "attention_weights",
     "batch_slices",
     "check_batch_size",
+    "check_half_device",
     "distinct_indices",
     "dtype_name",
     "eps",
@@ -57,6 +61,7 @@ __all__ = [
     "get_norm",
     "haar_orthogonal",
     "hemisphere_tokens",
+    "is_half",
     "layer_norm",
     "masked_softmax",
     "nonnegative_cosine_tokens",

@@ -114,7 +114,8 @@ _TABLE: tuple[Quantity, ...] = (
        "rope_scale base^(-2k/e) at position p (Su et al. 2021; Wu et al. 2025's RoPE)"),
     _q("rope_scale", "--rope-scale", "rope_scale", "RoPE frequency scale theta_1", "theta_1",
        "the factor on every rotary frequency, so the largest is theta_1 = rope_scale (1: plain RoPE)"),
-    _q("dtype", "--dtype", "dtype", "dtype", "dtype", "the floating-point type of every computation"),
+    _q("dtype", "--dtype", "dtype", "dtype", "dtype", "the floating-point type of the computation (of the "
+       "hidden states in half precision, whose metrics are reduced in float32 against its own floor)"),
     _q("seed", "--seed", "seed", "seed", "seed", "the seed of every random draw of a run"),
     _q("batch_size", "--batch-size", "batch_size", "batch size", "batch_size",
        "samples through a model at a time (an execution setting: the rows equal those of one batch)"),
