@@ -13,10 +13,14 @@ tensor or None into a ``ResolvedMask`` (dense, band, complete; the one resolver 
 the LayerNorm map); ``export`` turns a mask into Hugging Face, SDPA and FlexAttention forms
 (``to_hf_additive``: the one bool -> Hugging Face additive conversion). ``first_token_prediction``
 says what the graph predicts about the cumulative context's concentration on the first token (Wu et
-al. 2025: reach, hops, the rate bound). Neither torch nor scipy is imported until a form needs them.
+al. 2025: reach, hops, the rate bound). ``hasse_analysis`` says where the composed flow of a mask or
+schedule ends up with depth (Li & Guo 2026: the depth it stops changing, its condensation DAG and
+transitive reduction; ``check_hasse`` against networkx); ``block-two-stream`` and ``butterfly`` are their
+two masks, as we read them. Neither torch nor scipy is imported until a form needs them.
 """
 
 from rankcollapse.masks.base import AndMask, Mask, OrMask, band_of_sparse
+from rankcollapse.masks.butterfly import Butterfly, butterfly_dense, butterfly_flow
 from rankcollapse.masks.composed import ScheduleAnalysis, analyze_schedule
 from rankcollapse.masks.consistency import SupportCheck, check_schedule_support, check_support
 from rankcollapse.masks.custom import PredicateMask, TensorMask, in_memory_note
@@ -33,6 +37,7 @@ from rankcollapse.masks.export import (
 from rankcollapse.masks.families import Family
 from rankcollapse.masks.fixed import Document, FileMask, MatrixMask, Tree, from_dense
 from rankcollapse.masks.graph import MaskAnalysis, analyze_dense, analyze_mask
+from rankcollapse.masks.hasse import HasseAnalysis, HasseCheck, check_hasse, hasse_analysis, hasse_reference
 from rankcollapse.masks.hf_schedule import schedule_from_hf_config
 from rankcollapse.masks.position import (
     FirstTokenPrediction,
@@ -47,15 +52,20 @@ from rankcollapse.masks.resolved import ResolvedMask, resolve_mask
 from rankcollapse.masks.schedule import MaskSchedule, parse_schedule, schedule_from_masks
 from rankcollapse.masks.sparse import SparseMask
 from rankcollapse.masks.spec import parse_mask
+from rankcollapse.masks.two_stream import BlockTwoStream, two_stream_dense, two_stream_flow
 
 __all__ = [
     "ALL_FAMILY_NAMES",
     "FAMILIES",
     "AndMask",
+    "BlockTwoStream",
+    "Butterfly",
     "Document",
     "Family",
     "FileMask",
     "FirstTokenPrediction",
+    "HasseAnalysis",
+    "HasseCheck",
     "Mask",
     "MaskAnalysis",
     "MaskSchedule",
@@ -72,6 +82,9 @@ __all__ = [
     "analyze_mask",
     "analyze_schedule",
     "band_of_sparse",
+    "butterfly_dense",
+    "butterfly_flow",
+    "check_hasse",
     "check_schedule_support",
     "check_support",
     "decay_bias",
@@ -81,6 +94,8 @@ __all__ = [
     "from_dense",
     "from_hf_sliding_window",
     "from_longformer_attention_window",
+    "hasse_analysis",
+    "hasse_reference",
     "hf_sliding_window_mask",
     "in_memory_note",
     "parse_mask",
@@ -93,5 +108,7 @@ __all__ = [
     "to_hf_additive",
     "to_hf_sliding_window",
     "to_sdpa",
+    "two_stream_dense",
+    "two_stream_flow",
     "window_hops",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rankcollapse.masks.butterfly import Butterfly
 from rankcollapse.masks.families import (
     Block,
     Causal,
@@ -17,11 +18,12 @@ from rankcollapse.masks.families import (
 )
 from rankcollapse.masks.fixed import Document, Tree
 from rankcollapse.masks.seeded import BigBird, RandomMask
+from rankcollapse.masks.two_stream import BlockTwoStream
 
 FAMILIES: dict[str, type[Family]] = {
     f.name: f
     for f in (Complete, Causal, Window, CausalWindow, Dilated, Strided, Block, Prefix, Longformer, BigBird,
-              Sinks, RandomMask, Document, Tree)
+              Sinks, RandomMask, Document, Tree, BlockTwoStream, Butterfly)
 }
 """Parameterised families by name."""
 
