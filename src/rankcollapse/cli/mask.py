@@ -110,6 +110,21 @@ def _schedule_lines(facts: dict[str, Any], describe: str) -> list[str]:
     return lines
 
 
+def _hasse_lines(hasse: dict[str, Any]) -> list[str]:
+    """The limit of the composed flow (``masks.hasse``), in words."""
+    sizes = hasse["component_sizes_max"]
+    order = ("a partial order on the tokens themselves" if hasse["partial_order_on_tokens"]
+             else f"a preorder: parts of up to {sizes} tokens that hear each other")
+    return [
+        f"composed flow (Li & Guo 2026's limit; {hasse['spec']} repeated without end):",
+        f"  stops changing after:     {hasse['depth']} layer{'' if hasse['depth'] == 1 else 's'} "
+        f"({hasse['limit_pairs']} pairs reached)",
+        f"  condensation:             {hasse['components']} parts, "
+        f"{'a DAG' if hasse['is_dag'] else 'NOT a DAG'}; {order}",
+        f"  Hasse diagram:            {hasse['hasse_edge_count']} covering edges",
+    ]
+
+
 def _parse_int(text: str | None, flag: str, what: str, required: bool = True) -> int | None:
     """An integer option read here (not by Typer) so a missing or bad value is a one-line error."""
     if text is None:
@@ -158,6 +173,9 @@ def mask_command(
     plot: str = typer.Option(None, "--plot", metavar="FILE.png",
                              help="Draw the mask matrix with its center nodes into FILE.png (one mask, "
                              "not a schedule)."),
+    hasse: bool = typer.Option(False, "--hasse", help="Also say where the composed flow ends up (the mask, "
+                               "or the schedule's period, repeated without end): the layers after which it "
+                               "stops changing, its condensation and Hasse diagram (JSON key 'hasse')."),
 ) -> None:
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
     from rankcollapse.masks.entry import MaskQuery, mask_facts
@@ -177,13 +195,15 @@ def mask_command(
 
         source = model_config(model)
     query = MaskQuery(spec=spec, tokens=length, layers=depth, hf_config=source, full=full,
-                      plot=plot)
+                      plot=plot, hasse=hasse)
     found = mask_facts(query)
     if as_json:
         typer.echo(json.dumps(found.facts))
         return
     schedule = found.schedule
     lines = _summary_lines(found.facts) if schedule is None else _schedule_lines(found.facts, schedule)
+    if "hasse" in found.facts:
+        lines += _hasse_lines(found.facts["hasse"])
     for line in lines:
         typer.echo(line)
     if found.plot is not None:

@@ -5,7 +5,9 @@
 
 A query names one source: a mask ``spec`` (a schedule when it holds ``;``, ``*`` or ``[``, or when ``layers``
 is given) or a Hugging Face ``hf_config`` (a ``config.json``, a model folder, or its dict: the model's own
-per-layer schedule). ``plot`` draws one mask, never a schedule.
+per-layer schedule). ``plot`` draws one mask, never a schedule. ``hasse`` adds where the composed flow ends
+up with depth (``masks.hasse``: the layers after which it stops changing, its condensation and Hasse
+diagram), under the key ``hasse``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class MaskQuery:
         hf_config: a model's ``config.json`` (a file, a folder, or the parsed dict) instead of ``spec``.
         full: JSON lists per-token arrays in full (None: iff N <= 4096).
         plot: draw the mask matrix with its center nodes into this file (one mask only).
+        hasse: add the limit of the composed flow (``masks.hasse.hasse_analysis``: the mask, or the schedule's
+            period, repeated without end) under the key ``hasse``.
     """
 
     spec: str | None = None
@@ -41,6 +45,7 @@ class MaskQuery:
     hf_config: str | Path | dict[str, Any] | None = None
     full: bool | None = None
     plot: str | Path | None = None
+    hasse: bool = False
 
     def __post_init__(self) -> None:
         if self.tokens is None:
@@ -52,6 +57,8 @@ class MaskQuery:
             raise RankCollapseError("give one of spec and hf_config, not both")
         if self.spec is None and self.hf_config is None:
             raise RankCollapseError("missing spec (a mask spec or a schedule) or hf_config")
+        if not isinstance(self.hasse, bool):
+            raise RankCollapseError(f"hasse={quote(self.hasse)} is invalid; allowed: True or False")
         if self.plot is not None:
             _check_plot_path(self.plot)
             if self.is_schedule:
@@ -111,12 +118,17 @@ def mask_facts(query: MaskQuery) -> MaskFacts:
         else:
             schedule = parse_schedule(query.spec, query.layers)
         analysis = analyze_schedule(schedule, query.tokens)
-        return MaskFacts(analysis.to_dict(full=query.full), schedule=schedule.describe())
+        facts = analysis.to_dict(full=query.full)
+        if query.hasse:
+            facts["hasse"] = _hasse(schedule, query.tokens)
+        return MaskFacts(facts, schedule=schedule.describe())
     from rankcollapse.masks import parse_mask
 
     mask = parse_mask(query.spec)
     analysis = mask.analysis(query.tokens)
     facts = analysis.to_dict(full=query.full)
+    if query.hasse:
+        facts["hasse"] = _hasse(mask, query.tokens)
     if query.plot is None:
         return MaskFacts(facts)
     from rankcollapse.masks.picture import plot_mask
@@ -125,3 +137,13 @@ def mask_facts(query: MaskQuery) -> MaskFacts:
     plot_mask(mask, query.tokens, analysis.center_nodes, Path(query.plot), title)
     facts["plot"] = str(query.plot)
     return MaskFacts(facts, plot=Path(query.plot))
+
+
+def _hasse(mask: Any, tokens: int) -> dict[str, Any]:
+    """``masks.hasse.hasse_analysis(mask, tokens).to_dict()`` (a schedule: its period repeated)."""
+    from rankcollapse.masks.hasse import hasse_analysis
+    from rankcollapse.masks.schedule import MaskSchedule
+
+    if isinstance(mask, MaskSchedule):
+        mask = MaskSchedule(mask.period, len(mask.period))
+    return hasse_analysis(mask, tokens).to_dict()
