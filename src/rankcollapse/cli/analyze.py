@@ -270,12 +270,13 @@ def _attention_writer(out: OutputFolder) -> object:
     import numpy as np
 
     from rankcollapse.edge.atomic import atomic_path
+    from rankcollapse.edge.runs import ATTENTION
 
-    folder = out.subfolder("attention")
+    out.subfolder(str(Path(ATTENTION.name).parent))  # a real folder in the staging folder, never a link
 
     def save(t: int, attn: object) -> None:
-        with atomic_path(folder / f"layer_{t:03d}.npy") as tmp, tmp.open("wb") as f:
-            np.save(f, attn.detach().to("cpu").float().numpy())
+        with atomic_path(out.file(ATTENTION.name.format(k=f"{t:03d}"))) as tmp, tmp.open("wb") as f:
+            np.save(f, ATTENTION.check(attn.detach().to("cpu").float().numpy()))
 
     return save
 
@@ -285,14 +286,15 @@ def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None
     from dataclasses import asdict as as_dict
 
     from rankcollapse.edge.atomic import write_json
+    from rankcollapse.edge.runs import MASK_CHECK
     from rankcollapse.models.diagnose import check_masks
 
     checks = check_masks(loaded, ids, batch_size)
-    write_json(path, {
+    write_json(path, MASK_CHECK.check({
         "source": "ours: the mask each layer's attention kernel applies, probed through the model's "
                   "own attention function (count of allowed keys and first and last key per row), vs the "
                   "config's masks",
-        "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]})
+        "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]}))
     return checks
 
 

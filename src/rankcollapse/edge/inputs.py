@@ -350,13 +350,17 @@ def _cell(text: str) -> str:
 
 def read_table(path: str | os.PathLike[str], what: str, *, required: Sequence[str] = (),
                integer: Sequence[str] = (), numeric: Callable[[str], bool] | None = None,
-               limit: int | None = None) -> list[dict[str, str]]:
+               limit: int | None = None,
+               parse: Callable[[str], Callable[[str], Any]] | None = None) -> list[dict[str, Any]]:
     """A CSV table (header row, then ``k >= 1`` rows) read through :func:`read_text`, checked before any
     cell is used: every ``required`` column present, no column named twice, every row as many cells as
     the header, the cells of ``integer`` columns whole numbers ``>= 0`` (``0``, ``12``), the cells of a
     column ``numeric(name)`` accepts real numbers (``1.5e-3``, ``nan``, ``inf``) or empty (not measured).
 
-    Returns the rows as ``{column: cell}`` (strings, as ``csv.DictReader`` gives them). A file that is
+    Returns the rows as ``{column: cell}`` (strings, as ``csv.DictReader`` gives them), or, with
+    ``parse``, as ``{column: parse(column)(cell)}``: ``parse(column)`` is the column's parser (it may
+    raise a one-line RankCollapseError for a column it does not know), raising ``ValueError(allowed)``
+    for a cell it refuses (:class:`rankcollapse.edge.schema.Table` reads its files so). A file that is
     not one is one line naming the file and, for a bad cell, its line, column and text:
     ``metrics table 'run/metrics.csv': line 3, column 'mu' is 'abc'; allowed: a number``.
     """
@@ -387,6 +391,7 @@ def read_table(path: str | os.PathLike[str], what: str, *, required: Sequence[st
         raise RankCollapseError(f"{shown} has a header but no rows; allowed: at least one row")
     ints = [k for k, c in enumerate(header) if c in integer]
     reals = [k for k, c in enumerate(header) if c not in integer and numeric is not None and numeric(c)]
+    parsers = [parse(c) for c in header] if parse is not None else None
     rows = []
     for line, row in body:
         if len(row) != len(header):
@@ -408,6 +413,17 @@ def read_table(path: str | os.PathLike[str], what: str, *, required: Sequence[st
                     f"{shown}: line {line}, column {_cell(header[k])} is {_cell(row[k])}; "
                     "allowed: a number (or empty)"
                 )
+        if parsers is not None:
+            values = []
+            for k, cell in enumerate(row):
+                try:
+                    values.append(parsers[k](cell))
+                except ValueError as why:
+                    raise RankCollapseError(
+                        f"{shown}: line {line}, column {_cell(header[k])} is {_cell(cell)}; allowed: {why}"
+                    ) from None
+            rows.append(dict(zip(header, values, strict=True)))
+            continue
         rows.append(dict(zip(header, row, strict=True)))
     return rows
 

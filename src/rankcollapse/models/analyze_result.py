@@ -174,21 +174,8 @@ def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = Fal
 
 
 def write_per_sample(result: AnalyzeResult, path: str | Path) -> Path:
-    """Write :meth:`AnalyzeResult.per_sample_rows` as a CSV (atomically)."""
-    import csv
-    import io
+    """Write :meth:`AnalyzeResult.per_sample_rows` as a CSV (atomically), through its declaration
+    (``edge.runs.PER_SAMPLE``, which its reader reads it by)."""
+    from rankcollapse.edge.runs import PER_SAMPLE, write_table
 
-    from rankcollapse.edge.atomic import atomic_write
-    from rankcollapse.edge.inputs import os_error
-
-    rows = result.per_sample_rows()
-    buf = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    try:
-        atomic_write(path, buf.getvalue())
-    except OSError as err:
-        raise os_error("per-sample table", path, err, verb="write") from None
-    return Path(path)
+    return write_table(path, PER_SAMPLE, result.per_sample_rows())

@@ -740,18 +740,21 @@ class FinishedRun:
 
     folder: Path
     facts: dict[str, str]
-    rows: list[dict[str, str]]
+    rows: list[dict[str, Any]]
     config: dict[str, Any] = field(default_factory=dict)
 
 
 def read_run(folder: str | Path) -> FinishedRun:
     """Read ``folder/config.json`` and ``folder/metrics.csv`` of a finished ``analyze`` or ``simulate``
-    run through the one input opener (regular files only, never blocking, a size cap); RankCollapseError
+    run through their declarations (``edge.runs.RUN_RECORD``, ``edge.runs.METRICS``: what the writer
+    wrote them by; each cell parsed, numbers as floats, counts as ints, ``sink_heads`` as a tuple of
+    ints) and the one input opener (regular files only, never blocking, a size cap); RankCollapseError
     (one line) when it is not one: a folder whose marker (``.rankcollapse.json``) does not say
     ``complete: true`` is refused (a folder from before markers is read as it is). ``facts``: mask,
     mode, model, dtype, d_qk and depth (layers)."""
     from rankcollapse.edge.folder import MARKER_NAME, read_marker
-    from rankcollapse.edge.inputs import quote_path, read_json, read_table
+    from rankcollapse.edge.inputs import quote_path
+    from rankcollapse.edge.runs import METRICS, RUN_RECORD
 
     path = Path(folder)
     marker = read_marker(path)
@@ -764,11 +767,9 @@ def read_run(folder: str | Path) -> FinishedRun:
                 f"{quote_path(path)} is not a finished run: no {name}; "
                 "allowed: a folder written by analyze or simulate"
             )
-    record = read_json(path / "config.json", "run record")
-    rows = read_table(path / "metrics.csv", "metrics table", required=("layer", "mu_rel"), integer=("layer",),
-                      numeric=_numeric_column)
-    cfg = record.get("config", {}) if isinstance(record, dict) else {}
-    cfg = cfg if isinstance(cfg, dict) else {}
+    record = RUN_RECORD.read(path / "config.json")
+    rows = METRICS.read(path / "metrics.csv", required=("mu_rel",))
+    cfg = record["config"]
     if isinstance(cfg.get("analyze"), dict):
         a, m = cfg["analyze"], cfg.get("model", {}) if isinstance(cfg.get("model"), dict) else {}
         m = cfg["model"] = from_stored(m, STORED_MODEL_KEYS)  # an earlier release's n_layers: model_layers
@@ -806,12 +807,6 @@ def _analyze_dtype(analyze: dict[str, Any], model: dict[str, Any]) -> str:
 
     own = model.get("dtype")
     return own if isinstance(own, str) and own in ALL_DTYPE_NAMES else str(analyze.get("dtype", ""))
-
-
-def _numeric_column(name: str) -> bool:
-    """A metrics.csv column that holds numbers (or is empty): every column but the words of an analyze
-    row, ``hidden_state``, ``status`` and ``hook``."""
-    return name not in ("hidden_state", "status", "hook")
 
 
 def _labels(runs: Sequence[FinishedRun], by: str) -> list[str]:
