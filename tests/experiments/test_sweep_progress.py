@@ -106,3 +106,81 @@ def test_a_line_comes_every_period_while_a_long_run_sends_no_tick() -> None:
     assert len(lines) == seen + 1 and "1 of 3 runs" in lines[-1] and "25 s" in lines[-1]
     bar.close()
     assert not bar._poller.is_alive()
+
+
+def _left(line: str) -> float:
+    """Seconds of a line's ``about X left``."""
+    import re
+
+    found = re.search(r"about (?:(\d+) min )?(\d+) s left", line)
+    assert found, line
+    return 60 * int(found.group(1) or 0) + int(found.group(2))
+
+
+def test_the_time_left_starts_from_the_calibrated_estimate_never_far_from_it() -> None:
+    """``make reproduce`` printed 'estimated 16.8 min', then '0 of 739 runs ... about 691 min left': the
+    first layer ticks credit a sliver of work, and elapsed / done extrapolated 40x. The time left starts
+    at the wall-time estimate printed before the sweep and moves to the measured speed as work is done:
+    ``(1 - s) ((1 - s) E + elapsed)`` for a share ``s`` done, E the estimate (exact when the sweep runs
+    as estimated)."""
+    specs = [RunSpec("e", "toy", {"layers": 9, "seed": s}) for s in range(739)]
+    w = {s.run_id: 1000.0 / 739 for s in specs}  # 1000 s of CPU work
+    clock, out = Clock(), io.StringIO()
+    bar = SweepProgress(specs, w, True, "sweep", clock=clock, stream=out, bar=False, delay=0.0, every=0.0,
+                        expected_s=1008.0)  # 16.8 min on the workers
+    clock.t = 10.0
+    bar.poll()  # a line before any work is done: the estimate, and the time spent
+    first = out.getvalue().splitlines()[-1]
+    assert "0 of 739 runs, 0% of the estimated work" in first and _left(first) == 1008 + 10
+    bar.layer(specs[0].run_id)  # 0.15 s of 1000 credited after 10 s: 1000 / 0.15 x 10 s was 19 h
+    assert 0.9 * 1008 <= _left(out.getvalue().splitlines()[-1]) <= 1.1 * 1008
+    clock.t = 504.0  # half the work in half the estimated time: half the estimate left
+    for s in specs[:370]:
+        bar.run(s.run_id)
+    assert abs(_left(out.getvalue().splitlines()[-1]) - 504) <= 5
+    bar.close()
+
+
+def test_the_time_left_follows_the_measured_speed_as_work_is_done() -> None:
+    """A sweep twice as slow as estimated: the time left grows towards twice the estimate's rest."""
+    specs = [RunSpec("e", "toy", {"layers": 9, "seed": s}) for s in range(10)]
+    w = {s.run_id: 10.0 for s in specs}
+    clock, out = Clock(), io.StringIO()
+    bar = SweepProgress(specs, w, True, "sweep", clock=clock, stream=out, bar=False, delay=0.0, every=0.0,
+                        expected_s=100.0)
+    lefts = []
+    for k, s in enumerate(specs[:9]):
+        clock.t = 20.0 * (k + 1)  # 20 s per run where 10 s were estimated
+        bar.run(s.run_id)
+        lefts.append(_left(out.getvalue().splitlines()[-1]))
+    truth = [20.0 * (10 - k - 1) for k in range(9)]
+    ratios = [got / want for got, want in zip(lefts, truth, strict=True)]
+    assert ratios == sorted(ratios) and ratios[-1] >= 0.9  # from the estimate's towards the measured
+    bar.close()
+
+
+def test_runs_are_ordered_so_that_the_counter_moves_from_the_start() -> None:
+    """Longest first kept every worker on a training run for minutes ('0 of 739 runs' for 6 min). The
+    order gives one lane the cheapest runs while the others take the longest, so runs finish from the
+    first minute, and the sweep ends no later than longest-first (simulated on two workers)."""
+    from rankcollapse.experiments.engine.executors import order_runs
+
+    specs = [RunSpec("e", "toy", {"layers": 9, "seed": s}) for s in range(44)]
+    cost = {s.run_id: (300.0 if k < 4 else 20.0 + k) for k, s in enumerate(specs)}
+    longest_first = sorted(specs, key=lambda s: -cost[s.run_id])
+
+    def schedule(order: list[RunSpec], workers: int = 2) -> tuple[float, float]:
+        """(first run finished, last run finished) of a greedy pool taking runs in ``order``."""
+        free, ends = [0.0] * workers, []
+        for spec in order:
+            k = free.index(min(free))
+            free[k] += cost[spec.run_id]
+            ends.append(free[k])
+        return min(ends), max(ends)
+
+    ordered = order_runs(specs, cost, workers=2)
+    assert sorted(s.run_id for s in ordered) == sorted(s.run_id for s in specs)
+    first, last = schedule(ordered)
+    old_first, old_last = schedule(longest_first)
+    assert old_first == 300.0 and first <= 30.0
+    assert last <= 1.02 * old_last

@@ -39,7 +39,7 @@ from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
 from rankcollapse.experiments.contract.verdicts import Claim, assign_paper
 from rankcollapse.experiments.engine.config import Experiment
-from rankcollapse.experiments.engine.costs import RunCost
+from rankcollapse.experiments.engine.costs import PARALLEL_SLOWDOWN, RunCost, wall_seconds
 from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
 from rankcollapse.experiments.engine.grid import RunSpec
 from rankcollapse.experiments.engine.lock import OutputLock
@@ -74,8 +74,8 @@ class ReproduceResult:
 
 
 def _cost(spec: RunSpec, exps: dict[str, Experiment]) -> tuple[int, float]:
-    """Longest runs first (fewer idle workers at the end): runs whose task estimates its seconds,
-    largest estimate first, then the others in grid order."""
+    """Runs whose task estimates its seconds, largest estimate first, then the others in grid order (the
+    local sweep then interleaves the cheapest with them: ``engine.executors.order_runs``)."""
     exp = exps.get(spec.experiment)
     estimate = exp.cost_s(spec) if exp is not None else None
     return (0, -estimate) if estimate is not None else (1, 0.0)
@@ -132,10 +132,6 @@ def estimate_seconds(
     return total, known
 
 
-#: Per-run slowdown of parallel local workers sharing the cores (memory bandwidth), measured: the
-#: paper runs of ``reproduce --full`` on 2 workers and 2 cores took 1.19-1.41x (mean 1.35x) their
-#: one-process estimates (2026-12-01, docs/measurements.md).
-PARALLEL_SLOWDOWN = 1.35
 #: FLOP/s of one core of the reference machine the tasks' ``cost_s`` were measured on: one BERT-base
 #: layer on 128 tokens is about 1.9 GFLOP (2 n (4 d^2 + 2 d d_ff) + 4 n^2 d, d = 768, d_ff = 3072) and
 #: costs 0.0235 s there (``kit.tasks.LAYER_SAMPLE_S["full"]``, metrics included): ~80 GFLOP/s.
@@ -161,7 +157,7 @@ def estimate_line(
     if executor == "dask" and workers is None:
         return f"{head} (the Dask cluster's wall time: that divided by its workers; it did not say how many)"
     w = max(int(workers or 1), 1)
-    wall = total * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
+    wall = wall_seconds(total, w)  # where the sweep's time left starts (engine.progress)
     plural = "s" if w != 1 else ""
     where = f"the Dask cluster's {w} worker{plural}" if executor == "dask" else f"{w} local worker{plural}"
     return f"{head}, about {span(wall)} on {where}"

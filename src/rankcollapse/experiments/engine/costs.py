@@ -39,6 +39,20 @@ MIN_CALIBRATION_RUNS = 2
 UNMEASURED_FACTOR = 1.25
 
 
+#: Per-run slowdown of parallel local workers sharing the cores (memory bandwidth), measured: the
+#: paper runs of ``reproduce --full`` on 2 workers and 2 cores took 1.19-1.41x (mean 1.35x) their
+#: one-process estimates (2026-12-01, docs/measurements.md).
+PARALLEL_SLOWDOWN = 1.35
+
+
+def wall_seconds(cpu_s: float, workers: int) -> float:
+    """The wall time of runs estimated at ``cpu_s`` seconds (one process each) on ``workers`` workers:
+    ``PARALLEL_SLOWDOWN * cpu_s / w`` for ``w > 1``, ``cpu_s`` on one. The one figure the pre-sweep line
+    prints and the sweep's time left starts from (``engine.progress``)."""
+    w = max(int(workers), 1)
+    return cpu_s * (PARALLEL_SLOWDOWN if w > 1 else 1.0) / w
+
+
 class _Experiment(Protocol):
     def cost_s(self, spec: RunSpec) -> float | None: ...
 
