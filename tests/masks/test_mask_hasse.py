@@ -9,7 +9,13 @@ import pytest
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import ALL_FAMILY_NAMES, from_dense, parse_schedule
-from rankcollapse.masks.hasse import check_hasse, hasse_analysis, hasse_reference, window_depth
+from rankcollapse.masks.hasse import (
+    check_hasse,
+    composed_flows,
+    hasse_analysis,
+    hasse_reference,
+    window_depth,
+)
 
 #: One spec per family (every registered family but file:, which a test file of its own covers).
 FAMILY_SPECS = {
@@ -90,6 +96,8 @@ def test_depth_is_the_fewest_layers_whose_composed_product_is_the_limit() -> Non
     assert all(np.array_equal(p.astype(bool), limit) for p in products[ours.depth:])
     assert not np.array_equal(products[ours.depth - 1].astype(bool), limit)
     assert ours.pairs_by_depth == [int(p.sum()) for p in products[: ours.depth + 1]]
+    flows = composed_flows(spec, n, ours.depth + 2)
+    assert all(np.array_equal(f, p.astype(bool)) for f, p in zip(flows, products[1:], strict=False))
 
 
 @pytest.mark.parametrize("n", [1, 2, 17, 64])

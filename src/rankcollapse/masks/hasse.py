@@ -178,6 +178,23 @@ def limit_depth(
     return pairs[: depth + 1], state, path
 
 
+def composed_flows(mask: MaskSchedule | Mask | str, n: int, depth: int) -> list[np.ndarray]:
+    """``[P_1, ..., P_depth]``, each a dense bool ``[n, n]`` (``P_L[i, j]``: token ``j``'s information reaches
+    token ``i`` after ``L`` layers), of the mask or the schedule's period repeated to ``depth`` layers;
+    ``n <= REFERENCE_MAX_N``."""
+    n = check_n(n)
+    if n > REFERENCE_MAX_N:
+        raise RankCollapseError(f"composed_flows builds dense products: n <= {REFERENCE_MAX_N}, got n={n}")
+    sched = _schedule(mask)
+    sched = MaskSchedule(sched.period, depth)
+    path = _path(list(sched.masks), n)
+    state, out = path.identity(), []
+    for t in range(depth):
+        state = path.step(state, t)
+        out.append(_to_sparse(path, state, n).to_numpy())
+    return out
+
+
 def _order(limit: SparseMask) -> tuple[np.ndarray, np.ndarray]:
     """``(component_of, strict)``: the condensation of a reflexive transitive ``limit``, components numbered
     in a topological order, and its strict relation ``strict[b, a]`` (bool [k, k]): ``b`` hears ``a``."""
@@ -237,7 +254,7 @@ class HasseReference:
 
 def hasse_reference(mask: MaskSchedule | Mask | str, n: int) -> HasseReference:
     """The facts of :func:`hasse_analysis`, recomputed the plain way: ``P_{L+1} = (M_t P_L > 0)`` by dense
-    integer products until a whole period adds nothing; networkx's ``transitive_closure`` of the union graph
+    0/1 products until a whole period adds nothing; networkx's ``transitive_closure`` of the union graph
     (must equal the limit: checked by :func:`check_hasse`), ``condensation``, ``is_directed_acyclic_graph``
     and ``transitive_reduction``; for one mask ``max`` of the finite ``all_pairs_shortest_path_length``."""
     import networkx as nx
@@ -247,14 +264,14 @@ def hasse_reference(mask: MaskSchedule | Mask | str, n: int) -> HasseReference:
         raise RankCollapseError(f"the plain reference takes n <= {REFERENCE_MAX_N}, got n={n}")
     sched = _schedule(mask)
     _require_self_loops(sched, n)
-    dense = [m.dense_numpy(n).astype(np.int64) for m in sched.period]
+    dense = [m.dense_numpy(n).astype(np.float64) for m in sched.period]  # 0/1: exact products in float64
     p = len(dense)
-    reach = np.eye(n, dtype=np.int64)
+    reach = np.eye(n)
     sizes = [n]
     while True:
         before = sizes[-1]
         for m in dense:
-            reach = ((m @ reach) > 0).astype(np.int64)
+            reach = ((m @ reach) > 0).astype(np.float64)
             sizes.append(int(reach.sum()))
         if sizes[-1] == before:
             break
