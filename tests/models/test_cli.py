@@ -270,10 +270,10 @@ def test_label_names_the_model_in_what_analyze_writes_and_a_bad_one_is_one_line(
     out = tmp_path / "labelled"
     args = ["analyze", "--model", "tiny:gpt2", "--text-file", str(text_file), "--samples", "2", "--tokens",
             "8", "--metrics", "mu_rel", "--no-table", "--out", str(out)]
-    assert main([*args, "--label", "my GPT-2 (random init, seed 0)"]) == 0, capsys.readouterr().err
+    assert main([*args, "--model-label", "my GPT-2 (random init, seed 0)"]) == 0, capsys.readouterr().err
     model = json.loads((out / "config.json").read_text())["config"]["model"]
     assert model["model_label"] == "my GPT-2 (random init, seed 0)" and model["model_name"] == "tiny:gpt2"
     capsys.readouterr()
-    assert main([*args, "--label", "", "--overwrite"]) == 2
+    assert main([*args, "--model-label", "", "--overwrite"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("rankcollapse: error: label ''") and "\n" not in err
+    assert err.startswith("rankcollapse: error: model_label ''") and "\n" not in err

@@ -232,8 +232,8 @@ def test_a_dtype_that_an_in_memory_model_does_not_have_is_refused_not_ignored() 
 
 def test_an_in_memory_model_is_labelled_by_its_name_or_path_and_label_overrides_it() -> None:
     """Titles and ``model_label`` name the model a user loaded (``name_or_path``), not its class
-    (``GPT2LMHeadModel``); one built from a config falls back to the class; ``label=`` overrides both,
-    and a label that is no one-line text is refused in one line."""
+    (``GPT2LMHeadModel``); one built from a config falls back to the class; ``model_label=`` overrides
+    both, and a label that is no one-line text is refused in one line."""
     ids = torch.randint(2, len(WORDS), (2, 6), generator=torch.Generator().manual_seed(0))
     config = AnalyzeConfig(model="in memory", samples=2, tokens=6, metrics="mu_rel")
     model = gpt2()
@@ -242,7 +242,7 @@ def test_an_in_memory_model_is_labelled_by_its_name_or_path_and_label_overrides_
     res = analyze(config, model=model, ids=ids)
     assert res.model_info["model_label"] == res.model_info["model_name"] == "my-org/tiny-gpt2"
     assert "my-org/tiny-gpt2" in repr(res)
-    mine = analyze(config, model=model, ids=ids, label="tiny GPT-2, fine-tuned on cats")
+    mine = analyze(config, model=model, ids=ids, model_label="tiny GPT-2, fine-tuned on cats")
     assert mine.model_info["model_label"] == "tiny GPT-2, fine-tuned on cats"
     with pytest.raises(RankCollapseError, match="allowed: one line of printable text"):
-        analyze(config, model=model, ids=ids, label="two\nlines")
+        analyze(config, model=model, ids=ids, model_label="two\nlines")

@@ -32,9 +32,10 @@ def analyze_command(
                               "mpnet, tiny:<model_type> (e.g. "
                               "tiny:gemma3_text, tiny:vit: a vision encoder reading images), "
                               "or a local model folder (undissected architectures: full mode only)")),
-    label: str = typer.Option(None, "--label", help="The model's words in the figures' titles, config.json's "
-                              "model_label and the progress line (default: what it is, e.g. "
-                              "SmolLM2-135M-Instruct Q4_1 (pretrained); rankcollapse models lists them)."),
+    model_label: str = typer.Option(None, "--model-label", help=q("model_label").help(
+                                    "in the figures' titles, config.json and the progress line; default: "
+                                    "what it is, e.g. SmolLM2-135M-Instruct Q4_1 (pretrained), as "
+                                    "rankcollapse models lists it")),
     mode: str = typer.Option("full", "--mode", help=q("mode").help("here attn (SAN), attn+skip (SAN + skip), "
                              "attn+ln (SAN + LayerNorm), attn+skip+ln (SAN + skip + LayerNorm), full "
                              "(transformer)")),
@@ -186,7 +187,7 @@ def analyze_command(
             raise RankCollapseError(f"--threads must be a positive integer, got {threads}")
         torch.set_num_threads(threads)
     loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
-                                       label=label), tokenizer)
+                                       model_label=model_label), tokenizer)
     ids = pixels = None
     if loaded.image is not None:  # a vision encoder: images in, its token count set by them
         given = None if pixel_values is None else read_pixel_values(pixel_values, loaded.image)

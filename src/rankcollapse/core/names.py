@@ -129,8 +129,8 @@ _TABLE: tuple[Quantity, ...] = (
        "loads"),
     _q("model_name", None, "model_name", "model", "model", "the model measured (a stand-in's own name "
        "where the asked checkpoint is not here)", aliases=("name",)),
-    _q("model_label", None, "model_label", "model", "model", "the measured model in words, for tables "
-       "and figures", aliases=("label",)),
+    _q("model_label", "--model-label", "model_label", "model", "model", "the measured model in words, for "
+       "tables and figures", aliases=("label",)),
     _q("model_kind", None, "model_kind", "model kind", "model kind",
        "where the model comes from: bundled, paper, random, tiny, local, simulated", aliases=("kind",)),
     # the per-sample metrics (rankcollapse.metrics), one column each

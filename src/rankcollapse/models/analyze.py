@@ -201,7 +201,7 @@ def analyze(
     progress: bool = False,
     on_attention: Callable[[int, Tensor], None] | None = None,
     pixel_values: Tensor | None = None,
-    label: str | None = None,
+    model_label: str | None = None,
 ) -> AnalyzeResult:
     """Run ``config``: rows of summarised :func:`rankcollapse.metrics.collapse_metrics` per layer.
 
@@ -224,8 +224,8 @@ def analyze(
     gives them; a vision encoder reads no ids nor text, and without ``pixel_values`` it reads
     ``config.samples`` seeded white-noise images (:func:`pixel_batch`). Its N is its CLS and patch tokens.
 
-    ``label``: the model's words in the result's ``model_info["model_label"]``, its figures' titles and the
-    progress line, instead of what it is (a bundled model's exact checkpoint, an in-memory model's
+    ``model_label``: the model's words in the result's ``model_info["model_label"]``, its figures' titles
+    and the progress line, instead of what it is (a bundled model's exact checkpoint, an in-memory model's
     ``name_or_path``: :attr:`LoadedModel.label`).
 
     ``progress``: progress on stderr (a bar on a terminal, a plain line every 10 s otherwise); off by
@@ -251,16 +251,16 @@ def analyze(
         start = time.perf_counter()
         if model is None:
             model = with_label(load_model_cached(config.model, config.dtype, config.seed, config.device),
-                               label)
+                               model_label)
         elif hf_in is not None:
-            model = from_memory(hf_in, label)
+            model = from_memory(hf_in, model_label)
             check_model_dtype(model, config)
             skipped = hooks_skipped(hf_in, config.mode)
             if skipped:
                 print(f"rankcollapse: warning: {skipped}", file=sys.stderr)
                 model.info["note"] = "; ".join(n for n in (model.info.get("note"), skipped) if n)
         else:
-            model = with_label(model, label)
+            model = with_label(model, model_label)
         check_model_device(model, config.device)
         model = with_tokenizer(model, tokenizer, hf_in)
         seconds["load"] = time.perf_counter() - start

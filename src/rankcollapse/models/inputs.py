@@ -54,10 +54,10 @@ def memory_name(hf_model: Any) -> str:
     return path.name if path.is_absolute() or text.startswith(".") else text
 
 
-def from_memory(hf_model: Any, label: str | None = None) -> LoadedModel:
+def from_memory(hf_model: Any, model_label: str | None = None) -> LoadedModel:
     """An in-memory Hugging Face model as a :class:`LoadedModel` (no tokenizer: see
-    :func:`with_tokenizer`), named by :func:`memory_name` (``label``: other words for its titles and
-    ``model_label``). Dissecting puts the model in eval mode, without gradients and with eager
+    :func:`with_tokenizer`), named by :func:`memory_name` (``model_label``: other words for its titles
+    and ``config.json``). Dissecting puts the model in eval mode, without gradients and with eager
     attention: call it inside :func:`borrowed`, which puts all of that back afterwards."""
     from torch import nn
 
@@ -66,7 +66,7 @@ def from_memory(hf_model: Any, label: str | None = None) -> LoadedModel:
     if not isinstance(hf_model, nn.Module) or not hasattr(hf_model, "config"):
         raise RankCollapseError(
             f"model must be a LoadedModel or a Hugging Face model, got {type(hf_model).__name__}")
-    given = check_label(label) if label is not None else ""
+    given = check_label(model_label) if model_label is not None else ""
     casts = next(hf_model.parameters()).dtype == torch.float32  # as load_model: exact float64 parts
     loaded = dissect(hf_model, name=memory_name(hf_model), tokenizer=None, hf_casts=casts)
     loaded.given_label = given

@@ -151,8 +151,9 @@ class LoadedModel:
     @property
     def label(self) -> str:
         """The model's words in titles, ``config.json``'s ``model_label`` and progress lines: the label the
-        caller gave (``label=``, ``--label``), else its source's (:class:`ModelSource`: a bundled model's
-        exact checkpoint and quantisation), else its name (an in-memory model's ``name_or_path``)."""
+        caller gave (``model_label=``, ``--model-label``), else its source's (:class:`ModelSource`: a
+        bundled model's exact checkpoint and quantisation), else its name (an in-memory model's
+        ``name_or_path``)."""
         return self.given_label or (self.source.label if self.source is not None else self.name)
 
     @property
@@ -172,21 +173,21 @@ MAX_LABEL_CHARS = 120
 
 
 def check_label(label: Any) -> str:
-    """A label a user gives a model (``label=``, ``--label``): one line of printable text, 1 to
-    :data:`MAX_LABEL_CHARS` characters after trimming; RankCollapseError (one line) else."""
+    """A ``model_label`` a user gives (``model_label=``, ``--model-label``): one line of printable text,
+    1 to :data:`MAX_LABEL_CHARS` characters after trimming; RankCollapseError (one line) else."""
     text = label.strip() if isinstance(label, str) else None
     if not text or len(text) > MAX_LABEL_CHARS or not text.isprintable():
-        raise RankCollapseError(f"label {quote(label, 60)} is not one; allowed: one line of printable text, "
-                                f"1 to {MAX_LABEL_CHARS} characters")
+        raise RankCollapseError(f"model_label {quote(label, 60)} is not one; allowed: one line of printable "
+                                f"text, 1 to {MAX_LABEL_CHARS} characters")
     return text
 
 
-def with_label(model: LoadedModel, label: str | None) -> LoadedModel:
-    """``model`` named ``label`` (checked: :func:`check_label`) in what a run writes, a shallow copy that
-    shares the weights (a cached model keeps its own label); ``model`` itself when ``label`` is None."""
+def with_label(model: LoadedModel, model_label: str | None) -> LoadedModel:
+    """``model`` named ``model_label`` (checked: :func:`check_label`) in what a run writes, a shallow copy
+    that shares the weights (a cached model keeps its own label); ``model`` itself when it is None."""
     from dataclasses import replace
 
-    return model if label is None else replace(model, given_label=check_label(label))
+    return model if model_label is None else replace(model, given_label=check_label(model_label))
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -403,10 +404,10 @@ def _from_pretrained(path: str | Path, dtype: torch.dtype) -> tuple[nn.Module, A
 
 def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype = "float32", *, seed: int = 0,
                hf_casts: bool | None = None, device: str | torch.device = "cpu",
-               label: str | None = None) -> LoadedModel:
+               model_label: str | None = None) -> LoadedModel:
     """Load and dissect a model (names: :func:`rankcollapse.models.registry.resolve_model`).
 
-    ``label``: the model's words in titles and ``model_label`` instead of its source's
+    ``model_label``: the model's words in titles and ``config.json`` instead of its source's
     (:attr:`LoadedModel.label`; one line, checked before anything loads).
 
     ``seed`` seeds the weights of random models (ignored for pretrained ones); they are drawn on the
@@ -421,7 +422,7 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    given = check_label(label) if label is not None else ""
+    given = check_label(model_label) if model_label is not None else ""
     torch_dtype = resolve_dtype(dtype)
     where_to = parse_device(device, torch_dtype)
     source = name_or_path if isinstance(name_or_path, ModelSource) else resolve_model(name_or_path)
