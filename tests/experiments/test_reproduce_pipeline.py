@@ -189,6 +189,15 @@ PINNED = {
         "karagodin.mix_ngpt_resist": "reproduced",
         "karagodin.periln_best": "not reproduced",
     },
+    # a follow-up without experiments (Li & Guo 2026): every mask family and four schedules at n = 12 agree
+    # with networkx and the dense products; the two masks' designed flows hold at depths 1-3
+    "hasse": {
+        "hasse.flow_converges": "consistent: proven",
+        "hasse.hasse_limit": "consistent: proven",
+        "hasse.depth_closed_form": "consistent: proven",
+        "hasse.two_stream_consistent": "consistent: proven",
+        "hasse.butterfly_supervised": "consistent: proven",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -216,6 +225,7 @@ FIGURES = {
     ],
     "rollout_models": ["rollout_models_influence", "rollout_models_depth"],
     "karagodin": ["karagodin_post_pre"],
+    "hasse": ["hasse_flows"],
 }
 
 

@@ -39,6 +39,7 @@ ORDER: tuple[str, ...] = (
     "cirrincione",  # a follow-up disputing the paper's LayerNorm result (Cirrincione, arXiv 2604.23681)
     "rollout_models",  # Herasimchyk et al. (arXiv 2602.16837) on the bundled pretrained models' own attention
     "karagodin",  # a follow-up on where the norm sits (Karagodin et al., NeurIPS 2025, arXiv 2510.22026)
+    "hasse",  # masks as Hasse diagrams (Li & Guo, arXiv 2606.09951; no experiments: proof-like rows)
 )
 
 
