@@ -217,9 +217,16 @@ def _hf_config(source: ModelSource) -> Any:
 
 
 def _model_class(model_type: str) -> Any:
-    from transformers import AutoModel, T5EncoderModel
+    """The class a model of ``model_type`` loads as, importing that family's modeling module only: T5 as
+    its encoder stack (``T5EncoderModel``), every other through ``AutoModel`` (which imports the one
+    module of the config's type when it loads)."""
+    if model_type == "t5":
+        from transformers.models.t5.modeling_t5 import T5EncoderModel
 
-    return T5EncoderModel if model_type == "t5" else AutoModel
+        return T5EncoderModel
+    from transformers import AutoModel
+
+    return AutoModel
 
 
 
