@@ -163,4 +163,21 @@ def test_a_bfloat16_model_is_measured_in_float32_against_its_own_precision() -> 
     # the floor is bfloat16's (32 eps = 0.25), not float32's: these tokens sit at it in bf16 only
     assert bool((got["at_floor"] == 1).all()) and bool((ref["at_floor"] == 0).all())
     geometry, sv = mt.token_geometry(x)
-    assert sv.dtype == torch.float64 and float(geometry["rank_tol_rel"][0]) == pytest.approx(16 * 2**-7)
+    # bf16's own rounding, (eps / 2) ||x||_F relative to s_1, above float32's 16 eps32
+    # (not matrix_rank's 16 eps_bf16 = 0.125)
+    own = 2**-8 * sv.square().sum(-1).sqrt() / sv[:, 0]
+    assert sv.dtype == torch.float64
+    floor32 = torch.full_like(own, 16 * 2**-23)
+    torch.testing.assert_close(geometry["rank_tol_rel"], torch.maximum(own, floor32), rtol=1e-5, atol=0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_half_precision_state_of_rank_three_reads_rank_three_at_a_model_shape(dtype: torch.dtype) -> None:
+    # matrix_rank's max(n, d) eps s_1 is 4.5 s_1 for bf16 at 512 x 576: every rank read 0 before
+    gen = torch.Generator().manual_seed(1)
+    x = (torch.randn(512, 3, generator=gen) @ torch.randn(3, 576, generator=gen)).to(dtype)[None]
+    geometry, sv = mt.token_geometry(x)
+    assert int(geometry["rank"][0]) == 3 and float(geometry["rank_tol_rel"][0]) < 0.01
+    assert int(mt.collapse_metrics(x, ["num_rank"])["num_rank"][0]) == 3
+    # the rounding noise (at most eps / 2 of each entry) is below the tolerance: no spurious fourth direction
+    assert float(sv[0, 3] / sv[0, 0]) < float(geometry["rank_tol_rel"][0])

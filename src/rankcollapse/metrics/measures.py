@@ -291,11 +291,26 @@ def _spectrum(x: Tensor) -> Tensor:
     return _svdvals(x).to(torch.float64)
 
 
+#: The half-precision dtypes: measured in float32, their own eps in floors and rank tolerances.
+HALF: tuple[torch.dtype, ...] = (torch.bfloat16, torch.float16)
+
+
 @checked
 def rank_tolerance(s: Tensor, n: int, d: int, dtype: torch.dtype | None = None) -> Tensor:
-    """torch.linalg.matrix_rank's default: ``max(n, d) * eps(dtype) * s_1``, ``dtype`` the data's own
-    (default ``s``'s). s: [..., k] -> [...]."""
-    return max(n, d) * torch.finfo(dtype or s.dtype).eps * s[..., 0]
+    """The numerical rank's tolerance. s: [..., k] (every singular value) -> [...].
+
+    Full precision (``dtype`` the data's own, default ``s``'s): torch.linalg.matrix_rank's default
+    ``max(n, d) eps s_1``. Half precision (bfloat16, float16; measured in float32): the larger of
+    float32's ``max(n, d) eps32 s_1`` and the data's own rounding, ``(eps / 2) ||x||_F`` with
+    ``||x||_F = sqrt(sum s_k^2)`` (rounding each entry moves every singular value by at most
+    ``||E||_2 <= ||E||_F <= (eps / 2) ||x||_F``). matrix_rank's rule at half precision would put the
+    tolerance above ``s_1`` itself once ``max(n, d) eps >= 1`` (bf16: 128 tokens), every rank 0.
+    """
+    own = dtype or s.dtype
+    if own in HALF:
+        data = 0.5 * torch.finfo(own).eps * s.to(torch.float64).square().sum(dim=-1).sqrt().to(s.dtype)
+        return torch.maximum(max(n, d) * torch.finfo(torch.float32).eps * s[..., 0], data)
+    return max(n, d) * torch.finfo(own).eps * s[..., 0]
 
 
 def _rank_from_sv(s: Tensor, n: int, d: int, dtype: torch.dtype | None = None) -> Tensor:
@@ -363,10 +378,10 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
 
     x: [b, n, d]; ``rank_max`` [b]: the largest rank each sample can have by structure (its number of
     distinct rows; an embedding's width), capped at ``min(n, d)``; None: ``min(n, d)``. With ``k = rank_max``
-    and the numerical rank at :func:`rank_tolerance` (``max(n, d) eps s_1``): ``full_rank`` (1 where
-    rank >= k), ``rank``, ``rank_max``, ``sigma_min`` (the k-th singular value: the smallest the input
-    allows above 0), ``sigma_max``, ``sigma_ratio = sigma_min / sigma_max``, ``sigma_dominance =
-    s_1 / s_2``, ``rank_tol_rel = max(n, d) eps`` (the rank tolerance relative to ``s_1``: where
+    and the numerical rank at :func:`rank_tolerance` (``max(n, d) eps s_1`` in full precision):
+    ``full_rank`` (1 where rank >= k), ``rank``, ``rank_max``, ``sigma_min`` (the k-th singular value:
+    the smallest the input allows above 0), ``sigma_max``, ``sigma_ratio = sigma_min / sigma_max``,
+    ``sigma_dominance = s_1 / s_2``, ``rank_tol_rel`` (:func:`rank_tolerance` relative to ``s_1``: where
     ``sigma_ratio`` stops being measurable), ``mean_abs_cos``. -> ({name: float64 [b]}, singular values
     float64 [b, min(n, d)]), on the CPU wherever x lives; NaN for a sample that is not finite.
     """
@@ -400,7 +415,8 @@ def token_geometry(x: Tensor, rank_max: Tensor | None = None) -> tuple[dict[str,
             "full_rank": (rank >= k), "rank": rank, "rank_max": k, "sigma_min": smin, "sigma_max": s[:, 0],
             "sigma_ratio": smin / s[:, 0],
             "sigma_dominance": s[:, 0] / s[:, 1] if k_all > 1 else s[:, 0] * math.nan,
-            "rank_tol_rel": torch.full_like(s[:, 0], max(n, d) * torch.finfo(own).eps),
+            "rank_tol_rel": torch.where(s[:, 0] > 0, tol / s[:, 0].clamp(min=torch.finfo(s.dtype).tiny),
+                                        max(n, d) * torch.finfo(torch.float32 if own in HALF else own).eps),
             "mean_abs_cos": mean_abs_cos(x[ok]),
         }
         for name in GEOMETRY_NAMES:

@@ -67,7 +67,7 @@ def from_memory(hf_model: Any, model_label: str | None = None) -> LoadedModel:
         raise RankCollapseError(
             f"model must be a LoadedModel or a Hugging Face model, got {type(hf_model).__name__}")
     given = check_label(model_label) if model_label is not None else ""
-    casts = next(hf_model.parameters()).dtype == torch.float32  # as load_model: exact float64 parts
+    casts = next(hf_model.parameters()).dtype != torch.float64  # as load_model: exact float64 parts only
     loaded = dissect(hf_model, name=memory_name(hf_model), tokenizer=None, hf_casts=casts)
     loaded.given_label = given
     loaded.info["loaded_from"] = "in-memory Hugging Face model"

@@ -450,7 +450,9 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
     model.requires_grad_(False)
     if where_to.type != "cpu":
         model.to(where_to)
-    casts = (torch_dtype == torch.float32) if hf_casts is None else hf_casts
+    # Hugging Face's float32 casts (RMSNorm's mean of squares...) in float32 and half precision, as its own
+    # forward; exact parts only in float64
+    casts = (torch_dtype != torch.float64) if hf_casts is None else hf_casts
     loaded = dissect(model, name=source.name, tokenizer=tokenizer, hf_casts=casts)
     if source.depth is not None and source.depth > len(loaded.layers):
         loaded.layers = FreshLayers(model, loaded.layers, source.depth, seed, casts)

@@ -149,8 +149,9 @@ def norm_fn(module: nn.Module, kind: str, hf_casts: bool) -> Fn:
     if not hf_casts:  # t5: scale-only LayerNorm; HF: the mean of squares in float32
         return functools.partial(rms_norm, weight=w, eps=eps)
 
-    def t5(x: Tensor) -> Tensor:
-        return w * (x * torch.rsqrt(x.to(torch.float32).pow(2).mean(-1, keepdim=True) + eps))
+    def t5(x: Tensor) -> Tensor:  # HF's T5LayerNorm: back to a half-precision weight's dtype before the scale
+        y = x * torch.rsqrt(x.to(torch.float32).pow(2).mean(-1, keepdim=True) + eps)
+        return w * (y.to(w.dtype) if w.dtype in (torch.float16, torch.bfloat16) else y)
 
     return t5
 
