@@ -212,7 +212,10 @@ def analyze_command(
     drawn: list[Path] = []
     checks: list = []
     with OutputFolder(out, "analyze", existing=existing, outputs=outputs) as folder:
-        with RunWriter(folder, {"analyze": asdict(config), "model": info}) as writer:
+        from rankcollapse.models.analyze_result import read_size
+
+        record = {"analyze": asdict(config), "model": info, "read": read_size(config, ids, pixels)}
+        with RunWriter(folder, record) as writer:
             result = analyze(config, model=loaded, ids=ids, pixel_values=pixels, on_row=writer.write_row,
                              progress=progress,
                              on_attention=_attention_writer(folder) if save_attention else None)

@@ -151,6 +151,17 @@ def model_info(model: LoadedModel, config: AnalyzeConfig) -> dict[str, Any]:
             "note": model.info.get("note")}
 
 
+def read_size(config: AnalyzeConfig, ids: Any = None, pixels: Any = None) -> dict[str, int]:
+    """What a run read, as ``config.json``'s ``read`` records it: ``samples`` x ``tokens`` of the ids
+    ([b, n], right-padded) or images ([b, ...]; the config's tokens); the config's own sizes without
+    either. A run given 2 excerpts of 512 tokens under the default config says 2 x 512, not 16 x 128."""
+    if ids is not None and getattr(ids, "ndim", 0) == 2:
+        return {"samples": int(ids.shape[0]), "tokens": int(ids.shape[1])}
+    if pixels is not None and getattr(pixels, "ndim", 0) >= 1:
+        return {"samples": int(pixels.shape[0]), "tokens": int(config.tokens)}
+    return {"samples": int(config.samples), "tokens": int(config.tokens)}
+
+
 def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = False,
               overwrite: bool = False) -> Path:
     """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI);
@@ -164,8 +175,9 @@ def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = Fal
     existing = "replace" if overwrite else "deprecated-replace"
     legacy = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "per_sample.csv")  # before manifests
     with OutputFolder(out_dir, "analyze", option="out_dir", existing=existing, outputs=legacy) as folder:
-        with RunWriter(folder, {"analyze": asdict(result.config), "model": result.model_info,
-                                "notes": result.notes}) as writer:
+        record = {"analyze": asdict(result.config), "model": result.model_info,
+                  "read": read_size(result.config, result.ids), "notes": result.notes}
+        with RunWriter(folder, record) as writer:
             for row in result.rows:
                 writer.write_row(row)
         if per_sample:
