@@ -6,10 +6,10 @@ run with this checkout's ``rankcollapse`` on the PATH). A block tagged ``long`` 
 or ``setup`` (installs or clones) is shown but not run: ```` ```bash long ````. A block tagged
 ``output`` right after a run block is what that block prints on stdout; ``...`` stands for any
 text (numbers that vary, such as timings). docs/reproduce.md and docs/ARCHITECTURE.md are not
-checked here (their snippets belong to the experiments being restructured). A deprecated spelling is an
-error: Python blocks run with ``RankCollapseDeprecation`` as an error, and a bash block fails on a
-``rankcollapse: warning: ... deprecated`` line; every page's blocks (run or not) are also checked, fast,
-for the names table's deprecated flags and config fields (:func:`deprecated_spellings`).
+checked here (their snippets belong to the experiments being restructured). A spelling 0.2.0 retired
+fails where it runs (the command line and the API refuse it); every page's blocks (run or not) and
+command spans are also checked, fast, for the retired flags and config fields (``tests/retired.py``,
+:func:`retired_spellings`).
 """
 
 from __future__ import annotations
@@ -121,9 +121,7 @@ def matches(expected: str, got: str) -> bool:
 
 
 DRIVER = r"""
-import contextlib, io, json, os, subprocess, sys, traceback, warnings
-from rankcollapse.edge.deprecation import RankCollapseDeprecation
-warnings.simplefilter("error", RankCollapseDeprecation)  # a page teaches the current names only
+import contextlib, io, json, os, subprocess, sys, traceback
 blocks = json.load(open(sys.argv[1]))
 namespace = {"__name__": "__main__"}
 results = []
@@ -140,10 +138,7 @@ for b in blocks:
             results.append({"ok": False, "out": out.getvalue(), "error": traceback.format_exc()[-3000:]})
     else:
         p = subprocess.run(["bash", "-e", "-c", b["code"]], capture_output=True, text=True)
-        old = [line for line in p.stderr.splitlines() if line.startswith("rankcollapse: warning:")
-               and "deprecated" in line]  # the command line's deprecation path: one warning line each
-        results.append({"ok": p.returncode == 0 and not old, "out": p.stdout,
-                        "error": ("\n".join(old) + "\n" if old else "") + p.stderr[-3000:]})
+        results.append({"ok": p.returncode == 0, "out": p.stdout, "error": p.stderr[-3000:]})
     results[-1]["seconds"] = time.perf_counter() - start
 json.dump(results, open(sys.argv[2], "w"))
 """
@@ -205,23 +200,22 @@ ALL_PAGES = sorted({*PAGES, *(str(p.relative_to(ROOT)) for p in (ROOT / "docs").
                    - {"docs/results.md", "docs/results-evidence.md"})
 
 
-def deprecated_spellings(lang: str, code: str) -> list[str]:
-    """The deprecated spellings of the names table (``core.names``) a block teaches: a flag of a
-    ``rankcollapse`` command line (``--n``, ``--batch``, ...), or a keyword of a config call
-    (``SimulationConfig(n=...)``) whose config has the table's field for it (``tokens``)."""
+def retired_spellings(lang: str, code: str) -> list[str]:
+    """The spellings 0.2.0 retired (``tests/retired.py``) a block teaches: a flag of a ``rankcollapse``
+    command line (``--n``, ``--batch``, ...), or a keyword of a config call (``SimulationConfig(n=...)``)
+    whose config has the field that replaced it (``tokens``)."""
     import ast
     import dataclasses
     import importlib
 
-    from rankcollapse.core.names import QUANTITIES
+    from retired import SPELLINGS
 
-    old = {alias: q.key for q in QUANTITIES.values() for alias in q.aliases}
     found: list[str] = []
     if lang == "bash":
         for line in code.splitlines():
             if "rankcollapse " in line:
                 flags = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line.split("#")[0])
-                found += [f for f in flags if f in old]
+                found += [f for f in flags if f in SPELLINGS]
         return found
     try:
         tree = ast.parse(code)
@@ -238,18 +232,19 @@ def deprecated_spellings(lang: str, code: str) -> list[str]:
         if name not in configs:
             continue
         fields = {f.name for f in dataclasses.fields(getattr(importlib.import_module(configs[name]), name))}
-        found += [f"{name}({k.arg}=...)" for k in node.keywords if k.arg in old and old[k.arg] in fields]
+        found += [f"{name}({k.arg}=...)" for k in node.keywords
+                  if k.arg in SPELLINGS and SPELLINGS[k.arg] in fields]
     return found
 
 
 @pytest.mark.parametrize("page", ALL_PAGES)
-def test_no_page_teaches_a_deprecated_spelling(page: str) -> None:
+def test_no_page_teaches_a_retired_spelling(page: str) -> None:
     """README and docs/masks.md taught ``SimulationConfig(..., n=64)`` and ``rankcollapse mask SPEC --n N``,
-    which print deprecation warnings: every block of every page uses the table's current names."""
+    refused since 0.2.0: every block of every page uses the table's current names."""
     text = (ROOT / page).read_text(encoding="utf-8")
     bad = [(b.line, found) for b in blocks(text) if b.lang in RUN
-           for found in [deprecated_spellings(b.lang, b.code)] if found]
+           for found in [retired_spellings(b.lang, b.code)] if found]
     prose = FENCE.sub("", text)  # a command line in a code span of the text: `rankcollapse mask SPEC --n N`
     spans = [m.group(1) for m in re.finditer(r"`([^`\n]*rankcollapse [^`\n]*)`", prose)]
-    bad += [("text", found) for span in spans for found in [deprecated_spellings("bash", span)] if found]
-    assert not bad, f"{page}: deprecated spellings at lines {bad}"
+    bad += [("text", found) for span in spans for found in [retired_spellings("bash", span)] if found]
+    assert not bad, f"{page}: retired spellings at lines {bad}"

@@ -3,7 +3,7 @@
 Layout (each folder has a module docstring saying what lives there), lowest floor first:
 
 - ``core``        the vocabulary: the one masked softmax, the norms, every random draw, the precision floor
-- ``edge``        what meets the user: the one error, input opener, validation, output layer, deprecation
+- ``edge``        what meets the user: the one error, input opener, validation, output layer
 - ``masks``       attention masks as directed graphs: specs, sparse form, graph analysis, exporters
 - ``metrics``     collapse measures (mu, ranks, cosines) as pure functions of token matrices
 - ``dynamics``    deep self-attention dynamics: attention kernels, norms, layers, simulator, theory
@@ -19,11 +19,8 @@ from rankcollapse.edge.network import sync_offline
 
 sync_offline()  # first: the hub library offline for the whole process until downloads are allowed
 
-from rankcollapse.edge.deprecation import install_moved_modules  # noqa: E402
 from rankcollapse.edge.errors import RankCollapseError  # noqa: E402
 
-install_moved_modules()
-
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["RankCollapseError", "__version__"]

@@ -179,7 +179,7 @@ SIMULATE_OPTIONS = {
     "--d": ints(1, 8, (0, 10**9)), "--layers": ints(0, 6, (10**15,)),
     "--mode": st.sampled_from(["attn", "attn+sphere", "attn+ln", "attn+skip+ln", "attn+layernorm",
                                  "attn+rmsnorm", "attn+skip", "transformer", "transformer-pre", "gpt", ""]),
-    "--heads": ints(1, 3, (0,)), "--d-qk": floats((1.0, 0.25, 64.0)), "--temperature": floats((1.0, 4.0)),
+    "--heads": ints(1, 3, (0,)), "--d-qk": floats((1.0, 0.25, 64.0, 4.0)),
     "--value": st.sampled_from(["gaussian", "orthogonal", "identity", "scaled-identity", "unitary"]),
     "--value-scale": floats((1.0, 0.5, 1e3)), "--qk-scale": floats((1.0, 0.0, 3.0)),
     "--inputs": st.sampled_from(["gaussian", "sphere", "hemisphere", "uniform"]),
@@ -213,7 +213,7 @@ def _restore_threads() -> Iterator[None]:
 EQUILIBRIA_BAD = {
     "--tokens": ints(1, 4, (0, 10**9)), "--d": ints(1, 3, (0, 10**9)), "--rank": ints(-1, 4, (10**6,)),
     "--mask": SPECS, "--starts": ints(0, 4, (-5, 10**12)), "--layers": ints(-1, 20, (10**15,)),
-    "--temperature": floats((1.0, 2.0)), "--seed": ints(0, 3, (-1,)), "--threads": ints(0, 2, (1000,)),
+    "--d-qk": floats((1.0, 2.0)), "--seed": ints(0, 3, (-1,)), "--threads": ints(0, 2, (1000,)),
     "--json": None,
 }
 VALUE_FILES = st.sampled_from(["none", "missing", "dir", "text", "nan", "complex", "wrong-shape", "zero",
@@ -380,7 +380,7 @@ REPORTED = [
                                                                               None),
     ("mask file:HUGE --tokens 4", None), ("mask causal --tokens 8 --plot ''", None),
     ("mask causal --tokens 8 --plot DIR", None),
-    ("equilibria --tokens 2 --d 2 --rank 1 --mask nonsense --temperature 5", None),
+    ("equilibria --tokens 2 --d 2 --rank 1 --mask nonsense --d-qk 5", None),
     ("equilibria --tokens 2 --d 2 --mask nonsense", None),
     ("portrait --out FILE", None), ("portrait --out NEW --a 5", "no-folder"),
     ("portrait --out FILE/sub", None),

@@ -191,26 +191,24 @@ def test_version_prints_the_package_version_and_runs_no_command(capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "args"),
+    ("command", "args", "line"),
     [
-        ("simulate", ["--tokens", "4", "--d", "4", "--layers", "2", "--temperature", "2", "--no-progress"]),
-        ("simulate", ["--tokens", "4", "--d", "4", "--layers", "2", "--mode", "attn+ln", "--no-progress"]),
+        ("simulate", ["--tokens", "4", "--d", "4", "--layers", "2", "--temperature", "2", "--no-progress"],
+         "No such option: --temperature"),
+        ("simulate", ["--tokens", "4", "--d", "4", "--layers", "2", "--mode", "attn+ln", "--no-progress"],
+         "unknown mode 'attn+ln'"),
         ("analyze", ["--model", "tiny:bert", "--mode", "attn", "--temperature", "4", "--layers", "1",
-                     "--samples", "2", "--tokens", "8", "--no-progress"]),
+                     "--samples", "2", "--tokens", "8", "--no-progress"], "No such option: --temperature"),
     ],
 )
-def test_every_old_spelling_warns_once_through_the_one_deprecation_path(
-    command, args, tmp_path, capsys
+def test_an_old_spelling_is_one_error_line_and_nothing_is_written(
+    command, args, line, tmp_path, capsys
 ) -> None:
-    """The CLI prints each deprecation as one line after the command succeeded (a refused command stays
-    one line); the Python API raises the same FutureWarning (tests/dynamics/test_validation.py)."""
+    """0.2.0 retired the one-release spellings (CHANGELOG.md): the CLI has no deprecation path left, an
+    old spelling is refused like any unknown one, in one line (exit 2), before anything is written."""
     from rankcollapse.cli.main import main
 
     code = main([command, *args, "--out", str(tmp_path / "o")])
-    err = capsys.readouterr().err.splitlines()
-    warned = [line for line in err if "deprecated" in line]
-    assert code == 0 and len(warned) == 1 and warned[0].startswith("rankcollapse: warning: ")
-    bad = ["--samples", "0"] if command == "analyze" else ["--tokens", "0"]
-    refused = main([command, *args, *bad, "--out", str(tmp_path / "p")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert refused == 2 and len(err) == 1 and "deprecated" not in err[0]
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"rankcollapse: error: {line}"), err
+    assert not (tmp_path / "o").exists()

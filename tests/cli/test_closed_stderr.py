@@ -71,8 +71,10 @@ def test_without_a_terminal_the_error_line_alone_goes_to_stdout(tmp_path):
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["no terminal", "a terminal"])
 def test_a_warning_never_lands_in_stdout(tmp_path, terminal):
-    """A deprecated option's warning (stderr's) is not output: with stderr closed it went to stdout."""
-    args = ["simulate", "--n", "4", "--d", "2", "--layers", "2", "--temperature", "1", "--no-progress",
+    """A warning (stderr's; here simulate's overflow line) is not output: with stderr closed it went to
+    stdout."""
+    args = ["simulate", "--tokens", "8", "--d", "4", "--value", "scaled-identity", "--value-scale", "1000",
+            "--dtype", "float32", "--layers", "100", "--samples", "2", "--no-progress",
             "--out", str(tmp_path / "run")]
     master, slave = pty.openpty() if terminal else (None, None)
     try:

@@ -120,19 +120,21 @@ def test_theorem2_rate_closed_form() -> None:
 def test_the_bounds_multiplier_is_named_for_what_it_is_not_the_number_of_centers() -> None:
     """``k`` in ``rho = (1 - k eps^{p r})^{1/(p r)}`` is the bound's parameter: 1 for Theorem 1 and
     Corollary 1, N for Theorem 2, the number of centers for Corollary 1 (n centers). A window mask with
-    8 centers gives Theorem 1's 1, under that name; the old name ``centers`` warns, for one release."""
-    from rankcollapse.edge.deprecation import RankCollapseDeprecation
-
+    8 centers gives Theorem 1's 1, under that name; the old name ``centers`` (retired in 0.2.0) is
+    refused: no attribute, no keyword."""
     res = simulate(SimulationConfig(mask="window:w=4", tokens=8, d=8, layers=4, samples=2, seed=0))
     assert len(analyze_mask("window:w=4", 8).center_nodes) == 8
     assert res.theory is not None and res.theory.eps_multiplier == 1
     assert "eps_multiplier" in res.theory.to_dict() and "centers" not in res.theory.to_dict()
-    with pytest.warns(RankCollapseDeprecation, match="eps_multiplier"):
-        assert res.theory.centers == 1
+    with pytest.raises(AttributeError, match="has no attribute 'centers'"):
+        res.theory.centers  # noqa: B018
     mu = torch.tensor([[1.0], [0.5], [0.2]], dtype=torch.float64)
-    with pytest.warns(RankCollapseDeprecation, match="eps_multiplier"):
-        old = fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, centers=4)
-    assert old.eps_multiplier == 4
+    for call in (lambda: fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, centers=4),
+                 lambda: log_rate(0.2, 1, 2, centers=4)):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'centers'") as info:
+            call()
+        assert "\n" not in str(info.value)
+    assert fit_bound(mu, 0.2, 1, result="Theorem 2", power=2, eps_multiplier=4).eps_multiplier == 4
     gen = torch.Generator().manual_seed(0)
     x0 = torch.nn.functional.normalize(torch.randn(2, 8, 8, dtype=torch.float64, generator=gen).abs(), dim=-1)
     checks = check_ln_results(mu.repeat(1, 2), 0.2, analyze_mask("window:w=4", 8), x0, True)

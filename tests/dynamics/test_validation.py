@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,6 @@ import torch
 from rankcollapse.cli.main import main
 from rankcollapse.dynamics import SimulationConfig, simulate
 from rankcollapse.dynamics.config import estimate_memory
-from rankcollapse.edge.deprecation import RankCollapseDeprecation
 from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.validate import available_memory, check_memory
 
@@ -65,27 +64,14 @@ def test_memory_estimate_refuses_before_allocating_and_names_the_estimate() -> N
     assert free is None or free > 0
 
 
-def test_deprecated_names_still_work_with_a_warning_and_give_the_same_numbers() -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = SimulationConfig(n=8, d=4, layers=4, batch=2, preset="attn+ln", temperature=4.0)
-    assert (old.tokens, old.samples, old.mode, old.d_qk) == (8, 2, "attn+sphere", 4.0)
-    assert (old.n, old.batch, old.preset, old.temperature) == (None, None, None, None)
-    # one channel: the one deprecation class (a FutureWarning), one warning per old name: the fields n,
-    # batch, preset, temperature (core.names) and the mode value attn+ln
-    assert all(isinstance(w.message, RankCollapseDeprecation) for w in caught) and len(caught) == 5
-    lines = sorted(str(w.message) for w in caught)
-    assert lines[:4] == ["batch is deprecated; use samples", "mode 'attn+ln' is deprecated (it is the "
-                         "scaling-only sphere normalisation, not a LayerNorm); use 'attn+sphere'",
-                         "n is deprecated; use tokens (tokens per input, the rows of X (a model's start "
-                         "token included))", "preset is deprecated; use mode (block)"], lines
-    assert lines[4].startswith("temperature is deprecated; use d_qk")
-    assert issubclass(RankCollapseDeprecation, FutureWarning)
-    assert "n" not in old.to_dict() and old.to_dict()["tokens"] == 8  # config.json: the table's names
-    new = small(mode="attn+sphere", d_qk=4.0)
-    assert torch.equal(simulate(old).final, simulate(new).final)
-    with pytest.raises(RankCollapseError, match="not both"):
-        small(d_qk=2.0, temperature=4.0)
+@pytest.mark.parametrize(("old", "new"), [("attn+ln", "attn+sphere"), ("attn+skip+ln", "attn+skip+sphere")])
+def test_the_simulators_retired_mode_names_are_refused_in_one_line(old: str, new: str) -> None:
+    """0.2.0 retired the simulator's ``attn+ln`` / ``attn+skip+ln`` (the scaling-only sphere normalisation,
+    not a LayerNorm): an unknown mode, whose one line lists the names, ``attn+sphere`` among them."""
+    with pytest.raises(RankCollapseError, match=f"unknown mode '{re.escape(old)}'; allowed: ") as info:
+        small(mode=old)
+    assert "\n" not in str(info.value) and new in str(info.value).split("allowed: ")[1].split(", ")
+    assert small(mode=new).mode == new
 
 
 def test_dtype_names_are_canonical() -> None:
@@ -163,7 +149,7 @@ def test_cli_never_overwrites_silently(tmp_path: Path, capsys: pytest.CaptureFix
      (["--seed", "-1"], "seed must be >= 0"), (["--threads", "1000"], "--threads must be between 1 and"),
      (["--tokens", "2000000000"], "needs about"), (["--tokens", "99999999999999999999"], "needs about"),
      (["--layers", "2.5"], "--layers '2.5' is not a valid integer"),
-     (["--d-qk", "1", "--temperature", "2"], "not both"),
+     (["--mode", "attn+ln"], "unknown mode 'attn+ln'"),
      (["--kernel", "band", "--mask", "block:size=4"], "needs a band mask")],
 )
 def test_cli_refusals_are_one_line(

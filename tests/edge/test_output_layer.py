@@ -476,27 +476,52 @@ def test_an_analyze_rerun_leaves_no_attention_files_of_the_earlier_run(tmp_path:
     assert sorted(marker["files"]) == ["config.json", "metrics.csv"]
 
 
-@pytest.mark.parametrize("command", ["analyze", "portrait"])
+#: Per command: what its runs here add, and what makes a second run's files differ from the first's.
+RERUNS = {"analyze": (["--no-table"], ["--seed", "1"]), "portrait": ([], ["--w", "3"]),
+          "counterexample": ([], ["--w", "3"])}
+
+
+@pytest.mark.parametrize("command", sorted(RERUNS))
 def test_an_earlier_run_is_replaced_only_with_overwrite_one_rule_for_every_command(
     command: str, tmp_path: Path
 ) -> None:
-    """simulate refuses an earlier run without --overwrite; analyze and portrait used to replace it
-    silently: now a deprecation warning (one release), then the same refusal. The layer's rule is refuse."""
+    """simulate always refused an earlier finished run without --overwrite; analyze, portrait and
+    counterexample replaced it with a deprecation warning until 0.2.0. Now one rule: without --overwrite
+    the rerun is one line, exit 2, and the first run's files stay byte for byte; with it they are replaced."""
     from rankcollapse.edge.folder import check_output_folder
 
     out = tmp_path / "run"
-    code, _, err = run_cli(writer_args(command, out, *(["--no-table"] if command == "analyze" else [])))
+    extra, other = RERUNS[command]
+    code, _, err = run_cli(writer_args(command, out, *extra))
     assert code == 0 and not err.strip(), err
+    first = snapshot(out)
     with pytest.raises(RankCollapseError, match="--overwrite"):
         check_output_folder(out, command)
-    extra = ["--no-table"] if command == "analyze" else []
-    code, _, err = run_cli(writer_args(command, out, *extra))
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 0 and len(lines) == 1, err
-    assert lines[0].startswith("rankcollapse: warning: replacing an earlier") and "--overwrite" in lines[0]
-    code, _, err = run_cli(writer_args(command, out, *extra, "--overwrite"))
+    line = one_line_error(writer_args(command, out, *extra, *other))
+    assert f"holds an earlier finished {command} run; pass --overwrite to replace it" in line, line
+    assert snapshot(out) == first  # untouched: no staging left, no lock, the same bytes
+    code, _, err = run_cli(writer_args(command, out, *extra, *other, "--overwrite"))
     assert code == 0 and not err.strip(), err
-    assert is_complete(out)
+    assert is_complete(out) and snapshot(out) != first
+
+
+def test_write_run_refuses_an_earlier_run_without_overwrite_and_replaces_it_with(tmp_path: Path) -> None:
+    """The Python writer of an analyze result has the same rule: ``overwrite=False`` (the default) is one
+    line naming ``overwrite=True``, the first run intact; ``overwrite=True`` replaces it."""
+    from rankcollapse.models import AnalyzeConfig, analyze, write_run
+
+    one, two = (analyze(AnalyzeConfig(model="tiny:bert", samples=2, tokens=8, layers=1, seed=s),
+                        progress=False) for s in (0, 1))
+    out = tmp_path / "run"
+    write_run(one, out)
+    first = snapshot(out)
+    with pytest.raises(RankCollapseError) as info:
+        write_run(two, out)
+    assert "\n" not in str(info.value)
+    assert "holds an earlier finished analyze run; pass overwrite=True to replace it" in str(info.value)
+    assert snapshot(out) == first
+    write_run(two, out, overwrite=True)
+    assert is_complete(out) and (out / "metrics.csv").read_bytes() != first["metrics.csv"]
 
 
 def test_the_next_writer_removes_the_temporaries_of_a_killed_one(tmp_path: Path) -> None:

@@ -182,3 +182,11 @@ def test_orthogonal_value_matrix_with_hemisphere_inputs_collapses(mask, n, d):
                               generator=torch.Generator().manual_seed(n * 10 + d))
     assert float(res.mu_rel_start.min()) > 0.05
     assert float(res.mu_rel_end.max()) < 1e-6
+
+
+def test_orthogonal_collapse_requires_its_generator():
+    """Its draws (W_V and the inputs) refused ``generator=None`` at run time; since 0.2.0 the argument is
+    required: leaving it out is Python's own one-line TypeError, before anything is drawn."""
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'generator'") as info:
+        orthogonal_collapse(3, 2, None, samples=2, steps=1)
+    assert "\n" not in str(info.value)

@@ -60,7 +60,8 @@ def test_plot_into_a_read_only_folder_is_one_line_naming_the_file(capsys, tmp_pa
     from readonly import read_only
 
     out = read_only(tmp_path / "ro", monkeypatch)
-    line = _one_line_error(capsys, "causal", "--n", "8", "--plot", str(out / "m.png"), fragment="(EACCES)")
+    line = _one_line_error(capsys, "causal", "--tokens", "8", "--plot", str(out / "m.png"),
+                           fragment="(EACCES)")
     assert "cannot write plot" in line and "m.png" in line and list(out.iterdir()) == []
 
 

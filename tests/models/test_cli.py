@@ -162,18 +162,15 @@ def test_corpus_with_text_is_refused(tmp_path, text_file, capsys):
     assert "--corpus does not apply with --text-file" in err
 
 
-def test_temperature_is_a_deprecated_alias_of_d_qk(tmp_path, text_file, capsys):
+def test_d_qk_is_the_one_spelling_and_the_retired_temperature_is_refused(tmp_path, text_file, capsys):
     out = tmp_path / "t"
-    code = main(["analyze", "--model", "tiny:bert", "--mode", "attn", "--temperature", "4", "--layers", "1",
+    code = main(["analyze", "--model", "tiny:bert", "--mode", "attn", "--d-qk", "4", "--layers", "1",
                  "--text-file", str(text_file), "--samples", "2", "--tokens", "8", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    warnings = [line for line in captured.err.splitlines() if "deprecated" in line]
-    assert len(warnings) == 1 and "--d-qk" in warnings[0]
     assert json.loads((out / "config.json").read_text())["config"]["analyze"]["d_qk"] == 4.0
-    err = _one_line_error(["analyze", "--d-qk", "2", "--temperature", "2", "--out", str(tmp_path / "o")],
-                          capsys)
-    assert "not both" in err
+    err = _one_line_error(["analyze", "--temperature", "2", "--out", str(tmp_path / "o")], capsys)
+    assert "No such option: --temperature" in err and not (tmp_path / "o").exists()
 
 
 def test_overflow_is_reported_not_hidden(tmp_path, text_file, capsys, monkeypatch):
@@ -248,7 +245,7 @@ def test_save_attention_writes_the_weights_of_each_layer_and_needs_diagnostics(t
     analyze(cfg, model=model, ids=token_batch(cfg, model),
             on_attention=lambda t, a: got.setdefault(t, a.clone()))
     np.testing.assert_array_equal(np.load(out / "attention" / "layer_002.npy"), got[2].float().numpy())
-    err = _one_line_error([a for a in argv if a != "--diagnostics"], capsys)
+    err = _one_line_error([a for a in argv if a != "--diagnostics"] + ["--overwrite"], capsys)
     assert "--save-attention applies only with --diagnostics" in err
 
 

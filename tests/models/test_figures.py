@@ -278,8 +278,8 @@ def test_analyze_plot_writes_every_figure_that_applies_in_each_format_and_lists_
     figures = {f"{n}.{e}" for n in ("mu", "geometry", "diagnostics") for e in ("png", "pdf")}
     assert figures <= set(read_marker(out)["files"])
     assert "figures: mu.png, mu.pdf, geometry.png" in capsys.readouterr().out
-    # the same folder again without diagnostics: the stale diagnostics figures go with the old run
-    assert main([*base, "--plot"]) == 0
+    # the same folder again (--overwrite), no diagnostics: the stale diagnostics figures go with the old run
+    assert main([*base, "--plot", "--overwrite"]) == 0
     assert set(read_marker(out)["files"]) == {"config.json", "metrics.csv", "mu.png", "geometry.png"}
     capsys.readouterr()
     for extra, needle in (
@@ -287,6 +287,6 @@ def test_analyze_plot_writes_every_figure_that_applies_in_each_format_and_lists_
         (["--plot", "--plot-format", "jpg"], "--plot-format 'jpg' is invalid; allowed: "),
         (["--plot", "--metrics", "dong_residual"], "--metrics dong_residual has none of them"),
     ):
-        assert main([*base, *extra]) == 2
+        assert main([*base, *extra, "--overwrite"]) == 2  # the folder may be replaced: the option is refused
         err = capsys.readouterr().err.strip()
         assert needle in err and "\n" not in err

@@ -58,11 +58,17 @@ def test_paper_model_falls_back_to_a_labelled_stand_in():
     assert paper_model("bert-base-uncased", stand_in="minilm").label.startswith("all-MiniLM")
 
 
-def test_tiny_bundled_and_deprecated_names(capsys):
+def test_tiny_bundled_and_retired_names(capsys):
     assert resolve_model("tiny:t5").kind == "tiny"
     assert resolve_model("minilm").kind == "bundled" and resolve_model("mpnet").family == "mpnet"
-    old = resolve_model("random:bert")
-    assert old.name == "tiny:bert" and "is now 'tiny:bert'" in capsys.readouterr().err
+    # random:<family> of the tiny models was retired in 0.2.0: tiny:<family> (random:<checkpoint> is a
+    # checkpoint's config); the old name is refused in one line that names the tiny models' spelling
+    for old in ("bert", "albert", "llama"):
+        with pytest.raises(RankCollapseError, match=f"random model '{old}' is not supported") as info:
+            resolve_model(f"random:{old}")
+        assert "(or tiny:<family>)" in str(info.value) and "\n" not in str(info.value)
+        assert resolve_model(f"tiny:{old}").name == f"tiny:{old}"
+    assert not capsys.readouterr().err
     for bad, needle in [("random:t5", "random model 't5'"), ("tiny:nope", "tiny model 'nope'"),
                         ("no-such-model", "unknown model 'no-such-model'")]:
         with pytest.raises(RankCollapseError, match=needle):

@@ -1,14 +1,11 @@
 """``reproduce`` takes one :class:`ReproduceConfig`, checked on construction (one line per bad option,
-nothing written); the keyword call of the earlier release still works for one release, with one warning."""
+nothing written); the keyword call of the earlier release is refused (retired in 0.2.0)."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from rankcollapse.edge.deprecation import RankCollapseDeprecation
-from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.pipeline import ReproduceConfig, reproduce
 
 ONLY = ["theorem2.hemisphere"]  # a few small simulations
@@ -44,23 +41,20 @@ def test_the_config_holds_the_parsed_values() -> None:
     assert ReproduceConfig("results/x").execution == {}  # only the settings given
 
 
-def test_the_keyword_call_still_works_for_one_release_with_one_warning(tmp_path) -> None:
-    config = ReproduceConfig(tmp_path, profile="tiny", only=ONLY, workers=1, progress=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RankCollapseDeprecation)
-        first = reproduce(config)  # the API: no warning
+def test_the_config_call_runs_and_the_retired_keyword_call_is_refused_in_one_line(tmp_path) -> None:
+    """0.2.0 retired ``reproduce(out_dir, profile=..., ...)``: a folder where the config goes is one line
+    naming the call to make (a TypeError, and a RankCollapseError for the CLI's exit 2); options beside
+    a config are Python's own TypeError. Nothing is written either way."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'profile'"):
+        reproduce(tmp_path / "old", profile="tiny", only=ONLY, workers=1, progress=False)
+    with pytest.raises(RankCollapseTypeError) as info:
+        reproduce(tmp_path / "old")
+    assert str(info.value) == ("config must be a ReproduceConfig (reproduce(ReproduceConfig(out_dir, "
+                               "profile=..., ...))), got pathlib.PosixPath")
+    assert isinstance(info.value, TypeError) and isinstance(info.value, RankCollapseError)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'profile'"):
+        reproduce(ReproduceConfig(tmp_path / "old"), profile="tiny")
+    assert not (tmp_path / "old").exists()
+    config = ReproduceConfig(tmp_path / "new", profile="tiny", only=ONLY, workers=1, progress=False)
+    first = reproduce(config)
     assert first.sweep.failed == 0 and first.sweep.finished == first.sweep.total > 0
-    old = r"reproduce\(out_dir, profile=\.\.\., \.\.\.\) is deprecated; use reproduce\(ReproduceConfig\("
-    with pytest.warns(RankCollapseDeprecation, match=old) as caught:
-        again = reproduce(tmp_path, profile="tiny", only=ONLY, workers=1, progress=False)
-    assert len([w for w in caught if issubclass(w.category, RankCollapseDeprecation)]) == 1
-    assert caught[0].filename == __file__  # points at the caller's line
-    assert again.sweep.skipped == again.sweep.total == first.sweep.total  # the same runs: resumed
-    assert [c.to_dict() for c in again.claims] == [c.to_dict() for c in first.claims]
-    with pytest.warns(RankCollapseDeprecation), pytest.raises(RankCollapseError, match="unknown executor"):
-        reproduce(tmp_path, executor="slurm")  # the old form is checked as the config is
-
-
-def test_options_beside_a_config_are_refused() -> None:
-    with pytest.raises(RankCollapseError, match="give profile in the ReproduceConfig, not beside it"):
-        reproduce(ReproduceConfig("results/x"), profile="tiny")

@@ -511,7 +511,7 @@ def _finished_run() -> Path:
     """A finished simulate run (config.json, metrics.csv, marker), made once per session."""
     if not _RUN:
         run = Path(tempfile.mkdtemp(prefix="rc-hostile-run-")) / "run"
-        args = ["simulate", "--n", "4", "--d", "2", "--layers", "2", "--no-progress", "--out", str(run)]
+        args = ["simulate", "--tokens", "4", "--d", "2", "--layers", "2", "--no-progress", "--out", str(run)]
         assert main(args) == 0
         _RUN.append(run)
     return _RUN[0]

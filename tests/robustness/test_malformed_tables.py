@@ -22,7 +22,7 @@ from rankcollapse.edge.inputs import read_table
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One finished simulate run (config.json, metrics.csv, its marker complete)."""
     run = tmp_path_factory.mktemp("finished") / "sim"
-    args = ["simulate", "--n", "4", "--d", "2", "--layers", "3", "--no-progress", "--out", str(run)]
+    args = ["simulate", "--tokens", "4", "--d", "2", "--layers", "3", "--no-progress", "--out", str(run)]
     assert main(args) == 0
     return run
 

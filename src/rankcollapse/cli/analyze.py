@@ -11,7 +11,6 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
-from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
@@ -45,13 +44,10 @@ def analyze_command(
                              "dividing the depth)")),
     d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default: the model's own, its "
                                "head_dim; T5: 1")),
-    temperature: float = typer.Option(None, "--temperature", hidden=True,
-                                      help="Deprecated alias of --d-qk."),
     layers: int = typer.Option(None, "--layers", help=q("layers").help("default: the model's; past it, "
                                "its layers cycle")),
     corpus: str = typer.Option(None, "--corpus", help="wikipedia (default), shakespeare, kjv or pydocs."),
     text_file: Path = typer.Option(None, "--text-file", help=q("text_file").help()),
-    text: Path = typer.Option(None, "--text", hidden=True, help="Deprecated alias of --text-file."),
     samples: int = typer.Option(16, "--samples", help=q("samples").help("here excerpts of the text")),
     batch_size: int = typer.Option(None, "--batch-size", help=q("batch_size").help(
                                    "default: all --samples at once; more is clamped. Memory holds one "
@@ -106,8 +102,8 @@ def analyze_command(
     out: Path = typer.Option(..., "--out", help="Output folder (new, empty, or an earlier analyze run's "
                              "with --overwrite): config.json, metrics.csv (+ plot)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier analyze run in --out "
-                                   "(published when this run is complete; without it, replacing is "
-                                   "deprecated: a warning now, refused in the next release)."),
+                                   "(published when this run is complete; without it, an earlier finished "
+                                   "run is refused)."),
     plot: bool = typer.Option(False, "--plot", help="Also draw the figures (one paper column wide): mu.png "
                               "(mu and mu_rel per layer with the precision floor), geometry.png (ranks, "
                               "full-rank share, sigma_min, mean |cos|) and, with --diagnostics, "
@@ -134,7 +130,7 @@ def analyze_command(
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
     from rankcollapse.edge.folder import check_output_folder
 
-    existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
+    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
     check_output_folder(out, "analyze", existing=existing)  # a foreign or read-only --out: before the model
     if download:
         from rankcollapse.edge.network import allow_downloads
@@ -154,11 +150,9 @@ def analyze_command(
         from rankcollapse.masks.schedule import MAX_LAYERS
 
         check_int("--layers", layers, low=0, high=MAX_LAYERS)
-    text_file = renamed("text_file", text_file, "--text", text)
     if corpus is not None and text_file is not None:
         raise RankCollapseError("--corpus does not apply with --text-file (the text file is the corpus); "
                                 "give one")
-    d_qk = renamed("d_qk", d_qk, "--temperature", temperature)
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk,
                            layers=layers, corpus=corpus,
                            text_file=str(text_file) if text_file is not None else None,

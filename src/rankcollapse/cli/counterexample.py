@@ -41,8 +41,8 @@ def counterexample_command(
         None, "--out", help="Also write Figs. 1 and 5 (.png, .pdf) and the numbers here."
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace an earlier counterexample run in --out (without it, replacing is "
-        "deprecated: a warning now, refused in the next release)."
+        False, "--overwrite", help="Replace an earlier counterexample run in --out (without it, an earlier "
+        "finished run is refused)."
     ),
     as_json: bool = typer.Option(
         False,
@@ -55,7 +55,7 @@ def counterexample_command(
     from rankcollapse.equilibria.entry import CounterexampleConfig, counterexample
 
     config = CounterexampleConfig(construction=construction, w=w, measure=measure)
-    existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
+    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
     if out is not None:
         from rankcollapse.edge.folder import check_output_folder
 

@@ -17,7 +17,6 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
-from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
@@ -29,7 +28,6 @@ CONSTRUCTIONS = ("paper", "ours")
 @app.command("equilibria")
 def equilibria_command(
     tokens: int = typer.Option(None, "--tokens", help=q("tokens").help("required, 1..64")),
-    n: int = typer.Option(None, "--n", hidden=True, help="Deprecated: --tokens."),
     d: int = typer.Option(..., "--d", help=q("d").help("1..64")),
     construction: str = typer.Option(
         None,
@@ -59,7 +57,6 @@ def equilibria_command(
         "--d-qk",
         help=q("d_qk").help("--value only, W_Q W_K^T = I (default 1)"),
     ),
-    temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated alias of --d-qk."),
     starts: int = typer.Option(
         None,
         "--starts",
@@ -68,7 +65,6 @@ def equilibria_command(
     ),
     layers: int = typer.Option(None, "--layers", help=q("layers").help("iterated from each start (default "
                                "2000)")),
-    steps: int = typer.Option(None, "--steps", hidden=True, help="Deprecated: --layers."),
     seed: int = typer.Option(0, "--seed", help=q("seed").help("the random starts")),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per equilibrium (JSON lines)."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1)."),
@@ -76,13 +72,11 @@ def equilibria_command(
     """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
     from rankcollapse.equilibria.entry import EquilibriaConfig, equilibria
 
-    tokens = renamed("tokens", tokens, "--n", n)
     if tokens is None:
         raise RankCollapseError("missing option --tokens (tokens N, 1..64)")
-    layers = renamed("layers", layers, "--steps", steps)
     config = EquilibriaConfig(
         tokens=tokens, d=d, construction=construction, w=w, family=family, rank=rank, value=value, mask=mask,
-        d_qk=renamed("d_qk", d_qk, "--temperature", temperature), starts=starts,
+        d_qk=d_qk, starts=starts,
         layers=2000 if layers is None else layers, seed=seed, threads=threads,
     )
     rows = equilibria(config, note=lambda text: print(f"rankcollapse: note: {text}", file=sys.stderr))
@@ -117,8 +111,8 @@ def portrait_command(
         ..., "--out", help="Output folder for Figs. 1 and 5 (.png, .pdf) and the numbers."
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace an earlier portrait run in --out (without it, replacing is "
-        "deprecated: a warning now, refused in the next release)."
+        False, "--overwrite", help="Replace an earlier portrait run in --out (without it, an earlier "
+        "finished run is refused)."
     ),
     construction: str = typer.Option(
         "paper",
@@ -137,7 +131,7 @@ def portrait_command(
     from rankcollapse.equilibria.entry import PortraitConfig, portrait
 
     config = PortraitConfig(construction=construction, w=w, a=a, s=s)
-    existing = "replace" if overwrite else "deprecated-replace"  # the one rule: refuse, after one release
+    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
     check_output_folder(out, "portrait", existing=existing)  # a file, a foreign or unwritable folder, ...
     paths = portrait(config, out, existing)
     for key, p in paths.items():

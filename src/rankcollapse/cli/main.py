@@ -203,14 +203,11 @@ def _run(args: list[str]) -> int:
     import typer
 
     from rankcollapse.cli.app import app
-    from rankcollapse.edge.deprecation import collected
 
     command = typer.main.get_command(app)
     try:
-        with collected() as deprecations, command.make_context("rankcollapse", list(args)) as ctx:
+        with command.make_context("rankcollapse", list(args)) as ctx:
             result = command.invoke(ctx)
-        for text in deprecations:  # after success only: a refused command stays one line
-            _say(f"warning: {text}")
     except Interrupted as err:
         return _stopped(err.message)
     except RankCollapseError as err:

@@ -1,4 +1,4 @@
-"""`rankcollapse mask SPEC --n N [--layers L]`: graph facts of a mask or a schedule (text, JSON, picture)."""
+"""`rankcollapse mask SPEC --tokens N [--layers L]`: graph facts of a mask or a schedule (text, JSON, png)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
-from rankcollapse.core.names import renamed
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 
@@ -139,7 +138,7 @@ def _parse_int(text: str | None, flag: str, what: str, required: bool = True) ->
     except ValueError:
         got = quote(text, 40)
         raise RankCollapseError(f"{flag} {got} is not an integer; allowed: an integer >= 1") from None
-    if value < 1 and flag not in ("--tokens", "--n"):  # checked by the masks package ("sequence length n")
+    if value < 1 and flag != "--tokens":  # checked by the masks package ("sequence length n")
         raise RankCollapseError(f"{flag} {value} is invalid; allowed: an integer >= 1")
     return value
 
@@ -154,7 +153,6 @@ def mask_command(
                                "document:lengths, tree:parents, file:PATH. A schedule (one mask per layer): "
                                "'causal-window:w=511*5;causal', repeated to --layers (docs/masks.md)."),
     tokens: str = typer.Option(None, "--tokens", metavar="N", help=q("tokens").help("an integer >= 1")),
-    n: str = typer.Option(None, "--n", metavar="N", hidden=True, help="Deprecated: --tokens."),
     layers: str = typer.Option(None, "--layers", metavar="L", help=q("layers").help(
                                "analyse SPEC as a per-layer schedule repeated to L layers: the composed "
                                "graph, layers to a center, the bound")),
@@ -180,8 +178,7 @@ def mask_command(
     """Graph facts of a mask (edge j -> i iff token i attends to j): connectivity, centers, radius."""
     from rankcollapse.masks.entry import MaskQuery, mask_facts
 
-    flag = "--n" if n is not None else "--tokens"
-    length = _parse_int(renamed("tokens", tokens, "--n", n), flag, "sequence length")
+    length = _parse_int(tokens, "--tokens", "sequence length")
     depth = _parse_int(layers, "--layers", "number of layers", required=False)
     given = [f for f, v in (("SPEC", spec), ("--hf-config", hf_config), ("--model", model)) if v is not None]
     if len(given) > 1:

@@ -12,29 +12,11 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
-from rankcollapse.core.names import renamed
 
 
 def warn(message: str) -> None:
     """One line on stderr: ``rankcollapse: warning: ...``."""
     print(f"rankcollapse: warning: {message}", file=sys.stderr)
-
-
-def _given(key: str, value: object, old: str, old_value: object, default: object) -> object:
-    """The value of ``--<key>`` or of its deprecated alias ``old`` (``core.names``: one warning);
-    ``default`` when neither is given."""
-    chosen = renamed(key, value, old, old_value)
-    return default if chosen is None else chosen
-
-
-def _mode(mode: str) -> str:
-    from rankcollapse.dynamics.layers import canonical_preset
-    from rankcollapse.edge.deprecation import warn
-
-    name, warning = canonical_preset(mode)
-    if warning:
-        warn(warning)
-    return name
 
 
 @app.command("simulate")
@@ -43,17 +25,14 @@ def simulate_command(
                              "e.g. complete, causal, window:w=8, causal-window:w=1, block:size=8 (see "
                              "'rankcollapse mask')")),
     tokens: int = typer.Option(None, "--tokens", help=q("tokens").help("default 32, at least 2")),
-    n: int = typer.Option(None, "--n", hidden=True, help="Deprecated: --tokens."),
     d: int = typer.Option(16, "--d", help=q("d").help()),
     layers: int = typer.Option(128, "--layers", help=q("layers").help()),
     mode: str = typer.Option(None, "--mode", help=q("mode").help(
         "here attn (default), attn+sphere (tokens renormalised to the sphere), attn+layernorm, "
         "attn+rmsnorm, attn+skip, attn+skip+sphere, attn+skip+layernorm, transformer, transformer-pre, "
         "transformer-peri (Peri-LN), transformer-mix (Mix-LN), transformer-ngpt (nGPT) (docs/dynamics.md)")),
-    preset: str = typer.Option(None, "--preset", hidden=True, help="Deprecated: --mode."),
     heads: int = typer.Option(1, "--heads", help=q("heads").help("outputs averaged")),
     d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default 1")),
-    temperature: float = typer.Option(None, "--temperature", hidden=True, help="Deprecated: --d-qk."),
     alibi_slope: float = typer.Option(None, "--alibi-slope", help=q("alibi_slope").help(
         "default none (no bias); runs the dense kernel")),
     rope_base: float = typer.Option(None, "--rope-base", help=q("rope_base").help(
@@ -71,7 +50,6 @@ def simulate_command(
     inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere, "
                                "repeated (one Gaussian token at every position)."),
     samples: int = typer.Option(None, "--samples", help=q("samples").help("default 8")),
-    batch: int = typer.Option(None, "--batch", hidden=True, help="Deprecated: --samples."),
     seed: int = typer.Option(0, "--seed", help=q("seed").help("inputs and weights, >= 0")),
     dtype: str = typer.Option("float64", "--dtype", help=q("dtype").help("float64 or float32 (f64, f32 "
                               "accepted)")),
@@ -109,11 +87,10 @@ def simulate_command(
     from rankcollapse.edge.runs import RunWriter
 
     config = SimulationConfig(
-        mask=mask, tokens=_given("tokens", tokens, "--n", n, 32), d=d, layers=layers,
-        mode=_mode(_given("mode", mode, "--preset", preset, "attn")), heads=heads,
-        d_qk=_given("d_qk", d_qk, "--temperature", temperature, 1.0), value=value, value_scale=value_scale,
-        qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs,
-        samples=_given("samples", samples, "--batch", batch, 8), seed=seed, dtype=dtype, device=device,
+        mask=mask, tokens=32 if tokens is None else tokens, d=d, layers=layers,
+        mode="attn" if mode is None else mode, heads=heads, d_qk=1.0 if d_qk is None else d_qk, value=value,
+        value_scale=value_scale, qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs,
+        samples=8 if samples is None else samples, seed=seed, dtype=dtype, device=device,
         kernel=kernel, metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope, rope_base=rope_base,
         rope_scale=rope_scale, tied_qk=tied_qk,
     )

@@ -3,11 +3,10 @@ glossary read.
 
 Each :class:`Quantity` has one ASCII ``key`` (its Python field, its glossary key), its CLI ``flag``,
 its CSV ``column``, its figure ``label``, its ``symbol`` as the paper and the docs write it, and one
-line of ``definition``. An old spelling (a flag, a config field, a JSON key of an older run) is in
-``aliases``: accepted for one release through the one deprecation path (:func:`renamed`, which calls
-``edge.deprecation.renamed``: a ``RankCollapseDeprecation`` in Python, one ``rankcollapse: warning:``
-line on the command line). What a run's stored params call a quantity is kept as it was (a run's
-identity hashes its params): :func:`from_stored` maps those keys to the table's, silently.
+line of ``definition``. A quantity has one spelling per surface: an old flag or config field is
+refused like any unknown one. What stored data calls a quantity is kept as it was (``stored``: a run's
+identity hashes its params, and files an earlier release wrote keep their keys): :func:`from_stored`
+and :func:`read` map those keys to the table's, silently.
 
 Index letters (docs/ARCHITECTURE.md): b samples, n/i/j tokens (the paper's N is their count), d
 features, h heads, t layers (L the depth).
@@ -22,9 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -33,9 +30,9 @@ class Quantity:
 
     key: ASCII name (Python field, glossary key). flag: the CLI option (None: no command takes it).
     column: the CSV column (None: never a column). label: the figure label (plain text). symbol: as
-    the paper and the docs write it. definition: one line. aliases: deprecated spellings (``--x``: a
-    flag; otherwise a config field or a JSON key), each accepted for one release. stored: the keys
-    under which run params (a story's YAML) store it; kept, since a run's identity hashes them.
+    the paper and the docs write it. definition: one line. stored: the keys under which stored data
+    holds it (a story's YAML params, kept since a run's identity hashes them; a run file or
+    ``config.json`` an earlier release wrote), read silently under the table's name.
     """
 
     key: str
@@ -44,7 +41,6 @@ class Quantity:
     label: str
     symbol: str
     definition: str
-    aliases: tuple[str, ...] = ()
     stored: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -58,14 +54,10 @@ class Quantity:
         text = self.definition[0].upper() + self.definition[1:]
         return f"{text}{'; ' + detail if detail else ''}."
 
-    def name_for(self, old: str) -> str:
-        """The table's spelling on the surface of ``old``: the flag for ``--old``, else the key."""
-        return (self.flag or f"--{self.key.replace('_', '-')}") if old.startswith("--") else self.key
-
 
 def _q(key: str, flag: str | None, column: str | None, label: str, symbol: str, definition: str,
-       aliases: tuple[str, ...] = (), stored: tuple[str, ...] = ()) -> Quantity:
-    return Quantity(key, flag, column, label, symbol, definition, aliases, stored)
+       stored: tuple[str, ...] = ()) -> Quantity:
+    return Quantity(key, flag, column, label, symbol, definition, stored)
 
 
 def _metric(key: str, label: str, symbol: str, definition: str) -> Quantity:
@@ -78,13 +70,13 @@ _TABLE: tuple[Quantity, ...] = (
     _q("samples", "--samples", "samples", "samples", "b",
        "independent inputs measured through the same network (excerpts of a corpus, or the simulator's "
        "input draws); the unit of a row's interval unless the network is",
-       aliases=("--batch", "batch"), stored=("batch",)),
+       stored=("batch",)),
     _q("tokens", "--tokens", "tokens", "tokens N", "N",
        "tokens per input, the rows of X (a model's start token included)",
-       aliases=("--n", "n"), stored=("n",)),
+       stored=("n",)),
     _q("d", "--d", "d", "features d", "d", "features per token, the columns of X"),
     _q("layers", "--layers", None, "depth L", "L",
-       "depth: the layers applied, X(0) .. X(L)", aliases=("--steps",), stored=("steps",)),
+       "depth: the layers applied, X(0) .. X(L)", stored=("steps",)),
     _q("model_layers", None, None, "the model's layers", "model L",
        "the model's own depth: the layers it has (a run's layers cycle them past it)", stored=("n_layers",)),
     _q("layer", None, "layer", "layer t", "t",
@@ -92,7 +84,7 @@ _TABLE: tuple[Quantity, ...] = (
     _q("mode", "--mode", "mode", "block", "mode",
        "block assembly: the parts of each layer that run (attn = self-attention only, +skip, +ln a model's "
        "own LayerNorm, +sphere the theory's x / ||x||, full / transformer the whole block)",
-       aliases=("--preset", "preset"), stored=("preset", "variant")),
+       stored=("preset", "variant")),
     _q("placement", None, "placement", "norm placement", "placement",
        "where a layer's norm sits: post (after the residual sum), pre (before the sublayer), peri (before "
        "and after it), mix (post in the first quarter of the layers, pre after), ngpt (a step on "
@@ -103,8 +95,7 @@ _TABLE: tuple[Quantity, ...] = (
        "nGPT's step alpha in X <- Norm(X + alpha (Norm(f(X)) - X)) (default 0.05, nGPT's initial value)"),
     _q("heads", "--heads", "heads", "heads h", "h", "attention heads per layer"),
     _q("d_qk", "--d-qk", "d_qk", "d_qk", "d_qk",
-       "the number under the square root of the logits, q k^T / sqrt(d_qk)",
-       aliases=("--temperature", "temperature")),
+       "the number under the square root of the logits, q k^T / sqrt(d_qk)"),
     _q("mask", "--mask", "mask", "mask", "M", "which keys j each query i attends to (a mask spec)"),
     _q("alibi_slope", "--alibi-slope", "alibi_slope", "decay slope m", "m",
        "the slope m >= 0 of the decay (ALiBi-type) bias -m |i - j| added to every layer's logits "
@@ -120,7 +111,7 @@ _TABLE: tuple[Quantity, ...] = (
     _q("batch_size", "--batch-size", "batch_size", "batch size", "batch_size",
        "samples through a model at a time (an execution setting: the rows equal those of one batch)"),
     _q("text_file", "--text-file", None, "text file", "text file",
-       "a UTF-8 text file the excerpts are drawn from instead of a corpus", aliases=("--text",)),
+       "a UTF-8 text file the excerpts are drawn from instead of a corpus"),
     _q("pixel_values", "--pixel-values", None, "pixel values", "pixel values",
        "a vision encoder's input images [b, C, H, W], normalised as its image processor gives them (on the "
        "command line a .npy file)"),
@@ -128,11 +119,11 @@ _TABLE: tuple[Quantity, ...] = (
     _q("model", "--model", "model", "model", "model", "the model asked for, by a name rankcollapse.models "
        "loads"),
     _q("model_name", None, "model_name", "model", "model", "the model measured (a stand-in's own name "
-       "where the asked checkpoint is not here)", aliases=("name",)),
+       "where the asked checkpoint is not here)", stored=("name",)),
     _q("model_label", "--model-label", "model_label", "model", "model", "the measured model in words, for "
-       "tables and figures", aliases=("label",)),
+       "tables and figures", stored=("label",)),
     _q("model_kind", None, "model_kind", "model kind", "model kind",
-       "where the model comes from: bundled, paper, random, tiny, local, simulated", aliases=("kind",)),
+       "where the model comes from: bundled, paper, random, tiny, local, simulated", stored=("kind",)),
     # the per-sample metrics (rankcollapse.metrics), one column each
     _metric("mu", "mu = ||X - 1 mean(X)||_F", "μ",
             "distance of the tokens from their mean, ||X - 1 mean(X)||_F (the paper's raw mu)"),
@@ -190,7 +181,7 @@ SUMMARIES: tuple[str, ...] = ("min", "max", "std")
 def _check_table() -> None:
     seen: dict[str, str] = {}
     for q in _TABLE:
-        for spelling in (q.key, q.flag, *q.aliases):
+        for spelling in (q.key, q.flag, *q.stored):
             if spelling is not None and seen.setdefault(spelling, q.key) != q.key:
                 raise ValueError(f"{spelling!r} names both {seen[spelling]!r} and {q.key!r}")
 
@@ -216,40 +207,18 @@ def column_of(name: str) -> Quantity | None:
     return None
 
 
-def owner(old: str) -> Quantity:
-    """The quantity ``old`` is a deprecated spelling of (KeyError if it is none's)."""
-    for q in _TABLE:
-        if old in q.aliases:
-            return q
-    raise KeyError(old)
+def read(record: Mapping[str, Any], key: str) -> Any:
+    """``record[key]``, or, from a file an earlier release wrote, the value under its stored key
+    (``stored``: ``label`` for ``model_label``, ``n`` for ``tokens``, ...), silently: stored data, not a
+    user's spelling. None when neither is there.
 
-
-def renamed(key: str, value: T | None, old: str, old_value: T | None) -> T | None:
-    """The value given under the table's name of ``key`` or, deprecated, under its alias ``old`` (one
-    warning through ``edge.deprecation``); both given is one line (RankCollapseError).
-
-    >>> renamed("d_qk", 4.0, "--temperature", None)
-    4.0
+    >>> read({"label": "my model"}, "model_label")
+    'my model'
     """
-    from rankcollapse.edge.deprecation import renamed as deprecated
-
-    q = QUANTITIES[key]
-    if old not in q.aliases:
-        raise KeyError(f"{old!r} is not an alias of {key!r}")
-    hint = q.definition if len(q.definition) <= 70 else (q.label if q.label != q.key else "")
-    return deprecated(q.name_for(old), value, old, old_value, hint)
-
-
-def read(record: Mapping[str, Any], key: str, where: str = "config.json") -> Any:
-    """``record[key]``, or, from a file an earlier release wrote, the value under a deprecated alias
-    (one warning naming ``where``); None when neither is there."""
     if key in record:
         return record[key]
-    for old in QUANTITIES[key].aliases:
-        if not old.startswith("--") and old in record:
-            from rankcollapse.edge.deprecation import warn
-
-            warn(f"{where} key {old!r} is deprecated (written by an earlier release); use {key!r}")
+    for old in QUANTITIES[key].stored:
+        if old in record:
             return record[old]
     return None
 

@@ -3,10 +3,9 @@
 Validation (``__post_init__``, through :mod:`rankcollapse.edge.validate`) checks types, ranges, names,
 user tensors (shape, real dtype, finite entries) and the estimated peak memory against what
 the machine has, before anything is allocated; options that do not apply are refused
-(``value_scale`` with ``value="identity"`` or a user ``value_matrix``, ...). Old spellings are
-accepted for one release with a ``FutureWarning``: the fields ``n``, ``batch``, ``preset`` and
-``temperature`` (now ``tokens``, ``samples``, ``mode`` and ``d_qk``, the names of ``core.names``) and
-the modes ``attn+ln`` / ``attn+skip+ln`` (now ``attn+sphere`` / ``attn+skip+sphere``).
+(``value_scale`` with ``value="identity"`` or a user ``value_matrix``, ...). The fields are the names
+of ``core.names`` (``tokens``, ``samples``, ``mode``, ``d_qk``); stored params under older keys are
+read by ``core.names.from_stored``, never by the config.
 """
 
 from __future__ import annotations
@@ -17,14 +16,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.core import names
 from rankcollapse.core.execution import parse_device
 from rankcollapse.core.norms import NORMS
 from rankcollapse.core.precision import canonical_dtype_name, parse_dtype
 from rankcollapse.dynamics.kernels import KERNELS, default_band_block
-from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, canonical_preset, get_preset
+from rankcollapse.dynamics.layers import PLACEMENTS, LayerSpec, check_preset, get_preset
 from rankcollapse.dynamics.weights import INPUT_KINDS, OUTPUT_FAMILIES, VALUE_FAMILIES
-from rankcollapse.edge.deprecation import warn
 from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.validate import (
     check_choice,
@@ -47,11 +44,6 @@ from rankcollapse.metrics import (
 
 #: Value families whose ``value_scale`` is meaningful.
 SCALED_VALUES = ("gaussian", "orthogonal", "scaled-identity")
-
-#: Deprecated field -> the table's name (``core.names``): accepted for one release, one warning.
-RENAMED_FIELDS: tuple[tuple[str, str], ...] = (
-    ("n", "tokens"), ("batch", "samples"), ("preset", "mode"), ("temperature", "d_qk"))
-
 
 @dataclass
 class SimulationConfig:
@@ -101,7 +93,6 @@ class SimulationConfig:
     with a normalisation only).
     Token speed (``metrics.speed``, opt-in): ``metrics`` may name ``token_speed``, the mean over tokens of
     ``||x_i(t) - x_i(t-1)|| / ||x_i(t-1)||`` (NaN at row 0).
-    n, batch, preset, temperature: deprecated spellings of ``tokens``, ``samples``, ``mode``, ``d_qk``.
     """
 
     mask: Any = "complete"
@@ -144,10 +135,6 @@ class SimulationConfig:
     value_matrix: Tensor | None = field(default=None, repr=False)
     input_tokens: Tensor | None = field(default=None, repr=False)
     mask_matrix: Tensor | None = field(default=None, repr=False)
-    n: int | None = field(default=None, repr=False)
-    batch: int | None = field(default=None, repr=False)
-    preset: str | None = field(default=None, repr=False)
-    temperature: float | None = field(default=None, repr=False)
     parsed_mask: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,20 +148,7 @@ class SimulationConfig:
         self._check_tensors()
         self._check_mask_and_memory()
 
-    def _renamed_fields(self) -> None:
-        """Each deprecated field's value under the table's name (one warning each); a new name left at
-        its default (or equal to the old one's value) is not a second choice."""
-        defaults = {f.name: f.default for f in fields(self)}
-        for old, new in RENAMED_FIELDS:
-            old_value = getattr(self, old)
-            if old_value is None:
-                continue
-            given = None if getattr(self, new) in (defaults[new], old_value) else getattr(self, new)
-            setattr(self, new, names.renamed(new, given, old, old_value))
-            setattr(self, old, None)
-
     def _check_scalars(self) -> None:
-        self._renamed_fields()
         for name in ("tokens", "d", "samples", "heads"):
             setattr(self, name, check_int(name, getattr(self, name), low=2 if name == "tokens" else 1))
         self.layers = check_int("layers", self.layers, low=0)
@@ -224,9 +198,7 @@ class SimulationConfig:
                                     f"{width} is odd (allowed: an even qk_dim, or d // heads)")
 
     def _check_names(self) -> None:
-        self.mode, warning = canonical_preset(self.mode)
-        if warning:
-            warn(warning, stacklevel=6)
+        self.mode = check_preset(self.mode)
         for name, allowed in (("value", VALUE_FAMILIES), ("output", OUTPUT_FAMILIES), ("inputs", INPUT_KINDS),
                               ("kernel", KERNELS)):
             check_choice(name, getattr(self, name), allowed)
@@ -362,11 +334,10 @@ class SimulationConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able settings (user tensors reported by shape only; deprecated fields folded into their
-        new names)."""
+        """JSON-able settings (user tensors reported by shape only)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "parsed_mask" or f.name in dict(RENAMED_FIELDS):
+            if f.name == "parsed_mask":
                 continue
             v = getattr(self, f.name)
             out[f.name] = list(v) if isinstance(v, tuple) else (

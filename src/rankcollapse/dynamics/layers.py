@@ -200,28 +200,18 @@ PRESETS.update({
 # ---- end of the follow-ups' block ----------------------------------------------------------------------
 
 
-#: Old preset names kept for one release: ``attn+ln`` meant the theory's scaling-only normalisation
-#: (``attn+sphere``), while ``attn+ln`` elsewhere (``analyze --mode``) means a model's own LayerNorm.
-DEPRECATED_PRESETS: dict[str, str] = {"attn+ln": "attn+sphere", "attn+skip+ln": "attn+skip+sphere"}
-
-
-def canonical_preset(name: str) -> tuple[str, str | None]:
-    """``(preset, warning)``: the current name of a preset and a one-line deprecation warning for an
-    old name (None for a current one); RankCollapseError for an unknown name."""
-    if isinstance(name, str) and name in DEPRECATED_PRESETS:
-        new = DEPRECATED_PRESETS[name]
-        return new, (f"mode {name!r} is deprecated (it is the scaling-only sphere normalisation, not a "
-                     f"LayerNorm); use {new!r}")
+def check_preset(name: str) -> str:
+    """``name`` if it is a preset (:data:`PRESETS`); RankCollapseError (one line) for another name."""
     if not isinstance(name, str) or name not in PRESETS:
         shown = repr(name)[:60]
         raise RankCollapseError(f"unknown mode {shown}; allowed: {', '.join(PRESETS)}")
-    return name, None
+    return name
 
 
 @checked
 def get_preset(name: str) -> LayerSpec:
-    """The :class:`LayerSpec` of a preset (old names accepted, see :data:`DEPRECATED_PRESETS`)."""
-    return PRESETS[canonical_preset(name)[0]][0]
+    """The :class:`LayerSpec` of a preset."""
+    return PRESETS[check_preset(name)][0]
 
 
 @checked

@@ -85,16 +85,6 @@ class TheoryCheck:
         return None if self.log_rate is None else math.exp(self.log_rate)
 
     @property
-    def centers(self) -> int:
-        """Deprecated name of :attr:`eps_multiplier` (it is the bound's multiplier, 1 for Theorem 1 on any
-        mask, not the mask's number of centers)."""
-        from rankcollapse.edge.deprecation import warn
-
-        warn("TheoryCheck.centers is deprecated; use eps_multiplier (the bound's multiplier k in "
-             "1 - k eps^(p r), not the mask's number of centers)")
-        return self.eps_multiplier
-
-    @property
     def holds(self) -> bool | None:
         """True for ``consistent``, False for ``rate_exceeded``, None when vacuous or not applicable."""
         return {"consistent": True, "rate_exceeded": False}.get(self.verdict)
@@ -115,16 +105,14 @@ class TheoryCheck:
         return out
 
 
-def log_rate(epsilon: float, radius: int, power: int = 1, eps_multiplier: int = 1, *,
-             centers: int | None = None) -> float:
+def log_rate(epsilon: float, radius: int, power: int = 1, eps_multiplier: int = 1) -> float:
     """``log rho = log1p(-eps_multiplier * eps^{power r}) / (power r)``; 0 when ``eps^{power r}`` underflows.
 
     ``power = 1``: Theorem 1; ``power = 2``: Theorem 2 (``eps_multiplier = N``) and Corollary 1 (1, or the
     number of center nodes). Radius 0 (one token) is treated as 1. ``-inf`` when
-    ``eps_multiplier * eps^{power r} >= 1`` (one layer collapses). ``centers``: the deprecated name of
-    ``eps_multiplier``.
+    ``eps_multiplier * eps^{power r} >= 1`` (one layer collapses).
     """
-    k = _multiplier(eps_multiplier, centers)
+    k = int(eps_multiplier)
     r = max(int(radius), 1) * power
     if not (epsilon > 0):
         return 0.0
@@ -132,14 +120,6 @@ def log_rate(epsilon: float, radius: int, power: int = 1, eps_multiplier: int = 
     if x >= 0.0:
         return -math.inf
     return math.log1p(-math.exp(x)) / r
-
-
-def _multiplier(eps_multiplier: int, centers: int | None) -> int:
-    """``eps_multiplier``, or its deprecated name ``centers`` (one warning; both given is refused)."""
-    from rankcollapse.edge.deprecation import renamed
-
-    given = renamed("eps_multiplier", None if eps_multiplier == 1 else eps_multiplier, "centers", centers)
-    return 1 if given is None else int(given)
 
 
 def _radius_and_reason(radius: Any) -> tuple[int | None, str]:
@@ -191,12 +171,10 @@ def fit_bound(
     mu_rel: Tensor | None = None,
     floor_rel: float | None = None,
     failed: str = "",
-    centers: int | None = None,
 ) -> TheoryCheck:
     """Compare ``mu: [T+1, b]`` with ``C rho^t`` for one result (module docstring); ``failed`` names a
-    condition that does not hold (then the check is not applicable and says so). ``centers``: the
-    deprecated name of ``eps_multiplier``."""
-    k = _multiplier(eps_multiplier, centers)
+    condition that does not hold (then the check is not applicable and says so)."""
+    k = int(eps_multiplier)
     r, why = _radius_and_reason(radius)
     exponent = "t/r" if power == 1 else f"t/({power}r)"
     base = {"result": result, "exponent": exponent, "eps_multiplier": k, "epsilon": epsilon, "radius": r}

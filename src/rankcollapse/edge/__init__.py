@@ -10,7 +10,6 @@
                    one-line errors)
 - ``runs``         a run's ``config.json`` and streamed ``metrics.csv``
 - ``provenance``   the package versions recorded beside a run
-- ``deprecation``  the one deprecation path (old spellings for one release, one warning)
 - ``progress``     progress lines on stderr
 - ``runtime``      heap settings for long float64 runs
 - ``network``      no network without asking: the hub library offline for the whole process until downloads

@@ -43,10 +43,13 @@ MARKER_FORMAT = 2
 #: A run's staging folder inside its output folder: ``.rankcollapse.staging.<pid>.<hex>.tmp``.
 STAGING_NAME = "rankcollapse.staging"
 #: What an earlier finished run of the same command in the folder gets: ``refuse`` (the rule: a run
-#: never replaces another silently; the CLI's ``--overwrite`` turns it into ``replace``), ``replace``,
-#: ``deprecated-replace`` (replaced with a deprecation warning: a command whose default used to replace,
-#: for one release) or ``resume`` (kept and added to in place: reproduce).
-Existing = Literal["refuse", "replace", "deprecated-replace", "resume"]
+#: never replaces another silently; the CLI's ``--overwrite``, Python's ``overwrite=True``, turns it into
+#: ``replace``), ``replace`` or ``resume`` (kept and added to in place: reproduce).
+Existing = Literal["refuse", "replace", "resume"]
+
+#: How a caller replaces an earlier finished run, by the option that named the folder: a command's
+#: ``--out`` (``--overwrite``), ``write_run``'s ``out_dir`` (``overwrite=True``); none for another.
+_REPLACE = {"out_dir": "overwrite=True"}
 
 #: A temporary of this layer: ``.NAME.<pid>.<12 hex>.tmp`` (:func:`temporary_sibling`, a staging folder).
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.(?P<tag>[0-9a-f]{12})\.tmp")
@@ -299,9 +302,11 @@ def check_output_folder(
             f"a new or empty folder, or one an earlier 'rankcollapse {command}' wrote"
         )
     if existing == "refuse" and holds_finished_run(folder):
+        how = _REPLACE.get(option, "--overwrite" if option.startswith("--") else "")
         raise RankCollapseError(
-            f"{option} {quote_path(folder)} holds an earlier finished {command} run; pass --overwrite to "
-            "replace it (a run never replaces another silently)"
+            f"{option} {quote_path(folder)} holds an earlier finished {command} run; "
+            + (f"pass {how} to replace it" if how else "choose another folder")
+            + " (a run never replaces another silently)"
         )
     return folder
 
@@ -588,13 +593,6 @@ class OutputFolder:
                 self._write_resume_marker(complete=False)
             else:
                 self._inherit(read_marker(self.path))
-                if self.existing == "deprecated-replace" and self._published["complete"]:
-                    from rankcollapse.edge.deprecation import warn
-
-                    warn(
-                        f"replacing an earlier {self.command} run in {self.option} without --overwrite is "
-                        "deprecated; pass --overwrite (the next release refuses, as simulate does)"
-                    )
                 self.staging = self.path / f".{STAGING_NAME}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
                 os.mkdir(self.staging)
                 self._write_marker(running=True)

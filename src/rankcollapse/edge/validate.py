@@ -257,7 +257,7 @@ BOOL_TENSORS: dict[str, int] = {"mask": 2}
 #: Integer arguments that count something (at least 1).
 SIZES = frozenset({"b", "n", "d", "batch", "heads", "qk_dim", "layers_run"})
 #: Real arguments that must be positive.
-POSITIVE = frozenset({"d_qk", "temperature"})
+POSITIVE = frozenset({"d_qk"})
 #: Real arguments that must not be negative.
 NON_NEGATIVE = frozenset({"std", "margin", "rtol", "eps"})
 

@@ -213,12 +213,13 @@ def orthogonal_collapse(
     mask: Tensor | None,
     samples: int = 16,
     steps: int = 300,
-    generator: torch.Generator | None = None,
+    *,
+    generator: torch.Generator,
     d_qk: float = 1.0,
 ) -> OrthogonalCollapse:
-    """Run the LN map with a Haar ``W_V`` from one random open hemisphere (margin 0.1); ``mu_rel``."""
-    gen = generator  # required wherever random starts are drawn (core.draws refuses None)
-    w_v = haar_orthogonal(d, gen)
-    x0 = hemisphere_tokens(samples, n, d, gen, direction="random", margin=0.1)
+    """Run the LN map with a Haar ``W_V`` from one random open hemisphere (margin 0.1); ``mu_rel``.
+    ``generator``: required (it draws ``W_V`` and the inputs)."""
+    w_v = haar_orthogonal(d, generator)
+    x0 = hemisphere_tokens(samples, n, d, generator, direction="random", margin=0.1)
     x = iterate(x0, w_v, steps, mask, None, d_qk)
     return OrthogonalCollapse(mu_rel(x0), mu_rel(x), steps)

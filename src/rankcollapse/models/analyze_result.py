@@ -166,13 +166,13 @@ def write_run(result: AnalyzeResult, out_dir: str | Path, per_sample: bool = Fal
               overwrite: bool = False) -> Path:
     """Write ``config.json`` and ``metrics.csv`` of a finished result (see also the streaming CLI);
     ``per_sample``: also ``per_sample.csv`` (:func:`write_per_sample`). Through the output layer: staged
-    and published together, the marker complete last. An earlier analyze run in ``out_dir`` is replaced
-    with ``overwrite=True``; without it, replacing is deprecated (a warning now, refused next release).
-    Returns the path of ``metrics.csv``."""
+    and published together, the marker complete last. An earlier finished analyze run in ``out_dir`` is
+    replaced with ``overwrite=True`` and refused without it (RankCollapseError, one line; the earlier run
+    untouched). Returns the path of ``metrics.csv``."""
     from rankcollapse.edge.folder import OutputFolder
     from rankcollapse.edge.runs import RunWriter
 
-    existing = "replace" if overwrite else "deprecated-replace"
+    existing = "replace" if overwrite else "refuse"
     legacy = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "per_sample.csv")  # before manifests
     with OutputFolder(out_dir, "analyze", option="out_dir", existing=existing, outputs=legacy) as folder:
         record = {"analyze": asdict(result.config), "model": result.model_info,

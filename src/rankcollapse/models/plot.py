@@ -181,7 +181,7 @@ def _run_of(result: Any) -> _Run:
             f"cannot draw {quote(type(result).__name__, 40)}; allowed: an AnalyzeResult "
             "(analyze(...)) or a finished run (read_run(folder))"
         )
-    label = read_name(info, "model_label", "model info") or config.model
+    label = read_name(info, "model_label") or config.model
     ids = getattr(result, "ids", None)  # the tokens read: [b, n] (the config's sizes when none are kept)
     samples, tokens = (
         tuple(ids.shape) if ids is not None and ids.ndim == 2 else (config.samples, config.tokens)
@@ -865,7 +865,7 @@ def _finished(run: Any) -> FinishedRun:
     kept = ids is not None and ids.ndim == 2
     samples, tokens = tuple(ids.shape) if kept else (config.samples, config.tokens)
     d_qk = info.get("d_qk")
-    label = str(read_name(info, "model_label", "model info") or config.model)
+    label = str(read_name(info, "model_label") or config.model)
     facts = {"mask": str(info.get("mask") or config.mask or "own"), "mode": str(config.mode), "model": label,
              "dtype": str(config.dtype), "d_qk": f"d_qk {d_qk}" if d_qk is not None else "",
              "layers": f"{len(rows) - 1} layers", "size": _size(samples, tokens)}

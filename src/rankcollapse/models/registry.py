@@ -87,10 +87,6 @@ STAND_INS: dict[str, tuple[str, ...]] = {
     "albert-base-v2": ("random:albert-base-v2",),
 }
 
-# Old names ``random:<family>`` of the tiny models; ``random:gpt2`` now means the GPT-2 checkpoint's config.
-_DEPRECATED_RANDOM = ("bert", "albert", "llama")
-
-
 @dataclass(frozen=True)
 class ModelSource:
     """What a model name refers to. ``label`` is the words for figure titles and CSV columns: the model as
@@ -175,8 +171,8 @@ def _bad_name(name: str) -> RankCollapseError:
 def resolve_model(name: str | Path) -> ModelSource:
     """What ``name`` refers to (see the module docstring). Loads nothing; RankCollapseError if unknown.
 
-    A paper hub name that is not in the local cache raises, naming the stand-ins. The old
-    ``random:<family>`` names (``random:bert``, ...) resolve to ``tiny:<family>`` with a warning.
+    A paper hub name that is not in the local cache raises, naming the stand-ins. ``random:`` takes a
+    checkpoint (``random:bert-base-uncased``); the tiny test models are ``tiny:<family>``.
     """
     text = str(name).strip()
     if text.startswith("paper:"):
@@ -186,12 +182,6 @@ def resolve_model(name: str | Path) -> ModelSource:
         return _with_depth(text)
     if text.startswith("random:"):
         key = text.split(":", 1)[1]
-        if key in _DEPRECATED_RANDOM:
-            import sys
-
-            print(f"rankcollapse: warning: 'random:{key}' is now 'tiny:{key}' (a tiny test model); "
-                  f"random:<checkpoint> means that checkpoint's config", file=sys.stderr)
-            return resolve_model(f"tiny:{key}")
         found = random_config(key)
         if found is None:
             raise RankCollapseError(

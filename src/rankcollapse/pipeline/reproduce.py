@@ -31,11 +31,10 @@ from typing import Any
 import pandas as pd
 
 from rankcollapse.edge.atomic import atomic_write, to_jsonable, write_json
-from rankcollapse.edge.deprecation import warn
-from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.inputs import read_json
 from rankcollapse.edge.provenance import package_versions
-from rankcollapse.edge.validate import quote
+from rankcollapse.edge.validate import quote, type_name
 from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
 from rankcollapse.experiments.contract.verdicts import Claim, assign_paper
 from rankcollapse.experiments.engine.config import Experiment
@@ -303,22 +302,16 @@ class ReproduceConfig:
         return execution_settings(self.device, self.batch_size)
 
 
-def reproduce(
-    config: ReproduceConfig | str | Path, *, stories: dict[str, Found] | None = None, **options: Any
-) -> ReproduceResult:
+def reproduce(config: ReproduceConfig, *, stories: dict[str, Found] | None = None) -> ReproduceResult:
     """Run the experiments of ``config`` (:class:`ReproduceConfig`) and write the report.
 
     ``config.out_dir`` is locked for the whole call: a second writer gets a RankCollapseError naming the
     holder's pid, or blocks with ``wait=True``. ``stories``: the stories to judge with (default: every
-    story of ``rankcollapse.experiments.stories``). The keyword form of an earlier release,
-    ``reproduce(out_dir, profile=..., ...)``, still works for one release (one deprecation warning).
+    story of ``rankcollapse.experiments.stories``). Anything but a ReproduceConfig is refused (one line).
     """
     if not isinstance(config, ReproduceConfig):
-        warn("reproduce(out_dir, profile=..., ...) is deprecated; use reproduce(ReproduceConfig(out_dir, "
-             "profile=..., ...))")
-        config = ReproduceConfig(config, **options)
-    elif options:
-        raise RankCollapseError(f"give {', '.join(sorted(options))} in the ReproduceConfig, not beside it")
+        raise RankCollapseTypeError(f"config must be a ReproduceConfig (reproduce(ReproduceConfig(out_dir, "
+                                    f"profile=..., ...))), got {type_name(config)}")
     profile, only, executor, workers = config.profile, config.only, config.executor, config.workers
     scheduler, progress, wait = config.scheduler, config.progress, config.wait
     until_decided, max_samples, budget_s = config.until_decided, config.max_samples, config.budget_s

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.edge.deprecation import renamed_names
 from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, looks_note, sample_std, z
 from rankcollapse.experiments.kit.judgement import Margin
@@ -369,5 +368,3 @@ def profile_summaries(
         out.append(row)
     return pd.DataFrame(out)
 
-
-__getattr__ = renamed_names(__name__, {"VARIANT_WORDS": "MODE_WORDS"})  # the old name, for one release

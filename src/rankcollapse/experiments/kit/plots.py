@@ -25,7 +25,6 @@ import pandas as pd
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge import figures
 from rankcollapse.edge.atomic import atomic_write
-from rankcollapse.edge.deprecation import renamed_names
 from rankcollapse.experiments.contract.story import FigureSpec
 from rankcollapse.experiments.kit.curves import Curve
 
@@ -365,5 +364,3 @@ def curve_axes(
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=6, ncol=2 if len(series) > 5 else 1)
 
-
-__getattr__ = renamed_names(__name__, {"variant_rows": "mode_rows"})  # the old name, for one release
