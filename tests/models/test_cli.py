@@ -93,7 +93,7 @@ def test_tokens_beyond_context(tmp_path, text_file, capsys):
 
 
 @pytest.mark.parametrize("flag,value,needle", [("--mode", "mlp", "unknown mode 'mlp'"),
-                                               ("--dtype", "f16", "dtype 'f16'"),
+                                               ("--dtype", "f8", "dtype 'f8'"),
                                                ("--corpus", "lorem", "unknown corpus 'lorem'"),
                                                ("--model", "random:t5", "random model 't5'"),
                                                ("--model", "tiny:falcon", "tiny model 'falcon'"),
