@@ -177,9 +177,9 @@ def analyze_command(
         raise RankCollapseError(f"--save-attention writes every sample of a layer at once; it needs one "
                                 f"batch (--batch-size {config.batch_size} < --samples {samples})")
     if threads is not None:
-        if threads < 1:
-            raise RankCollapseError(f"--threads must be a positive integer, got {threads}")
-        torch.set_num_threads(threads)
+        from rankcollapse.edge.validate import check_threads
+
+        torch.set_num_threads(check_threads("--threads", threads))
     loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
                                        model_label=model_label), tokenizer)
     ids = pixels = None

@@ -145,7 +145,9 @@ def check_choice(name: str, value: Any, allowed: Iterable[str]) -> str:
 
 
 def check_threads(name: str, value: Any) -> int:
-    """A thread count between 1 and the number of CPUs of this machine."""
+    """A thread count between 1 and the number of CPUs of this machine: the one check of every thread
+    option (``--threads``, ``--metric-threads``, ``metric_threads=``, a story's ``threads:``), as
+    ``--workers`` is capped. More threads than CPUs only slows torch down; 10^5 of them crashed it."""
     return check_int(name, value, low=1, high=os.cpu_count() or 1)
 
 

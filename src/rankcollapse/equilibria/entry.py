@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import check_choice, check_float, check_int, quote
+from rankcollapse.edge.validate import check_choice, check_float, check_int, check_threads, quote
 
 CONSTRUCTIONS = ("paper", "ours")
 
 #: Sizes the exhaustive checks allow (N, d) and the iteration limits of one run.
-MAX_SIZE, MAX_STARTS, MAX_STEPS, MAX_THREADS = 64, 100_000, 1_000_000, 256
+MAX_SIZE, MAX_STARTS, MAX_STEPS = 64, 100_000, 1_000_000
 
 
 def _refuse(mode: str, **given: object) -> None:
@@ -73,7 +73,7 @@ class EquilibriaConfig:
         if self.starts is not None:
             check_int("starts", self.starts, low=1, high=MAX_STARTS)
         check_int("layers", self.layers, low=1, high=MAX_STEPS)
-        check_int("threads", self.threads, low=1, high=MAX_THREADS)
+        check_threads("threads", self.threads)
         check_int("seed", self.seed, low=0, high=2**63 - 1)
         if self.d_qk is not None:
             check_float("d_qk", self.d_qk, low=0.0, low_open=True)

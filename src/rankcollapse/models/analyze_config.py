@@ -14,7 +14,7 @@ from typing import Any, Literal
 from rankcollapse.core.execution import check_batch_size, parse_device
 from rankcollapse.core.precision import check_half_device, dtype_name
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import check_int, quote
+from rankcollapse.edge.validate import check_threads, quote
 from rankcollapse.masks import Mask
 from rankcollapse.masks.schedule import MaskSchedule
 from rankcollapse.metrics import metric_names
@@ -179,7 +179,7 @@ class AnalyzeConfig:
             raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
         check_d_qk(self.d_qk)
         if self.metric_threads not in (None, "auto"):
-            check_int("metric_threads", self.metric_threads, low=1)
+            self.metric_threads = check_threads("metric_threads", self.metric_threads)
         if self.cos_rows != "all" and (isinstance(self.cos_rows, bool) or not isinstance(self.cos_rows, int)
                                        or self.cos_rows < 2):
             raise RankCollapseError(f"--cos-rows {quote(self.cos_rows, 20)} is invalid; allowed: all, or a "

@@ -46,7 +46,7 @@ from torch import Tensor, nn
 
 from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.inputs import error_line
-from rankcollapse.edge.validate import quote
+from rankcollapse.edge.validate import check_threads, quote
 from rankcollapse.metrics import METRIC_NAMES, SINK_THRESHOLD, metric_names
 from rankcollapse.monitor.layers import Layers, find_layers
 from rankcollapse.monitor.outputs import COLUMNS, Outputs
@@ -120,12 +120,8 @@ class MonitorConfig:
             raise RankCollapseError(
                 f"layers={quote(self.layers)} is invalid; allowed: an attribute path such as 'transformer.h'"
             )
-        if self.metric_threads is not None and (
-            isinstance(self.metric_threads, bool)
-            or not isinstance(self.metric_threads, int)
-            or self.metric_threads < 1
-        ):
-            raise RankCollapseError(f"metric_threads={quote(self.metric_threads)} is invalid; allowed: >= 1")
+        if self.metric_threads is not None:
+            self.metric_threads = check_threads("metric_threads", self.metric_threads)
         if self.out is not None:
             from rankcollapse.edge.folder import check_output_folder
 

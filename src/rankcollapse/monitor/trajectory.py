@@ -63,7 +63,7 @@ from rankcollapse.dynamics.kernels import plan_kernel
 from rankcollapse.dynamics.layers import LayerSpec, apply_layer
 from rankcollapse.dynamics.weights import LayerWeights
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import quote
+from rankcollapse.edge.validate import check_threads, quote
 from rankcollapse.monitor.telemetry import DEFAULT_METRICS, Monitor
 
 #: The block variants (module docstring): name -> how each sub-layer is applied.
@@ -181,7 +181,7 @@ class TrajectoryConfig:
             raise RankCollapseError(f"corpus={quote(self.corpus)} is invalid; allowed: {', '.join(CORPORA)}")
         dtype_name(self.dtype)  # full precision only: AdamW from a random init in half precision is refused
         if self.threads is not None:
-            _whole("threads", self.threads, 1)
+            self.threads = check_threads("threads", self.threads)
         mask = parse_mask(self.mask).dense(self.tokens)
         sees_later = bool(mask.triu(1).any())
         if sees_later and not encoder:
