@@ -292,3 +292,33 @@ def test_a_claim_on_a_quantity_the_kit_never_saw_is_one_story_and_its_yaml(packa
         from rankcollapse.models.measure import CurvesConfig
 
         CurvesConfig(model="tiny:bert", quantities=("entropy_of_nothing",))
+
+
+def test_a_statement_of_a_second_follow_up_is_counted_with_its_own_paper(package, tmp_path):
+    """A story judging two follow-ups on the same runs (LayerNorm Scaling and Peri-LN): each statement's
+    rows carry its own paper (``Statement.paper``), the engine's no-data row too; never the main paper."""
+    from rankcollapse.experiments.contract.verdicts import tally
+
+    name, folder = package
+    module = _MODULE.replace("{name}", "two_papers").replace("{{", "{").replace("}}", "}")
+    module = module.replace('"none"),\n)', '"none", paper="2502.02732"),\n)')
+    module = module.replace("claims=claims)", 'claims=claims, paper="2502.05795")')
+    (folder / "two_papers.py").write_text(textwrap.dedent(module))
+    (folder / "two_papers.yaml").write_text(textwrap.dedent(_YAML))
+    found = discover_stories(name)
+    story = found["two_papers"].story
+    assert (story.paper_of("falls"), story.paper_of("never")) == ("2502.05795", "2502.02732")
+    result = reproduce(ReproduceConfig(tmp_path / "out", profile="full", workers=1, progress=False),
+                       stories=found)
+    rows = {c.key: c for c in result.claims}
+    assert (rows["falls"].paper, rows["never"].paper) == ("2502.05795", "2502.02732")
+    assert {c.origin for c in result.claims} == {"follow-up setting"}
+    assert tally(result.claims) == {}  # nothing of either paper in the NeurIPS paper's tally
+    assert tally(result.claims, "2502.02732")["follow-up setting"]["as plotted"] == {"inconclusive": 1}
+    page = result.report.read_text()
+    assert page.index("id='paper-2502.05795'") < page.index("id='paper-2502.02732'") < page.index(
+        "id='exp-two_papers'")
+    with pytest.raises(RankCollapseError, match="main paper"):
+        Statement("s", "t", "src", "rule", paper=MAIN_PAPER)
+    with pytest.raises(RankCollapseError, match="unknown paper"):
+        Statement("s", "t", "src", "rule", paper="1234.5678")

@@ -271,12 +271,20 @@ def render_report(
     """
     counts = tally(claims)  # the main paper's rows only: each follow-up has its own section and counters
     number = {cid: i for i, cid in enumerate(dict.fromkeys(c.id for c in claims), 1)}
-    paper_of = {c.story: c.paper for c in claims}
+    paper_of: dict[str, str] = {}  # a story's paper: its first row's (a story may judge a second follow-up)
+    for c in claims:
+        paper_of.setdefault(c.story, c.paper)
     main = [c for c in claims if c.paper == MAIN_PAPER]
     every = list(dict.fromkeys(e.get("story") or e["name"] for e in experiments))
     stories = [s for s in every if paper_of.get(s, MAIN_PAPER) == MAIN_PAPER]
     followups = {p: [s for s in every if paper_of.get(s) == p] for p in FOLLOWUPS}
     followups = {p: names for p, names in followups.items() if names}
+    # a follow-up whose statements only a story of another paper judges (Statement.paper): its heading and
+    # counters open that story's section, after its host paper's
+    guests: dict[str, list[str]] = {}
+    for c in claims:
+        if c.paper != MAIN_PAPER and c.paper not in followups and c.paper not in guests.get(c.story, []):
+            guests.setdefault(c.story, []).append(c.paper)
     titles: dict[str, str] = {}
     for e in experiments:
         titles.setdefault(e.get("story") or e["name"], e.get("story_title") or e["title"])
@@ -300,7 +308,8 @@ def render_report(
         *_summary(main, {k: v for k, v in headlines.items() if k in stories}, meta.get("sequential")),
         "<p>Sections, in the paper's order: "
         + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories)
-        + "".join(f" · <a href='#paper-{_e(p)}'>follow-up: arXiv {_e(p)}</a>" for p in followups)
+        + "".join(f" · <a href='#paper-{_e(p)}'>follow-up: arXiv {_e(p)}</a>"
+                  for p in [*followups, *(g for gs in guests.values() for g in gs)])
         + " · <a href='#glossary'>glossary</a></p>",
     ]
     by_story: dict[str, list[Claim]] = {}
@@ -321,6 +330,14 @@ def render_report(
                 "are counted here only, never in the counters at the top:</p>"
             )
             parts.extend(_counters(tally(claims, opens)))
+        for guest in guests.get(name, []):
+            mine = [c for c in claims if c.paper == guest]
+            parts.append(
+                f"<h2 id='paper-{_e(guest)}'>Follow-up: {_e(FOLLOWUPS[guest])}</h2>"
+                f"<p>{len({c.id for c in mine})} rows judge this paper's statements in the section below, on "
+                "the same runs as the paper above; they are counted here only:</p>"
+            )
+            parts.extend(_counters(tally(claims, guest)))
         parts.append(f"<h2 id='exp-{_e(name)}'>{_e(titles[name])}</h2>")
         rows = by_story.get(name, [])
         if rows and rows[0].paper != MAIN_PAPER:  # a follow-up: one line per claim, then its findings

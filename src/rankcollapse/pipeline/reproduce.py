@@ -592,8 +592,8 @@ def _analyse(
                 )
                 first = next(iter(arms.values()), None)
                 rows.append(no_data_row(name, statement, first, why, all(e.extension for e in exps)))
-        for c in rows:  # the paper each row judges: the story's (a follow-up's rows: their own origin)
-            assign_paper(c, found.story.paper)
+        for c in rows:  # the paper each row judges: its statement's, else the story's (a follow-up's rows:
+            assign_paper(c, found.story.paper_of(c.key))  # their own origin and counters)
         claims.extend(rows)
         with at_looks((looks or {}).get(name, 1)):
             if draw:

@@ -55,7 +55,9 @@ def origin_sentences(rows: Sequence[Claim], origin: Origin, limit: int = 3) -> l
     rows = [c for c in rows if c.origin == origin.value]
     if not rows:
         return []
-    counts = tally(rows, rows[0].paper)[origin.value]["as plotted"]
+    counts: Counter[str] = Counter()  # the one tally, per paper of the rows (a story may judge two)
+    for paper in dict.fromkeys(c.paper for c in rows):
+        counts.update(tally(rows, paper).get(origin.value, {}).get("as plotted", {}))
     where = {
         Origin.PAPER: "In the paper's setting",
         Origin.FOLLOWUP: "In the later paper's own setting",

@@ -63,7 +63,10 @@ class Statement:
     in the search") or ``proof`` (the same conjecture settled by a proof the row names: "consistent:
     proven"; the data can still contradict it, which would mean the proof or the code is wrong).
     ``ours``: the statement is ours, not the paper's (its rows are extensions in any arm); the one flag,
-    never read back from ``source``'s words."""
+    never read back from ``source``'s words. ``paper``: the follow-up whose statement this is where it is
+    not the story's own (a story judging two papers on the same runs, e.g. LayerNorm Scaling and Peri-LN:
+    each statement's rows counted with its own paper); empty: the story's (``Story.paper_of``). Never the
+    main paper: a statement cannot move into the NeurIPS paper's tally from a follow-up's story."""
 
     key: str
     text: str
@@ -71,12 +74,18 @@ class Statement:
     rule: str
     kind: str = "claim"
     ours: bool = False
+    paper: str = ""
 
     def __post_init__(self) -> None:
         if not self.key.replace("_", "").isalnum():
             raise RankCollapseError(f"statement key {self.key!r} must be letters, digits and _")
         if self.kind not in ("claim", "search", "proof"):
             raise RankCollapseError(f"statement kind {self.kind!r}: allowed claim, search, proof")
+        if self.paper:
+            check_paper(self.paper)
+            if self.paper == MAIN_PAPER:
+                raise RankCollapseError(f"statement {self.key!r}: paper {self.paper} is the main paper, the "
+                                        "default of a story without PAPER; a statement names a follow-up")
 
 
 @dataclass(frozen=True)
@@ -210,6 +219,11 @@ class Story:
             if s.key == key:
                 return s
         raise RankCollapseError(f"story {self.name}: no statement {key!r}")
+
+    def paper_of(self, key: str) -> str:
+        """The paper whose statement ``key`` is: the statement's own (``Statement.paper``), else the
+        story's."""
+        return self.statement(key).paper or self.paper
 
     @property
     def tasks(self) -> dict[str, tuple[Task, bool]]:
