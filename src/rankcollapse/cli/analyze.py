@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,9 @@ if TYPE_CHECKING:
 
 
 def _warn(message: str) -> None:
-    print(f"rankcollapse: warning: {message}", file=sys.stderr)
+    from rankcollapse.edge.messages import warning
+
+    warning(message)
 
 
 @app.command("analyze")
@@ -244,11 +245,17 @@ def analyze_command(
         typer.echo(f"figures: {', '.join(p.name for p in drawn)} in {out}")
     for note in result.notes:
         if note == loaded.info.get("note"):
-            print(f"rankcollapse: note: {note}", file=sys.stderr)
+            _note(note)
     for check in checks:
         typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
     if not all(c.matches for c in checks):
         raise typer.Exit(1)
+
+
+def _note(message: str) -> None:
+    from rankcollapse.edge.messages import note
+
+    note(message)
 
 
 def _floor_line(dtype: str, rows: list[dict[str, object]]) -> str:

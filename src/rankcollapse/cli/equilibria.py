@@ -9,7 +9,6 @@ mode are refused.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ import typer
 from rankcollapse.cli.app import app
 from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.messages import note
 
 if TYPE_CHECKING:
     pass
@@ -79,7 +79,7 @@ def equilibria_command(
         d_qk=d_qk, starts=starts,
         layers=2000 if layers is None else layers, seed=seed, threads=threads,
     )
-    rows = equilibria(config, note=lambda text: print(f"rankcollapse: note: {text}", file=sys.stderr))
+    rows = equilibria(config, note=note)
     for row in rows:
         if as_json:
             print(json.dumps(row))
@@ -98,11 +98,7 @@ def equilibria_command(
                 f"CI=[{row['basin_ci'][0]:.3f}, {row['basin_ci'][1]:.3f}] mask={row['mask']}"
             )
     if not rows:
-        print(
-            "rankcollapse: note: no equilibrium found"
-            + (" of that rank" if rank else "; raise --layers or --starts"),
-            file=sys.stderr,
-        )
+        note("no equilibrium found" + (" of that rank" if rank else "; raise --layers or --starts"))
 
 
 @app.command("portrait")

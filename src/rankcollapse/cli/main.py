@@ -15,6 +15,8 @@ import sys
 import threading
 from types import FrameType
 
+from rankcollapse.edge.messages import printable, printable_stdout
+
 _INTERRUPTED = "results already written are kept"
 _SIGNALLED: list[int] = []  # the SIGINT / SIGTERM that arrived (set by the process's handler)
 
@@ -100,7 +102,7 @@ def _say(message: str) -> None:
     no terminal; a warning is not)."""
     to_stdout = bool(_ERRORS_TO_STDOUT and _ERRORS_TO_STDOUT[0]) and not message.startswith("warning:")
     try:
-        print(f"rankcollapse: {message}", file=sys.stdout if to_stdout else sys.stderr, flush=True)
+        print(f"rankcollapse: {printable(message)}", file=sys.stdout if to_stdout else sys.stderr, flush=True)
     except (OSError, ValueError, AttributeError):  # the stream closed under us
         pass
 
@@ -206,7 +208,7 @@ def _run(args: list[str]) -> int:
 
     command = typer.main.get_command(app)
     try:
-        with command.make_context("rankcollapse", list(args)) as ctx:
+        with printable_stdout(), command.make_context("rankcollapse", list(args)) as ctx:
             result = command.invoke(ctx)
     except Interrupted as err:
         return _stopped(err.message)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,10 @@ from rankcollapse.core.names import quantity as q
 
 
 def warn(message: str) -> None:
-    """One line on stderr: ``rankcollapse: warning: ...``."""
-    print(f"rankcollapse: warning: {message}", file=sys.stderr)
+    """One line on stderr, ``rankcollapse: warning: ...`` (:func:`rankcollapse.edge.messages.warning`)."""
+    from rankcollapse.edge.messages import warning
+
+    warning(message)
 
 
 @app.command("simulate")

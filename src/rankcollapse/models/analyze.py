@@ -23,7 +23,6 @@ This module is the run itself; its pieces, one idea a file (every name importabl
 from __future__ import annotations
 
 import copy
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +32,7 @@ from torch import Tensor
 
 from rankcollapse.core.execution import batch_slices
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.messages import warning
 from rankcollapse.edge.progress import progress as progress_lines
 from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.metrics import document_columns
@@ -257,7 +257,7 @@ def analyze(
             check_model_dtype(model, config)
             skipped = hooks_skipped(hf_in, config.mode)
             if skipped:
-                print(f"rankcollapse: warning: {skipped}", file=sys.stderr)
+                warning(skipped)
                 model.info["note"] = "; ".join(n for n in (model.info.get("note"), skipped) if n)
         else:
             model = with_label(model, model_label)
@@ -306,7 +306,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
     seconds["tokenize"] = time.perf_counter() - start
     notes = [n for n in (_prefix_note(model, ids),) if n]
     for note in notes:
-        print(f"rankcollapse: warning: {note}", file=sys.stderr)
+        warning(note)
     return _stream(config, model, ids, attention_mask, lengths, on_row, progress, on_attention, seconds,
                    notes)
 

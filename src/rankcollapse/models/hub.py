@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.messages import say
 from rankcollapse.edge.network import downloads_allowed, how_to_download, sync_offline, user_offline
 from rankcollapse.edge.validate import quote
 
@@ -125,9 +125,8 @@ def download(repo: str, why: str = "--download") -> Path:
             f"cannot download {repo!r}: HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set in the environment; "
             "unset it to download"
         )
-    print(f"rankcollapse: downloading {repo!r} from {endpoint()} into the Hugging Face cache ({why}; "
-          f"config, safetensors weights, tokenizer; no answer within {TIMEOUT_S} s is an error)",
-          file=sys.stderr, flush=True)
+    say(f"downloading {repo!r} from {endpoint()} into the Hugging Face cache ({why}; config, safetensors "
+        f"weights, tokenizer; no answer within {TIMEOUT_S} s is an error)")
     revision_of(repo)  # the bounded first request: no answer, no such repository -> one line, now
     try:
         with _quiet_hub():  # by branch, so the cache records main -> commit and later runs find it offline

@@ -34,7 +34,6 @@ matrix products run in bfloat16): such states are measured against float32's flo
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ from torch import Tensor, nn
 
 from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.inputs import error_line
+from rankcollapse.edge.messages import warning
 from rankcollapse.edge.validate import check_threads, quote
 from rankcollapse.metrics import METRIC_NAMES, SINK_THRESHOLD, metric_names
 from rankcollapse.monitor.layers import Layers, find_layers
@@ -231,7 +231,7 @@ class Monitor:
         key = message.split(": ", 1)[-1] if message.startswith("step ") else message
         if key not in self._shown:
             self._shown.add(key)
-            print(f"rankcollapse: warning: monitor: {message}", file=sys.stderr)
+            warning(f"monitor: {message}")
 
     # ---- the loop API ------------------------------------------------------------------------------
     def step(self, model: nn.Module, batch: Any = None, *, step: int | None = None) -> list[dict[str, Any]]:

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rankcollapse.edge.errors import RankCollapseError
+from rankcollapse.edge.messages import say
 from rankcollapse.edge.progress import duration_text
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.verdicts import Claim
@@ -279,11 +279,8 @@ def run_sequential(
         undecided = sum(1 for c in claims if c.undecided)
         if not new:
             break
-        print(
-            f"rankcollapse: look {look + 1} of {last}: {undecided} rows undecided; more seeds for "
-            f"{len(rows)} of them ({len(new)} runs, about {estimate / 60:.1f} min)",
-            file=sys.stderr,
-        )
+        say(f"look {look + 1} of {last}: {undecided} rows undecided; more seeds for {len(rows)} of them "
+            f"({len(new)} runs, about {estimate / 60:.1f} min)")
         t0 = time.perf_counter()
         sweep(new, f"look {look + 1} of {last}")
         known.update(s.run_id for s in new)

@@ -13,7 +13,6 @@ import multiprocessing as mp
 import os
 import queue
 import re
-import sys
 import threading
 import time
 import traceback
@@ -25,6 +24,7 @@ from typing import Any
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.inputs import error_line
+from rankcollapse.edge.messages import warning
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.engine.costs import wall_seconds
 from rankcollapse.experiments.engine.grid import RunSpec
@@ -135,7 +135,7 @@ def run_sweep(
             misfiled += [why] if (why := store.misfiled(spec)) else []
     if misfiled:  # another run's record under this run's name: computed again, said once
         more = f" (and {len(misfiled) - 1} more)" if len(misfiled) > 1 else ""
-        print(f"rankcollapse: warning: {misfiled[0]}{more}; computed again", file=sys.stderr)
+        warning(f"{misfiled[0]}{more}; computed again")
     start = time.perf_counter()
     estimate = cost or (lambda s: None)
     weights = run_weights(todo, estimate)
