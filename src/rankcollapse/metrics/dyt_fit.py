@@ -15,7 +15,8 @@ For a fixed ``alpha`` each feature's ``(gamma_k, beta_k)`` is an ordinary regres
 
 - ``dyt_r2 = 1 - sum_k SS_k (1 - r_k^2) / sum_k SS_k`` at the best alpha (the tanh fit);
 - ``linear_r2``: the same with ``x`` itself in place of ``tanh(alpha x)`` (a per-feature straight line, the
-  ``alpha -> 0`` end of the family, so ``dyt_r2 >= linear_r2`` up to the search);
+  ``alpha -> 0`` end of the family, so ``dyt_r2 >= linear_r2`` up to the search: the fit reports the larger
+  of the two, the line being the tanh's limit);
 - ``s_shape = 1 - (1 - dyt_r2) / (1 - linear_r2)``: the share of what a straight line leaves unexplained that
   the tanh explains (0: no bend; 1: the bend is all of it; NaN where the line is exact);
 - ``dyt_alpha`` and ``alpha_scaled = dyt_alpha * s`` (how far into the tanh's bend the data reach: the bend
@@ -34,8 +35,10 @@ from rankcollapse.edge.errors import RankCollapseError
 
 #: The fit's columns, per sample.
 FIT_NAMES: tuple[str, ...] = ("dyt_r2", "linear_r2", "s_shape", "dyt_alpha", "alpha_scaled")
-#: The grid of ``alpha * s`` searched before the refinement (log-spaced).
-ALPHA_GRID = (1e-3, 1e3, 61)
+#: The grid of ``alpha * s`` searched (log-spaced, in float32) before the refinement (float64, to ``XATOL`` in
+#: ``log alpha``); below its low end the tanh is a straight line to within ``(1e-2)^2 / 3`` of its slope.
+ALPHA_GRID = (1e-2, 1e2, 25)
+XATOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,9 @@ class DytFit:
 
 
 def _loss(x: Tensor, yc: Tensor, ss: Tensor, alphas: Tensor) -> Tensor:
-    """``sum_k SS_k (1 - r_k^2)`` of the regression of ``y_k`` on ``tanh(alpha x_k)`` per alpha: [A]."""
-    t = torch.tanh(alphas[:, None, None] * x[None])  # [A, n, d]
+    """``sum_k SS_k (1 - r_k^2)`` of the regression of ``y_k`` on ``tanh(alpha x_k)`` per alpha: [A] (in the
+    dtype of ``x``)."""
+    t = torch.tanh(alphas.to(x.dtype)[:, None, None] * x[None])  # [A, n, d]
     tc = t - t.mean(dim=1, keepdim=True)
     cov = (tc * yc[None]).sum(dim=1)  # [A, d]
     var = (tc * tc).sum(dim=1)
@@ -84,22 +88,23 @@ def fit_dyt(x: Tensor, y: Tensor) -> DytFit:
     s = float(x.std()) or 1.0
     lo, hi, count = ALPHA_GRID
     grid = torch.logspace(math.log10(lo), math.log10(hi), count, dtype=torch.float64) / s
-    losses = _loss(x, yc, ss, grid)
-    best = int(torch.argmin(losses))
+    coarse = _loss(x.to(torch.float32), yc.to(torch.float32), ss.to(torch.float32), grid)
+    best = int(torch.argmin(coarse))
     left, right = grid[max(best - 1, 0)], grid[min(best + 1, count - 1)]
 
     def f(log_a: float) -> float:
         return float(_loss(x, yc, ss, torch.tensor([math.exp(log_a)], dtype=torch.float64))[0])
 
     res = minimize_scalar(f, bounds=(math.log(float(left)), math.log(float(right))), method="bounded",
-                          options={"xatol": 1e-6})
-    alpha = math.exp(float(res.x)) if res.fun <= float(losses[best]) else float(grid[best])
-    loss = min(float(res.fun), float(losses[best]))
+                          options={"xatol": XATOL})
+    at_grid = f(math.log(float(grid[best])))
+    alpha = math.exp(float(res.x)) if res.fun <= at_grid else float(grid[best])
+    loss = min(float(res.fun), at_grid)
     xc = x - x.mean(dim=0, keepdim=True)
     vx = (xc * xc).sum(dim=0)
     r2_lin = torch.where((vx > 0) & (ss > 0), (xc * yc).sum(dim=0) ** 2 / (vx * ss).clamp_min(1e-300), 0.0)
     linear = 1 - float((ss * (1 - r2_lin.clamp(max=1.0))).sum()) / total
-    tanh_r2 = 1 - loss / total
+    tanh_r2 = max(1 - loss / total, linear)
     t = torch.tanh(alpha * x)
     tc = t - t.mean(dim=0, keepdim=True)
     vt = (tc * tc).sum(dim=0)
