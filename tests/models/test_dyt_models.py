@@ -95,7 +95,7 @@ def test_measure_norm_fits_fits_every_norm_of_a_tiny_model_in_call_order() -> No
         # a random init's LayerNorm: every token's spread alike, so the pooled map is a straight line
         assert (cols["linear_r2"] > 0.99).all() and (cols["dyt_r2"] >= cols["linear_r2"]).all()
     assert sorted(m.scatter) == [1, depth, 2 * depth]  # the first, middle and last norm's points
-    assert all(p.shape == (40, 3) for p in m.scatter.values())
+    assert all(p.shape == (40, 4) for p in m.scatter.values())
 
 
 def test_a_planted_tanh_map_on_a_norms_recorded_inputs_gives_back_its_alpha() -> None:

@@ -131,8 +131,9 @@ class NormFitConfig:
 class NormFitMeasurement:
     """Per norm ``k`` (1-based, in call order): ``block[k]`` (the layer t it sits in), ``which[k]``
     (attention, mlp, ...), ``kind`` (layer or rms), ``fits[k][column]`` [b] per excerpt
-    (``metrics.dyt_fit.FIT_NAMES``), ``scatter[k]`` ((x, y, fitted y) points of the first excerpt, for the
-    figure's norms), ``model`` the model's columns, ``summary`` the run's facts."""
+    (``metrics.dyt_fit.FIT_NAMES``), ``scatter[k]`` ((x, y, fitted y, fitted y with the mean gamma and beta)
+    points of the first excerpt, for the figure's norms), ``model`` the model's columns, ``summary`` the run's
+    facts."""
 
     block: dict[int, int]
     which: dict[int, str]
@@ -228,14 +229,16 @@ def measure_norm_fits(
 
 
 def _points(x: Tensor, y: Tensor, fit: Any, count: int, seed: int) -> np.ndarray:
-    """``count`` (input, output, fitted output) points of one excerpt, drawn without replacement:
-    [count, 3]."""
+    """``count`` (input, output, fitted output at the point's own feature, fitted output with the features'
+    mean gamma and beta: one smooth curve) points of one excerpt, drawn without replacement: [count, 4]."""
     g = torch.Generator().manual_seed(seed)
     flat = torch.randperm(x.numel(), generator=g)[:count]
     cols = flat % x.shape[1]
     xs, ys = x.flatten()[flat], y.flatten()[flat]
-    fitted = fit.gamma[cols] * torch.tanh(fit.dyt_alpha * xs) + fit.beta[cols]
-    return torch.stack([xs, ys, fitted], dim=1).numpy()
+    squashed = torch.tanh(fit.dyt_alpha * xs)
+    fitted = fit.gamma[cols] * squashed + fit.beta[cols]
+    mean = fit.gamma.mean() * squashed + fit.beta.mean()
+    return torch.stack([xs, ys, fitted, mean], dim=1).numpy()
 
 
 # ---- DyT in LayerNorm's place ------------------------------------------------------------------------------
