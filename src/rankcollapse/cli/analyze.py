@@ -9,6 +9,17 @@ from typing import TYPE_CHECKING
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.cli.options import (
+    apply_threads,
+    device_option,
+    dtype_option,
+    existing,
+    out_option,
+    overwrite_option,
+    progress_option,
+    seed_option,
+    threads_option,
+)
 from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import RankCollapseError
 
@@ -53,8 +64,7 @@ def analyze_command(
     batch_size: int = typer.Option(None, "--batch-size", help=q("batch_size").help(
                                    "default: all --samples at once; more is clamped. Memory holds one "
                                    "batch")),
-    device: str = typer.Option("cpu", "--device", help="Where the model, inputs and metrics run: cpu, "
-                               "cuda or cuda:K."),
+    device: str = device_option("cpu", "the model, inputs and metrics"),
     tokens: int = typer.Option(None, "--tokens", help=q("tokens").help(
                                "default 128; a vision encoder's is set by its image and patch size")),
     pixel_values: Path = typer.Option(None, "--pixel-values", help=q("pixel_values").help(
@@ -62,11 +72,11 @@ def analyze_command(
                                       "(another size than the model's reads its positions interpolated); "
                                       "default for a vision encoder (ViT): --samples white-noise images "
                                       "seeded by --seed")),
-    dtype: str = typer.Option("float32", "--dtype", help=q("dtype").help(
-                              "float32, float64, bfloat16 or float16 (bf16, fp16): the model's weights and "
-                              "hidden states; a half-precision run is measured in float32 against the floor "
-                              "of its own dtype (32 eps: 0.25 for bfloat16, 0.031 for float16)")),
-    seed: int = typer.Option(0, "--seed", help=q("seed").help("the excerpts, and random-init weights")),
+    dtype: str = dtype_option("float32", "float32, float64, bfloat16 or float16 (bf16, fp16): the model's "
+                              "weights and hidden states; a half-precision run is measured in float32 "
+                              "against the floor of its own dtype (32 eps: 0.25 for bfloat16, 0.031 for "
+                              "float16)"),
+    seed: int = seed_option("the excerpts, and random-init weights"),
     backend: str = typer.Option("auto", "--backend", help="auto, hf (model's own modules, full mode "
                                 "only) or parts (generic blocks)."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute per "
@@ -76,8 +86,7 @@ def analyze_command(
                                        "machine; torch's own from there)."),
     cos_rows: str = typer.Option("256", "--cos-rows", help=q("cos_rows").help(
                                  "default 256: sampled from 1,024 tokens on; all: every pair")),
-    threads: int = typer.Option(None, "--threads", help="torch intra-op threads for the whole run "
-                                "(default: torch's; 1 is much faster on a loaded machine or small batches)."),
+    threads: int = threads_option(),
     diagnostics: bool = typer.Option(False, "--diagnostics", help="Also measure, per layer: attention "
                                      "entropy (per head), sink rate, first-token attention and norm, largest "
                                      "activations, massive ratio: exactly, from each layer's fused "
@@ -100,11 +109,8 @@ def analyze_command(
                                      "attention function with the layer's own mask arguments, O(n e) per "
                                      "row) is exactly the mask its config defines; writes mask_check.json, "
                                      "exit 1 on a mismatch."),
-    out: Path = typer.Option(..., "--out", help="Output folder (new, empty, or an earlier analyze run's "
-                             "with --overwrite): config.json, metrics.csv (+ plot)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier analyze run in --out "
-                                   "(published when this run is complete; without it, an earlier finished "
-                                   "run is refused)."),
+    out: Path = out_option("config.json, metrics.csv (+ the figures with --plot)"),
+    overwrite: bool = overwrite_option("analyze"),
     plot: bool = typer.Option(False, "--plot", help="Also draw the figures (one paper column wide): mu.png "
                               "(mu and mu_rel per layer with the precision floor), geometry.png (ranks, "
                               "full-rank share, sigma_min, mean |cos|) and, with --diagnostics, "
@@ -121,8 +127,7 @@ def analyze_command(
                                         "[samples, heads, tokens, tokens]."),
     table: bool = typer.Option(True, "--table/--no-table", help="Print a short table per layer (mu_rel, "
                                "rank, cosines; with --diagnostics entropy, sink heads, massive ratio)."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: a "
-                                  "bar on a terminal, a plain line every 10 s otherwise."),
+    progress: bool = progress_option(),
     download: bool = typer.Option(False, "--download", help="Allow the network: fetch a hub name or a paper "
                                   "checkpoint not in the local Hugging Face cache (config, safetensors, "
                                   "tokenizer; announced on stderr, 10 s timeouts). Same as "
@@ -131,13 +136,12 @@ def analyze_command(
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
     from rankcollapse.edge.folder import check_output_folder
 
-    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
-    check_output_folder(out, "analyze", existing=existing)  # a foreign or read-only --out: before the model
+    policy = existing(overwrite)  # the one rule: never replaced silently
+    check_output_folder(out, "analyze", existing=policy)  # a foreign or read-only --out: before the model
     if download:
         from rankcollapse.edge.network import allow_downloads
 
         allow_downloads()
-    import torch
 
     from rankcollapse.edge.folder import OutputFolder
     from rankcollapse.edge.runs import RunWriter
@@ -177,10 +181,7 @@ def analyze_command(
     if save_attention and (config.batch_size or samples) < samples:
         raise RankCollapseError(f"--save-attention writes every sample of a layer at once; it needs one "
                                 f"batch (--batch-size {config.batch_size} < --samples {samples})")
-    if threads is not None:
-        from rankcollapse.edge.validate import check_threads
-
-        torch.set_num_threads(check_threads("--threads", threads))
+    apply_threads(threads)
     loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
                                        model_label=model_label), tokenizer)
     ids = pixels = None
@@ -206,7 +207,7 @@ def analyze_command(
                "mask_check.json", "attention")
     drawn: list[Path] = []
     checks: list = []
-    with OutputFolder(out, "analyze", existing=existing, outputs=outputs) as folder:
+    with OutputFolder(out, "analyze", existing=policy, outputs=outputs) as folder:
         from rankcollapse.models.analyze_result import read_size
 
         record = {"analyze": asdict(config), "model": info, "read": read_size(config, ids, pixels)}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.cli.options import existing, out_option, overwrite_option
 
 if TYPE_CHECKING:
     pass
@@ -37,13 +38,9 @@ def counterexample_command(
         help="Also iterate the map: each arc's measured limit, "
         "and token 2's basin of B while token 1 has not converged (paper only).",
     ),
-    out: Path = typer.Option(
-        None, "--out", help="Also write Figs. 1 and 5 (.png, .pdf) and the numbers here."
-    ),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace an earlier counterexample run in --out (without it, an earlier "
-        "finished run is refused)."
-    ),
+    out: Path = out_option("Figs. 1 and 5 (.png, .pdf) and the numbers", default=None, optional="Also write "
+                           "the figures:"),
+    overwrite: bool = overwrite_option("counterexample"),
     as_json: bool = typer.Option(
         False,
         "--json",
@@ -55,12 +52,12 @@ def counterexample_command(
     from rankcollapse.equilibria.entry import CounterexampleConfig, counterexample
 
     config = CounterexampleConfig(construction=construction, w=w, measure=measure)
-    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
+    policy = existing(overwrite)  # the one rule: never replaced silently
     if out is not None:
         from rankcollapse.edge.folder import check_output_folder
 
-        check_output_folder(out, "counterexample", existing=existing)
-    _print(counterexample(config, out, existing), as_json)
+        check_output_folder(out, "counterexample", existing=policy)
+    _print(counterexample(config, out, policy), as_json)
 
 
 def _print(obj: dict, as_json: bool) -> None:

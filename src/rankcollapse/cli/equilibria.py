@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.cli.options import existing, out_option, overwrite_option, seed_option, threads_option
 from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.messages import note
@@ -65,9 +66,9 @@ def equilibria_command(
     ),
     layers: int = typer.Option(None, "--layers", help=q("layers").help("iterated from each start (default "
                                "2000)")),
-    seed: int = typer.Option(0, "--seed", help=q("seed").help("the random starts")),
+    seed: int = seed_option("the random starts"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per equilibrium (JSON lines)."),
-    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (default 1)."),
+    threads: int = threads_option(1),
 ) -> None:
     """Find and verify equilibria of X -> D A(X) X W_V (the theory's sphere LayerNorm)."""
     from rankcollapse.equilibria.entry import EquilibriaConfig, equilibria
@@ -103,13 +104,8 @@ def equilibria_command(
 
 @app.command("portrait")
 def portrait_command(
-    out: Path = typer.Option(
-        ..., "--out", help="Output folder for Figs. 1 and 5 (.png, .pdf) and the numbers."
-    ),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace an earlier portrait run in --out (without it, an earlier "
-        "finished run is refused)."
-    ),
+    out: Path = out_option("Figs. 1 and 5 (.png, .pdf) and the numbers"),
+    overwrite: bool = overwrite_option("portrait"),
     construction: str = typer.Option(
         "paper",
         "--construction",
@@ -127,8 +123,8 @@ def portrait_command(
     from rankcollapse.equilibria.entry import PortraitConfig, portrait
 
     config = PortraitConfig(construction=construction, w=w, a=a, s=s)
-    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
-    check_output_folder(out, "portrait", existing=existing)  # a file, a foreign or unwritable folder, ...
-    paths = portrait(config, out, existing)
+    policy = existing(overwrite)  # the one rule: never replaced silently
+    check_output_folder(out, "portrait", existing=policy)  # a file, a foreign or unwritable folder, ...
+    paths = portrait(config, out, policy)
     for key, p in paths.items():
         print(f"{key}: {p}")

@@ -10,6 +10,7 @@ from types import FrameType
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.cli.options import device_option, progress_option
 from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import Interrupted, RankCollapseError
 
@@ -79,7 +80,7 @@ def reproduce_command(
     wait: bool = typer.Option(
         False, "--wait", help="If another process is writing --out, wait for it (default: exit 2 at once)."
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars (runs and layers)."),
+    progress: bool = progress_option(),
     list_only: bool = typer.Option(
         False, "--list", help="List the experiments and their run counts, then exit."
     ),
@@ -111,7 +112,7 @@ def reproduce_command(
         help="Allow the network: paper checkpoints not in the local Hugging Face cache are fetched "
         "(announced on stderr) instead of replaced by stand-ins. Same as RANKCOLLAPSE_DOWNLOAD=1.",
     ),
-    device: str = typer.Option(None, "--device", help="cpu (default), cuda or cuda:K: where runs compute."),
+    device: str = device_option(None, "each run (default cpu)"),
     batch_size: int = typer.Option(
         None, "--batch-size", help=q("batch_size").help("default: the profile's, else all")
     ),

@@ -10,6 +10,17 @@ from typing import Any
 import typer
 
 from rankcollapse.cli.app import app
+from rankcollapse.cli.options import (
+    apply_threads,
+    device_option,
+    dtype_option,
+    existing,
+    out_option,
+    overwrite_option,
+    progress_option,
+    seed_option,
+    threads_option,
+)
 from rankcollapse.core.names import quantity as q
 
 
@@ -51,36 +62,28 @@ def simulate_command(
     inputs: str = typer.Option("gaussian", "--inputs", help="Initial tokens: gaussian, sphere, hemisphere, "
                                "repeated (one Gaussian token at every position)."),
     samples: int = typer.Option(None, "--samples", help=q("samples").help("default 8")),
-    seed: int = typer.Option(0, "--seed", help=q("seed").help("inputs and weights, >= 0")),
-    dtype: str = typer.Option("float64", "--dtype", help=q("dtype").help("float64 or float32 (f64, f32 "
-                              "accepted)")),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    seed: int = seed_option("inputs and weights, >= 0"),
+    dtype: str = dtype_option("float64", "float64 or float32 (f64, f32 accepted)"),
+    device: str = device_option("cpu", "the simulation"),
     kernel: str = typer.Option("auto", "--kernel", help="auto, dense, sdpa, band."),
     metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric columns to compute "
                                 "(default all; mu and mu_rel always; opt-in: token_speed, the rollout and "
                                 "rank columns)."),
     stop_below: float = typer.Option(None, "--stop-below", help="Stop once every sample's mu_rel is below."),
-    threads: int = typer.Option(None, "--threads", help="torch intra-op threads, 1..CPUs (default: torch's; "
-                                "1 is much faster for small runs on a loaded machine)."),
-    out: str = typer.Option(..., "--out", metavar="DIR", help="Output folder (new or empty): config.json, "
-                            "metrics.csv (+ mu.png); rows stream to metrics.partial.csv until the run is "
-                            "complete. One writer per folder."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier simulate run in --out "
-                                   "(published when this run is complete; a folder rankcollapse did not make "
-                                   "is never replaced)."),
+    threads: int = threads_option(),
+    out: str = out_option("config.json, metrics.csv (+ mu.png); rows stream to metrics.partial.csv until the "
+                          "run is complete"),
+    overwrite: bool = overwrite_option("simulate"),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (final mu_rel, floor, theory)."),
     plot: bool = typer.Option(False, "--plot", help="Draw mu against depth (log-log) into OUT/mu.png."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress on stderr after 2 s: "
-                                  "a bar on a terminal, a plain line every 10 s otherwise."),
+    progress: bool = progress_option(),
 ) -> None:
     """Simulate X(t+1) = layer(X(t)) and write one metrics.csv row per layer (row 0 = the input)."""
     from rankcollapse.edge.folder import check_output_folder
-    from rankcollapse.edge.validate import check_threads
 
-    existing = "replace" if overwrite else "refuse"
-    out = check_output_folder(out, "simulate", existing=existing)
-    if threads is not None:
-        threads = check_threads("--threads", threads)
+    policy = existing(overwrite)
+    out = check_output_folder(out, "simulate", existing=policy)
+    apply_threads(threads)
     from rankcollapse.dynamics.plot import plot_mu
     from rankcollapse.dynamics.simulate import SimulationConfig, simulate
     from rankcollapse.edge.folder import OutputFolder
@@ -95,16 +98,12 @@ def simulate_command(
         kernel=kernel, metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope, rope_base=rope_base,
         rope_scale=rope_scale, tied_qk=tied_qk,
     )
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
     from rankcollapse.edge.progress import progress as progress_lines
 
     bar = progress_lines(config.layers + 1, f"simulate {config.mask}", "layers", enabled=progress)
     # what simulate wrote before the marker listed a run's files (a folder from then is replaced by these)
     outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, "mu.png")
-    with OutputFolder(out, "simulate", existing=existing, outputs=outputs) as folder:
+    with OutputFolder(out, "simulate", existing=policy, outputs=outputs) as folder:
         try:
             with RunWriter(folder, {"simulate": config.to_dict()}) as writer:
                 def on_layer(row: dict[str, float]) -> None:
