@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 import torch
 
 from rankcollapse.cli.main import main
+from rankcollapse.edge.errors import RankCollapseError
 
 
 @pytest.fixture
@@ -274,3 +276,19 @@ def test_label_names_the_model_in_what_analyze_writes_and_a_bad_one_is_one_line(
     assert main([*args, "--model-label", "", "--overwrite"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("rankcollapse: error: model_label ''") and "\n" not in err
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"save_attention": True}, "--save-attention applies only with --diagnostics"),
+    ({"plot_format": "pdf"}, "--plot-format applies only with --plot"),
+    ({"plot": True, "plot_format": "bmp,png"}, "--plot-format"),
+])
+def test_analyze_outputs_check_their_flags_on_construction(kw, needle):
+    """The output flags' cross-checks live in a config that validates on construction (issue 43 item 3),
+    the same one line in Python as at the CLI."""
+    from rankcollapse.models.analyze_config import AnalyzeConfig, AnalyzeOutputs
+
+    with pytest.raises(RankCollapseError, match=re.escape(needle)):
+        AnalyzeOutputs(AnalyzeConfig(model="tiny:bert"), **kw)
+    assert AnalyzeOutputs(AnalyzeConfig(model="tiny:bert", diagnostics=True), save_attention=True,
+                          plot=True, plot_format="pdf,svg").formats == ("pdf", "svg")

@@ -146,6 +146,7 @@ def analyze_command(
     from rankcollapse.edge.folder import OutputFolder
     from rankcollapse.edge.runs import RunWriter
     from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, pixel_batch, token_batch
+    from rankcollapse.models.analyze_config import AnalyzeOutputs
     from rankcollapse.models.images import read_pixel_values
     from rankcollapse.models.inputs import with_tokenizer
     from rankcollapse.models.loading import load_model
@@ -168,19 +169,10 @@ def analyze_command(
                            diagnostics_chunk=diagnostics_chunk, sink_threshold=sink_threshold,
                            ablation=ablation, sink_damping=sink_damping,
                            device=device, batch_size=batch_size)
-    if save_attention and not diagnostics:
-        raise RankCollapseError("--save-attention applies only with --diagnostics")
-    if plot_format is not None and not plot:
-        raise RankCollapseError("--plot-format applies only with --plot")
-    from rankcollapse.models.plot import FORMATS, figure_files, figure_names, plot_formats
+    formats = AnalyzeOutputs(config, plot=plot, plot_format=plot_format, per_sample=per_sample,
+                             save_attention=save_attention, check_masks=check_masks).formats
+    from rankcollapse.models.plot import FORMATS, figure_files, figure_names
 
-    formats = plot_formats(plot_format or "png")
-    if plot and not figure_names(config.metrics, diagnostics):
-        raise RankCollapseError(f"--plot draws mu, mu_rel or the token geometry; --metrics {metrics} has "
-                                "none of them (add mu_rel)")
-    if save_attention and (config.batch_size or samples) < samples:
-        raise RankCollapseError(f"--save-attention writes every sample of a layer at once; it needs one "
-                                f"batch (--batch-size {config.batch_size} < --samples {samples})")
     apply_threads(threads)
     loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
                                        model_label=model_label), tokenizer)

@@ -212,3 +212,44 @@ class AnalyzeConfig:
     def parsed_mask(self) -> Mask | MaskSchedule | None:
         """The mask (or schedule) object, parsed once in ``__post_init__``; None for the model's own."""
         return self._mask
+
+
+@dataclass(frozen=True)
+class AnalyzeOutputs:
+    """What a run writes beside ``config.json`` and ``metrics.csv`` (``rankcollapse analyze``'s output
+    flags), checked against its :class:`AnalyzeConfig` on construction, each conflict one line:
+    ``save_attention`` needs ``diagnostics`` and one batch of every sample; ``plot_format`` needs
+    ``plot``; ``plot`` needs a column a figure draws (``mu``, ``mu_rel`` or the token geometry).
+
+    ``formats``: the figures' formats (``plot_format`` parsed, default png)."""
+
+    config: AnalyzeConfig
+    plot: bool = False
+    plot_format: str | None = None
+    per_sample: bool = False
+    save_attention: bool = False
+    check_masks: bool = False
+
+    def __post_init__(self) -> None:
+        from rankcollapse.models.plot import figure_names, plot_formats
+
+        c = self.config
+        if self.save_attention and not c.diagnostics:
+            raise RankCollapseError("--save-attention applies only with --diagnostics")
+        if self.plot_format is not None and not self.plot:
+            raise RankCollapseError("--plot-format applies only with --plot")
+        plot_formats(self.plot_format or "png")  # one line for a format matplotlib does not write
+        if self.plot and not figure_names(c.metrics, c.diagnostics):
+            shown = ",".join(c.metrics or ())
+            raise RankCollapseError(f"--plot draws mu, mu_rel or the token geometry; --metrics {shown} has "
+                                    "none of them (add mu_rel)")
+        if self.save_attention and (c.batch_size or c.samples) < c.samples:
+            raise RankCollapseError(f"--save-attention writes every sample of a layer at once; it needs one "
+                                    f"batch (--batch-size {c.batch_size} < --samples {c.samples})")
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """The figures' formats: ``plot_format`` parsed (``png`` by default)."""
+        from rankcollapse.models.plot import plot_formats
+
+        return plot_formats(self.plot_format or "png")
