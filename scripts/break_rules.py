@@ -24,6 +24,8 @@ TESTS = [
     "tests/experiments/test_kit_influence.py",
     "tests/experiments/test_kit_trajectories.py",
     "tests/experiments/test_theorem3_records.py",
+    "tests/experiments/test_kit_dyt.py",
+    "tests/experiments/test_kit_growth.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
@@ -605,6 +607,99 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "            parts.append((label, Judgement(REPRODUCED, words, n=n, unit=NETWORK)))",
         "            parts.append((label, Judgement(NOT_REPRODUCED, words, 'x', 'measured otherwise', n)))",
         "an onset found in every network is refuted (the old window rule's reading)",
+    ),
+    (
+        "kit/dyt.py",
+        "    below = [m for m in (a, b) if m.decided and m.value < m.threshold]",
+        "    below = [m for m in (a,) if m.decided and m.value < m.threshold]",
+        "tanh_like ignores the S-shape share: a straight line counts as tanh-like",
+    ),
+    (
+        "kit/dyt.py",
+        "    with conditions(2 * len(norms)):",
+        "    with conditions(1):",
+        "tanh_like drops Bonferroni over the norms and their two statistics",
+    ),
+    (
+        "kit/dyt.py",
+        "    if len(yes) >= often * total:",
+        "    if len(yes) >= often * total or yes:",
+        "tanh_like calls one tanh-like norm 'often'",
+    ),
+    (
+        "kit/dyt.py",
+        "    if hi < limit:",
+        "    if share < limit:",
+        "basin_and_equilibria refutes a basin from its share without the share's interval",
+    ),
+    (
+        "kit/dyt.py",
+        "    if not b.complete:",
+        "    if False:",
+        "basin_and_equilibria refutes the stable equilibria from an enumeration cut short",
+    ),
+    (
+        "kit/dyt.py",
+        "        elif r.complete:",
+        "        elif True:",
+        "ranks_present refutes a rank missing from an enumeration cut short",
+    ),
+    (
+        "kit/dyt.py",
+        "        if res <= limit:",
+        "        if res >= limit:",
+        "fixed_points_kept swaps the residual's comparison",
+    ),
+    (
+        "kit/growth.py",
+        "            better = [other for other, m in others if m.decided and m.value < 0]",
+        "            better = []",
+        "best_growth never refutes a law another law fits better for sure",
+    ),
+    (
+        "kit/growth.py",
+        "        raise ValueError(f\"law must be one of {LAWS}, got {law!r}\")\n"
+        "    parts: list[tuple[str, Judgement]] = []\n    with conditions(2 * max(len(per_label), 1)):",
+        "        raise ValueError(f\"law must be one of {LAWS}, got {law!r}\")\n"
+        "    parts: list[tuple[str, Judgement]] = []\n    with conditions(1):",
+        "best_growth drops Bonferroni over its conditions",
+    ),
+    (
+        "kit/growth.py",
+        "    tol = th[\"rate_tol\"]\n    parts: list[tuple[str, Judgement]] = []\n"
+        "    with conditions(2 * max(len(per_label), 1)):",
+        "    tol = th[\"rate_tol\"]\n    parts: list[tuple[str, Judgement]] = []\n    with conditions(1):",
+        "flat_growth drops Bonferroni over its conditions",
+    ),
+    (
+        "kit/growth.py",
+        "    sse_poly, p = ols(np.log(t))",
+        "    sse_poly, p = ols(t)",
+        "fit_growth fits the polynomial law in t, not in log t",
+    ),
+    (
+        "kit/growth.py",
+        "    g, sse_lin = (math.exp(float(res.x)), float(res.fun)) if res.fun < sses[best] else (",
+        "    g, sse_lin = (math.exp(float(res.x)), float(res.fun)) if False else (",
+        "fit_growth leaves the linear law on its grid",
+    ),
+    (
+        "kit/growth.py",
+        "            if (hi.decided and hi.value > tol) or (lo.decided and lo.value < -tol):",
+        "            if hi.decided and hi.value > tol:",
+        "flat_growth takes a falling variance for a kept one",
+    ),
+    (
+        "kit/growth.py",
+        "    need = th.count(\"min_samples\")\n    if n >= need:",
+        "    need = 2\n    if n >= need:",
+        "the growth rules judge from two units",
+    ),
+    (
+        "kit/growth.py",
+        "(lo > threshold, hi < threshold) if above else (hi < threshold, lo > threshold)",
+        "(lo > threshold, hi < threshold) if above else (lo > threshold, hi < threshold)",
+        "at_most reads as at_least",
     ),
     (
         "contract/verdicts.py",

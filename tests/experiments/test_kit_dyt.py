@@ -139,3 +139,14 @@ def test_fixed_points_kept_reads_the_residual_against_its_threshold() -> None:
 def test_one_start_at_the_rank_is_a_basin_of_positive_measure(hits: int) -> None:
     plotted, _ = basin_and_equilibria({"alpha = 4": Basin(hits, 4096, 1, True)}, TH)
     assert plotted.verdict == REPRODUCED
+
+
+def test_the_norms_and_their_two_statistics_are_bonferroni_conditions() -> None:
+    """An S-shape share 3 standard errors above s_min over 8 excerpts is decided for one norm's two
+    comparisons (z = 2.84) but not for three norms' six (z = 3.71)."""
+    sd = 0.05
+    shape = 0.2 + 3.0 * sd / math.sqrt(8)
+    one = tanh_like({"a": fit(0.95, shape, sd=sd)}, TH.with_value("often_min", 1.0))
+    three = tanh_like({k: fit(0.95, shape, sd=sd) for k in "abc"}, TH.with_value("often_min", 1.0))
+    assert one.verdict == REPRODUCED
+    assert three.verdict == INCONCLUSIVE and three.cause_kind == "sample too small"

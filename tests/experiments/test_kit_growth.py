@@ -13,6 +13,8 @@ from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODU
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE
 from rankcollapse.experiments.kit.growth import (
     LAWS,
+    GrowthFit,
+    GrowthFits,
     at_least,
     at_most,
     best_growth,
@@ -147,3 +149,31 @@ def test_unit_curves_average_a_networks_samples_and_keep_each_excerpt_of_pretrai
     pre = pd.DataFrame([dict(r, pretrained=True) for r in rows])
     curves, unit = unit_curves(pre, "stream_var")
     assert unit == SAMPLE and curves.shape == (4, 3)
+
+
+def _planted_fits(diffs: np.ndarray, law: str = "linear", other: float = 1.0) -> GrowthFits:
+    """Units whose residual sums are ``law``'s ``other - d`` against every other law's ``other``."""
+    fits = [GrowthFit({x: other - d if x == law else other for x in LAWS}, {x: 0.0 for x in LAWS})
+            for d in diffs]
+    return GrowthFits(tuple(fits), NETWORK)
+
+
+def test_the_conditions_of_best_growth_are_bonferroni_conditions() -> None:
+    """A residual gap 3.5 standard errors above 0 over 6 networks is decided for one condition's two
+    comparisons (z = 3.2) but not for three conditions' six (z = 4.3)."""
+    g = np.random.default_rng(0).standard_normal(6)
+    g = (g - g.mean()) / g.std(ddof=1)  # mean 0, sample std 1 exactly
+    diffs = 3.5 / math.sqrt(6) + g  # mean 3.5 se
+    fits = _planted_fits(diffs)
+    assert best_growth({"a": fits}, "linear", TH).verdict == REPRODUCED
+    assert best_growth({k: fits for k in "abc"}, "linear", TH).verdict == INCONCLUSIVE
+
+
+def test_the_conditions_of_flat_growth_are_bonferroni_conditions() -> None:
+    g = np.random.default_rng(1).standard_normal(6)
+    g = 0.01 * (g - g.mean()) / g.std(ddof=1)
+    rates = 0.02 - 3.5 * 0.01 / math.sqrt(6) + g  # 3.5 se below rate_tol
+    fits = GrowthFits(tuple(GrowthFit({x: 0.0 for x in LAWS}, {"exponential": r, "polynomial": 0.0,
+                                                                 "linear": 0.0}) for r in rates), NETWORK)
+    assert flat_growth({"a": fits}, TH).verdict == REPRODUCED
+    assert flat_growth({k: fits for k in "abc"}, TH).verdict == INCONCLUSIVE

@@ -198,6 +198,41 @@ PINNED = {
         "hasse.two_stream_consistent": "consistent: proven",
         "hasse.butterfly_supervised": "consistent: proven",
     },
+    # DyT (Zhu et al. 2025, from its abstract), counted apart: random inits judged as themselves (4 networks
+    # x 2 excerpts): tiny:bert's LayerNorm maps are straight lines (S-shape share 0.00), tiny:llama's RMSNorm
+    # bends a little (0.05-0.13, open against 0.2). Ours: with DyT in LN's place the constructions have
+    # equilibria of every rank from alpha = 3 but only rank-one ones are stable; 0 of 64 starts keep rank 2
+    # (Wilson upper 9.1 % > basin_max 5 %: undecided, ~122 starts would decide); SAN + DyT collapses as the
+    # SAN does
+    "dyt": {
+        "dyt.tanh_like[tiny:llama]": "inconclusive",
+        "dyt.tanh_like[tiny:bert]": "not reproduced",
+        "dyt.rank_kept[counterexample]": "inconclusive (ours) as plotted; mechanism differs",
+        "dyt.rank_kept[theorem3]": "inconclusive (ours) as plotted; mechanism differs",
+        "dyt.every_rank[equilibria]": "confirmed (ours)",
+        "dyt.sphere_points[equilibria]": "refuted (ours)",
+        "dyt.dyt_stops[curves: tiny:bert]": "refuted (ours)",
+        "dyt.dyt_full_stable[curves: tiny:bert]": "refuted (ours) as plotted; mechanism holds",
+    },
+    # LayerNorm Scaling and Peri-LN (from their abstracts), each counted with its own paper: 4 networks; at
+    # init pre-LN's and Peri-LN's variance grow about linearly (exponential not best: open at 4 networks),
+    # LNS's polynomially (open), post-LN's is flat; the tiny random GPT-2's deep layers are near the identity
+    "ln_scaling": {
+        "ln_scaling.preln_exponential[init: simulator, pre-LN]": "inconclusive",
+        "ln_scaling.deep_identity[init: simulator, pre-LN]": "inconclusive",
+        "ln_scaling.lns_polynomial[init: simulator, pre-LN + LayerNorm Scaling]": "inconclusive",
+        "ln_scaling.preln_exponential[init: tiny:gpt2,layers=8, pre-LN]": "inconclusive",
+        "ln_scaling.deep_identity[init: tiny:gpt2,layers=8, pre-LN]": "reproduced",
+        "ln_scaling.lns_polynomial[init: tiny:gpt2,layers=8, pre-LN + LayerNorm Scaling]": "inconclusive",
+        "ln_scaling.preln_exponential[init: tiny:gpt2,layers=6, pre-LN]": "inconclusive",
+        "ln_scaling.deep_identity[init: tiny:gpt2,layers=6, pre-LN]": "reproduced",
+        "ln_scaling.periln_linear[init: simulator, Peri-LN]": "inconclusive",
+        "ln_scaling.postln_keeps[init: simulator, post-LN]": "reproduced",
+        "ln_scaling.postln_no_massive[init: tiny:bert,layers=6, post-LN]": "confirmed (ours)",
+        "ln_scaling.postln_keeps[init: tiny:bert,layers=6, post-LN]": "reproduced",
+        "ln_scaling.preln_massive[init: tiny:gpt2,layers=6, pre-LN]": "not reproduced",
+        "ln_scaling.periln_balanced": "untested",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -226,6 +261,8 @@ FIGURES = {
     "rollout_models": ["rollout_models_influence", "rollout_models_depth"],
     "karagodin": ["karagodin_post_pre"],
     "hasse": ["hasse_flows"],
+    "dyt": ["dyt_norm_maps", "dyt_equilibria", "dyt_fig2_tiny_bert_random_init"],
+    "ln_scaling": ["ln_scaling_init", "ln_scaling_models"],
 }
 
 

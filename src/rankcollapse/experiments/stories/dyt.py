@@ -308,14 +308,13 @@ def _curve_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     out = []
     for arm, data, label, _, frame in arm_models(sd, ("curves", "deep"), "curve"):
         masks = ordered_masks(frame, data.exp)
-        depth = int(frame["layer"].max())
         for k, key in ((4, "dyt_stops"), (5, "dyt_full_stable")):
             got = _curve_judgements(key, frame, masks, th)
             if got is None:
                 continue
             out.append(model_row("dyt", STATEMENTS[k], data, th, got[0], got[1], frame,
-                                 qualifier=f"{arm}: {label}, {depth} layers", figure=_curve_stem(arm, label),
-                                 norm_words=got[2]))
+                                 qualifier=f"{arm}: {frame['model_name'].iloc[0]}",
+                                 figure=_curve_stem(arm, label), norm_words=got[2]))
     return out
 
 
