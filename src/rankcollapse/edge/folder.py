@@ -230,16 +230,36 @@ def _existing_parent(path: Path) -> Path:
     return Path("/")
 
 
+def interrupted_rows(folder: str | Path) -> list[str]:
+    """The partial files an interrupted run left in ``folder`` with something in them (its marker says
+    ``complete: false`` and lists them as ``scratch``): rows measured and never published."""
+    marker = read_marker(folder)
+    if marker is None or marker.get("complete") is True:
+        return []
+    out = []
+    for name in _entries(marker.get("scratch")):
+        path = Path(folder) / name
+        try:
+            if "/" not in name and path.is_file() and not path.is_symlink() and path.stat().st_size > 0:
+                out.append(name)
+        except OSError:
+            continue
+    return out
+
+
 def check_output_folder(
-    path: str | Path, command: str, *, option: str = "--out", existing: Existing = "refuse"
+    path: str | Path, command: str, *, option: str = "--out", existing: Existing = "refuse",
+    keep_interrupted: bool = False,
 ) -> Path:
     """Check, writing nothing, that ``command`` may write the folder ``path``; return it as a Path.
 
     Allowed: a new folder (under an existing, writable folder), an empty one, or one this command
     made (its marker, or its layout before markers), under ``existing``'s rule (``refuse``: an earlier
-    finished run there is refused, naming ``--overwrite``; an interrupted one is not). Refused with one
-    line: a file, a path under a file, an unwritable folder, a non-empty folder rankcollapse did
-    not make, another command's folder, and a folder whose entries include a symbolic link.
+    finished run there is refused, naming ``--overwrite``; an interrupted one is not, unless
+    ``keep_interrupted``: rows that cannot be measured again, a training's telemetry, are never removed
+    by the next run, and their folder is refused). Refused with one line: a file, a path under a file,
+    an unwritable folder, a non-empty folder rankcollapse did not make, another command's folder, and a
+    folder whose entries include a symbolic link.
     """
     text = os.fspath(path) if path is not None else ""
     if not str(text).strip():
@@ -300,6 +320,13 @@ def check_output_folder(
         raise RankCollapseError(
             f"{option} {quote_path(folder)} holds the output of {quote(f'rankcollapse {owner}')}; allowed: "
             f"a new or empty folder, or one an earlier 'rankcollapse {command}' wrote"
+        )
+    left = interrupted_rows(folder) if keep_interrupted else []
+    if left:
+        raise RankCollapseError(
+            f"{option} {quote_path(folder)} holds the rows of an interrupted {command} run "
+            f"({', '.join(left)}); they cannot be measured again: move them away or choose another folder "
+            "(nothing was removed)"
         )
     if existing == "refuse" and holds_finished_run(folder):
         how = _REPLACE.get(option, "--overwrite" if option.startswith("--") else "")
@@ -560,8 +587,10 @@ class OutputFolder:
         existing: Existing = "refuse",
         wait: bool = False,
         outputs: tuple[str, ...] = (),
+        keep_interrupted: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.keep_interrupted = keep_interrupted
         self.command = command
         self.option = option
         self.existing = existing
@@ -583,11 +612,14 @@ class OutputFolder:
 
     # the engine's ``OutputLock`` interface (acquire / release), so reproduce can hold one
     def acquire(self) -> OutputFolder:
-        check_output_folder(self.path, self.command, option=self.option, existing=self.existing)
+        keep = self.keep_interrupted
+        check_output_folder(self.path, self.command, option=self.option, existing=self.existing,
+                            keep_interrupted=keep)
         lock = OutputLock(self.path, wait=self.wait, option=self.option)
         lock.acquire()
         try:
-            check_output_folder(self.path, self.command, option=self.option, existing=self.existing)
+            check_output_folder(self.path, self.command, option=self.option, existing=self.existing,
+                                keep_interrupted=keep)
             self._started = _now()
             if self.existing == "resume":
                 self._write_resume_marker(complete=False)

@@ -165,6 +165,7 @@ class Outputs:
             "monitor",
             option="out",
             outputs=("config.json", RunWriter.FINAL, RunWriter.PARTIAL, PARQUET),
+            keep_interrupted=True,  # an interrupted training's telemetry cannot be measured again
         ).acquire()
         self._folder = folder
         try:

@@ -125,7 +125,7 @@ class MonitorConfig:
         if self.out is not None:
             from rankcollapse.edge.folder import check_output_folder
 
-            self.out = str(check_output_folder(self.out, "monitor", option="out"))
+            self.out = str(check_output_folder(self.out, "monitor", option="out", keep_interrupted=True))
 
 
 @dataclass
