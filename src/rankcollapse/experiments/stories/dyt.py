@@ -342,11 +342,13 @@ def _maps_figure(sd: StoryData) -> list[FigureSpec]:
         pts = points[points["model_name"] == name] if not points.empty else points
         for i, (k, g) in enumerate(pts.groupby("layer", sort=True) if not pts.empty else []):
             g = g.sort_values("x")
+            scale = float(g["x"].std()) or 1.0  # the tanh's shape does not depend on x's scale
             which = f"norm {int(k)} (block {int(g['block'].iloc[0])}, {g['which'].iloc[0]})"
-            top.scatter(g["x"], g["y"], s=2, color=f"C{i}", alpha=0.25, rasterized=True)
-            top.plot(g["x"], g["fitted_mean"], color=f"C{i}", lw=1.1, label=which)
+            top.scatter(g["x"] / scale, g["y"], s=2, color=f"C{i}", alpha=0.25, rasterized=True)
+            top.plot(g["x"] / scale, g["fitted_mean"], color=f"C{i}", lw=1.1, label=which)
+        top.set_xscale("symlog", linthresh=2.0)
         top.set_title(label, fontsize=8)
-        top.set_xlabel("norm input x (one excerpt, all tokens and features)")
+        top.set_xlabel("norm input x / its std (one excerpt; symlog)")
         top.set_ylabel("output before the affine (dots); DyT fit (line)")
         if not pts.empty:
             top.legend(fontsize=6, markerscale=3)
@@ -364,9 +366,10 @@ def _maps_figure(sd: StoryData) -> list[FigureSpec]:
         tables.append(per.assign(model=label))
     caption = (
         "DyT's observation (Zhu et al. 2025, [abstract]) on the bundled models: top, one excerpt's map from "
-        "each norm's input to its output before its own affine (every token and feature a dot) for the "
-        "first, the middle and the last norm inside the layers, with the least-squares DyT fit gamma_k "
-        "tanh(alpha x) + beta_k (lines: drawn with the features' mean gamma and beta, one curve per norm); "
+        "each norm's input (divided by its standard deviation, symlog axis: massive activations lie far "
+        "out) to its output before its own affine (every token and feature a dot) for the first, the middle "
+        "and the last norm inside the layers, with the least-squares DyT fit gamma_k tanh(alpha x) + beta_k "
+        "(lines: drawn with the features' mean gamma and beta, one curve per norm); "
         "bottom, per norm the fit's R² and the S-shape share (what the tanh explains of a per-feature "
         "straight line's residual), mean ± std over excerpts, dotted: r2_min and s_min."
     )

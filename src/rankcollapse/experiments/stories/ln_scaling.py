@@ -271,6 +271,14 @@ def claims(sd: StoryData) -> list[Claim]:
 
 
 # ---- figures -----------------------------------------------------------------------------------------------
+#: The placements in the figures' order, each its colour (``C<k>``) in every panel.
+ORDER = ("post", "pre", "peri", "pre+lns", "sandwich")
+
+
+def _colour(placement: str) -> int:
+    return ORDER.index(placement) if placement in ORDER else len(ORDER)
+
+
 def _mean_band(ax: Any, frame: pd.DataFrame, column: str, label: str, i: int) -> pd.DataFrame:
     curves, _ = unit_curves(frame, column)
     t = np.arange(curves.shape[1])
@@ -284,14 +292,14 @@ def _mean_band(ax: Any, frame: pd.DataFrame, column: str, label: str, i: int) ->
 
 
 def _law_curve(ax: Any, frame: pd.DataFrame, i: int, rate_tol: float) -> str:
-    """The best law of the mean curve, fitted and drawn dashed; its words (``flat`` where the exponential
-    law's log rate lies within ``rate_tol``: the three laws then fit alike)."""
+    """The best law of the mean curve, fitted and drawn dashed; its words (``flat`` where the whole depth
+    changes it by at most ``rate_tol`` in log: the three laws then fit alike)."""
     curves, _ = unit_curves(frame, "stream_var")
     v = np.nanmean(curves, axis=0)
     f = fit_growth(v)
     if f is None:
         return "no fit"
-    if abs(f.param["exponential"]) < rate_tol:
+    if abs(math.log(v[-1] / v[1])) <= rate_tol:  # all of depth changes it by less than rate_tol in log
         return "flat"
     t = np.arange(1, v.size, dtype=float)
     y = np.log(v[1:])
@@ -315,9 +323,11 @@ def _init_figure(sd: StoryData) -> list[FigureSpec]:
     axes = fig.subplots(2, 2)
     tables = []
     for col, arm in enumerate(("init", "random_models")):
-        mine = [s for s in settings if s.arm == arm]
+        mine = sorted((s for s in settings if s.arm == arm), key=lambda s: ORDER.index(s.placement)
+                      if s.placement in ORDER else len(ORDER))
         top, bottom = axes[0][col], axes[1][col]
-        for i, s in enumerate(mine):
+        for s in mine:
+            i = _colour(s.placement)
             words = PLACEMENT_WORDS.get(s.placement, s.placement)
             law = _law_curve(top, s.frame, i, float(sd.verdict["rate_tol"]))
             tables.append(_mean_band(top, s.frame, "stream_var", f"{words} ({law})", i))
@@ -355,7 +365,8 @@ def _models_figure(sd: StoryData) -> list[FigureSpec]:
     ax1, ax2, ax3 = fig.subplots(1, 3)
     tables = []
     for i, s in enumerate(settings):
-        label = f"{s.label} ({PLACEMENT_WORDS.get(s.placement, s.placement)})"
+        label = f"{s.label}, {PLACEMENT_WORDS.get(s.placement, s.placement)}"
+        i = i + 4  # the placements' colours are the init figure's
         tables.append(_mean_band(ax1, s.frame, "stream_var", label, i))
         tables.append(_mean_band(ax2, s.frame, "layer_cos", label, i))
         tables.append(_mean_band(ax3, s.frame, "massive_ratio", label, i))
