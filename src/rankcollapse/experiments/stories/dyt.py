@@ -493,40 +493,50 @@ def _equilibria_headline(sd: StoryData) -> str:
         stable = [k for k in range(n + 1) if e.get(f"stable_rank_{k}", 0) > 0]
         stable_max = max([stable_max, *stable])
     kept, starts = int(dyt["kept"].sum()), int(dyt["starts"].sum())
-    sph = (f"; the sphere normalisation (LN's) keeps rank >= 2 from {int(sphere['kept'].sum())} of "
-           f"{int(sphere['starts'].sum())} of the same starts") if not sphere.empty else ""
+    sph = "" if sphere.empty else (
+        f"; the sphere normalisation (LN's) keeps rank >= 2 from {int(sphere['kept'].sum())} of its "
+        f"{int(sphere['starts'].sum())} starts (the same starts, once per construction)")
     every = ", ".join(f"N = {n} from alpha = {a:g}" for n, a in sorted(ranks_at.items()))
+    lost = kept == 0 and stable_max <= 1 and len(ranks_at) == eqs["n"].nunique()
     return (f"With DyT in LayerNorm's place the paper's W_V has equilibria of every rank "
-            f"({every or 'at no alpha'}), but the largest rank of a stable one is {stable_max}: {kept} of "
-            f"{starts} random starts "
-            f"(every construction and alpha) end at rank >= 2{sph}. DyT keeps the equilibria of every rank "
-            "and loses their basins: element-wise saturation, not a projection onto a sphere, and the "
-            "rank-one consensus attracts.")
+            f"({every or 'at no alpha'}), and the largest rank of a stable one is {stable_max}: {kept} of "
+            f"{starts} random starts (every construction and alpha) end at rank >= 2{sph}."
+            + (" DyT keeps the equilibria of every rank and loses their basins: it squashes each entry "
+               "on its own, projects no token onto a sphere, and the rank-one consensus attracts."
+               if lost else ""))
+
+
+def _causal_at(frame: pd.DataFrame, mode: str, q: str, dtype: str, t: int | None = None) -> float:
+    """The mean of ``q`` over the runs of ``mode`` under the causal mask in ``dtype`` at layer ``t`` (the
+    last by default)."""
+    g = frame[(frame["mask"] == "causal") & (frame["mode"] == mode) & (frame["dtype"] == dtype)]
+    v = g[g["layer"] == (g["layer"].max() if t is None else t)][q]
+    return float(v.mean()) if not v.empty else math.nan
 
 
 def _curve_headline(sd: StoryData) -> str:
     out = []
     for arm, _, label, _, frame in arm_models(sd, ("curves", "deep"), "curve"):
-        last = frame[frame["layer"] == frame["layer"].max()]
-        cell = last[(last["dtype"] == "float64") | (last["dtype"] == last["dtype"].iloc[0])]
-
-        def at(mode: str, q: str, cell: pd.DataFrame = cell) -> float:
-            v = cell[(cell["mode"] == mode) & (cell["mask"] == "causal")][q]
-            return float(v.mean()) if not v.empty else math.nan
-
+        dt = "float64" if "float64" in set(frame["dtype"]) else str(frame["dtype"].iloc[0])
         depth = int(frame["layer"].max())
+        norm = {m: (_causal_at(frame, m, "x_norm", "float32"), _causal_at(frame, m, "x_norm", "float32", 0))
+                for m in ("full", "full+dyt")}
+        shrink = {m: (a / b) ** (1 / depth) for m, (a, b) in norm.items()}  # the norm's factor per layer
+        rel = {m: _causal_at(frame, m, "mu_rel", dt) for m in ("attn", "attn+ln", "attn+dyt")}
         out.append(
-            f"{label} ({arm}, t = {depth}, causal mask): mu_rel {at('attn', 'mu_rel'):.3g} (SAN), "
-            f"{at('attn+ln', 'mu_rel'):.3g} (+ LayerNorm), {at('attn+dyt', 'mu_rel'):.3g} (+ DyT); raw mu "
-            f"{at('attn+ln', 'mu'):.3g} with LayerNorm against {at('attn+dyt', 'mu'):.3g} with DyT")
+            f"{label} ({arm}, t = {depth}, causal mask, {dt}): mu_rel {rel['attn']:.3g} (SAN), "
+            f"{rel['attn+ln']:.3g} (+ LayerNorm), {rel['attn+dyt']:.3g} (+ DyT); the full transformer's "
+            f"token norm x{shrink['full']:.3g} per layer with LayerNorm, x{shrink['full+dyt']:.3g} with DyT "
+            "(float32)")
     if not out:
         return ""
-    return ("At random init DyT's tanh(0.5 x) is nearly linear on BERT's stream: in mu_rel SAN + DyT follows "
-            "the SAN, and raw mu shrinks by about alpha per layer. " + "; ".join(out) + ".")
+    return ("At random init DyT's tanh(0.5 x) is nearly linear on the stream, so it rescales: mu_rel with "
+            "DyT follows the SAN's, and in the post-LN block, where the stream itself passes through the "
+            "norms, each DyT multiplies it by about alpha: " + "; ".join(out) + ".")
 
 
 def headlines(sd: StoryData) -> list[str]:
-    return [h for h in (_equilibria_headline(sd), _fit_headline(sd), _curve_headline(sd)) if h]
+    return [h for h in (_equilibria_headline(sd), _curve_headline(sd), _fit_headline(sd)) if h]
 
 
 STORY = story_here(__name__)

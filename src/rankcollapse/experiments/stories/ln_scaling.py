@@ -34,6 +34,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.combine import unstated_conditions
+from rankcollapse.experiments.kit.curves import n_words
 from rankcollapse.experiments.kit.data import Layered, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.growth import (
     GrowthFits,
@@ -392,30 +393,44 @@ def figures(sd: StoryData) -> list[FigureSpec]:
 
 
 # ---- headlines ---------------------------------------------------------------------------------------------
+def _law_words(s: Setting, rate_tol: float) -> str:
+    """``linear (+0.65 v(1)/layer) in 6 of 6``, or ``flat`` where depth changes the mean variance by at most
+    ``rate_tol`` in log (the three laws then fit alike)."""
+    curves, _ = unit_curves(s.frame, "stream_var")
+    v = np.nanmean(curves, axis=0)
+    if v.size > 2 and abs(math.log(v[-1] / v[1])) <= rate_tol:
+        return "flat"
+    f = s.fits()
+    if not f.n:
+        return "no fit"
+    win = f.winners()
+    best = max(win, key=lambda law: win[law])
+    law = {"exponential": f"x{math.exp(float(f.values('param', 'exponential').mean())):.3g}/layer",
+           "polynomial": f"t^{float(f.values('param', 'polynomial').mean()):.2g}",
+           "linear": f"+{float(f.values('param', 'linear').mean()):.2g} v(1)/layer"}[best]
+    return f"{best} ({law}) in {win[best]} of {n_words(f.n, f.unit)}"
+
+
 def headlines(sd: StoryData) -> list[str]:
     settings = _settings(sd)
-    init = []
+    tol = float(sd.verdict["rate_tol"])
+    init, cos = [], {}
     for s in settings:
         if s.models:
             continue
-        f = s.fits()
-        if not f.n:
-            continue
-        win = f.winners()
-        best = max(win, key=lambda law: win[law])
-        law = {"exponential": f"x{math.exp(float(f.values('param', 'exponential').mean())):.3g}/layer",
-               "polynomial": f"t^{float(f.values('param', 'polynomial').mean()):.2g}",
-               "linear": f"+{float(f.values('param', 'linear').mean()):.2g} v(1)/layer"}[best]
-        cos = float(s.deep_cos().mean[0])
         placed = PLACEMENT_WORDS.get(s.placement, s.placement)
-        init.append(f"{s.label}, {placed}: {best} ({law}) in {win[best]} "
-                    f"of {f.n}, deep-half cosine {cos:.4f}")
+        cos[(s.arm, s.placement)] = float(s.deep_cos().mean[0])
+        init.append(f"{s.label}, {placed}: {_law_words(s, tol)}")
     out = []
     if init:
-        out.append("At initialisation the stream variance grows linearly under pre-LN and Peri-LN (not "
-                   "exponentially), slower still with LayerNorm Scaling, and stays flat under post-LN; "
-                   "LayerNorm Scaling makes the deep layers nearer the identity, not farther: "
-                   + "; ".join(init) + ".")
+        both = [arm for arm in ("init", "random_models") if (arm, "pre") in cos and (arm, "pre+lns") in cos]
+        pairs = [f"{arm.replace('_', ' ')}: {cos[(arm, 'pre+lns')]:.4f} with LNS, {cos[(arm, 'pre')]:.4f} "
+                 "without" for arm in both]
+        nearer = both and all(cos[(arm, "pre+lns")] > cos[(arm, "pre")] for arm in both)
+        tail = (f" The deep-half consecutive-layer cosine, {'; '.join(pairs)}"
+                + (": at initialisation LayerNorm Scaling brings the deep layers nearer the identity, not "
+                   "farther." if nearer else ".")) if pairs else ""
+        out.append(f"At initialisation, the stream variance's best growth law: {'; '.join(init)}.{tail}")
     trained = []
     for s in settings:
         if not s.models:
@@ -424,12 +439,12 @@ def headlines(sd: StoryData) -> list[str]:
         v = np.nanmean(curves, axis=0)
         jump = int(np.argmax(np.diff(np.log(v[1:])))) + 2 if v.size > 2 else 0
         ratio = float(10 ** s.massive().mean[0])
-        trained.append(f"{s.label} ({PLACEMENT_WORDS.get(s.placement, s.placement)}): variance {v[1]:.3g} at "
-                       f"t = 1 to {v.max():.3g} at most (largest step into t = {jump}), max |x| / median "
-                       "|x| up "
-                       f"to {ratio:.3g}, deep-half cosine {float(s.deep_cos().mean[0]):.3f}")
+        placed = PLACEMENT_WORDS.get(s.placement, s.placement)
+        trained.append(f"{s.label}, {placed}: variance {v[1]:.3g} at t = 1, {v.max():.3g} at most (its "
+                       f"largest step into t = {jump}), {v[-1]:.3g} at t = {v.size - 1}; max |x| / median "
+                       f"|x| up to {ratio:.3g}; deep-half cosine {float(s.deep_cos().mean[0]):.3f}")
     if trained:
-        out.append("Pretrained (mean over excerpts): " + "; ".join(trained) + ".")
+        out.append("The models (mean over units): " + "; ".join(trained) + ".")
     return out
 
 
