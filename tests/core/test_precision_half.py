@@ -70,6 +70,8 @@ def test_the_floor_of_a_half_precision_state_is_its_own_dtype_summed_in_float32(
 
 
 def _fake_gpu(monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int]) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # parse_device's check: one GPU seen
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: capability)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: "Fake T4")

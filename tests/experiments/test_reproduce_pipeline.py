@@ -198,6 +198,19 @@ PINNED = {
         "hasse.two_stream_consistent": "consistent: proven",
         "hasse.butterfly_supervised": "consistent: proven",
     },
+    # Lost in the Middle at Birth (Chowdhury 2026), counted apart: the U at initialisation appears in both
+    # tiny random decoders; the Jacobian's Spearman against the Cesàro profile is open (Qwen2) or below
+    # the claim (GPT-2) at tiny sizes; the residual paths fill the trough (ours)
+    "u_init": {
+        "u_init.u_at_init[tiny-qwen2]": "reproduced",
+        "u_init.spearman_jacobian[tiny-qwen2]": "inconclusive",
+        "u_init.u_at_init[tiny-gpt2]": "reproduced",
+        "u_init.spearman_jacobian[tiny-gpt2]": "not reproduced",
+        "u_init.rope_identical": "reproduced",
+        "u_init.cesaro_rollout": "inconclusive",
+        "u_init.trough_factorial": "reproduced",
+        "u_init.trough_filled": "confirmed (ours)",
+    },
     # DyT (Zhu et al. 2025, from its abstract), counted apart: random inits judged as themselves (4 networks
     # x 2 excerpts): tiny:bert's LayerNorm maps are straight lines (S-shape share 0.00), tiny:llama's RMSNorm
     # bends a little (0.05-0.13, open against 0.2). Ours: with DyT in LN's place the constructions have
@@ -441,7 +454,9 @@ def test_each_row_has_two_questions_an_origin_and_a_cause_when_not_plainly_repro
                              "consistent: proven"):
             assert c.cause and c.cause_kind, c.id
         if c.origin == "extension":
-            assert "(ours)" in c.verdict or c.verdict == "untested", c.id
+            # a proof-like statement of ours (hasse's closed forms) reads "consistent: proven": its origin
+            # column says it is ours
+            assert "(ours)" in c.verdict or c.verdict in ("untested", "consistent: proven"), c.id
         if c.figure:
             assert c.figure in figures, c.id
 
@@ -463,7 +478,7 @@ def test_a_published_run_is_rejudged_from_its_evidence_alone_and_a_changed_rule_
     from rankcollapse.pipeline.results import EVIDENCE, rejudge, verdict_changes, write_evidence
 
     archive = write_evidence(tiny_all.out_dir, tmp_path / EVIDENCE)
-    assert archive.stat().st_size < 2_000_000
+    assert archive.stat().st_size < 4_000_000  # the tiny run's whole store, 2.2 MB with 20 stories
     published, now, meta = rejudge(archive)
     assert meta["profile"] == "tiny" and verdict_changes(published, now) == []
     same = [(c.id, c.evidence, c.interval) for c in published]

@@ -30,7 +30,8 @@ KILLED = textwrap.dedent("""
 
 def test_a_monitor_refuses_the_folder_of_an_interrupted_training_and_keeps_its_rows(tmp_path):
     out = tmp_path / "telemetry"
-    done = subprocess.run([sys.executable, "-c", KILLED, str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", KILLED, str(out)], capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 9, done.stderr
     partial = out / "metrics.partial.csv"
     rows = partial.read_text().splitlines()
@@ -38,7 +39,7 @@ def test_a_monitor_refuses_the_folder_of_an_interrupted_training_and_keeps_its_r
 
     from rankcollapse.monitor import Monitor
 
-    with pytest.raises(RankCollapseError, match="interrupted monitor run .*cannot be measured again") as err:
+    with pytest.raises(RankCollapseError, match=r"interrupted monitor run .*cannot be measured again") as err:
         Monitor(every=1, out=str(out))
     assert "\n" not in str(err.value)
     assert partial.read_text().splitlines() == rows  # nothing removed

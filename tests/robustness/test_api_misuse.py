@@ -105,6 +105,8 @@ _add(metrics, "document_columns", X, DOCS, torch.tensor([4, 3]))
 _add(core, "attention_logits", Q, Q, 2.0)
 _add(core, "attention_weights", Q, Q, torch.ones(4, 4, dtype=torch.bool), 2.0)
 _add(core, "masked_softmax", _x(4, 4), torch.ones(4, 4, dtype=torch.bool))
+_add(core, "is_half", "bfloat16")
+_add(core, "check_half_device", "bfloat16", "cpu")
 for _name in ("dtype_name", "eps", "floor_rel", "parse_dtype"):
     _add(core, _name, "float32")
 _add(core, "gaussian", (2, 3), _gen(), 1.0)

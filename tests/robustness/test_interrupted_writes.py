@@ -28,8 +28,8 @@ from rankcollapse.edge.folder import is_complete, read_marker
 FSIZE = 8 * 1024
 
 
-def _rerun_completes(writer: Writer, out: Path) -> None:
-    proc = start(writer, out)
+def _rerun_completes(writer: Writer, out: Path, extra: tuple[str, ...] = ()) -> None:
+    proc = start(writer, out, extra=extra)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert_finished(writer, out)
@@ -104,5 +104,6 @@ def test_a_rerun_killed_mid_run_leaves_the_earlier_result_whole(writer: Writer, 
     assert is_complete(out) and read_marker(out)["files"] == marker["files"]  # type: ignore[index]
     assert {name: (out / name).read_bytes() for name in marker["files"]} == earlier
     assert not (out / "metrics.csv").exists() or (out / "metrics.csv").read_bytes() == earlier["metrics.csv"]
-    _rerun_completes(writer, out)
+    # the folder still holds the earlier finished run: replacing it is asked for (reproduce resumes)
+    _rerun_completes(writer, out, () if writer.command == "reproduce" else ("--overwrite",))
     assert not list(out.glob(".rankcollapse.staging.*"))  # the killed run's staging folder: removed

@@ -98,8 +98,10 @@ def check_half_device(dtype: torch.dtype | str, device: torch.device | str) -> N
     runs both (bfloat16 and float16 matrix products are slower than float32's where the CPU has no
     instructions for them: docs/models.md, "Half precision"). Full-precision dtypes pass (float64 on a
     device: :func:`rankcollapse.core.execution.parse_device`)."""
+    from rankcollapse.core.execution import parse_device  # the one device parser (execution imports us)
+
     name = dtype_name(dtype, half=True)
-    where = torch.device(device)
+    where = parse_device(device)
     if name != "bfloat16" or where.type != "cuda":
         return
     index = where.index if where.index is not None else torch.cuda.current_device()

@@ -40,6 +40,7 @@ ORDER: tuple[str, ...] = (
     "rollout_models",  # Herasimchyk et al. (arXiv 2602.16837) on the bundled pretrained models' own attention
     "karagodin",  # a follow-up on where the norm sits (Karagodin et al., NeurIPS 2025, arXiv 2510.22026)
     "hasse",  # masks as Hasse diagrams (Li & Guo, arXiv 2606.09951; no experiments: proof-like rows)
+    "u_init",  # the U-shape at initialisation (Chowdhury 2026, arXiv 2603.10123): Cesàro powers, Jacobians
     "dyt",  # DyT (Zhu et al., arXiv 2503.10622): the tanh-like map; the paper's questions asked of DyT
     "ln_scaling",  # LayerNorm Scaling (arXiv 2502.05795) and Peri-LN (arXiv 2502.02732): growth with depth
 )
