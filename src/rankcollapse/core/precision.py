@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import checked
+from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
+from rankcollapse.edge.validate import checked, quote
 
 #: Full-precision dtype names, in the order the CLI lists them: every command computes in these.
 DTYPE_NAMES: tuple[str, ...] = ("float64", "float32")
@@ -98,12 +98,19 @@ def check_half_device(dtype: torch.dtype | str, device: torch.device | str) -> N
     runs both (bfloat16 and float16 matrix products are slower than float32's where the CPU has no
     instructions for them: docs/models.md, "Half precision"). Full-precision dtypes pass (float64 on a
     device: :func:`rankcollapse.core.execution.parse_device`)."""
-    from rankcollapse.core.execution import parse_device  # the one device parser (execution imports us)
-
     name = dtype_name(dtype, half=True)
-    where = parse_device(device)
+    if isinstance(device, bool) or not isinstance(device, str | torch.device):
+        raise RankCollapseTypeError(f"device must be a name (cpu, cuda, cuda:K) or a torch.device, got "
+                                    f"{type(device).__name__}")
+    try:
+        where = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise RankCollapseError(f"device {quote(str(device))} is not a device; allowed: cpu, cuda or "
+                                "cuda:K") from None
     if name != "bfloat16" or where.type != "cuda":
         return
+    if not torch.cuda.is_available():
+        raise RankCollapseError(f"--device {where}: no GPU is visible here; allowed: --device cpu")
     index = where.index if where.index is not None else torch.cuda.current_device()
     major, minor = torch.cuda.get_device_capability(index)
     if major < 8:
