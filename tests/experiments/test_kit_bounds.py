@@ -1,5 +1,5 @@
-"""kit.bounds.inside on synthetic estimates: every verdict it can give, its cause, Bonferroni and the bound
-read from the YAML."""
+"""kit.rules.bounds.inside on synthetic estimates: every verdict it can give, its cause, Bonferroni and the
+bound read from the YAML."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
-from rankcollapse.experiments.kit.bounds import inside
 from rankcollapse.experiments.kit.claims import judged
 from rankcollapse.experiments.kit.curves import NETWORK
 from rankcollapse.experiments.kit.data import Layered
+from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of("test", {"min_samples": 4, "rho_min": 0.98, "tol": 0.1}, {"rho_min": [0.95, 0.99]})

@@ -1,5 +1,5 @@
-"""The growth rules (kit.growth: fit_growth, best_growth, flat_growth, at_least) on closed forms and planted
-curves: every verdict each can give, and its cause."""
+"""The growth rules (kit.rules.growth: fit_growth, best_growth, flat_growth, at_least) on closed forms and
+planted curves: every verdict each can give, and its cause."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE
-from rankcollapse.experiments.kit.growth import (
+from rankcollapse.experiments.kit.rules.growth import (
     LAWS,
     GrowthFit,
     GrowthFits,

@@ -1,10 +1,10 @@
-"""kit.orders.all_cases on synthetic checks: every verdict it can give and the failing case named."""
+"""kit.rules.checks.all_cases on synthetic checks: every verdict it can give and the failing case named."""
 
 from __future__ import annotations
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import RUN
-from rankcollapse.experiments.kit.orders import all_cases
+from rankcollapse.experiments.kit.rules.checks import all_cases
 
 
 def test_every_check_true_in_every_case_is_reproduced_with_the_cases_as_n() -> None:

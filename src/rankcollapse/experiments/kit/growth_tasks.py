@@ -3,7 +3,7 @@
 Both return rows ``kind = growth_sample``, one per sample and hidden state ``X(t)``: ``layer``, ``sample``
 and the per-sample values of ``metrics.growth.GROWTH_NAMES`` (``stream_var``, ``layer_cos`` (NaN at t = 0),
 ``massive_ratio``), with the model's columns (``model_label``, ``pretrained``, ``stand_in_for``, ...) and
-the ``placement`` of its norms. ``kit.growth.unit_curves`` reads them in the unit of sampling.
+the ``placement`` of its norms. ``kit.rules.growth.unit_curves`` reads them in the unit of sampling.
 
 - :func:`simulate_growth`: the simulator (``rankcollapse.dynamics``, ``keep_trajectory``) on a
   ``SimulationConfig`` from the params; the growth measures are computed from the kept trajectory;

@@ -28,12 +28,13 @@ import pandas as pd
 
 from rankcollapse.experiments.contract.story import Arm, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
-from rankcollapse.experiments.kit import notions, rules
+from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import arm_models, curves_by, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.notion_tasks import SIMULATE_NOTIONS
 from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, figure
+from rankcollapse.experiments.kit.rules import ranks as notions
 from rankcollapse.experiments.kit.tasks import MODEL_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 

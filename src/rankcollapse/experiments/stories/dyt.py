@@ -8,7 +8,7 @@ deeper ones S-shaped, 2nd-hand).
 
 Arm ``fits`` judges the abstract's observation on the bundled pretrained models: per norm inside their layers
 the least-squares DyT fit of the norm's map from input to output before its own affine
-(``metrics.dyt_fit``), its R² and the S-shape share, over excerpts (``kit.dyt.tanh_like``).
+(``metrics.dyt_fit``), its R² and the S-shape share, over excerpts (``kit.rules.layers.tanh_like``).
 
 The other arms ask the NeurIPS paper's own questions with DyT in LayerNorm's place (ours: no paper asked
 them). What the update says before any run: DyT reads no statistic of a token and projects nothing onto a
@@ -48,18 +48,17 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.dyt import (
+from rankcollapse.experiments.kit.dyt_tasks import DYT_EQUILIBRIA, DYT_MODEL_CURVES, NORM_FITS
+from rankcollapse.experiments.kit.judgement import Judgement
+from rankcollapse.experiments.kit.plots import MARKERS, curves_figure, figure, mode_rows, slug
+from rankcollapse.experiments.kit.rules.equilibria import (
     Basin,
-    NormFit,
     Ranks,
     basin_and_equilibria,
     fixed_points_kept,
     ranks_present,
-    tanh_like,
 )
-from rankcollapse.experiments.kit.dyt_tasks import DYT_EQUILIBRIA, DYT_MODEL_CURVES, NORM_FITS
-from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, curves_figure, figure, mode_rows, slug
+from rankcollapse.experiments.kit.rules.layers import NormFit, tanh_like
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).

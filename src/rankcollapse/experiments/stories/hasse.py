@@ -36,8 +36,8 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of
 from rankcollapse.experiments.kit.hasse_tasks import MASK_FLOWS
-from rankcollapse.experiments.kit.orders import all_cases
 from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.rules.checks import all_cases
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).

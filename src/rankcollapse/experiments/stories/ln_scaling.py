@@ -12,8 +12,8 @@ weakening gradients; the formula Var(x_(l+1)) ~ Var(x_l) + beta_0 for Peri-LN, 2
 counted with its own paper (``Statement.paper``): this story's PAPER is LayerNorm Scaling's.
 
 Quantities (``metrics.growth``): the stream variance ``stream_var`` per layer, its growth law fitted three
-ways with intervals (``kit.growth``: exponential, polynomial, linear, the best by residual in ``log v`` for
-sure over units), the consecutive-layer cosine ``layer_cos`` over the deep half of the layers, the largest
+ways with intervals (``kit.rules.growth``: exponential, polynomial, linear, the best by residual in ``log v``
+for sure over units), the consecutive-layer cosine ``layer_cos`` over the deep half of the layers, the largest
 activation over the median one ``massive_ratio`` (its maximum over the layers, in log10). What the update
 says before any run, at initialisation: pre-LN adds ``f(LN(x))``, of a variance fixed by the weights, to the
 stream, so its variance grows linearly; Peri-LN adds ``LN(f(LN(x)))`` of variance ``beta_0``: linear too;
@@ -36,7 +36,10 @@ from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_
 from rankcollapse.experiments.kit.combine import unstated_conditions
 from rankcollapse.experiments.kit.curves import n_words
 from rankcollapse.experiments.kit.data import Layered, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.growth import (
+from rankcollapse.experiments.kit.growth_tasks import MODEL_GROWTH, SIMULATE_GROWTH
+from rankcollapse.experiments.kit.judgement import Judgement
+from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.rules.growth import (
     GrowthFits,
     at_least,
     at_most,
@@ -47,9 +50,6 @@ from rankcollapse.experiments.kit.growth import (
     growth_fits,
     unit_curves,
 )
-from rankcollapse.experiments.kit.growth_tasks import MODEL_GROWTH, SIMULATE_GROWTH
-from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: LayerNorm Scaling's arXiv id (the story's paper); Peri-LN's statements name theirs.

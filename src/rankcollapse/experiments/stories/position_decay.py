@@ -10,15 +10,15 @@ statements (``docs/followups.md``) and judges what the simulator can speak to. I
   in the distance ``x = i - j``, peaking near ``x* = t / (e^m - 1)`` (``masks.decay_critical_distance``;
   the uniform-content oracle ``masks.decay_uniform_context``). Judged per network at the kept layers
   ``t`` with ``t e^-m >= 2`` (a clear rise) and ``x* <= (N - 2) / 2`` (the fall is inside the sequence) by
-  ``kit.influence.peaked`` on ``metrics.influence.profile_peak``.
+  ``kit.rules.profiles.peaked`` on ``metrics.influence.profile_peak``.
 - **RoPE's decay term** (``rope_decay``, arm ``rope``, ours): the first layer's score decay of the last
   query ``D(Δ) = s(0) - s(Δ)`` (``dynamics.score_decay``) with the same content at every position
   (``inputs: repeated``) and tied queries and keys (``W_K = W_Q``: without it ``D`` has a term linear in
   ``Δ`` and a random sign, and nothing decays on average), RoPE at ``θ_k = θ_1 base^(-2k/e)``: per network
   and ``θ_1``, the least-squares slope of ``log D`` in ``log Δ`` over the distances with
   ``Δ θ_1 <= rope_angle_max``, and the log of the coefficient ``D / (Δ θ_1)²`` over the smallest ``θ_1``'s,
-  judged by ``kit.influence.scales_as``. Arm ``rope_profile`` (reported, no statement covers it): the last
-  token's cumulative context of causal RoPE SANs on the same repeated content.
+  judged by ``kit.rules.profiles.scales_as``. Arm ``rope_profile`` (reported, no statement covers it):
+  the last token's cumulative context of causal RoPE SANs on the same repeated content.
 - The **lost-in-the-middle U with start- and end-biased data**: untested, with its reason; **prefix
   masks**: the summary names them in the setting without a statement of its own.
 """
@@ -35,8 +35,8 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.influence import peaked, scales_as
 from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.rules.profiles import peaked, scales_as
 from rankcollapse.experiments.kit.tasks import ROPE_SCORE_DECAY, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 from rankcollapse.masks import decay_critical_distance, decay_uniform_context
@@ -175,7 +175,7 @@ def claims(sd: StoryData) -> list[Claim]:
 
 
 def _rope_rule(data: Data, th: Thresholds, dtype: str):
-    """``kit.influence.scales_as`` with exponent 2 on one dtype's laws (``_rope_laws``)."""
+    """``kit.rules.profiles.scales_as`` with exponent 2 on one dtype's laws (``_rope_laws``)."""
     return scales_as(_rope_parts(_rope_laws(data, th["rope_angle_max"]), dtype), 2.0, th)
 
 

@@ -46,9 +46,9 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.influence import u_somewhere
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.rules.profiles import u_somewhere
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 from rankcollapse.metrics.influence import end_over_middle_logs

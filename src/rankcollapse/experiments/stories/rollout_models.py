@@ -14,7 +14,7 @@ YAML, the last token's influence profile by depth, the first-token share by dept
 depth, the sink measures the project already has (``first_token_attention``, ``sink_rate``) from the same
 attention (figure ``rollout_models_depth``).
 
-Rules: ``kit.influence.u_shaped`` (the U: both ends of the last token's profile above its middle, per
+Rules: ``kit.rules.profiles.u_shaped`` (the U: both ends of the last token's profile above its middle, per
 position, at the model's last layer), one row per model and lam > 0; ``kit.rules.san_collapse`` on the
 first-token gap of the plain rollout (lam = 0) of the causal models (own mask lower triangular: causal,
 or a causal window; ours: Wu et al.'s convergence to the first token, re-judged on a
@@ -31,9 +31,9 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
-from rankcollapse.experiments.kit.influence import u_shaped
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rollout_tasks import MODEL_ROLLOUT
+from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.thresholds import Thresholds
 from rankcollapse.masks import parse_mask
 

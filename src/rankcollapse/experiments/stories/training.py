@@ -9,7 +9,7 @@ encoders (masked-language modelling, BERT's objective) under the complete mask. 
 every arm; the statements come from the paper's §5, Gu et al. (ICLR 2025) and arXiv 2509.23024 (both
 known here from FOLLOWUPS.md, [abstract / 2nd-hand]).
 
-Statements, each judged per block variant over the networks (``kit.trajectories``):
+Statements, each judged per block variant over the networks (``kit.rules.steps``):
 
 - ``training_moves``: the last layer's ``mu_rel``, effective rank and mean ``|cos|`` end away from their
   values at initialisation (``moved_from_init``: the mean log ratio over networks outside
@@ -48,10 +48,10 @@ import pandas as pd
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
-from rankcollapse.experiments.kit import trajectories as tr
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, panel_grid
+from rankcollapse.experiments.kit.rules import steps as tr
 from rankcollapse.experiments.kit.thresholds import Thresholds
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 

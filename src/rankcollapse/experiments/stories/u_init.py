@@ -33,7 +33,6 @@ import torch
 
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
-from rankcollapse.experiments.kit.bounds import inside
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import (
     Layered,
@@ -43,10 +42,11 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.influence import u_shaped
 from rankcollapse.experiments.kit.jacobian_tasks import JACOBIAN_PROFILE
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.rules.bounds import inside
+from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 from rankcollapse.metrics.cesaro import dead_zone, middle_position, mixed_row, spearman, theory_profile

@@ -8,13 +8,21 @@ for sure (reproduced), below for sure (not reproduced), else open. Too few sampl
 networks, no spread between them) is inconclusive before any comparison. Such a statement is decided by
 its weakest layer (:func:`_weakest`): the layer whose comparison has the smallest margin above its
 threshold (``Margin.excess``) names the row's deciding condition and prints its interval.
+
+- :func:`tanh_like` (DyT, Zhu et al., CVPR 2025, arXiv 2503.10622): "layer normalization in Transformers often
+  produces tanh-like, S-shaped input-output mappings" [abstract]. Per norm of a model (a layer's own), from
+  the per-excerpt DyT fits (``metrics.dyt_fit``): *tanh-like and S-shaped* when its tanh R² is at least
+  ``r2_min`` and its S-shape share (what the tanh explains of a straight line's residual) at least ``s_min``,
+  both for sure over the excerpts; *not* when either lies below for sure; open otherwise (Bonferroni over
+  the norms and the two statistics). "Often" [ours]: at least ``often_min`` of the model's norms tanh-like
+  and S-shaped -> reproduced; more than ``1 - often_min`` of them not -> not reproduced; else inconclusive.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -312,3 +320,65 @@ def largest(estimates: Mapping[str, Layered], first: str, th: Thresholds, what: 
                      f"interval [{lo:.2g}, {hi:.2g}], {n_words(n, a.unit)})")
             parts.append((name, _at_least(m, words)))
     return combine_parts(parts)
+
+
+@dataclass(frozen=True)
+class NormFit:
+    """One norm's per-excerpt fit estimates: ``r2`` (the tanh's R²) and ``shape`` (the S-shape share)."""
+
+    r2: Layered
+    shape: Layered
+
+
+def _norm_part(label: str, fit: NormFit, th: Thresholds) -> Judgement:
+    """One norm: tanh-like and S-shaped (reproduced), not (either statistic below for sure), or open."""
+    n = min(fit.r2.n, fit.shape.n)
+    need = th.count("min_samples")
+    words = (f"R² {float(fit.r2.mean[0]):.3f}, S-shape share {float(fit.shape.mean[0]):.3f} "
+             f"({n_words(n, fit.r2.unit)})")
+    if n < need:
+        cause = causes.too_few(n, need, fit.r2.unit, label)
+        return Judgement(INCONCLUSIVE, words, cause, "sample too small", n, unit=fit.r2.unit)
+    a = fit.r2.margin(0, th["r2_min"], "tanh R²")
+    b = fit.shape.margin(0, th["s_min"], "S-shape share")
+    below = [m for m in (a, b) if m.decided and m.value < m.threshold]
+    if below:
+        return Judgement(NOT_REPRODUCED, words, n=n, margins=(a, b), unit=fit.r2.unit)
+    v = REPRODUCED if a.decided and b.decided else INCONCLUSIVE
+    return sample_part(v, words, [a, b], n, fit.r2.unit)
+
+
+def tanh_like(norms: Mapping[str, NormFit], th: Thresholds) -> Judgement:
+    """"Often tanh-like, S-shaped" over a model's norms (module docstring). ``norms``: label -> fit."""
+    if not norms:
+        why = "no norm measured"
+        return Judgement(INCONCLUSIVE, why, causes.not_testable(why), "not testable")
+    with conditions(2 * len(norms)):
+        parts = [(label, _norm_part(label, fit, th)) for label, fit in norms.items()]
+    often = th["often_min"]
+    yes = [label for label, p in parts if p.verdict is REPRODUCED]
+    no = [label for label, p in parts if p.verdict is NOT_REPRODUCED]
+    open_ = [(label, p) for label, p in parts if p.verdict is INCONCLUSIVE]
+    total = len(parts)
+    n = min((p.n for _, p in parts if p.n is not None), default=None)
+    unit = next(iter(norms.values())).r2.unit
+    counts = (f"{len(yes)} of {total} norms tanh-like and S-shaped, {len(no)} not, {len(open_)} open "
+              f"(often: at least {often:.0%})")
+    shown = " | ".join(f"{label}: {p.evidence}" for label, p in parts)
+    margins = tuple(m for _, p in parts for m in p.margins)
+    if len(yes) >= often * total:
+        return Judgement(REPRODUCED, f"{counts} || {shown}", n=n, margins=margins, unit=unit,
+                         decided_by=f"{counts}: {', '.join(yes[:6])}")
+    if len(no) > (1 - often) * total:
+        cause = causes.measured_otherwise(f"{counts}; linear or not tanh-like: {', '.join(no[:8])}")
+        return Judgement(NOT_REPRODUCED, f"{counts} || {shown}", cause, "measured otherwise", n, margins,
+                         decided_by=counts, unit=unit)
+    open_margins = [m for _, p in open_ for m in p.margins if not m.decided]
+    if open_margins:
+        cause, kind = causes.sample_too_small(open_margins), "sample too small"
+    else:  # open without an open comparison: too few excerpts, or a statistic that is not finite
+        first = open_[0][1] if open_ else None
+        cause = first.cause if first is not None and first.cause else f"{counts}: nothing decides"
+        kind = first.cause_kind if first is not None and first.cause_kind else "sample too small"
+    return Judgement(INCONCLUSIVE, f"{counts} || {shown}", cause, kind, n, margins,
+                     decided_by=counts, key=open_margins[0] if open_margins else None, unit=unit)

@@ -1,9 +1,9 @@
-"""Rules for claims read in two notions of collapse on the same runs (Cirrincione, arXiv 2604.23681, against
-the NeurIPS 2024 paper): the one-step affine rank and the limit of mu_rel with depth.
+"""Rules on a run's rank kept or lost, read in two notions of collapse on the same runs (Cirrincione, arXiv
+2604.23681, against the NeurIPS 2024 paper): the one-step affine rank and the limit of mu_rel with depth.
 
 ``dynamics.notions`` measures both on one simulator run; a story puts both in one row (``kit.claims``'s
 two halves, named by the notion). The rules, each pinned by synthetic data in
-``tests/experiments/test_kit_notions.py`` and broken on purpose by ``scripts/break_rules.py``:
+``tests/experiments/test_kit_ranks.py`` and broken on purpose by ``scripts/break_rules.py``:
 
 - :func:`rank_kept` (one-step notion): per condition, the share of *resolved* (layer, sample) pairs whose
   rank changed (before vs after a normalisation, or X(t) vs X(0)); pairs are counted per network (the

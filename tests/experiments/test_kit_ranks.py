@@ -1,12 +1,12 @@
-"""The two-notion rules (kit.notions) on synthetic data: every verdict each can give, and its cause."""
+"""The two-notion rules (kit.rules.ranks) on synthetic data: every verdict each can give, and its cause."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
-from rankcollapse.experiments.kit import notions
 from rankcollapse.experiments.kit.curves import Curve
+from rankcollapse.experiments.kit.rules import ranks as notions
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of(

@@ -3,7 +3,7 @@
 The profile ``P(t)[i, :]`` of a rollout (``metrics.rollout``) is summarised per sample by its two arms
 (``metrics.influence``): ``start_over_middle_log`` and ``end_over_middle_log``, the log of each end's mean
 influence per position over the middle's, or by where it peaks (``profile_peak``). The rules, pinned by
-synthetic data in ``tests/experiments/test_kit_influence.py`` and broken on purpose by
+synthetic data in ``tests/experiments/test_kit_profiles.py`` and broken on purpose by
 ``scripts/break_rules.py``:
 
 - :func:`peaked` (Wu et al. 2025's decay mask: a non-monotone profile peaking at ``x* = t / (e^m - 1)``):

@@ -1,4 +1,4 @@
-"""kit.trajectories: every verdict each rule over training steps can give, pinned on synthetic networks."""
+"""kit.rules.steps: every verdict each rule over training steps can give, pinned on synthetic networks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankcollapse.experiments.kit import trajectories as tr
+from rankcollapse.experiments.kit.rules import steps as tr
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of(

@@ -1,4 +1,4 @@
-"""The profile-shape rules (kit.influence.u_shaped, peaked) on synthetic data:
+"""The profile-shape rules (kit.rules.profiles.u_shaped, peaked) on synthetic data:
 every verdict each can give, and its cause."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE
 from rankcollapse.experiments.kit.data import Layered
-from rankcollapse.experiments.kit.influence import peaked, scales_as, u_shaped, u_somewhere
+from rankcollapse.experiments.kit.rules.profiles import peaked, scales_as, u_shaped, u_somewhere
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of("test", {"min_samples": 4, "u_log_min": 0.0})
@@ -69,7 +69,7 @@ def test_bonferroni_over_arms_widens_the_interval() -> None:
     assert alone.verdict == REPRODUCED and shared.verdict == INCONCLUSIVE
 
 
-# ---- kit.influence.peaked: Wu et al. 2025's decay mask, a non-monotone profile peaking at x* ------------
+# ---- kit.rules.profiles.peaked: Wu et al. 2025's decay mask, a non-monotone profile peaking at x* --------
 
 PEAK_TH = Thresholds.of("test", {"min_samples": 4, "hump_log_min": 0.1, "peak_log_tol": 0.5})
 
@@ -117,7 +117,7 @@ def test_the_hump_s_four_comparisons_share_one_bonferroni_correction() -> None:
     assert j.verdict == INCONCLUSIVE and j.cause_kind == "sample too small"
 
 
-# ---- kit.influence.scales_as: Wu et al. 2025's RoPE decay term, D ∝ Δ² θ_1² --------------------------
+# ---- kit.rules.profiles.scales_as: Wu et al. 2025's RoPE decay term, D ∝ Δ² θ_1² --------------------------
 
 LAW_TH = Thresholds.of("test", {"min_samples": 4, "slope_tol": 0.1, "coef_log_tol": 0.1})
 

@@ -1,5 +1,6 @@
-"""The DyT rules (kit.dyt: tanh_like, basin_and_equilibria, ranks_present, fixed_points_kept) on planted
-estimates and on exact enumerations: every verdict each can give, and its cause."""
+"""The DyT rules (kit.rules.layers.tanh_like; kit.rules.equilibria: basin_and_equilibria, ranks_present,
+fixed_points_kept) on planted estimates and on exact enumerations: every verdict each can give, and its
+cause."""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ import pytest
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from rankcollapse.experiments.kit.curves import SAMPLE
 from rankcollapse.experiments.kit.data import Layered
-from rankcollapse.experiments.kit.dyt import (
+from rankcollapse.experiments.kit.rules.equilibria import (
     Basin,
-    NormFit,
     Ranks,
     basin_and_equilibria,
     fixed_points_kept,
     ranks_present,
-    tanh_like,
 )
+from rankcollapse.experiments.kit.rules.layers import NormFit, tanh_like
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 TH = Thresholds.of("test", {"min_samples": 4, "r2_min": 0.8, "s_min": 0.2, "often_min": 0.5,
