@@ -23,14 +23,6 @@ from rankcollapse.monitor import COLUMNS, DEFAULT_METRICS, DIAGNOSTICS, Monitor,
 RTOL, ATOL = 1e-5, 1e-6
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def ids_for(vocab: int, b: int = 3, n: int = 12, seed: int = 1) -> torch.Tensor:
     return torch.randint(1, vocab, (b, n), generator=torch.Generator().manual_seed(seed))
 

@@ -19,14 +19,6 @@ from rankcollapse.monitor.plot import source_dtype
 from rankcollapse.monitor.trajectory import TrajectoryConfig
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny_gpt2_lm(dtype: torch.dtype) -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 

@@ -608,6 +608,7 @@ class OutputFolder:
         }
         self._old_scratch: list[str] = []
         self._scratch: list[str] = []
+        self._finished: dict[str, str] = {}  # a staged file made from a partial one: its partial name
         self._publishing = False
 
     # the engine's ``OutputLock`` interface (acquire / release), so reproduce can hold one
@@ -740,6 +741,16 @@ class OutputFolder:
         self._write_marker(running=self.existing != "resume")
         return target
 
+    def finish_partial(self, name: str, final: str) -> Path:
+        """Stage the partial file ``name`` (:meth:`partial`) as ``final``, published with the rest; if the
+        run then fails (a figure, a second file, the publishing itself), the rows go back to ``name`` in
+        the folder, never dropped with the staging folder: rows on disk are never removed by a failed
+        write. Returns the staged path."""
+        target = self.file(final)
+        os.replace(self.path / name, target)
+        self._finished[final] = name
+        return target
+
     def published(self, obj: Any) -> Any:
         """``obj`` (a path, or a dict / list / tuple of them, as a job returns) with every path in the
         staging folder given as where it is published."""
@@ -778,7 +789,19 @@ class OutputFolder:
 
     def _drop_staging(self) -> None:
         if self.staging != self.path and _is_real_dir(self.staging):
+            self._restore_partials()
             shutil.rmtree(self.staging, ignore_errors=True)
+
+    def _restore_partials(self) -> None:
+        """Move every staged file made from a partial one back to its partial name (a failed run keeps
+        its rows where an interrupted one does; the marker lists them as ``scratch``)."""
+        for final, name in self._finished.items():
+            staged = self.staging / final
+            if os.path.lexists(staged) and not os.path.lexists(self.path / name):
+                try:
+                    os.replace(staged, self.path / name)
+                except OSError:
+                    continue
 
     def release(self, failed: bool = False) -> None:
         if self._lock is None:

@@ -235,7 +235,7 @@ class RunWriter:
         """Close the rows and stage them as ``metrics.csv`` (published when the folder is released);
         returns where they are published."""
         self.close()
-        os.replace(self.partial_path, self.folder.file(self.FINAL))
+        self.folder.finish_partial(self.PARTIAL, self.FINAL)
         return self.metrics_path
 
     def close(self) -> None:

@@ -187,33 +187,38 @@ class Outputs:
             if folder is not None:
                 folder.release(failed=True)
 
-    def close(self, frame: Callable[[], Any]) -> list[Path]:
+    def close(self, frame: Callable[[], Any], interrupted: bool = False) -> list[Path]:
         """Publish ``metrics.csv`` (and ``metrics.parquet`` where pyarrow is installed; ``frame()``
-        gives the table) and flush TensorBoard. Returns the files written."""
+        gives the table) and flush TensorBoard. Returns the files written. ``interrupted``: the training
+        did not finish (an exception left the ``with`` block): nothing is published, the rows stay in
+        ``metrics.partial.csv`` as after a kill, and the folder's lock is let go."""
         written: list[Path] = []
-        if self._writer is not None:
+        if interrupted and self._writer is not None:
+            self._abandon()
+        elif self._writer is not None:
             writer, folder, self._writer, self._folder = self._writer, self._folder, None, None
-            failed = True
+            staged: list[Path] = []
+            error: BaseException | None = None
             try:
-                written.append(folder.published(writer.finish()))
+                staged.append(folder.published(writer.finish()))
                 if importlib.util.find_spec("pyarrow") is not None:
                     from rankcollapse.edge.atomic import atomic_path
 
                     with atomic_path(folder.file(PARQUET)) as tmp:
                         frame().to_parquet(tmp, index=False)
-                    written.append(folder.path / PARQUET)
-                failed = False
+                    staged.append(folder.path / PARQUET)
             except Exception as err:
-                self.warn(
-                    f"could not finish the files in {self.out} ({error_line(err)}); rows are kept in "
-                    "memory (Monitor.to_frame())"
-                )
+                error = err
             finally:
                 writer.close()
                 try:
-                    folder.release(failed=failed)
+                    folder.release(failed=error is not None)
                 except Exception as err:
-                    self.warn(f"could not mark {self.out} complete ({error_line(err)})")
+                    error = error or err
+            failed = error is not None
+            if error is not None:
+                self._unfinished(error)
+            written = [] if failed else staged  # a failed close publishes nothing: no path that is not there
         if self.tensorboard is not None and hasattr(self.tensorboard, "flush"):
             try:
                 self.tensorboard.flush()
@@ -221,6 +226,17 @@ class Outputs:
                 self.warn(f"TensorBoard flush failed ({error_line(err)})")
         self._close_owned()
         return written
+
+    def _unfinished(self, err: BaseException) -> None:
+        """The one line of a close that could not publish: where the rows are (a failed write never
+        removes the rows already on disk: ``edge.folder.OutputFolder.finish_partial``)."""
+        from rankcollapse.edge.runs import RunWriter
+
+        partial = self.out / RunWriter.PARTIAL if self.out is not None else None
+        kept = f"{partial} and memory (Monitor.to_frame())" if partial and partial.is_file() else (
+            "memory (Monitor.to_frame())")
+        self.warn(f"could not finish the files in {self.out} ({error_line(err)}); nothing was published, "
+                  f"the rows are kept in {kept}")
 
     def _close_owned(self) -> None:
         """Finish what was made here from a path (an event file, an offline run); it takes no more rows."""

@@ -338,7 +338,8 @@ class Monitor:
 
     def close(self) -> list[Path]:
         """Publish ``metrics.csv`` (and ``metrics.parquet``) in ``out`` and flush the scalar sinks;
-        returns the files written. A failure is one warning line."""
+        returns the files written (none when the publishing failed: one warning line, the rows kept in
+        ``metrics.partial.csv`` and in memory)."""
         return self._outputs.close(self.to_frame)
 
     def __enter__(self) -> Monitor:
@@ -347,7 +348,13 @@ class Monitor:
     def __exit__(
         self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        """A block that raised (an exception, Ctrl-C) is an interrupted training: its rows stay in
+        ``metrics.partial.csv`` (as when the Trainer's callback never sees ``on_train_end``), nothing is
+        published as complete; a block that finished publishes (:meth:`close`)."""
+        if kind is None:
+            self.close()
+        else:
+            self._outputs.close(self.to_frame, interrupted=True)
 
     def __repr__(self) -> str:
         steps = sorted({r["step"] for r in self.rows})
