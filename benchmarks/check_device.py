@@ -47,7 +47,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from rankcollapse.core.execution import parse_device
-    from rankcollapse.experiments.kit.tasks import model_curves, model_geometry, simulate_curves
+    from rankcollapse.experiments.kit.tasks.curves import model_curves, model_geometry, simulate_curves
     from rankcollapse.models import AnalyzeConfig, analyze
 
     device = str(parse_device(args.device, "float64"))

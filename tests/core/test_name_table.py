@@ -144,7 +144,7 @@ def test_known_grid_points_keep_their_run_ids() -> None:
 
 
 def test_stored_params_reach_the_simulator_under_the_tables_names_without_a_warning() -> None:
-    from rankcollapse.experiments.kit.tasks import simulation_config
+    from rankcollapse.experiments.kit.tasks.curves import simulation_config
 
     stored = {"n": 6, "batch": 2, "preset": "attn+sphere", "d": 4, "layers": 1}
     with warnings.catch_warnings():

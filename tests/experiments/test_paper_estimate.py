@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankcollapse.experiments.kit.tasks import model_curves_cost, model_geometry_cost
+from rankcollapse.experiments.kit.tasks.curves import model_curves_cost, model_geometry_cost
 from rankcollapse.experiments.stories import load_experiments
 from rankcollapse.pipeline.reproduce import _cost, _prepare_models, estimate_seconds, print_estimate
 

@@ -13,7 +13,7 @@ import pandas as pd
 from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.contract.verdicts import INCONCLUSIVE
 from rankcollapse.experiments.engine.config import load_arms
-from rankcollapse.experiments.kit.tasks import profile_layers
+from rankcollapse.experiments.kit.tasks.curves import profile_layers
 from rankcollapse.experiments.stories import all_stories
 from rankcollapse.experiments.stories.residual_rollout import alibi_ends, claims, figures, headlines
 

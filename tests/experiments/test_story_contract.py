@@ -243,7 +243,7 @@ from rankcollapse.experiments.contract.story import Arm, Statement, Story
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, by_label, curves_by
-from rankcollapse.experiments.kit.tasks import MODEL_CURVES
+from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 STATEMENTS = (

@@ -62,7 +62,7 @@ def test_a_pretrained_run_is_keyed_on_the_weights_it_loads(monkeypatch):
     """``paper:<ckpt>`` runs carry the resolved weights in their identity: once the real checkpoint is
     cached, the stand-in's stored results are not reused for it."""
     import rankcollapse.models.registry as registry
-    from rankcollapse.experiments.kit.tasks import model_facts
+    from rankcollapse.experiments.kit.tasks.curves import model_facts
     from rankcollapse.experiments.stories import load_experiments
 
     exp = load_experiments("quick", ["fig8"])[0]

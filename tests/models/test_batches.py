@@ -17,7 +17,7 @@ import torch
 
 import rankcollapse.models as models_pkg
 from rankcollapse.cli.main import main
-from rankcollapse.experiments.kit.tasks import model_curves, model_geometry
+from rankcollapse.experiments.kit.tasks.curves import model_curves, model_geometry
 from rankcollapse.models import AnalyzeConfig, analyze, check_masks
 from rankcollapse.models.stream import iter_batches
 

@@ -20,7 +20,7 @@ from torch import Tensor
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import checked
 
-#: The per-sample columns of the growth measurements (``models.growth``, ``kit.growth_tasks``).
+#: The per-sample columns of the growth measurements (``models.growth``, ``kit.tasks.growth``).
 GROWTH_NAMES: tuple[str, ...] = ("stream_var", "layer_cos", "massive_ratio")
 
 

@@ -133,7 +133,7 @@ def estimate_seconds(
 
 #: FLOP/s of one core of the reference machine the tasks' ``cost_s`` were measured on: one BERT-base
 #: layer on 128 tokens is about 1.9 GFLOP (2 n (4 d^2 + 2 d d_ff) + 4 n^2 d, d = 768, d_ff = 3072) and
-#: costs 0.0235 s there (``kit.tasks.LAYER_SAMPLE_S["full"]``, metrics included): ~80 GFLOP/s.
+#: costs 0.0235 s there (``kit.tasks.curves.LAYER_SAMPLE_S["full"]``, metrics included): ~80 GFLOP/s.
 REFERENCE_CPU_FLOPS = 8.0e10
 #: FLOP/s assumed, not measured, for one CUDA GPU running these small per-layer kernels and SVDs.
 ASSUMED_CUDA_FLOPS = 1.0e13

@@ -1,7 +1,7 @@
 """What a run costs, calibrated on the runs a folder already measured.
 
 A task's ``cost_s(params)`` is a model with constants measured once on the idle reference machine
-(``kit.tasks.LAYER_SAMPLE_S``: BERT-base-sized layers, one thread). On a loaded machine, for other
+(``kit.tasks.curves.LAYER_SAMPLE_S``: BERT-base-sized layers, one thread). On a loaded machine, for other
 model sizes, or where a run's fixed cost (loading, drawing a model) dominates, it is far below the
 seconds runs take: one 2-sample ``model_curves`` run each of random BERT-base, random GPT-2, SmolLM2,
 MiniLM and random T5-base took 10.6, 3.7, 4.8, 1.9 and 5.7x its estimate at load 12 (the issue saw

@@ -17,7 +17,7 @@ from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.story import Found, discover_stories
 from rankcollapse.experiments.engine.config import Experiment, load_arms, load_experiment, select
 from rankcollapse.experiments.engine.tasks import BUILTIN_TASKS, Task, toy_cost
-from rankcollapse.experiments.kit.tasks import GENERIC_TASKS
+from rankcollapse.experiments.kit.tasks.curves import GENERIC_TASKS
 
 #: The report's order: the paper's order (§4.1 Theorem 1, §4.2 Theorem 2, §4.3.1 Figs. 1 and 5,
 #: §4.3.2 Theorem 3, §5 Figs. 2-4, App. G Figs. 6-9 inside their §5 twins, then 8, 9), then the

@@ -3,7 +3,7 @@
 Known from its abstract only (FOLLOWUPS.md: [abstract]); every row says so. It disputes the NeurIPS 2024
 paper's LayerNorm result with another notion of collapse: the *one-step affine rank* (the rank of X minus
 its token mean, before and after one LayerNorm) instead of the *limit of mu* with depth. Both are measured
-on the same runs (``dynamics.notions`` through ``kit.notion_tasks``) and each row carries both: the
+on the same runs (``dynamics.notions`` through ``kit.tasks.notions``) and each row carries both: the
 claim's own notion as the row's first half, the other notion as its second, each named in the evidence.
 
 What the closed form says before any run (``metrics.affine.normalised_rank_terms``): LayerNorm is
@@ -32,10 +32,10 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import arm_models, curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.notion_tasks import SIMULATE_NOTIONS
 from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, figure
 from rankcollapse.experiments.kit.rules import ranks as notions
-from rankcollapse.experiments.kit.tasks import MODEL_CURVES
+from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES
+from rankcollapse.experiments.kit.tasks.notions import SIMULATE_NOTIONS
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).

@@ -48,7 +48,6 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.dyt_tasks import DYT_EQUILIBRIA, DYT_MODEL_CURVES, NORM_FITS
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, curves_figure, figure, mode_rows, slug
 from rankcollapse.experiments.kit.rules.equilibria import (
@@ -59,6 +58,7 @@ from rankcollapse.experiments.kit.rules.equilibria import (
     ranks_present,
 )
 from rankcollapse.experiments.kit.rules.layers import NormFit, tanh_like
+from rankcollapse.experiments.kit.tasks.dyt import DYT_EQUILIBRIA, DYT_MODEL_CURVES, NORM_FITS
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).

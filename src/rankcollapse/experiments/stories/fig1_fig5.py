@@ -10,64 +10,26 @@ Every verdict is a check of computed numbers against a tolerance of the YAML (``
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
-from rankcollapse.core.names import from_stored
-from rankcollapse.edge.validate import param_float, param_int
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.data import from_stored
+from rankcollapse.experiments.kit.tasks.equilibria import (
+    COUNTEREXAMPLE,
+    PAPER_COUNTEREXAMPLE_RUN,
+    counterexample_figures,
+    paper_counterexample_figures,
+)
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §4.3.1, App. E, Lemma 11, Figs. 1 and 5"
 OURS = "ours (surrogate of paper §4.3.1: W_V = [[0.95, 1], [0, 1]], W_QK = I)"
 FIG1, FIG5 = "fig1", "fig5"
 EXT1, EXT5 = "ext_fig1_surrogate", "ext_fig5_surrogate"
-
-
-def paper_counterexample_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """``equilibria.counterexample_paper.paper_measurements`` on a run's params (w, per_arc, steps, token1,
-    moving_grid, noln_steps; seed recorded). Rows: one per arc; summary: A, B, the red segment, token 1's
-    limits, the no-LN distance, the moving-token-1 basin."""
-    from rankcollapse.equilibria.counterexample_paper import paper_measurements
-
-    rows, summary = paper_measurements(
-        param_float(params, "w"),
-        per_arc=param_int(params, "per_arc"),
-        steps=param_int(params, "steps"),
-        token1=tuple(params["token1"]),
-        moving_grid=param_int(params, "moving_grid"),
-        noln_steps=param_int(params, "noln_steps"),
-    )
-    on_layer(param_int(params, "steps"))
-    return RunOutput(rows, summary)
-
-
-def counterexample(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Our surrogate N = 2, d = 2 counterexample: ``equilibria.counterexample.surrogate_measurements`` on a
-    run's params (w_v, w_qk, d_qk, token0, angles, steps, rank_tol, arc_grid, arc_steps; seed recorded).
-    Rows: one per start angle; summary: the fixed points, point B and its basin arc."""
-    from rankcollapse.equilibria.counterexample import surrogate_measurements
-
-    rows, summary = surrogate_measurements(
-        params["w_v"],
-        params.get("w_qk"),
-        param_float(params, "d_qk"),
-        token0=tuple(params["token0"]),
-        angles=param_int(params, "angles"),
-        steps=param_int(params, "steps"),
-        rank_tol=param_float(params, "rank_tol"),
-        arc_grid=param_int(params, "arc_grid"),
-        arc_steps=param_int(params, "arc_steps"),
-    )
-    on_layer(param_int(params, "steps"))
-    return RunOutput(rows, summary)
 
 
 STATEMENTS = (
@@ -141,7 +103,7 @@ STATEMENTS = (
         ours=True,
     ),
 )
-ARMS = (Arm("paper", Task(paper_counterexample_run)), Arm("surrogate", Task(counterexample), extension=True))
+ARMS = (Arm("paper", PAPER_COUNTEREXAMPLE_RUN), Arm("surrogate", COUNTEREXAMPLE, extension=True))
 
 
 def _paper_checks(data: Data, th: Thresholds) -> dict[str, list[tuple[str, bool | None, str]]]:
@@ -287,15 +249,13 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     out = []
     data = sd.arm("paper")
     if data is not None:
-        from rankcollapse.equilibria.plots_paper import plot_paper_figure1, plot_paper_figure5
-
         w = float(data.ok.iloc[0]["w"])
         arcs = data.rows.dropna(axis=1, how="all")
-        token1 = tuple(data.exp.base.get("token1", (0.6, 0.8)))
+        fig1, fig5 = paper_counterexample_figures(w, tuple(data.exp.base.get("token1", (0.6, 0.8))))
         out += [
             FigureSpec(
                 FIG1,
-                plot_paper_figure1(w, token1=token1),
+                fig1,
                 arcs,
                 "Fig. 1, the paper's construction (w of the first run): left, without LayerNorm, X(t) / "
                 "||X(t)||_F (W_V violates A3): both tokens meet; right, with LayerNorm, the red segment "
@@ -303,7 +263,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ),
             FigureSpec(
                 FIG5,
-                plot_paper_figure5(w),
+                fig5,
                 arcs,
                 "Fig. 5, the paper's construction: the four invariant arcs coloured by limit, and the ratio "
                 "map g(y).",
@@ -311,18 +271,12 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         ]
     data = sd.arm("surrogate")
     if data is not None:
-        from rankcollapse.equilibria.counterexample import angle_map, counterexample_2d
-        from rankcollapse.equilibria.plots import plot_figure1, plot_figure5
-
-        p = data.exp.base
-        cx = counterexample_2d(p["w_v"], p.get("w_qk"), float(p.get("d_qk", 1.0)))
         rows = data.table[data.table["run_id"] == data.ok.iloc[0]["run_id"]].dropna(axis=1, how="all")
-        theta = np.linspace(0, 2 * math.pi, 721)
-        f5 = pd.DataFrame({"theta": theta, "f_theta": np.mod(angle_map(theta, cx), 2 * math.pi)})
+        fig1, fig5, f5 = counterexample_figures(data.exp.base)
         out += [
             FigureSpec(
                 EXT1,
-                plot_figure1(cx, token0=tuple(p.get("token0", (0.6, 0.8)))),
+                fig1,
                 rows,
                 "Ours, Fig. 1 reading (surrogate W_V = [[0.95, 1], [0, 1]], W_QK = I): N = 2, d = 2, causal "
                 "mask. Left: without LayerNorm, trajectories of both tokens. Right: with LayerNorm, token 1 "
@@ -330,7 +284,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ),
             FigureSpec(
                 EXT5,
-                plot_figure5(cx),
+                fig5,
                 f5,
                 "Ours, Fig. 5 reading (surrogate): the angle map f of token 1 (token 0 at A) with its fixed "
                 "points (filled = stable) and theta(t) for several starts.",

@@ -36,7 +36,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.plots import curves_figure, mode_rows, slug, underflow_marks
-from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 FIG2, FIG6 = "paper §5, Fig. 2", "paper App. G.1, Fig. 6"

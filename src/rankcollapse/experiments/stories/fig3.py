@@ -27,7 +27,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.plots import curves_figure, slug
-from rankcollapse.experiments.kit.tasks import MODEL_CURVES, SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 FIG3, FIG7 = "paper §5, Fig. 3", "paper App. G.2, Fig. 7"

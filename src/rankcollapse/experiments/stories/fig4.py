@@ -27,7 +27,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.plots import MARKERS, figure
-from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
+from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §5, Fig. 4"

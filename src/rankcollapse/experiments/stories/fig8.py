@@ -17,7 +17,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, layered, model_groups, rows_of
 from rankcollapse.experiments.kit.plots import figure, slug
-from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
+from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 STATEMENTS = (

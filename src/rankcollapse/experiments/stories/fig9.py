@@ -17,7 +17,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, model_groups, rows_of, runs_of, sample_layered
 from rankcollapse.experiments.kit.plots import figure
-from rankcollapse.experiments.kit.tasks import MODEL_GEOMETRY
+from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 RULE = (

@@ -20,7 +20,7 @@ The two masks are our reconstructions (``masks.two_stream``, ``masks.butterfly``
 found); both are transitive (``M M = M``), so their composed flow is the mask itself at every depth, which
 is what "training-inference consistency" (a query block hears exactly the clean blocks before it and its own
 block) and "fully supervised bidirectional" (the query of position p hears every position but p, never p)
-require of a flow that does not drift with depth. Task: ``kit.hasse_tasks.mask_flows`` (``masks.hasse``).
+require of a flow that does not drift with depth. Task: ``kit.tasks.masks.mask_flows`` (``masks.hasse``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of
-from rankcollapse.experiments.kit.hasse_tasks import MASK_FLOWS
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rules.checks import all_cases
+from rankcollapse.experiments.kit.tasks.masks import MASK_FLOWS
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
@@ -137,7 +137,7 @@ def _window_w(spec: str) -> int | None:
 
 
 def _depth_cases(frame: pd.DataFrame) -> Cases:
-    from rankcollapse.masks.hasse import window_depth
+    from rankcollapse.experiments.kit.tasks.masks import window_depth
 
     out = []
     for label, checks in _cases(frame, {"depth = the references' (dense products; networkx's longest "

@@ -41,7 +41,7 @@ from rankcollapse.experiments.kit.combine import combine_parts, per_group
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import Layered, curves_by, rows_of, sample_note, window_layered
 from rankcollapse.experiments.kit.plots import curve_axes, figure
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).

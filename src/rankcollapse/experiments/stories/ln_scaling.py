@@ -36,7 +36,6 @@ from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_
 from rankcollapse.experiments.kit.combine import unstated_conditions
 from rankcollapse.experiments.kit.curves import n_words
 from rankcollapse.experiments.kit.data import Layered, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.growth_tasks import MODEL_GROWTH, SIMULATE_GROWTH
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rules.growth import (
@@ -50,6 +49,7 @@ from rankcollapse.experiments.kit.rules.growth import (
     growth_fits,
     unit_curves,
 )
+from rankcollapse.experiments.kit.tasks.growth import MODEL_GROWTH, SIMULATE_GROWTH
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: LayerNorm Scaling's arXiv id (the story's paper); Peri-LN's statements name theirs.

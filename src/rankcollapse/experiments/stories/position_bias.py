@@ -28,7 +28,7 @@ from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, figure
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
@@ -60,7 +60,7 @@ NAMES = ("first-token gap in float32 (as plotted)", "first-token gap in float64 
 
 def hops(mask: str, n: int) -> int:
     """The layers the first token needs to reach the last (``masks.first_token_prediction``)."""
-    from rankcollapse.masks import first_token_prediction
+    from rankcollapse.experiments.kit.tasks.masks import first_token_prediction
 
     pred = first_token_prediction(mask, n)
     if pred.hops is None:

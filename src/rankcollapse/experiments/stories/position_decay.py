@@ -37,10 +37,10 @@ from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rules.profiles import peaked, scales_as
-from rankcollapse.experiments.kit.tasks import ROPE_SCORE_DECAY, SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import ROPE_SCORE_DECAY, SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.masks import decay_critical_distance, decay_uniform_context
+from rankcollapse.experiments.kit.tasks.rollout import profile_peak
 from rankcollapse.experiments.kit.thresholds import Thresholds
-from rankcollapse.masks import decay_critical_distance, decay_uniform_context
-from rankcollapse.metrics.influence import profile_peak
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2502.01951"
@@ -94,7 +94,7 @@ def judged_layers(n: int, slope: float, depth: int) -> list[int]:
     """The kept layers (0, 1, 2, 4, ...) where the decay profile has a clear rise (``t e^-m >= 2``: below it
     the uniform-content mode, ``floor((t e^-m - 1)/(1 - e^-m)) + 1``, sits at 1 or 2, far under its mean
     ``x*``) and its fall is inside the sequence (``x* <= (N - 2) / 2``)."""
-    from rankcollapse.experiments.kit.tasks import profile_layers
+    from rankcollapse.experiments.kit.tasks.curves import profile_layers
 
     return [t for t in profile_layers(depth)
             if t * math.exp(-slope) >= 2 and decay_critical_distance(t, slope) <= (n - 2) / 2]

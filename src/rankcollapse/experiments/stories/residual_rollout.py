@@ -49,9 +49,9 @@ from rankcollapse.experiments.kit.data import (
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rules.profiles import u_somewhere
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.rollout import end_over_middle_logs
 from rankcollapse.experiments.kit.thresholds import Thresholds
-from rankcollapse.metrics.influence import end_over_middle_logs
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2602.16837"

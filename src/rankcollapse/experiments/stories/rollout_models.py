@@ -8,7 +8,7 @@ decoder, RoPE) stand in for them, each labelled as a stand-in in its rows (arm `
 Gemma-3-270M (local/global sliding windows) and Qwen2.5-Coder-0.5B (GQA) of ``make models-extra`` are the
 arm ``extra`` (``opt_in`` in the YAML: run by ``--profile paper`` or ``--only rollout_models.extra``, never
 by a default call; refused in one line when not installed). Measured on text excerpts
-(``models.rollout`` through ``kit.rollout_tasks``): the rollout of each model's own attention, per head
+(``models.rollout`` through ``kit.tasks.rollout``): the rollout of each model's own attention, per head
 and averaged over heads, with the residual-aware mixing ``lam I + (1 - lam) A(t)`` for the lams of the
 YAML, the last token's influence profile by depth, the first-token share by depth, and beside them, by
 depth, the sink measures the project already has (``first_token_attention``, ``sink_rate``) from the same
@@ -32,10 +32,10 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
 from rankcollapse.experiments.kit.plots import MARKERS, figure
-from rankcollapse.experiments.kit.rollout_tasks import MODEL_ROLLOUT
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
+from rankcollapse.experiments.kit.tasks.masks import parse_mask
+from rankcollapse.experiments.kit.tasks.rollout import MODEL_ROLLOUT
 from rankcollapse.experiments.kit.thresholds import Thresholds
-from rankcollapse.masks import parse_mask
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``): its section of the report.
 PAPER = "2602.16837"

@@ -3,7 +3,7 @@
 Arms (both instances that meet the theorem's hypotheses A1-A3: self-loops, bounded W_Q W_K, orthogonal
 W_V so ``||W_V(0)...W_V(t)|| = 1``): ``bound`` (one mask of each kind, and a block mask without a center)
 and ``radius`` (window widths 1..16: the radius against the measured rate, the paper's reading that local
-masks slow collapse). Runs are the simulator's (``kit.tasks.simulate_curves``); the bound check is
+masks slow collapse). Runs are the simulator's (``kit.tasks.curves.simulate_curves``); the bound check is
 ``rankcollapse.dynamics.theory``'s. A run that reaches the precision floor tests no rate.
 """
 
@@ -14,15 +14,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from rankcollapse.core.precision import floor_rel
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
-from rankcollapse.experiments.kit.curves import Curve, Rate
+from rankcollapse.experiments.kit.curves import Curve, Rate, floor_rel
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import band, curve_axes, figure, panel_grid
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §4.1, Thm 1"

@@ -10,84 +10,22 @@ condition (*), no bound. A run that reaches the precision floor tests no rate.
 from __future__ import annotations
 
 import math
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from rankcollapse.core.precision import floor_rel
-from rankcollapse.edge.validate import check_param, param_int
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
-from rankcollapse.experiments.kit.curves import curve_rows
+from rankcollapse.experiments.kit.curves import floor_rel
 from rankcollapse.experiments.kit.data import curves_by, mask_radius, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import curve_axes, panel_grid
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.equilibria import LN_BOUNDS
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §4.2, Thm 2, Cor 1"
-RESULTS = {"thm2": "Theorem 2", "cor1": "Corollary 1", "cor1n": "Corollary 1 (n centers)"}
 
-
-def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """One Theorem 2 / Corollary 1 run. Params: mask, n, d, placement, inputs, samples, layers, seed,
-    qk_scale, d_qk. Rows (``kind = curve``): the kit's curve rows of the per-sample mu and mu_rel.
-    Summary: epsilon, tail_rate, centers, final mu_rel, and per result (thm2, cor1, cor1n) applicable /
-    verdict / reason / rate / c_over_mu0 / tail (the measured tail rate it compared, NaN at the floor)."""
-    from rankcollapse.equilibria.orthogonal import ln_collapse_run
-
-    run = ln_collapse_run(
-        str(params["mask"]),
-        param_int(params, "n"),
-        param_int(params, "d"),
-        placement=str(params["placement"]),
-        inputs=str(params["inputs"]),
-        samples=param_int(params, "samples"),
-        layers=param_int(params, "layers"),
-        seed=param_int(params, "seed", low=0),
-        qk_scale=float(params.get("qk_scale", 1.0)),
-        d_qk=float(params.get("d_qk", 1.0)),
-    )
-    arrays = {"mu": run.mu.T.double().numpy(), "mu_rel": run.mu_rel.T.double().numpy()}
-    info = {
-        "kind": "curve",
-        "mode": f"{params['placement']}-LN",
-        "mask": str(params["mask"]),
-        "dtype": "float64",
-    }
-    with np.errstate(divide="ignore", invalid="ignore"):  # ||X||_F = mu / mu_rel
-        x_norm = np.where(arrays["mu_rel"] > 0, arrays["mu"] / arrays["mu_rel"], np.nan)
-    rows = [{**info, **row} for row in curve_rows(arrays, "float64", x_norm=x_norm)]
-    on_layer(param_int(params, "layers"))
-    summary: dict[str, Any] = {
-        "epsilon": run.epsilon,
-        "tail_rate": run.tail_rate,
-        "centers": run.extra["centers"],
-        "final_mu_rel_max": float(run.mu_rel[-1].max()),
-        "source": run.source,
-    }
-    for key, name in RESULTS.items():
-        c = run.check(name)
-        summary.update(
-            {
-                f"{key}_applicable": c.applicable,
-                f"{key}_verdict": c.verdict,
-                f"{key}_reason": c.reason,
-                f"{key}_rate": c.rate,
-                f"{key}_c_over_mu0": c.c_over_mu0,
-                f"{key}_tail": math.nan if c.tail_rate is None else c.tail_rate,
-            }
-        )
-    return RunOutput(rows, summary)
-
-
-def ln_bounds_cost(params: dict[str, Any]) -> float:
-    """About 2e-8 s per (layer x sample x n^2 d), float64 (measured on the 2-core reference machine)."""
-    n, d = check_param(params, "n"), check_param(params, "d")
-    return 2e-8 * check_param(params, "layers") * check_param(params, "samples") * n * n * d + 0.05
 
 
 BOUND_RULE = (
@@ -142,7 +80,7 @@ STATEMENTS = (
     ),
 )
 ARMS = (
-    Arm("bounds", Task(ln_bounds, cost_s=ln_bounds_cost)),
+    Arm("bounds", LN_BOUNDS),
     Arm("hemisphere", SIMULATE_CURVES, extension=True),
 )
 

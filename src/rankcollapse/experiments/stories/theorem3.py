@@ -16,23 +16,25 @@ equilibrium of that rank and its measured basin.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import param_float, param_int
-from rankcollapse.equilibria.complete_mask import CompleteMaskSummary
-from rankcollapse.equilibria.theorem3_checks import Theorem3Summary
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
-from rankcollapse.experiments.engine.store import run_summary
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import empty, figure
 from rankcollapse.experiments.kit.rules import every_run, regions_of_attraction, stable_in_certain_directions
+from rankcollapse.experiments.kit.tasks.equilibria import (
+    COMPLETE_MASK_RUN,
+    EQUILIBRIUM_RANK,
+    THEOREM3_RUN,
+    CompleteMaskSummary,
+    check_residual_max,
+    complete_mask_summaries,
+    theorem3_summaries,
+)
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
 SOURCE = "paper §4.3.2, Thm 3, App. F"
@@ -43,59 +45,6 @@ PROOF = (
     "X W_V^-1 X^-1, but C^-1 A is entrywise positive, so its dominant eigenvalue is simple, while W_V^-1 "
     "has the eigenvalue 1 N times)"
 )
-
-
-def theorem3_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """``equilibria.theorem3_checks.theorem3_measurements`` on a run's params: n (= d), w, starts, steps,
-    lemma13_samples/_steps, seed. Rows: one per equilibrium; summary: counts per rank and family, max
-    residual, F.2, Lemma 13."""
-    from rankcollapse.equilibria.theorem3_checks import theorem3_measurements
-
-    keys = ("starts", "steps", "lemma13_samples", "lemma13_steps", "seed")
-    rows, summary = theorem3_measurements(
-        param_int(params, "n"),
-        param_float(params, "w"),
-        **{k: param_int(params, k, low=0 if k == "seed" else 1) for k in keys},
-    )
-    on_layer(param_int(params, "steps"))
-    return RunOutput(rows, summary.to_summary())
-
-
-def complete_mask_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """App. F.4: ``equilibria.complete_mask.complete_mask_measurements`` on a run's params: n (= d), w,
-    starts (per rank 2..N-1), full_rank_starts, m_bound, draws, nearby, layers, seed. Rows: one per
-    search end (its residual, rank, smallest attention weight, X and M, and where it is at rest its
-    tangent spectrum and nearby starts); summary: starts and drawn per rank, the full-rank checks."""
-    from rankcollapse.equilibria.complete_mask import complete_mask_measurements
-
-    counts = ("starts", "full_rank_starts", "draws", "nearby", "layers")
-    rows, summary = complete_mask_measurements(
-        param_int(params, "n"),
-        param_float(params, "w"),
-        m_bound=param_float(params, "m_bound"),
-        seed=param_int(params, "seed", low=0),
-        **{k: param_int(params, k, low=1) for k in counts},
-    )
-    on_layer(param_int(params, "layers"))
-    return RunOutput(rows, summary.to_summary())
-
-
-def equilibrium_rank(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Ours: ``equilibria.construction.designed_measurement`` on a run's params (n, d, k, samples, radius,
-    steps, seed): a stable equilibrium of rank ``k`` for its own designed W_V."""
-    from rankcollapse.equilibria.construction import designed_measurement
-
-    rows, summary = designed_measurement(
-        param_int(params, "n"),
-        param_int(params, "d"),
-        param_int(params, "k"),
-        samples=param_int(params, "samples"),
-        radius=params["radius"],
-        steps=param_int(params, "steps"),
-        seed=param_int(params, "seed", low=0),
-    )
-    on_layer(param_int(params, "steps"))
-    return RunOutput(rows, summary)
 
 
 STATEMENTS = (
@@ -214,16 +163,10 @@ STATEMENTS = (
     ),
 )
 ARMS = (
-    Arm("paper", Task(theorem3_run)),
-    Arm("complete", Task(complete_mask_run)),
-    Arm("designed", Task(equilibrium_rank), extension=True),
+    Arm("paper", THEOREM3_RUN),
+    Arm("complete", COMPLETE_MASK_RUN),
+    Arm("designed", EQUILIBRIUM_RANK, extension=True),
 )
-
-
-def _measured(ok: pd.DataFrame) -> list[tuple[pd.Series, Theorem3Summary]]:
-    """Each finished run's index row (its parameters, as the labels print them) with its summary read
-    back as the typed record (the measurements)."""
-    return [(r, Theorem3Summary.from_summary(r["n"], r["w"], run_summary(r))) for _, r in ok.iterrows()]
 
 
 def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
@@ -233,7 +176,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     ok, table = data.ok, data.rows
     tol = th["residual_max"]
     st = {s.key: s for s in STATEMENTS}
-    runs = _measured(ok)
+    runs = theorem3_summaries(ok)
     above = [(r, m) for r, m in runs if m.w_at_least_n]
     below = [(r, m) for r, m in runs if not m.w_at_least_n]
 
@@ -433,29 +376,13 @@ def _perturbed_row(
     )
 
 
-def _complete_runs(data: Data) -> list[tuple[CompleteMaskSummary, pd.DataFrame]]:
-    """Each finished complete-mask run's summary (typed) with its table rows (one per search end)."""
-    table = data.rows
-    out = []
-    for _, r in data.ok.iterrows():
-        rows = table[table["run_id"] == r["run_id"]] if not table.empty else table
-        out.append((CompleteMaskSummary.from_summary(r["n"], r["w"], run_summary(r)), rows))
-    return sorted(out, key=lambda x: (x[0].n, x[0].w))
-
-
 def verified(rows: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
     """The search ends that are complete-mask equilibria of the rank searched: residual <= ``residual_max``
     on the full map, numerical rank exactly k, smallest attention weight >= ``attention_min`` (a saturated
     softmax can fake an equilibrium to rounding), and in the W_V-invariant subspace. A ``residual_max``
     above the runs' analysis cut (``complete_mask.ANALYSED_RESIDUAL``) is refused: those ends have no
     tangent spectrum or nearby starts."""
-    from rankcollapse.equilibria.complete_mask import ANALYSED_RESIDUAL
-
-    if th["residual_max"] > ANALYSED_RESIDUAL:
-        raise RankCollapseError(
-            f"theorem3.yaml: residual_max = {th['residual_max']:g} is above {ANALYSED_RESIDUAL:g}, the "
-            "residual up to which complete-mask runs analyse an end; allowed: at most that"
-        )
+    check_residual_max(th["residual_max"])
     if rows.empty:
         return rows
     keep = (
@@ -560,7 +487,7 @@ def _complete_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     data = sd.arm("complete")
     if data is None:
         return []
-    runs = _complete_runs(data)
+    runs = complete_mask_summaries(data)
     st = {s.key: s for s in STATEMENTS}
     out = []
     for key, rule, names in (
@@ -661,7 +588,7 @@ def _complete_figure(sd: StoryData) -> FigureSpec | None:
     if data is None:
         return None
     th = Thresholds.of("theorem3", sd.verdict, sd.ranges)
-    runs = _complete_runs(data)
+    runs = complete_mask_summaries(data)
     table = _search_table(runs, th)
     ex = _example(runs, th)
     caption = (
@@ -869,7 +796,7 @@ def _complete_headlines(sd: StoryData) -> list[str]:
     if data is None:
         return []
     th = Thresholds.of("theorem3", sd.verdict, sd.ranges)
-    t = _search_table(_complete_runs(data), th)
+    t = _search_table(complete_mask_summaries(data), th)
     if t.empty:
         return []
     lower, full = t[t["k"] < t["n"]], t[t["k"] == t["n"]]

@@ -32,8 +32,8 @@ under its bidirectional mask only (no window), with the start token that opens e
 first token (BERT's ``[CLS]``): they are ours, not the sources', and each row's scope says so. The
 encoder's curves are in the figure beside the decoders'.
 
-The task adapter :func:`train_trajectories` calls the measurement and reshapes its rows (it measures
-nothing itself); every setting comes from ``training.yaml``.
+The task adapter ``kit.tasks.training.train_trajectories`` calls the measurement and reshapes its rows
+(it measures nothing itself); every setting comes from ``training.yaml``.
 """
 
 from __future__ import annotations
@@ -47,13 +47,12 @@ import pandas as pd
 
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
-from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import MARKERS, panel_grid
 from rankcollapse.experiments.kit.rules import steps as tr
+from rankcollapse.experiments.kit.tasks.training import SINK_THRESHOLD, TRAIN_TRAJECTORIES
 from rankcollapse.experiments.kit.thresholds import Thresholds
-from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 
 STORY_NAME = "training"
 FIGURE = "ext_training_trajectory"
@@ -137,54 +136,12 @@ STATEMENTS = (
 )
 
 
-# --- the task: the measurement's rows -------------------------------------------------------------
-
-
-def train_trajectories(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """One training run (``monitor.trajectory.train_trajectory`` on the config of ``params``) as rows:
-    ``kind = trajectory`` (``step, layer, metric, value``, ``samples`` = the probe's excerpts) and
-    ``kind = loss`` (``step, train_loss, probe_loss``). ``on_layer`` gets ``layers + 1`` ticks spread
-    over the training (the engine's progress counts a run's layers)."""
-    from rankcollapse.monitor.trajectory import TrajectoryConfig, train_trajectory
-
-    config = config_from(TrajectoryConfig, params)
-    ticks = [0]
-
-    def progress(step: int) -> None:
-        due = (config.layers + 1) * step // config.steps
-        while ticks[0] < due:
-            on_layer(ticks[0])
-            ticks[0] += 1
-
-    run = train_trajectory(config, on_probe=progress)
-    frame = run.frame[["step", "layer", "metric", "value"]]
-    rows = [{"kind": tr.KIND, "samples": config.probe, **r} for r in frame.to_dict("records")]
-    rows += [{"kind": "loss", **r} for r in run.loss.to_dict("records")]
-    first, last = run.loss.iloc[0], run.loss.iloc[-1]
-    summary = {
-        "probe_loss_init": float(first["probe_loss"]),
-        "probe_loss_final": float(last["probe_loss"]),
-        "probes": len(run.loss),
-        "monitor_failures": len(run.failures),
-    }
-    return RunOutput(rows, summary)
-
-
-#: Seconds of one training step per (excerpt x token x layer) at d = 64 on one core (measured on this
-#: project's 2-core machine under load; an estimate for ordering and the printed total only).
-STEP_UNIT_S = 8.0e-6
-
-
-def train_cost(params: dict[str, Any]) -> float:
-    """Estimated seconds of one run: ``STEP_UNIT_S x batch x tokens x layers x max(1, d / 64)^2`` per step."""
-    width = max(1.0, float(params.get("d", 64)) / 64.0) ** 2
-    per = float(params.get("batch", 16)) * float(params.get("tokens", 64)) * float(params.get("layers", 4))
-    return STEP_UNIT_S * per * width * float(params.get("steps", 300)) + 1.0
+# --- the arms: one task (kit.tasks.training), the measurement's rows ---------------------------------
 
 
 ARMS = (
-    Arm("trained", Task(train_trajectories, cost_s=train_cost), extension=True),
-    Arm("encoder", Task(train_trajectories, cost_s=train_cost), extension=True),
+    Arm("trained", TRAIN_TRAJECTORIES, extension=True),
+    Arm("encoder", TRAIN_TRAJECTORIES, extension=True),
 )
 
 
@@ -568,4 +525,4 @@ def headlines(sd: StoryData) -> list[str]:
 
 STORY = story_here(__name__)
 
-__all__ = ["STORY", "train_cost", "train_trajectories"]
+__all__ = ["STORY"]

@@ -42,15 +42,21 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.jacobian_tasks import JACOBIAN_PROFILE
 from rankcollapse.experiments.kit.judgement import Judgement
 from rankcollapse.experiments.kit.plots import MARKERS, figure
 from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
-from rankcollapse.experiments.kit.tasks import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
+from rankcollapse.experiments.kit.tasks.jacobian import JACOBIAN_PROFILE
+from rankcollapse.experiments.kit.tasks.rollout import (
+    dead_zone,
+    end_over_middle_logs,
+    middle_position,
+    mixed_row,
+    spearman,
+    theory_profile,
+)
 from rankcollapse.experiments.kit.thresholds import Thresholds
-from rankcollapse.metrics.cesaro import dead_zone, middle_position, mixed_row, spearman, theory_profile
-from rankcollapse.metrics.influence import end_over_middle_logs
 
 #: The follow-up's arXiv id (``contract.verdicts.FOLLOWUPS``).
 PAPER = "2603.10123"

@@ -1,7 +1,7 @@
 """Growth with depth (LayerNorm Scaling, arXiv 2502.05795; Peri-LN, arXiv 2502.02732): fitted growth laws and
 the rules on them, as pure functions of per-unit curves.
 
-**The units.** Rows ``kind = growth_sample`` (``kit.growth_tasks``) hold one value per run, sample and layer.
+**The units.** Rows ``kind = growth_sample`` (``kit.tasks.growth``) hold one value per run, sample and layer.
 Where the weights are a random draw (the simulator, a random init) the unit is the network: each run's curve
 is the mean over its samples per layer; pretrained weights are one network, and each (run, excerpt) is a
 unit (``kit.data.unit_of``). :func:`unit_curves` gives the units' curves ``[U, L+1]``.

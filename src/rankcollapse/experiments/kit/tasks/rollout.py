@@ -1,4 +1,7 @@
-"""Thin task adapter over ``models.rollout``: one model's rollout, influence profiles and sinks as rows.
+"""Thin task adapter over ``models.rollout``: one model's rollout, influence profiles and sinks as rows; and
+the statistics of an influence profile a story computes on rows (``metrics.influence``: :func:`profile_peak`,
+:func:`end_over_middle_logs`; ``metrics.cesaro``, Chowdhury's closed forms: :func:`theory_profile`,
+:func:`mixed_row`, :func:`dead_zone`, :func:`middle_position`, :func:`spearman`).
 
 :func:`model_rollout` builds a ``RolloutConfig`` from a run's params (unknown keys are an error; besides
 them ``stand_in_for``, what these weights stand in for in the story's claim), calls
@@ -11,8 +14,8 @@ them ``stand_in_for``, what these weights stand in for in the story's claim), ca
   ``end_over_middle_log`` of the last token's profile (``metrics.influence``; read with ``kit.data.layered``);
 - ``kind = sink``: per layer t = 1..L, ``sample_stats`` of ``first_token_attention`` (mean over heads) and
   ``sink_rate`` (``metrics.diagnostics``, the same attention);
-- ``kind = influence``: per lam, at the layers of ``kit.tasks.profile_layers`` and each position ``j``, the
-  mean over excerpts of ``P(t)[n-1, j]``;
+- ``kind = influence``: per lam, at the layers of ``kit.tasks.curves.profile_layers`` and each position
+  ``j``, the mean over excerpts of ``P(t)[n-1, j]``;
 - ``kind = head_share``: per lam, head and layer, the mean over excerpts of the per-head rollout's
   ``first_token_share_mean``; ``kind = head_influence``: per lam, head and position, the mean last-token
   profile of the per-head rollout at the last layer; ``kind = head_sink``: per head and layer t = 1..L,
@@ -27,7 +30,27 @@ import numpy as np
 
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
-from rankcollapse.experiments.kit.tasks import LOAD_S, Execution, _execution, model_facts, profile_layers
+from rankcollapse.experiments.kit.tasks.curves import (
+    LOAD_S,
+    Execution,
+    _execution,
+    model_facts,
+    profile_layers,
+)
+from rankcollapse.metrics.cesaro import dead_zone, middle_position, mixed_row, spearman, theory_profile
+from rankcollapse.metrics.influence import end_over_middle_logs, profile_peak
+
+__all__ = [
+    "MODEL_ROLLOUT",
+    "dead_zone",
+    "end_over_middle_logs",
+    "middle_position",
+    "mixed_row",
+    "model_rollout",
+    "profile_peak",
+    "spearman",
+    "theory_profile",
+]
 
 #: Seconds of one layer for one 128-token excerpt (the dissected forward with its attention weights kept,
 #: the per-head products of two lams in float64), a 12-head, d = 384 model, 2-core machine at load ~10:

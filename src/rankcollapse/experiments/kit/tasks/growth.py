@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
-from rankcollapse.experiments.kit.tasks import (
+from rankcollapse.experiments.kit.tasks.curves import (
     LOAD_S,
     Execution,
     _execution,

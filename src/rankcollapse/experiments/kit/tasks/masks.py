@@ -1,4 +1,7 @@
-"""Thin task adapter over ``masks.hasse``: where the composed flow of each mask and schedule ends up, as rows.
+"""Thin task adapter over ``rankcollapse.masks``: where the composed flow of each mask and schedule ends up
+(``masks.hasse``), as rows; and the masks' closed forms a story compares its data with (:func:`window_depth`,
+:func:`first_token_prediction`, :func:`decay_critical_distance`, :func:`decay_uniform_context`,
+:func:`parse_mask`).
 
 :func:`mask_flows` takes ``n`` (tokens), ``masks`` (mask specs), ``schedules`` (schedule specs, each period
 repeated without end), ``documents`` (a list of document lengths, tiled to ``n`` into one
@@ -27,6 +30,23 @@ from typing import Any
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import check_param, quote
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
+from rankcollapse.masks import (
+    decay_critical_distance,
+    decay_uniform_context,
+    first_token_prediction,
+    parse_mask,
+)
+from rankcollapse.masks.hasse import window_depth
+
+__all__ = [
+    "MASK_FLOWS",
+    "decay_critical_distance",
+    "decay_uniform_context",
+    "first_token_prediction",
+    "mask_flows",
+    "parse_mask",
+    "window_depth",
+]
 
 #: Largest Hasse diagram (covering pairs) whose edges a run stores for the figure.
 DRAWN_EDGES = 400
@@ -71,7 +91,6 @@ def _family(spec: str, schedule: bool) -> str:
 
 def _designed(spec: str, limit: Any) -> dict[str, bool] | None:
     """The designed flows of Li & Guo's two masks on ``limit`` (bool [n, n]); None for any other mask."""
-    from rankcollapse.masks import parse_mask
     from rankcollapse.masks.butterfly import Butterfly, butterfly_flow
     from rankcollapse.masks.two_stream import BlockTwoStream, two_stream_flow
 

@@ -20,7 +20,12 @@ import numpy as np
 
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task
 from rankcollapse.experiments.kit.curves import curve_rows
-from rankcollapse.experiments.kit.tasks import Execution, simulate_cost, simulation_config, simulator_info
+from rankcollapse.experiments.kit.tasks.curves import (
+    Execution,
+    simulate_cost,
+    simulation_config,
+    simulator_info,
+)
 
 #: The per-sample columns of a ``kind = notion`` row.
 NOTION_COLUMNS: tuple[str, ...] = (
@@ -37,7 +42,7 @@ NOTION_FACTOR = 6.0
 
 def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """Both notions of one simulator run (module docstring). ``execution``: its device (the whole batch at
-    once, as ``kit.tasks.simulate_curves``)."""
+    once, as ``kit.tasks.curves.simulate_curves``)."""
     from rankcollapse.dynamics.notions import measure_notions
 
     config = simulation_config(params, execution)

@@ -13,8 +13,9 @@
   most ``CONSENSUS_TOL``, not at 0). ``norm: sphere`` runs the paper's own normalisation on
   the same starts (the control; no enumeration, one row with ``alpha`` NaN).
 - :func:`dyt_model_curves` (``models.dyt.measure_dyt_curves``): mu and mu_rel per layer of a model's modes
-  with its own norm and with DyT in its place, every mask (rows ``kind = curve`` as ``kit.tasks.model_curves``
-  writes them: modes ``attn+dyt``, ``attn+skip+dyt``, ``full+dyt`` beside the model's own).
+  with its own norm and with DyT in its place, every mask (rows ``kind = curve`` as
+  ``kit.tasks.curves.model_curves`` writes them: modes ``attn+dyt``, ``attn+skip+dyt``, ``full+dyt``
+  beside the model's own).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from rankcollapse.experiments.engine.tasks import OnLayer, RunOutput, Task, config_from
 from rankcollapse.experiments.kit.curves import curve_rows, sample_stats
-from rankcollapse.experiments.kit.tasks import (
+from rankcollapse.experiments.kit.tasks.curves import (
     FLOAT64_FACTOR,
     LOAD_S,
     Execution,
