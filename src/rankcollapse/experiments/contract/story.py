@@ -289,7 +289,22 @@ def discover_stories(package: str) -> dict[str, Found]:
 
 
 def slice_data(exp: Experiment, table: pd.DataFrame, index: pd.DataFrame) -> Data:
-    """The rows of ``exp`` in the whole-output tables."""
-    t = table[table["experiment"] == exp.name] if not table.empty else table
+    """The rows of ``exp`` in the whole-output tables; of the long table, the columns its own runs wrote.
+
+    A whole folder's table carries every story's columns; a column in which no row of ``exp`` has a value
+    is left out, so an arm reads the same columns whether judged alone (``--only``) or with the whole
+    folder (a story testing ``"col" in frame`` cannot see another story's column), and its frames stay
+    narrow (``benchmarks/bench_judging.py``). The index (one row per run) keeps every column: a summary key
+    that only other runs have reads NaN (``engine.store.run_summary``)."""
     i = index[index["experiment"] == exp.name] if not index.empty else index
-    return Data(exp, t, i)
+    return Data(exp, _own(table, exp.name), i)
+
+
+def _own(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The rows of ``experiment`` and the columns that hold a value in one of them."""
+    if frame.empty:
+        return frame
+    rows = frame[frame["experiment"] == experiment]
+    if rows.empty:
+        return rows
+    return rows.loc[:, rows.notna().any(axis=0)]

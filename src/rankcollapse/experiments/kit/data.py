@@ -79,9 +79,12 @@ def rows_of(data: Data, kind: str) -> pd.DataFrame:
 def unit_of(frame: pd.DataFrame) -> str:
     """The unit of sampling of a model's rows: ``networks`` unless every row is of pretrained weights
     (one fixed network, whose excerpts are the samples). A random init, the simulator's random
-    matrices: each run (each weight seed) is one network."""
-    if "pretrained" in frame and not frame.empty and frame["pretrained"].astype(bool).all():
-        return SAMPLE
+    matrices: each run (each weight seed) is one network. A row that does not say (NaN) is not of
+    pretrained weights (``astype(bool)`` would read NaN as True)."""
+    if "pretrained" in frame and not frame.empty:
+        pretrained = frame["pretrained"]
+        if pretrained.notna().all() and pretrained.astype(bool).all():
+            return SAMPLE
     return NETWORK
 
 
