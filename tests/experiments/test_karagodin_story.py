@@ -37,7 +37,7 @@ def _data(post: Law, pre: Law, laws: dict[str, Law] | None = None,
     (default 0.2)."""
     found = all_stories()[STORY]
     (exp,) = load_arms(found.config, "tiny", STORY, found.story.tasks)
-    depth, b = int(exp.base["layers"]), int(exp.base["batch"])
+    depth, b = int(exp.base["layers"]), int(exp.base["samples"])
     t = np.arange(depth + 1, dtype=float)
     frames, index = [], []
     for spec in exp.runs():

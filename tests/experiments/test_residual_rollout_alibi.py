@@ -41,7 +41,7 @@ def _data(shape_of) -> tuple[StoryData, int]:
     found = all_stories()[STORY]
     exps = load_arms(found.config, "tiny", STORY, found.story.tasks)
     exp = next(e for e in exps if e.arm == "alibi")
-    n, depth = int(exp.base["n"]), int(exp.base["layers"])
+    n, depth = int(exp.base["tokens"]), int(exp.base["layers"])
     frames, index = [], []
     for spec in exp.runs():
         p = spec.params

@@ -95,7 +95,7 @@ def _complete_rows(
     exp = next(
         e for e in load_arms(found.config, "tiny", "theorem3", found.story.tasks) if e.arm == "complete"
     )
-    params = {"n": 3, "w": 2.0, "nearby": 2, "layers": 300, "seed": 0}
+    params = {"tokens": 3, "w": 2.0, "nearby": 2, "layers": 300, "seed": 0}  # the table's names
     summary = CompleteMaskSummary(3, 2.0, (2, 3), (4, 2), (9, 2), checks).to_summary()
     index = pd.DataFrame(
         [

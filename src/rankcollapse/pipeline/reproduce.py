@@ -355,7 +355,7 @@ def reproduce(config: ReproduceConfig, *, stories: dict[str, Found] | None = Non
         if until_decided:
 
             def judge(now: list[RunSpec]) -> list[Claim]:
-                table, index = _tables(out, now)
+                table, index = _tables(out, now, experiments)
                 return _analyse(experiments, table, index, out, stories, looks=looks, draw=False)[0]
 
             from rankcollapse.experiments.engine.executors import default_workers
@@ -374,7 +374,7 @@ def reproduce(config: ReproduceConfig, *, stories: dict[str, Found] | None = Non
                 finished=RunStore(out).is_done,
                 cost=RunCost(by_name, RunStore(out)),
             )
-        table, index = collect_table(out), collect_index(out)
+        table, index = _tables(out, None, experiments)
         write_tables(out, table, index)
         table, index = _only(table, index, specs)
         claims, figures, described, headlines = _analyse(experiments, table, index, out, stories, looks=looks)
@@ -417,8 +417,14 @@ def _only(
     return table, index
 
 
-def _tables(out: Path, specs: list[RunSpec]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return _only(collect_table(out), collect_index(out), specs)
+def _tables(
+    out: Path, specs: list[RunSpec] | None, experiments: list[Experiment]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The whole folder's tables under the names table's names (each experiment's ``names``:
+    ``engine.store``), of ``specs``' runs only unless None."""
+    names = {e.name: e.names for e in experiments}
+    table, index = collect_table(out, names=names), collect_index(out, names=names)
+    return (table, index) if specs is None else _only(table, index, specs)
 
 
 def _write_claims(out: Path, claims: list[Claim]) -> None:
@@ -531,7 +537,7 @@ def judge_folder_with_headlines(
     out = Path(out_dir)
     stories = all_stories()
     experiments = load_experiments(profile, only or None, None, stories)
-    table, index = collect_table(out), collect_index(out)
+    table, index = _tables(out, None, experiments)
     names = {e.name for e in experiments}
     if not table.empty:
         table = table[table["experiment"].isin(names)]

@@ -28,6 +28,15 @@ YAML, commented; nothing is hidden in code. This module knows nothing about the 
 ``batch_size`` in a (profile's) ``base`` is an execution setting, not a parameter: how many samples
 go through a model at a time. It is taken out of the params (a run's identity does not depend on
 it) into ``Experiment.execution`` and every run's ``RunSpec.execution``; it may not be a grid axis.
+
+Names at the boundary: a config keeps the keys a run's identity hashes (a story's YAML says ``n`` for the
+tokens, ``batch`` for the samples, ``preset`` for the block, ``steps`` for an iterated map's depth), but
+an :class:`Experiment`'s ``base`` and ``grid`` are under the names table's names (``core.names``): each
+stored key of a quantity its task names (``Task.names``: per task, since ``steps`` is a depth in one task
+and the optimiser's steps in another) is renamed when the experiment is made, and ``Experiment.stored``
+remembers the key written, so :meth:`Experiment.runs` hashes the params as stored (run ids and resumed
+folders unchanged) and :meth:`Experiment.describe` shows the config as written. Stories and tasks read
+the table's names only.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.core.names import from_stored, stored_names
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.engine.grid import RunSpec, make_runs
@@ -68,6 +78,9 @@ class Experiment:
     ranges: dict[str, Any] = field(default_factory=dict)
     task_info: Task | None = field(default=None, compare=False, repr=False)
     execution: dict[str, Any] = field(default_factory=dict)  # RunSpec.execution of every run
+    #: table name -> the key the config stores it under (module docstring): filled when the experiment is
+    #: made, from its task's ``names``; ``base`` and ``grid`` hold the table's names.
+    stored: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -78,6 +91,32 @@ class Experiment:
             if not isinstance(value, dict):
                 msg = f"experiment {self.name}: {label} must be a mapping, got {value!r}"
                 raise RankCollapseError(msg[:200])
+        self._name_params()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The quantities whose stored keys this experiment's params may use: its task's ``names``
+        (none without a task)."""
+        return self.task_info.names if self.task_info is not None else ()
+
+    def _name_params(self) -> None:
+        """``base`` and ``grid`` under the table's names, the stored keys kept in ``stored`` (module
+        docstring); a config giving a quantity under both spellings is one line. Idempotent: an
+        experiment copied by ``dataclasses.replace`` keeps its names."""
+        try:
+            renames = stored_names([*self.base, *(self.grid or {})], self.names)
+        except RankCollapseError as err:
+            raise RankCollapseError(f"{self.source or self.name}, {self.name}: {err}") from None
+        if not renames:
+            return
+        self.base = {renames.get(k, k): v for k, v in self.base.items()}
+        if self.grid is not None:
+            self.grid = {renames.get(k, k): v for k, v in self.grid.items()}
+        self.stored = {**self.stored, **{name: old for old, name in renames.items()}}
+
+    def as_stored(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``params`` (``base`` or ``grid``) under the keys the config wrote."""
+        return None if params is None else {self.stored.get(k, k): v for k, v in params.items()}
 
     def runs(self) -> list[RunSpec]:
         """One :class:`RunSpec` per grid point; a task with ``identity_facts`` adds those facts to
@@ -93,6 +132,8 @@ class Experiment:
             target=self.target,
             facts=facts,
             execution=self.execution,
+            names=self.names,
+            stored=self.stored,
         )
 
     def cost_s(self, spec: RunSpec) -> float | None:
@@ -103,7 +144,7 @@ class Experiment:
             return None
         where = f"{self.source or self.name}: the run {quote(spec.params, 120)}"
         try:
-            cost = float(self.task_info.cost_s(spec.params))
+            cost = float(self.task_info.cost_s(from_stored(spec.params, self.names)))
         except RankCollapseError as err:
             raise RankCollapseError(f"{where}: {err}") from None
         except KeyError as err:
@@ -124,8 +165,8 @@ class Experiment:
             "title": self.title,
             "task": self.task,
             "profile": self.profile,
-            "base": self.base,
-            "grid": self.grid,
+            "base": self.as_stored(self.base),  # as the config writes them
+            "grid": self.as_stored(self.grid),
             "verdict": self.verdict,
             "ranges": self.ranges,
             "source": self.source,

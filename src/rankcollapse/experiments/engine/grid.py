@@ -4,6 +4,8 @@ A *run* is one point of a grid: a task name and a flat dict of JSON parameters, 
 Its identity is the first 12 hex digits of SHA-256 of the canonical JSON of
 ``(experiment, task, params)`` (plus the task's ``identity_facts`` when it has them: what a
 parameter resolves to on this machine), so the same command finds the same runs again (resume).
+The identity hashes the params as the config stores them (``n``, ``batch``, ``preset``, ...); the task
+reads them under the names table's names (:attr:`RunSpec.named_params`, ``engine.tasks``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankcollapse.core.names import from_stored
 from rankcollapse.edge.atomic import to_jsonable
 from rankcollapse.edge.errors import RankCollapseError
 
@@ -83,7 +86,9 @@ class RunSpec:
     ``facts``: what the params resolve to here (the task's ``identity_facts(params)``; part of the
     identity when not empty). ``execution``: how the run is computed, not what it computes
     (:data:`EXECUTION_KEYS`: ``device``, ``batch_size``); not part of the identity, so a run computed
-    on another device or in other batches is the same run, found again on resume.
+    on another device or in other batches is the same run, found again on resume. ``params`` are as
+    stored (the identity hashes them); ``names``: the quantities whose stored keys they may use
+    (``Task.names``), read under the table's names by :attr:`named_params` (not part of the identity).
     """
 
     experiment: str
@@ -94,12 +99,19 @@ class RunSpec:
     target: str = field(default="", compare=False)
     facts: dict[str, Any] = field(default_factory=dict)
     execution: dict[str, Any] = field(default_factory=dict, compare=False)
+    names: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.run_id:
             object.__setattr__(
                 self, "run_id", run_identity(self.experiment, self.task, self.params, self.facts)
             )
+
+    @property
+    def named_params(self) -> dict[str, Any]:
+        """The params under the names table's names (``core.names.from_stored`` of :attr:`names`): what
+        the task reads."""
+        return from_stored(self.params, self.names)
 
     @property
     def seed(self) -> int | None:
@@ -132,21 +144,28 @@ def make_runs(
     target: str = "",
     facts: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     execution: dict[str, Any] | None = None,
+    names: tuple[str, ...] = (),
+    stored: dict[str, str] | None = None,
 ) -> list[RunSpec]:
     """The runs of one experiment; duplicate points (same identity) are kept once. ``facts``: the
     task's ``identity_facts`` (see :class:`RunSpec`), called once per run. ``execution``: every run's
-    execution settings (not part of the identity)."""
-    axes = tuple(grid)
+    execution settings (not part of the identity). ``base`` and ``grid`` under the table's names, with
+    ``stored`` (table name -> the key the config wrote) mapping them back for the identity, each key in
+    its place; ``names``: the quantities the task reads by name (:attr:`RunSpec.names`)."""
+    back = stored or {}
+    axes = tuple(back.get(k, k) for k in grid)
     seen: dict[str, RunSpec] = {}
-    for params in expand_grid(base, grid):
+    for named in expand_grid(base, grid):
+        params = {back.get(k, k): v for k, v in named.items()}
         spec = RunSpec(
             experiment,
             task,
             params,
             axes,
             target=target,
-            facts=dict(facts(params)) if facts is not None else {},
+            facts=dict(facts(named)) if facts is not None else {},
             execution=dict(execution or {}),
+            names=names,
         )
         seen.setdefault(spec.run_id, spec)
     return list(seen.values())

@@ -16,6 +16,13 @@ fsync, rename), so two writers never share a temporary and a crash never leaves 
 ``collect_table`` joins all finished runs into one tidy table (``runs.csv``: run_id, experiment,
 task, every parameter, then the row columns); ``collect_index`` gives one row per run
 (``index.csv``).
+
+Names on read: a record keeps its params as the config stored them (the run's identity hashes them) and
+a run file its columns as the task wrote them; both tables give them under the names table's names
+(``core.names``), renaming each stored key of the quantities its experiment names (``names``:
+experiment -> its task's ``Task.names``, e.g. ``n`` -> ``tokens``, ``preset`` -> ``mode``, and in an
+iterated map ``steps`` -> ``layers``). An experiment not in ``names`` has its run files' ``variant``
+read as ``mode`` (:data:`STORED_COLUMNS`) and its params as stored. Files and records stay as written.
 """
 
 from __future__ import annotations
@@ -25,13 +32,13 @@ import io
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rankcollapse.core.names import stored_names
+from rankcollapse.core.names import from_stored, stored_names
 from rankcollapse.edge.atomic import atomic_write, to_jsonable
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.folder import real_subfolder
@@ -57,15 +64,20 @@ _VERIFIED: dict[tuple[str, int, int, int, int, str, str], bool] = {}
 STORED_COLUMNS = ("mode",)
 
 
-def _read_rows(data: bytes) -> pd.DataFrame:
-    """A run file's rows, its stored column names read under the table's (:data:`STORED_COLUMNS`)."""
+#: What :func:`collect_table` and :func:`collect_index` are told an experiment names: experiment ->
+#: the quantities of ``core.names`` whose stored keys its params and run files use (module docstring).
+Names = Mapping[str, Iterable[str]]
+
+
+def _read_rows(data: bytes, keys: Iterable[str] = STORED_COLUMNS) -> pd.DataFrame:
+    """A run file's rows, its stored column names of the quantities ``keys`` read under the table's."""
     frame = pd.read_csv(io.BytesIO(data))
-    return frame.rename(columns=stored_names(frame.columns, STORED_COLUMNS))
+    return frame.rename(columns=stored_names(frame.columns, keys))
 
 
-def _parse(data: bytes) -> pd.DataFrame | None:
+def _parse(data: bytes, keys: Iterable[str] = STORED_COLUMNS) -> pd.DataFrame | None:
     try:
-        return _read_rows(data)
+        return _read_rows(data, keys)
     except (ValueError, TypeError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         return None
 
@@ -199,10 +211,11 @@ class RunStore:
         except (TypeError, ValueError):
             return None
 
-    def _intact(self, record: dict[str, Any]) -> pd.DataFrame | None:
-        """The rows of a finished run if its file matches the record, else None (never raises)."""
+    def _intact(self, record: dict[str, Any], keys: Iterable[str] = STORED_COLUMNS) -> pd.DataFrame | None:
+        """The rows of a finished run if its file matches the record, else None (never raises); the stored
+        columns of the quantities ``keys`` under the table's names."""
         data = self._intact_bytes(record)
-        return None if data is None else _parse(data)
+        return None if data is None else _parse(data, keys)
 
     def save(self, spec: RunSpec, result: RunResult) -> None:
         """Rows first, then the record (the done-marker, with the rows' size and checksum), each
@@ -254,11 +267,12 @@ class RunStore:
         """How many runs are stored as finished (``status == "ok"``, run file intact)."""
         return sum(1 for rec in self.records() if rec.get("status") == "ok" and self.verify(rec))
 
-    def rows(self, record: dict[str, Any]) -> pd.DataFrame:
-        """The rows of a finished run (RankCollapseError, one line, if its file is unreadable)."""
+    def rows(self, record: dict[str, Any], keys: Iterable[str] = STORED_COLUMNS) -> pd.DataFrame:
+        """The rows of a finished run (RankCollapseError, one line, if its file is unreadable); the stored
+        columns of the quantities ``keys`` under the table's names."""
         data = read_bytes(self.csv_path(record), "run file")
         try:
-            return _read_rows(data)
+            return _read_rows(data, keys)
         except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
             reason = " ".join(str(err).split())[:100]
             where = self.csv_path(record)
@@ -275,9 +289,24 @@ def run_summary(run: Mapping[str, Any]) -> dict[str, Any]:
     return {k[len(SUMMARY_PREFIX) :]: v for k, v in run.items() if k.startswith(SUMMARY_PREFIX)}
 
 
-def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
-    """One row per stored run: run_id, experiment, task, status, seed, wall_s, params, summary
-    (``summary.<key>`` columns: :func:`run_summary`)."""
+def _keys(names: Names | None, record: dict[str, Any]) -> tuple[str, ...] | None:
+    """The quantities the record's experiment names (None: not told; module docstring)."""
+    if names is None or str(record["experiment"]) not in names:
+        return None
+    return tuple(names[str(record["experiment"])])
+
+
+def _named_params(record: dict[str, Any], keys: tuple[str, ...] | None) -> dict[str, Any]:
+    """A record's params under the table's names (as stored where ``keys`` is None)."""
+    return dict(record["params"]) if keys is None else from_stored(record["params"], keys)
+
+
+def collect_index(
+    root: str | Path, experiment: str | None = None, names: Names | None = None
+) -> pd.DataFrame:
+    """One row per stored run: run_id, experiment, task, status, seed, wall_s, params (under the table's
+    names where ``names`` says which: module docstring), summary (``summary.<key>`` columns:
+    :func:`run_summary`)."""
     store = RunStore(root)
     rows = []
     for rec in store.records(experiment):
@@ -285,7 +314,7 @@ def collect_index(root: str | Path, experiment: str | None = None) -> pd.DataFra
         if rec.get("status") == "ok" and not store.verify(rec):
             row["status"] = DAMAGED
             row["error"] = "its run file is missing or does not match its record (size, SHA-256); rerun"
-        row.update({k: v for k, v in rec["params"].items() if k not in row})
+        row.update({k: v for k, v in _named_params(rec, _keys(names, rec)).items() if k not in row})
         summary = rec.get("summary") if isinstance(rec.get("summary"), dict) else {}
         row.update({f"{SUMMARY_PREFIX}{k}": v for k, v in summary.items()})
         rows.append(row)
@@ -297,20 +326,24 @@ def canonical_or_plain(value: Any) -> Any:
     return canonical_json(value) if isinstance(value, list | dict) else value
 
 
-def collect_table(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
+def collect_table(
+    root: str | Path, experiment: str | None = None, names: Names | None = None
+) -> pd.DataFrame:
     """The tidy long table of all finished runs: identity + params columns, ``row`` (0.. within the
-    run; with ``run_id`` the table's key), then the task's row columns (``layer``, metrics, ...)."""
+    run; with ``run_id`` the table's key), then the task's row columns (``layer``, metrics, ...); params
+    and row columns under the table's names where ``names`` says which (module docstring)."""
     store = RunStore(root)
     frames = []
     for rec in store.records(experiment):
         if rec.get("status") != "ok" or not rec.get("n_rows"):
             continue
-        frame = store._intact(rec)
+        keys = _keys(names, rec)
+        frame = store._intact(rec, STORED_COLUMNS if keys is None else keys)
         if frame is None:
             continue  # damaged: flagged by collect_index, recomputed by the next sweep
         frame.insert(0, "row", range(len(frame)))
         ident = {"run_id": rec["run_id"], "experiment": rec["experiment"], "task": rec["task"]}
-        ident.update({k: v for k, v in rec["params"].items() if k not in frame.columns})
+        ident.update({k: v for k, v in _named_params(rec, keys).items() if k not in frame.columns})
         head = pd.DataFrame({k: [canonical_or_plain(v)] * len(frame) for k, v in ident.items()})
         frames.append(pd.concat([head, frame.reset_index(drop=True)], axis=1))
     if not frames:
@@ -319,15 +352,16 @@ def collect_table(root: str | Path, experiment: str | None = None) -> pd.DataFra
 
 
 def write_tables(
-    root: str | Path, table: pd.DataFrame | None = None, index: pd.DataFrame | None = None
+    root: str | Path, table: pd.DataFrame | None = None, index: pd.DataFrame | None = None,
+    names: Names | None = None,
 ) -> tuple[Path, Path]:
     """Write ``runs.csv`` (tidy, all finished runs) and ``index.csv`` atomically; return their paths.
 
-    ``table``/``index``: already collected frames (else read from ``root``).
+    ``table``/``index``: already collected frames (else read from ``root``, under ``names``).
     """
     root = Path(root)
-    table = collect_table(root) if table is None else table
-    index = collect_index(root) if index is None else index
+    table = collect_table(root, names=names) if table is None else table
+    index = collect_index(root, names=names) if index is None else index
     atomic_write(root / "runs.csv", table.to_csv(index=False), fsync=True)
     atomic_write(root / "index.csv", index.to_csv(index=False), fsync=True)
     return root / "runs.csv", root / "index.csv"

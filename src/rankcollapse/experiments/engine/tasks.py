@@ -6,6 +6,13 @@ once per layer measured (for the progress bar). It returns rows for the tidy tab
 ``module:function`` (its *target*), so process pools and Dask workers need no registry. A task that
 declares the keyword ``execution`` also gets the run's execution settings (``device``, ``batch_size``:
 how it is computed, never what; see ``RunSpec.execution``).
+
+A task reads its params under the names table's names (``core.names``): a story's YAML keeps the keys a
+run's identity hashes (``n``, ``batch``, ``preset``, ``steps``), and the engine hands the task the params
+with each stored key of the quantities its :class:`Task` declares (``Task.names``) renamed
+(``RunSpec.named_params``). Which quantities a task names is its own: ``steps`` is the depth ``layers``
+for a map iterated layer by layer, and the optimiser's steps for a training run (a task that names
+nothing reads its params as written).
 """
 
 from __future__ import annotations
@@ -26,6 +33,11 @@ from rankcollapse.edge.inputs import error_line
 from rankcollapse.edge.validate import check_param, param_float, param_int
 
 OnLayer = Callable[[int], None]
+
+#: The quantities a task names by default (``Task.names``): ``n`` is ``tokens``, ``batch`` ``samples``,
+#: ``preset`` / ``variant`` ``mode`` in every task that stores them that way (the simulator's, the
+#: measurements'); a task whose stored key means something else declares its own.
+NAMED: tuple[str, ...] = ("tokens", "samples", "mode")
 
 
 @dataclass
@@ -98,11 +110,15 @@ class Task:
     ``cost_s(params)``: estimated seconds of one run on one core (the estimate printed before a
     sweep and the order runs start in; None: unknown). ``identity_facts(params)``: what a parameter
     resolves to on this machine (e.g. the weights ``paper:<ckpt>`` loads); part of the run identity.
+    ``names``: the quantities of ``core.names`` whose stored keys its params may use (module docstring;
+    :data:`NAMED` unless given): ``fn``, ``cost_s`` and ``identity_facts`` read them under the table's
+    names, the run's identity hashes them as stored.
     """
 
     fn: TaskFn
     cost_s: Callable[[dict[str, Any]], float] | None = None
     identity_facts: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    names: tuple[str, ...] = NAMED
 
     def __post_init__(self) -> None:
         task_target(self.fn)  # a top-level, importable function
@@ -178,10 +194,11 @@ def execute_run(spec: Any, on_layer: OnLayer | None = None) -> RunResult:
         fn = resolve_target(spec.target, spec.task)
         execution = dict(getattr(spec, "execution", None) or {})
         check_execution(fn, spec.task, execution)
+        params = spec.named_params  # the names table's names (module docstring)
         if execution and accepts_execution(fn):
-            out = fn(dict(spec.params), on_layer, execution=execution)
+            out = fn(params, on_layer, execution=execution)
         else:
-            out = fn(dict(spec.params), on_layer)
+            out = fn(params, on_layer)
         rows = [{k: to_jsonable(v) for k, v in row.items()} for row in out.rows]
         return RunResult(spec.run_id, "ok", rows, to_jsonable(out.summary), time.perf_counter() - start)
     except Exception as err:  # recorded as a failed run; the sweep goes on

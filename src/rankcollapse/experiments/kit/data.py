@@ -25,9 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.core.names import (
-    from_stored as from_stored,  # the stored keys of a run's params, read by name
-)
 from rankcollapse.experiments.contract.story import Data, StoryData
 from rankcollapse.experiments.kit.curves import NETWORK, SAMPLE, Curve, looks_note, sample_std, z
 from rankcollapse.experiments.kit.judgement import Margin

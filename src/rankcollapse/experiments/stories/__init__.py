@@ -9,6 +9,7 @@ stories.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def load_experiments(
             raise RankCollapseError(
                 f"{path.name}: unknown task {quote(exp.task)}; allowed: {', '.join(sorted(tasks))}"
             )
-        task = tasks[exp.task]
-        exp.target, exp.task_info = ("" if exp.task in BUILTIN_TASKS else task.target), task
-        exps.append(exp)
+        task = tasks[exp.task]  # with its task, the experiment's params under the table's names
+        exps.append(dataclasses.replace(exp, target="" if exp.task in BUILTIN_TASKS else task.target,
+                                        task_info=task))
     return select(exps, only)

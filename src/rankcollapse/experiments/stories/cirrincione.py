@@ -119,7 +119,7 @@ def _step_counts(rows: pd.DataFrame, margin_min: float) -> dict[str, list[tuple[
     after each LayerNorm, pairs resolved by ``margin_min`` decades."""
     out: dict[str, list[tuple[int, int]]] = {}
     sub = rows[rows["layer"] > 0].dropna(subset=["norm_in_affine_rank"])
-    for (mode, n, d, dt), g in sub.groupby(["mode", "n", "d", "dtype"], sort=True):
+    for (mode, n, d, dt), g in sub.groupby(["mode", "tokens", "d", "dtype"], sort=True):
         label = f"{mode}, {_regime(int(n), int(d))}, {dt}"
         per = []
         for _, r in g.groupby("run_id", sort=True):
@@ -134,7 +134,7 @@ def _depth_counts(rows: pd.DataFrame, mode: str) -> dict[str, list[tuple[int, in
     """``"<mode>, <regime>, <dtype>" -> [(pairs, pairs whose affine rank of X(t) fell below X(0)'s)]``."""
     out: dict[str, list[tuple[int, int]]] = {}
     sub = rows[rows["mode"] == mode]
-    for (n, d, dt), g in sub.groupby(["n", "d", "dtype"], sort=True):
+    for (n, d, dt), g in sub.groupby(["tokens", "d", "dtype"], sort=True):
         per = []
         for _, r in g.groupby("run_id", sort=True):
             first = r[r["layer"] == 0].set_index("sample")["affine_rank"]
@@ -149,9 +149,9 @@ def _span_worst(rows: pd.DataFrame, mode: str) -> dict[str, list[float]]:
     """``"<mode>, <regime>, <dtype>" -> [largest span residual in floors per network]``, where n < d only:
     with n >= d generic tokens the value products span R^d and the test says nothing (their measured
     residual is then the floor's cut of the products' smallest directions, not a token leaving)."""
-    sub = rows[(rows["mode"] == mode) & (rows["n"] < rows["d"])]
+    sub = rows[(rows["mode"] == mode) & (rows["tokens"] < rows["d"])]
     out: dict[str, list[float]] = {}
-    for (n, d, dt), g in sub.groupby(["n", "d", "dtype"], sort=True):
+    for (n, d, dt), g in sub.groupby(["tokens", "d", "dtype"], sort=True):
         out[f"{mode}, {_regime(int(n), int(d))}, {dt}"] = [
             float(r["span_floors"].max()) for _, r in g.groupby("run_id", sort=True)
         ]
@@ -163,7 +163,7 @@ def _rel_curves(sd: StoryData) -> dict[tuple, Curve]:
     data = sd.arm("paper")
     if data is None:
         return {}
-    return curves_by(rows_of(data, "curve"), "mu_rel", ["mode", "n", "d"])
+    return curves_by(rows_of(data, "curve"), "mu_rel", ["mode", "tokens", "d"])
 
 
 def _limit_pairs(curves: Mapping[tuple, Curve]) -> dict[str, tuple[Curve, Curve]]:
@@ -250,7 +250,7 @@ def _rank_table(sd: StoryData, margin_min: float) -> pd.DataFrame:
         resolved, changed = sum(r for r, _ in per), sum(c for _, c in per)
         mode, regime, dt = label.split(", ")
         sub = rows[(rows["mode"] == mode) & (rows["dtype"] == dt) & (rows["layer"] > 0)]
-        sub = sub[[_regime(int(n), int(d)) == regime for n, d in zip(sub["n"], sub["d"], strict=True)]]
+        sub = sub[[_regime(int(n), int(d)) == regime for n, d in zip(sub["tokens"], sub["d"], strict=True)]]
         ok = sub["norm_rank_margin"] >= margin_min
         change = (sub["norm_out_affine_rank"] - sub["norm_in_affine_rank"])[ok]
         out.append(
@@ -283,7 +283,7 @@ def _fig_rank(sd: StoryData, margin_min: float) -> FigureSpec | None:
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of resolved pairs whose affine rank changes across LayerNorm")
     sub = rows[(rows["layer"] > 0)].dropna(subset=["norm_rank_margin"])
-    for i, ((mode, n, d, dt), g) in enumerate(sub.groupby(["mode", "n", "d", "dtype"], sort=True)):
+    for i, ((mode, n, d, dt), g) in enumerate(sub.groupby(["mode", "tokens", "d", "dtype"], sort=True)):
         share = g.groupby("layer")["norm_rank_margin"].apply(lambda m: float((m >= margin_min).mean()))
         ax2.plot(share.index, share.to_numpy(), MARKERS[i % len(MARKERS)] + "-", ms=3, color=f"C{i % 10}",
                  label=f"{mode}, {_regime(int(n), int(d))}, {dt}")
@@ -324,7 +324,7 @@ def _fig_limit(sd: StoryData) -> FigureSpec | None:
         "residual collapse with and without it, those with a residual do not."
     )
     table = pd.DataFrame(
-        [{"mode": k[0], "n": k[1], "d": k[2], "dtype": k[3], "layer": t, "mu_rel": float(v)}
+        [{"mode": k[0], "tokens": k[1], "d": k[2], "dtype": k[3], "layer": t, "mu_rel": float(v)}
          for k, c in curves.items() for t, v in enumerate(c.mean)]
     )
     return FigureSpec(FIG_LIMIT, fig, table, caption)
@@ -334,16 +334,16 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
     rows = _notion_rows(sd)
     if rows.empty:
         return None
-    regimes = sorted({(int(n), int(d)) for n, d in zip(rows["n"], rows["d"], strict=True)})
+    regimes = sorted({(int(n), int(d)) for n, d in zip(rows["tokens"], rows["d"], strict=True)})
     fig = figure(5.2 * len(regimes), 4, layout="constrained")
     axes = fig.subplots(1, len(regimes), squeeze=False)
     table = (
-        rows.groupby(["mode", "n", "d", "dtype", "layer"], as_index=False)["span_floors"]
+        rows.groupby(["mode", "tokens", "d", "dtype", "layer"], as_index=False)["span_floors"]
         .max()
         .rename(columns={"span_floors": "max_span_floors"})
     )
     for ax, (n, d) in zip(axes[0], regimes, strict=True):
-        g = table[(table["n"] == n) & (table["d"] == d)]
+        g = table[(table["tokens"] == n) & (table["d"] == d)]
         for i, ((mode, dt), s) in enumerate(g.groupby(["mode", "dtype"], sort=True)):
             ax.plot(s["layer"], np.maximum(s["max_span_floors"], 1e-3), MARKERS[i % len(MARKERS)] + "-",
                     ms=3, color=f"C{i % 10}", label=f"{mode} ({dt})")

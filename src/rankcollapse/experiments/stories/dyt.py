@@ -203,18 +203,19 @@ def _per_alpha(data: Data, ns: list[int]) -> dict[str, Basin]:
     basins = _basins(data)
     eqs = rows_of(data, "equilibria")
     out: dict[str, Basin] = {}
-    for _, b in basins[basins["n"].isin(ns)].sort_values(["n", "w", "alpha"]).iterrows():
-        match = eqs[(eqs["n"] == b["n"]) & (eqs["w"] == b["w"]) & (eqs["alpha"] == b["alpha"])] if not \
-            eqs.empty else eqs
+    for _, b in basins[basins["tokens"].isin(ns)].sort_values(["tokens", "w", "alpha"]).iterrows():
+        same = (eqs["tokens"] == b["tokens"]) & (eqs["w"] == b["w"]) & (eqs["alpha"] == b["alpha"]) if not \
+            eqs.empty else None
+        match = eqs[same] if same is not None else eqs
         stable = _stable_kept(match.iloc[0]) if not match.empty else None
         complete = bool(match["complete"].iloc[0]) if not match.empty else False
-        label = f"N = d = {int(b['n'])}, w = {b['w']:g}, alpha = {b['alpha']:g}"
+        label = f"N = d = {int(b['tokens'])}, w = {b['w']:g}, alpha = {b['alpha']:g}"
         out[label] = Basin(int(b["kept"]), int(b["starts"]), stable, complete)
     return out
 
 
 def _ranks(eq: pd.Series) -> Ranks:
-    n = int(eq["n"])
+    n = int(eq["tokens"])
     present = [k for k in range(n + 1) if eq.get(f"rank_{k}", 0) > 0]
     stable = [k for k in range(n + 1) if eq.get(f"stable_rank_{k}", 0) > 0]
     return Ranks(present, stable, n, bool(eq["complete"]), int(eq["count"]))
@@ -222,7 +223,7 @@ def _ranks(eq: pd.Series) -> Ranks:
 
 def _by_construction(eqs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {f"N = d = {int(n)}, w = {w:g}": g.sort_values("alpha")
-            for (n, w), g in eqs.groupby(["n", "w"], sort=True)}
+            for (n, w), g in eqs.groupby(["tokens", "w"], sort=True)}
 
 
 def _equilibria_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
@@ -232,14 +233,14 @@ def _equilibria_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     out = []
     basins = _basins(data)
     if not basins.empty:
-        larger = sorted(n for n in basins["n"].unique() if n > 2)
+        larger = sorted(n for n in basins["tokens"].unique() if n > 2)
         for ns, qual in (([2], "counterexample"), (larger, "theorem3")):
             if not ns:
                 continue
             per = _per_alpha(data, [int(n) for n in ns])
             both = [judged(lambda t, p=per, i=i: basin_and_equilibria(p, t)[i], th) for i in (0, 1)]
             frame = rows_of(data, "basin")
-            frame = frame[frame["n"].isin(ns)]
+            frame = frame[frame["tokens"].isin(ns)]
             runs = runs_of(data, frame)
             out.append(claim_row("dyt", STATEMENTS[1], data, th, both[0], both[1], qualifier=qual,
                                  runs=runs, figure=FIG_EQ, names=EQ_NAMES,
@@ -385,12 +386,12 @@ def _equilibria_figure(sd: StoryData) -> list[FigureSpec]:
         return []
     fig = figure(10.5, 3.8, layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
-    for i, ((n, w), g) in enumerate(dyt.groupby(["n", "w"], sort=True)):
+    for i, ((n, w), g) in enumerate(dyt.groupby(["tokens", "w"], sort=True)):
         g = g.sort_values("alpha")
         share = g["kept"] / g["starts"]
         ax1.plot(g["alpha"], 100 * share, MARKERS[i % len(MARKERS)] + "-", color=f"C{i}", ms=4,
                  label=f"DyT, N = {int(n)}, w = {w:g}")
-        s = sphere[(sphere["n"] == n) & (sphere["w"] == w)] if not sphere.empty else sphere
+        s = sphere[(sphere["tokens"] == n) & (sphere["w"] == w)] if not sphere.empty else sphere
         if not s.empty:
             ax1.axhline(100 * float(s["kept"].iloc[0] / s["starts"].iloc[0]), color=f"C{i}", ls="--", lw=0.8)
     ax1.set_xscale("log")
@@ -399,9 +400,9 @@ def _equilibria_figure(sd: StoryData) -> list[FigureSpec]:
     ax1.set_title("dashed: the sphere normalisation (LN's, the paper's) on the same starts", fontsize=7)
     ax1.legend(fontsize=6)
     if not eqs.empty:
-        big = eqs[eqs["n"] == eqs["n"].max()]
+        big = eqs[eqs["tokens"] == eqs["tokens"].max()]
         big = big[big["w"] == big["w"].iloc[0]].sort_values("alpha")
-        n = int(big["n"].iloc[0])
+        n = int(big["tokens"].iloc[0])
         for k in range(n + 1):
             ax2.plot(big["alpha"], big[f"rank_{k}"].clip(lower=0.7), MARKERS[k % len(MARKERS)] + "-",
                      color=f"C{k}", ms=4, label=f"rank {k}: all")
@@ -485,7 +486,7 @@ def _equilibria_headline(sd: StoryData) -> str:
     ranks_at = {}
     stable_max = 0
     for _, e in eqs.iterrows():
-        n = int(e["n"])
+        n = int(e["tokens"])
         if all(e.get(f"rank_{k}", 0) > 0 for k in range(1, n + 1)):
             ranks_at.setdefault(n, float(e["alpha"]))
             ranks_at[n] = min(ranks_at[n], float(e["alpha"]))
@@ -496,7 +497,7 @@ def _equilibria_headline(sd: StoryData) -> str:
         f"; the sphere normalisation (LN's) keeps rank >= 2 from {int(sphere['kept'].sum())} of its "
         f"{int(sphere['starts'].sum())} starts (the same starts, once per construction)")
     every = ", ".join(f"N = {n} from alpha = {a:g}" for n, a in sorted(ranks_at.items()))
-    lost = kept == 0 and stable_max <= 1 and len(ranks_at) == eqs["n"].nunique()
+    lost = kept == 0 and stable_max <= 1 and len(ranks_at) == eqs["tokens"].nunique()
     return (f"With DyT in LayerNorm's place the paper's W_V has equilibria of every rank "
             f"({every or 'at no alpha'}), and the largest rank of a stable one is {stable_max}: {kept} of "
             f"{starts} random starts (every construction and alpha) end at rank >= 2{sph}."

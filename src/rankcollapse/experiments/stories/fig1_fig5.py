@@ -17,7 +17,6 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
-from rankcollapse.experiments.kit.data import from_stored
 from rankcollapse.experiments.kit.tasks.equilibria import (
     COUNTEREXAMPLE,
     PAPER_COUNTEREXAMPLE_RUN,
@@ -161,7 +160,7 @@ def _surrogate_checks(data: Data, th: Thresholds) -> dict[str, list[tuple[str, b
     run = data.ok.iloc[0]
     rows = data.table[data.table["run_id"] == run["run_id"]]
     tol, meet = th["limit_tol"], th["meet_tol"]
-    depth = float(from_stored(data.exp.base, ("layers",)).get("layers", 1))  # stored as steps
+    depth = float(data.exp.base.get("layers", 1))  # the YAML's steps: the layers iterated
     met = rows["noln_mu_rel"] <= meet
     stalled = rows["noln_attn_10"] * depth < meet
     meet_checks: list[tuple[str, bool | None, str]] = (

@@ -134,7 +134,7 @@ class Group:
         self.dtypes = [d for d in ("float32", "float64") if d in set(frame["dtype"])]
         self.modes = set(frame["mode"])
         self.ln = "attn+sphere" if "attn+sphere" in self.modes else "attn+ln"
-        self.tokens = int(data.exp.base.get("tokens", data.exp.base.get("n", 128)))
+        self.tokens = int(data.exp.base.get("tokens", 128))
 
     def mode(self, key: str) -> str:
         v = MODE[key]

@@ -124,10 +124,10 @@ def _cases(frame: pd.DataFrame, checks: dict[str, str]) -> Cases:
     """One case per (spec, n) of ``kind = order`` rows: label -> {check words: the row's column (``depth``:
     a finite depth was reached)}."""
     out = []
-    for _, r in frame.sort_values(["n", "schedule"], kind="stable").iterrows():
+    for _, r in frame.sort_values(["tokens", "schedule"], kind="stable").iterrows():
         got = {words: (bool(np.isfinite(float(r[col])) and float(r[col]) >= 0) if col == "depth"
                        else bool(r[col])) for words, col in checks.items()}
-        out.append((f"{r['spec']}, n = {int(r['n'])}", got))
+        out.append((f"{r['spec']}, n = {int(r['tokens'])}", got))
     return out
 
 
@@ -145,7 +145,7 @@ def _depth_cases(frame: pd.DataFrame) -> Cases:
         spec, n = label.rsplit(", n = ", 1)
         w = _window_w(spec)
         if w:
-            row = frame[(frame["spec"] == spec) & (frame["n"] == int(n))].iloc[0]
+            row = frame[(frame["spec"] == spec) & (frame["tokens"] == int(n))].iloc[0]
             checks["depth = ceil((n - 1) / w)"] = int(row["depth"]) == window_depth(int(n), w)
         out.append((label, checks))
     return out
@@ -154,7 +154,7 @@ def _depth_cases(frame: pd.DataFrame) -> Cases:
 def _flow_cases(frame: pd.DataFrame, family: str) -> Cases:
     sub = frame[frame["family"] == family]
     out: Cases = []
-    for (spec, n, t), g in sub.groupby(["spec", "n", "layer"], sort=True):
+    for (spec, n, t), g in sub.groupby(["spec", "tokens", "layer"], sort=True):
         checks = {str(c): bool(h) for c, h in zip(g["check"], g["holds"], strict=True)}
         out.append((f"{spec}, n = {int(n)}, L = {int(t)}", checks))
     return out
@@ -195,9 +195,9 @@ def _draw_hasse(ax: Any, data: Data, spec: str, n: int) -> None:
     """The Hasse diagram of a stream mask: each part at (its first position in its stream, its stream), an
     arrow per covering pair (information flows from the tail's part to the head's, nothing between)."""
     comp = rows_of(data, "component")
-    comp = comp[(comp["spec"] == spec) & (comp["n"] == n)].sort_values("token")
+    comp = comp[(comp["spec"] == spec) & (comp["tokens"] == n)].sort_values("token")
     edges = rows_of(data, "hasse")
-    edges = edges[(edges["spec"] == spec) & (edges["n"] == n)]
+    edges = edges[(edges["spec"] == spec) & (edges["tokens"] == n)]
     if comp.empty:
         ax.set_axis_off()
         return
@@ -234,21 +234,21 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     depth = rows_of(data, "depth")
     if order.empty:
         return []
-    ns = sorted(order["n"].unique())
+    ns = sorted(order["tokens"].unique())
     fig = figure(11, 8, layout="constrained")
     (ax1, ax2), (ax3, ax4) = fig.subplots(2, 2)
     specs = list(dict.fromkeys(order["spec"]))
     shown = [s for s in specs if not s.startswith(("document", "tree"))]
     for i, s in enumerate(shown):
-        g = order[order["spec"] == s].sort_values("n")
-        ax1.plot(g["n"], g["depth"], marker=MARKERS[i % len(MARKERS)], ms=3, lw=0.9, color=f"C{i % 10}",
+        g = order[order["spec"] == s].sort_values("tokens")
+        ax1.plot(g["tokens"], g["depth"], marker=MARKERS[i % len(MARKERS)], ms=3, lw=0.9, color=f"C{i % 10}",
                  ls="--" if bool(g["schedule"].iloc[0]) else "-", label=s)
     ax1.set_yscale("log")
     ax1.set_xticks([int(v) for v in ns])
     ax1.set_xlabel("tokens n")
     ax1.set_ylabel("layers until the composed flow stops changing")
     ax1.legend(fontsize=5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14))
-    last = depth[depth["n"] == ns[-1]]
+    last = depth[depth["tokens"] == ns[-1]]
     for i, s in enumerate(shown):
         g = last[last["spec"] == s].sort_values("layer")
         if not g.empty:
@@ -285,8 +285,8 @@ def headlines(sd: StoryData) -> list[str]:
     if order.empty:
         return []
     out = []
-    n = int(order["n"].max())
-    top = order[order["n"] == n]
+    n = int(order["tokens"].max())
+    top = order[order["tokens"] == n]
     agree = int((top["limit_is_closure"] & top["depth_matches"] & top["reduction_matches"]
                  & top["condensation_is_dag"]).sum())
     single = top[~top["schedule"].astype(bool)]

@@ -228,7 +228,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax.plot(t, anchor / t, "k--", lw=0.9, label="t^-1 (1 - rho ~ t^-2)")
             ax.legend(fontsize=6, ncols=2)
         ax.set_title(f"{b}", fontsize=8)
-    n = int(sd.arm("paper").exp.base["n"]) if sd.arm("paper") is not None else 0
+    n = int(sd.arm("paper").exp.base["tokens"]) if sd.arm("paper") is not None else 0
     caption = (
         "Karagodin et al. 2025 [abstract only]: the attention dynamics of tokens on the sphere with the "
         "LayerNorm after the residual sum (post-LN, X <- LN(X + A X)), before the sublayer (pre-LN, "

@@ -341,7 +341,7 @@ def _init_figure(sd: StoryData) -> list[FigureSpec]:
             tables.append(_mean_band(top, s.frame, "stream_var", f"{words} ({law})", i))
             tables.append(_mean_band(bottom, s.frame, "layer_cos", words, i))
         base = sd.arm("init").exp.base if sd.arm("init") is not None else {}
-        name = (f"the simulator (N = {base.get('n')}, d = {base.get('d')}, Gaussian)" if arm == "init"
+        name = (f"the simulator (N = {base.get('tokens')}, d = {base.get('d')}, Gaussian)" if arm == "init"
                 else mine[0].label if mine else "random GPT-2")
         top.set_yscale("log")
         top.set_title(f"{name}: stream variance", fontsize=8)

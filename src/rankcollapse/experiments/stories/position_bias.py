@@ -80,7 +80,7 @@ def claims(sd: StoryData) -> list[Claim]:
     if data is None:
         return []
     frame = rows_of(data, "curve")
-    n = int(data.exp.base["n"])
+    n = int(data.exp.base["tokens"])
     by = {dt: _gap_curves(frame, dt) for dt in ("float32", "float64")}
     note = sample_note(runs_of(data, frame), frame)
     out = []
@@ -128,7 +128,7 @@ def _table(sd: StoryData) -> pd.DataFrame:
     if data is None:
         return pd.DataFrame()
     frame = rows_of(data, "curve")
-    n = int(data.exp.base["n"])
+    n = int(data.exp.base["tokens"])
     out = []
     for dt in ("float32", "float64"):
         for label, c in _gap_curves(frame, dt).items():
@@ -155,7 +155,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is None:
         return []
     frame = rows_of(data, "curve")
-    n = int(data.exp.base["n"])
+    n = int(data.exp.base["tokens"])
     curves = _gap_curves(frame, "float64")
     table = _table(sd)
     fig = figure(10, 3.8, layout="constrained")

@@ -119,7 +119,7 @@ def claims(sd: StoryData) -> list[Claim]:
     data = sd.arm("paper")
     out: list[Claim] = []
     if data is not None:
-        n, depth = int(data.exp.base["n"]), int(data.exp.base["layers"])
+        n, depth = int(data.exp.base["tokens"]), int(data.exp.base["layers"])
         slope = float(data.exp.base[SLOPE])
         peaks = _peaks(data, slope)
         layers = judged_layers(n, slope, depth)
@@ -223,7 +223,7 @@ def _table(sd: StoryData) -> pd.DataFrame:
     data = sd.arm("paper")
     if data is None:
         return pd.DataFrame()
-    n, depth = int(data.exp.base["n"]), int(data.exp.base["layers"])
+    n, depth = int(data.exp.base["tokens"]), int(data.exp.base["layers"])
     slope = float(data.exp.base[SLOPE])
     peaks = _peaks(data, slope)
     if peaks.empty:
@@ -298,7 +298,7 @@ def _decay_figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("paper")
     if data is None:
         return []
-    n, depth = int(data.exp.base["n"]), int(data.exp.base["layers"])
+    n, depth = int(data.exp.base["tokens"]), int(data.exp.base["layers"])
     slope = float(data.exp.base[SLOPE])
     rows = rows_of(data, "influence")
     if rows.empty:

@@ -142,7 +142,7 @@ def alibi_ends(n: int, share: float) -> int:
 def _alibi_shapes(data: Data, share: float) -> pd.DataFrame:
     """Per run and kept layer of the ``alibi`` arm: ``start_over_middle_log`` and ``end_over_middle_log``
     of the last token's profile, ``alibi_ends(N, share)`` positions at each end."""
-    ends = alibi_ends(int(data.exp.base["n"]), share)
+    ends = alibi_ends(int(data.exp.base["tokens"]), share)
 
     def summary(p: np.ndarray, _t: int) -> dict[str, float]:
         return {k: float(v) for k, v in end_over_middle_logs(torch.tensor(p), ends).items()}
@@ -329,7 +329,7 @@ def _alibi_figure(sd: StoryData, share: float) -> FigureSpec | None:
     rows = rows_of(data, "influence") if data is not None else pd.DataFrame()
     if data is None or rows.empty:
         return None
-    n, depth = int(data.exp.base["n"]), int(data.exp.base["layers"])
+    n, depth = int(data.exp.base["tokens"]), int(data.exp.base["layers"])
     ends = alibi_ends(n, share)
     rows = rows[rows["dtype"] == "float64"]
     prof = rows.groupby([SLOPE, LAM, "layer", "position"], as_index=False)["influence"].mean()
@@ -375,7 +375,7 @@ def _gap_figure(sd: StoryData) -> list[FigureSpec]:
     if data is None:
         return []
     frame = rows_of(data, "curve")
-    n = int(data.exp.base["n"])
+    n = int(data.exp.base["tokens"])
     curves = _gap_curves(frame, "float64")
     table = _table(sd)
     prof = _profiles(sd)

@@ -100,7 +100,7 @@ def _bound_row(data: Data, th: Thresholds, st: Statement) -> Claim:
             f"{r['mask']} {r['placement']}-LN {r['inputs']} seed {r['seed']}",
             str(r[f"summary.{st.key}_verdict"]),
             pd.isna(r[f"summary.{st.key}_tail"]),
-            mask_radius(str(r["mask"]), int(r["n"])),
+            mask_radius(str(r["mask"]), int(r["tokens"])),
         )
         for _, r in runs.iterrows()
     ]

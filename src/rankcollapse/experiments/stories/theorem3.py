@@ -209,7 +209,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         out.append(row("below_w", below_w, which, "enumerated equilibria"))
     f2 = [
         (
-            f"N = {r['n']}, w = {r['w']}",
+            f"N = {r['tokens']}, w = {r['w']}",
             m.f2_holds,
             f"max SRank {m.f2_max_srank:.5g} against {m.srank_bound:.5g}",
         )
@@ -218,7 +218,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
     out.append(row("srank", f2, ok, "stable rank of the full-rank equilibria"))
     l13 = [
         (
-            f"d = {r['n']}, w = {r['w']}",
+            f"d = {r['tokens']}, w = {r['w']}",
             m.lemma13_share_stays == 1.0 and m.lemma13_share_rank2 == 1.0,
             f"{m.lemma13_samples} starts inside the hypotheses (ratio condition up to "
             f"{m.lemma13_max_condition:.3g} <= {m.lemma13_condition_limit:.3g}); "
@@ -227,7 +227,7 @@ def _paper_rows(sd: StoryData, th: Thresholds) -> list[Claim]:
         for r, m in runs
     ]
     out.append(row("lemma13", l13, ok, "iterated starts"))
-    for n, g in table.groupby(table["n"].astype(int), sort=True):
+    for n, g in table.groupby(table["tokens"].astype(int), sort=True):
         out.append(_directions_row(data, th, st["stable_directions"], int(n), g, ok))
         out.append(_basins_row(data, th, st["small_basins"], int(n), g, ok))
         if int(n) >= 3:  # the statement's scope: at N = d = 2 the full-rank B attracts (Fig. 1)
@@ -312,7 +312,7 @@ def _directions_row(
         th,
         judged(lambda t: judgement, th),
         qualifier=f"N = d = {n}",
-        runs=ok[ok["n"].astype(int) == n],
+        runs=ok[ok["tokens"].astype(int) == n],
         figure=FIGURE,
         names=("tangent spectra and directional starts", ""),
     )
@@ -342,7 +342,7 @@ def _basins_row(
         th,
         judged(lambda t: judgement, th),
         qualifier=f"N = d = {n}",
-        runs=ok[ok["n"].astype(int) == n],
+        runs=ok[ok["tokens"].astype(int) == n],
         figure=FIGURE,
         names=("nearby starts, token 1 held at e_d", ""),
     )
@@ -362,7 +362,7 @@ def _perturbed_row(
         f"token 1 held: {int((high['share_returning_held'].astype(float) > 0).sum())}"
     )
     check = [(f"N = d = {n}", bool((share == 0).all()), words)]
-    runs = ok[ok["n"].astype(int) == n]
+    runs = ok[ok["tokens"].astype(int) == n]
     return checks_row(
         "theorem3",
         st,
@@ -547,7 +547,7 @@ def _search_table(runs: list[tuple[CompleteMaskSummary, pd.DataFrame]], th: Thre
             nearby = int(hits["nearby"].iloc[0]) if len(hits) else 0
             out.append(
                 {
-                    "n": s.n,
+                    "tokens": s.n,
                     "w": s.w,
                     "k": k,
                     "starts": starts,
@@ -639,11 +639,11 @@ def _complete_figure(sd: StoryData) -> FigureSpec | None:
         fontsize=8,
     )
     fig.colorbar(im, ax=hx, shrink=0.8)
-    groups = list(dict.fromkeys(zip(table["n"].astype(int), table["w"].astype(float), strict=True)))
-    width = 0.8 / max(int(table["n"].max()) - 1, 1)
+    groups = list(dict.fromkeys(zip(table["tokens"].astype(int), table["w"].astype(float), strict=True)))
+    width = 0.8 / max(int(table["tokens"].max()) - 1, 1)
     drawn_labels: set[str] = set()
     for gi, (n, w) in enumerate(groups):
-        g = table[(table["n"] == n) & (table["w"] == w)]
+        g = table[(table["tokens"] == n) & (table["w"] == w)]
         for j, r in enumerate(g.itertuples()):
             full_rank = int(r.k) == n
             label = "full rank (impossible: Perron)" if full_rank else f"rank {int(r.k)}"
@@ -671,7 +671,7 @@ def _complete_figure(sd: StoryData) -> FigureSpec | None:
         fontsize=10,
     )
     data_out = table.assign(example_x="", example_m="")
-    at = (data_out["n"] == 3) & (data_out["k"] == 2) & (data_out["w"] == float(ex["w"]))
+    at = (data_out["tokens"] == 3) & (data_out["k"] == 2) & (data_out["w"] == float(ex["w"]))
     data_out.loc[at, "example_x"], data_out.loc[at, "example_m"] = ex["x"], ex["m"]
     return FigureSpec(COMPLETE, fig, data_out, caption)
 
@@ -681,7 +681,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("paper")
     if data is not None:
         table = data.rows
-        ns = sorted(set(table["n"].astype(int)))
+        ns = sorted(set(table["tokens"].astype(int)))
         ws = sorted(set(table["w"].astype(float)))
         # one row per N = d; per w two panels: the equilibria by rank, and how many nearby starts come back
         fig = figure(2.6 * 2 * len(ws), 2.6 * len(ns), layout="constrained")
@@ -689,7 +689,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         for row, n in enumerate(ns):
             for col, w in enumerate(ws):
                 ax, bx = axes[row][2 * col], axes[row][2 * col + 1]
-                sub = table[(table["n"].astype(int) == n) & (table["w"].astype(float) == w)]
+                sub = table[(table["tokens"].astype(int) == n) & (table["w"].astype(float) == w)]
                 ranks = np.arange(1, n + 1)
                 paper = [int(((sub["rank"] == k) & (sub["family"] == "paper")).sum()) for k in ranks]
                 other = [int(((sub["rank"] == k) & (sub["family"] == "other")).sum()) for k in ranks]
@@ -799,7 +799,7 @@ def _complete_headlines(sd: StoryData) -> list[str]:
     t = _search_table(complete_mask_summaries(data), th)
     if t.empty:
         return []
-    lower, full = t[t["k"] < t["n"]], t[t["k"] == t["n"]]
+    lower, full = t[t["k"] < t["tokens"]], t[t["k"] == t["tokens"]]
     found = lower[lower["hits"] > 0]
     full_words = (
         f"full rank is impossible for every W_QK (Perron-Frobenius, docs/equilibria.md), and the full-rank "
@@ -811,7 +811,7 @@ def _complete_headlines(sd: StoryData) -> list[str]:
             f"in {int(lower['starts'].sum())} starts; {full_words}."
         ]
     per_n = []
-    for n, g in found.groupby("n", sort=True):
+    for n, g in found.groupby("tokens", sort=True):
         ranks = sorted({int(k) for k in g["k"]})
         counts = "; ".join(
             f"rank {int(r.k)}, w = {r.w:g}: {int(r.hits)} of {int(r.starts)} starts" for r in g.itertuples()
@@ -840,7 +840,7 @@ def headlines(sd: StoryData) -> list[str]:
     if data is None:
         return out
     t = data.rows
-    for n, g in t.groupby(t["n"].astype(int), sort=True):
+    for n, g in t.groupby(t["tokens"].astype(int), sort=True):
         full = g[g["rank"] == n]
         ws = ", ".join(f"{w:g}" for w in sorted(set(g["w"].astype(float))))
         per_w = len(full) // max(g["w"].nunique(), 1)
@@ -858,7 +858,7 @@ def headlines(sd: StoryData) -> list[str]:
             )
             + "."
         )
-    high = t[(t["rank"] >= 2) & (t["n"].astype(int) >= 3)]
+    high = t[(t["rank"] >= 2) & (t["tokens"].astype(int) >= 3)]
     if not high.empty:
         held = high["share_returning_held"].astype(float)
         out.append(

@@ -332,7 +332,7 @@ def _san_figure(sd: StoryData) -> list[FigureSpec]:
     rows = rows_of(data, "influence") if data is not None else pd.DataFrame()
     if data is None or rows.empty:
         return []
-    n = int(data.exp.base["n"])
+    n = int(data.exp.base["tokens"])
     prof = rows.groupby([LAM, "layer", "position"], as_index=False)["influence"].agg(["mean", "min", "max"])
     fig = figure(11, 4, layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)

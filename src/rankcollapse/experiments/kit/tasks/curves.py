@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from rankcollapse.core.names import from_stored
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import check_param, quote
@@ -106,17 +105,13 @@ def model_geometry(params: dict[str, Any], on_layer: OnLayer, execution: Executi
     return RunOutput(rows, m.summary)
 
 
-#: The quantities whose stored keys a simulator run's params may use (``n``, ``batch``, ``preset``).
-SIMULATED = ("tokens", "samples", "mode")
-
-
 def simulation_config(params: dict[str, Any], execution: Execution) -> Any:
-    """The ``SimulationConfig`` of a run's params, on the execution's device when one is given. Params
-    stored under the simulator's old names (``n``, ``batch``, ``preset``: the run's identity) are read
-    under the table's (``core.names.from_stored``)."""
+    """The ``SimulationConfig`` of a run's params (under the table's names, as the engine hands them: the
+    YAML's ``n``, ``batch``, ``preset`` are ``tokens``, ``samples``, ``mode``), on the execution's device
+    when one is given."""
     from rankcollapse.dynamics.simulate import SimulationConfig
 
-    params = from_stored(params, SIMULATED)
+    params = dict(params)
     if isinstance(params.get("metrics"), list):
         params["metrics"] = tuple(params["metrics"])
     if execution and execution.get("device"):
@@ -343,13 +338,10 @@ def model_geometry_cost(params: dict[str, Any]) -> float:
 
 def simulate_cost(params: dict[str, Any]) -> float:
     """Estimated seconds of one simulator run: ``SIM_UNIT_S x layers x samples x N^2 d`` (float32 half)."""
-    def key(name: str, stored: str) -> str:  # the key the params use (a stored one names the user's)
-        return stored if stored in params else name
-
     size = (
         check_param(params, "layers", 128)
-        * check_param(params, key("samples", "batch"), 8)
-        * check_param(params, key("tokens", "n"), 32) ** 2
+        * check_param(params, "samples", 8)
+        * check_param(params, "tokens", 32) ** 2
         * check_param(params, "d", 16)
     )
     half = 0.5 if dtype_name(str(params.get("dtype", "float64"))) == "float32" else 1.0

@@ -75,8 +75,10 @@ def norm_fits_cost(params: dict[str, Any]) -> float:
 
 def dyt_equilibria(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
     """The paper's construction with DyT (or the sphere control) for every alpha of ``params`` (module
-    docstring). Params: ``n`` (= d), ``w``, ``alphas`` (list), ``norm`` (``dyt`` | ``sphere``), ``starts``,
-    ``steps``, ``seed``; ``execution`` is not read (float64 on the CPU, a few milliseconds per alpha)."""
+    docstring). Params, under the table's names: ``tokens`` (N = d; the YAML's ``n``), ``w``, ``alphas``
+    (list), ``norm`` (``dyt`` | ``sphere``), ``starts``, ``layers`` (the map's iterations, one a layer: the
+    YAML's ``steps``), ``seed``; ``execution`` is not read (float64 on the CPU, a few milliseconds per
+    alpha)."""
     import torch
 
     from rankcollapse.core.draws import sphere_tokens
@@ -84,15 +86,16 @@ def dyt_equilibria(params: dict[str, Any], on_layer: OnLayer, execution: Executi
     from rankcollapse.equilibria.dyt import basins, enumerate_equilibria, rescaled_residual
     from rankcollapse.equilibria.theorem3 import bidiagonal_value, paper_chain
 
-    known = {"n", "w", "alphas", "norm", "starts", "steps", "seed"}
+    known = {"tokens", "w", "alphas", "norm", "starts", "layers", "seed"}
     extra = sorted(set(params) - known)
     if extra:
         raise RankCollapseError(f"unknown parameter {extra[0]!r} of dyt_equilibria; allowed: {sorted(known)}")
-    n, w, norm = int(params["n"]), float(params["w"]), str(params.get("norm", "dyt"))
+    n, w, norm = int(params["tokens"]), float(params["w"]), str(params.get("norm", "dyt"))
     w_v = bidiagonal_value(n, w)
     starts = sphere_tokens(int(params["starts"]), n, n, torch.Generator().manual_seed(int(params["seed"])))
-    steps = int(params.get("steps", 2000))
+    steps = int(params.get("layers", 2000))
     alphas = [float(a) for a in params["alphas"]] if norm == "dyt" else [math.nan]
+    # rows keep the run files' column n (stored; the store reads it as tokens)
     shared = {"n": n, "w": w, "norm": norm, "model_label": f"paper's W_V (N = d = {n}, w = {w:g}), ours",
               "model_name": "construction", "pretrained": False, "stand_in_for": ""}
     rows: list[dict[str, Any]] = []
@@ -126,8 +129,9 @@ def dyt_equilibria(params: dict[str, Any], on_layer: OnLayer, execution: Executi
 def dyt_equilibria_cost(params: dict[str, Any]) -> float:
     """Seconds of one :func:`dyt_equilibria` run: the starts' iterations and the walk, per alpha."""
     count = len(params.get("alphas") or [1]) if params.get("norm", "dyt") == "dyt" else 1
-    work = int(params.get("starts", 512)) * int(params.get("steps", 2000)) * int(params.get("n", 2)) ** 3
-    return count * (2e-8 * work + (0.5 if int(params.get("n", 2)) > 2 else 0.1))
+    n = int(params.get("tokens", 2))
+    work = int(params.get("starts", 512)) * int(params.get("layers", 2000)) * n**3
+    return count * (2e-8 * work + (0.5 if n > 2 else 0.1))
 
 
 def dyt_model_curves(params: dict[str, Any], on_layer: OnLayer, execution: Execution = None) -> RunOutput:
@@ -164,5 +168,5 @@ def dyt_model_curves_cost(params: dict[str, Any]) -> float:
 
 
 NORM_FITS = Task(norm_fits, cost_s=norm_fits_cost, identity_facts=model_facts)
-DYT_EQUILIBRIA = Task(dyt_equilibria, cost_s=dyt_equilibria_cost)
+DYT_EQUILIBRIA = Task(dyt_equilibria, cost_s=dyt_equilibria_cost, names=("tokens", "layers"))
 DYT_MODEL_CURVES = Task(dyt_model_curves, cost_s=dyt_model_curves_cost, identity_facts=model_facts)

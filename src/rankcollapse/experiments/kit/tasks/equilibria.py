@@ -12,6 +12,11 @@ measures).
   :func:`equilibrium_rank` (ours: designed equilibria); a run's summary read back as the typed record
   (:func:`theorem3_summaries`, :func:`complete_mask_summaries`) and the residual up to which a
   complete-mask run analyses an end (:func:`check_residual_max`).
+
+Names: every task here reads its params under the names table's names (``engine.tasks``): ``tokens`` for
+the YAML's ``n`` and, in the maps iterated layer by layer (Figs. 1 and 5, Theorem 3, the designed
+equilibria), ``layers`` for its ``steps`` (:data:`ITERATED`: one step of the map is one layer); the
+package's own functions keep their argument names (``steps=``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ __all__ = [
     "COMPLETE_MASK_RUN",
     "COUNTEREXAMPLE",
     "EQUILIBRIUM_RANK",
+    "ITERATED",
     "LN_BOUNDS",
     "PAPER_COUNTEREXAMPLE_RUN",
     "RESULTS",
@@ -60,27 +66,28 @@ __all__ = [
 
 
 def paper_counterexample_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """``equilibria.counterexample_paper.paper_measurements`` on a run's params (w, per_arc, steps, token1,
-    moving_grid, noln_steps; seed recorded). Rows: one per arc; summary: A, B, the red segment, token 1's
-    limits, the no-LN distance, the moving-token-1 basin."""
+    """``equilibria.counterexample_paper.paper_measurements`` on a run's params (w, per_arc, layers (the
+    YAML's steps), token1, moving_grid, noln_steps; seed recorded). Rows: one per arc; summary: A, B, the
+    red segment, token 1's limits, the no-LN distance, the moving-token-1 basin."""
     from rankcollapse.equilibria.counterexample_paper import paper_measurements
 
     rows, summary = paper_measurements(
         param_float(params, "w"),
         per_arc=param_int(params, "per_arc"),
-        steps=param_int(params, "steps"),
+        steps=param_int(params, "layers"),
         token1=tuple(params["token1"]),
         moving_grid=param_int(params, "moving_grid"),
         noln_steps=param_int(params, "noln_steps"),
     )
-    on_layer(param_int(params, "steps"))
+    on_layer(param_int(params, "layers"))
     return RunOutput(rows, summary)
 
 
 def counterexample(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
     """Our surrogate N = 2, d = 2 counterexample: ``equilibria.counterexample.surrogate_measurements`` on a
-    run's params (w_v, w_qk, d_qk, token0, angles, steps, rank_tol, arc_grid, arc_steps; seed recorded).
-    Rows: one per start angle; summary: the fixed points, point B and its basin arc."""
+    run's params (w_v, w_qk, d_qk, token0, angles, layers (the YAML's steps), rank_tol, arc_grid,
+    arc_steps; seed recorded). Rows: one per start angle; summary: the fixed points, point B and its basin
+    arc."""
     from rankcollapse.equilibria.counterexample import surrogate_measurements
 
     rows, summary = surrogate_measurements(
@@ -89,12 +96,12 @@ def counterexample(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         param_float(params, "d_qk"),
         token0=tuple(params["token0"]),
         angles=param_int(params, "angles"),
-        steps=param_int(params, "steps"),
+        steps=param_int(params, "layers"),
         rank_tol=param_float(params, "rank_tol"),
         arc_grid=param_int(params, "arc_grid"),
         arc_steps=param_int(params, "arc_steps"),
     )
-    on_layer(param_int(params, "steps"))
+    on_layer(param_int(params, "layers"))
     return RunOutput(rows, summary)
 
 
@@ -124,7 +131,7 @@ RESULTS = {"thm2": "Theorem 2", "cor1": "Corollary 1", "cor1n": "Corollary 1 (n 
 
 
 def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """One Theorem 2 / Corollary 1 run. Params: mask, n, d, placement, inputs, samples, layers, seed,
+    """One Theorem 2 / Corollary 1 run. Params: mask, tokens, d, placement, inputs, samples, layers, seed,
     qk_scale, d_qk. Rows (``kind = curve``): the kit's curve rows of the per-sample mu and mu_rel.
     Summary: epsilon, tail_rate, centers, final mu_rel, and per result (thm2, cor1, cor1n) applicable /
     verdict / reason / rate / c_over_mu0 / tail (the measured tail rate it compared, NaN at the floor)."""
@@ -132,7 +139,7 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
     run = ln_collapse_run(
         str(params["mask"]),
-        param_int(params, "n"),
+        param_int(params, "tokens"),
         param_int(params, "d"),
         placement=str(params["placement"]),
         inputs=str(params["inputs"]),
@@ -177,7 +184,7 @@ def ln_bounds(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
 def ln_bounds_cost(params: dict[str, Any]) -> float:
     """About 2e-8 s per (layer x sample x n^2 d), float64 (measured on the 2-core reference machine)."""
-    n, d = check_param(params, "n"), check_param(params, "d")
+    n, d = check_param(params, "tokens"), check_param(params, "d")
     return 2e-8 * check_param(params, "layers") * check_param(params, "samples") * n * n * d + 0.05
 
 
@@ -185,23 +192,24 @@ def ln_bounds_cost(params: dict[str, Any]) -> float:
 
 
 def theorem3_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """``equilibria.theorem3_checks.theorem3_measurements`` on a run's params: n (= d), w, starts, steps,
-    lemma13_samples/_steps, seed. Rows: one per equilibrium; summary: counts per rank and family, max
-    residual, F.2, Lemma 13."""
+    """``equilibria.theorem3_checks.theorem3_measurements`` on a run's params: tokens (N = d), w, starts,
+    layers (the YAML's steps), lemma13_samples/_steps, seed. Rows: one per equilibrium; summary: counts
+    per rank and family, max residual, F.2, Lemma 13."""
     from rankcollapse.equilibria.theorem3_checks import theorem3_measurements
 
-    keys = ("starts", "steps", "lemma13_samples", "lemma13_steps", "seed")
+    keys = {"starts": "starts", "steps": "layers", "lemma13_samples": "lemma13_samples",
+            "lemma13_steps": "lemma13_steps", "seed": "seed"}  # the measurement's argument: the param
     rows, summary = theorem3_measurements(
-        param_int(params, "n"),
+        param_int(params, "tokens"),
         param_float(params, "w"),
-        **{k: param_int(params, k, low=0 if k == "seed" else 1) for k in keys},
+        **{arg: param_int(params, k, low=0 if k == "seed" else 1) for arg, k in keys.items()},
     )
-    on_layer(param_int(params, "steps"))
+    on_layer(param_int(params, "layers"))
     return RunOutput(rows, summary.to_summary())
 
 
 def complete_mask_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """App. F.4: ``equilibria.complete_mask.complete_mask_measurements`` on a run's params: n (= d), w,
+    """App. F.4: ``equilibria.complete_mask.complete_mask_measurements`` on a run's params: tokens (N = d), w,
     starts (per rank 2..N-1), full_rank_starts, m_bound, draws, nearby, layers, seed. Rows: one per
     search end (its residual, rank, smallest attention weight, X and M, and where it is at rest its
     tangent spectrum and nearby starts); summary: starts and drawn per rank, the full-rank checks."""
@@ -209,7 +217,7 @@ def complete_mask_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
     counts = ("starts", "full_rank_starts", "draws", "nearby", "layers")
     rows, summary = complete_mask_measurements(
-        param_int(params, "n"),
+        param_int(params, "tokens"),
         param_float(params, "w"),
         m_bound=param_float(params, "m_bound"),
         seed=param_int(params, "seed", low=0),
@@ -220,27 +228,27 @@ def complete_mask_run(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
 
 def equilibrium_rank(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """Ours: ``equilibria.construction.designed_measurement`` on a run's params (n, d, k, samples, radius,
-    steps, seed): a stable equilibrium of rank ``k`` for its own designed W_V."""
+    """Ours: ``equilibria.construction.designed_measurement`` on a run's params (tokens, d, k, samples,
+    radius, layers (the YAML's steps), seed): a stable equilibrium of rank ``k`` for its own designed W_V."""
     from rankcollapse.equilibria.construction import designed_measurement
 
     rows, summary = designed_measurement(
-        param_int(params, "n"),
+        param_int(params, "tokens"),
         param_int(params, "d"),
         param_int(params, "k"),
         samples=param_int(params, "samples"),
         radius=params["radius"],
-        steps=param_int(params, "steps"),
+        steps=param_int(params, "layers"),
         seed=param_int(params, "seed", low=0),
     )
-    on_layer(param_int(params, "steps"))
+    on_layer(param_int(params, "layers"))
     return RunOutput(rows, summary)
 
 
 def theorem3_summaries(ok: pd.DataFrame) -> list[tuple[pd.Series, Theorem3Summary]]:
     """Each finished run's index row (its parameters, as the labels print them) with its summary read
     back as the typed record (the measurements)."""
-    return [(r, Theorem3Summary.from_summary(r["n"], r["w"], run_summary(r))) for _, r in ok.iterrows()]
+    return [(r, Theorem3Summary.from_summary(r["tokens"], r["w"], run_summary(r))) for _, r in ok.iterrows()]
 
 
 def complete_mask_summaries(data: Data) -> list[tuple[CompleteMaskSummary, pd.DataFrame]]:
@@ -249,7 +257,7 @@ def complete_mask_summaries(data: Data) -> list[tuple[CompleteMaskSummary, pd.Da
     out = []
     for _, r in data.ok.iterrows():
         rows = table[table["run_id"] == r["run_id"]] if not table.empty else table
-        out.append((CompleteMaskSummary.from_summary(r["n"], r["w"], run_summary(r)), rows))
+        out.append((CompleteMaskSummary.from_summary(r["tokens"], r["w"], run_summary(r)), rows))
     return sorted(out, key=lambda x: (x[0].n, x[0].w))
 
 
@@ -265,9 +273,12 @@ def check_residual_max(residual_max: float) -> None:
         )
 
 
-PAPER_COUNTEREXAMPLE_RUN = Task(paper_counterexample_run)
-COUNTEREXAMPLE = Task(counterexample)
+#: The quantities the tasks of a map iterated layer by layer name (module docstring): ``steps`` is ``layers``.
+ITERATED = ("tokens", "samples", "layers")
+
+PAPER_COUNTEREXAMPLE_RUN = Task(paper_counterexample_run, names=ITERATED)
+COUNTEREXAMPLE = Task(counterexample, names=ITERATED)
 LN_BOUNDS = Task(ln_bounds, cost_s=ln_bounds_cost)
-THEOREM3_RUN = Task(theorem3_run)
-COMPLETE_MASK_RUN = Task(complete_mask_run)
-EQUILIBRIUM_RANK = Task(equilibrium_rank)
+THEOREM3_RUN = Task(theorem3_run, names=ITERATED)
+COMPLETE_MASK_RUN = Task(complete_mask_run, names=ITERATED)
+EQUILIBRIUM_RANK = Task(equilibrium_rank, names=ITERATED)

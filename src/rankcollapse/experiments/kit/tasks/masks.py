@@ -3,10 +3,10 @@
 :func:`first_token_prediction`, :func:`decay_critical_distance`, :func:`decay_uniform_context`,
 :func:`parse_mask`).
 
-:func:`mask_flows` takes ``n`` (tokens), ``masks`` (mask specs), ``schedules`` (schedule specs, each period
-repeated without end), ``documents`` (a list of document lengths, tiled to ``n`` into one
-``document:lengths=...`` spec, the last document cut to fit) and ``tree_arity`` (the complete tree of that
-arity over ``n`` tokens, parent of ``i`` = ``(i - 1) // arity``, as ``tree:parents=...``), and calls
+:func:`mask_flows` takes ``tokens`` (N, the YAML's ``n``), ``masks`` (mask specs), ``schedules``
+(schedule specs, each period repeated without end), ``documents`` (a list of document lengths, tiled to
+N into one ``document:lengths=...`` spec, the last document cut to fit) and ``tree_arity`` (the complete
+tree of that arity over N tokens, parent of ``i`` = ``(i - 1) // arity``, as ``tree:parents=...``), and calls
 ``masks.hasse.check_hasse`` on each (nothing here measures). Rows, with the spec on each:
 
 - ``kind = order``: the limit's facts against the plain reference (``depth``, ``reference_depth``,
@@ -103,15 +103,15 @@ def _designed(spec: str, limit: Any) -> dict[str, bool] | None:
 
 
 def mask_flows(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
-    """The rows of the module docstring for every spec of ``params`` at ``n`` tokens."""
+    """The rows of the module docstring for every spec of ``params`` at ``tokens`` tokens (YAML: ``n``)."""
     from rankcollapse.masks.hasse import check_hasse, composed_flows
 
-    known = {"n", "masks", "schedules", "documents", "tree_arity", "seed"}
+    known = {"tokens", "masks", "schedules", "documents", "tree_arity", "seed"}
     unknown = sorted(set(params) - known)
     if unknown:
         allowed = ", ".join(sorted(known))
         raise RankCollapseError(f"unknown mask_flows setting(s) {unknown}; allowed: {allowed}")
-    n = int(check_param(params, "n"))
+    n = int(check_param(params, "tokens"))
     rows: list[dict[str, Any]] = []
     specs = _specs(params, n)
     agree = 0
@@ -119,6 +119,7 @@ def mask_flows(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
         c = check_hasse(spec, n)
         a = c.analysis
         agree += c.holds
+        # the rows keep the run files' column n (stored; the store reads it as tokens)
         base = {"spec": spec, "family": _family(spec, schedule), "schedule": schedule, "n": n}
         rows.append({
             "kind": "order", **base, "period": a.period, "depth": a.depth,
@@ -148,7 +149,7 @@ def mask_flows(params: dict[str, Any], on_layer: OnLayer) -> RunOutput:
 
 def mask_flows_cost(params: dict[str, Any]) -> float:
     """Estimated seconds of one :func:`mask_flows` run: ``CHECK_S_PER_MEGA_CUBE n^3 / 1e6`` per spec."""
-    n = int(check_param(params, "n"))
+    n = int(check_param(params, "tokens"))
     count = (len(params.get("masks") or []) + len(params.get("schedules") or [])
              + bool(params.get("documents")) + bool(params.get("tree_arity")))
     return CHECK_S_PER_MEGA_CUBE * count * n**3 / 1e6 + 0.2

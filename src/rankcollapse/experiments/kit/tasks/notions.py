@@ -57,7 +57,7 @@ def simulate_notions(params: dict[str, Any], on_layer: OnLayer, execution: Execu
     shared = {
         "mode": config.mode,
         "mask": str(params.get("mask", "complete")),
-        "n": config.tokens,
+        "n": config.tokens,  # the run files' column (stored; the store reads it as tokens)
         "d": config.d,
         "dtype": config.dtype,
     }

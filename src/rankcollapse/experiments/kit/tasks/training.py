@@ -1,6 +1,11 @@
 """A thin task adapter over ``rankcollapse.monitor.trajectory`` (ours): one small model trained from random
 init under a block variant and a mask, probed every ``every`` steps; the rows the kit's step rules read
 (``kit.rules.steps``), and the monitor's sink threshold a figure draws.
+
+Names: the task reads its params as ``TrajectoryConfig`` calls them and names none of the table's stored
+keys (``Task.names`` empty): ``steps`` are optimiser steps (not a depth), ``batch`` the excerpts of one step
+(not the samples measured: those are the ``probe``'s), ``variant`` the monitor's block label
+(``monitor.trajectory.VARIANTS``, each a simulator preset: its stored labels kept).
 """
 
 from __future__ import annotations
@@ -56,4 +61,4 @@ def train_cost(params: dict[str, Any]) -> float:
     return STEP_UNIT_S * per * width * float(params.get("steps", 300)) + 1.0
 
 
-TRAIN_TRAJECTORIES = Task(train_trajectories, cost_s=train_cost)
+TRAIN_TRAJECTORIES = Task(train_trajectories, cost_s=train_cost, names=())
