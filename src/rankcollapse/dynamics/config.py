@@ -331,6 +331,7 @@ class SimulationConfig:
             mix_post_share=self.mix_post_share,
             ngpt_step=self.ngpt_step,
             dyt_alpha=self.dyt_alpha,
+            attention=base.attention,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -30,6 +30,9 @@ A sub-layer ``f`` (attention, then the MLP if any) is applied as (``placement``)
 
 Norm ``dyt`` (``core.norms.dyt``, Zhu et al. 2025, arXiv 2503.10622): ``tanh(alpha x)`` element-wise in any
 placement, ``alpha`` the spec's ``dyt_alpha`` (``core.norms.DYT_ALPHA`` unless given).
+
+``attention=False`` (presets ``mlp``, ``mlp-pre``: residual MLP stacks, Everett, arXiv 2607.14018): the layer
+is its MLP sublayer only, with the spec's norm placement and skip; tokens never interact.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class LayerSpec:
     ngpt_step: float | None = None
     dyt_alpha: float | None = None
     norm_scale: float | None = None
+    attention: bool = True
 
     def __post_init__(self) -> None:
         if self.norm not in NORMS:
@@ -102,7 +106,12 @@ class LayerSpec:
         self._check_followups()
 
     def _check_followups(self) -> None:
-        """The fields of DyT and LayerNorm Scaling (``dyt_alpha``, ``norm_scale``, placement ``pre+lns``)."""
+        """The fields of DyT, LayerNorm Scaling and MLP-only stacks (``dyt_alpha``, ``norm_scale``, placement
+        ``pre+lns``, ``attention``)."""
+        if not isinstance(self.attention, bool):
+            raise RankCollapseError(f"attention must be True or False, got {self.attention!r}")
+        if not self.attention and not self.mlp:
+            raise RankCollapseError("a layer without attention is its MLP: attention=False needs mlp=True")
         if self.placement == "pre+lns" and self.norm == "none":
             raise RankCollapseError(f"placement 'pre+lns' scales a norm's output; this spec has norm 'none' "
                                     f"(allowed: {', '.join(n for n in NORMS if n != 'none')})")
@@ -130,17 +139,18 @@ class LayerSpec:
         depth."""
         if self.placement == "pre+lns":
             return LayerSpec(norm=self.norm, placement="pre", skip=self.skip, mlp=self.mlp,
-                             dyt_alpha=self.dyt_alpha, norm_scale=1.0 / math.sqrt(t + 1))
+                             dyt_alpha=self.dyt_alpha, norm_scale=1.0 / math.sqrt(t + 1),
+                             attention=self.attention)
         if self.placement != "mix":
             return self
         placement = "post" if t < self.post_layers(layers) else "pre"
         return LayerSpec(norm=self.norm, placement=placement, skip=self.skip, mlp=self.mlp,
-                         dyt_alpha=self.dyt_alpha)
+                         dyt_alpha=self.dyt_alpha, attention=self.attention)
 
     @property
     def is_pure_attention(self) -> bool:
         """``X(t+1) = Attn(X(t))``: the setting of Theorem 1."""
-        return self.norm == "none" and self.skip is None and not self.mlp
+        return self.norm == "none" and self.skip is None and not self.mlp and self.attention
 
 
 #: Named presets: (spec, exact formula for one layer, single head). ``D`` = diag(1/||row||).
@@ -197,6 +207,13 @@ PRESETS.update({
         "W_1) W_2  (pre-LN with LayerNorm Scaling)",
     ),
 })
+# MLP-only stacks (Everett, arXiv 2607.14018): no attention, Post-Norm against Pre-Norm.
+PRESETS.update({
+    "mlp": (LayerSpec(norm="layernorm", skip=1.0, mlp=True, attention=False),
+            "X <- LayerNorm(X + GELU(X W_1) W_2)  (Post-Norm residual MLP, no attention)"),
+    "mlp-pre": (LayerSpec(norm="layernorm", placement="pre", skip=1.0, mlp=True, attention=False),
+                "X <- X + GELU(LayerNorm(X) W_1) W_2  (Pre-Norm residual MLP, no attention)"),
+})
 # ---- end of the follow-ups' block ----------------------------------------------------------------------
 
 
@@ -247,8 +264,10 @@ def layer_logits(
 ) -> Tensor:
     """The scores a layer gives before its mask: ``S_h = rot(X' W_Q,h) rot(X' W_K,h)^T / sqrt(d_qk)``
     (``rot`` the rotary embedding of ``rotary`` = ``(cos, sin)`` [n, e], ``core.positions``, or none;
-    ``X' = Norm(X)`` for pre- and peri-norm, ``X' = X`` otherwise). x: [b, n, d] -> S: [b, h, n, n]."""
+    ``X' = Norm(X)`` for pre- and peri-norm, ``X' = X`` otherwise). x: [b, n, d] -> S: [b, h, n, n].
+    RankCollapseError for a spec without attention."""
     _resolved(spec)
+    _attends(spec)
     z = norm_of(spec)(x) if _normed_input(spec) else x
     q = z.unsqueeze(1) @ w.w_q  # [b, 1, n, d] @ [h, d, e] -> [b, h, n, e]
     k = z.unsqueeze(1) @ w.w_k
@@ -288,6 +307,7 @@ def norm_step(
     if spec.norm == "none":
         raise RankCollapseError("norm_step needs a layer with a normalisation; this spec has norm 'none'")
     _resolved(spec)
+    _attends(spec)
     norm = norm_of(spec)
     if _normed_input(spec):
         return x, norm(x)
@@ -312,6 +332,13 @@ def _resolved(spec: LayerSpec) -> None:
     if spec.placement in ("mix", "pre+lns"):
         raise RankCollapseError(f"placement {spec.placement!r} changes with depth: apply spec.at(t, layers), "
                                 "the layer's own")
+
+
+def _attends(spec: LayerSpec) -> None:
+    """RankCollapseError for a spec without attention (the attention's scores, weights or norm step)."""
+    if not spec.attention:
+        raise RankCollapseError("this layer has no attention (an MLP-only spec, attention=False): it has no "
+                                "attention scores, weights or attention norm step")
 
 
 def norm_of(spec: LayerSpec) -> Callable[[Tensor], Tensor]:
@@ -357,7 +384,8 @@ def apply_layer(
         y, min_w[0] = multihead_attention(z, w, kernel, d_qk, need_min)
         return y
 
-    x = _sublayer(x, attn, norm, spec)
+    if spec.attention:
+        x = _sublayer(x, attn, norm, spec)
     if spec.mlp:
         if w.w_1 is None or w.w_2 is None:
             raise RankCollapseError("this layer spec has an MLP but the weights have none")

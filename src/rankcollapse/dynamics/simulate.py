@@ -54,6 +54,7 @@ __all__ = [
     "SimulationConfig",
     "SimulationResult",
     "estimate_memory",
+    "layer_weights",
     "resolve_mask",
     "score_decay",
     "simulate",
@@ -243,6 +244,15 @@ def score_decay(config: SimulationConfig) -> Tensor:
     with torch.no_grad(), trusted():
         last = layer_logits(x, w, cfg.layer_spec(), cfg.d_qk, rotary)[..., -1, :]  # [b, h, N] over keys j
     return last[..., -1:] - last.flip(-1)
+
+
+def layer_weights(config: SimulationConfig) -> Callable[[int], LayerWeights]:
+    """``t -> W(t)``: the weights ``simulate(config)`` draws for layer ``t`` (0-based; the same stream, in
+    the run's dtype and device), to be asked in order ``t = 0, 1, ...`` (each draw continues the stream).
+    For measuring what a layer did on a kept trajectory (``dynamics.phases``)."""
+    config.validate()
+    stream = _WeightStream(config, config.layer_spec(), _seeds(config.seed)[1], parse_dtype(config.dtype))
+    return stream.layer
 
 
 def simulate(

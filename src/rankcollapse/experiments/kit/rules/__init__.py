@@ -25,6 +25,8 @@ One module per shape of data (what the rule measures, never which paper asked):
   ``onset_found``, ``phases``;
 - ``ranks``: a run's rank kept or lost in two notions on the same runs: ``rank_kept`` (one step),
   ``same_limit`` (the limit of mu_rel), ``span_kept``;
+- ``sweeps``: a measure over a swept parameter: ``crossing`` (where its mean crosses a level, located with
+  its interval; ``locate`` the location alone);
 - ``equilibria``: the equilibria of a map: ``basin_and_equilibria``, ``ranks_present``,
   ``fixed_points_kept``;
 - ``checks``: per-run checks: ``every_run``, ``collapses``, ``bound_holds``,
@@ -85,6 +87,7 @@ from rankcollapse.experiments.kit.rules.rates import (
     power_law,
 )
 from rankcollapse.experiments.kit.rules.steps import moved_from_init, onset_found, phases
+from rankcollapse.experiments.kit.rules.sweeps import crossing, locate
 
 __all__ = [
     "Judgement",
@@ -97,6 +100,7 @@ __all__ = [
     "collapses",
     "combine_parts",
     "cos_grows",
+    "crossing",
     "dominant_sv",
     "dqk",
     "dqk_global",
@@ -115,6 +119,7 @@ __all__ = [
     "largest",
     "ln_stops",
     "local_slower",
+    "locate",
     "moved_from_init",
     "nonnegative_pairs",
     "onset_found",
