@@ -158,6 +158,7 @@ PINNED = {
         "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.05]": "reproduced",  # a U at lam = 0.9
         "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.5]": "not reproduced",  # a hump: both arms below
         "residual_rollout.u_shape_alibi": "untested",
+        "residual_rollout.residuals_prevent_alibi": "inconclusive (ours)",  # card: gaps falling, refutation not testable
     },
     # a follow-up (Cirrincione 2026, from its abstract), counted apart: 4 networks; LayerNorm drops the
     # affine rank where n > d (its centring removes 1_d), the attention-only span holds to the floor, the
@@ -168,6 +169,7 @@ PINNED = {
         "cirrincione.attention_span": "consistent: proven",
         "cirrincione.residual_prevents[simulator]": "inconclusive as plotted; mechanism differs",
         "cirrincione.residual_prevents[random init]": "reproduced",
+        "cirrincione.karagodin_postln_exponential": "inconclusive (ours)",  # card: tokens = 12 unclear
     },
     # Herasimchyk et al. 2026 on models' own attention; tiny: random inits judged as themselves, 4 networks x
     # 2 excerpts: tiny:gpt2's causal rollout gathers on token 0 and keeps lam^t on the last token (a U);
@@ -189,6 +191,7 @@ PINNED = {
         "karagodin.preln_polynomial": "inconclusive",
         "karagodin.mix_ngpt_resist": "reproduced",
         "karagodin.periln_best": "not reproduced",
+        "karagodin.cirrincione_residual_prevents": "refuted (ours)",  # card: post-LN at the float32 floor
     },
     # a follow-up without experiments (Li & Guo 2026): every mask family and four schedules at n = 12 agree
     # with networkx and the dense products; the two masks' designed flows hold at depths 1-3

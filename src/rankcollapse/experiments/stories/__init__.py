@@ -18,6 +18,7 @@ from rankcollapse.edge.validate import quote
 from rankcollapse.experiments.contract.story import Found, discover_stories
 from rankcollapse.experiments.engine.config import Experiment, load_arms, load_experiment, select
 from rankcollapse.experiments.engine.tasks import BUILTIN_TASKS, Task, toy_cost
+from rankcollapse.experiments.kit.cards import load_cards, with_cards
 from rankcollapse.experiments.kit.tasks.curves import GENERIC_TASKS
 
 #: The report's order: the paper's order (§4.1 Theorem 1, §4.2 Theorem 2, §4.3.1 Figs. 1 and 5,
@@ -49,8 +50,11 @@ ORDER: tuple[str, ...] = (
 
 @functools.cache
 def all_stories() -> dict[str, Found]:
-    """name -> (story, YAML path) for every story module of this package."""
-    return discover_stories(__name__)
+    """name -> (story, YAML path) for every story module of this package, each with its claim cards
+    (``experiments/cards/*.yaml``, ``kit.cards.with_cards``: a follow-up's claim on an arm's stored rows)."""
+    cards = load_cards()
+    found = discover_stories(__name__)
+    return {name: Found(with_cards(f.story, cards), f.config) for name, f in found.items()}
 
 
 def task_registry() -> dict[str, Task]:

@@ -39,9 +39,11 @@ from rankcollapse.experiments.kit.tasks.curves import (
 )
 from rankcollapse.metrics.cesaro import dead_zone, middle_position, mixed_row, spearman, theory_profile
 from rankcollapse.metrics.influence import end_over_middle_logs, profile_peak
+from rankcollapse.metrics.rollout import ROLLOUT_NAMES as ROLLOUT_QUANTITIES
 
 __all__ = [
     "MODEL_ROLLOUT",
+    "ROLLOUT_QUANTITIES",
     "dead_zone",
     "end_over_middle_logs",
     "middle_position",
