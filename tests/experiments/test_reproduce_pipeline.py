@@ -158,7 +158,7 @@ PINNED = {
         "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.05]": "reproduced",  # a U at lam = 0.9
         "residual_rollout.u_shape_alibi[ALiBi SAN, m=0.5]": "not reproduced",  # a hump: both arms below
         "residual_rollout.u_shape_alibi": "untested",
-        "residual_rollout.residuals_prevent_alibi": "inconclusive (ours)",  # card: gaps falling, refutation not testable
+        "residual_rollout.residuals_prevent_alibi": "inconclusive (ours)",  # card: not testable
     },
     # a follow-up (Cirrincione 2026, from its abstract), counted apart: 4 networks; LayerNorm drops the
     # affine rank where n > d (its centring removes 1_d), the attention-only span holds to the floor, the

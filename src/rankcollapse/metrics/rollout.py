@@ -181,3 +181,33 @@ def uniform_causal_gap(i: int, t: int) -> float:
     if i < 0 or t < 0:
         raise RankCollapseError(f"i={i}, t={t}: allowed non-negative integers")
     return float(sum((-1) ** (k + 1) * math.comb(i, k) * (k + 1.0) ** (-t) for k in range(1, i + 1)))
+
+
+def uniform_causal_gap_mixed(i: int, t: int, lam: float) -> float:
+    """:func:`uniform_causal_gap` with the residual-aware mixing ``M = lam I + (1 - lam) A`` every layer
+    (Herasimchyk et al.'s rollout): ``M`` has ``A``'s eigenvectors and the eigenvalues ``lam + (1 - lam) /
+    (k + 1)``, so ``1 - P(t)[i, 0] = sum_{k=1}^{i} (-1)^(k+1) C(i, k) (lam + (1 - lam) / (k + 1))^t``
+    (``lam = 0``: :func:`uniform_causal_gap`; the slowest factor ``(1 + lam) / 2``). Increasing in ``lam``."""
+    if not 0.0 <= lam <= 1.0:
+        raise RankCollapseError(f"lam={lam}: allowed 0 <= lam <= 1")
+    if lam == 0.0:
+        return uniform_causal_gap(i, t)
+    if i < 0 or t < 0:
+        raise RankCollapseError(f"i={i}, t={t}: allowed non-negative integers")
+    return float(sum((-1) ** (k + 1) * math.comb(i, k) * (lam + (1.0 - lam) / (k + 1.0)) ** t
+                     for k in range(1, i + 1)))
+
+
+def uniform_causal_boundary(i: int, t: int, level: float) -> float:
+    """The ``lam`` at which :func:`uniform_causal_gap_mixed` of token ``i`` after ``t`` layers equals
+    ``level`` (bisection to 1e-12; the gap rises with ``lam`` to 1): ``-inf`` where the gap is at or above
+    ``level`` already at ``lam = 0``, ``inf`` where ``level >= 1``."""
+    if level >= 1.0:
+        return math.inf
+    if uniform_causal_gap_mixed(i, t, 0.0) >= level:
+        return -math.inf
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-12:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if uniform_causal_gap_mixed(i, t, mid) < level else (lo, mid)
+    return (lo + hi) / 2

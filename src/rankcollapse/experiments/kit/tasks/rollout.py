@@ -40,6 +40,7 @@ from rankcollapse.experiments.kit.tasks.curves import (
 from rankcollapse.metrics.cesaro import dead_zone, middle_position, mixed_row, spearman, theory_profile
 from rankcollapse.metrics.influence import end_over_middle_logs, profile_peak
 from rankcollapse.metrics.rollout import ROLLOUT_NAMES as ROLLOUT_QUANTITIES
+from rankcollapse.metrics.rollout import uniform_causal_boundary, uniform_causal_gap_mixed
 
 __all__ = [
     "MODEL_ROLLOUT",
@@ -52,6 +53,8 @@ __all__ = [
     "profile_peak",
     "spearman",
     "theory_profile",
+    "uniform_causal_boundary",
+    "uniform_causal_gap_mixed",
 ]
 
 #: Seconds of one layer for one 128-token excerpt (the dissected forward with its attention weights kept,
