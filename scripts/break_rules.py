@@ -26,6 +26,7 @@ TESTS = [
     "tests/experiments/test_theorem3_records.py",
     "tests/experiments/test_kit_equilibria.py",
     "tests/experiments/test_kit_growth.py",
+    "tests/experiments/test_kit_sweeps.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
@@ -700,6 +701,36 @@ BREAKS: list[tuple[str, str, str, str]] = [
         "(lo > threshold, hi < threshold) if above else (hi < threshold, lo > threshold)",
         "(lo > threshold, hi < threshold) if above else (lo > threshold, hi < threshold)",
         "at_most reads as at_least",
+    ),
+    (
+        "kit/rules/sweeps.py",
+        "    with conditions(x.size):",
+        "    with conditions(1):",
+        "locate drops Bonferroni over the sweep's points (the bands no longer hold together)",
+    ),
+    (
+        "kit/rules/sweeps.py",
+        "    high = _first_reach(x, lower, lvl, strict=True)",
+        "    high = _first_reach(x, mean, lvl, strict=True)",
+        "locate ends the interval where the mean crosses, not the lower band",
+    ),
+    (
+        "kit/rules/sweeps.py",
+        "        if k_a < k_b:",
+        "        if False:",
+        "crossing takes a mean that crosses back for a single crossing",
+    ),
+    (
+        "kit/rules/sweeps.py",
+        "    if before.all() or after.all():",
+        "    if before.all() and after.all():",
+        "crossing leaves a sweep without a crossing open",
+    ),
+    (
+        "kit/rules/sweeps.py",
+        "    if n < need:\n        return Judgement(INCONCLUSIVE, words, causes.too_few(",
+        "    if n < 2:\n        return Judgement(INCONCLUSIVE, words, causes.too_few(",
+        "crossing judges from two units per point",
     ),
     (
         "contract/verdicts.py",

@@ -87,3 +87,8 @@ def test_a_band_that_never_rises_past_the_level_leaves_the_interval_open_at_the_
     values = planted(7.9, 0.1, 0.05, 6, 5)
     c = locate(XS, values, 0.0)
     assert c.open_high and c.high == XS[-1] and math.isfinite(c.low)
+
+
+def test_the_bands_hold_together_bonferroni_over_the_sweeps_points() -> None:
+    c = locate(XS, planted(2.7, 0.1, 0.02, 6, 6), 0.0)
+    assert all(m.tests == len(XS) for m in c.margins)

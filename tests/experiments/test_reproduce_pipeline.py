@@ -250,6 +250,18 @@ PINNED = {
         "ln_scaling.preln_massive[init: tiny:gpt2,layers=6, pre-LN]": "inconclusive",  # trained models only
         "ln_scaling.periln_balanced": "untested",
     },
+    "mlp_stacks": {
+        "mlp_stacks.postnorm_collapses[Post-Norm]": "inconclusive",
+        "mlp_stacks.prenorm_plateaus[Pre-Norm]": "inconclusive",
+        "mlp_stacks.width_marchenko_pastur": "untested",
+    },
+    "entropy_collapse": {
+        "entropy_collapse.low_variance_rank_collapse[s = 0.25, a <= 1]": "reproduced",
+        "entropy_collapse.high_variance_entropy_collapse[s = 4, a <= 1]": "not reproduced",
+        "entropy_collapse.critical_residual[s = 0.25]": "reproduced",
+        "entropy_collapse.lambda_prevents[s = 1]": "reproduced",
+        "entropy_collapse.lambda_condition": "untested",
+    },
 }
 FIGURES = {
     "theorem1": ["theorem1_bound", "theorem1_radius"],
@@ -280,6 +292,8 @@ FIGURES = {
     "hasse": ["hasse_flows"],
     "dyt": ["dyt_norm_maps", "dyt_equilibria", "dyt_fig2_tiny_bert_random_init"],
     "ln_scaling": ["ln_scaling_init", "ln_scaling_models"],
+    "mlp_stacks": ["mlp_stacks_rank"],
+    "entropy_collapse": ["entropy_collapse_phase"],
 }
 
 

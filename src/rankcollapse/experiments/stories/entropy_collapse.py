@@ -221,6 +221,7 @@ def _grid(cells: list[Cell], what: str) -> tuple[np.ndarray, list[float], list[f
 def _heat(ax: Any, table: np.ndarray, scales: list[float], residuals: list[float], title: str, cmap: str,
           vmin: float, vmax: float) -> Any:
     im = ax.imshow(table, origin="lower", aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.grid(False)
     ax.set_xticks(range(len(residuals)), [f"{a:g}" for a in residuals])
     ax.set_yticks(range(len(scales)), [f"{s:g}" for s in scales])
     ax.set_xlabel("residual strength a (Norm(a X + f(X)))")
@@ -282,6 +283,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax3.axvspan(c.low, c.high, color="r", alpha=0.15, label="located crossing (interval)")
             ax3.axvline(c.estimate, color="r", lw=0.8)
         ax3.set_xscale("symlog", linthresh=0.25)
+        ax3.set_xlim(0.0, float(xs.max()) * 1.2)
         ax3.set_xlabel("lam (Y = LN(lam X + SA(X)))")
         ax3.set_ylabel(f"{RATE} (per network)")
         ax3.set_title("Y = LN(lam X + SA(X)): the lam sweep", fontsize=8)

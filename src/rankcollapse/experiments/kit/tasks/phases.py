@@ -50,6 +50,8 @@ def simulate_phases(params: dict[str, Any], on_layer: OnLayer, execution: Execut
     shared = {"mode": config.mode, "d": config.d, "tokens": config.tokens, "qk_scale": float(config.qk_scale),
               "d_qk": float(config.d_qk), "residual": float("nan") if residual is None else float(residual),
               "dtype": config.dtype, **simulator_info(config)}
+    if not config.layer_spec().attention:  # an MLP-only stack is no SAN
+        shared["model_label"] = f"Gaussian residual MLP (N = {config.tokens}, d = {config.d}, ours)"
     rows = [{"kind": "phase_sample", "layer": t, "sample": i, "samples": b, **shared,
              **{k: float(v[t, i]) for k, v in values.items()}}
             for t in range(depth) for i in range(b)]
