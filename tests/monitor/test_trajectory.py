@@ -253,3 +253,19 @@ def test_diagnostics_from_a_models_own_attention_refuse_a_padded_batch_in_one_li
     rows = monitor.measure(model, ids, step=1)  # unpadded: the diagnostics of its own attention
     sink = {r["layer"]: r["value"] for r in rows if r["metric"] == "sink_rate"}
     assert sorted(sink) == [1, 2] and all(0 <= v <= 1 for v in sink.values())  # row 0: no attention
+
+
+def test_each_trained_block_is_a_simulator_preset_under_its_stored_label():
+    """One block vocabulary: the monitor's variants are presets of ``dynamics.layers.PRESETS`` (post-ln is
+    ``transformer``), their labels the ones configs and stored runs use, each the spec it always was."""
+    from rankcollapse.dynamics.layers import PRESETS, LayerSpec, get_preset
+
+    assert list(VARIANTS) == ["post-ln", "pre-ln", "no-ln", "no-skip"]
+    assert all(preset in PRESETS for preset in VARIANTS.values())
+    assert VARIANTS["post-ln"] == "transformer"
+    assert {label: get_preset(preset) for label, preset in VARIANTS.items()} == {
+        "post-ln": LayerSpec(norm="layernorm", placement="post", skip=1.0, mlp=True),
+        "pre-ln": LayerSpec(norm="layernorm", placement="pre", skip=1.0, mlp=True),
+        "no-ln": LayerSpec(norm="none", placement="post", skip=1.0, mlp=True),
+        "no-skip": LayerSpec(norm="layernorm", placement="post", skip=None, mlp=True),
+    }

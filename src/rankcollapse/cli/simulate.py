@@ -42,7 +42,8 @@ def simulate_command(
     mode: str = typer.Option(None, "--mode", help=q("mode").help(
         "here attn (default), attn+sphere (tokens renormalised to the sphere), attn+layernorm, "
         "attn+rmsnorm, attn+skip, attn+skip+sphere, attn+skip+layernorm, transformer, transformer-pre, "
-        "transformer-peri (Peri-LN), transformer-mix (Mix-LN), transformer-ngpt (nGPT) (docs/dynamics.md)")),
+        "transformer-peri (Peri-LN), transformer-mix (Mix-LN), transformer-ngpt (nGPT), transformer-no-ln, "
+        "transformer-no-skip (docs/dynamics.md)")),
     heads: int = typer.Option(1, "--heads", help=q("heads").help("outputs averaged")),
     d_qk: float = typer.Option(None, "--d-qk", help=q("d_qk").help("default 1")),
     alibi_slope: float = typer.Option(None, "--alibi-slope", help=q("alibi_slope").help(

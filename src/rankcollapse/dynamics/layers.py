@@ -187,6 +187,13 @@ PRESETS: dict[str, tuple[LayerSpec, str]] = {
         "Y <- D(X + a (D' A X W_V - X)); X <- D(Y + a (D' GELU(Y W_1) W_2 - Y)), D, D' = diag(1 / ||row||), "
         "a = 0.05  (nGPT, tokens on the sphere)",
     ),
+    # the two ablations of the monitor's trained blocks (``monitor.trajectory.VARIANTS``: no-ln, no-skip)
+    "transformer-no-ln": (
+        LayerSpec(skip=1.0, mlp=True), "Y <- X + A X W_V; X <- Y + GELU(Y W_1) W_2  (the skips, no norm)"),
+    "transformer-no-skip": (
+        LayerSpec(norm="layernorm", mlp=True),
+        "Y <- LayerNorm(A X W_V); X <- LayerNorm(GELU(Y W_1) W_2)  (post-LN without the skips)",
+    ),
 }
 
 # ---- the follow-ups' normalisations (DyT, LayerNorm Scaling): one block, additions only ---------------

@@ -9,12 +9,13 @@ every excerpt, ``v = 257``; the encoder adds a ``[MASK]`` token, ``v = 258``), `
 ``core.attention`` under the run's mask, the parameter-free LayerNorm of ``core.norms``, a GELU MLP
 of width ``4d``), then ``logits = N_f(X(L)) W_U`` (``N_f`` a final LayerNorm for pre-LN only). Each
 head: ``A_h = softmax_M(X W_Q,h (X W_K,h)^T / sqrt(e))``, ``Attn(X) = sum_h A_h X W_V,h W_O,h`` with
-``e = d / h``. The block :data:`VARIANTS`:
+``e = d / h``. The block :data:`VARIANTS`, each a preset of the simulator (``dynamics.layers.PRESETS``: one
+block vocabulary; the labels are the ones this module's configs and stored runs use):
 
-- ``post-ln``  ``Y = LN(X + Attn(X)); X <- LN(Y + MLP(Y))``  (BERT's placement)
-- ``pre-ln``   ``Y = X + Attn(LN(X)); X <- Y + MLP(LN(Y))``  (GPT-2's)
-- ``no-ln``    ``Y = X + Attn(X);     X <- Y + MLP(Y)``      (skips, no normalisation)
-- ``no-skip``  ``Y = LN(Attn(X));     X <- LN(MLP(Y))``      (post-LN without the skips)
+- ``post-ln``  = ``transformer``          ``Y = LN(X + Attn(X)); X <- LN(Y + MLP(Y))``  (BERT's placement)
+- ``pre-ln``   = ``transformer-pre``      ``Y = X + Attn(LN(X)); X <- Y + MLP(LN(Y))``  (GPT-2's)
+- ``no-ln``    = ``transformer-no-ln``    ``Y = X + Attn(X);     X <- Y + MLP(Y)``      (the skips, no norm)
+- ``no-skip``  = ``transformer-no-skip``  ``Y = LN(Attn(X));     X <- LN(MLP(Y))``      (post-LN, no skips)
 
 The :data:`ARCHITECTURES` and their masks (any mask of :func:`rankcollapse.masks.parse_mask`):
 
@@ -60,18 +61,19 @@ from rankcollapse.core.draws import gaussian
 from rankcollapse.core.norms import layer_norm
 from rankcollapse.core.precision import dtype_name, parse_dtype
 from rankcollapse.dynamics.kernels import plan_kernel
-from rankcollapse.dynamics.layers import LayerSpec, apply_layer
+from rankcollapse.dynamics.layers import LayerSpec, apply_layer, get_preset
 from rankcollapse.dynamics.weights import LayerWeights
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import check_threads, quote
 from rankcollapse.monitor.telemetry import DEFAULT_METRICS, Monitor
 
-#: The block variants (module docstring): name -> how each sub-layer is applied.
-VARIANTS: dict[str, LayerSpec] = {
-    "post-ln": LayerSpec(norm="layernorm", placement="post", skip=1.0, mlp=True),
-    "pre-ln": LayerSpec(norm="layernorm", placement="pre", skip=1.0, mlp=True),
-    "no-ln": LayerSpec(norm="none", placement="post", skip=1.0, mlp=True),
-    "no-skip": LayerSpec(norm="layernorm", placement="post", skip=None, mlp=True),
+#: The block variants (module docstring): the label a config and a stored run use -> the simulator's preset
+#: (``dynamics.layers.PRESETS``) whose :class:`LayerSpec` the blocks apply.
+VARIANTS: dict[str, str] = {
+    "post-ln": "transformer",
+    "pre-ln": "transformer-pre",
+    "no-ln": "transformer-no-ln",
+    "no-skip": "transformer-no-skip",
 }
 #: The models (module docstring): name -> the mask a config without one gets.
 ARCHITECTURES: dict[str, str] = {"decoder": "causal", "encoder": "complete"}
@@ -253,7 +255,7 @@ class ByteLM(nn.Module):
     def __init__(self, config: TrajectoryConfig, generator: torch.Generator) -> None:
         super().__init__()
         c, dtype = config, config.torch_dtype
-        spec = VARIANTS[c.variant]
+        spec = get_preset(VARIANTS[c.variant])
         self.embed = nn.Parameter(gaussian((c.vocab, c.d), generator).to(dtype))
         self.position = nn.Parameter(gaussian((c.tokens, c.d), generator).to(dtype))
         self.blocks = nn.ModuleList(
