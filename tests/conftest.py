@@ -1,6 +1,9 @@
 """Shared test settings: offline Hugging Face, deterministic torch, few threads."""
 
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -35,3 +38,43 @@ def pytest_collection_modifyitems(session, config, items):
         return rank.get(path, len(rank))
 
     items[:] = sorted(items, key=key)  # sorted() is stable: the rest keep their order
+
+
+def shared_dir(tmp_path_factory, name: str) -> Path:
+    """A folder shared by every worker of this test run (``pytest -n``: the workers' common base), so
+    the end-to-end work behind it is done once per run, not once per worker or per file."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / name
+
+
+def once_per_run(tmp_path_factory, name: str, make):
+    """``make(folder)``'s result, computed by the first worker that asks and read back by the others (a
+    file lock: a second worker waits while the first computes). The result must pickle."""
+    import pickle
+
+    from filelock import FileLock
+
+    folder = shared_dir(tmp_path_factory, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / "result.pickle"
+    with FileLock(str(folder) + ".lock"):
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        result = make(folder)
+        done.write_bytes(pickle.dumps(result))
+        return result
+
+
+@pytest.fixture(scope="session")
+def tiny_all(tmp_path_factory):
+    """The whole tiny profile from scratch, once for the whole test run (in-process: one transformers
+    import). Read-only for the tests: copy what you change."""
+    from rankcollapse.pipeline import ReproduceConfig, reproduce
+
+    return once_per_run(
+        tmp_path_factory,
+        "reproduce_tiny",
+        lambda folder: reproduce(ReproduceConfig(folder / "out", profile="tiny", workers=1, progress=False)),
+    )

@@ -301,13 +301,6 @@ STORIES = list(ORDER)
 FAST = ["theorem1", "theorem2", "fig1_fig5"]  # simulations and closed forms: seconds
 
 
-@pytest.fixture(scope="module")
-def tiny_all(tmp_path_factory):
-    """The whole tiny profile from scratch, once for the module (in-process: one transformers import)."""
-    out = tmp_path_factory.mktemp("reproduce_tiny")
-    return reproduce(ReproduceConfig(out, profile="tiny", workers=1, progress=False))
-
-
 def test_every_story_config_loads_in_every_profile_with_seeds():
     for profile in PROFILES:
         exps = load_experiments(profile)
