@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rankcollapse.core.names import label as name_label
 from rankcollapse.edge.atomic import atomic_write
 from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.equilibria.counterexample import (
@@ -126,7 +127,7 @@ def plot_figure5(cx: Counterexample | None = None, starts: tuple[float, ...] = (
         for shift in (-TWO_PI, 0.0, TWO_PI):
             ax1.axhline(p.theta + shift, color="tab:green" if p.stable else "tab:red", lw=0.6, ls=":")
     ax1.set_ylim(-0.5, 8.3)
-    ax1.set_xlabel("layer t")
+    ax1.set_xlabel(name_label("layer"))
     ax1.set_ylabel("θ(t) (unwrapped)")
     ax1.legend(fontsize=7)
     ax1.set_title("convergence of the second token")

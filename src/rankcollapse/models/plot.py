@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.core.names import from_stored
+from rankcollapse.core.names import label as name_label
 from rankcollapse.core.names import read as read_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.figures import new_figure, save_figure
@@ -68,10 +69,8 @@ STYLE: dict[str, Any] = {
     "legend.handlelength": 1.6,
 }
 
-COLLAPSE: tuple[tuple[str, str], ...] = (
-    ("mu", r"mu $= \|X - \mathbf{1}\,\bar{x}^{\top}\|_F$"),
-    ("mu_rel", r"mu_rel $=$ mu$\,/\,\|X\|_F$"),
-)
+#: The two collapse quantities and their figure labels (``core.names``: one label everywhere).
+COLLAPSE: tuple[tuple[str, str], ...] = (("mu", name_label("mu")), ("mu_rel", name_label("mu_rel")))
 #: Each panel's title (the names of the columns it draws, ``rankcollapse.metrics``) and y label (the unit).
 PANELS: dict[str, tuple[str, str]] = {
     "mu": (COLLAPSE[0][1], "units of X"),
@@ -97,7 +96,7 @@ TITLE_CHARS = 64
 LEGEND_CHARS = 62
 #: Sun et al. (2024) call activations massive at about this many times the median magnitude.
 MASSIVE = 1000.0
-LAYER_LABEL = "layer t (0 = embeddings)"
+LAYER_LABEL = f"{name_label('layer')} (0 = embeddings)"
 
 
 def _value(row: dict[str, Any], key: str) -> float:

@@ -14,18 +14,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankcollapse.core.names import label
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.edge.validate import quote
 from rankcollapse.monitor.outputs import COLUMNS
 
-#: Axis labels of the metrics a figure names in words.
+#: Axis labels of the metrics a figure names in words: a quantity of the names table under its one label
+#: (``core.names.label``), the attention diagnostics (not in the table) in words here.
 LABELS: dict[str, str] = {
-    "mu_rel": "mu_rel = ||X - 1 mean(X)||_F / ||X||_F",
-    "mu": "mu = ||X - 1 mean(X)||_F",
-    "effective_rank": "effective rank",
-    "num_rank": "numerical rank",
-    "mean_abs_cos": "mean |cos| (anisotropy)",
+    **{key: label(key) for key in ("mu_rel", "mu", "effective_rank", "num_rank", "mean_abs_cos")},
     "sink_rate": "sink rate (share of heads)",
     "first_token_attention": "attention on the first token",
     "attention_entropy": "attention entropy (nats)",

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.core.names import label as quantity_label  # the one figure label of a quantity
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge import figures
 from rankcollapse.edge.atomic import atomic_write
@@ -99,6 +100,8 @@ def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[
 
 #: The legend entry of an underflow (:func:`underflow_marks`): a layer where some sample rounded to 0.
 UNDERFLOW_LABEL = "underflow (0): not a value, drawn open at the floor line"
+#: The x label of a log-depth axis: the layer's label (``core.names``), shifted by one (t = 0 on a log axis).
+LAYER_PLUS_ONE = f"{quantity_label('layer')} + 1"
 
 
 def underflow_marks(c: Curve) -> tuple[Curve, np.ndarray, np.ndarray]:
@@ -223,7 +226,7 @@ Panel = tuple[str, Sequence[tuple[str, Curve]]]
 
 
 def panel_figure(
-    title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]], xlabel: str = "layer t + 1"
+    title: str, rows: Sequence[tuple[str, bool, Sequence[Panel]]], xlabel: str = LAYER_PLUS_ONE
 ) -> tuple[Any, list[str]]:
     """A grid of panels: ``rows`` = [(y label, floors?, [(panel title, [(series label, Curve)])])].
 
@@ -313,10 +316,10 @@ def mode_rows(
     float64 (a row whose dtype was not run is left out)."""
     rows = []
     for _q, curves, dt, ylabel, floors in (
-        ("mu", curves_mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
-        ("mu", curves_mu, "float64", "raw mu(X(t)), float64", False),
-        ("mu_rel", curves_rel, "float32", "mu_rel = mu / ||X||_F, float32", True),
-        ("mu_rel", curves_rel, "float64", "mu_rel = mu / ||X||_F, float64", True),
+        ("mu", curves_mu, "float32", f"{quantity_label('mu')}, float32 (as in the paper)", False),
+        ("mu", curves_mu, "float64", f"{quantity_label('mu')}, float64", False),
+        ("mu_rel", curves_rel, "float32", f"{quantity_label('mu_rel')}, float32", True),
+        ("mu_rel", curves_rel, "float64", f"{quantity_label('mu_rel')}, float64", True),
     ):
         panels = []
         for m in masks:
@@ -360,7 +363,7 @@ def curve_axes(
         band(ax, c, label, i, floors)
     if floors:
         floor_lines(ax, dtypes)
-    ax.set_xlabel("layer t + 1")
+    ax.set_xlabel(LAYER_PLUS_ONE)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=6, ncol=2 if len(series) > 5 else 1)
 

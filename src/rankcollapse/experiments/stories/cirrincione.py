@@ -32,7 +32,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged, model_row
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import arm_models, curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, figure
+from rankcollapse.experiments.kit.plots import MARKERS, curve_axes, figure, quantity_label
 from rankcollapse.experiments.kit.rules import ranks as notions
 from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES
 from rankcollapse.experiments.kit.tasks.notions import SIMULATE_NOTIONS
@@ -287,7 +287,7 @@ def _fig_rank(sd: StoryData, margin_min: float) -> FigureSpec | None:
         share = g.groupby("layer")["norm_rank_margin"].apply(lambda m: float((m >= margin_min).mean()))
         ax2.plot(share.index, share.to_numpy(), MARKERS[i % len(MARKERS)] + "-", ms=3, color=f"C{i % 10}",
                  label=f"{mode}, {_regime(int(n), int(d))}, {dt}")
-    ax2.set_xlabel("layer t")
+    ax2.set_xlabel(quantity_label("layer"))
     ax2.set_ylabel(f"share of pairs resolved (margin >= {margin_min:g} decades)")
     ax2.set_ylim(-0.02, 1.02)
     ax2.legend(fontsize=5.5)
@@ -314,7 +314,7 @@ def _fig_limit(sd: StoryData) -> FigureSpec | None:
             (f"{k[0]} ({k[3]})", c) for k, c in sorted(curves.items(), key=lambda kv: (kv[0][3], kv[0][0]))
             if (int(k[1]), int(k[2])) == (n, d)
         ]
-        curve_axes(ax, series, "mu_rel (mean ± std over samples and networks)", DTYPES)
+        curve_axes(ax, series, f"{quantity_label('mu_rel')} (mean ± std over samples and networks)", DTYPES)
         ax.set_title(_regime(n, d), fontsize=8)
     caption = (
         "Cirrincione 2026 [abstract only], claim (ii) in the NeurIPS paper's notion: mu_rel = mu / ||X||_F "
@@ -349,7 +349,7 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
                     ms=3, color=f"C{i % 10}", label=f"{mode} ({dt})")
         ax.axhline(th["span_floor_max"], color="0.3", ls=":", lw=0.9, label="span_floor_max")
         ax.set_yscale("log")
-        ax.set_xlabel("layer t")
+        ax.set_xlabel(quantity_label("layer"))
         ax.set_ylabel("largest span residual, in relative floors (32 eps)")
         ax.set_title(_regime(n, d), fontsize=8)
         ax.legend(fontsize=5.5, ncol=2)
@@ -376,7 +376,7 @@ def _fig_bert(sd: StoryData) -> FigureSpec | None:
         return None
     fig = figure(7.5, 4.5, layout="constrained")
     ax = fig.subplots()
-    curve_axes(ax, series, "mu_rel (mean ± std)", DTYPES)
+    curve_axes(ax, series, f"{quantity_label('mu_rel')} (mean ± std)", DTYPES)
     caption = (
         "Cirrincione 2026 [abstract only], claim (iv): mu_rel with depth of attention only against attention "
         "+ skip (no MLP, no LayerNorm): BERT-base at random init (its exact config, Hugging Face's init) and "

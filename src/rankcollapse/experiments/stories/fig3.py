@@ -26,7 +26,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import curves_figure, slug
+from rankcollapse.experiments.kit.plots import curves_figure, quantity_label, slug
 from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -123,8 +123,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         masks = ordered_masks(frame, data.exp)
         rows = []
         for curves, dt, ylabel, floors in (
-            (mu, "float32", "raw mu(X(t)), float32 (as in the paper)", False),
-            (mu, "float64", "raw mu(X(t)), float64", False),
+            (mu, "float32", f"{quantity_label('mu')}, float32 (as in the paper)", False),
+            (mu, "float64", f"{quantity_label('mu')}, float64", False),
             (rel, "float32", "mu_rel, float32", True),
             (rel, "float64", "mu_rel, float64", True),
         ):

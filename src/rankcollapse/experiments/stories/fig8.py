@@ -16,7 +16,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, layered, model_groups, rows_of
-from rankcollapse.experiments.kit.plots import figure, slug
+from rankcollapse.experiments.kit.plots import figure, quantity_label, slug
 from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -97,7 +97,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax.set_xlabel("index i of sigma_i (largest first)")
         axes[0][0].set_ylabel("singular value sigma_i of X(t)")
         bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]), pad=0.02)
-        bar.set_label("layer t (0 = embeddings)")
+        bar.set_label(f"{quantity_label('layer')} (0 = embeddings)")
         bar.set_ticks(np.unique(np.linspace(0, layers[-1], min(len(layers), 7)).round().astype(int)))
         fig.suptitle(f"Fig. 8 (paper's setting): all singular values per layer — {label}", fontsize=10)
         caption = (

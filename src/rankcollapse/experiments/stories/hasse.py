@@ -35,7 +35,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.rules.checks import all_cases
 from rankcollapse.experiments.kit.tasks.masks import MASK_FLOWS
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -245,7 +245,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                  ls="--" if bool(g["schedule"].iloc[0]) else "-", label=s)
     ax1.set_yscale("log")
     ax1.set_xticks([int(v) for v in ns])
-    ax1.set_xlabel("tokens n")
+    ax1.set_xlabel(quantity_label("tokens"))
     ax1.set_ylabel("layers until the composed flow stops changing")
     ax1.legend(fontsize=5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     last = depth[depth["tokens"] == ns[-1]]
@@ -255,7 +255,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax2.plot(g["layer"], g["pairs_share"], marker=MARKERS[i % len(MARKERS)], ms=2, lw=0.8,
                      color=f"C{i % 10}", ls="--" if s in set(order.loc[order["schedule"], "spec"]) else "-")
     ax2.set_xscale("symlog", linthresh=1)
-    ax2.set_xlabel(f"layer L (n = {ns[-1]})")
+    ax2.set_xlabel(f"{quantity_label('layer')} (N = {ns[-1]})")
     ax2.set_ylabel("|P_L| / n^2: share of pairs reached")
     _draw_hasse(ax3, data, "block-two-stream:size=2", int(ns[0]))
     _draw_hasse(ax4, data, "butterfly", int(ns[0]))

@@ -40,7 +40,7 @@ from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.combine import combine_parts, per_group
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import Layered, curves_by, rows_of, sample_note, window_layered
-from rankcollapse.experiments.kit.plots import curve_axes, figure
+from rankcollapse.experiments.kit.plots import curve_axes, figure, quantity_label
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -219,7 +219,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     for ax, b in zip(axes, blocks, strict=True):
         series = [(f"{PLACEMENT_WORDS.get(p, p)} ({dt})", c) for (p, bb, dt), c in sorted(curves.items())
                   if bb == b]
-        curve_axes(ax, series, "mu_rel (mean ± std over samples and networks)", ("float32", "float64"))
+        ylabel = f"{quantity_label('mu_rel')} (mean ± std over samples and networks)"
+        curve_axes(ax, series, ylabel, ("float32", "float64"))
         some = next(c for (_, bb, _), c in curves.items() if bb == b)
         t = np.arange(1, some.layers + 2)
         pre = [c for (p, bb, d), c in curves.items() if p == "pre" and bb == b and d == "float64"]

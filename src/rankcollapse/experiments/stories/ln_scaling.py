@@ -37,7 +37,7 @@ from rankcollapse.experiments.kit.combine import unstated_conditions
 from rankcollapse.experiments.kit.curves import n_words
 from rankcollapse.experiments.kit.data import Layered, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.rules.growth import (
     GrowthFits,
     at_least,
@@ -345,10 +345,10 @@ def _init_figure(sd: StoryData) -> list[FigureSpec]:
                 else mine[0].label if mine else "random GPT-2")
         top.set_yscale("log")
         top.set_title(f"{name}: stream variance", fontsize=8)
-        top.set_xlabel("layer t")
+        top.set_xlabel(quantity_label("layer"))
         top.set_ylabel("stream_var (mean, range over networks)")
         bottom.set_title(f"{name}: consecutive-layer cosine", fontsize=8)
-        bottom.set_xlabel("layer t")
+        bottom.set_xlabel(quantity_label("layer"))
         bottom.set_ylabel("cos(x_i(t-1), x_i(t)), mean over tokens")
         bottom.axhline(float(sd.verdict["cos_min"]), color="0.5", ls=":", lw=0.8)
         for ax in (top, bottom):
@@ -383,7 +383,7 @@ def _models_figure(sd: StoryData) -> list[FigureSpec]:
     ax3.axhline(float(sd.verdict["massive_min"]), color="0.5", ls=":", lw=0.8)
     ax2.axhline(float(sd.verdict["cos_min"]), color="0.5", ls=":", lw=0.8)
     for ax, what in ((ax1, "stream_var"), (ax2, "consecutive-layer cosine"), (ax3, "max |x| / median |x|")):
-        ax.set_xlabel("layer t")
+        ax.set_xlabel(quantity_label("layer"))
         ax.set_ylabel(f"{what} (mean, range over excerpts)")
         ax.legend(fontsize=6)
     caption = (

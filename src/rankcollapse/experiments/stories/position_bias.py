@@ -27,7 +27,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -178,7 +178,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         )
         ax.axvline(hops(mask, n), color=line.get_color(), ls=":", lw=0.9)
     ax.set_yscale("log")
-    ax.set_xlabel("layer t")
+    ax.set_xlabel(quantity_label("layer"))
     ax.set_ylabel("max_i (1 - P(t)[i, 0]) (float64)")
     ax.legend(fontsize=7)
     for i, (dt, marker) in enumerate((("float32", "o"), ("float64", "x"))):

@@ -35,7 +35,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.rules.profiles import peaked, scales_as
 from rankcollapse.experiments.kit.tasks.curves import ROPE_SCORE_DECAY, SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.masks import decay_critical_distance, decay_uniform_context
@@ -333,7 +333,7 @@ def _decay_figures(sd: StoryData) -> list[FigureSpec]:
         ax2.plot(ts, ts / math.expm1(slope), "k--", lw=1, label="x* = t/(e^m - 1)")
         g = table[table["dtype"] == "float64"].sort_values("layer")
         ax2.plot(g["layer"], g["uniform_mode"], "k:", lw=1, label="mode under uniform content")
-    ax2.set_xlabel("layer t")
+    ax2.set_xlabel(quantity_label("layer"))
     ax2.set_ylabel("peak distance x_hat")
     ax2.legend(fontsize=7)
     caption = (

@@ -47,7 +47,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.rules.profiles import u_somewhere
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.rollout import end_over_middle_logs
@@ -395,7 +395,7 @@ def _gap_figure(sd: StoryData) -> list[FigureSpec]:
             t, np.maximum(c.lo, c.clamp), np.maximum(c.hi, c.clamp), color=line.get_color(), alpha=0.15
         )
     ax.set_yscale("log")
-    ax.set_xlabel("layer t")
+    ax.set_xlabel(quantity_label("layer"))
     ax.set_ylabel("max_i (1 - P(t)[i, 0]) (float64)")
     ax.legend(fontsize=7, title="M(t) = lam I + (1 - lam) A(t)", title_fontsize=7)
     if not prof.empty:

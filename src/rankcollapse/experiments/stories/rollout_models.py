@@ -31,7 +31,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks.masks import parse_mask
 from rankcollapse.experiments.kit.tasks.rollout import MODEL_ROLLOUT
@@ -250,7 +250,7 @@ def _depth_figure(table: pd.DataFrame) -> FigureSpec:
         ax.step(g["layer"], g["sink_rate"], where="mid", color="C2", lw=1.0, alpha=0.8,
                 label="sink_rate (one layer)")
         ax.set_title(f"{_short(label)} ({g['own_mask'].iloc[0]})", fontsize=8)
-        ax.set_xlabel("layer t")
+        ax.set_xlabel(quantity_label("layer"))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-0.02, 1.02)
     axes[0].set_ylabel("share: of attention on the first token (rollout, one layer);\nof heads (sink_rate)",

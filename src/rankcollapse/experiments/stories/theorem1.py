@@ -20,7 +20,14 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve, Rate, floor_rel
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import band, curve_axes, figure, panel_grid
+from rankcollapse.experiments.kit.plots import (
+    LAYER_PLUS_ONE,
+    band,
+    curve_axes,
+    figure,
+    panel_grid,
+    quantity_label,
+)
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -212,8 +219,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax.axhline(floor_rel("float64") * float(c.mean[0]), color="0.4", ls="-.", lw=0.8)
             r = radius.get(mask)
             ax.set_title(f"{mask} (r = {'none' if pd.isna(r) else int(r)})", fontsize=9)
-            ax.set_xlabel("layer t + 1")
-        axes[0].set_ylabel("mu(X(t))")
+            ax.set_xlabel(LAYER_PLUS_ONE)
+        axes[0].set_ylabel(quantity_label("mu"))
         axes[0].legend(fontsize=6)
         caption = (
             "Theorem 1: measured raw mu(X(t)) (mean ± std over samples and seeds, log-log) against the bound "
@@ -247,7 +254,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         ax.set_ylabel("per-layer factor of mu_rel (above the floor)")
         ax.legend(fontsize=7)
         ordered = sorted(rel.items(), key=lambda kv: radius[kv[0].split(", ")[0]])
-        curve_axes(ax2, [(label.split(", ")[0], c) for label, c in ordered], "mu_rel")
+        curve_axes(ax2, [(label.split(", ")[0], c) for label, c in ordered], quantity_label("mu_rel"))
         caption = (
             "Local masks slow collapse (Theorem 1's rate (1 - eps^r)^{1/r} grows with r): left, the measured "
             "per-layer factor of mu_rel over the layers above the floor against the mask radius; right, the "

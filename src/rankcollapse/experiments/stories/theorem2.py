@@ -19,7 +19,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import floor_rel
 from rankcollapse.experiments.kit.data import curves_by, mask_radius, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import curve_axes, panel_grid
+from rankcollapse.experiments.kit.plots import curve_axes, panel_grid, quantity_label
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.equilibria import LN_BOUNDS
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -216,7 +216,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         fig, axes = panel_grid(len(keys), ncols=4, w=3.2)
         for ax, (pl, inp) in zip(axes, keys, strict=True):
             sub = frame[(frame["placement"] == pl) & (frame["inputs"] == inp)]
-            curve_axes(ax, [(k[0], c) for k, c in curves_by(sub, "mu_rel", ["mask"]).items()], "mu_rel")
+            curve_axes(ax, [(k[0], c) for k, c in curves_by(sub, "mu_rel", ["mask"]).items()],
+                       quantity_label("mu_rel"))
             ax.set_title(f"{pl}-LN, {inp} inputs", fontsize=9)
         fig.suptitle(
             "Theorem 2 / Corollary 1 (paper's setting): the theory's LN, orthogonal W_V; mu_rel per mask",
@@ -234,7 +235,8 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is not None:
         frame = rows_of(data, "curve")
         fig, axes = panel_grid(1, ncols=1, w=5.0, h=3.4)
-        curve_axes(axes[0], [(k[0], c) for k, c in curves_by(frame, "mu_rel", ["mask"]).items()], "mu_rel")
+        curve_axes(axes[0], [(k[0], c) for k, c in curves_by(frame, "mu_rel", ["mask"]).items()],
+                   quantity_label("mu_rel"))
         axes[0].set_title("Ours: theory's LN + orthogonal W_V, hemisphere inputs", fontsize=9)
         caption = (
             "Ours: the theory's LayerNorm + orthogonal W_V, inputs in one open hemisphere (weaker than "

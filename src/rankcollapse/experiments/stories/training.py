@@ -49,7 +49,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, panel_grid
+from rankcollapse.experiments.kit.plots import MARKERS, panel_grid, quantity_label
 from rankcollapse.experiments.kit.rules import steps as tr
 from rankcollapse.experiments.kit.tasks.training import SINK_THRESHOLD, TRAIN_TRAJECTORIES
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -62,17 +62,13 @@ LAYERS_FIGURE = "ext_training_layers"
 MOVED = ("mu_rel", "effective_rank", "mean_abs_cos")
 #: The figure's rows: metric -> axis label.
 SHOWN = {
-    "mu_rel": "mu_rel (last layer)",
-    "effective_rank": "effective rank (last layer)",
-    "mean_abs_cos": "mean |cos| (last layer)",
+    **{key: f"{quantity_label(key)} (last layer)" for key in MOVED},
     "sink_rate": "sink rate (all layers)",
 }
 #: The layer figure's rows: metric -> axis label (one line per layer; row 0, the embeddings, has no
 #: attention).
 PER_LAYER = {
-    "mu_rel": "mu_rel",
-    "effective_rank": "effective rank",
-    "mean_abs_cos": "mean |cos|",
+    **{key: quantity_label(key) for key in MOVED},
     "first_token_attention": "first-token attention",
 }
 #: The range each shown metric can take (its interval is clipped to it).
