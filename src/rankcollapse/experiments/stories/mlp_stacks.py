@@ -33,7 +33,7 @@ from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import conditions
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
 from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.rules.growth import at_least, at_most, estimate, unit_curves
 from rankcollapse.experiments.kit.tasks.phases import SIMULATE_PHASES
@@ -167,7 +167,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                            "erank_mean": float(np.nanmean(s.erank[:, k]))} for k in t)
         ax.axhline(float(sd.verdict["collapse_max"]), color="0.5", ls=":", lw=0.8)
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel("layer t")
+        ax.set_xlabel(quantity_label("layer"))
         ax.set_ylabel("r(t) = (erank(t) - 1) / (erank(0) - 1)")
         ax.set_title(f"{WORDS[mode]} residual MLP ({mode}): effective rank", fontsize=8)
         ax.legend(fontsize=6)
