@@ -250,6 +250,13 @@ PINNED = {
         "ln_scaling.preln_massive[init: tiny:gpt2,layers=6, pre-LN]": "inconclusive",  # trained models only
         "ln_scaling.periln_balanced": "untested",
     },
+    # the disputes as maps (ours, issue 44 item 5): 4 networks a cell, lam = 0-0.9, 16 layers, N = 12; at the
+    # last layer the gap crosses 0.05 at lam ~0.5 (Wu's side below, Herasimchyk's above) and the U appears
+    # past lam ~0.83 (Chowdhury's)
+    "verdict_maps": {
+        "verdict_maps.converged_or_kept[residual]": "confirmed (ours)",
+        "verdict_maps.u_region[residual]": "confirmed (ours)",
+    },
     "mlp_stacks": {
         "mlp_stacks.postnorm_collapses[Post-Norm]": "inconclusive",
         "mlp_stacks.prenorm_plateaus[Pre-Norm]": "inconclusive",
@@ -292,6 +299,7 @@ FIGURES = {
     "hasse": ["hasse_flows"],
     "dyt": ["dyt_norm_maps", "dyt_equilibria", "dyt_fig2_tiny_bert_random_init"],
     "ln_scaling": ["ln_scaling_init", "ln_scaling_models"],
+    "verdict_maps": ["verdict_maps_lam_depth"],
     "mlp_stacks": ["mlp_stacks_rank"],
     "entropy_collapse": ["entropy_collapse_phase"],
 }

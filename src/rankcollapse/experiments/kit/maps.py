@@ -102,28 +102,34 @@ COLOURS = {BEFORE: "#4477aa", AFTER: "#ee6677", OPEN: "#dddddd"}
 
 def draw_map(ax: object, vmap: VerdictMap, boundary: Sequence[tuple[float, float]] = (),
              boundary_label: str = "") -> None:
-    """``vmap`` as coloured cells (x across, one row per y, each cell's n written in it), the mapped
-    boundary's brackets as black bars between the cells, and a known ``boundary`` [(y, x)] as a line."""
+    """``vmap`` as coloured cells (x across, each cell reaching halfway to its neighbours; one row per y; each
+    cell's n written in it), each row's mapped boundary (:meth:`VerdictMap.bracket`) as a black bar between
+    the cell centres it joins (none where the row is all open), and a known ``boundary`` [(y, x)] as a
+    dashed line."""
     from matplotlib.patches import Patch
 
     xs = vmap.xs
-    dx = np.diff(xs).min() if xs.size > 1 else 1.0
+    mids = (xs[1:] + xs[:-1]) / 2 if xs.size > 1 else np.array([])
+    left = np.concatenate([[xs[0] - (mids[0] - xs[0] if mids.size else 0.5)], mids])
+    right = np.concatenate([mids, [xs[-1] + (xs[-1] - mids[-1] if mids.size else 0.5)]])
     for r in range(len(vmap.ys)):
-        for x, w, m in zip(xs, vmap.cells(r), vmap.rows[r].margins, strict=True):
-            ax.add_patch(_rect(x - dx / 2, r - 0.45, dx, 0.9, COLOURS[w]))
-            ax.text(x, r, str(m.n), ha="center", va="center", fontsize=5, color="0.2")
+        for k, (x, w, m) in enumerate(zip(xs, vmap.cells(r), vmap.rows[r].margins, strict=True)):
+            ax.add_patch(_rect(left[k], r - 0.45, right[k] - left[k], 0.9, COLOURS[w]))
+            ax.text(x, r - 0.3, f"n={m.n}", ha="center", va="center", fontsize=5, color="0.15")
         lo, hi = vmap.bracket(r)
-        lo = xs[0] - dx / 2 if not math.isfinite(lo) else lo
-        hi = xs[-1] + dx / 2 if not math.isfinite(hi) else hi
-        ax.plot([lo, hi], [r, r], color="k", lw=1.2)
+        if math.isfinite(lo) or math.isfinite(hi):
+            ax.plot([lo if math.isfinite(lo) else left[0], hi if math.isfinite(hi) else right[-1]], [r, r],
+                    color="k", lw=1.5, solid_capstyle="butt")
     if boundary:
         rank = {y: r for r, y in enumerate(vmap.ys)}
         pts = [(x, rank[y]) for y, x in boundary if y in rank and math.isfinite(x)]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "k--", lw=1, marker="x", ms=4,
                     label=boundary_label)
-    ax.set_xlim(xs[0] - dx / 2, xs[-1] + dx / 2)
+    ax.grid(False)
+    ax.set_xlim(left[0], right[-1])
     ax.set_ylim(-0.5, len(vmap.ys) - 0.5)
+    ax.set_xticks(xs, [f"{x:g}" for x in xs], fontsize=6, rotation=90 if xs.size > 8 else 0)
     ax.set_yticks(range(len(vmap.ys)), [f"{y:g}" for y in vmap.ys])
     ax.set_xlabel(vmap.x_name)
     ax.set_ylabel(vmap.y_name)
@@ -131,7 +137,8 @@ def draw_map(ax: object, vmap: VerdictMap, boundary: Sequence[tuple[float, float
                Patch(color=COLOURS[AFTER], label=vmap.sides[1]),
                Patch(color=COLOURS[OPEN], label="open (neither for sure)")]
     extra = ax.get_legend_handles_labels()[0]
-    ax.legend(handles=[*handles, *extra], fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
+    bar = ax.plot([], [], color="k", lw=1.5, label="mapped boundary")[0]
+    ax.legend(handles=[*handles, bar, *extra], fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
 def _rect(x: float, y: float, w: float, h: float, colour: str) -> object:

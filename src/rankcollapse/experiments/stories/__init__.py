@@ -45,6 +45,7 @@ ORDER: tuple[str, ...] = (
     "u_init",  # the U-shape at initialisation (Chowdhury 2026, arXiv 2603.10123): Cesàro powers, Jacobians
     "dyt",  # DyT (Zhu et al., arXiv 2503.10622): the tanh-like map; the paper's questions asked of DyT
     "ln_scaling",  # LayerNorm Scaling (arXiv 2502.05795) and Peri-LN (arXiv 2502.02732): growth with depth
+    "verdict_maps",  # the disputes as maps: Wu 2025 / Herasimchyk 2026 / Chowdhury 2026 over lam x depth
     "mlp_stacks",  # residual MLP stacks (Everett, arXiv 2607.14018): Post- against Pre-Norm, rank
     "entropy_collapse",  # rank vs entropy collapse (arXiv 2505.24333), LN(lam X + SA(X)) (arXiv 2410.10609)
 )
