@@ -35,7 +35,7 @@ from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
 from rankcollapse.edge.inputs import read_json
 from rankcollapse.edge.provenance import package_versions
 from rankcollapse.edge.validate import quote, type_name
-from rankcollapse.experiments.contract.story import Found, StoryData, slice_data
+from rankcollapse.experiments.contract.story import NO_RUNS, Found, StoryData, slice_data
 from rankcollapse.experiments.contract.verdicts import Claim, assign_paper
 from rankcollapse.experiments.engine.config import Experiment
 from rankcollapse.experiments.engine.costs import PARALLEL_SLOWDOWN, RunCost, wall_seconds
@@ -322,6 +322,13 @@ def reproduce(config: ReproduceConfig, *, stories: dict[str, Found] | None = Non
     out = config.out_dir
     by_name = {e.name: e for e in experiments}
     runs = with_execution([s for e in experiments for s in e.runs()], given)
+    if not runs:  # nothing would be measured: never a report that looks finished
+        names = ", ".join(e.name for e in experiments[:4]) + (", ..." if len(experiments) > 4 else "")
+        raise RankCollapseError(
+            f"no run to do: every experiment selected ({names}) is skipped in profile {profile} (skip: true, "
+            "or an opt-in arm); allowed: another --profile, or --only an experiment with runs (--list shows "
+            "each one's runs); nothing was written"
+        )
     specs = sorted(runs, key=lambda s: _cost(s, by_name))
     with OutputLock(out, wait=wait):
         refuse_missing_extras(specs, RunStore(out))
@@ -548,6 +555,17 @@ def judge_folder_with_headlines(
     return claims, found
 
 
+def _arm_failures(experiment: str, arms: dict[str, Any]) -> str:
+    """The failed runs behind a claim of ``experiment``: its arm's (``<story>.<arm>``), or, for a claim
+    the story judges on no one arm (``experiment`` the story's name: ``--only position_decay.rope``
+    selects one arm, a statement may read another), those of every arm selected. Never an IndexError
+    while judging, whichever arms ``--only`` chose."""
+    arm = experiment.split(".", 1)[1] if "." in experiment else None
+    if arm in arms:
+        return str(arms[arm].failures())
+    return "; ".join(f for f in (arms[a].failures() for a in arms) if f and f != NO_RUNS)
+
+
 def _analyse(
     experiments: list[Experiment],
     table: pd.DataFrame,
@@ -584,7 +602,7 @@ def _analyse(
         sd = StoryData(name, arms, dict(exps[0].verdict), dict(exps[0].ranges))
         with at_looks((looks or {}).get(name, 1)):
             judged = found.story.claims(sd)
-        rows = [with_failures(c, arms[c.experiment.split(".", 1)[1]].failures()) for c in judged]
+        rows = [with_failures(c, _arm_failures(c.experiment, arms)) for c in judged]
         keys = {c.key for c in rows}
         for statement in found.story.statements:
             if statement.key not in keys:

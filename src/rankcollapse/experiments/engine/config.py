@@ -25,6 +25,11 @@ A custom sweep (``--config-dir``) is one experiment: ``title``, ``task`` (a task
 its ``grid`` axes replace whole axes (an axis set to ``null`` is dropped). Every default is in the
 YAML, commented; nothing is hidden in code. This module knows nothing about the paper.
 
+One schema (:data:`CUSTOM_KEYS`, :data:`STORY_KEYS`, :data:`ARM_KEYS`, :data:`PROFILE_KEYS`, the profile
+names but ``full``): a key outside it is one line naming it, before anything runs (``grd:`` for ``grid:``
+was ignored and ran one point). An experiment's name, a folder under ``runs/``, is a plain name (a file
+``...yaml`` named ``..`` wrote its records at the top of ``--out``).
+
 ``batch_size`` in a (profile's) ``base`` is an execution setting, not a parameter: how many samples
 go through a model at a time. It is taken out of the params (a run's identity does not depend on
 it) into ``Experiment.execution`` and every run's ``RunSpec.execution``; it may not be a grid axis.
@@ -44,6 +49,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +61,25 @@ from rankcollapse.experiments.engine.grid import RunSpec, make_runs
 from rankcollapse.experiments.engine.tasks import Task
 
 PROFILES = ("quick", "full", "tiny", "paper")
+#: An experiment's name (a folder under ``runs/``): no path separator, never ``.``, ``..`` or hidden.
+_PLAIN_NAME = re.compile(r"[^\W][\w.+-]*")
+
+#: The one YAML schema: the keys each level of a config may hold (module docstring). A key outside it
+#: (``grd:`` for ``grid:``, ``profiles: {quik: ...}``) is one line naming it and what is allowed, before
+#: anything runs: it was ignored, and the sweep ran a config the user did not write.
+CUSTOM_KEYS = ("name", "title", "task", "base", "grid", "verdict", "profiles")
+STORY_KEYS = ("title", "verdict", "ranges", "arms")
+ARM_KEYS = ("title", "base", "grid", "profiles", "opt_in")
+PROFILE_KEYS = ("base", "grid", "skip")
+#: The profiles a config's ``profiles`` may override (``full`` is base + grid as written: no override).
+OVERRIDDEN = tuple(p for p in PROFILES if p != "full")
+
+
+def check_keys(raw: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    """One line for the first key of ``raw`` that ``allowed`` does not name (the YAML schema)."""
+    unknown = [k for k in raw if k not in allowed]
+    if unknown:
+        raise RankCollapseError(f"{where}: unknown key {quote(unknown[0])}; allowed: {', '.join(allowed)}")
 
 
 @dataclass
@@ -85,6 +110,11 @@ class Experiment:
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
             raise RankCollapseError(f"experiment name must be a non-empty string, got {self.name!r}")
+        if not _PLAIN_NAME.fullmatch(self.name):  # its records go to runs/<name>/: never out of runs/
+            raise RankCollapseError(
+                f"experiment name {quote(self.name)} (from {self.source or 'its config'}) is not a plain "
+                "name; allowed: letters, digits and _ . + - (not first: a dot), e.g. a file my_sweep.yaml"
+            )
         if self.profile not in PROFILES:
             raise RankCollapseError(f"unknown profile {self.profile!r}; allowed: {', '.join(PROFILES)}")
         for label, value in (("base", self.base), ("grid", self.grid or {}), ("verdict", self.verdict)):
@@ -223,8 +253,11 @@ def _apply_profile(
     mapping (``base``, ``grid``, ``profiles``, a profile, its ``base`` and ``grid``) checked, one line."""
     base = copy.deepcopy(_mapping(raw.get("base"), where, "base"))
     grid = copy.deepcopy(_mapping(raw.get("grid"), where, "grid"))
+    profiles = _mapping(raw.get("profiles"), where, "profiles")
+    check_keys(profiles, OVERRIDDEN, f"{where}, profiles")
+    for name, each in profiles.items():
+        check_keys(_mapping(each, where, f"profiles.{name}"), PROFILE_KEYS, f"{where}, profiles.{name}")
     if profile != "full":
-        profiles = _mapping(raw.get("profiles"), where, "profiles")
         override = _mapping(profiles.get(profile), where, f"profiles.{profile}")
         if override.get("skip"):
             return base, None
@@ -253,6 +286,7 @@ def load_experiment(
         raise RankCollapseError(
             f"experiment config {path} has arms: it is a story's file, not a custom sweep"
         )
+    check_keys(raw, CUSTOM_KEYS, f"experiment config {path}")
     name = raw.get("name", path.stem)
     if name != path.stem:
         raise RankCollapseError(f"experiment config {path}: name {name!r} must equal the file stem")
@@ -310,6 +344,7 @@ def load_arms(
         raise RankCollapseError(
             f"story config {path}: arms {sorted(arms)} but the story declares {sorted(tasks)}"
         )
+    check_keys(raw, STORY_KEYS, f"story config {path}")
     if "title" not in raw:
         raise RankCollapseError(f"story config {path} lacks title")
     verdict, ranges = dict(raw.get("verdict") or {}), dict(raw.get("ranges") or {})
@@ -317,6 +352,7 @@ def load_arms(
     for arm, spec in arms.items():
         if not isinstance(spec, dict):
             raise RankCollapseError(f"story config {path}: arm {arm!r} must be a mapping")
+        check_keys(spec, ARM_KEYS, f"story config {path}, arm {arm}")
         task, extension = tasks[arm]
         opt_in = spec.get("opt_in", False)
         if not isinstance(opt_in, bool):

@@ -136,6 +136,23 @@ def identity_problem(record: dict[str, Any], spec: RunSpec) -> str | None:
     return None
 
 
+#: The SHA-256 of no bytes: the checksum of a run without rows.
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def _describes_no_file(record: dict[str, Any]) -> bool:
+    """Whether a record that counts no rows says so throughout: no bytes and the checksum of none (a
+    record from before checksums: no bytes recorded). An ``n_rows: 0`` whose ``csv_bytes`` /
+    ``csv_sha256`` describe a file is an edited or damaged record: its run is measured again, never
+    trusted (its rows vanished from ``runs.csv`` and a verdict flipped)."""
+    if record.get("n_rows") != 0 or isinstance(record.get("n_rows"), bool):
+        return False
+    digest = record.get("csv_sha256")
+    if isinstance(digest, str) or "csv_bytes" in record:
+        return record.get("csv_bytes") == 0 and digest in (_EMPTY_SHA256, None)
+    return True
+
+
 class RunStore:
     """Finished runs under ``root/runs/<experiment>/``; see the module docstring for the layout.
 
@@ -177,10 +194,11 @@ class RunStore:
     def verify(self, record: dict[str, Any]) -> bool:
         """Whether the run file of a finished record is intact: present, of the recorded size and
         SHA-256 (records written before checksums: of the recorded row count). A run without rows
-        has no file and is intact. A file verified once is not read again while its size and
+        has no file and is intact when its record says so throughout (:func:`_describes_no_file`). A
+        file verified once is not read again while its size and
         modification time stay the same (a resume asks several times)."""
         if not record.get("n_rows"):
-            return True
+            return _describes_no_file(record)
         path = self.csv_path(record)
         try:
             info = os.stat(path)
