@@ -475,7 +475,9 @@ def read_npy(path: str | os.PathLike[str], what: str, check: HeaderCheck | None 
     Refused with one line: a non-regular file, object (pickled) arrays, whatever
     ``check(shape, dtype)`` raises for, a header claiming more than ``max_bytes`` of data (default:
     the kind's cap) or more data than the file holds, and whatever ``reserve(shape, nbytes)`` (a
-    memory check, called last, just before the allocation) raises for. Pickles are never loaded.
+    memory check, called last, just before the allocation) raises for. Pickles are never loaded. The
+    array comes back in the machine's byte order (torch reads no other: a big-endian file was a
+    ValueError traceback).
     """
     import numpy as np
 
@@ -512,6 +514,8 @@ def read_npy(path: str | os.PathLike[str], what: str, check: HeaderCheck | None 
                     f"{what} {quote_path(path)} ended early; allowed: an intact numpy.save file"
                 )
             got += n
+    if not dtype.isnative:  # a big-endian file on a little-endian machine: the values, in native order
+        array = array.astype(dtype.newbyteorder("="))
     if fortran:
         return array.reshape(shape[::-1]).transpose().copy()
     return array.reshape(shape)
