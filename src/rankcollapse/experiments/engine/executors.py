@@ -244,11 +244,31 @@ def dask_workers(scheduler: str) -> int | None:
     """How many workers the Dask scheduler at ``scheduler`` has now (None when it cannot say)."""
     try:
         from distributed import Client
-
+    except Exception:  # no distributed: the sweep itself says so in one line
+        return None
+    try:
         with Client(scheduler, timeout="10s") as client:
             return len(client.scheduler_info().get("workers", {})) or None
-    except Exception:  # not reachable, or no distributed: the sweep itself says so in one line
+    except Exception as err:  # not reachable: the sweep itself says so in one line
+        _release_half_built(err, Client)
         return None
+
+
+def _release_half_built(err: BaseException, kind: type) -> None:
+    """Stop the Client a failed constructor left behind (found in the traceback's frames): its
+    ``__del__`` would close it at exit, wait 20 s on a loop that never connected and print a
+    ``Client.__del__`` traceback after our line. Its loop is stopped and it is marked as failed before
+    it had one (its own ``__del__`` then does nothing)."""
+    tb = err.__traceback__
+    while tb is not None:
+        client = tb.tb_frame.f_locals.get("self")
+        if isinstance(client, kind):
+            try:
+                client._loop_runner.stop()
+            except Exception:
+                pass
+            client._Client__loop = None
+        tb = tb.tb_next
 
 
 def _run_dask(
@@ -263,7 +283,8 @@ def _run_dask(
         client = Client(scheduler, timeout="10s")
     except Exception as err:  # OSError, TimeoutError, ValueError for a malformed address, ...
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise RankCollapseError(f"cannot reach Dask scheduler {quote(scheduler)}: {reason}") from err
+        _release_half_built(err, Client)
+        raise RankCollapseError(f"cannot reach Dask scheduler {quote(scheduler)}: {reason}") from None
     futures = {}
     lost = (f"lost the Dask scheduler {quote(scheduler)} mid-sweep ({{}}); the finished runs are kept and "
             "the next call resumes")
