@@ -71,3 +71,22 @@ def test_cells_read_each_side_and_the_table_has_a_verdict_and_n_per_cell():
     table = vmap.table()
     assert len(table) == len(LAMS) * len(DEPTHS) and (table["n"] == NETWORKS).all()
     assert set(table["verdict"]) <= {"converged (Wu)", "kept (Herasimchyk)", "open"}
+
+
+def test_the_grid_the_report_shows_has_each_cell_s_word_and_n_and_each_row_s_boundary(tmp_path):
+    from rankcollapse.experiments.kit.plots import FigureFile
+    from rankcollapse.pipeline.report import _figure
+
+    vmap = a_map(planted(np.random.default_rng(0)))
+    grid = vmap.grid(("conv", "kept"))
+    assert list(grid["depth t"]) == [f"{t:g}" for t in DEPTHS[::-1]]  # the deepest first, as drawn
+    assert grid.iloc[0, 1:-1].str.fullmatch(r"(conv|kept|open) \(6\)").all()
+    lo, hi = vmap.bracket(len(DEPTHS) - 1)
+    assert grid["boundary"].iloc[0] == f"[{lo:g}, {hi:g}]"
+    table = tmp_path / "m.table.csv"
+    grid.assign(note="<b>x</b>").to_csv(table, index=False)
+    png, pdf, csv = (tmp_path / f"m.{e}" for e in ("png", "pdf", "csv"))
+    for path in (png, pdf, csv):
+        path.write_bytes(b"")
+    html = _figure(FigureFile("m", "s", png, pdf, csv, "cap", table), tmp_path)
+    assert "<table class='map'>" in html and "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html

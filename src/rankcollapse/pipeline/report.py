@@ -204,8 +204,21 @@ def _figure(f: FigureFile, out_dir: Path) -> str:
     return (
         f"<figure id='fig-{_e(f.name)}'>{_img(f.png)}<figcaption><b>{_e(f.name)}</b> — "
         f"{_e(f.caption)} {_csv_link(f.csv, out_dir)} · PDF: <code>{_e(f.pdf.relative_to(out_dir))}</code>"
-        "</figcaption></figure>"
+        f"</figcaption>{_figure_table(f.table)}</figure>"
     )
+
+
+def _figure_table(path: Path | None) -> str:
+    """The small table a figure carries (``FigureSpec.table``: a verdict map's cells), every cell escaped."""
+    if path is None or not path.exists():
+        return ""
+    import pandas as pd
+
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in r) + "</tr>"
+                   for r in frame.itertuples(index=False))
+    return f"<table class='map'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def _counters(counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:

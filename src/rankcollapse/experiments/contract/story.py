@@ -46,12 +46,15 @@ NO_RUNS = "no runs"
 
 @dataclass
 class FigureSpec:
-    """A drawn figure before saving: file stem, matplotlib figure, its data (saved as CSV), caption."""
+    """A drawn figure before saving: file stem, matplotlib figure, its data (saved as CSV), caption;
+    ``table``: a small table the report shows under the figure (a verdict map's cells), saved as
+    ``<name>.table.csv``."""
 
     name: str
     figure: Any
     data: pd.DataFrame
     caption: str
+    table: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,22 @@ class VerdictMap:
         return pd.DataFrame(out)
 
 
+    def grid(self, short: tuple[str, str]) -> pd.DataFrame:
+        """The map as the report shows it: one row per y, one column per x, each cell ``<word> (n)``
+        (``short``: the two sides' words, ``open`` otherwise), and the row's mapped boundary."""
+        out = []
+        for r, (y, c) in enumerate(zip(self.ys, self.rows, strict=True)):
+            row: dict[str, str] = {self.y_name: f"{y:g}"}
+            for x, m, w in zip(self.xs, c.margins, self.cells(r), strict=True):
+                row[f"{self.x_name} = {x:g}"] = f"{ {BEFORE: short[0], AFTER: short[1]}.get(w, OPEN)} ({m.n})"
+            lo, hi = self.bracket(r)
+            ends = (math.isfinite(lo), math.isfinite(hi))
+            row["boundary"] = {(True, True): f"[{lo:g}, {hi:g}]", (False, True): f"< {hi:g}",
+                               (True, False): f"> {lo:g}"}.get(ends, "open")
+            out.append(row)
+        return pd.DataFrame(out[::-1])  # the deepest row first, as drawn
+
+
 def verdict_map(xs: Sequence[float], rows: Sequence[tuple[float, Sequence[np.ndarray]]], level: float, *,
                 x_name: str, y_name: str, what: str, sides: tuple[str, str], rising: bool = True,
                 unit: str = NETWORK) -> VerdictMap:

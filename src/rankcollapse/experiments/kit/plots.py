@@ -43,6 +43,7 @@ class FigureFile:
     pdf: Path
     csv: Path
     caption: str
+    table: Path | None = None  # a table the report shows under the figure (FigureSpec.table)
 
 
 #: The report's style (matplotlib rcParams), set by :func:`pyplot` and :func:`figure`.
@@ -74,7 +75,11 @@ def save_figure(spec: FigureSpec, out_dir: Path, experiment: str) -> FigureFile:
     png, pdf, csv = (out_dir / f"{spec.name}.{ext}" for ext in ("png", "pdf", "csv"))
     figures.save_figure(spec.figure, png, pdf, tight=True)
     atomic_write(csv, spec.data.to_csv(index=False))
-    return FigureFile(spec.name, experiment, png, pdf, csv, spec.caption)
+    table = None
+    if spec.table is not None:
+        table = out_dir / f"{spec.name}.table.csv"
+        atomic_write(table, spec.table.to_csv(index=False))
+    return FigureFile(spec.name, experiment, png, pdf, csv, spec.caption, table)
 
 
 def empty(name: str, caption: str, why: str) -> FigureSpec:

@@ -187,9 +187,12 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         "Herasimchyk et al. 2026's prevention holds) or open (grey); black bars: the mapped boundary (from "
         "the last cell decided converged to the first decided kept); dashed: where uniform causal attention "
         "would put it (closed form; random attention is not uniform). Right: the last token's profile a U "
-        "for sure (red: Chowdhury 2026's shape), not a U for sure (blue), open (grey)."
+        "for sure (red: Chowdhury 2026's shape), not a U for sure (blue), open (grey). The table: each "
+        "cell's verdict and its n (networks), and each depth's mapped boundary."
     )
-    return [FigureSpec(FIGURE, fig, table, caption)]
+    shown = pd.concat([gap.grid(("converged", "kept")).assign(map="first-token gap"),
+                       u.grid(("no U", "U")).assign(map="U")], ignore_index=True)
+    return [FigureSpec(FIGURE, fig, table, caption, table=shown[["map", *shown.columns[:-1]]])]
 
 
 def _words(vmap: VerdictMap, r: int) -> str:
