@@ -109,13 +109,16 @@ def test_overflowing_samples_are_counted_not_crashing():
 
 
 def test_overflowing_rows_are_marked_overflow_with_a_note(tiny_models, ids):
-    """attn+skip in float32 at depth overflows (token norms grow each layer): such rows say so."""
+    """attn+skip in float32 at depth overflows (token norms grow each layer): such rows say so. Row 0 too:
+    its tokens (1e30) are finite, but their squares do not fit in float32, so its mu would be inf (it
+    said ``status ok`` with an infinite mu, issue 39)."""
     model = tiny_models("bert")
     big = model.embed(ids) * 1e30  # a huge input overflows within a few layers
     result = analyze(AnalyzeConfig(model="tiny:bert", mode="attn+skip", layers=6, metrics=("mu",)),
                      model=_const_embed(model, big), ids=ids)
     statuses = result.column("status")
-    assert statuses[0] == "ok" and "overflow" in statuses
+    assert statuses[0] == "overflow" and bool(torch.isfinite(big).all())
+    assert all(r["mu"] != float("inf") for r in result.rows)
     bad = result.overflow_layers
     assert bad == [int(r["layer"]) for r in result.rows if r["finite"] < 1.0] and bad
     assert any("non-finite" in note for note in result.notes)

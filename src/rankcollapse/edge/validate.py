@@ -186,6 +186,36 @@ def check_tensor(
     return value
 
 
+def check_token_ids(name: str, value: Any, vocab: int | None = None, positions: int | None = None) -> Any:
+    """Token ids ``[b, n]`` a model's embedding can read: a ``torch.Tensor`` (a list or a numpy array
+    refused, naming the argument), two dimensions, an integer dtype (float values, e.g. images
+    ``[b, C, H, W]``, are no token ids), each id in ``0..vocab-1`` and ``n <= positions`` where given.
+    The one check of ids at the edge (``analyze``'s ``ids``, a monitor's batch): the library's words
+    ("index out of range in self", "Expected tensor for argument #1 'indices'") never reach a user."""
+    import torch
+
+    check_tensor(name, value, floating=False, finite=False)
+    if value.ndim != 2:
+        raise RankCollapseError(f"{name} has {value.ndim} dimensions {tuple(value.shape)}; allowed: token "
+                                "ids "
+                                "[b, n] (images are given as pixel_values to a vision encoder)")
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        raise RankCollapseError(f"{name} must hold integer token ids, got {value.dtype} values of shape "
+                                f"{tuple(value.shape)}; allowed: a LongTensor [b, n]")
+    if value.numel():
+        low, high = int(value.min()), int(value.max())
+        if low < 0 or (vocab is not None and high >= vocab):
+            bad = low if low < 0 else high
+            top = f"{vocab - 1}" if vocab is not None else "the vocabulary's last id"
+            raise RankCollapseError(f"{name} holds token id {bad}; allowed: 0..{top} (the model's "
+                                    "vocabulary)")
+    if positions is not None and value.shape[1] > positions:
+        raise RankCollapseError(f"{name} has {value.shape[1]} tokens per sample; allowed: at most "
+                                f"{positions} "
+                                "(the model's positions)")
+    return value
+
+
 def check_finite(name: str, value: Any) -> Any:
     """Refuse a tensor with a NaN or infinite entry, saying how many and where the first is."""
     import torch

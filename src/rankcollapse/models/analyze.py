@@ -34,6 +34,7 @@ from rankcollapse.core.execution import batch_slices
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.messages import warning
 from rankcollapse.edge.progress import progress as progress_lines
+from rankcollapse.edge.validate import check_token_ids
 from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.metrics import document_columns
 from rankcollapse.models.analyze_config import AnalyzeConfig
@@ -292,6 +293,7 @@ def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
         ids, attention_mask = text_batch(model, list(texts), config.tokens)
     if ids is None:
         ids = token_batch(config, model)
+    check_token_ids("ids", ids, model.vocab_size or None)
     lengths = None
     if attention_mask is not None:
         attention_mask = attention_mask.to(torch.long)
@@ -398,8 +400,9 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
                            notes=notes, samples=samples, ids=None if model.image is not None else ids)
     bad = result.overflow_layers
     if bad:
-        result.notes.append(f"non-finite hidden states (overflow) from layer {bad[0]} on in {len(bad)} of "
-                            f"{len(rows)} rows; metrics there cover the finite samples only (NaN if none)")
+        result.notes.append(f"non-finite hidden states or metrics (overflow) from layer {bad[0]} on in "
+                            f"{len(bad)} of {len(rows)} rows; metrics there cover the finite samples only "
+                            "(NaN if none)")
     zero = [int(r["layer"]) for r in rows if r["status"] == "underflow"]
     if zero:
         result.notes.append(f"hidden states exactly zero (underflow) from layer {zero[0]} on in {len(zero)} "

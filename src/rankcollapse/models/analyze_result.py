@@ -34,9 +34,10 @@ class AnalyzeResult:
     value per sample (float64 [b], NaN for a non-finite sample): :meth:`per_sample_rows`,
     ``to_frame(per_sample=True)``. ``ids``: the token ids read, int64 [b, n] (right padding: 0).
 
-    ``finite``: share of samples whose hidden state is finite (metrics cover those samples only).
-    ``status``: ``ok``; ``overflow`` where some sample is non-finite (inf / NaN; every metric is
-    NaN when no sample is finite); ``underflow`` where some sample is exactly zero (float32 at
+    ``finite``: share of samples whose hidden state and metrics are finite (metrics cover those samples
+    only). ``status``: ``ok``; ``overflow`` where some sample is non-finite (inf / NaN), or so large that
+    its metrics overflow the dtype (float32 tokens near 1e37: ``mu`` inf; every metric is NaN when no
+    sample is finite); ``underflow`` where some sample is exactly zero (float32 at
     depth: ``mu_rel`` is then 0/0, NaN). ``seconds``: ``load``, ``tokenize``, ``forward`` (layers
     only) and ``metrics``. ``notes``: plain-words remarks about the run.
 

@@ -64,10 +64,32 @@ def sample_values(x: Tensor, names: tuple[str, ...] | None = None, threads: int 
             if lengths is None:
                 lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.long)
             ok = torch.stack([torch.isfinite(x[i, : int(m)]).all() for i, m in enumerate(lengths)]).cpu()
-            return ok, per_sample_metrics(x, wanted, lengths, cos_rows, cos_seed)  # NaN where not finite
+            values = per_sample_metrics(x, wanted, lengths, cos_rows, cos_seed)  # NaN where not finite
+            return _overflowed_metrics(ok, values, x, lengths), values
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+
+
+def _overflowed_metrics(ok: Tensor, values: dict[str, Tensor], x: Tensor, lengths: Tensor) -> Tensor:
+    """``ok`` with every sample whose metrics overflowed its dtype taken out (and their values set NaN): a
+    finite state so large that a measure's sums do not fit (float32 tokens near 1e37: ``mu`` inf,
+    ``mu_rel`` inf / inf). Such a sample is an overflow like a non-finite state, never ``status ok``
+    with an infinite ``mu``. (A zero or tiny state's ``mu_rel`` is 0/0, NaN: an underflow, kept.)"""
+    bad = torch.zeros_like(ok)
+    for v in values.values():
+        bad |= torch.isinf(v)
+    if "mu_rel" in values and bool(torch.isnan(values["mu_rel"][ok]).any()):
+        # NaN: inf / inf (an overflow) or 0 / 0 (a zero state, or squares too small for the dtype: an
+        # underflow); entries of magnitude >= 1 cannot underflow
+        large = torch.stack([x[i, : int(m)].abs().amax() >= 1 for i, m in enumerate(lengths)]).cpu()
+        bad |= torch.isnan(values["mu_rel"]) & large
+    bad &= ok
+    if not bool(bad.any()):
+        return ok
+    for v in values.values():
+        v[bad] = math.nan
+    return ok & ~bad
 
 
 def summarize_samples(ok: Tensor, values: dict[str, Tensor]) -> tuple[float, dict[str, float]]:

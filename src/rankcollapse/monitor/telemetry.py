@@ -147,6 +147,7 @@ class _Probe:
     heads: int = 0
     own: bool = False  # the layers give their own attention weights (OWN_ATTENTION)
     dtypes: list[str] = field(default_factory=list)  # the dtypes of the hidden states measured
+    partial: list[tuple[int, int, int]] = field(default_factory=list)  # (row, finite samples, samples)
 
 
 def _dtype_label(dtype: torch.dtype) -> str:
@@ -238,7 +239,7 @@ class Monitor:
         """Count one training step (or set the count to ``step``, e.g. the optimiser's global step) and
         probe when the count is a multiple of ``every``: on :attr:`probe`, else on ``batch``. Never
         raises for the probe's sake: a failure is one warning line (:attr:`failures`) and ``[]``."""
-        self._count = self._count + 1 if step is None else int(step)
+        self._count = self._count + 1 if step is None else _check_step(step)
         if self._count % self.config.every:
             return []
         return self.safe_measure(model, batch, step=self._count)
@@ -259,12 +260,14 @@ class Monitor:
         :attr:`rows` and the sinks). ``step`` labels the rows (default: the count of :meth:`step`).
         RankCollapseError (one line) for a model without layers, a batch it cannot read, a probe that
         does not fit in memory."""
-        step = self._count if step is None else int(step)
+        step = self._count if step is None else _check_step(step)
         given = self.probe if self.probe is not None else batch
         if given is None:
             raise RankCollapseError("no batch to measure; pass a batch or give the Monitor a probe= batch")
+        _check_model(model)
         layers = find_layers(model, self.config.layers)
         args, kwargs, ids_shape, padding = _model_inputs(layers.call, _check_batch(given), _is_hf(model))
+        _check_ids(model, kwargs.get("input_ids", args[0] if args else None))
         _check_probe_memory(model, ids_shape)
         state = _Probe(
             step,
@@ -276,6 +279,12 @@ class Monitor:
             _attention_parts(model, layers, state, ids_shape[1])
         rows = _run_probe(model, layers, args, kwargs, state, self)
         self._label(model, coarsest(state.dtypes), step)
+        if state.partial:
+            first, last = state.partial[0][0], state.partial[-1][0]
+            fewest = min(state.partial, key=lambda p: p[1])
+            where = f"row {first}" if first == last else f"rows {first}..{last} ({len(state.partial)} rows)"
+            self._warn(f"step {step}: {where}: only {fewest[1]} of {fewest[2]} probe samples finite "
+                       "(overflow); the values there are means over the finite samples only")
         self.rows.extend(rows)
         self._outputs.write(rows, step)
         return rows
@@ -318,7 +327,9 @@ class Monitor:
             "hook": state.layers.hook(t),
         }
         ok, values = sample_values(x, self.config.metrics, self.config.metric_threads, state.lengths)
-        _, stats = summarize_samples(ok, values)
+        finite, stats = summarize_samples(ok, values)
+        if finite < 1.0:  # the row's means cover the finite samples only: said, with the count
+            state.partial.append((t, int(ok.sum()), int(ok.numel())))
         state.rows += [{**base, "metric": name, "value": stats[name]} for name in self.config.metrics]
         if self.config.diagnostics:
             from rankcollapse.models.diagnose import diagnostic_row, diagnostic_values
@@ -365,12 +376,68 @@ class Monitor:
         )
 
 
+def _check_step(step: Any) -> int:
+    """A step label: a whole number >= 0 (a float that is one, e.g. ``3.0``, is taken); one line else."""
+    import numbers
+
+    if isinstance(step, numbers.Real) and not isinstance(step, bool) and float(step).is_integer():
+        if step >= 0:
+            return int(step)
+    raise RankCollapseError(f"step={quote(step)} is invalid; allowed: a whole number >= 0 (the training "
+                            "step)")
+
+
+def _check_model(model: Any) -> None:
+    """The model a probe can run: an ``nn.Module`` with its weights in memory, reading token ids (one
+    line for a model on the meta device, and for a vision model: images are not monitored)."""
+    if not isinstance(model, nn.Module):
+        raise RankCollapseTypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
+    first = next(iter(model.parameters()), None)
+    if first is not None and first.device.type == "meta":
+        raise RankCollapseError(
+            f"{type(model).__name__} is on the meta device (no weights in memory); allowed: a model "
+            "whose weights are loaded (model.to_empty(...) and load its state, or from_pretrained)"
+        )
+    cfg = getattr(model, "config", None)
+    if _is_hf(model) and (getattr(cfg, "image_size", None) or getattr(cfg, "vision_config", None)):
+        raise RankCollapseError(
+            f"{type(model).__name__} reads images; images are not monitored (a probe is token ids [b, n] of "
+            "a text model; rankcollapse analyze measures a vision encoder)"
+        )
+
+
+def _check_ids(model: nn.Module, ids: Any) -> None:
+    """The probe's token ids through the one check of ids (``edge.validate.check_token_ids``: integers,
+    in the vocabulary, within the positions) where the model reads ids: a Hugging Face model, or one
+    whose input embedding says its vocabulary. A plain model fed other inputs is not checked."""
+    from rankcollapse.edge.validate import check_token_ids
+
+    get = getattr(model, "get_input_embeddings", None)
+    try:
+        embedding = get() if callable(get) else None
+    except (NotImplementedError, AttributeError):
+        embedding = None
+    vocab = getattr(embedding, "num_embeddings", None)
+    if not isinstance(ids, Tensor) or (not _is_hf(model) and not isinstance(vocab, int)):
+        return
+    cfg = getattr(model, "config", None)
+    positions = getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", None)
+    if getattr(cfg, "position_embedding_type", "absolute") != "absolute" or not isinstance(positions, int):
+        positions = None
+    check_token_ids("the probe batch", ids, vocab if isinstance(vocab, int) else None, positions)
+
+
 def _check_batch(batch: Any) -> Any:
     """A batch as a probe reads it (the :class:`Monitor` docstring); RankCollapseError (one line) else."""
     if isinstance(batch, tuple | list):
         if not batch:
             raise RankCollapseError(
                 "batch is an empty tuple; allowed: token ids [b, n], a mapping, or (inputs, ...)"
+            )
+        if isinstance(batch, list) and (isinstance(batch[0], Mapping) or not isinstance(batch[0], Tensor)):
+            raise RankCollapseError(
+                f"batch is a list of {len(batch)} examples ({type(batch[0]).__name__}); allowed: a collated "
+                "batch (token ids [b, n], or the mapping a data collator returns)"
             )
         batch = batch[0]
     if isinstance(batch, Tensor):
@@ -515,6 +582,13 @@ def _layer_attention(state: _Probe, x: Tensor) -> Tensor:
     return record["attn"]
 
 
+def _forward_failed(layers: Layers, err: Exception) -> RankCollapseError:
+    """The one line of a forward that raised on the probe batch (the model's words quoted, one line)."""
+    return RankCollapseError(
+        f"the forward of {type(layers.call).__name__} failed on the probe batch ({error_line(err)})"
+    )
+
+
 def _run_probe(
     model: nn.Module,
     layers: Layers,
@@ -561,7 +635,11 @@ def _run_probe(
                         f"monitor probe does not fit in memory ({error_line(err)}); allowed: "
                         "a smaller probe batch"
                     ) from None
+                raise _forward_failed(layers, err) from None
+            except RankCollapseError:
                 raise
+            except Exception as err:  # the model's own error on this batch: one line, never its traceback
+                raise _forward_failed(layers, err) from None
     finally:
         for handle in handles:
             handle.remove()
