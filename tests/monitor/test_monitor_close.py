@@ -65,3 +65,18 @@ def test_a_with_block_that_raises_is_an_interrupted_training_never_published_as_
     with Monitor(every=1, out=str(tmp_path / "finished")) as monitor:  # the control: a finished block
         monitor.step(model, IDS)
     assert is_complete(tmp_path / "finished") and (tmp_path / "finished" / "metrics.csv").is_file()
+
+
+def test_a_second_monitor_on_a_folder_an_unclosed_one_holds_says_so_in_pythons_words(tmp_path):
+    from rankcollapse.edge.errors import RankCollapseError
+
+    model, out = tiny_model(), str(tmp_path / "telemetry")
+    first = Monitor(every=1, out=out)
+    first.step(model, IDS)  # a notebook cell run once: never closed
+    with pytest.raises(RankCollapseError) as err:  # the cell run again: one line, in the API's words
+        Monitor(every=1, out=out)
+    line = str(err.value)
+    assert "in use by process" in line and "close() the earlier writer" in line, line
+    assert "--wait" not in line and "--out" not in line and "interrupted" not in line  # the API has neither
+    first.close()
+    assert is_complete(tmp_path / "telemetry")

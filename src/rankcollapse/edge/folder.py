@@ -247,6 +247,26 @@ def interrupted_rows(folder: str | Path) -> list[str]:
     return out
 
 
+def in_use_hint(option: str) -> str:
+    """What to do about a folder another writer holds, in the words of who named it: a command's option
+    (``--out``, ``--wait``), or a Python argument (``out``: a writer of this process not closed holds it)."""
+    if not option.isidentifier():  # ``--out``, or the layer's own words: a command's
+        return "wait for it (--wait where offered) or choose another --out"
+    return (f"wait for it, close() the earlier writer if it is this process's (a Monitor not closed keeps "
+            f"its folder), or give {option}= another folder")
+
+
+def _running_pid(folder: str | Path) -> int | None:
+    """The pid of the live writer the folder's marker names (``running``) while the folder's lock file
+    exists (it exists only while held: a dead writer's pid reused by another process is not one), else
+    None."""
+    if not os.path.lexists(Path(folder) / LOCK_NAME):
+        return None
+    running = (read_marker(folder) or {}).get("running")
+    pid = running.get("pid") if isinstance(running, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid) else None
+
+
 def check_output_folder(
     path: str | Path, command: str, *, option: str = "--out", existing: Existing = "refuse",
     keep_interrupted: bool = False,
@@ -322,6 +342,10 @@ def check_output_folder(
             f"a new or empty folder, or one an earlier 'rankcollapse {command}' wrote"
         )
     left = interrupted_rows(folder) if keep_interrupted else []
+    holder = _running_pid(folder) if left else None
+    if holder is not None:  # a live writer's rows, not an interrupted run's
+        raise RankCollapseError(f"{option} {quote_path(folder)} is in use by process {holder}; "
+                                f"{in_use_hint(option)}")
     if left:
         raise RankCollapseError(
             f"{option} {quote_path(folder)} holds the rows of an interrupted {command} run "
@@ -458,8 +482,7 @@ class OutputLock:
         self._make_folder()
         try:
             self._fd = lock_file(self.folder / LOCK_NAME, wait=self.wait, what=f"output folder "
-                                 f"{quote_path(self.folder)}", hint="wait for it (--wait where offered) or "
-                                 "choose another --out")
+                                 f"{quote_path(self.folder)}", hint=in_use_hint(self.option))
         except BaseException:
             self._remove_empty()
             raise

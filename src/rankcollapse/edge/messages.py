@@ -73,7 +73,7 @@ class _PrintableStream(io.TextIOBase):
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
-        return str(getattr(self._stream, "encoding", "utf-8"))
+        return str(getattr(self._stream, "encoding", None) or "utf-8")  # a capture's None is no codec
 
 
 @contextmanager

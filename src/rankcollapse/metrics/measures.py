@@ -618,7 +618,8 @@ def metric_names(
     """The one parser of a metric selection (``--metrics`` and every config's ``metrics=``): ``"mu,mu_rel"``
     or a tuple of names of :data:`METRIC_NAMES` (and of ``extra``: opt-in columns a caller offers, e.g.
     the simulator's ``metrics.rollout.ROLLOUT_NAMES``, never part of ``all``) -> a tuple in the order
-    given (None, ``""`` or ``"all"``: None, every metric of :data:`METRIC_NAMES`). RankCollapseError
+    given (None, ``""`` or ``"all"``: None, every metric of :data:`METRIC_NAMES`; ``all`` among others:
+    every metric and the others, ``all,mu`` is ``all``). RankCollapseError
     naming the allowed names for an unknown one, RankCollapseTypeError for anything else."""
     from rankcollapse.edge.errors import RankCollapseError, RankCollapseTypeError
     from rankcollapse.edge.validate import quote
@@ -632,6 +633,7 @@ def metric_names(
     if not isinstance(metrics, tuple | list) or not all(isinstance(m, str) for m in metrics):
         raise RankCollapseTypeError(f"metrics must be names separated by commas, got {quote(metrics)}")
     allowed = (*METRIC_NAMES, *extra)
+    metrics = [n for m in metrics for n in (METRIC_NAMES if m == "all" else (m,))]  # all,rollout_x: both
     unknown = [m for m in metrics if m not in allowed]
     if unknown:
         raise RankCollapseError(f"metrics {quote(unknown)} unknown; allowed: {', '.join(allowed)}")
