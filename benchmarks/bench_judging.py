@@ -25,6 +25,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from rankcollapse.experiments.contract.story import StoryData, slice_data
+    from rankcollapse.experiments.engine.config import names_of
     from rankcollapse.experiments.engine.store import collect_index, collect_table
     from rankcollapse.experiments.stories import all_stories, load_experiments
 
@@ -32,7 +33,8 @@ def main() -> None:
     stories = all_stories()
     only = [s for s in args.only.split(",") if s] or None
     experiments = load_experiments(args.profile, only, None, stories)
-    table, index = collect_table(args.folder), collect_index(args.folder)
+    names = names_of(experiments)  # the tables under the names table's names, as the stories read them
+    table, index = collect_table(args.folder, names=names), collect_index(args.folder, names=names)
     read = time.process_time() - cpu, time.perf_counter() - wall
     print(f"tables: {len(table):,} rows x {table.shape[1]} columns, "
           f"read in {read[0]:.1f} s CPU ({read[1]:.1f} s wall)")

@@ -144,12 +144,17 @@ def test_known_grid_points_keep_their_run_ids() -> None:
 
 
 def test_stored_params_reach_the_simulator_under_the_tables_names_without_a_warning() -> None:
-    from rankcollapse.experiments.kit.tasks.curves import simulation_config
+    """The engine hands a task its params under the table's names (``RunSpec.named_params`` of its
+    ``Task.names``); the identity hashes them as stored."""
+    from rankcollapse.experiments.engine.grid import RunSpec
+    from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES, simulation_config
 
     stored = {"n": 6, "batch": 2, "preset": "attn+sphere", "d": 4, "layers": 1}
+    spec = RunSpec("e", SIMULATE_CURVES.name, stored, names=SIMULATE_CURVES.names)
+    assert spec.run_id == RunSpec("e", SIMULATE_CURVES.name, dict(stored)).run_id  # names: not the identity
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        cfg = simulation_config(stored, None)
+        cfg = simulation_config(spec.named_params, None)
     assert (cfg.tokens, cfg.samples, cfg.mode) == (6, 2, "attn+sphere")
     assert from_stored({"steps": 5}, ("layers",)) == {"layers": 5}
     with pytest.raises(RankCollapseError, match="not both"):

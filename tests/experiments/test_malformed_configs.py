@@ -27,7 +27,7 @@ CASES = {
                          ["parameter n", "1e+15"]),
     "a bad size in the grid": (SIM + "base: {d: 2}\ngrid: {n: [4, -1]}\n", "full", ["parameter n", "-1"]),
     "a missing key a story's task needs": ("title: t\ntask: ln_bounds\nbase: {d: 2}\ngrid: {seed: [0]}\n",
-                                           "full", ["parameter n is missing"]),
+                                           "full", ["parameter tokens is missing"]),
     "a negative sleep": ("title: t\ntask: toy\nbase: {sleep_s: -1, layers: 2}\ngrid: {seed: [0]}\n", "full",
                          ["parameter sleep_s", "-1"]),
     "masks not a list": ("title: t\ntask: model_curves\nbase: {masks: 3}\ngrid: {seed: [0]}\n", "full",

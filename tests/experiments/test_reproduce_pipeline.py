@@ -20,7 +20,7 @@ import pytest
 from rankcollapse.cli.main import main
 from rankcollapse.edge import figures as edge_figures
 from rankcollapse.experiments.contract.verdicts import NA, Origin
-from rankcollapse.experiments.engine.config import PROFILES
+from rankcollapse.experiments.engine.config import PROFILES, names_of
 from rankcollapse.experiments.engine.store import collect_index, collect_table
 from rankcollapse.experiments.stories import ORDER, all_stories, load_experiments
 from rankcollapse.pipeline import ReproduceConfig, reproduce
@@ -345,9 +345,11 @@ def figures_drawn_not_rendered():
 
 def rederived(out, profile: str, names: list[str], tmp) -> dict[str, str]:
     """claim id -> verdict, judged again by each story's rules from the tables stored in ``out``."""
+    exps = load_experiments(profile, names)
+    told = names_of(exps)  # the tables under the names table's names, as the pipeline reads them
     with figures_drawn_not_rendered():
         claims, _, _, _ = _analyse(
-            load_experiments(profile, names), collect_table(out), collect_index(out), tmp, all_stories()
+            exps, collect_table(out, names=told), collect_index(out, names=told), tmp, all_stories()
         )
     return {c.id: c.verdict for c in claims}
 

@@ -37,7 +37,7 @@ from rankcollapse.edge.provenance import package_versions
 from rankcollapse.edge.validate import quote, type_name
 from rankcollapse.experiments.contract.story import NO_RUNS, Found, StoryData, slice_data
 from rankcollapse.experiments.contract.verdicts import Claim, assign_paper
-from rankcollapse.experiments.engine.config import Experiment
+from rankcollapse.experiments.engine.config import Experiment, names_of
 from rankcollapse.experiments.engine.costs import PARALLEL_SLOWDOWN, RunCost, wall_seconds
 from rankcollapse.experiments.engine.executors import SweepSummary, check_executor, run_sweep
 from rankcollapse.experiments.engine.grid import RunSpec
@@ -429,7 +429,7 @@ def _tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The whole folder's tables under the names table's names (each experiment's ``names``:
     ``engine.store``), of ``specs``' runs only unless None."""
-    names = {e.name: e.names for e in experiments}
+    names = names_of(experiments)
     table, index = collect_table(out, names=names), collect_index(out, names=names)
     return (table, index) if specs is None else _only(table, index, specs)
 

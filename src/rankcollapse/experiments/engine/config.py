@@ -169,16 +169,22 @@ class Experiment:
     def cost_s(self, spec: RunSpec) -> float | None:
         """The task's estimate of one run's seconds (None: the task gives none): a finite number >= 0,
         else one line naming the config file, the run's parameters and what is wrong with them (a
-        parameter missing, of the wrong type, or so large the estimate is not a number)."""
+        parameter missing, of the wrong type, or so large the estimate is not a number). The estimate
+        reads the params under the table's names; the line names each as the config wrote it."""
         if self.task_info is None or self.task_info.cost_s is None:
             return None
         where = f"{self.source or self.name}: the run {quote(spec.params, 120)}"
+        written = {name: old for old, name in stored_names(spec.params, self.names).items()}
         try:
             cost = float(self.task_info.cost_s(from_stored(spec.params, self.names)))
         except RankCollapseError as err:
-            raise RankCollapseError(f"{where}: {err}") from None
+            line = str(err)
+            for name, old in written.items():
+                line = line.replace(f"parameter {name} ", f"parameter {old} ")
+            raise RankCollapseError(f"{where}: {line}") from None
         except KeyError as err:
-            raise RankCollapseError(f"{where} lacks parameter {err.args[0]!r} the estimate of its "
+            key = written.get(err.args[0], err.args[0])
+            raise RankCollapseError(f"{where} lacks parameter {key!r} the estimate of its "
                                     f"task {self.task!r} needs") from None
         except (TypeError, ValueError, ArithmeticError) as err:
             raise RankCollapseError(f"{where} has a parameter of a type or size the estimate of its task "
@@ -382,6 +388,13 @@ def load_arms(
             )
         )
     return out
+
+
+def names_of(experiments: list[Experiment]) -> dict[str, tuple[str, ...]]:
+    """experiment -> the quantities its params and run files name (:attr:`Experiment.names`): what
+    ``engine.store.collect_table`` and ``collect_index`` are told (``names=``) to give the tables under the
+    names table's names, as stories read them."""
+    return {e.name: e.names for e in experiments}
 
 
 def select(
