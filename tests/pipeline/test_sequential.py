@@ -234,6 +234,21 @@ def test_a_rerun_replays_the_finished_looks_without_spending_its_budget(story, t
     assert ran["sequential"]["history"] and "min (estimated" in page and "replayed here" not in page
 
 
+def test_a_lone_recorded_call_that_ran_nothing_gives_no_look_timings(story, tmp_path) -> None:
+    """A folder whose earlier calls were killed before they recorded themselves: the one recorded call
+    replayed the looks and ran nothing, so its looks' minutes (0.0) and budget are not the folder's."""
+    from rankcollapse.pipeline.results import write_results
+
+    _decide(story, tmp_path / "out")
+    path = tmp_path / "out" / "experiments.json"
+    data = json.loads(path.read_text())
+    data["meta"]["calls"] = [{**data["meta"]["calls"][0], "runs_finished_now": 0}]
+    path.write_text(json.dumps(data))
+    page = write_results(tmp_path / "out", tmp_path / "results.md").read_text()
+    assert "replayed here; its timings were not recorded" in page and "min (estimated" not in page
+    assert ", budget " not in page
+
+
 def test_results_page_lists_every_row_with_its_verdict_n_interval_and_sampling(story, tmp_path) -> None:
     from rankcollapse.pipeline.results import write_results
 

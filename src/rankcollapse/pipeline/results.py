@@ -103,8 +103,10 @@ def results_markdown(claims: list[Claim], meta: dict[str, Any], note: str = "",
     # the call that ran most runs speaks for the folder (a replay's looks run nothing and take no time)
     main = max(calls, key=lambda c: int(c.get("runs_finished_now") or 0))
     seq = main.get("sequential") or meta.get("sequential") or {}
-    # a replay's own looks ran nothing: their budget and timings are not the folder's
-    timed = bool(main.get("sequential")) or len(calls) == 1
+    # a replay's own looks ran nothing: their budget and timings are not the folder's (nor are those of a
+    # folder's only recorded call when it ran nothing: earlier calls that ran the runs were not recorded)
+    ran_now = int(main.get("runs_finished_now", 1) or 0) > 0
+    timed = (bool(main.get("sequential")) or len(calls) == 1) and ran_now
     lines = [
         "# What we found: the paper's claims, judged to decision",
         "",
