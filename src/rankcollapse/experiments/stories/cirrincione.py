@@ -60,7 +60,7 @@ STATEMENTS = (
         f"first half, {ONE_STEP}: per preset with LayerNorm, token count (n <= d, n > d) and dtype, the "
         "share of resolved (layer, sample) pairs whose affine rank differs before and after the layer's "
         "LayerNorm below change_max for sure -> reproduced, above it for sure in one condition -> not "
-        "(kit.notions.rank_kept); second half, the limit notion: kit.notions.same_limit",
+        "(kit.rules.ranks.rank_kept); second half, the limit notion: kit.rules.ranks.same_limit",
     ),
     Statement(
         "ln_neither",
@@ -70,9 +70,9 @@ STATEMENTS = (
         f"first half, {ONE_STEP} (the claim's own notion): per preset with LayerNorm, token count and dtype, "
         "the share of resolved (layer, sample) pairs whose affine rank differs before and after the layer's "
         "LayerNorm below change_max for sure -> reproduced, above it for sure in one condition -> not "
-        f"(kit.notions.rank_kept); second half, {LIMIT}, beside it: per pair (attention with / without "
+        f"(kit.rules.ranks.rank_kept); second half, {LIMIT}, beside it: per pair (attention with / without "
         "LayerNorm, with / without residual), n and dtype, the same collapse status of mu_rel with and "
-        "without LayerNorm on the same networks (kit.notions.same_limit)",
+        "without LayerNorm on the same networks (kit.rules.ranks.same_limit)",
     ),
     Statement(
         "attention_span",
@@ -85,7 +85,7 @@ STATEMENTS = (
         "span is all of R^d), every network's largest span residual ||X(t) - X(t) Q Q^T||_F / ||X(t)||_F "
         "over layers and samples (Q a basis of the row space of X(0) W_V(1) ... W_V(t)) within "
         "span_floor_max relative floors -> consistent; one network beyond it -> not reproduced (a bug in "
-        "the stack or the measure; kit.notions.span_kept); the stacks with a residual or LayerNorm are "
+        "the stack or the measure; kit.rules.ranks.span_kept); the stacks with a residual or LayerNorm are "
         "reported beside it",
         kind="proof",
     ),
@@ -96,7 +96,8 @@ STATEMENTS = (
         SOURCE,
         "simulator rows: first half, the claim's own notion, the affine rank of X(t) against X(0): the share "
         "of (layer, sample) pairs where it dropped below change_max for sure -> reproduced "
-        f"(kit.notions.rank_kept); second half, {LIMIT}, beside it: mu_rel of attention + skip (no MLP, no "
+        f"(kit.rules.ranks.rank_kept); second half, {LIMIT}, beside it: mu_rel of attention + skip "
+        f"(no MLP, no "
         "LayerNorm) 'not collapsing' and 'kept' at keep_min or more over the last half "
         "(kit.rules.kept_stable). BERT rows: the limit notion only (the affine rank is not measured on "
         "BERT here), each row says so",

@@ -80,7 +80,7 @@ STATEMENTS = (
         "per-feature straight line's residual) >= s_min, both for sure over the excerpts; not when either "
         "lies below for sure (Bonferroni over the norms and the two statistics); 'often' (ours): at least "
         "often_min of the norms tanh-like and S-shaped -> reproduced; more than 1 - often_min of them not -> "
-        "not reproduced (kit.dyt.tanh_like)",
+        "not reproduced (kit.rules.layers.tanh_like)",
     ),
     Statement(
         "rank_kept",
@@ -92,8 +92,8 @@ STATEMENTS = (
         "some (w, alpha) of the grid: as plotted, the share of random starts on the sphere whose end has "
         "rank >= 2 above 0 for sure (Wilson over the starts) -> reproduced; below basin_max for sure at "
         "every (w, alpha) -> not reproduced; mechanism: some stable equilibrium of rank >= 2 (exact "
-        "spectra) -> reproduced; none in a complete enumeration -> not reproduced (kit.dyt."
-        "basin_and_equilibria)",
+        "spectra) -> reproduced; none in a complete enumeration -> not reproduced (kit.rules."
+        "equilibria.basin_and_equilibria)",
         ours=True,
     ),
     Statement(
@@ -103,7 +103,7 @@ STATEMENTS = (
         OURS.format(what="Theorem 3 (§4.3.2: equilibria of every rank)"),
         "per (N, w) of the grid: every rank 1..N among the equilibria of some alpha (a complete "
         "enumeration, equilibria.dyt) -> that (N, w) shows it; a rank missing at every alpha -> it does not; "
-        "every (N, w) must show it (kit.dyt.ranks_present, combined over the constructions)",
+        "every (N, w) must show it (kit.rules.equilibria.ranks_present, combined over the constructions)",
         ours=True,
     ),
     Statement(
@@ -112,7 +112,7 @@ STATEMENTS = (
         "map, for some alpha",
         OURS.format(what="equilibria (Theorem 3's construction, theorem3.paper_chain)"),
         "per (N, w): min over c of max |F(c X*) - c X*| / c at most residual_max for some alpha -> kept; "
-        "above at every alpha -> not; every (N, w) must keep them (kit.dyt.fixed_points_kept)",
+        "above at every alpha -> not; every (N, w) must keep them (kit.rules.equilibria.fixed_points_kept)",
         ours=True,
     ),
     Statement(

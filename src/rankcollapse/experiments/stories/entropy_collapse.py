@@ -62,7 +62,7 @@ STATEMENTS = (
         GG_SRC,
         "arm phase, the smallest logit scale s, at every residual strength a <= weak_residual: per network "
         "mu_rel's per-layer log rate over the L layers at most -rate_tol for sure over networks -> "
-        "reproduced; above for sure -> not reproduced (kit.growth.at_most, Bonferroni over a)",
+        "reproduced; above for sure -> not reproduced (kit.rules.growth.at_most, Bonferroni over a)",
     ),
     Statement(
         "high_variance_entropy_collapse",
@@ -71,7 +71,8 @@ STATEMENTS = (
         "arm phase, the largest logit scale s, at every residual strength a <= weak_residual: the "
         "normalised attention entropy (mean over layers 1..L) at most entropy_max for sure AND mu_rel's "
         "per-layer log rate at least -rate_tol for sure (the signal kept) -> reproduced; either on the "
-        "wrong side for sure -> not reproduced (kit.growth.at_most, at_least; Bonferroni over a and the two)",
+        "wrong side for sure -> not reproduced (kit.rules.growth.at_most, at_least; Bonferroni over "
+        "a and the two)",
     ),
     Statement(
         "critical_residual",

@@ -58,7 +58,7 @@ STATEMENTS = (
         "family and schedule and per n, our limit (masks.hasse: whole periods composed until one adds "
         "nothing) is reached at a finite depth and equals networkx's transitive_closure of the union graph "
         "-> consistent: proven; one case that disagrees -> not reproduced (a bug in our code or the "
-        "reference; kit.orders.all_cases)",
+        "reference; kit.rules.checks.all_cases)",
         kind="proof",
     ),
     Statement(
@@ -70,7 +70,8 @@ STATEMENTS = (
         "relation between the limit's strongly connected parts is antisymmetric and transitive (ours), "
         "networkx's condensation of the union graph is a DAG, and our transitive reduction (R = H and not "
         "H H) equals networkx's transitive_reduction of it -> consistent: proven; one disagreement -> not "
-        "reproduced (kit.orders.all_cases); which masks order the tokens themselves (no part of two tokens "
+        "reproduced (kit.rules.checks.all_cases); which masks order the tokens themselves (no part "
+        "of two tokens "
         "or more) is reported beside it",
         kind="proof",
     ),
@@ -83,7 +84,7 @@ STATEMENTS = (
         "per case: our depth equals the dense products' depth (P_{L+1} = M_t P_L, a reference of its own) "
         "and, for one mask, networkx's largest finite shortest-path distance; for window:w and "
         "causal-window:w also ceil((n - 1) / w) -> consistent: proven; a disagreement -> refuted "
-        "(kit.orders.all_cases)",
+        "(kit.rules.checks.all_cases)",
         kind="proof",
         ours=True,
     ),
@@ -97,7 +98,7 @@ STATEMENTS = (
         "(what inference sees) and the query tokens of its own block, no query block hears another, the "
         "content stream is block-causal and never hears a query (masks.two_stream.two_stream_flow); it holds "
         "by construction (the mask is transitive: M M = M) -> consistent: proven; a check that fails at some "
-        "depth -> not reproduced (kit.orders.all_cases)",
+        "depth -> not reproduced (kit.rules.checks.all_cases)",
         kind="proof",
     ),
     Statement(
@@ -108,7 +109,7 @@ STATEMENTS = (
         "p hears every other position (through the forward stream before p or the backward stream after "
         "it) and never position p itself, the query stream is sealed and the two streams directed "
         "(masks.butterfly.butterfly_flow); it holds by construction (the mask is transitive) -> consistent: "
-        "proven; a check that fails at some depth -> not reproduced (kit.orders.all_cases)",
+        "proven; a check that fails at some depth -> not reproduced (kit.rules.checks.all_cases)",
         kind="proof",
     ),
 )

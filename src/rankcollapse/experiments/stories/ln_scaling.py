@@ -71,9 +71,11 @@ STATEMENTS = (
         "per setting with pre-LN norms (the simulator and random GPT-2 at initialisation; pretrained "
         "SmolLM2, "
         "Qwen2.5 where installed): the stream variance's growth over layers 1..L fitted as exponential, "
-        "polynomial and linear (kit.growth.fit_growth, per unit); the exponential law's residual below each "
+        "polynomial and linear (kit.rules.growth.fit_growth, per unit); the exponential law's "
+        "residual below each "
         "other law's for sure over units -> reproduced; another law better for sure -> not reproduced "
-        "(kit.growth.best_growth); at initialisation a refutation reads 'not testable' (the claim is about "
+        "(kit.rules.growth.best_growth); at initialisation a refutation reads 'not testable' (the "
+        "claim is about "
         "trained LLMs: kit.combine.unstated_conditions)",
     ),
     Statement(
@@ -84,7 +86,7 @@ STATEMENTS = (
         f"{LNS_SRC}; read (ours) on the blocks' outputs, not their derivative",
         "per pre-LN setting: per unit the mean consecutive-layer cosine cos(x_i(t-1), x_i(t)) over the deep "
         "half of the layers (t > L/2) at least cos_min for sure -> reproduced; below it for sure -> not "
-        "reproduced (kit.growth.at_least); at initialisation a refutation reads 'not testable'",
+        "reproduced (kit.rules.growth.at_least); at initialisation a refutation reads 'not testable'",
     ),
     Statement(
         "lns_polynomial",
@@ -94,7 +96,7 @@ STATEMENTS = (
         "per setting with LayerNorm Scaling (the simulator and random GPT-2 at initialisation; no model "
         "trained with it is here): the polynomial law's residual below each other law's for sure -> "
         "reproduced; another law better for sure -> not reproduced, read 'not testable' at initialisation "
-        "(kit.growth.best_growth, kit.combine.unstated_conditions)",
+        "(kit.rules.growth.best_growth, kit.combine.unstated_conditions)",
     ),
     Statement(
         "periln_linear",
@@ -103,7 +105,7 @@ STATEMENTS = (
         f"{PERI_SRC}; the formula from a summary, [2nd-hand]",
         "per Peri-LN setting (the simulator at initialisation; Gemma-3, Peri-style, where installed): the "
         "linear law's residual below each other law's for sure -> reproduced; another law better for sure -> "
-        "not reproduced (kit.growth.best_growth)",
+        "not reproduced (kit.rules.growth.best_growth)",
         paper=PERI,
     ),
     Statement(
@@ -114,7 +116,8 @@ STATEMENTS = (
         "FOLLOWUPS.md's reading, [2nd-hand]",
         "per pretrained pre-LN model (SmolLM2; Qwen2.5 where installed): per excerpt log10 of the largest "
         "max |x| / median |x| over the layers at least log10(massive_min) for sure over excerpts -> "
-        "reproduced; below for sure -> not reproduced (kit.growth.at_least); on random weights a refutation "
+        "reproduced; below for sure -> not reproduced (kit.rules.growth.at_least); on random weights "
+        "a refutation "
         "reads 'not testable' (what training does)",
         paper=PERI,
     ),
@@ -124,7 +127,7 @@ STATEMENTS = (
         "ours: the contrast to Peri-LN's statement on Pre-LN (arXiv 2502.02732)",
         "per pretrained post-LN model: per excerpt log10 of the largest max |x| / median |x| over the layers "
         "below log10(massive_min) for sure over excerpts -> confirmed; above for sure -> refuted "
-        "(kit.growth.at_most)",
+        "(kit.rules.growth.at_most)",
         ours=True,
         paper=PERI,
     ),
@@ -134,7 +137,8 @@ STATEMENTS = (
         PERI_SRC,
         "Gemma-3-270M (Peri-style: a norm before and after each sublayer; opt-in, make models-extra): per "
         "excerpt log10 of the largest max |x| / median |x| over the layers below log10(massive_min) for sure "
-        "-> reproduced; above for sure -> not reproduced (kit.growth.at_most); 'not testable here' where the "
+        "-> reproduced; above for sure -> not reproduced (kit.rules.growth.at_most); 'not testable "
+        "here' where the "
         "model is not installed",
         paper=PERI,
     ),
@@ -145,7 +149,7 @@ STATEMENTS = (
         "per post-LN setting (the simulator at initialisation; pretrained MiniLM, MPNet): the exponential "
         "law's "
         "per-layer log rate of the stream variance within ±rate_tol for sure over units -> reproduced; "
-        "outside it for sure -> not reproduced (kit.growth.flat_growth)",
+        "outside it for sure -> not reproduced (kit.rules.growth.flat_growth)",
         paper=PERI,
     ),
 )

@@ -51,14 +51,15 @@ STATEMENTS = (
         SRC,
         "preset mlp, at every width d: the normalised effective rank r(L) = (erank(L) - 1) / (erank(0) - 1) "
         "at most collapse_max for sure over networks -> reproduced; above for sure at some d -> not "
-        "reproduced (kit.growth.at_most, Bonferroni over d)",
+        "reproduced (kit.rules.growth.at_most, Bonferroni over d)",
     ),
     Statement(
         "prenorm_plateaus",
         "At initialisation, Pre-Norm residual MLP stacks plateau in rank with depth",
         SRC,
         "preset mlp-pre, at every width d: log erank(L) - log erank(L/2) within ±plateau_tol for sure "
-        "(kit.bounds.inside) and r(L) at least collapse_max for sure (kit.growth.at_least) -> reproduced; "
+        "(kit.rules.bounds.inside) and r(L) at least collapse_max for sure "
+        "(kit.rules.growth.at_least) -> reproduced; "
         "either on the wrong side for sure -> not reproduced (Bonferroni over d and the two)",
     ),
     Statement(

@@ -56,7 +56,7 @@ STATEMENTS = (
         "the last token's profile P(t)[N-1, :] over the distance x = N-1-j (the first token, the sink, left "
         "out): its peak above the token itself and above position 1 by more than hump_log_min (log) and "
         "(x_hat + 1)/(x* + 1) within e^+-peak_log_tol, for sure over networks at every judged layer "
-        "(kit.influence.peaked) -> reproduced; a monotone profile or a peak elsewhere for sure -> not "
+        "(kit.rules.profiles.peaked) -> reproduced; a monotone profile or a peak elsewhere for sure -> not "
         "reproduced (float32 as plotted, float64 the mechanism)",
     ),
     Statement(
@@ -67,7 +67,7 @@ STATEMENTS = (
         "every position, W_K = W_Q: per theta_1, the slope of log D in log delta over the distances with "
         "delta theta_1 <= rope_angle_max within 2 +- slope_tol and the coefficient D/(delta theta_1)^2 "
         "within e^+-coef_log_tol of the smallest theta_1's, for sure over networks "
-        "(kit.influence.scales_as) -> reproduced; either off for sure -> not reproduced (float32 as "
+        "(kit.rules.profiles.scales_as) -> reproduced; either off for sure -> not reproduced (float32 as "
         "plotted, float64 the mechanism)",
     ),
     Statement(

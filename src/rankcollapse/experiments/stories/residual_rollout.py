@@ -106,7 +106,8 @@ STATEMENTS = (
         "at the last layer, both its start (the first u_ends_share of the positions) and its end (the last "
         "u_ends_share) above the middle by more than u_log_min in log mean influence per position, for sure "
         "over networks at some lam > 0 -> reproduced (that lam decides); not a U for sure at every lam -> "
-        "not reproduced (kit.influence.u_somewhere, Bonferroni over the conditions and arms); pretrained "
+        "not reproduced (kit.rules.profiles.u_somewhere, Bonferroni over the conditions and arms); "
+        "pretrained "
         "ALiBi language models (e.g. BLOOM, MPT): untested, none is offline",
     ),
 )

@@ -53,7 +53,7 @@ STATEMENTS = (
         "per model and lam > 0, at the model's last layer, the last token's profile P(L)[n-1, :]: both its "
         "start (the first `ends` positions) and its end (the last `ends`) above the middle by more than "
         "u_log_min in log mean influence per position, for sure over the excerpts -> reproduced; one arm "
-        "below for sure -> not reproduced (kit.influence.u_shaped, Bonferroni over the arms)",
+        "below for sure -> not reproduced (kit.rules.profiles.u_shaped, Bonferroni over the arms)",
     ),
     Statement(
         "first_token_models",

@@ -90,7 +90,7 @@ STATEMENTS = (
         "per model (decoder; encoder: 'encoder: <variant>') and variant, for each mask and each of mu_rel, "
         "effective rank, mean |cos| of the last layer: the "
         "mean over networks of log(v(T) / v(0)) outside +-move_min for sure -> confirmed; inside for sure "
-        "(it stayed) -> refuted (kit.trajectories.moved_from_init, Bonferroni over the conditions)",
+        "(it stayed) -> refuted (kit.rules.steps.moved_from_init, Bonferroni over the conditions)",
         ours=True,
     ),
     Statement(
@@ -112,7 +112,7 @@ STATEMENTS = (
         "window, the start token as a [CLS]-like first token): every network's sink rate reaches "
         "onset_level by its last step -> confirmed, with the mean onset step and its interval; no network "
         "by its last step -> refuted (no sink in the steps run); some networks only -> inconclusive; "
-        "networks at the level at step 0 -> not testable (kit.trajectories.onset_found)",
+        "networks at the level at step 0 -> not testable (kit.rules.steps.onset_found)",
         ours=True,
     ),
     Statement(
@@ -126,7 +126,7 @@ STATEMENTS = (
         "to early_factor x warmup steps below the initial one, the peak after it above that least value, and "
         "the last value below the peak, each by more than phase_min in log ratio for sure -> confirmed; no "
         "early collapse for sure -> refuted; an expansion or a compression not seen is not testable in a "
-        "run this short (kit.trajectories.phases, Bonferroni over conditions and phases)",
+        "run this short (kit.rules.steps.phases, Bonferroni over conditions and phases)",
         ours=True,
     ),
 )

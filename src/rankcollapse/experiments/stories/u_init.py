@@ -76,7 +76,7 @@ STATEMENTS = (
         "primacy arm (the mean over the first u_ends_share of the positions) and its recency arm (the last "
         "position alone: the abstract's 'isolated anchor at the final token') both above the middle's mean "
         "by more than u_log_min in log, for sure over networks -> reproduced; one arm below for sure -> not "
-        "reproduced (kit.influence.u_shaped)",
+        "reproduced (kit.rules.profiles.u_shaped)",
     ),
     Statement(
         "spearman_jacobian",
@@ -87,7 +87,7 @@ STATEMENTS = (
         "and the theory profile C^H[n-1, :] + e_{n-1} (the Cesàro power of depth H = 24 and the recency "
         "delta; metrics.cesaro.theory_profile: a rank statistic, the same for every residual mixture of "
         "Cesàro powers) at least rho_min for sure over networks -> reproduced; below it for sure -> not "
-        "reproduced (kit.bounds.inside)",
+        "reproduced (kit.rules.bounds.inside)",
     ),
     Statement(
         "rope_identical",
@@ -96,7 +96,7 @@ STATEMENTS = (
         "Qwen2-0.5B (the model with RoPE), RoPE removed on the same weights and inputs (its rotation set to "
         "the identity): per network the largest |log| ratio of the two Jacobian profiles over the positions "
         "at most rope_log_tol for sure over networks -> reproduced; above it for sure -> not reproduced "
-        "(kit.bounds.inside)",
+        "(kit.rules.bounds.inside)",
     ),
     Statement(
         "cesaro_rollout",
@@ -106,7 +106,7 @@ STATEMENTS = (
         "arm san (random single-head causal SANs at an initialisation's logit scale, no residual): at every "
         "kept depth H the mean over positions of |log(P(H)[n-1, j] / C^H[n-1, j])| (the measured rollout "
         "against the closed form, metrics.cesaro.cesaro_row) at most cesaro_log_tol for sure over networks "
-        "-> reproduced; above it for sure at some H -> not reproduced (kit.bounds.inside)",
+        "-> reproduced; above it for sure at some H -> not reproduced (kit.rules.bounds.inside)",
     ),
     Statement(
         "trough_factorial",
@@ -116,7 +116,7 @@ STATEMENTS = (
         "arm san without residual (the Cesàro model): at every kept depth H >= 2 the middle's density "
         "n P(H)[n-1, j] at j = n/e (where ln(1/y) = 1 and the limit density is exactly 1/(H-1)!, "
         "metrics.cesaro.dead_zone) within a factor e^(+-order_log_tol) of 1/(H-1)! for sure over networks -> "
-        "reproduced; outside for sure at some H -> not reproduced (kit.bounds.inside)",
+        "reproduced; outside for sure at some H -> not reproduced (kit.rules.bounds.inside)",
     ),
     Statement(
         "trough_filled",
@@ -127,7 +127,7 @@ STATEMENTS = (
         "the middle's log ratio to the dead zone, log(n p_mid (H-1)! / p_ref) (p_ref: 1 for a rollout, the "
         "last token's own entry for a Jacobian), above order_log_tol for sure over networks: in the SANs "
         "with lam = 0.5 at the last layer, and in each model's Jacobian at H = 24 -> confirmed; within or "
-        "below it for sure -> refuted (kit.bounds.inside)",
+        "below it for sure -> refuted (kit.rules.bounds.inside)",
         ours=True,
     ),
 )
