@@ -230,8 +230,10 @@ def _heat(ax: Any, table: np.ndarray, scales: list[float], residuals: list[float
     ax.set_title(title, fontsize=8)
     for i in range(table.shape[0]):
         for j in range(table.shape[1]):
-            if math.isfinite(table[i, j]):
-                ax.text(j, i, f"{table[i, j]:.2g}", ha="center", va="center", fontsize=6)
+            if math.isfinite(table[i, j]):  # above the centre (the crossing's bar sits on it), dark on light
+                light = (table[i, j] - vmin) / ((vmax - vmin) or 1.0) > 0.5
+                ax.text(j, i + 0.22, f"{table[i, j]:.2g}", ha="center", va="center", fontsize=7,
+                        color="black" if light else "white")
     return im
 
 
