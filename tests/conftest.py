@@ -10,21 +10,25 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
-#: Files that take longest (seconds on one core of this project's 2-core CI machine, measured with
-#: ``pytest --durations=0``; a file stays on one worker under ``--dist loadfile``). They are handed out
-#: first, longest first, so that the two workers finish together instead of one of them running the last
-#: long file alone while the other idles (on a busy machine that tail was several minutes).
+#: Files that take longest (seconds on one core of this project's 2-core machine, measured with
+#: ``pytest --durations=60``, 2026-12-07; a file stays on one worker under ``--dist loadfile``). They are
+#: handed out first, longest first, so that the two workers finish together instead of one of them running
+#: the last long file alone while the other idles (on a busy machine that tail was several minutes).
 LONG_FILES: dict[str, float] = {
-    "tests/experiments/test_reproduce_pipeline.py": 150.0,
-    "tests/robustness/test_interrupted_writes.py": 110.0,
-    "tests/test_docs.py": 95.0,
-    "tests/robustness/test_concurrent_writers.py": 60.0,
-    "tests/models/test_bundled.py": 55.0,
-    "tests/models/test_download.py": 50.0,
+    "tests/experiments/test_reproduce_pipeline.py": 400.0,
+    "tests/robustness/test_interrupted_writes.py": 250.0,
+    "tests/test_docs.py": 110.0,
+    "tests/pipeline/test_published_results.py": 75.0,
     "tests/experiments/test_sweep_engine.py": 45.0,
-    "tests/models/test_paper_configs.py": 40.0,
-    "tests/experiments/test_processes.py": 25.0,
-    "tests/cli/test_cli_main.py": 20.0,
+    "tests/robustness/test_concurrent_writers.py": 45.0,
+    "tests/models/test_bundled.py": 40.0,
+    "tests/models/test_download.py": 35.0,
+    "tests/robustness/test_no_network.py": 25.0,
+    "tests/cli/test_cli_fuzz.py": 20.0,
+    "tests/edge/test_output_layer.py": 20.0,
+    "tests/experiments/test_processes.py": 16.0,
+    "tests/experiments/test_training_story.py": 15.0,
+    "tests/models/test_paper_configs.py": 12.0,
 }
 
 
