@@ -320,7 +320,10 @@ EVIDENCE = "results-run.tar.gz"
 
 def write_evidence(out_dir: str | Path, archive: str | Path) -> Path:
     """Pack what re-judging ``out_dir`` needs into ``archive`` (gzip'd tar, written atomically): ``runs/``
-    (each run's record and rows, as ``reproduce`` stored them), ``experiments.json`` and ``claims.json``."""
+    (each run's record and rows, as ``reproduce`` stored them), ``experiments.json`` and ``claims.json``.
+    The same folder gives the same bytes (no file times, owners or gzip time): a regenerated page whose
+    run did not change adds no new blob to the repository."""
+    import gzip
     import io
     import tarfile
 
@@ -328,15 +331,16 @@ def write_evidence(out_dir: str | Path, archive: str | Path) -> Path:
 
     out = Path(out_dir)
     load_judged(out)  # a finished reproduce folder only
+    runs = [p for p in sorted((out / "runs").rglob("*"))
+            if p.is_file() and not p.is_symlink() and p.suffix in (".json", ".csv")]
     with atomic_path(Path(archive)) as tmp:
-        with tarfile.open(tmp, "w:gz", compresslevel=9) as tar:
-            for name in ("experiments.json", "claims.json"):
-                tar.add(out / name, arcname=name, recursive=False)
-            for path in sorted((out / "runs").rglob("*")):
-                if path.is_file() and not path.is_symlink() and path.suffix in (".json", ".csv"):
-                    info = tar.gettarinfo(str(path), arcname=str(path.relative_to(out)))
-                    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-                    tar.addfile(info, io.BytesIO(path.read_bytes()))
+        with open(tmp, "wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as packed, \
+                tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:  # no name, no time
+            for path in [out / "experiments.json", out / "claims.json", *runs]:
+                info = tar.gettarinfo(str(path), arcname=str(path.relative_to(out)))
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                tar.addfile(info, io.BytesIO(path.read_bytes()))
     return Path(archive)
 
 
