@@ -156,9 +156,6 @@ def analyze_command(
         from rankcollapse.masks.schedule import MAX_LAYERS
 
         check_int("--layers", layers, low=0, high=MAX_LAYERS)
-    if corpus is not None and text_file is not None:
-        raise RankCollapseError("--corpus does not apply with --text-file (the text file is the corpus); "
-                                "give one")
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk,
                            layers=layers, corpus=corpus,
                            text_file=str(text_file) if text_file is not None else None,
