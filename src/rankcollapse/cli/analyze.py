@@ -60,7 +60,9 @@ def analyze_command(
                                "its layers cycle")),
     corpus: str = typer.Option(None, "--corpus", help="wikipedia (default), shakespeare, kjv or pydocs."),
     text_file: Path = typer.Option(None, "--text-file", help=q("text_file").help()),
-    samples: int = typer.Option(16, "--samples", help=q("samples").help("here excerpts of the text")),
+    samples: int = typer.Option(None, "--samples", help=q("samples").help(
+                                "here excerpts of the text, or the first images of --pixel-values; "
+                                "default 16")),
     batch_size: int = typer.Option(None, "--batch-size", help=q("batch_size").help(
                                    "default: all --samples at once; more is clamped. Memory holds one "
                                    "batch")),

@@ -172,6 +172,12 @@ def pixel_batch(config: AnalyzeConfig, model: LoadedModel,
         pixels, seen = random_pixels(image, config.samples, config.seed), image
     else:
         pixels = check_pixels(pixel_values, image)
+        if getattr(config, "_samples_given", False) and config.samples != pixels.shape[0]:
+            if config.samples > pixels.shape[0]:  # never fewer samples than asked for, silently
+                raise RankCollapseError(
+                    f"samples={config.samples} (--samples) but the pixel values hold {pixels.shape[0]} "
+                    f"images; give --samples {pixels.shape[0]} or fewer, or more images")
+            pixels = pixels[: config.samples]  # the first ``samples`` images, as excerpts are the first
         seen = image_geometry(pixels.shape, image)
         check_tokens(given, seen, model.label)
     run = copy.copy(config)  # the parsed mask and the flags of what was given come along

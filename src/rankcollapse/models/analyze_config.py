@@ -38,6 +38,10 @@ DEFAULT_COS_ROWS = 256
 __all__ = ["DEFAULT_COS_ROWS", "DEFAULT_TOKENS", "AnalyzeConfig", "check_excerpt_size"]
 
 
+#: Samples (excerpts, or images) of a run when none are given.
+DEFAULT_SAMPLES = 16
+
+
 def check_excerpt_size(samples: int, tokens: int) -> None:
     """A run reads ``samples`` excerpts of ``tokens`` tokens each (the ids ``[b, n]``): ``b >= 1`` and
     ``n >= 2`` (the start token and one more), else one line. The one check of every config that reads
@@ -106,7 +110,7 @@ class AnalyzeConfig:
     layers: int | None = None
     corpus: str | None = None
     text_file: str | None = None
-    samples: int = 16
+    samples: int | None = None  # None: DEFAULT_SAMPLES (16); a vision encoder's: its images' count
     tokens: int | None = None  # None: DEFAULT_TOKENS for text; a vision encoder's own count (its image)
     dtype: str | None = None  # None: float32 for a model loaded by name, an in-memory model's own dtype
     seed: int = 0
@@ -164,6 +168,9 @@ class AnalyzeConfig:
                 "give a corpus or a text file, not both (--corpus does not apply with --text-file)"
             )
         self._tokens_given = self.tokens is not None  # a vision encoder refuses another token count
+        self._samples_given = self.samples is not None  # a vision encoder reads that many of its images
+        if self.samples is None:
+            self.samples = DEFAULT_SAMPLES
         self._corpus_given = self.corpus is not None  # a vision encoder reads no text
         if self.tokens is None:
             self.tokens = DEFAULT_TOKENS
