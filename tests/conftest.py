@@ -110,3 +110,15 @@ def tiny_all(tmp_path_factory):
         "reproduce_tiny",
         lambda folder: reproduce(ReproduceConfig(folder / "out", profile="tiny", workers=1, progress=False)),
     )
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one intra-op thread for the test, restored after (small tensors: on a shared 2-core box
+    more threads only contend). A folder makes it autouse in its own conftest."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -2,12 +2,8 @@
 intra-op threads only contend (the n = 6 CLI check took 20 s with 2 threads, 3 s with 1)."""
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def _single_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_thread):
     yield
-    torch.set_num_threads(before)

@@ -25,12 +25,7 @@ from rankcollapse.models.plot import figure_collapse, read_run
 HALF_EPS, FLOAT32_EPS = 2.0, 8.0
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _runs(model: str, ids: torch.Tensor, **fields: object) -> dict[str, object]:
