@@ -9,12 +9,20 @@ labelled, and the caption says so. ``mu_rel`` panels show the float32 and float6
 grey lines; values below a floor are drawn on it. Raw-mu panels show each series' own floor
 ``32 eps ||X||_F`` as a dotted line in its colour wherever the series comes within 100x of it.
 :func:`save_figure` writes PNG, PDF (through ``rankcollapse.edge.figures``) and the data CSV.
+
+The templates stories draw with, one per shape: :func:`line` (one series, colour and marker by its index),
+:func:`mean_band` (a mean with a shaded band: a range, a std or an interval), :func:`interval_points` (a
+quantity per condition with its interval as error bars), :func:`reference_line` (a threshold, a limit or a
+precision floor at a given value), :func:`annotated_heatmap` (a grid of values, each written in its cell),
+:func:`label_axes` (axis labels from the names table, log axes, the legend), :func:`shared_legend` (one
+legend for a figure of panels), :func:`panel_grid` (one panel per condition) and :func:`dtype_rows` (rows of
+raw mu and mu_rel in float32 and float64 for :func:`curves_figure`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankcollapse.core.names import QUANTITIES
 from rankcollapse.core.names import label as quantity_label  # the one figure label of a quantity
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge import figures
@@ -266,22 +275,9 @@ def panel_figure(
             ax.set_xlabel(xlabel)
             if c == 0:
                 ax.set_ylabel(ylabel)
-    handles, labels = [], []
-    for h, lab in zip(*axes[0][0].get_legend_handles_labels(), strict=True):
-        if lab not in labels:  # one entry per label (the raw floor's dotted line repeats per series)
-            handles.append(h)
-            labels.append(lab)
-    for row in axes:
-        for ax in row:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-                if lab not in labels:
-                    handles.append(h)
-                    labels.append(lab)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.0, 1, 0.96))
-    fig.legend(
-        handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8, bbox_to_anchor=(0.5, 0.0)
-    )
+    shared_legend(fig, list(axes.ravel()), below=True, ncol=4)
     return fig, notes
 
 
@@ -309,6 +305,27 @@ def slug(text: str) -> str:
     return "_".join(p for p in out.split("_") if p)[:60]
 
 
+def dtype_rows(
+    curves_mu: dict[tuple, Curve],
+    curves_rel: dict[tuple, Curve],
+    panels: Callable[[dict[tuple, Curve], str], Sequence[Panel]],
+) -> list:
+    """Panel rows of raw mu in float32 (the paper's) and float64, then mu_rel in float32 and float64 with the
+    floors, for :func:`panel_figure`; ``panels(curves, dtype)`` gives one row's panels (a row without panels,
+    a dtype not run, is left out)."""
+    rows = []
+    for curves, dt, ylabel, floors in (
+        (curves_mu, "float32", f"{quantity_label('mu')}, float32 (as in the paper)", False),
+        (curves_mu, "float64", f"{quantity_label('mu')}, float64", False),
+        (curves_rel, "float32", f"{quantity_label('mu_rel')}, float32", True),
+        (curves_rel, "float64", f"{quantity_label('mu_rel')}, float64", True),
+    ):
+        drawn = list(panels(curves, dt))
+        if drawn:
+            rows.append((ylabel, floors, drawn))
+    return rows
+
+
 def mode_rows(
     curves_mu: dict[tuple, Curve],
     curves_rel: dict[tuple, Curve],
@@ -317,23 +334,18 @@ def mode_rows(
     mode_words: dict[str, str],
     mask_words: dict[str, str],
 ) -> list:
-    """Panel rows of Figs. 2 / 6: raw mu in float32 (the paper's) and float64, then mu_rel in float32 and
-    float64 (a row whose dtype was not run is left out)."""
-    rows = []
-    for _q, curves, dt, ylabel, floors in (
-        ("mu", curves_mu, "float32", f"{quantity_label('mu')}, float32 (as in the paper)", False),
-        ("mu", curves_mu, "float64", f"{quantity_label('mu')}, float64", False),
-        ("mu_rel", curves_rel, "float32", f"{quantity_label('mu_rel')}, float32", True),
-        ("mu_rel", curves_rel, "float64", f"{quantity_label('mu_rel')}, float64", True),
-    ):
-        panels = []
+    """:func:`dtype_rows` of Figs. 2 / 6: one panel per mask, one curve per block mode (curves keyed
+    ``(mode, mask, dtype)``)."""
+
+    def panels(curves: dict[tuple, Curve], dt: str) -> list[Panel]:
+        out = []
         for m in masks:
             series = [(mode_words.get(v, v), curves[(v, m, dt)]) for v in modes if (v, m, dt) in curves]
             if series:
-                panels.append((mask_words.get(m, m), series))
-        if panels:
-            rows.append((ylabel, floors, panels))
-    return rows
+                out.append((mask_words.get(m, m), series))
+        return out
+
+    return dtype_rows(curves_mu, curves_rel, panels)
 
 
 def curves_figure(
@@ -372,3 +384,187 @@ def curve_axes(
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=6, ncol=2 if len(series) > 5 else 1)
 
+
+
+# ---- templates: one per shape a story draws ----------------------------------------------------------------
+def axis_label(name: str) -> str:
+    """The axis label of ``name``: its label in the names table (``core.names``) where ``name`` is a
+    quantity's key (``"layer"`` -> ``"layer t"``), else ``name`` as written (something the table does not
+    name)."""
+    return quantity_label(name) if name in QUANTITIES else name
+
+
+def label_axes(
+    ax: Any,
+    x: str | None = None,
+    y: str | None = None,
+    *,
+    title: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    base: float = 10,
+    legend: float | None = None,
+    ncol: int = 1,
+    legend_title: str | None = None,
+) -> None:
+    """Name a panel's axes (through :func:`axis_label`: a quantity's key gives the names table's label), put
+    a log scale on x (in ``base``) and/or y where asked, title it (size 8) and draw its legend in font size
+    ``legend`` (None: no legend)."""
+    if logx:
+        ax.set_xscale("log", base=base)
+    if logy:
+        ax.set_yscale("log")
+    if x is not None:
+        ax.set_xlabel(axis_label(x))
+    if y is not None:
+        ax.set_ylabel(axis_label(y))
+    if title is not None:
+        ax.set_title(title, fontsize=8)
+    if legend is not None:
+        ax.legend(fontsize=legend, ncol=ncol, title=legend_title, title_fontsize=legend)
+
+
+def line(
+    ax: Any,
+    x: Any,
+    y: Any,
+    i: int,
+    label: str | None = None,
+    *,
+    style: int = 0,
+    floor: float | None = None,
+    marker: bool = True,
+    every: int = 8,
+    ms: float = 3.0,
+    lw: float | None = None,
+    hollow: bool = False,
+    alpha: float = 1.0,
+) -> Any:
+    """Draw the ``i``-th series of a panel: colour ``C{i}``, marker ``MARKERS[i]`` on about ``every`` of its
+    points (``marker=False``: none; ``hollow``: open markers), line style ``STYLES[style]`` (a second
+    grouping, such as the depth of a profile). Values below ``floor`` are drawn on it (a log axis shows no 0;
+    the caption says so). Returns the line."""
+    y = np.asarray(y, dtype=float)
+    if floor is not None:
+        y = np.maximum(y, floor)
+    n = int(np.size(y))
+    color = f"C{i % 10}"
+    (drawn,) = ax.plot(
+        x, y, ls=STYLES[style % len(STYLES)], color=color, lw=lw, label=label, alpha=alpha,
+        marker=MARKERS[i % len(MARKERS)] if marker else None, ms=ms, markevery=max(1, n // every),
+        mfc="none" if hollow else color,
+    )
+    return drawn
+
+
+def mean_band(
+    ax: Any,
+    x: Any,
+    mean: Any,
+    lo: Any,
+    hi: Any,
+    i: int,
+    label: str | None = None,
+    *,
+    floor: float | None = None,
+    alpha: float = 0.15,
+    **style: Any,
+) -> Any:
+    """Draw the ``i``-th series as its mean (:func:`line`; ``style``: its keywords) over a shaded band from
+    ``lo`` to ``hi`` in the same colour: the range, the ± std or the interval the caption names. Values below
+    ``floor`` (band included) are drawn on it. Returns the line."""
+    drawn = line(ax, x, mean, i, label, floor=floor, **style)
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if floor is not None:
+        lo, hi = np.maximum(lo, floor), np.maximum(hi, floor)
+    ax.fill_between(x, lo, hi, color=drawn.get_color(), alpha=alpha, lw=0)
+    return drawn
+
+
+def interval_points(
+    ax: Any,
+    x: Any,
+    mean: Any,
+    lo: Any,
+    hi: Any,
+    i: int,
+    label: str | None = None,
+    *,
+    joined: bool = True,
+    ms: float = 4.0,
+) -> Any:
+    """Draw a quantity per condition as the ``i``-th series: its value at each ``x`` (marker ``MARKERS[i]``,
+    colour ``C{i}``; ``joined``: a line through them) with an error bar from ``lo`` to ``hi`` (the interval
+    the rule reads, or the range: the caption names it). Returns matplotlib's ErrorbarContainer."""
+    mean = np.asarray(mean, dtype=float)
+    err = np.vstack([mean - np.asarray(lo, dtype=float), np.asarray(hi, dtype=float) - mean])
+    fmt = MARKERS[i % len(MARKERS)] + ("-" if joined else "")
+    return ax.errorbar(x, mean, yerr=err, fmt=fmt, color=f"C{i % 10}", ms=ms, capsize=3, lw=1.0, label=label)
+
+
+def reference_line(
+    ax: Any,
+    value: float,
+    label: str | None = None,
+    *,
+    vertical: bool = False,
+    color: str = "0.4",
+    ls: Any = ":",
+    lw: float = 0.8,
+) -> Any:
+    """A threshold, limit or precision floor at ``value``: a horizontal line across the panel (``vertical``: a
+    vertical one at x = ``value``), dotted grey unless told otherwise; ``label`` names it in the legend.
+    Returns the line."""
+    draw = ax.axvline if vertical else ax.axhline
+    return draw(value, color=color, ls=ls, lw=lw, label=label)
+
+
+def annotated_heatmap(
+    ax: Any,
+    table: Any,
+    columns: Sequence[str],
+    rows: Sequence[str],
+    *,
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    fmt: str = "{:.2g}",
+    shift: float = 0.0,
+    fontsize: float = 7,
+    origin: str = "upper",
+) -> Any:
+    """A grid of values ``table[row, column]`` as colours, row 0 at the top as a matrix reads (``origin=
+    "lower"``: at the bottom, as a y axis reads), each finite value written in its cell (``fmt``; ``shift``:
+    that far above the centre), dark on light cells and white on dark ones; ``columns`` and ``rows`` label
+    the ticks; ``vmin``/``vmax`` (None: the table's) bound the colours. Returns the image (for a colour
+    bar)."""
+    table = np.asarray(table, dtype=float)
+    lo = float(np.nanmin(table)) if vmin is None else vmin
+    hi = float(np.nanmax(table)) if vmax is None else vmax
+    im = ax.imshow(table, origin=origin, aspect="auto", cmap=cmap, vmin=lo, vmax=hi)
+    ax.grid(False)
+    ax.set_xticks(range(len(columns)), list(columns))
+    ax.set_yticks(range(len(rows)), list(rows))
+    for (i, j), v in np.ndenumerate(table):
+        if math.isfinite(v):
+            light = (v - lo) / ((hi - lo) or 1.0) > 0.5
+            ax.text(j, i + shift, fmt.format(v), ha="center", va="center", fontsize=fontsize,
+                    color="black" if light else "white")
+    return im
+
+
+def shared_legend(
+    fig: Any, axes: Sequence[Any], *, below: bool = False, ncol: int | None = None, fontsize: float = 8
+) -> Any:
+    """One legend for a figure of panels: each label once (a label repeated across panels or series has one
+    entry), in the order first drawn; above the panels (``below``: under them, for a figure laid out with
+    ``tight_layout``), in ``ncol`` columns (None: one row). Returns the legend."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    cols = len(handles) if ncol is None else min(ncol, len(handles))
+    where: dict[str, Any] = (
+        {"loc": "upper center", "bbox_to_anchor": (0.5, 0.0)} if below else {"loc": "outside upper center"}
+    )
+    return fig.legend(list(handles.values()), list(handles), ncol=max(cols, 1), fontsize=fontsize, **where)
