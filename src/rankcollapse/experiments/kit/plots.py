@@ -441,9 +441,9 @@ def line(
     alpha: float = 1.0,
 ) -> Any:
     """Draw the ``i``-th series of a panel: colour ``C{i}``, marker ``MARKERS[i]`` on about ``every`` of its
-    points (``marker=False``: none; ``hollow``: open markers), line style ``STYLES[style]`` (a second
-    grouping, such as the depth of a profile). Values below ``floor`` are drawn on it (a log axis shows no 0;
-    the caption says so). Returns the line."""
+    points (0: on each; ``marker=False``: none; ``hollow``: open markers), line style ``STYLES[style]`` (a
+    second grouping, such as the depth of a profile). Values below ``floor`` are drawn on it (a log axis shows
+    no 0; the caption says so). Returns the line."""
     y = np.asarray(y, dtype=float)
     if floor is not None:
         y = np.maximum(y, floor)
@@ -451,7 +451,8 @@ def line(
     color = f"C{i % 10}"
     (drawn,) = ax.plot(
         x, y, ls=STYLES[style % len(STYLES)], color=color, lw=lw, label=label, alpha=alpha,
-        marker=MARKERS[i % len(MARKERS)] if marker else None, ms=ms, markevery=max(1, n // every),
+        marker=MARKERS[i % len(MARKERS)] if marker else None, ms=ms,
+        markevery=max(1, n // every) if every > 0 else 1,
         mfc="none" if hollow else color,
     )
     return drawn
@@ -492,14 +493,18 @@ def interval_points(
     *,
     joined: bool = True,
     ms: float = 4.0,
+    hollow: bool = False,
 ) -> Any:
     """Draw a quantity per condition as the ``i``-th series: its value at each ``x`` (marker ``MARKERS[i]``,
-    colour ``C{i}``; ``joined``: a line through them) with an error bar from ``lo`` to ``hi`` (the interval
-    the rule reads, or the range: the caption names it). Returns matplotlib's ErrorbarContainer."""
+    colour ``C{i}``; ``joined``: a line through them; ``hollow``: open markers, larger, so a series drawn
+    over another that coincides leaves it visible) with an error bar from ``lo`` to ``hi`` (the interval the
+    rule reads, or the range: the caption names it). Returns matplotlib's ErrorbarContainer."""
     mean = np.asarray(mean, dtype=float)
     err = np.vstack([mean - np.asarray(lo, dtype=float), np.asarray(hi, dtype=float) - mean])
     fmt = MARKERS[i % len(MARKERS)] + ("-" if joined else "")
-    return ax.errorbar(x, mean, yerr=err, fmt=fmt, color=f"C{i % 10}", ms=ms, capsize=3, lw=1.0, label=label)
+    color = f"C{i % 10}"
+    return ax.errorbar(x, mean, yerr=err, fmt=fmt, color=color, ms=ms * 1.6 if hollow else ms,
+                       mfc="none" if hollow else color, capsize=3, lw=1.0, label=label)
 
 
 def reference_line(
@@ -545,10 +550,11 @@ def annotated_heatmap(
     ax.grid(False)
     ax.set_xticks(range(len(columns)), list(columns))
     ax.set_yticks(range(len(rows)), list(rows))
+    up = shift if origin == "lower" else -shift  # row indices grow downwards where row 0 is at the top
     for (i, j), v in np.ndenumerate(table):
         if math.isfinite(v):
             light = (v - lo) / ((hi - lo) or 1.0) > 0.5
-            ax.text(j, i + shift, fmt.format(v), ha="center", va="center", fontsize=fontsize,
+            ax.text(j, i + up, fmt.format(v), ha="center", va="center", fontsize=fontsize,
                     color="black" if light else "white")
     return im
 

@@ -42,7 +42,7 @@ from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import conditions, floor_rel
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import figure
+from rankcollapse.experiments.kit.plots import annotated_heatmap, figure, label_axes, reference_line
 from rankcollapse.experiments.kit.rules.growth import at_least, at_most, estimate, unit_curves
 from rankcollapse.experiments.kit.rules.sweeps import Crossing, crossing, locate
 from rankcollapse.experiments.kit.tasks.phases import SIMULATE_PHASES
@@ -221,19 +221,10 @@ def _grid(cells: list[Cell], what: str) -> tuple[np.ndarray, list[float], list[f
 
 def _heat(ax: Any, table: np.ndarray, scales: list[float], residuals: list[float], title: str, cmap: str,
           vmin: float, vmax: float) -> Any:
-    im = ax.imshow(table, origin="lower", aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.grid(False)
-    ax.set_xticks(range(len(residuals)), [f"{a:g}" for a in residuals])
-    ax.set_yticks(range(len(scales)), [f"{s:g}" for s in scales])
-    ax.set_xlabel("residual strength a (Norm(a X + f(X)))")
-    ax.set_ylabel("logit scale s (W_Q, W_K std s / sqrt(d))")
-    ax.set_title(title, fontsize=8)
-    for i in range(table.shape[0]):
-        for j in range(table.shape[1]):
-            if math.isfinite(table[i, j]):  # above the centre (the crossing's bar sits on it), dark on light
-                light = (table[i, j] - vmin) / ((vmax - vmin) or 1.0) > 0.5
-                ax.text(j, i + 0.22, f"{table[i, j]:.2g}", ha="center", va="center", fontsize=7,
-                        color="black" if light else "white")
+    im = annotated_heatmap(ax, table, [f"{a:g}" for a in residuals], [f"{s:g}" for s in scales], cmap=cmap,
+                           vmin=vmin, vmax=vmax, shift=0.22, origin="lower")  # above the crossing's bar
+    label_axes(ax, "residual strength a (Norm(a X + f(X)))", "logit scale s (W_Q, W_K std s / sqrt(d))",
+               title=title)
     return im
 
 
@@ -280,17 +271,15 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax3.plot([c.residual] * len(c.rates), c.rates, ".", color="0.6", ms=3)
             tables.append(_table_row("lambda", c))
         ax3.plot(xs, means, "o-", color="C0", ms=3, label="mean over networks")
-        ax3.axhline(-tol, color="0.4", ls=":", lw=0.8, label=f"-rate_tol = {-tol:g}")
+        reference_line(ax3, -tol, f"-rate_tol = {-tol:g}")
         c = locate(xs, [c.rates for c in lam], -tol, unit=lam[0].unit)
         if math.isfinite(c.estimate) and math.isfinite(c.low):
             ax3.axvspan(c.low, c.high, color="r", alpha=0.15, label="located crossing (interval)")
-            ax3.axvline(c.estimate, color="r", lw=0.8)
+            reference_line(ax3, c.estimate, vertical=True, color="r", ls="-")
         ax3.set_xscale("symlog", linthresh=0.25)
         ax3.set_xlim(0.0, float(xs.max()) * 1.2)
-        ax3.set_xlabel("lam (Y = LN(lam X + SA(X)))")
-        ax3.set_ylabel(f"{RATE} (per network)")
-        ax3.set_title("Y = LN(lam X + SA(X)): the lam sweep", fontsize=8)
-        ax3.legend(fontsize=6)
+        label_axes(ax3, "lam (Y = LN(lam X + SA(X)))", f"{RATE} (per network)",
+                   title="Y = LN(lam X + SA(X)): the lam sweep", legend=6)
     caption = (
         "Rank against entropy collapse at initialisation (ours, in the simulator). Left: mu_rel's per-layer "
         "log rate over the L layers per cell of logit scale s x residual strength a of the post-LN "

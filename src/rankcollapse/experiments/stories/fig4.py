@@ -26,7 +26,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, shared_legend
 from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -142,28 +142,17 @@ def _figure(sd: StoryData, arm: str, stem: str, what: str) -> FigureSpec | None:
                 mean, std, n = pooled_layer(g, col)
                 depth = len(mean) - 1
                 x = np.arange(len(mean)) / max(depth, 1)
-                f32 = dt == "float32"  # float64: dashed, hollow markers, so the legend tells them apart
-                (line,) = ax.plot(
-                    x,
-                    mean,
-                    ls="-" if f32 else "--",
-                    marker=MARKERS[i % len(MARKERS)],
-                    ms=3 if f32 else 5,
-                    mfc=f"C{i}" if f32 else "none",
-                    lw=1.2 if f32 else 0.9,
-                    color=f"C{i}",
-                    label=f"{label}, {depth} layers — {dt}" + ("" if f32 else " (dashed, hollow)"),
-                )
+                name = f"{label}, {depth} layers — {dt}"
                 if dt == "float32":
                     low = np.maximum(mean - std, mean * 1e-3) if logy else mean - std
-                    ax.fill_between(x, low, mean + std, color=line.get_color(), alpha=0.12, lw=0)
+                    mean_band(ax, x, mean, low, mean + std, i, name, alpha=0.12, every=0)
+                else:  # float64: dashed, hollow markers, so the legend tells them apart
+                    line(ax, x, mean, i, f"{name} (dashed, hollow)", style=1, ms=5, lw=0.9, hollow=True,
+                         every=0)
                 if col == "sigma_ratio":
                     tol, _, _ = pooled_layer(g, "rank_tol_rel")
                     ax.plot(x, tol, ":", color="0.4", lw=0.8)
-                if logy:
-                    ax.set_yscale("log")
-                ax.set_title(title, fontsize=9)
-                ax.set_xlabel("relative depth t / L (0 = embeddings)")
+                label_axes(ax, "relative depth t / L (0 = embeddings)", title=title, logy=logy)
                 tables.append(
                     pd.DataFrame(
                         {
@@ -179,14 +168,13 @@ def _figure(sd: StoryData, arm: str, stem: str, what: str) -> FigureSpec | None:
                     )
                 )
     axes[0].set_ylim(-0.05, 1.05)
-    handles, labels = axes[0].get_legend_handles_labels()
     fig.suptitle(
         f"{what}: token geometry per layer, mean ± std over samples (float32 solid, float64 dashed with "
         "hollow markers)",
         fontsize=9,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.93))
-    fig.legend(handles, labels, loc="upper center", ncol=2, fontsize=7, bbox_to_anchor=(0.5, 0.02))
+    shared_legend(fig, axes[:1], below=True, ncol=2, fontsize=7)
     notes = "; ".join(f"{label}: {sample_note(runs_of(data, g), g)}" for label, _, g in groups)
     untested = [lab for lab, _, g in model_groups(rows_of(data, "geometry")) if Model.of(g).untested]
     caption = (

@@ -16,7 +16,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, model_groups, rows_of, runs_of, sample_layered
-from rankcollapse.experiments.kit.plots import figure
+from rankcollapse.experiments.kit.plots import label_axes, panel_grid, reference_line
 from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -114,32 +114,21 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ]
     if not groups:
         return []
-    ncols = min(4, len(groups))
-    nrows = -(-len(groups) // ncols)
-    fig = figure(3.6 * ncols, 3.0 * nrows)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    flat = list(axes.ravel())
-    for ax in flat[len(groups) :]:
-        ax.axis("off")
-    for ax, (label, g, p) in zip(flat, groups, strict=False):
+    fig, flat = panel_grid(len(groups), ncols=4, w=3.6, h=3.0)
+    for ax, (label, g, p) in zip(flat, groups, strict=True):
         run = g["run_id"].iloc[0]
         g = g[g["run_id"] == run]
         for s in sorted(g["sample"].unique()):
             one = g[g["sample"] == s].sort_values("bin_lo")
             edges = [*one["bin_lo"], one["bin_hi"].iloc[-1]]
             ax.stairs(one["count"].to_numpy(), edges, label=f"excerpt {int(s) + 1}")
-        ax.axvline(0.0, color="red", lw=0.8)
-        ax.set_yscale("log")
+        reference_line(ax, 0.0, vertical=True, color="red", ls="-")
         share = float((p["phi0"] >= 0).mean()) if not p.empty else float("nan")
         neg = float(p["negative_share"].mean()) if not p.empty else float("nan")
-        ax.set_title(
-            f"{label}\nnegative pairs {neg:.2%}; phi(0) >= 0 in {share:.0%} of {len(p)} samples", fontsize=8
-        )
-        ax.set_xlabel("pairwise cosine of initial embeddings")
-    flat[0].set_ylabel("number of token pairs (log)")
-    flat[0].legend(fontsize=7)
+        label_axes(ax, "pairwise cosine of initial embeddings", logy=True,
+                   title=f"{label}\nnegative pairs {neg:.2%}; phi(0) >= 0 in {share:.0%} of {len(p)} samples")
+    label_axes(flat[0], y="number of token pairs (log)", legend=7)
     fig.suptitle("Fig. 9 (paper's setting): pairwise cosines of the initial embeddings X(0)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
     caption = (
         "Fig. 9: histograms of the pairwise cosines cos(x_i(0), x_j(0)), i != j, of 3 excerpts per model, "
         "log counts so the negative tail shows (red line: 0). Titles give the mean share of negative token "

@@ -33,7 +33,7 @@ from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import conditions
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
+from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, reference_line
 from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.rules.growth import at_least, at_most, estimate, unit_curves
 from rankcollapse.experiments.kit.tasks.phases import SIMULATE_PHASES
@@ -161,28 +161,22 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             r = s.normalised()
             t = np.arange(r.shape[1])
             mean = np.nanmean(r, axis=0)
-            ax.plot(t, mean, color=f"C{i}", marker=MARKERS[i % len(MARKERS)], ms=2, lw=1.0, markevery=8,
-                    label=f"d = {s.d} (erank(0) {np.nanmean(s.erank[:, 0]):.3g})")
-            ax.fill_between(t, np.nanmin(r, axis=0), np.nanmax(r, axis=0), color=f"C{i}", alpha=0.15)
+            mean_band(ax, t, mean, np.nanmin(r, axis=0), np.nanmax(r, axis=0), i,
+                      f"d = {s.d} (erank(0) {np.nanmean(s.erank[:, 0]):.3g})", ms=2, lw=1.0)
             tables.extend({"mode": mode, "d": s.d, "layer": int(k), "r_mean": float(mean[k]),
                            "erank_mean": float(np.nanmean(s.erank[:, k]))} for k in t)
-        ax.axhline(float(sd.verdict["collapse_max"]), color="0.5", ls=":", lw=0.8)
+        reference_line(ax, float(sd.verdict["collapse_max"]), color="0.5")
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel(quantity_label("layer"))
-        ax.set_ylabel("r(t) = (erank(t) - 1) / (erank(0) - 1)")
-        ax.set_title(f"{WORDS[mode]} residual MLP ({mode}): effective rank", fontsize=8)
-        ax.legend(fontsize=6)
+        label_axes(ax, "layer", "r(t) = (erank(t) - 1) / (erank(0) - 1)", legend=6,
+                   title=f"{WORDS[mode]} residual MLP ({mode}): effective rank")
     ax = axes[2]
     for j, mode in enumerate(("mlp", "mlp-pre")):
         mine = sorted((s for s in stacks if s.mode == mode), key=lambda s: s.d)
         ds = [s.d for s in mine]
         last = [np.nanmean(s.erank[:, -1]) / min(s.d, s.tokens) for s in mine]
-        ax.plot(ds, last, marker=MARKERS[j], color=f"C{j + 5}", label=WORDS[mode])
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("width d")
-    ax.set_ylabel("erank(L) / min(N, d)")
-    ax.set_title("the last layer's effective rank against width", fontsize=8)
-    ax.legend(fontsize=6)
+        line(ax, ds, last, j + 5, WORDS[mode], every=0, ms=6)
+    label_axes(ax, "d", "erank(L) / min(N, d)", logx=True, base=2, legend=6,
+               title="the last layer's effective rank against width")
     caption = (
         "Residual MLP stacks at initialisation (ours, the simulator's MLP-only blocks, no attention): the "
         "normalised effective rank r(t) against depth for Post-Norm (left) and Pre-Norm (middle), one colour "

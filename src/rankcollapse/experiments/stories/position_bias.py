@@ -27,7 +27,7 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
+from rankcollapse.experiments.kit.plots import figure, interval_points, label_axes, mean_band, reference_line
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -163,39 +163,17 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     ordered = sorted(curves.items(), key=lambda kv: hops(kv[0].split(", ")[0], n))
     for i, (label, c) in enumerate(ordered):  # the mean and the range over samples (the std spans decades)
         mask = label.split(", ")[0]
-        t = np.arange(c.layers + 1)
-        floor = c.clamp
-        (line,) = ax.plot(
-            t,
-            np.maximum(c.mean, floor),
-            MARKERS[i % len(MARKERS)] + "-",
-            ms=3,
-            markevery=max(1, len(t) // 8),
-            label=f"{mask} (r = {hops(mask, n)})",
-        )
-        ax.fill_between(
-            t, np.maximum(c.lo, floor), np.maximum(c.hi, floor), color=line.get_color(), alpha=0.15
-        )
-        ax.axvline(hops(mask, n), color=line.get_color(), ls=":", lw=0.9)
-    ax.set_yscale("log")
-    ax.set_xlabel(quantity_label("layer"))
-    ax.set_ylabel("max_i (1 - P(t)[i, 0]) (float64)")
-    ax.legend(fontsize=7)
-    for i, (dt, marker) in enumerate((("float32", "o"), ("float64", "x"))):
+        mean_band(ax, np.arange(c.layers + 1), c.mean, c.lo, c.hi, i, f"{mask} (r = {hops(mask, n)})",
+                  floor=c.clamp)
+        reference_line(ax, hops(mask, n), vertical=True, color=f"C{i}", lw=0.9)
+    label_axes(ax, "layer", "max_i (1 - P(t)[i, 0]) (float64)", logy=True, legend=7)
+    for i, dt in enumerate(("float32", "float64")):
         g = table[table["dtype"] == dt].sort_values("hops")
-        ax2.errorbar(
-            g["hops"],
-            g["log_rate"],
-            yerr=g["log_rate_half_interval"],
-            fmt=marker + "-",
-            color=f"C{i}",
-            capsize=3,
-            label=f"{dt}: mean over networks ± interval",
-        )
-    ax2.set_xscale("log", base=2)
-    ax2.set_xlabel("hops r = ceil((N - 1)/(w - 1))")
-    ax2.set_ylabel("per-layer log rate of the gap (all layers)")
-    ax2.legend(fontsize=7)
+        half = g["log_rate_half_interval"]
+        interval_points(ax2, g["hops"], g["log_rate"], g["log_rate"] - half, g["log_rate"] + half, i,
+                        f"{dt}: mean over networks ± interval", hollow=i > 0)
+    label_axes(ax2, "hops r = ceil((N - 1)/(w - 1))", "per-layer log rate of the gap (all layers)", logx=True,
+               base=2, legend=7)
     caption = (
         f"Wu et al. 2025: the cumulative context P(t) = A(t)...A(1) of single-head SANs without residual, "
         f"N = {n}, Gaussian inputs and weights. Left: the largest first-token gap max_i (1 - P(t)[i, 0]) per "

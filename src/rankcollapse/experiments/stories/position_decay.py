@@ -35,7 +35,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
+from rankcollapse.experiments.kit.plots import figure, interval_points, label_axes, line, reference_line
 from rankcollapse.experiments.kit.rules.profiles import peaked, scales_as
 from rankcollapse.experiments.kit.tasks.curves import ROPE_SCORE_DECAY, SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.masks import decay_critical_distance, decay_uniform_context
@@ -254,17 +254,14 @@ def _rope_figure(sd: StoryData) -> list[FigureSpec]:
     d64 = decay[decay["dtype"] == "float64"]
     mean = d64.groupby(["rope_scale", "distance"], as_index=False)["decay"].mean()
     for i, (th1, g) in enumerate(mean.groupby("rope_scale")):
-        x = g["distance"].to_numpy(dtype=float) * th1
-        ax.loglog(x, g["decay"].to_numpy(dtype=float), MARKERS[i % len(MARKERS)] + "-", ms=3,
-                  label=f"theta_1 = {th1:g}")
+        line(ax, g["distance"].to_numpy(dtype=float) * th1, g["decay"], i, f"theta_1 = {th1:g}", every=0)
     laws = _rope_laws(rope, th["rope_angle_max"])
     c = float(np.exp(laws[laws["dtype"] == "float64"]["coef"].mean()))
     xs = np.array([mean["distance"].min() * mean["rope_scale"].min(), 1.0])
-    ax.loglog(xs, c * xs**2, "k--", lw=1, label="c (delta theta_1)^2")
-    ax.axvline(th["rope_angle_max"], color="grey", ls=":", lw=1)
-    ax.set_xlabel("delta theta_1 (dotted: rope_angle_max)")
-    ax.set_ylabel("D(delta) (float64, mean over networks)")
-    ax.legend(fontsize=7)
+    ax.plot(xs, c * xs**2, "k--", lw=1, label="c (delta theta_1)^2")
+    reference_line(ax, th["rope_angle_max"], vertical=True, color="grey", lw=1)
+    label_axes(ax, "delta theta_1 (dotted: rope_angle_max)", "D(delta) (float64, mean over networks)",
+               logx=True, logy=True, legend=7)
     table = laws.assign(kind="law")
     prof = rows_of(prof_arm, "influence") if prof_arm is not None else pd.DataFrame()
     if not prof.empty:
@@ -273,11 +270,10 @@ def _rope_figure(sd: StoryData) -> list[FigureSpec]:
         at = prof[prof["layer"] == last]
         g = at.groupby(["rope_scale", "position"], as_index=False)["influence"].mean()
         for i, (th1, h) in enumerate(g.groupby("rope_scale")):
-            ax2.semilogy(n - 1 - h["position"].to_numpy(), h["influence"].to_numpy(),
-                         MARKERS[i % len(MARKERS)] + "-", ms=3, label=f"theta_1 = {th1:g}, t = {last}")
-        ax2.set_xlabel("distance x = (N - 1) - j from the last token")
-        ax2.set_ylabel("P(t)[N-1, j] (float64, mean over networks)")
-        ax2.legend(fontsize=7)
+            line(ax2, n - 1 - h["position"].to_numpy(), h["influence"], i, f"theta_1 = {th1:g}, t = {last}",
+                 every=0)
+        label_axes(ax2, "distance x = (N - 1) - j from the last token",
+                   "P(t)[N-1, j] (float64, mean over networks)", logy=True, legend=7)
         table = pd.concat([table, g.assign(kind="profile", layer=last)], ignore_index=True)
     caption = (
         "Wu et al. 2025's RoPE decay term, our setting: one layer's score decay D(delta) = s(0) - s(delta) "
@@ -311,31 +307,26 @@ def _decay_figures(sd: StoryData) -> list[FigureSpec]:
         g = prof[prof["layer"] == t].sort_values("position")
         x = n - 1 - g["position"].to_numpy()
         keep = x < n - 1  # the first token (the sink) apart
-        (line,) = ax.plot(x[keep], g["influence"].to_numpy()[keep], MARKERS[i % len(MARKERS)] + "-", ms=3,
-                          label=f"t = {t}")
+        line(ax, x[keep], g["influence"].to_numpy()[keep], i, f"t = {t}", every=0)
         oracle = decay_uniform_context(n, slope, t)[-1].flip(0)[:-1].numpy()
-        ax.plot(np.arange(n - 1), oracle, ":", color=line.get_color(), lw=1)
-        ax.axvline(decay_critical_distance(t, slope), color=line.get_color(), ls="--", lw=0.8)
-    ax.set_xlabel("distance x = (N - 1) - j from the last token")
-    ax.set_ylabel("P(t)[N-1, j] (float64, mean over networks)")
-    ax.legend(fontsize=7, title="dotted: uniform content; dashed: x*", title_fontsize=7)
+        line(ax, np.arange(n - 1), oracle, i, style=3, marker=False, lw=1)
+        reference_line(ax, decay_critical_distance(t, slope), vertical=True, color=f"C{i}", ls="--")
+    label_axes(ax, "distance x = (N - 1) - j from the last token",
+               "P(t)[N-1, j] (float64, mean over networks)", legend=7,
+               legend_title="dotted: uniform content; dashed: x*")
     table = _table(sd)
-    for i, (dt, marker) in enumerate((("float32", "o"), ("float64", "x"))):
+    for i, dt in enumerate(("float32", "float64")):
         g = table[table["dtype"] == dt] if not table.empty else table
-        if g.empty:
-            continue
-        ax2.errorbar(g["layer"], g["peak_distance_mean"],
-                     yerr=[g["peak_distance_mean"] - g["peak_distance_min"],
-                           g["peak_distance_max"] - g["peak_distance_mean"]],
-                     fmt=marker, color=f"C{i}", capsize=3, label=f"{dt}: mean, range over networks")
+        if not g.empty:
+            interval_points(ax2, g["layer"], g["peak_distance_mean"], g["peak_distance_min"],
+                            g["peak_distance_max"], i, f"{dt}: mean, range over networks", joined=False,
+                            hollow=i > 0)
     if not table.empty:
         ts = np.array(sorted(table["layer"].unique()), dtype=float)
         ax2.plot(ts, ts / math.expm1(slope), "k--", lw=1, label="x* = t/(e^m - 1)")
         g = table[table["dtype"] == "float64"].sort_values("layer")
         ax2.plot(g["layer"], g["uniform_mode"], "k:", lw=1, label="mode under uniform content")
-    ax2.set_xlabel(quantity_label("layer"))
-    ax2.set_ylabel("peak distance x_hat")
-    ax2.legend(fontsize=7)
+    label_axes(ax2, "layer", "peak distance x_hat", legend=7)
     caption = (
         "Wu et al. 2025's decay mask: single-head causal SANs with the ALiBi-type bias -m (i - j), "
         f"m = {slope:g}, added to the logits (N = {n}, Gaussian inputs and weights, d_qk = d). Left: the "

@@ -47,7 +47,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
+from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, reference_line
 from rankcollapse.experiments.kit.rules.profiles import u_somewhere
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.rollout import end_over_middle_logs
@@ -337,22 +337,17 @@ def _alibi_figure(sd: StoryData, share: float) -> FigureSpec | None:
     slopes = sorted(prof[SLOPE].unique())
     fig = figure(5 * len(slopes), 3.8, layout="constrained")
     axes = fig.subplots(1, len(slopes), squeeze=False)[0]
-    styles = ["-", "--", "-.", ":"]
     for ax, m in zip(axes, slopes, strict=True):
         for i, lam in enumerate(sorted(prof[LAM].unique())):
             for k, t in enumerate(sorted({max(1, depth // 4), depth})):
                 g = prof[(prof[SLOPE] == m) & (prof[LAM] == lam) & (prof["layer"] == t)]
                 g = g.sort_values("position")
-                ax.plot(g["position"], np.maximum(g["influence"], 1e-18), styles[k % len(styles)],
-                        color=f"C{i}", marker=MARKERS[i % len(MARKERS)], ms=2.5, markevery=4,
-                        label=f"lam = {lam:g}, t = {t}")
+                line(ax, g["position"], g["influence"], i, f"lam = {lam:g}, t = {t}", style=k, floor=1e-18,
+                     ms=2.5, every=16)
         for x in (ends - 0.5, n - ends - 0.5):
-            ax.axvline(x, color="0.5", ls=":", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_xlabel("input position j")
-        ax.set_ylabel(f"P(t)[{n - 1}, j]: influence on the last token")
-        ax.set_title(f"decay bias m = {m:g}", fontsize=8)
-        ax.legend(fontsize=6, ncol=2)
+            reference_line(ax, x, vertical=True, color="0.5")
+        label_axes(ax, "input position j", f"P(t)[{n - 1}, j]: influence on the last token", logy=True,
+                   title=f"decay bias m = {m:g}", legend=6, ncol=2)
     caption = (
         "Herasimchyk et al. 2026's finite-depth U in ALiBi SANs: the last token's influence profile of the "
         "residual-aware rollout M(t) = lam I + (1 - lam) A(t) of single-head causal SANs with the decay "
@@ -383,40 +378,18 @@ def _gap_figure(sd: StoryData) -> list[FigureSpec]:
     fig = figure(10, 3.8, layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     for i, (lam, c) in enumerate(sorted(curves.items())):
-        t = np.arange(c.layers + 1)
-        (line,) = ax.plot(
-            t,
-            np.maximum(c.mean, c.clamp),
-            MARKERS[i % len(MARKERS)] + "-",
-            ms=3,
-            markevery=max(1, len(t) // 8),
-            label=f"lam = {lam:g}",
-        )
-        ax.fill_between(
-            t, np.maximum(c.lo, c.clamp), np.maximum(c.hi, c.clamp), color=line.get_color(), alpha=0.15
-        )
-    ax.set_yscale("log")
-    ax.set_xlabel(quantity_label("layer"))
-    ax.set_ylabel("max_i (1 - P(t)[i, 0]) (float64)")
-    ax.legend(fontsize=7, title="M(t) = lam I + (1 - lam) A(t)", title_fontsize=7)
+        mean_band(ax, np.arange(c.layers + 1), c.mean, c.lo, c.hi, i, f"lam = {lam:g}", floor=c.clamp)
+    label_axes(ax, "layer", "max_i (1 - P(t)[i, 0]) (float64)", logy=True, legend=7,
+               legend_title="M(t) = lam I + (1 - lam) A(t)")
     if not prof.empty:
         depth = int(prof["layer"].max())
-        shown = sorted({max(1, depth // 8), depth})
-        styles = ["-", "--", "-.", ":"]
         for i, lam in enumerate(sorted(prof[LAM].unique())):
-            for k, t in enumerate(shown):
+            for k, t in enumerate(sorted({max(1, depth // 8), depth})):
                 g = prof[(prof[LAM] == lam) & (prof["layer"] == t)].sort_values("position")
-                ax2.plot(
-                    g["position"],
-                    np.maximum(g["influence"], 1e-18),
-                    styles[k % len(styles)],
-                    color=f"C{i}",
-                    label=f"lam = {lam:g}, t = {t}",
-                )
-        ax2.set_yscale("log")
-        ax2.set_xlabel("input position j")
-        ax2.set_ylabel(f"P(t)[{n - 1}, j]: influence on the last token")
-        ax2.legend(fontsize=6, ncol=2)
+                line(ax2, g["position"], g["influence"], i, f"lam = {lam:g}, t = {t}", style=k, floor=1e-18,
+                     marker=False)
+        label_axes(ax2, "input position j", f"P(t)[{n - 1}, j]: influence on the last token", logy=True,
+                   legend=6, ncol=2)
     caption = (
         f"Herasimchyk et al. 2026 against Wu et al. 2025: the cumulative context P(t) = M(t)...M(1) with the "
         f"residual-aware mixing M(t) = lam I + (1 - lam) A(t) of single-head causal SANs (N = {n}, Gaussian "

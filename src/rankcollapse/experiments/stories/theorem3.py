@@ -24,7 +24,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import empty, figure
+from rankcollapse.experiments.kit.plots import annotated_heatmap, empty, figure, label_axes, reference_line
 from rankcollapse.experiments.kit.rules import every_run, regions_of_attraction, stable_in_certain_directions
 from rankcollapse.experiments.kit.tasks.equilibria import (
     COMPLETE_MASK_RUN,
@@ -626,12 +626,10 @@ def _complete_figure(sd: StoryData) -> FigureSpec | None:
         f"one-step residual {float(ex['residual']):.1g}",
         fontsize=8,
     )
-    im = hx.imshow(a, cmap="viridis", vmin=0, vmax=1)
-    hx.grid(False)
-    for (i, j), v in np.ndenumerate(a):
-        hx.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
-    hx.set_xticks(range(3), [f"key {j + 1}" for j in range(3)], fontsize=7)
-    hx.set_yticks(range(3), [f"query {i + 1}" for i in range(3)], fontsize=7)
+    im = annotated_heatmap(hx, a, [f"key {j + 1}" for j in range(3)], [f"query {i + 1}" for i in range(3)],
+                           vmin=0.0, vmax=1.0, fmt="{:.2f}", fontsize=8)
+    hx.set_aspect("equal")
+    hx.tick_params(labelsize=7)
     mk = m[1:, 1:]
     hx.set_title(
         f"its attention A = softmax(X M X^T)\nM's acting block [[{mk[0, 0]:.2f}, {mk[0, 1]:.2f}], "
@@ -762,7 +760,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         axes[0].bar(built["k"].astype(int), built["rank"].astype(float), color="C0")
         axes[0].plot(ks, ks, "k_", ms=20, label="target rank k")
         axes[1].bar(built["k"].astype(int), built["spectral_radius"].astype(float), color="C2")
-        axes[1].axhline(1.0, color="C3", ls="--", lw=0.8)
+        reference_line(axes[1], 1.0, color="C3", ls="--")
         frac = built["basin_fraction"].astype(float)
         err = [frac - built["basin_ci_low"].astype(float), built["basin_ci_high"].astype(float) - frac]
         axes[2].bar(built["k"].astype(int), frac, yerr=err, color="C1", capsize=3)
@@ -772,8 +770,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             strict=True,
         ):
             ax.set_xticks(ks)
-            ax.set_xlabel("target rank k")
-            ax.set_title(title, fontsize=9)
+            label_axes(ax, "target rank k", title=title)
         axes[0].legend(fontsize=7)
         fig.suptitle(
             "Ours: designed stable equilibria, one W_V per rank (not the paper's construction)", fontsize=10

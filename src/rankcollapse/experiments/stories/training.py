@@ -49,7 +49,14 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import MARKERS, panel_grid, quantity_label
+from rankcollapse.experiments.kit.plots import (
+    line,
+    mean_band,
+    panel_grid,
+    quantity_label,
+    reference_line,
+    shared_legend,
+)
 from rankcollapse.experiments.kit.rules import steps as tr
 from rankcollapse.experiments.kit.tasks.training import SINK_THRESHOLD, TRAIN_TRAJECTORIES
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -349,19 +356,15 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             ax = axes[r * len(variants) + c]
             sub = table[(table["metric"] == metric) & (table["variant"] == variant)]
             for mask, g in sub.groupby("mask", sort=False):
-                i = lines.index(mask)
-                (line,) = ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5,
-                                  markevery=max(1, len(g) // 8), label=names[mask], color=f"C{i}")
-                ax.fill_between(g["step"], g["lo"], g["hi"], color=line.get_color(), alpha=0.2, lw=0)
-            ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
+                mean_band(ax, g["step"], g["mean"], g["lo"], g["hi"], lines.index(mask), names[mask], ms=2.5,
+                          alpha=0.2)
+            reference_line(ax, float(_base(data, "warmup")), vertical=True, color="grey", lw=0.6)
             if metric == "sink_rate":
                 ax.set_ylim(-0.02, sink_top)
             elif RANGE[metric][0] == 0.0:
                 ax.set_ylim(bottom=-0.02)
             _label_panel(ax, r == 0 and variant, c == 0 and SHOWN[metric], r == len(SHOWN) - 1, 9)
-    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
-    shown = [names[m] for m in lines if names[m] in handles]
-    fig.legend([handles[k] for k in shown], shown, loc="outside upper center", ncol=len(lines), fontsize=8)
+    shared_legend(fig, axes)
     decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
     dec, enc = sd.arm("trained"), sd.arm(ENCODER)
     models = []
@@ -433,21 +436,17 @@ def _layers_figure(sd: StoryData) -> list[FigureSpec]:
             here = (table["metric"] == metric) & (table["variant"] == variant) & (table["model"] == model)
             sub = table[here]
             for layer, g in sub.groupby("layer"):
-                i = layers.index(int(layer))
                 label = "embeddings (t = 0)" if layer == 0 else f"layer {layer}"
-                ax.plot(g["step"], g["mean"], MARKERS[i % len(MARKERS)] + "-", ms=2.5, color=f"C{i}",
-                        markevery=max(1, len(g) // 8), label=label)
-            ax.axvline(float(_base(data, "warmup")), color="grey", lw=0.6, ls=":")
+                line(ax, g["step"], g["mean"], layers.index(int(layer)), label, ms=2.5)
+            reference_line(ax, float(_base(data, "warmup")), vertical=True, color="grey", lw=0.6)
             if metric == "first_token_attention":
-                ax.axhline(SINK_THRESHOLD, color="black", lw=0.6, ls="--")
+                reference_line(ax, SINK_THRESHOLD, color="black", ls="--", lw=0.6)
             if RANGE.get(metric, (0.0, 1.0))[0] == 0.0 and metric != "effective_rank":
                 ax.set_ylim(-0.02, 1.02)
             mask = "causal" if model == "decoder" else enc_masks[0]
             _label_panel(ax, r == 0 and f"{model}, {variant} ({mask})", c == 0 and PER_LAYER[metric],
                          r == len(PER_LAYER) - 1, 8)
-    handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
-    fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncol=len(handles),
-               fontsize=8)
+    shared_legend(fig, axes)
     nets = {m: int(table.loc[table["model"] == m, "networks"].max()) for m in ("decoder", ENCODER)}
     n = int(_base(data, "tokens"))
     uniform = sum(1.0 / (i + 1) for i in range(n)) / n

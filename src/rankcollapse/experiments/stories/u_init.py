@@ -43,7 +43,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, figure
+from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, reference_line
 from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
@@ -339,29 +339,23 @@ def _san_figure(sd: StoryData) -> list[FigureSpec]:
     depths = [t for t in sorted(prof["layer"].unique()) if t > 0]
     for i, t in enumerate(depths):
         g = prof[(prof[LAM] == 0.0) & (prof["layer"] == t)].sort_values("position")
-        ax1.plot(g["position"], g["mean"], color=f"C{i}", lw=1.2, label=f"H = {t}: measured")
-        ax1.plot(g["position"], mixed_row(n, int(t)), color=f"C{i}", ls="--", lw=0.8)
-    ax1.axvline(middle_position(n), color="0.5", ls=":", lw=0.8)
-    ax1.set_yscale("log")
-    ax1.set_xlabel("input position j")
-    ax1.set_ylabel(f"P(H)[{n - 1}, j] (lam = 0; dashed: C^H)")
-    ax1.legend(fontsize=6)
+        line(ax1, g["position"], g["mean"], i, f"H = {t}: measured", marker=False, lw=1.2)
+        line(ax1, g["position"], mixed_row(n, int(t)), i, style=1, marker=False, lw=0.8)
+    reference_line(ax1, middle_position(n), vertical=True, color="0.5")
+    label_axes(ax1, "input position j", f"P(H)[{n - 1}, j] (lam = 0; dashed: C^H)", logy=True, legend=6)
     table = []
     for k, lam in enumerate(sorted(prof[LAM].unique())):
         s = _san(data, float(lam))
         s = s[s["layer"] > 0].groupby("layer")["dead_zone_log"].agg(["mean", "min", "max"]).reset_index()
         hs = s["layer"].to_numpy()
         mid = [dead_zone(int(h)) * math.exp(v) for h, v in zip(hs, s["mean"], strict=True)]
-        ax2.plot(hs, mid, MARKERS[k] + "-", color=f"C{k}", label=f"measured n P(H)[mid], lam = {lam:g}")
+        line(ax2, hs, mid, k, f"measured n P(H)[mid], lam = {lam:g}", every=0, ms=6)
         closed = [n * mixed_row(n, int(h), float(lam))[middle_position(n)] for h in hs]
         ax2.plot(hs, closed, "x", color=f"C{k}", ms=7, label=f"closed form, lam = {lam:g}")
         table.append(s.assign(lam=lam, closed_form=closed))
     hs = np.arange(1, int(max(depths)) + 1)
     ax2.plot(hs, [dead_zone(int(h)) for h in hs], "k:", label="1/(H-1)!")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("depth H")
-    ax2.set_ylabel(f"middle density at j = n/e (n = {n})")
-    ax2.legend(fontsize=6)
+    label_axes(ax2, "depth H", f"middle density at j = n/e (n = {n})", logy=True, legend=6)
     caption = (
         "Chowdhury 2026's model in random causal SANs at an initialisation's logit scale (N = "
         f"{n}, mean over networks, float64). Left: the last token's rollout P(H)[N-1, :] (solid) against the "
@@ -393,18 +387,16 @@ def _models_figure(sd: StoryData) -> list[FigureSpec]:
     summary = rel.groupby(["model_label", "rope", "position"], as_index=False)["relative"].agg(
         ["mean", "min", "max"])
     for i, ((label, rope), g) in enumerate(summary.groupby(["model_label", "rope"], sort=False)):
-        ls = "-" if rope or "GPT" in str(label) else "--"
-        ax1.plot(g["position"], g["mean"], ls, color=f"C{i}", marker=MARKERS[i % len(MARKERS)], ms=2.5,
-                 label=f"{label}{'' if rope or 'GPT' in str(label) else ', RoPE removed'}")
-        ax1.fill_between(g["position"], g["min"], g["max"], color=f"C{i}", alpha=0.12)
+        own = bool(rope) or "GPT" in str(label)  # a model's own positions solid; RoPE removed dashed
+        mean_band(ax1, g["position"], g["mean"], g["min"], g["max"], i,
+                  f"{label}{'' if own else ', RoPE removed'}", style=0 if own else 1, ms=2.5, every=0,
+                  alpha=0.12)
     n = int(rows["position"].max()) + 1
     depth = int(rows["layer"].iloc[0])
     theory = theory_profile(n, depth)
     ax1.plot(np.arange(n), theory / theory[-1], "k:", lw=0.9, label=f"C^{depth}[n-1, :] + e_(n-1)")
-    ax1.set_yscale("log")
-    ax1.set_xlabel("input position j")
-    ax1.set_ylabel("||d h_L[n-1] / d e_j||_F, relative to j = n - 1")
-    ax1.legend(fontsize=6)
+    label_axes(ax1, "input position j", "||d h_L[n-1] / d e_j||_F, relative to j = n - 1", logy=True,
+               legend=6)
     gap = []
     for run, g in rows[rows["has_rope"].astype(bool)].groupby("run_id", sort=False):
         on = g[g["rope"].astype(bool)].sort_values("position")["influence"].to_numpy(dtype=float)
@@ -412,9 +404,8 @@ def _models_figure(sd: StoryData) -> list[FigureSpec]:
         if on.size and on.size == off.size:
             ax2.plot(np.arange(on.size), on / off, color="0.4", lw=0.7, alpha=0.7)
             gap.append(pd.DataFrame({"run_id": run, "position": np.arange(on.size), "ratio": on / off}))
-    ax2.axhline(1.0, color="k", lw=0.6)
-    ax2.set_xlabel("input position j")
-    ax2.set_ylabel("Jacobian profile with RoPE / without (Qwen2, per network)")
+    reference_line(ax2, 1.0, color="k", ls="-", lw=0.6)
+    label_axes(ax2, "input position j", "Jacobian profile with RoPE / without (Qwen2, per network)")
     caption = (
         "Chowdhury 2026's U at initialisation in random 24-layer GPT-2 medium and Qwen2-0.5B (Hugging Face's "
         f"init, n = {n} random tokens, one network per seed). Left: the last token's input-output Jacobian "
