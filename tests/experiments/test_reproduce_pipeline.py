@@ -256,6 +256,14 @@ PINNED = {
     "verdict_maps": {
         "verdict_maps.converged_or_kept[residual]": "confirmed (ours)",
         "verdict_maps.u_region[residual]": "confirmed (ours)",
+        # the NeurIPS paper vs Cirrincione (N = 4 < d = 8, 8 layers, 4 networks): the one-step affine rank never
+        # rises across LayerNorm; whether LayerNorm keeps mu_rel x2 somewhere is open at 4 networks
+        "verdict_maps.ln_one_step_nowhere[notions]": "confirmed (ours)",
+        "verdict_maps.ln_limit_somewhere[notions]": "inconclusive (ours)",
+        # Karagodin vs LayerNorm Scaling (particle model, N = d = 8, 32 layers, 4 networks)
+        "verdict_maps.preln_resists_where[placements]": "inconclusive (ours)",
+        "verdict_maps.curse_depth_where[placements_cos]": "confirmed (ours)",
+        "verdict_maps.lns_off_identity[placements_cos]": "inconclusive (ours)",
     },
     "mlp_stacks": {
         "mlp_stacks.postnorm_collapses[Post-Norm]": "inconclusive",
@@ -299,7 +307,7 @@ FIGURES = {
     "hasse": ["hasse_flows"],
     "dyt": ["dyt_norm_maps", "dyt_equilibria", "dyt_fig2_tiny_bert_random_init"],
     "ln_scaling": ["ln_scaling_init", "ln_scaling_models"],
-    "verdict_maps": ["verdict_maps_lam_depth"],
+    "verdict_maps": ["verdict_maps_lam_depth", "verdict_maps_ln_notions", "verdict_maps_placements"],
     "mlp_stacks": ["mlp_stacks_rank"],
     "entropy_collapse": ["entropy_collapse_phase"],
 }
