@@ -199,3 +199,4 @@ def test_depth_grid():
     assert vm.depth_grid(8) == [1, 2, 4, 8]
     assert vm.depth_grid(24) == [1, 2, 4, 8, 12, 16, 20, 24]
     assert vm.depth_grid(10) == [1, 2, 4, 8, 10]
+    assert vm.depth_grid(64) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]

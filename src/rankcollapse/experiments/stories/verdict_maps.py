@@ -341,8 +341,9 @@ def _residual_headlines(sd: StoryData, th: Thresholds) -> list[str]:
 
 # ---- the NeurIPS paper against Cirrincione: depth x mask x notion ------------------------------------------
 def depth_grid(layers: int) -> list[int]:
-    """The depths a map shows: 1, 2, then every 4th layer up to ``layers``."""
-    return sorted(t for t in {1, 2, *range(4, layers + 1, 4), layers} if 1 <= t <= layers)
+    """The depths a map shows: 1, 2, 4, then every ``max(4, layers // 8)``-th layer and the last."""
+    step = max(4, layers // 8)
+    return sorted(t for t in {1, 2, 4, *range(step, layers + 1, step), layers} if 1 <= t <= layers)
 
 
 def ln_effect_values(curves: pd.DataFrame) -> pd.DataFrame:
@@ -560,11 +561,10 @@ def _notion_figure(sd: StoryData, th: Thresholds) -> list[FigureSpec]:
         "Verdict maps of the NeurIPS paper (Fig. 2, [text]: 'adding LayerNorm stops mu from converging to "
         "0') "
         "against Cirrincione 2026 ([abstract]: LayerNorm 'neither contributes to nor mitigates rank "
-        "collapse'), "
-        f"ours: the same single-head Gaussian network (N = {base.get('n')}, d = {base.get('d')}, float64) "
-        "without and with LayerNorm after attention, under four masks; each cell (mask, depth t) a verdict "
-        "over "
-        "its networks (the number in the cell), intervals simultaneous over each map. Left, the NeurIPS "
+        "collapse'), ours: the same single-head Gaussian network "
+        f"(N = {base.get('tokens')}, d = {base.get('d')}, float64) without and with LayerNorm after "
+        "attention, under four masks; each cell (mask, depth t) a verdict over its networks (the number in "
+        "the cell), intervals simultaneous over each map. Left, the NeurIPS "
         "paper's notion: log10 of mu_rel with LayerNorm over the same network's without it, against "
         f"log10({th['mitigate_min']:g}) (red: LayerNorm mitigates for sure; blue: it does not; both stacks "
         "at the float64 floor count as equal). Right, Cirrincione's notion: the change of the affine rank "
@@ -591,8 +591,8 @@ def _placement_figure(sd: StoryData, th: Thresholds) -> list[FigureSpec]:
         "Verdict maps of Karagodin et al. 2025 ([abstract]: 'Pre-LN, Mix-LN and nGPT resist deep-layer "
         "collapse better than Post-LN') against Sun et al. 2025 ([abstract]: Pre-LN's deep blocks near the "
         "identity; LayerNorm Scaling mitigates it), ours: Karagodin's particle model (identity values, "
-        "tokens "
-        f"on the sphere, complete mask, N = d = {base.get('n')}, float64, no MLP) with six norm placements, "
+        "tokens on the sphere, complete mask, "
+        f"N = d = {base.get('tokens')}, float64, no MLP) with six norm placements, "
         "the same networks in both maps; each cell (placement, depth t) a verdict over its networks (the "
         "number in the cell), intervals simultaneous over each map. Left: mu_rel above keep_min "
         f"({th['keep_min']:g}) for sure (blue: resists collapse, Karagodin's side) or below it (red: "
