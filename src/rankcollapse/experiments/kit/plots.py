@@ -273,8 +273,8 @@ def panel_figure(
                 notes.append(f"{ptitle}, {ylabel}: coincide within 5%: " + "; ".join(same))
             ax.set_title(ptitle, fontsize=9)
             ax.set_xlabel(xlabel)
-            if c == 0:
-                ax.set_ylabel(ylabel)
+            if c == 0:  # the quantity's label over its dtype: a long one in one line runs into the next row's
+                ax.set_ylabel(ylabel.replace(", ", ",\n", 1) if len(ylabel) > 28 else ylabel)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.0, 1, 0.96))
     shared_legend(fig, list(axes.ravel()), below=True, ncol=4)

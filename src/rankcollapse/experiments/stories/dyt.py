@@ -49,7 +49,16 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import MARKERS, curves_figure, figure, mode_rows, slug
+from rankcollapse.experiments.kit.plots import (
+    curves_figure,
+    figure,
+    interval_points,
+    label_axes,
+    line,
+    mode_rows,
+    reference_line,
+    slug,
+)
 from rankcollapse.experiments.kit.rules.equilibria import (
     Basin,
     Ranks,
@@ -347,22 +356,18 @@ def _maps_figure(sd: StoryData) -> list[FigureSpec]:
             top.scatter(g["x"] / scale, g["y"], s=2, color=f"C{i}", alpha=0.25, rasterized=True)
             top.plot(g["x"] / scale, g["fitted_mean"], color=f"C{i}", lw=1.1, label=which)
         top.set_xscale("symlog", linthresh=2.0)
-        top.set_title(label, fontsize=8)
-        top.set_xlabel("norm input x / its std (one excerpt; symlog)")
-        top.set_ylabel("output before the affine (dots); DyT fit (line)")
+        label_axes(top, "norm input x / its std (one excerpt; symlog)",
+                   "output before the affine (dots); DyT fit (line)", title=label)
         if not pts.empty:
             top.legend(fontsize=6, markerscale=3)
         per = f.groupby("layer", as_index=False)[["dyt_r2", "s_shape", "dyt_r2_std", "s_shape_std"]].mean()
-        for col, marker, words in (("dyt_r2", "o", "tanh R²"), ("s_shape", "s", "S-shape share")):
-            bottom.errorbar(per["layer"], per[col], yerr=per[f"{col}_std"], fmt=marker + "-", ms=3, lw=0.9,
-                            capsize=1.5, label=f"{words} (mean ± std over excerpts)")
-        th = sd.verdict
-        bottom.axhline(float(th["r2_min"]), color="C0", ls=":", lw=0.8)
-        bottom.axhline(float(th["s_min"]), color="C1", ls=":", lw=0.8)
+        limits = (("dyt_r2", "tanh R²", "r2_min"), ("s_shape", "S-shape share", "s_min"))
+        for i, (col, words, limit) in enumerate(limits):
+            interval_points(bottom, per["layer"], per[col], per[col] - per[f"{col}_std"],
+                            per[col] + per[f"{col}_std"], i, f"{words} (mean ± std over excerpts)", ms=3)
+            reference_line(bottom, float(sd.verdict[limit]), color=f"C{i}")
         bottom.set_ylim(-0.05, 1.05)
-        bottom.set_xlabel("norm, in call order (two per layer)")
-        bottom.set_ylabel("R² and S-shape share")
-        bottom.legend(fontsize=6)
+        label_axes(bottom, "norm, in call order (two per layer)", "R² and S-shape share", legend=6)
         tables.append(per.assign(model=label))
     caption = (
         "DyT's observation (Zhu et al. 2025, [abstract]) on the bundled models: top, one excerpt's map from "
@@ -389,31 +394,24 @@ def _equilibria_figure(sd: StoryData) -> list[FigureSpec]:
     for i, ((n, w), g) in enumerate(dyt.groupby(["tokens", "w"], sort=True)):
         g = g.sort_values("alpha")
         share = g["kept"] / g["starts"]
-        ax1.plot(g["alpha"], 100 * share, MARKERS[i % len(MARKERS)] + "-", color=f"C{i}", ms=4,
-                 label=f"DyT, N = {int(n)}, w = {w:g}")
+        line(ax1, g["alpha"], 100 * share, i, f"DyT, N = {int(n)}, w = {w:g}", every=0, ms=4)
         s = sphere[(sphere["tokens"] == n) & (sphere["w"] == w)] if not sphere.empty else sphere
         if not s.empty:
-            ax1.axhline(100 * float(s["kept"].iloc[0] / s["starts"].iloc[0]), color=f"C{i}", ls="--", lw=0.8)
-    ax1.set_xscale("log")
-    ax1.set_xlabel("DyT's alpha (its whole scale: only alpha W_V matters)")
-    ax1.set_ylabel(f"% of random starts ending at rank >= {KEPT_RANK}")
-    ax1.set_title("dashed: the sphere normalisation (LN's, the paper's) on the same starts", fontsize=7)
-    ax1.legend(fontsize=6)
+            reference_line(ax1, 100 * float(s["kept"].iloc[0] / s["starts"].iloc[0]), color=f"C{i}", ls="--")
+    label_axes(ax1, "DyT's alpha (its whole scale: only alpha W_V matters)",
+               f"% of random starts ending at rank >= {KEPT_RANK}", logx=True, legend=6,
+               title="dashed: the sphere normalisation (LN's, the paper's) on the same starts")
     if not eqs.empty:
         big = eqs[eqs["tokens"] == eqs["tokens"].max()]
         big = big[big["w"] == big["w"].iloc[0]].sort_values("alpha")
         n = int(big["tokens"].iloc[0])
         for k in range(n + 1):
-            ax2.plot(big["alpha"], big[f"rank_{k}"].clip(lower=0.7), MARKERS[k % len(MARKERS)] + "-",
-                     color=f"C{k}", ms=4, label=f"rank {k}: all")
-            ax2.plot(big["alpha"], big[f"stable_rank_{k}"].clip(lower=0.7), MARKERS[k % len(MARKERS)] + ":",
-                     color=f"C{k}", ms=4, mfc="none", label=f"rank {k}: stable")
-        ax2.set_xscale("log")
-        ax2.set_yscale("log")
+            line(ax2, big["alpha"], big[f"rank_{k}"], k, f"rank {k}: all", floor=0.7, every=0, ms=4)
+            line(ax2, big["alpha"], big[f"stable_rank_{k}"], k, f"rank {k}: stable", style=3, floor=0.7,
+                 every=0, ms=4, hollow=True)
+        label_axes(ax2, "DyT's alpha", f"equilibria (N = d = {n}, w = {big['w'].iloc[0]:g}; 0 drawn at 0.7)",
+                   logx=True, logy=True, legend=6, ncol=2)
         ax2.set_ylim(0.6, None)
-        ax2.set_xlabel("DyT's alpha")
-        ax2.set_ylabel(f"equilibria (N = d = {n}, w = {big['w'].iloc[0]:g}; 0 drawn at 0.7)")
-        ax2.legend(fontsize=6, ncol=2)
     caption = (
         "Ours: the NeurIPS paper's constructions (causal, W_Q = W_K = 0, W_V = I + w J) with DyT, X <- "
         "tanh(alpha A X W_V), in the sphere normalisation's place. Left: the share of random starts on the "

@@ -26,7 +26,7 @@ from rankcollapse.experiments.kit.data import (
     runs_of,
     sample_note,
 )
-from rankcollapse.experiments.kit.plots import curves_figure, quantity_label, slug
+from rankcollapse.experiments.kit.plots import Panel, curves_figure, dtype_rows, slug
 from rankcollapse.experiments.kit.tasks.curves import MODEL_CURVES, SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -121,22 +121,17 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     for arm, data, label, pretrained, frame in arm_models(sd, ARM_ORDER, "curve"):
         mu, rel = curves_by(frame, "mu", KEYS), curves_by(frame, "mu_rel", KEYS)
         masks = ordered_masks(frame, data.exp)
-        rows = []
-        for curves, dt, ylabel, floors in (
-            (mu, "float32", f"{quantity_label('mu')}, float32 (as in the paper)", False),
-            (mu, "float64", f"{quantity_label('mu')}, float64", False),
-            (rel, "float32", "mu_rel, float32", True),
-            (rel, "float64", "mu_rel, float64", True),
-        ):
-            panels = []
+
+        def panels(curves: dict[tuple, Curve], dt: str, masks: list[str] = masks) -> list[Panel]:
+            drawn = []  # one panel per mask, one curve per d_QK
             for m in masks:
-                series = sorted(
-                    ((d, c) for (v, mm, d, t), c in curves.items() if mm == m and t == dt), key=lambda p: p[0]
-                )
+                series = sorted(((d, c) for (_, mm, d, t), c in curves.items() if mm == m and t == dt),
+                                key=lambda p: p[0])
                 if series:
-                    panels.append((MASK_WORDS.get(m, m), [(dqk_words(d), c) for d, c in series]))
-            if panels:
-                rows.append((ylabel, floors, panels))
+                    drawn.append((MASK_WORDS.get(m, m), [(dqk_words(d), c) for d, c in series]))
+            return drawn
+
+        rows = dtype_rows(mu, rel, panels)
         if not rows:
             continue
         which = (

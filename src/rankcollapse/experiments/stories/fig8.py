@@ -16,7 +16,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import Model, judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, layered, model_groups, rows_of
-from rankcollapse.experiments.kit.plots import figure, quantity_label, slug
+from rankcollapse.experiments.kit.plots import figure, label_axes, quantity_label, slug
 from rankcollapse.experiments.kit.tasks.curves import MODEL_GEOMETRY
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -91,11 +91,9 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             for t in layers:
                 one = g[(g["sample"] == s) & (g["layer"] == t)].sort_values("index")
                 ax.plot(one["index"] + 1, one["sigma"], color=cmap(norm(t)), lw=1)
-            ax.set_yscale("log")
-            ax.set_xscale("log")
-            ax.set_title(f"excerpt {int(s) + 1}", fontsize=9)
-            ax.set_xlabel("index i of sigma_i (largest first)")
-        axes[0][0].set_ylabel("singular value sigma_i of X(t)")
+            label_axes(ax, "index i of sigma_i (largest first)", logx=True, logy=True,
+                       title=f"excerpt {int(s) + 1}")
+        label_axes(axes[0][0], y="singular value sigma_i of X(t)")
         bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]), pad=0.02)
         bar.set_label(f"{quantity_label('layer')} (0 = embeddings)")
         bar.set_ticks(np.unique(np.linspace(0, layers[-1], min(len(layers), 7)).round().astype(int)))

@@ -35,7 +35,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of
-from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
+from rankcollapse.experiments.kit.plots import MARKERS, figure, label_axes, line, quantity_label
 from rankcollapse.experiments.kit.rules.checks import all_cases
 from rankcollapse.experiments.kit.tasks.masks import MASK_FLOWS
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -242,22 +242,17 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     shown = [s for s in specs if not s.startswith(("document", "tree"))]
     for i, s in enumerate(shown):
         g = order[order["spec"] == s].sort_values("tokens")
-        ax1.plot(g["tokens"], g["depth"], marker=MARKERS[i % len(MARKERS)], ms=3, lw=0.9, color=f"C{i % 10}",
-                 ls="--" if bool(g["schedule"].iloc[0]) else "-", label=s)
-    ax1.set_yscale("log")
+        line(ax1, g["tokens"], g["depth"], i, s, style=int(bool(g["schedule"].iloc[0])), every=0, lw=0.9)
     ax1.set_xticks([int(v) for v in ns])
-    ax1.set_xlabel(quantity_label("tokens"))
-    ax1.set_ylabel("layers until the composed flow stops changing")
+    label_axes(ax1, "tokens", "layers until the composed flow stops changing", logy=True)
     ax1.legend(fontsize=5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14))
-    last = depth[depth["tokens"] == ns[-1]]
+    last, scheduled = depth[depth["tokens"] == ns[-1]], set(order.loc[order["schedule"], "spec"])
     for i, s in enumerate(shown):
         g = last[last["spec"] == s].sort_values("layer")
         if not g.empty:
-            ax2.plot(g["layer"], g["pairs_share"], marker=MARKERS[i % len(MARKERS)], ms=2, lw=0.8,
-                     color=f"C{i % 10}", ls="--" if s in set(order.loc[order["schedule"], "spec"]) else "-")
+            line(ax2, g["layer"], g["pairs_share"], i, style=int(s in scheduled), every=0, ms=2, lw=0.8)
     ax2.set_xscale("symlog", linthresh=1)
-    ax2.set_xlabel(f"{quantity_label('layer')} (N = {ns[-1]})")
-    ax2.set_ylabel("|P_L| / n^2: share of pairs reached")
+    label_axes(ax2, f"{quantity_label('layer')} (N = {ns[-1]})", "|P_L| / n^2: share of pairs reached")
     _draw_hasse(ax3, data, "block-two-stream:size=2", int(ns[0]))
     _draw_hasse(ax4, data, "butterfly", int(ns[0]))
     caption = (

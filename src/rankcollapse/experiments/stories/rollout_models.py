@@ -31,7 +31,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
-from rankcollapse.experiments.kit.plots import MARKERS, figure, quantity_label
+from rankcollapse.experiments.kit.plots import figure, label_axes, line
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks.masks import parse_mask
 from rankcollapse.experiments.kit.tasks.rollout import MODEL_ROLLOUT
@@ -196,29 +196,23 @@ def _influence_figure(influence: pd.DataFrame, head: pd.DataFrame, table: pd.Dat
     fig = figure(10, 4.8, layout="constrained")
     (ax, ax3) = fig.subplots(1, 2)
     labels = list(dict.fromkeys(influence["model_label"]))
-    styles = ["-", "--", "-.", ":"]
     for i, label in enumerate(labels):
         g = influence[influence["model_label"] == label]
         last = int(g["layer"].max())
         for k, lam in enumerate(sorted(g[LAM].unique())):
             p = g[(g[LAM] == lam) & (g["layer"] == last)].groupby("position")["influence"].mean()
-            x = p.index.to_numpy() / max(len(p) - 1, 1)
-            ax.plot(x, np.maximum(p.to_numpy(), 1e-12), styles[k % len(styles)], color=f"C{i}", lw=1.2,
-                    label=f"{_short(label)}, lam = {lam:g} (t = {last})")
+            line(ax, p.index.to_numpy() / max(len(p) - 1, 1), p.to_numpy(), i,
+                 f"{_short(label)}, lam = {lam:g} (t = {last})", style=k, floor=1e-12, marker=False, lw=1.2)
         h = head[(head["model_label"] == label) & (head[LAM] == 0)] if not head.empty else head
         for j, (_, hg) in enumerate(h.groupby("head")):
             hg = hg.sort_values("layer")
             ax3.plot(hg["layer"] / max(int(hg["layer"].max()), 1), hg["first_token_share_mean"], "-",
                      color=f"C{i}", lw=0.7, alpha=0.5, label=f"{_short(label)}, per head" if j == 0 else None)
-    ax.set_yscale("log")
-    ax.set_xlabel("input position j / (n - 1)")
-    ax.set_ylabel("P(L)[n-1, j]: influence on the last token")
-    ax.set_title("last token's profile at the last layer", fontsize=8)
+    label_axes(ax, "input position j / (n - 1)", "P(L)[n-1, j]: influence on the last token", logy=True,
+               title="last token's profile at the last layer")
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    ax3.set_xlabel("relative depth t / L")
-    ax3.set_ylabel("per-head rollout (lam = 0): first-token share")
-    ax3.set_title("per head", fontsize=8)
-    ax3.legend(fontsize=6)
+    label_axes(ax3, "relative depth t / L", "per-head rollout (lam = 0): first-token share", title="per head",
+               legend=6)
     caption = (
         "Herasimchyk et al. 2026 on real models: the rollout P(t) = M(t)...M(1), "
         "M(t) = lam I + (1 - lam) A(t), "
@@ -239,18 +233,16 @@ def _depth_figure(table: pd.DataFrame) -> FigureSpec:
     fig = figure(3.2 * len(labels) + 0.6, 3.6, layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
     shares = [c for c in table.columns if c.startswith("first_token_share_lam")]
-    styles = ["-", "--", "-."]
-    for i, (ax, label) in enumerate(zip(axes, labels, strict=True)):
+    for ax, label in zip(axes, labels, strict=True):
         g = table[table["model"] == label]
         for k, col in enumerate(shares):
-            ax.plot(g["layer"], g[col], styles[k % len(styles)], marker=MARKERS[i % len(MARKERS)], ms=2.5,
-                    color="C0", lw=1.2, label=f"rollout, lam = {col.removeprefix('first_token_share_lam')}")
+            line(ax, g["layer"], g[col], 0, f"rollout, lam = {col.removeprefix('first_token_share_lam')}",
+                 style=k, every=0, ms=2.5, lw=1.2)
         ax.plot(g["layer"], g["first_token_attention"], ":", color="C3", lw=1.8,
                 label="first_token_attention (one layer)")
         ax.step(g["layer"], g["sink_rate"], where="mid", color="C2", lw=1.0, alpha=0.8,
                 label="sink_rate (one layer)")
-        ax.set_title(f"{_short(label)} ({g['own_mask'].iloc[0]})", fontsize=8)
-        ax.set_xlabel(quantity_label("layer"))
+        label_axes(ax, "layer", title=f"{_short(label)} ({g['own_mask'].iloc[0]})")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-0.02, 1.02)
     axes[0].set_ylabel("share: of attention on the first token (rollout, one layer);\nof heads (sink_rate)",

@@ -25,8 +25,11 @@ from rankcollapse.experiments.kit.plots import (
     band,
     curve_axes,
     figure,
+    label_axes,
+    line,
     panel_grid,
     quantity_label,
+    reference_line,
 )
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -216,12 +219,10 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                 ax.plot(
                     b.index + 1.0, b.to_numpy(), "--", color="C3", label="Thm 1 bound C (1 - eps^r)^(t/r)"
                 )
-            ax.axhline(floor_rel("float64") * float(c.mean[0]), color="0.4", ls="-.", lw=0.8)
+            reference_line(ax, floor_rel("float64") * float(c.mean[0]), ls="-.")  # the floor at mu(0)'s scale
             r = radius.get(mask)
-            ax.set_title(f"{mask} (r = {'none' if pd.isna(r) else int(r)})", fontsize=9)
-            ax.set_xlabel(LAYER_PLUS_ONE)
-        axes[0].set_ylabel(quantity_label("mu"))
-        axes[0].legend(fontsize=6)
+            label_axes(ax, LAYER_PLUS_ONE, title=f"{mask} (r = {'none' if pd.isna(r) else int(r)})")
+        label_axes(axes[0], y="mu", legend=6)
         caption = (
             "Theorem 1: measured raw mu(X(t)) (mean ± std over samples and seeds, log-log) against the bound "
             "C (1 - eps^r)^{t/r} (dashed: the smallest C covering every layer, the smallest measured eps); "
@@ -248,11 +249,9 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         table = pd.DataFrame(pts)
         for i, (fam, g) in enumerate(table.groupby("family", sort=False)):
             g = g.sort_values("radius")
-            ax.plot(g["radius"], np.exp(g["log_rate"]), "o-", color=f"C{i}", label=fam)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("radius r")
-        ax.set_ylabel("per-layer factor of mu_rel (above the floor)")
-        ax.legend(fontsize=7)
+            line(ax, g["radius"], np.exp(g["log_rate"]), i, fam, every=0, ms=6)
+        label_axes(ax, "radius r", "per-layer factor of mu_rel (above the floor)", logx=True, base=2,
+                   legend=7)
         ordered = sorted(rel.items(), key=lambda kv: radius[kv[0].split(", ")[0]])
         curve_axes(ax2, [(label.split(", ")[0], c) for label, c in ordered], quantity_label("mu_rel"))
         caption = (
