@@ -137,3 +137,14 @@ def test_dtype_rows_label_rows_from_the_names_table_and_leave_out_a_dtype_not_ru
         (f"{label('mu_rel')}, float64", True),
     ]
     assert rows[2][2][0][0] == "causal" and rows[2][2][0][1][0][0] == "SAN"
+
+
+def test_label_grid_names_only_the_edges_of_the_grid() -> None:
+    fig, axes = plots.panel_grid(5, ncols=3)  # 2 rows, the last one short
+    plots.label_grid(axes, 3, ["mu_rel", "effective rank"], ["a", "b", "c"], "layer")
+    assert [ax.get_title() for ax in axes] == ["a", "b", "c", "", ""]
+    assert [ax.get_ylabel() for ax in axes] == [label("mu_rel"), "", "", "effective rank", ""]
+    assert [ax.get_xlabel() for ax in axes] == ["", "", "", label("layer"), label("layer")]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

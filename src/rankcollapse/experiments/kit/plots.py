@@ -15,8 +15,9 @@ The templates stories draw with, one per shape: :func:`line` (one series, colour
 quantity per condition with its interval as error bars), :func:`reference_line` (a threshold, a limit or a
 precision floor at a given value), :func:`annotated_heatmap` (a grid of values, each written in its cell),
 :func:`label_axes` (axis labels from the names table, log axes, the legend), :func:`shared_legend` (one
-legend for a figure of panels), :func:`panel_grid` (one panel per condition) and :func:`dtype_rows` (rows of
-raw mu and mu_rel in float32 and float64 for :func:`curves_figure`).
+legend for a figure of panels), :func:`panel_grid` (one panel per condition), :func:`label_grid` (a grid's
+column titles, row labels and x label) and :func:`dtype_rows` (rows of raw mu and mu_rel in float32 and
+float64 for :func:`curves_figure`).
 """
 
 from __future__ import annotations
@@ -100,12 +101,15 @@ def empty(name: str, caption: str, why: str) -> FigureSpec:
     return FigureSpec(name, fig, pd.DataFrame(), caption)
 
 
-def panel_grid(n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8) -> tuple[Any, list[Any]]:
-    """A figure with ``n`` panels in rows of ``ncols`` (spare axes hidden)."""
+def panel_grid(
+    n: int, ncols: int = 4, w: float = 3.3, h: float = 2.8, sharey: bool = False
+) -> tuple[Any, list[Any]]:
+    """A figure with ``n`` panels of ``w x h`` inches in rows of ``ncols`` (spare axes hidden; ``sharey``: one
+    y axis for all): one panel per condition (arm, model, mask, ...), row by row."""
     ncols = min(ncols, max(n, 1))
     nrows = math.ceil(max(n, 1) / ncols)
     fig = figure(w * ncols, h * nrows, layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=sharey)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.axis("off")
@@ -574,3 +578,27 @@ def shared_legend(
         {"loc": "upper center", "bbox_to_anchor": (0.5, 0.0)} if below else {"loc": "outside upper center"}
     )
     return fig.legend(list(handles.values()), list(handles), ncol=max(cols, 1), fontsize=fontsize, **where)
+
+
+def label_grid(
+    axes: Sequence[Any],
+    ncols: int,
+    rows: Sequence[str],
+    columns: Sequence[str],
+    x: str,
+    *,
+    title_size: float = 9,
+) -> None:
+    """Name the edges of a grid of panels (``axes`` row by row, ``ncols`` a row, as :func:`panel_grid` gives
+    them): each column's title over its top panel, each row's y label (:func:`axis_label`) beside its first
+    panel, the x label ``x`` under the bottom row; tick labels small."""
+    nrows = math.ceil(len(axes) / ncols)
+    for k, ax in enumerate(axes):
+        r, c = divmod(k, ncols)
+        if r == 0:
+            ax.set_title(columns[c], fontsize=title_size)
+        if c == 0:
+            ax.set_ylabel(axis_label(rows[r]), fontsize=7)
+        if r == nrows - 1:
+            ax.set_xlabel(axis_label(x))
+        ax.tick_params(labelsize=6)

@@ -47,7 +47,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, reference_line
+from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, panel_grid, reference_line
 from rankcollapse.experiments.kit.rules.profiles import u_somewhere
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.rollout import end_over_middle_logs
@@ -335,8 +335,7 @@ def _alibi_figure(sd: StoryData, share: float) -> FigureSpec | None:
     rows = rows[rows["dtype"] == "float64"]
     prof = rows.groupby([SLOPE, LAM, "layer", "position"], as_index=False)["influence"].mean()
     slopes = sorted(prof[SLOPE].unique())
-    fig = figure(5 * len(slopes), 3.8, layout="constrained")
-    axes = fig.subplots(1, len(slopes), squeeze=False)[0]
+    fig, axes = panel_grid(len(slopes), ncols=len(slopes), w=5, h=3.8)
     for ax, m in zip(axes, slopes, strict=True):
         for i, lam in enumerate(sorted(prof[LAM].unique())):
             for k, t in enumerate(sorted({max(1, depth // 4), depth})):

@@ -31,7 +31,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
-from rankcollapse.experiments.kit.plots import figure, label_axes, line
+from rankcollapse.experiments.kit.plots import figure, label_axes, line, panel_grid
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks.masks import parse_mask
 from rankcollapse.experiments.kit.tasks.rollout import MODEL_ROLLOUT
@@ -230,8 +230,7 @@ def _depth_figure(table: pd.DataFrame) -> FigureSpec:
     from matplotlib.ticker import MaxNLocator
 
     labels = list(dict.fromkeys(table["model"]))
-    fig = figure(3.2 * len(labels) + 0.6, 3.6, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
+    fig, axes = panel_grid(len(labels), ncols=len(labels), w=3.4, h=3.6, sharey=True)
     shares = [c for c in table.columns if c.startswith("first_token_share_lam")]
     for ax, label in zip(axes, labels, strict=True):
         g = table[table["model"] == label]

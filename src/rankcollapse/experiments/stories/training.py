@@ -50,6 +50,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.plots import (
+    label_grid,
     line,
     mean_band,
     panel_grid,
@@ -295,18 +296,6 @@ def claims(sd: StoryData) -> list[Claim]:
 # --- the figure and the headlines -------------------------------------------------------------------
 
 
-def _label_panel(ax: Any, title: str | bool, ylabel: str | bool, bottom: bool, title_size: int) -> None:
-    """One panel of a grid of step plots: its column's title on the top row, its metric's name in the first
-    column, the step axis on the bottom row (False: none)."""
-    if title:
-        ax.set_title(str(title), fontsize=title_size)
-    if ylabel:
-        ax.set_ylabel(str(ylabel), fontsize=7)
-    if bottom:
-        ax.set_xlabel("training step")
-    ax.tick_params(labelsize=6)
-
-
 def _curves(data: Data, model: str = "") -> pd.DataFrame:
     """Per variant, mask, metric and step: mean over networks and its interval (``mean ± z se``);
     ``model``: written before the mask (``encoder, complete``), so each model's masks are lines apart."""
@@ -363,7 +352,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                 ax.set_ylim(-0.02, sink_top)
             elif RANGE[metric][0] == 0.0:
                 ax.set_ylim(bottom=-0.02)
-            _label_panel(ax, r == 0 and variant, c == 0 and SHOWN[metric], r == len(SHOWN) - 1, 9)
+    label_grid(axes, len(variants), list(SHOWN.values()), variants, "training step")
     shared_legend(fig, axes)
     decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
     dec, enc = sd.arm("trained"), sd.arm(ENCODER)
@@ -443,9 +432,8 @@ def _layers_figure(sd: StoryData) -> list[FigureSpec]:
                 reference_line(ax, SINK_THRESHOLD, color="black", ls="--", lw=0.6)
             if RANGE.get(metric, (0.0, 1.0))[0] == 0.0 and metric != "effective_rank":
                 ax.set_ylim(-0.02, 1.02)
-            mask = "causal" if model == "decoder" else enc_masks[0]
-            _label_panel(ax, r == 0 and f"{model}, {variant} ({mask})", c == 0 and PER_LAYER[metric],
-                         r == len(PER_LAYER) - 1, 8)
+    titles = [f"{model}, {v} ({'causal' if model == 'decoder' else enc_masks[0]})" for v, model in columns]
+    label_grid(axes, len(columns), list(PER_LAYER.values()), titles, "training step", title_size=8)
     shared_legend(fig, axes)
     nets = {m: int(table.loc[table["model"] == m, "networks"].max()) for m in ("decoder", ENCODER)}
     n = int(_base(data, "tokens"))
