@@ -56,6 +56,7 @@ from rankcollapse.experiments.kit.plots import (
     label_axes,
     line,
     mode_rows,
+    panel_grid,
     reference_line,
     slug,
 )
@@ -389,8 +390,7 @@ def _equilibria_figure(sd: StoryData) -> list[FigureSpec]:
     dyt, sphere, eqs = _basins(data), _basins(data, "sphere"), rows_of(data, "equilibria")
     if dyt.empty:
         return []
-    fig = figure(10.5, 3.8, layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, (ax1, ax2) = panel_grid(2, ncols=2, w=5.25, h=3.8)
     for i, ((n, w), g) in enumerate(dyt.groupby(["tokens", "w"], sort=True)):
         g = g.sort_values("alpha")
         share = g["kept"] / g["starts"]

@@ -42,7 +42,12 @@ from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import conditions, floor_rel
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import annotated_heatmap, figure, label_axes, reference_line
+from rankcollapse.experiments.kit.plots import (
+    annotated_heatmap,
+    label_axes,
+    panel_grid,
+    reference_line,
+)
 from rankcollapse.experiments.kit.rules.growth import at_least, at_most, estimate, unit_curves
 from rankcollapse.experiments.kit.rules.sweeps import Crossing, crossing, locate
 from rankcollapse.experiments.kit.tasks.phases import SIMULATE_PHASES
@@ -245,8 +250,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if not cells and not lam:
         return []
     tol = float(sd.verdict["rate_tol"])
-    fig = figure(12.0, 3.8, layout="constrained")
-    ax1, ax2, ax3 = fig.subplots(1, 3)
+    fig, (ax1, ax2, ax3) = panel_grid(3, ncols=3, w=4, h=3.8)
     tables = []
     if cells:
         rate, scales, residuals = _grid(cells, "rate")

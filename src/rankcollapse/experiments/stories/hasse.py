@@ -35,7 +35,7 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.data import rows_of
-from rankcollapse.experiments.kit.plots import MARKERS, figure, label_axes, line, quantity_label
+from rankcollapse.experiments.kit.plots import MARKERS, label_axes, line, panel_grid, quantity_label
 from rankcollapse.experiments.kit.rules.checks import all_cases
 from rankcollapse.experiments.kit.tasks.masks import MASK_FLOWS
 from rankcollapse.experiments.kit.thresholds import Thresholds
@@ -236,8 +236,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if order.empty:
         return []
     ns = sorted(order["tokens"].unique())
-    fig = figure(11, 8, layout="constrained")
-    (ax1, ax2), (ax3, ax4) = fig.subplots(2, 2)
+    fig, (ax1, ax2, ax3, ax4) = panel_grid(4, ncols=2, w=5.5, h=4)
     specs = list(dict.fromkeys(order["spec"]))
     shown = [s for s in specs if not s.startswith(("document", "tree"))]
     for i, s in enumerate(shown):

@@ -33,7 +33,7 @@ from rankcollapse.experiments.kit.combine import combine_parts
 from rankcollapse.experiments.kit.curves import conditions
 from rankcollapse.experiments.kit.data import rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, reference_line
+from rankcollapse.experiments.kit.plots import label_axes, line, mean_band, panel_grid, reference_line
 from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.rules.growth import at_least, at_most, estimate, unit_curves
 from rankcollapse.experiments.kit.tasks.phases import SIMULATE_PHASES
@@ -151,8 +151,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     stacks = _stacks(sd)
     if not stacks:
         return []
-    fig = figure(11.0, 3.6, layout="constrained")
-    axes = fig.subplots(1, 3)
+    fig, axes = panel_grid(3, ncols=3, w=3.7, h=3.6)
     widths = sorted({s.d for s in stacks})
     tables: list[dict[str, Any]] = []
     for ax, mode in zip(axes[:2], ("mlp", "mlp-pre"), strict=True):

@@ -27,7 +27,13 @@ from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import claim_row, judged
 from rankcollapse.experiments.kit.curves import Curve
 from rankcollapse.experiments.kit.data import curves_by, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import figure, interval_points, label_axes, mean_band, reference_line
+from rankcollapse.experiments.kit.plots import (
+    interval_points,
+    label_axes,
+    mean_band,
+    panel_grid,
+    reference_line,
+)
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.thresholds import Thresholds
 
@@ -158,8 +164,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     n = int(data.exp.base["tokens"])
     curves = _gap_curves(frame, "float64")
     table = _table(sd)
-    fig = figure(10, 3.8, layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
+    fig, (ax, ax2) = panel_grid(2, ncols=2, w=5, h=3.8)
     ordered = sorted(curves.items(), key=lambda kv: hops(kv[0].split(", ")[0], n))
     for i, (label, c) in enumerate(ordered):  # the mean and the range over samples (the std spans decades)
         mask = label.split(", ")[0]

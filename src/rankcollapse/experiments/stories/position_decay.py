@@ -35,7 +35,13 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged, not_testable_row
 from rankcollapse.experiments.kit.data import layered, profile_summaries, rows_of, runs_of, sample_note
-from rankcollapse.experiments.kit.plots import figure, interval_points, label_axes, line, reference_line
+from rankcollapse.experiments.kit.plots import (
+    interval_points,
+    label_axes,
+    line,
+    panel_grid,
+    reference_line,
+)
 from rankcollapse.experiments.kit.rules.profiles import peaked, scales_as
 from rankcollapse.experiments.kit.tasks.curves import ROPE_SCORE_DECAY, SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.masks import decay_critical_distance, decay_uniform_context
@@ -249,8 +255,7 @@ def _rope_figure(sd: StoryData) -> list[FigureSpec]:
     if decay.empty:
         return []
     th = Thresholds.of("position_decay", sd.verdict, sd.ranges)
-    fig = figure(10, 3.8, layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
+    fig, (ax, ax2) = panel_grid(2, ncols=2, w=5, h=3.8)
     d64 = decay[decay["dtype"] == "float64"]
     mean = d64.groupby(["rope_scale", "distance"], as_index=False)["decay"].mean()
     for i, (th1, g) in enumerate(mean.groupby("rope_scale")):
@@ -301,8 +306,7 @@ def _decay_figures(sd: StoryData) -> list[FigureSpec]:
         return []
     rows = rows[rows["dtype"] == "float64"]
     prof = rows.groupby(["layer", "position"], as_index=False)["influence"].mean()
-    fig = figure(10, 3.8, layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
+    fig, (ax, ax2) = panel_grid(2, ncols=2, w=5, h=3.8)
     for i, t in enumerate(judged_layers(n, slope, depth)):
         g = prof[prof["layer"] == t].sort_values("position")
         x = n - 1 - g["position"].to_numpy()

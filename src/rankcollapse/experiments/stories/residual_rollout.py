@@ -47,7 +47,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, panel_grid, reference_line
+from rankcollapse.experiments.kit.plots import label_axes, line, mean_band, panel_grid, reference_line
 from rankcollapse.experiments.kit.rules.profiles import u_somewhere
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
 from rankcollapse.experiments.kit.tasks.rollout import end_over_middle_logs
@@ -374,8 +374,7 @@ def _gap_figure(sd: StoryData) -> list[FigureSpec]:
     curves = _gap_curves(frame, "float64")
     table = _table(sd)
     prof = _profiles(sd)
-    fig = figure(10, 3.8, layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
+    fig, (ax, ax2) = panel_grid(2, ncols=2, w=5, h=3.8)
     for i, (lam, c) in enumerate(sorted(curves.items())):
         mean_band(ax, np.arange(c.layers + 1), c.mean, c.lo, c.hi, i, f"lam = {lam:g}", floor=c.clamp)
     label_axes(ax, "layer", "max_i (1 - P(t)[i, 0]) (float64)", logy=True, legend=7,

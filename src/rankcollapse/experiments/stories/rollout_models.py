@@ -31,7 +31,7 @@ from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit import rules
 from rankcollapse.experiments.kit.claims import judged, model_row
 from rankcollapse.experiments.kit.data import arm_models, curves_by, layered, rows_of
-from rankcollapse.experiments.kit.plots import figure, label_axes, line, panel_grid
+from rankcollapse.experiments.kit.plots import label_axes, line, panel_grid
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks.masks import parse_mask
 from rankcollapse.experiments.kit.tasks.rollout import MODEL_ROLLOUT
@@ -193,8 +193,7 @@ def depth_table(sd: StoryData) -> pd.DataFrame:
 
 
 def _influence_figure(influence: pd.DataFrame, head: pd.DataFrame, table: pd.DataFrame) -> FigureSpec:
-    fig = figure(10, 4.8, layout="constrained")
-    (ax, ax3) = fig.subplots(1, 2)
+    fig, (ax, ax3) = panel_grid(2, ncols=2, w=5, h=4.8)
     labels = list(dict.fromkeys(influence["model_label"]))
     for i, label in enumerate(labels):
         g = influence[influence["model_label"] == label]

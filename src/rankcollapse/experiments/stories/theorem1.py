@@ -24,7 +24,6 @@ from rankcollapse.experiments.kit.plots import (
     LAYER_PLUS_ONE,
     band,
     curve_axes,
-    figure,
     label_axes,
     line,
     panel_grid,
@@ -233,8 +232,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     if data is not None:
         rel = _curves(data, data.ok, "mu_rel")
         radius = {str(m): float(g["summary.radius"].iloc[0]) for m, g in data.ok.groupby("mask")}
-        fig = figure(10, 3.6, layout="constrained")
-        ax, ax2 = fig.subplots(1, 2)
+        fig, (ax, ax2) = panel_grid(2, ncols=2, w=5, h=3.6)
         pts = []
         for label, c in rel.items():
             mask = label.split(", ")[0]

@@ -24,7 +24,14 @@ from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, State
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import checks_row, claim_row, judged
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import annotated_heatmap, empty, figure, label_axes, reference_line
+from rankcollapse.experiments.kit.plots import (
+    annotated_heatmap,
+    empty,
+    figure,
+    label_axes,
+    panel_grid,
+    reference_line,
+)
 from rankcollapse.experiments.kit.rules import every_run, regions_of_attraction, stable_in_certain_directions
 from rankcollapse.experiments.kit.tasks.equilibria import (
     COMPLETE_MASK_RUN,
@@ -753,8 +760,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
     data = sd.arm("designed")
     if data is not None:
         rows = data.rows.sort_values("k").reset_index(drop=True)
-        fig = figure(11, 3.2, layout="constrained")
-        axes = fig.subplots(1, 3)
+        fig, axes = panel_grid(3, ncols=3, w=3.7, h=3.2)
         built = rows[rows["constructed"].astype(bool)]
         ks = rows["k"].astype(int).tolist()
         axes[0].bar(built["k"].astype(int), built["rank"].astype(float), color="C0")

@@ -43,7 +43,7 @@ from rankcollapse.experiments.kit.data import (
     sample_note,
 )
 from rankcollapse.experiments.kit.judgement import Judgement
-from rankcollapse.experiments.kit.plots import figure, label_axes, line, mean_band, reference_line
+from rankcollapse.experiments.kit.plots import label_axes, line, mean_band, panel_grid, reference_line
 from rankcollapse.experiments.kit.rules.bounds import inside
 from rankcollapse.experiments.kit.rules.profiles import u_shaped
 from rankcollapse.experiments.kit.tasks.curves import SIMULATE_CURVES
@@ -334,8 +334,7 @@ def _san_figure(sd: StoryData) -> list[FigureSpec]:
         return []
     n = int(data.exp.base["tokens"])
     prof = rows.groupby([LAM, "layer", "position"], as_index=False)["influence"].agg(["mean", "min", "max"])
-    fig = figure(11, 4, layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, (ax1, ax2) = panel_grid(2, ncols=2, w=5.5, h=4)
     depths = [t for t in sorted(prof["layer"].unique()) if t > 0]
     for i, t in enumerate(depths):
         g = prof[(prof[LAM] == 0.0) & (prof["layer"] == t)].sort_values("position")
@@ -374,8 +373,7 @@ def _models_figure(sd: StoryData) -> list[FigureSpec]:
     rows = rows_of(data, "jacobian") if data is not None else pd.DataFrame()
     if data is None or rows.empty:
         return []
-    fig = figure(11, 4, layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, (ax1, ax2) = panel_grid(2, ncols=2, w=5.5, h=4)
     norm = []
     for (run, rope), g in rows.groupby(["run_id", "rope"], sort=False):
         g = g.sort_values("position")
