@@ -31,7 +31,7 @@ def test_the_flag_runs_the_api_s_decay_bias_and_records_it(tmp_path: Path, capsy
     assert QUANTITIES["alibi_slope"].flag == "--alibi-slope"
 
 
-@pytest.mark.parametrize(("extra", "words"), [(["--alibi-slope", "-1"], "alibi_slope"),
+@pytest.mark.parametrize(("extra", "words"), [(["--alibi-slope", "-1"], "--alibi-slope must be >= 0"),
                                               (["--alibi-slope", "0.5", "--kernel", "band"], "dense")])
 def test_a_bad_slope_or_kernel_is_one_line_and_exit_2(tmp_path: Path, capsys, extra, words) -> None:
     assert main([*ARGS, *extra, "--out", str(tmp_path / "bad")]) == 2

@@ -145,8 +145,8 @@ def test_cli_never_overwrites_silently(tmp_path: Path, capsys: pytest.CaptureFix
 
 @pytest.mark.parametrize(
     ("args", "needle"),
-    [(["--value", "identity", "--value-scale", "5"], "value_scale does not apply"),
-     (["--seed", "-1"], "seed must be >= 0"), (["--threads", "1000"], "--threads must be between 1 and"),
+    [(["--value", "identity", "--value-scale", "5"], "--value-scale does not apply"),
+     (["--seed", "-1"], "--seed must be >= 0"), (["--threads", "1000"], "--threads must be between 1 and"),
      (["--tokens", "2000000000"], "needs about"), (["--tokens", "99999999999999999999"], "needs about"),
      (["--layers", "2.5"], "--layers '2.5' is not a valid integer"),
      (["--mode", "attn+ln"], "unknown mode 'attn+ln'"),

@@ -100,7 +100,7 @@ def test_tokens_beyond_context(tmp_path, text_file, capsys):
                                                ("--corpus", "lorem", "unknown corpus 'lorem'"),
                                                ("--model", "random:t5", "random model 't5'"),
                                                ("--model", "tiny:falcon", "tiny model 'falcon'"),
-                                               ("--d-qk", "-1", "d_qk must be a positive"),
+                                               ("--d-qk", "-1", "--d-qk must be a positive"),
                                                ("--mask", "bogus", "unknown mask family 'bogus'")])
 def test_bad_values(tmp_path, capsys, flag, value, needle):
     err = _one_line_error(["analyze", flag, value, "--out", str(tmp_path / "o")], capsys)
@@ -284,7 +284,7 @@ def test_label_names_the_model_in_what_analyze_writes_and_a_bad_one_is_one_line(
     capsys.readouterr()
     assert main([*args, "--model-label", "", "--overwrite"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("rankcollapse: error: model_label ''") and "\n" not in err
+    assert err.startswith("rankcollapse: error: --model-label ''") and "\n" not in err
 
 
 @pytest.mark.parametrize("kw,needle", [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -177,6 +178,27 @@ def _kind(param: object) -> str:
     return _KINDS.get(name, "value")
 
 
+_FIELD = re.compile(r"^([a-z][a-z0-9_]*)\b")
+
+
+def flag_named(text: str, command: object, args: list[str]) -> str:
+    """An error line that opens with a config field the user set by a flag names the flag instead.
+
+    ``d_qk must be > 0, got 0`` under ``simulate --d-qk 0`` reads ``--d-qk must be > 0, got 0``: the
+    configs validate under their field names (the Python API's words); the command line's are its flags.
+    Only a flag the user typed is named, so a field set by a profile or a file keeps its own name.
+    """
+    match = _FIELD.match(text)
+    sub = getattr(command, "commands", {}).get(args[0]) if args else None
+    if match is None or sub is None:
+        return text
+    for param in getattr(sub, "params", ()):
+        opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        if param.name == match.group(1) and opts and _option_value(args, opts) is not None:
+            return opts[0] + text[match.end():]
+    return text
+
+
 def usage_message(err: object, args: list[str]) -> str:
     """One line for a click usage error; a bad option value is quoted (truncated) with its type."""
     param = getattr(err, "param", None)
@@ -215,7 +237,7 @@ def _run(args: list[str]) -> int:
     except RankCollapseError as err:
         if _SIGNALLED:
             raise KeyboardInterrupt from None
-        text = " ".join(str(err).split())
+        text = flag_named(" ".join(str(err).split()), command, args)
         _say(f"error: {text if len(text) <= 400 else text[:397] + '...'}")
         return 2
     except _classes("NoArgsIsHelpError") as err:

@@ -18,9 +18,7 @@ from typing import Any
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import check_int, quote
-
-#: Characters that make a spec a per-layer schedule (``a;b``, ``a*3``, ``[a;b]*2``).
-SCHEDULE_MARKS = ";*[]"
+from rankcollapse.masks.schedule import is_schedule_spec
 
 
 @dataclass(frozen=True)
@@ -70,9 +68,7 @@ class MaskQuery:
     @property
     def is_schedule(self) -> bool:
         """Whether the query is a per-layer schedule (a model's config, ``layers``, or a schedule spec)."""
-        return self.hf_config is not None or self.layers is not None or any(
-            c in (self.spec or "") for c in SCHEDULE_MARKS
-        )
+        return self.hf_config is not None or self.layers is not None or is_schedule_spec(self.spec or "")
 
 
 def _check_plot_path(plot: str | Path) -> None:

@@ -137,7 +137,9 @@ class FileMask(_TableMask):
 
     @property
     def spec(self) -> str:
-        return f"file:{self.path}"
+        from rankcollapse.masks.spec import quoted_path
+
+        return f"file:{quoted_path(self.path)}"
 
 
 class Document(Family, _FixedLength):

@@ -9,8 +9,8 @@ Syntax (ours)::
 ``COUNT >= 1`` times; brackets group items. The schedule is one *period*; at depth ``L`` the period
 repeats cyclically (the last repetition may be cut short). Examples: ``causal-window:w=511*5;causal``
 (five local layers, then one global: Gemma 3's pattern), ``[window:w=4;complete]*2;causal``, and
-``causal`` (the same mask in every layer). Paths of ``file:`` masks must not contain ``;``, ``*``
-or brackets.
+``causal`` (the same mask in every layer). A ``file:`` path containing ``;``, ``*`` or brackets goes in
+quotes (``file:'a;b.npy'``), as in a mask spec.
 
 ``MaskSchedule.spec`` is canonical: the period run-length encoded (``a*2;b``), brackets expanded.
 Layer ``t`` (0-based) uses ``masks[t]``; ``X(t + 1) = A(t) X(t)``, so the network's mask is the
@@ -26,10 +26,13 @@ from typing import Any
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 from rankcollapse.masks.base import Mask
-from rankcollapse.masks.spec import MAX_NESTING, parse_mask
+from rankcollapse.masks.spec import MAX_NESTING, cut_hint, parse_mask, scan
 
 MAX_LAYERS = 100_000
 """Most layers a schedule may have (period or depth)."""
+
+#: The characters that make a spec a schedule (outside a quoted ``file:`` path).
+SCHEDULE_MARKS = ";*[]"
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,12 +139,14 @@ class _ScheduleParser:
             self.pos += 1
         else:
             start = self.pos
-            while self.pos < len(self.text) and self.text[self.pos] not in ";*[]":
-                self.pos += 1
+            self.pos = scan(self.text, self.pos, SCHEDULE_MARKS)
             spec = self.text[start : self.pos].strip()
             if not spec:
                 raise self.error("expected a mask spec")
-            inner = [parse_mask(spec)]
+            try:
+                inner = [parse_mask(spec)]
+            except RankCollapseError as err:
+                raise cut_hint(err, self.text, self.pos) if "file:" in spec else err from None
         return inner * self.count(len(inner))
 
     def count(self, size: int) -> int:
@@ -159,6 +164,11 @@ class _ScheduleParser:
         if len(digits) > 6 or int(digits) * size > MAX_LAYERS:
             raise self.error(f"more than {MAX_LAYERS} layers in one period")
         return int(digits)
+
+
+def is_schedule_spec(spec: str) -> bool:
+    """Whether a spec string is a schedule: a ``;``, ``*`` or bracket outside a quoted ``file:`` path."""
+    return scan(spec, 0, SCHEDULE_MARKS) < len(spec)
 
 
 def parse_schedule(spec: str | Mask | MaskSchedule | Any, depth: int | None = None) -> MaskSchedule:

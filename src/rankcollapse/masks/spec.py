@@ -8,8 +8,10 @@ Grammar (``&`` binds tighter than ``|``; parentheses group; spaces around operat
     atom   := NAME [':' key=value (',' key=value)*]  |  'file:' PATH
 
 A list parameter takes the comma-separated items that follow it (``document:lengths=3,5``).
-A ``file:`` path runs up to the next ``&``, ``|`` or ``)`` (paths containing those characters are
-not supported). Parentheses nest at most ``MAX_NESTING`` deep. ``parse_mask`` returns a ``Mask``
+A ``file:`` path runs up to the next ``&``, ``|`` or ``)``; a path containing any of ``& | ( ) ; * [ ]``
+goes in quotes, ``file:'a&b.npy'`` (or ``"..."``), and a canonical spec quotes such a path itself
+(``quoted_path``). A path cut at one of them and not found says so.
+Parentheses nest at most ``MAX_NESTING`` deep. ``parse_mask`` returns a ``Mask``
 whose ``.spec`` is canonical (parameters in the documented order, ``&`` parts of an ``|``
 unparenthesised).
 
@@ -33,6 +35,50 @@ from rankcollapse.masks.fixed import FileMask
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 
 _OPERATORS = "&|()"
+#: Characters that end or group a mask or schedule spec: a ``file:`` path holding one goes in quotes.
+SPECIAL = frozenset("&|()*;[]")
+QUOTES = "'\""
+_QUOTE_HINT = "a path containing any of & | ( ) ; * [ ] goes in quotes: file:'PATH'"
+
+
+def scan(text: str, pos: int, stops: str) -> int:
+    """The index of the first character of ``stops`` at or after ``pos`` outside quotes (``'...'``,
+    ``"..."``: a quoted ``file:`` path), or ``len(text)``."""
+    while pos < len(text) and text[pos] not in stops:
+        if text[pos] in QUOTES:
+            close = text.find(text[pos], pos + 1)
+            if close < 0:
+                raise RankCollapseError(f"bad mask spec {quote(text)}: unclosed {text[pos]} at position "
+                                        f"{pos}; allowed: file:'PATH' with the quote closed")
+            pos = close
+        pos += 1
+    return pos
+
+
+def unquoted_path(raw: str) -> tuple[str, bool]:
+    """A ``file:`` path without its quotes, and whether it was quoted."""
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] in QUOTES and raw[-1] == raw[0]:
+        return raw[1:-1], True
+    return raw, False
+
+
+def quoted_path(path: str) -> str:
+    """``path`` as a spec writes it: in quotes when it holds a special character or a quote."""
+    if not (set(path) & SPECIAL or any(q in path for q in QUOTES) or path != path.strip()):
+        return path
+    mark = "'" if "'" not in path else '"'
+    if mark in path:
+        raise RankCollapseError(f"mask file {quote(path, 100)}: a path with both ' and \" cannot be "
+                                "written in a spec; allowed: rename the file")
+    return f"{mark}{path}{mark}"
+
+
+def cut_hint(err: RankCollapseError, text: str, end: int) -> RankCollapseError:
+    """``err`` with the quoting hint when a ``file:`` path was cut at a special character and not found."""
+    if end < len(text) and "not found" in str(err) and _QUOTE_HINT not in str(err):
+        return RankCollapseError(f"{err}; {_QUOTE_HINT}")
+    return err
 MAX_NESTING = 64
 PARSE_MEMO = 256
 _memo: OrderedDict[str, Mask] = OrderedDict()
@@ -105,13 +151,16 @@ class _Parser:
 
     def atom(self) -> Mask:
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos] not in _OPERATORS:
-            self.pos += 1
+        self.pos = scan(self.text, self.pos, _OPERATORS)
         raw = self.text[start : self.pos].strip()
         name, sep, rest = raw.partition(":")
         name = name.strip()
         if name == "file":
-            return FileMask(rest)
+            path, was_quoted = unquoted_path(rest)
+            try:
+                return FileMask(path)
+            except RankCollapseError as err:
+                raise (err if was_quoted else cut_hint(err, self.text, self.pos)) from None
         family = FAMILIES.get(name)
         if family is None:
             raise RankCollapseError(

@@ -73,6 +73,49 @@ def _quiet_hub() -> Iterator[None]:
         constants.HF_HUB_ETAG_TIMEOUT, constants.HF_HUB_DOWNLOAD_TIMEOUT = saved
 
 
+@contextlib.contextmanager
+def transformers_messages() -> Iterator[None]:
+    """What transformers logs or warns while it reads a user's files, told after the load, never before.
+
+    Its warnings (``Unrecognized keys in rope_parameters``...) are held during the block. If the block
+    raises, they are dropped: the one error line says why the load failed, and nothing precedes it. If it
+    succeeds, each distinct one is told as ``rankcollapse: warning: transformers: <first line>``, through
+    the one output layer (escaped), in the order said.
+    """
+    import logging
+    import warnings as py_warnings
+
+    from transformers.utils import logging as hf_logging
+
+    from rankcollapse.edge.messages import warning
+
+    held: list[str] = []
+
+    class _Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record.getMessage())
+
+    root = hf_logging.get_logger()
+    handlers, propagate = root.handlers[:], root.propagate
+    hold = _Hold(level=logging.WARNING)
+    for handler in handlers:
+        root.removeHandler(handler)
+    root.addHandler(hold)
+    root.propagate = False
+    try:
+        with py_warnings.catch_warnings(record=True) as said:
+            py_warnings.simplefilter("always")
+            yield
+        held.extend(str(w.message) for w in said if (w.filename or "").find("transformers") >= 0)
+    finally:
+        root.removeHandler(hold)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.propagate = propagate
+    for text in dict.fromkeys(" ".join(t.split()) for t in held if t.strip()):
+        warning(f"transformers: {text[:300]}")
+
+
 def _reason(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return (text[:160] if text else type(err).__name__).rstrip(".")

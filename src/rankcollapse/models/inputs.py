@@ -117,10 +117,11 @@ def load_tokenizer(name: str | Path) -> Any:
     from transformers import AutoTokenizer
 
     from rankcollapse.edge.network import downloads_allowed, how_to_download
-    from rankcollapse.models.hub import download, hub_kwargs
+    from rankcollapse.models.hub import download, hub_kwargs, transformers_messages
 
     def load(source: str) -> Any:
-        return AutoTokenizer.from_pretrained(source, **hub_kwargs())
+        with transformers_messages():
+            return AutoTokenizer.from_pretrained(source, **hub_kwargs())
 
     text = str(name)
     try:

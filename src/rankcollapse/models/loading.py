@@ -50,6 +50,7 @@ from rankcollapse.models.bundled import (  # noqa: F401  (re-exported)
 from rankcollapse.models.checkpoints import TINY_VOCAB
 from rankcollapse.models.families import DISSECTORS, FAMILIES, HF_CASTS_FAMILIES
 from rankcollapse.models.fresh import FreshLayers, fresh_layer_seed  # noqa: F401  (re-exported)
+from rankcollapse.models.hub import transformers_messages
 from rankcollapse.models.images import ImageGeometry, check_pixels, image_geometry
 from rankcollapse.models.parts import LayerParts, Positions
 from rankcollapse.models.registry import ModelSource, resolve_model
@@ -339,7 +340,11 @@ def _reason(err: BaseException, config: Any = None) -> str:
     if isinstance(err, INTERNAL_ERRORS) and type(err).__module__ == "builtins":
         sizes = f" building from {describe(config)}" if config is not None else ""
         return f"transformers failed with {type(err).__name__}{sizes}; check those sizes"
-    text = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    text = lines[0] if lines else type(err).__name__
+    if text.endswith((":", "(")) and len(lines) > 1:  # "Validation error for field 'x':" + the reason below
+        text = f"{text} {lines[1]}"
+    text = text[:160]
     return f"{type(err).__name__}: {text}" if type(err).__module__ not in ("builtins",) else text
 
 
@@ -443,9 +448,11 @@ def load_model(name_or_path: str | Path | ModelSource, dtype: str | torch.dtype 
         where = f"random init (seed {seed}) of {source.checkpoint or source.family} config"
     elif source.kind == "bundled":
         folder, where = bundled_folder(source.name)
-        model, tokenizer, no_tokenizer = _from_pretrained(folder, torch_dtype)
+        with transformers_messages():
+            model, tokenizer, no_tokenizer = _from_pretrained(folder, torch_dtype)
     else:
-        model, tokenizer, no_tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
+        with transformers_messages():
+            model, tokenizer, no_tokenizer = _from_pretrained(source.path or source.name, torch_dtype)
     model.eval()
     model.requires_grad_(False)
     if where_to.type != "cpu":

@@ -30,7 +30,7 @@ from rankcollapse.edge.runtime import trim_heap_every
 from rankcollapse.edge.validate import quote
 from rankcollapse.masks import Mask, parse_mask
 from rankcollapse.masks.export import to_hf_additive
-from rankcollapse.masks.schedule import MaskSchedule, parse_schedule
+from rankcollapse.masks.schedule import MaskSchedule, is_schedule_spec, parse_schedule
 from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.lse_attention import KernelMask, kernel_mask
 from rankcollapse.models.names import tl_hook_name  # noqa: F401  (re-exported)
@@ -111,7 +111,7 @@ def user_schedule(mask: Mask | MaskSchedule | str | Any | None) -> MaskSchedule 
     ``f(i, j)`` or a bool tensor is a mask (:mod:`rankcollapse.masks.custom`), a list one mask per layer."""
     if mask is None or isinstance(mask, MaskSchedule):
         return mask
-    if isinstance(mask, str) and not any(c in mask for c in ";*["):
+    if isinstance(mask, str) and not is_schedule_spec(mask):
         mask = parse_mask(mask)
     return parse_schedule(mask)
 
