@@ -306,11 +306,47 @@ def check_model_folder(path: Path) -> dict[str, Any]:
             f"model folder {shown}: model_type {quote(str(model_type), 40)} is not one transformers "
             f"{transformers.__version__} knows; allowed: bert, gpt2, llama, t5, ... (or a newer transformers)"
         )
-    if not any((path / f).is_file() for f in WEIGHT_FILES):
+    used = next((f for f in WEIGHT_FILES if (path / f).is_file()), None)
+    if used is None:
         raise RankCollapseError(
             f"model folder {shown} has config.json but no weights ({' or '.join(WEIGHT_FILES[::2])})"
         )
+    if used.endswith(".index.json"):
+        check_shard_index(path, used)
     return data
+
+
+def check_shard_index(path: Path, index: str) -> None:
+    """The shard index transformers will follow (``weight_map``: tensor name -> shard file), checked first:
+    every shard a plain relative name of a regular file inside the folder, of the index's own kind
+    (``.safetensors`` or ``.bin``). A name outside the folder (``/etc/passwd``, ``../x``) or a missing
+    shard is one line, never a read of that file. RankCollapseError (one line) else."""
+    from rankcollapse.edge.inputs import quote_path, read_text
+
+    shown = f"model folder {quote_path(path)}: {index}"
+    try:
+        data = json.loads(read_text(path / index, "shard index"))
+    except (json.JSONDecodeError, RecursionError) as err:
+        msg = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise RankCollapseError(f"{shown} is not valid JSON ({msg})") from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise RankCollapseError(f"{shown} has no weight_map; allowed: a weight_map of tensor: shard file")
+    kind = index.removesuffix(".index.json").rsplit(".", 1)[-1]  # safetensors or bin
+    root = path.resolve()
+    for shard in weight_map.values():
+        named = quote(shard if isinstance(shard, str) else repr(shard), 80)
+        if not isinstance(shard, str) or not shard or Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise RankCollapseError(f"{shown} names shard {named}, outside the folder; allowed: file names "
+                                    "inside the model folder")
+        file = path / shard
+        if not file.resolve().is_relative_to(root):
+            raise RankCollapseError(f"{shown} names shard {named}, a link out of the folder; allowed: files "
+                                    "inside the model folder")
+        if not shard.endswith(f".{kind}"):
+            raise RankCollapseError(f"{shown} names shard {named}; allowed: .{kind} files")
+        if not file.is_file():
+            raise RankCollapseError(f"{shown} names shard {named}, which is not in the folder")
 
 
 def _known_model_type(model_type: Any) -> bool:
