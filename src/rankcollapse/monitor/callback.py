@@ -61,6 +61,11 @@ class MonitorCallback(TrainerCallback):
     ) -> None:
         if not getattr(state, "is_world_process_zero", True):
             return
+        if self.monitor.closed:  # a second trainer.train(): its steps restart at 0, its rows would mix
+            self.monitor._warn("this MonitorCallback's training ended (its monitor is closed); this "
+                               "training is not monitored (allowed: a new MonitorCallback, another out=, per "
+                               "trainer.train())")
+            return
         if self.monitor.probe is None and train_dataloader is not None:
             try:
                 self._batch = first_examples(train_dataloader, int(args.per_device_train_batch_size))
@@ -70,11 +75,11 @@ class MonitorCallback(TrainerCallback):
             self.monitor.safe_measure(model, self._batch, step=int(state.global_step))
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-        if not getattr(state, "is_world_process_zero", True) or model is None:
+        if not getattr(state, "is_world_process_zero", True) or model is None or self.monitor.closed:
             return
         if state.global_step % self.monitor.config.every == 0:
             self.monitor.safe_measure(model, self._batch, step=int(state.global_step))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if getattr(state, "is_world_process_zero", True):
+        if getattr(state, "is_world_process_zero", True) and not self.monitor.closed:
             self.monitor.close()

@@ -221,6 +221,8 @@ class Monitor:
         self.failures: list[str] = []
         self._shown: set[str] = set()
         self._count = 0
+        self._probed: set[int] = set()  # the step labels with rows: a label is never given twice
+        self.closed = False  # close() or the end of a with block: a Monitor is one training
         self.dtype: str | None = None
         self.model_dtype: str | None = None
         self._outputs = Outputs(self.config.out, asdict(self.config), self._warn, tensorboard, wandb)
@@ -261,6 +263,14 @@ class Monitor:
         RankCollapseError (one line) for a model without layers, a batch it cannot read, a probe that
         does not fit in memory."""
         step = self._count if step is None else _check_step(step)
+        if self.closed:
+            where = f" (its rows are in {self.config.out})" if self.config.out is not None else ""
+            raise RankCollapseError(f"this Monitor is closed: its training ended{where}; allowed: a new "
+                                    "Monitor (or MonitorCallback, another out=) for another training")
+        if step in self._probed:
+            raise RankCollapseError(f"step {step} was probed already by this Monitor; allowed: one probe "
+                                    "per step label (measure(..., step=N); a second trainer.train() restarts "
+                                    "at step 0: give it a new MonitorCallback)")
         given = self.probe if self.probe is not None else batch
         if given is None:
             raise RankCollapseError("no batch to measure; pass a batch or give the Monitor a probe= batch")
@@ -286,6 +296,7 @@ class Monitor:
             self._warn(f"step {step}: {where}: only {fewest[1]} of {fewest[2]} probe samples finite "
                        "(overflow); the values there are means over the finite samples only")
         self.rows.extend(rows)
+        self._probed.add(step)
         self._outputs.write(rows, step)
         return rows
 
@@ -351,6 +362,7 @@ class Monitor:
         """Publish ``metrics.csv`` (and ``metrics.parquet``) in ``out`` and flush the scalar sinks;
         returns the files written (none when the publishing failed: one warning line, the rows kept in
         ``metrics.partial.csv`` and in memory)."""
+        self.closed = True
         return self._outputs.close(self.to_frame)
 
     def __enter__(self) -> Monitor:
@@ -365,6 +377,7 @@ class Monitor:
         if kind is None:
             self.close()
         else:
+            self.closed = True
             self._outputs.close(self.to_frame, interrupted=True)
 
     def __repr__(self) -> str:
