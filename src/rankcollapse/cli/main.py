@@ -108,15 +108,45 @@ def _say(message: str) -> None:
         pass
 
 
-def _on_late_sigint(signum: int, frame: object) -> None:
-    """Ctrl-C after the command finished (flushing, joining workers, interpreter shutdown)."""
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
-    _say(f"interrupted; {_INTERRUPTED}")
-    os._exit(130)
+
+
+def _on_late_sigint(signum: int, frame: object) -> None:
+    """Ctrl-C (or SIGTERM) after the command finished (flushing, joining workers, the exit hooks): one
+    line and 130 (143), never a death by the signal."""
+    _flush()
+    _say(f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}; {_FINISHED}")
+    os._exit(128 + signum)
+
+
+#: What an interrupt that came once the command had finished keeps: everything.
+_FINISHED = "the command had finished: its results are complete"
+
+
+def _leave(code: int) -> None:
+    """The end of a process run (``python -m rankcollapse``, the console script): the interpreter's own
+    clean-up, done here while our late handlers hold SIGINT and SIGTERM, then ``os._exit(code)``.
+
+    Python's shutdown restores the signals' default actions before it tears the modules down (with torch
+    loaded, tens of milliseconds), so a signal then killed a finished command with -2 / -15 and no
+    line. Here the non-daemon threads are joined and the exit hooks run (``atexit``: multiprocessing,
+    logging, ...) as the interpreter would; the module teardown, which writes nothing, is skipped.
+    """
+    shutdown = getattr(threading, "_shutdown", None)
+    try:
+        if shutdown is not None:
+            shutdown()  # join the non-daemon threads, as Py_FinalizeEx does first
+        import atexit
+
+        atexit._run_exitfuncs()
+    finally:
+        _flush()
+        os._exit(code)
 
 
 def command_name(args: list[str]) -> str | None:
@@ -265,11 +295,39 @@ def _run(args: list[str]) -> int:
     return int(result) if isinstance(result, int) else 0
 
 
+def _command(args: list[str]) -> int:
+    """:func:`_run`, its interrupts and broken pipes turned into exit codes."""
+    try:
+        code = _run(args)
+    except KeyboardInterrupt as err:
+        return _stopped(getattr(err, "message", _INTERRUPTED))
+    except BrokenPipeError:  # the reader of stdout went away (``rankcollapse --help | head``)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except BaseException:
+        if not _SIGNALLED:
+            raise
+        return _stopped(_INTERRUPTED)
+    if _SIGNALLED and code == 0:
+        # a signal deferred through imports (``_on_sigint``) that the command outran: said, never lost
+        return _stopped(_FINISHED)
+    return code
+
+
+def _hand_over(code: int) -> None:
+    """After the command: SIGINT / SIGTERM to the late handler (ignored once the stop line is out)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) in (signal.default_int_handler, _on_sigint, _on_late_sigint):
+            signal.signal(signum, signal.SIG_IGN if code in (130, 143) else _on_late_sigint)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit code (0, 2 or 130).
 
-    Called as a process (``argv`` None), a Ctrl-C that lands after the command, while the
-    interpreter shuts down, still prints one line and exits 130.
+    Called as a process (``argv`` None), a Ctrl-C or SIGTERM at any moment prints one line and exits 130
+    (143): in the start-up imports (deferred, never lost: said when the command outran it), during the
+    command, and after it, while the process joins its threads and runs its exit hooks (:func:`_leave`).
     """
     args = sys.argv[1:] if argv is None else list(argv)
     reopen_stderr()
@@ -278,30 +336,20 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigint)
     try:
-        code = _run(args)
-    except KeyboardInterrupt as err:
-        code = _stopped(getattr(err, "message", _INTERRUPTED))
-    except BrokenPipeError:  # the reader of stdout went away (``rankcollapse --help | head``)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 1
-    except BaseException:
-        if not _SIGNALLED:
-            raise
+        code = _command(args)
+        if argv is None:
+            _hand_over(code)
+    except KeyboardInterrupt:  # landed between the command's return and the hand-over
+        if argv is None:
+            _hand_over(130)
         code = _stopped(_INTERRUPTED)
-    if argv is None and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_sigint):
-        signal.signal(signal.SIGINT, _on_late_sigint)
-    if argv is None and signal.getsignal(signal.SIGTERM) is _on_sigint:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if argv is None and code in (130, 143):
         # interrupted: every result is already on disk; leave now, so that no shutdown step (a
         # library's atexit hook, a half-imported module) can turn the exit into a death by SIGINT
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        _flush()
         os._exit(code)
+    if argv is None:
+        _leave(code)
     return code
 
 
