@@ -256,8 +256,8 @@ PINNED = {
     "verdict_maps": {
         "verdict_maps.converged_or_kept[residual]": "confirmed (ours)",
         "verdict_maps.u_region[residual]": "confirmed (ours)",
-        # the NeurIPS paper vs Cirrincione (N = 4 < d = 8, 8 layers, 4 networks): the one-step affine rank never
-        # rises across LayerNorm; whether LayerNorm keeps mu_rel x2 somewhere is open at 4 networks
+        # the NeurIPS paper vs Cirrincione (N = 4 < d = 8, 8 layers, 4 networks): the one-step affine rank
+        # never rises across LayerNorm; whether LayerNorm keeps mu_rel x2 somewhere is open at 4 networks
         "verdict_maps.ln_one_step_nowhere[notions]": "confirmed (ours)",
         "verdict_maps.ln_limit_somewhere[notions]": "inconclusive (ours)",
         # Karagodin vs LayerNorm Scaling (particle model, N = d = 8, 32 layers, 4 networks)

@@ -60,10 +60,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rankcollapse.core.precision import floor_rel
 from rankcollapse.experiments.contract.story import Arm, Data, FigureSpec, Statement, StoryData, story_here
 from rankcollapse.experiments.contract.verdicts import Claim
 from rankcollapse.experiments.kit.claims import claim_row, judged
+from rankcollapse.experiments.kit.curves import floor_rel
 from rankcollapse.experiments.kit.data import profile_summaries, rows_of, runs_of, sample_note
 from rankcollapse.experiments.kit.maps import VerdictMap, apart, draw_map, nowhere, somewhere, verdict_map
 from rankcollapse.experiments.kit.plots import figure
