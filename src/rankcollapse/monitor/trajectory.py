@@ -64,7 +64,7 @@ from rankcollapse.dynamics.kernels import plan_kernel
 from rankcollapse.dynamics.layers import LayerSpec, apply_layer, get_preset
 from rankcollapse.dynamics.weights import LayerWeights
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import check_threads, quote
+from rankcollapse.edge.validate import check_memory, check_threads, quote
 from rankcollapse.monitor.telemetry import DEFAULT_METRICS, Monitor
 
 #: The block variants (module docstring): the label a config and a stored run use -> the simulator's preset
@@ -197,6 +197,29 @@ class TrajectoryConfig:
                 "(complete, window:w=W) for an encoder"
             )
         self.mask_dense = mask
+        check_memory(f"training a {self.layers}-layer model of width d = {self.d}, batch {self.batch} x "
+                     f"{self.tokens} tokens ({self.dtype})", self.memory_bytes(),
+                     allowed="a smaller batch, tokens, d or layers")
+
+    def memory_bytes(self) -> float:
+        """Estimated peak bytes of the training, an upper bound (measured against the peak resident memory
+        by ``tests/monitor/test_training_memory.py``). With ``P = 2 V d + n d + 12 L d^2`` parameters, ``s``
+        bytes a number, ``h`` heads, ``p`` probe excerpts:
+
+        ``2 s max(6 P + L (10 b n d + 3 b h n^2) + 2 b n V,  P + L (4 p n d + 3 p h n^2))``
+
+        the training step (weights, gradients, AdamW's moments and its temporaries; per layer the
+        activations kept for the backward pass, the 4d-wide MLP's included, and the attention scores and
+        weights; the logits and their gradient) or the probe's forward with its attention diagnostics,
+        whichever is larger; 2 for the allocator. Coefficients fitted on five configurations (d 64..1024,
+        n 64..512, float32 and float64): the estimate was 1.5 to 2.3 times the growth of the peak resident
+        memory (glibc's default heap; 1.6 to 2.5 with a raised mmap threshold)."""
+        s, v, n, d, L, h = self.torch_dtype.itemsize, self.vocab, self.tokens, self.d, self.layers, self.heads
+        params = 2.0 * v * d + n * d + 12.0 * L * d * d
+        b, p = float(self.batch), float(self.probe)
+        train = 6 * params + L * (10 * b * n * d + 3 * b * h * n * n) + 2 * b * n * v
+        probe = params + L * (4 * p * n * d + 3 * p * h * n * n)
+        return 2.0 * s * max(train, probe)
 
     @property
     def torch_dtype(self) -> torch.dtype:
