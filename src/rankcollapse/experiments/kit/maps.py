@@ -253,34 +253,38 @@ COLOURS = {BEFORE: "#4477aa", AFTER: "#ee6677", OPEN: "#dddddd"}
 
 def draw_map(ax: object, vmap: VerdictMap, boundary: Sequence[tuple[float, float]] = (),
              boundary_label: str = "") -> None:
-    """``vmap`` as coloured cells (x across, each cell reaching halfway to its neighbours; one row per y; each
-    cell's n written in it), each row's mapped boundary (:meth:`VerdictMap.bracket`) as a black bar between
-    the cell centres it joins (none where the row is all open), and a known ``boundary`` [(y, x)] as a
-    dashed line."""
+    """``vmap`` as coloured cells, one row per y and one column per x, the columns evenly spaced (the ticks
+    name their x: a depth grid 1, 2, 4, 8, ... gives every cell the room of its ``n``), each cell's n
+    written in it; each row's mapped boundary (:meth:`VerdictMap.bracket`) as a black bar between the cells
+    it joins (none where the row is all open), and a known ``boundary`` [(y, x)] as a dashed line, both
+    placed on the columns by linear interpolation of x."""
     from matplotlib.patches import Patch
 
     xs = vmap.xs
-    mids = (xs[1:] + xs[:-1]) / 2 if xs.size > 1 else np.array([])
-    left = np.concatenate([[xs[0] - (mids[0] - xs[0] if mids.size else 0.5)], mids])
-    right = np.concatenate([mids, [xs[-1] + (xs[-1] - mids[-1] if mids.size else 0.5)]])
+    cols = np.arange(xs.size, dtype=float)
+
+    def at(x: float) -> float:
+        """An x value on the evenly spaced columns."""
+        return float(np.interp(x, xs, cols)) if xs.size > 1 else 0.0
+
     for r in range(len(vmap.ys)):
-        for k, (x, w, m) in enumerate(zip(xs, vmap.cells(r), vmap.rows[r].margins, strict=True)):
-            ax.add_patch(_rect(left[k], r - 0.45, right[k] - left[k], 0.9, COLOURS[w]))
-            ax.text(x, r - 0.3, f"n={m.n}", ha="center", va="center", fontsize=5, color="0.15")
+        for k, (w, m) in enumerate(zip(vmap.cells(r), vmap.rows[r].margins, strict=True)):
+            ax.add_patch(_rect(k - 0.5, r - 0.45, 1.0, 0.9, COLOURS[w]))
+            ax.text(k, r - 0.3, f"n={m.n}", ha="center", va="center", fontsize=5, color="0.15")
         lo, hi = vmap.bracket(r)
         if math.isfinite(lo) or math.isfinite(hi):
-            ax.plot([lo if math.isfinite(lo) else left[0], hi if math.isfinite(hi) else right[-1]], [r, r],
-                    color="k", lw=1.5, solid_capstyle="butt")
+            ax.plot([at(lo) if math.isfinite(lo) else -0.5, at(hi) if math.isfinite(hi) else xs.size - 0.5],
+                    [r, r], color="k", lw=1.5, solid_capstyle="butt")
     if boundary:
         rank = {y: r for r, y in enumerate(vmap.ys)}
-        pts = [(x, rank[y]) for y, x in boundary if y in rank and math.isfinite(x)]
+        pts = [(at(x), rank[y]) for y, x in boundary if y in rank and math.isfinite(x)]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "k--", lw=1, marker="x", ms=4,
                     label=boundary_label)
     ax.grid(False)
-    ax.set_xlim(left[0], right[-1])
+    ax.set_xlim(-0.5, xs.size - 0.5)
     ax.set_ylim(-0.5, len(vmap.ys) - 0.5)
-    ax.set_xticks(xs, [f"{x:g}" for x in xs], fontsize=6, rotation=90 if xs.size > 8 else 0)
+    ax.set_xticks(cols, [f"{x:g}" for x in xs], fontsize=6, rotation=90 if xs.size > 12 else 0)
     ax.set_yticks(range(len(vmap.ys)), [vmap.row_name(r) for r in range(len(vmap.ys))])
     ax.set_xlabel(vmap.x_name)
     ax.set_ylabel(vmap.y_name)
