@@ -281,3 +281,20 @@ def test_a_followups_section_gives_one_line_per_claim_while_the_papers_keep_thei
     assert [html.unescape(i) for i in items] == claim_bullets(rows)
     main = page[page.index("id='exp-sa'") : page.index(f"id='paper-{follow}'")]
     assert "<ul class='bullets'>" not in main and "<p class='para'>" in main
+
+
+def test_a_page_of_follow_up_rows_only_says_so_in_its_summary_and_lists_its_sections_cleanly(tmp_path):
+    from dataclasses import replace
+
+    from rankcollapse.experiments.contract.verdicts import FOLLOWUPS
+
+    follow = next(iter(FOLLOWUPS))
+    only = replace(_claim("sc.one", "sc", "follow-up setting", "not reproduced", "falls slower", "", "slow",
+                          "measured otherwise"), paper=follow)
+    experiments = [{"name": "sc.a", "story": "sc", "title": "title sc", "task": "t", "base": {}, "grid": {},
+                    "verdict": {}, "source": "paper"}]
+    page = render_report([only], [], experiments, {"profile": "tiny"}, tmp_path)
+    summary = page[page.index("id='summary'"): page.index("</section>", page.index("id='summary'"))]
+    assert "No statement of the NeurIPS paper was judged in this run" in summary
+    sections = page[page.index("Sections, in the paper's order:"):].split("</p>")[0]
+    assert "order:  ·" not in sections and "order: <a href='#paper-" in sections

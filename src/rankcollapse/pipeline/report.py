@@ -244,6 +244,9 @@ def _summary(
     """The one-screen summary: per origin what reproduced and what did not (with causes), the headline
     findings with their numbers, what could not be tested offline, what the sample decides."""
     parts = ["<section id='summary' class='summary'><h2>Summary</h2>"]
+    if not claims:
+        parts.append("<p>No statement of the NeurIPS paper was judged in this run (only follow-up stories "
+                     "ran); each follow-up paper's rows are counted in its own section below.</p>")
     for origin in ORIGINS:
         sentences = origin_sentences(claims, origin)
         if sentences:
@@ -320,10 +323,11 @@ def render_report(
         *_counters(counts),
         *_summary(main, {k: v for k, v in headlines.items() if k in stories}, meta.get("sequential")),
         "<p>Sections, in the paper's order: "
-        + " · ".join(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories)
-        + "".join(f" · <a href='#paper-{_e(p)}'>follow-up: arXiv {_e(p)}</a>"
-                  for p in [*followups, *(g for gs in guests.values() for g in gs)])
-        + " · <a href='#glossary'>glossary</a></p>",
+        + " · ".join([*(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories),
+                      *(f"<a href='#paper-{_e(p)}'>follow-up: arXiv {_e(p)}</a>"
+                        for p in [*followups, *(g for gs in guests.values() for g in gs)]),
+                      "<a href='#glossary'>glossary</a>"])
+        + "</p>",
     ]
     by_story: dict[str, list[Claim]] = {}
     for c in claims:
