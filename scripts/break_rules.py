@@ -27,10 +27,25 @@ TESTS = [
     "tests/experiments/test_kit_equilibria.py",
     "tests/experiments/test_kit_growth.py",
     "tests/experiments/test_kit_sweeps.py",
+    "tests/experiments/test_kit_maps.py",
+    "tests/experiments/test_verdict_maps.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
 BREAKS: list[tuple[str, str, str, str]] = [
+    ("kit/maps.py", "    with conditions(len(rows)):", "    with conditions(1):",
+     "verdict_map drops Bonferroni over its rows (intervals no longer simultaneous over the map)"),
+    ("kit/maps.py", "            if m.n >= need:", "            if m.n >= 1:",
+     "the map rules judge cells with fewer than min_samples units"),
+    ("kit/maps.py", "    return _region(vmap, th, rows, want_after=False)",
+     "    return _region(vmap, th, rows, want_after=True)", "nowhere is judged as somewhere"),
+    ("kit/maps.py", "    if opened:\n        margins", "    if False:\n        margins",
+     "somewhere / nowhere take the open cells for decided ones"),
+    ("kit/maps.py", "    split = [k for k in cols if ca[k] == AFTER and cb[k] == BEFORE]",
+     "    split = [k for k in cols if ca[k] == AFTER or cb[k] == BEFORE]",
+     "apart takes one row past the level for the two rows apart"),
+    ("kit/maps.py", "    if reverse:\n        k = reverse[0]", "    if False:\n        k = reverse[0]",
+     "apart ignores the reverse order"),
     (
         "kit/rules/layers.py",
         "            diff = float(a.mean[0]) - float(b.mean[0])",
