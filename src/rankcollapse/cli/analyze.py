@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,6 @@ from rankcollapse.cli.options import (
     apply_threads,
     device_option,
     dtype_option,
-    existing,
     out_option,
     overwrite_option,
     progress_option,
@@ -24,13 +22,14 @@ from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
-    from rankcollapse.edge.folder import OutputFolder
+    from rankcollapse.models.analyze_result import AnalyzeRun
 
 
-def _warn(message: str) -> None:
-    from rankcollapse.edge.messages import warning
+def note_line(message: str) -> None:
+    """One ``rankcollapse: note: ...`` line on stderr (:func:`rankcollapse.edge.messages.note`)."""
+    from rankcollapse.edge.messages import note
 
-    warning(message)
+    note(message)
 
 
 @app.command("analyze")
@@ -136,91 +135,43 @@ def analyze_command(
                                   "RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded."),
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
-    from rankcollapse.edge.folder import check_output_folder
-
-    policy = existing(overwrite)  # the one rule: never replaced silently
-    check_output_folder(out, "analyze", existing=policy)  # a foreign or read-only --out: before the model
     if download:
         from rankcollapse.edge.network import allow_downloads
 
         allow_downloads()
+    from rankcollapse.models.analyze import AnalyzeConfig, AnalyzeOutputs, analyze_into
 
-    from rankcollapse.edge.folder import OutputFolder
-    from rankcollapse.edge.runs import RunWriter
-    from rankcollapse.models.analyze import AnalyzeConfig, analyze, model_info, pixel_batch, token_batch
-    from rankcollapse.models.analyze_config import AnalyzeOutputs
-    from rankcollapse.models.images import read_pixel_values
-    from rankcollapse.models.inputs import with_tokenizer
-    from rankcollapse.models.loading import load_model
-
-    if layers is not None:  # the depth is checked here, by its flag's name, before a schedule names it
-        from rankcollapse.edge.validate import check_int
-        from rankcollapse.masks.schedule import MAX_LAYERS
-
-        check_int("--layers", layers, low=0, high=MAX_LAYERS)
-    config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk,
-                           layers=layers, corpus=corpus,
-                           text_file=str(text_file) if text_file is not None else None,
-                           samples=samples, tokens=tokens, dtype=dtype, seed=seed, backend=backend,
-                           metrics=metrics,
+    config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk, layers=layers, corpus=corpus,
+                           text_file=None if text_file is None else str(text_file), samples=samples,
+                           tokens=tokens, dtype=dtype, seed=seed, backend=backend, metrics=metrics,
                            metric_threads=_word_or_number("--metric-threads", metric_threads),
                            cos_rows=_word_or_number("--cos-rows", cos_rows, "all"), diagnostics=diagnostics,
                            diagnostics_chunk=diagnostics_chunk, sink_threshold=sink_threshold,
-                           ablation=ablation, sink_damping=sink_damping,
-                           device=device, batch_size=batch_size)
-    formats = AnalyzeOutputs(config, plot=plot, plot_format=plot_format, per_sample=per_sample,
-                             save_attention=save_attention, check_masks=check_masks).formats
-    from rankcollapse.models.plot import FORMATS, figure_files, figure_names
-
+                           ablation=ablation, sink_damping=sink_damping, device=device, batch_size=batch_size)
+    outputs = AnalyzeOutputs(config, plot=plot, plot_format=plot_format, per_sample=per_sample,
+                             save_attention=save_attention, check_masks=check_masks)
     apply_threads(threads)
-    loaded = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
-                                       model_label=model_label), tokenizer)
-    ids = pixels = None
-    if loaded.image is not None:  # a vision encoder: images in, its token count set by them
-        given = None if pixel_values is None else read_pixel_values(pixel_values, loaded.image)
-        pixels, config = pixel_batch(config, loaded, given)
-        if check_masks:
-            raise RankCollapseError("--check-masks applies to text models (a vision encoder's mask is "
-                                    "complete)")
-    elif pixel_values is not None:
-        raise RankCollapseError(f"--pixel-values applies only to a vision encoder (ViT); {loaded.label!r} "
-                                "reads token ids")
-    else:
-        ids = token_batch(config, loaded)
-    from rankcollapse.models.diagnose import diagnostics_info
-
-    info = {**model_info(loaded, config), **diagnostics_info(loaded, config, save_attention)}
-    if config.parsed_mask is not None:
-        _warn(f"mask {info['mask'][:60]} applies to every layer (the model's own: {loaded.own_mask[:60]})")
-    figures = figure_files(figure_names(None, True), FORMATS)  # every name a figure may have: replaced
-    # what analyze wrote before the marker listed a run's files (a folder from then is replaced by these)
-    outputs = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, *figures, "per_sample.csv",
-               "mask_check.json", "attention")
-    drawn: list[Path] = []
-    checks: list = []
-    with OutputFolder(out, "analyze", existing=policy, outputs=outputs) as folder:
-        from rankcollapse.models.analyze_result import read_size
-
-        record = {"analyze": asdict(config), "model": info, "read": read_size(config, ids, pixels)}
-        with RunWriter(folder, record) as writer:
-            result = analyze(config, model=loaded, ids=ids, pixel_values=pixels, on_row=writer.write_row,
-                             progress=progress,
-                             on_attention=_attention_writer(folder) if save_attention else None)
-        if per_sample:
-            from rankcollapse.models.analyze import write_per_sample
-
-            write_per_sample(result, folder.file("per_sample.csv"))
-        if plot:
-            from rankcollapse.models.plot import save_figures
-
-            drawn = save_figures(result, folder.staging, formats)  # published with the run
-        if check_masks:
-            checks = _check_masks(loaded, ids, folder.file("mask_check.json"), config.batch_size)
+    run = analyze_into(out, outputs, overwrite=overwrite, model_label=model_label, tokenizer=tokenizer,
+                       pixel_values=pixel_values, progress=progress)
     if table:
         from rankcollapse.models.diagnose import layer_table
 
-        typer.echo(layer_table(result.rows))
-        typer.echo(_floor_line(result.config.dtype, result.rows))
+        typer.echo(layer_table(run.result.rows))
+        typer.echo(_floor_line(run.result.config.dtype, run.result.rows))
+    typer.echo(_summary_line(run))
+    for note in run.result.notes:
+        if note == run.result.model_info.get("note"):
+            note_line(note)
+    for check in run.mask_checks:
+        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
+    if not run.masks_match:
+        raise typer.Exit(1)
+
+
+def _summary_line(run: AnalyzeRun) -> str:
+    """The console's last line: the rows written, where, their state, the forward and metrics seconds
+    (and the figures drawn on a line of their own)."""
+    result = run.result
     bad = result.overflow_layers
     zero = [int(r["layer"]) for r in result.rows if r["status"] == "underflow"]
     state = "all finite" if not bad else (f"NON-FINITE (overflow) in {len(bad)} rows from layer {bad[0]} on; "
@@ -231,23 +182,9 @@ def analyze_command(
     if "mu_rel_docs_max" in last:
         state += (f"; final mu_rel {last['mu_rel']:.3g}, largest per-document mu_rel "
                   f"{last['mu_rel_docs_max']:.3g}")
-    typer.echo(f"wrote {len(result.rows)} rows to {Path(out) / 'metrics.csv'} ({state}; "
-               f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
-    if drawn:
-        typer.echo(f"figures: {', '.join(p.name for p in drawn)} in {out}")
-    for note in result.notes:
-        if note == loaded.info.get("note"):
-            _note(note)
-    for check in checks:
-        typer.echo(("ok       " if check.matches else "MISMATCH ") + check.describe())
-    if not all(c.matches for c in checks):
-        raise typer.Exit(1)
-
-
-def _note(message: str) -> None:
-    from rankcollapse.edge.messages import note
-
-    note(message)
+    line = (f"wrote {len(result.rows)} rows to {run.out / 'metrics.csv'} ({state}; "
+            f"forward {result.seconds['forward']:.2f} s, metrics {result.seconds['metrics']:.2f} s)")
+    return line + (f"\nfigures: {', '.join(p.name for p in run.figures)} in {run.out}" if run.figures else "")
 
 
 def _floor_line(dtype: str, rows: list[dict[str, object]]) -> str:
@@ -259,40 +196,6 @@ def _floor_line(dtype: str, rows: list[dict[str, object]]) -> str:
     where = f"; every sample at it in {at} of {len(rows)} rows" if rows and "at_floor" in rows[0] else ""
     how = ", hidden states measured in float32" if is_half(dtype) else ""
     return f"{dtype}: mu_rel's precision floor {FLOOR_FACTOR:g} eps = {floor_rel(dtype):.2g}{where}{how}"
-
-
-def _attention_writer(out: OutputFolder) -> object:
-    """``on_attention`` that saves each layer's weights to ``attention/layer_<t>.npy`` (float32) of the
-    output folder ``out`` (an ``io.OutputFolder``: staged, published with the run)."""
-    import numpy as np
-
-    from rankcollapse.edge.atomic import atomic_path
-    from rankcollapse.edge.runs import ATTENTION
-
-    out.subfolder(str(Path(ATTENTION.name).parent))  # a real folder in the staging folder, never a link
-
-    def save(t: int, attn: object) -> None:
-        with atomic_path(out.file(ATTENTION.name.format(k=f"{t:03d}"))) as tmp, tmp.open("wb") as f:
-            np.save(f, ATTENTION.check(attn.detach().to("cpu").float().numpy()))
-
-    return save
-
-
-def _check_masks(loaded: object, ids: object, path: Path, batch_size: int | None) -> list:
-    """Run the per-layer mask check and write ``mask_check.json``; return the checks (one per layer)."""
-    from dataclasses import asdict as as_dict
-
-    from rankcollapse.edge.atomic import write_json
-    from rankcollapse.edge.runs import MASK_CHECK
-    from rankcollapse.models.diagnose import check_masks
-
-    checks = check_masks(loaded, ids, batch_size)
-    write_json(path, MASK_CHECK.check({
-        "source": "ours: the mask each layer's attention kernel applies, probed through the model's "
-                  "own attention function (count of allowed keys and first and last key per row), vs the "
-                  "config's masks",
-        "matches": all(c.matches for c in checks), "layers": [as_dict(c) for c in checks]}))
-    return checks
 
 
 def _word_or_number(flag: str, text: str, word: str = "auto") -> int | str:

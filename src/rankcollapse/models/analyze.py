@@ -25,6 +25,8 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -37,8 +39,15 @@ from rankcollapse.edge.progress import progress as progress_lines
 from rankcollapse.edge.validate import check_token_ids
 from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.metrics import document_columns
-from rankcollapse.models.analyze_config import AnalyzeConfig
-from rankcollapse.models.analyze_result import AnalyzeResult, model_info, write_per_sample, write_run
+from rankcollapse.models.analyze_config import AnalyzeConfig, AnalyzeOutputs
+from rankcollapse.models.analyze_result import (
+    AnalyzeResult,
+    AnalyzeRun,
+    model_info,
+    read_size,
+    write_per_sample,
+    write_run,
+)
 from rankcollapse.models.diagnose import (
     chunked_diagnostic_values,
     diagnostic_values,
@@ -93,11 +102,15 @@ from rankcollapse.models.stream import (
 __all__ = [
     "BACKENDS",
     "AnalyzeConfig",
+    "AnalyzeOutputs",
     "AnalyzeResult",
+    "AnalyzeRun",
     "additive_mask",
     "analyze",
+    "analyze_into",
     "batch_bytes",
     "check_d_qk",
+    "check_inputs",
     "check_model_device",
     "check_model_dtype",
     "check_surgery",
@@ -185,6 +198,32 @@ def pixel_batch(config: AnalyzeConfig, model: LoadedModel,
     run._image = seen  # what model_info records: the image read, not only the config's
     check_run_memory(run, model)
     return pixels, run
+
+
+def check_inputs(config: AnalyzeConfig, model: LoadedModel, *, ids: Tensor | None = None,
+                 texts: list[str] | None = None, attention_mask: Tensor | None = None,
+                 pixel_values: Any = None, whole_maps: bool = False, check_masks: bool = False) -> None:
+    """Refuse, in one line and before anything runs, a run ``model`` cannot make: what the model cannot
+    give (:func:`~rankcollapse.models.run_model.check_surgery`; ``whole_maps``: ``on_attention`` or
+    ``save_attention``), inputs of the other kind (a vision encoder reads ``pixel_values``, a text model
+    ``ids`` or ``texts``, not both) and ``check_masks`` (``AnalyzeOutputs``) on a vision encoder. Every
+    :func:`analyze` and :func:`analyze_into` calls it."""
+    check_surgery(model, config)
+    if config.diagnostics and whole_maps:
+        diagnostics_path(model, config, whole_maps)
+    if model.image is not None:
+        if texts is not None or ids is not None or attention_mask is not None:
+            raise RankCollapseError(f"{model.label!r} is a vision encoder: give pixel_values [b, C, H, W], "
+                                    "not ids, texts or an attention_mask")
+        if check_masks:
+            raise RankCollapseError("check_masks applies to text models (a vision encoder's mask is "
+                                    "complete)")
+        return
+    if pixel_values is not None:
+        raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
+                                "token ids")
+    if texts is not None and ids is not None:
+        raise RankCollapseError("give ids or texts, not both")
 
 
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
@@ -275,24 +314,109 @@ def analyze(
                     in_memory=hf_in is not None, pixel_values=pixel_values)
 
 
+def analyze_into(out: str | Path, config: AnalyzeConfig | AnalyzeOutputs, *, overwrite: bool = False,
+                 model_label: str | None = None, tokenizer: Any | str | None = None,
+                 pixel_values: str | Path | Tensor | None = None, progress: bool = False) -> AnalyzeRun:
+    """Run ``config`` into the folder ``out``, as ``rankcollapse analyze --out`` does: ``config.json`` and
+    ``metrics.csv`` (its rows streamed as they are made, published when the run is complete) and what an
+    :class:`AnalyzeOutputs` given instead of the config asks for (``per_sample.csv``, the figures,
+    ``attention/layer_<t>.npy``, ``mask_check.json``).
+
+    ``out``: a new or empty folder, or an earlier analyze run with ``overwrite`` (else refused in one
+    line, before the model loads). The model is loaded by name (``load_model``, not kept in memory) and
+    :func:`check_inputs` refuses a run it cannot make before the folder is touched. ``pixel_values``: a
+    vision encoder's images, a tensor or a ``.npy`` file
+    (:func:`~rankcollapse.models.images.read_pixel_values`). ``model_label``, ``tokenizer``,
+    ``progress``: as :func:`analyze`. A mask given for every layer is announced on stderr beside the
+    model's own. Returns an :class:`AnalyzeRun` (the result, the figures drawn, the mask checks).
+    """
+    from rankcollapse.edge.folder import OutputFolder, check_output_folder
+    from rankcollapse.edge.runs import RunWriter
+    from rankcollapse.models.images import read_pixel_values
+    from rankcollapse.models.loading import load_model
+    from rankcollapse.models.plot import FORMATS, figure_files, figure_names, save_figures
+
+    outputs = config if isinstance(config, AnalyzeOutputs) else AnalyzeOutputs(config)
+    config = outputs.config
+    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
+    check_output_folder(out, "analyze", existing=existing)
+    model = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
+                                      model_label=model_label), tokenizer)
+    check_inputs(config, model, pixel_values=pixel_values, whole_maps=outputs.save_attention,
+                 check_masks=outputs.check_masks)
+    ids = pixels = None
+    if model.image is not None:  # a vision encoder: images in, its token count set by them
+        if isinstance(pixel_values, str | Path):
+            pixel_values = read_pixel_values(pixel_values, model.image)
+        pixels, config = pixel_batch(config, model, pixel_values)
+    else:
+        ids = token_batch(config, model)
+    info = {**model_info(model, config), **diagnostics_info(model, config, outputs.save_attention)}
+    if config.parsed_mask is not None:
+        warning(f"mask {info['mask'][:60]} applies to every layer (the model's own: {model.own_mask[:60]})")
+    figures = figure_files(figure_names(None, True), FORMATS)  # every name a figure may have: replaced
+    # what analyze wrote before the marker listed a run's files (a folder from then is replaced by these)
+    written = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, *figures, "per_sample.csv",
+               "mask_check.json", "attention")
+    with OutputFolder(out, "analyze", existing=existing, outputs=written) as folder:
+        record = {"analyze": asdict(config), "model": info, "read": read_size(config, ids, pixels)}
+        with RunWriter(folder, record) as writer:
+            result = analyze(config, model=model, ids=ids, pixel_values=pixels, on_row=writer.write_row,
+                             progress=progress,
+                             on_attention=_attention_writer(folder) if outputs.save_attention else None)
+        run = AnalyzeRun(result, Path(out))
+        if outputs.per_sample:
+            write_per_sample(result, folder.file("per_sample.csv"))
+        if outputs.plot:
+            run.figures = save_figures(result, folder.staging, outputs.formats)  # published with the run
+        if outputs.check_masks:
+            run.mask_checks = _check_masks(model, ids, folder.file("mask_check.json"), config.batch_size)
+    return run
+
+
+def _attention_writer(out: Any) -> Callable[[int, Tensor], None]:
+    """``on_attention`` that saves each layer's weights to ``attention/layer_<t>.npy`` (float32) of the
+    output folder ``out`` (an ``edge.folder.OutputFolder``: staged, published with the run)."""
+    import numpy as np
+
+    from rankcollapse.edge.atomic import atomic_path
+    from rankcollapse.edge.runs import ATTENTION
+
+    out.subfolder(str(Path(ATTENTION.name).parent))  # a real folder in the staging folder, never a link
+
+    def save(t: int, attn: Tensor) -> None:
+        with atomic_path(out.file(ATTENTION.name.format(k=f"{t:03d}"))) as tmp, tmp.open("wb") as f:
+            np.save(f, ATTENTION.check(attn.detach().to("cpu").float().numpy()))
+
+    return save
+
+
+def _check_masks(model: LoadedModel, ids: Tensor, path: Path, batch_size: int | None) -> list[Any]:
+    """Run the per-layer mask check and write ``mask_check.json``; return the checks (one per layer)."""
+    from rankcollapse.edge.atomic import write_json
+    from rankcollapse.edge.runs import MASK_CHECK
+    from rankcollapse.models.diagnose import check_masks
+
+    checks = check_masks(model, ids, batch_size)
+    write_json(path, MASK_CHECK.check({
+        "source": "ours: the mask each layer's attention kernel applies, probed through the model's "
+                  "own attention function (count of allowed keys and first and last key per row), vs the "
+                  "config's masks",
+        "matches": all(c.matches for c in checks), "layers": [asdict(c) for c in checks]}))
+    return checks
+
+
 def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,
          on_row: Callable[[dict[str, Any]], None] | None, texts: list[str] | None,
          attention_mask: Tensor | None, progress: bool, on_attention: Callable[[int, Tensor], None] | None,
          seconds: dict[str, float], in_memory: bool, pixel_values: Tensor | None = None) -> AnalyzeResult:
     start = time.perf_counter()
-    check_surgery(model, config)
+    check_inputs(config, model, ids=ids, texts=texts, attention_mask=attention_mask,
+                 pixel_values=pixel_values, whole_maps=on_attention is not None)
     if model.image is not None:  # a vision encoder: pixels in, the token count its image's
-        if texts is not None or ids is not None or attention_mask is not None:
-            raise RankCollapseError(f"{model.label!r} is a vision encoder: give pixel_values [b, C, H, W], "
-                                    "not ids, texts or an attention_mask")
         inputs, config = pixel_batch(config, model, pixel_values)
         seconds["tokenize"] = time.perf_counter() - start
         return _stream(config, model, inputs, None, None, on_row, progress, on_attention, seconds, [])
-    if pixel_values is not None:
-        raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
-                                "token ids (give ids, texts or a corpus)")
-    if texts is not None and ids is not None:
-        raise RankCollapseError("give ids or texts, not both")
     if ids is None and model.tokenizer is None and in_memory:
         raise RankCollapseError(no_tokenizer_message(model))
     if texts is not None:

@@ -14,9 +14,9 @@ from typing import Any, Literal
 from rankcollapse.core.execution import check_batch_size, parse_device
 from rankcollapse.core.precision import check_half_device, dtype_name
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.edge.validate import check_threads, quote
+from rankcollapse.edge.validate import check_int, check_threads, quote
 from rankcollapse.masks import Mask
-from rankcollapse.masks.schedule import MaskSchedule
+from rankcollapse.masks.schedule import MAX_LAYERS, MaskSchedule
 from rankcollapse.metrics import metric_names
 from rankcollapse.metrics.diagnostics import SINK_THRESHOLD
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS
@@ -182,8 +182,8 @@ class AnalyzeConfig:
                 "(or --text-file FILE)"
             )
         check_excerpt_size(self.samples, self.tokens)
-        if self.layers is not None and self.layers < 0:
-            raise RankCollapseError(f"layers must be >= 0, got {self.layers}")
+        if self.layers is not None:  # before a schedule names the depth
+            self.layers = check_int("layers", self.layers, low=0, high=MAX_LAYERS)
         check_d_qk(self.d_qk)
         if self.metric_threads not in (None, "auto"):
             self.metric_threads = check_threads("metric_threads", self.metric_threads)

@@ -20,7 +20,7 @@ from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.run_model import check_surgery, needs_surgery
 from rankcollapse.models.stream import choose_backend, is_own_mask
 
-__all__ = ["AnalyzeResult", "model_info", "write_per_sample", "write_run"]
+__all__ = ["AnalyzeResult", "AnalyzeRun", "model_info", "write_per_sample", "write_run"]
 
 
 @dataclass
@@ -110,6 +110,23 @@ class AnalyzeResult:
     def overflow_layers(self) -> list[int]:
         """Layers ``t`` whose hidden state is non-finite in at least one sample."""
         return [int(r["layer"]) for r in self.rows if r["status"] == "overflow"]
+
+
+@dataclass
+class AnalyzeRun:
+    """What :func:`~rankcollapse.models.analyze.analyze_into` wrote into its folder ``out``: the run's
+    ``result``, the ``figures`` drawn (``AnalyzeOutputs.plot``) and, with ``check_masks``, one
+    :class:`~rankcollapse.models.fingerprint.MaskFingerprint` per model layer (``mask_check.json``)."""
+
+    result: AnalyzeResult
+    out: Path
+    figures: list[Path] = field(default_factory=list)
+    mask_checks: list[Any] = field(default_factory=list)
+
+    @property
+    def masks_match(self) -> bool:
+        """Whether every layer's kernel applies its config's mask (True without ``check_masks``)."""
+        return all(c.matches for c in self.mask_checks)
 
 
 def _image(model: LoadedModel, config: AnalyzeConfig) -> str | None:
