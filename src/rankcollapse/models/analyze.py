@@ -10,7 +10,9 @@ cycling the model's layers). For GPT-2, Llama and T5 the rows are the residual s
 final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
 
 :func:`analyze` runs a whole :class:`AnalyzeConfig` and returns an :class:`AnalyzeResult`
-with one row of :func:`rankcollapse.metrics.summarize` per hidden state.
+with one row of :func:`rankcollapse.metrics.summarize` per hidden state; :func:`check_inputs` refuses,
+before anything runs, what the loaded model cannot take; :func:`analyze_into` is ``rankcollapse analyze
+--out``: the run streamed into a folder with what :class:`AnalyzeOutputs` asks for (:class:`AnalyzeRun`).
 
 This module is the run itself; its pieces, one idea a file (every name importable from here too):
 :mod:`~rankcollapse.models.analyze_config` (:class:`AnalyzeConfig`),

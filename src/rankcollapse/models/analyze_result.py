@@ -1,6 +1,7 @@
 """What an :func:`~rankcollapse.models.analyze.analyze` run returns and how it is written.
 
-:class:`AnalyzeResult` (the rows, the per-sample values, the ids, the notes), :func:`model_info` (what
+:class:`AnalyzeResult` (the rows, the per-sample values, the ids, the notes), :class:`AnalyzeRun` (a
+result and what ``analyze_into`` wrote beside it), :func:`model_info` (what
 ``config.json`` records about the model), :func:`write_run` (``config.json`` and ``metrics.csv``
 through the output layer) and :func:`write_per_sample` (``per_sample.csv``).
 """
