@@ -24,7 +24,7 @@ from rankcollapse.models.analyze import (
 from rankcollapse.models.loading import load_model
 
 CHECK_MASKS = "check_masks applies to text models (a vision encoder's mask is complete)"
-PIXELS = "pixel_values apply only to a vision encoder (ViT); "
+PIXELS = "pixel_values applies only to a vision encoder (ViT); "
 
 
 def _cli_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:

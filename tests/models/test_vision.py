@@ -237,7 +237,7 @@ def test_tokens_are_the_images_not_a_setting(tiny_models):
     with pytest.raises(RankCollapseError, match=r"--tokens 64 does not apply .* 17 tokens \(1 CLS \+ 4 x 4"):
         analyze(AnalyzeConfig(samples=2, tokens=64), model=model)
     assert analyze(AnalyzeConfig(samples=2, tokens=17, metrics=("mu",)), model=model).config.tokens == 17
-    with pytest.raises(RankCollapseError, match="pixel_values apply only to a vision encoder"):
+    with pytest.raises(RankCollapseError, match="pixel_values applies only to a vision encoder"):
         analyze(AnalyzeConfig(samples=2), model=tiny_models("bert", "f32"),
                 pixel_values=torch.zeros(2, 3, 32, 32))
 

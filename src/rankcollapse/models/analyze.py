@@ -175,8 +175,7 @@ def pixel_batch(config: AnalyzeConfig, model: LoadedModel,
     """
     image = model.image
     if image is None:
-        raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
-                                "token ids (give ids, texts or a corpus)")
+        raise _reads_ids(model)
     if config.text_file is not None or getattr(config, "_corpus_given", False):
         what = "--text-file" if config.text_file is not None else "--corpus"
         raise RankCollapseError(f"{what} does not apply to vision encoder {model.label!r}: it reads images "
@@ -222,10 +221,15 @@ def check_inputs(config: AnalyzeConfig, model: LoadedModel, *, ids: Tensor | Non
                                     "complete)")
         return
     if pixel_values is not None:
-        raise RankCollapseError(f"pixel_values apply only to a vision encoder (ViT); {model.label!r} reads "
-                                "token ids")
+        raise _reads_ids(model)
     if texts is not None and ids is not None:
         raise RankCollapseError("give ids or texts, not both")
+
+
+def _reads_ids(model: LoadedModel) -> RankCollapseError:
+    """The one line for pixel values given to a text model."""
+    return RankCollapseError(f"pixel_values applies only to a vision encoder (ViT); {model.label!r} reads "
+                             "token ids")
 
 
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
