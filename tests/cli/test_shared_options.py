@@ -1,5 +1,6 @@
 """The options several commands share are declared once (issue 43 item 3, a thin CLI): ``cli.options``
-holds ``--out``, ``--overwrite``, ``--progress``, ``--threads``, ``--seed``, ``--dtype`` and ``--device``;
+holds ``--out``, ``--overwrite``, ``--progress``, ``--threads``, ``--seed``, ``--dtype``, ``--device`` and
+``--download``;
 no command module spells them itself (two named exceptions: ``plot --out`` is a figure file, not a run
 folder, and ``reproduce --out`` a resumable sweep folder, not one replaced by ``--overwrite``). Every
 command that has one of them shows the same rule in its help, and ``--overwrite`` means one policy."""
@@ -15,7 +16,8 @@ from rankcollapse.cli.main import main
 from rankcollapse.cli.options import existing
 
 CLI = Path(__file__).resolve().parents[2] / "src" / "rankcollapse" / "cli"
-SHARED = ("--out", "--overwrite", "--progress/--no-progress", "--threads", "--seed", "--dtype", "--device")
+SHARED = ("--out", "--overwrite", "--progress/--no-progress", "--threads", "--seed", "--dtype", "--device",
+          "--download")
 EXCEPTIONS = {("plot.py", "--out"), ("reproduce.py", "--out")}
 
 
@@ -43,3 +45,11 @@ def test_the_shared_options_read_the_same_in_every_command(command, capsys):
 
 def test_one_overwrite_policy():
     assert existing(True) == "replace" and existing(False) == "refuse"
+
+
+@pytest.mark.parametrize("command", ["analyze", "reproduce"])
+def test_download_reads_the_same_in_every_command(command, capsys):
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--download Allow the network: " in text
+    assert "Same as RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded." in text

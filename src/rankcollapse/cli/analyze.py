@@ -9,8 +9,10 @@ import typer
 
 from rankcollapse.cli.app import app
 from rankcollapse.cli.options import (
+    apply_download,
     apply_threads,
     device_option,
+    download_option,
     dtype_option,
     out_option,
     overwrite_option,
@@ -129,16 +131,12 @@ def analyze_command(
     table: bool = typer.Option(True, "--table/--no-table", help="Print a short table per layer (mu_rel, "
                                "rank, cosines; with --diagnostics entropy, sink heads, massive ratio)."),
     progress: bool = progress_option(),
-    download: bool = typer.Option(False, "--download", help="Allow the network: fetch a hub name or a paper "
-                                  "checkpoint not in the local Hugging Face cache (config, safetensors, "
-                                  "tokenizer; announced on stderr, 10 s timeouts). Same as "
-                                  "RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded."),
+    download: bool = download_option("fetch a hub name or a paper checkpoint not in the local Hugging Face "
+                                     "cache (config, safetensors, tokenizer; announced on stderr, 10 s "
+                                     "timeouts)"),
 ) -> None:
     """Measure collapse layer by layer (one metrics.csv row per hidden state; row 0 = embeddings)."""
-    if download:
-        from rankcollapse.edge.network import allow_downloads
-
-        allow_downloads()
+    apply_download(download)
     from rankcollapse.models.analyze import AnalyzeConfig, AnalyzeOutputs, analyze_into
 
     config = AnalyzeConfig(model=model, mode=mode, mask=mask, d_qk=d_qk, layers=layers, corpus=corpus,

@@ -1,7 +1,8 @@
 """The options several commands share, declared once: ``--out``, ``--overwrite``, ``--progress``,
-``--threads``, ``--seed``, ``--dtype`` and ``--device``, each a function of what differs between the
-commands (the folder's contents, what the seed draws, the dtypes allowed); :func:`existing` is the one
-``--overwrite`` policy and :func:`apply_threads` the one ``--threads`` check.
+``--threads``, ``--seed``, ``--dtype``, ``--device`` and ``--download``, each a function of what differs
+between the commands (the folder's contents, what the seed draws, the dtypes allowed); :func:`existing`
+is the one ``--overwrite`` policy, :func:`apply_threads` the one ``--threads`` check and
+:func:`apply_download` the one way ``--download`` opens the network.
 
 A command writes ``out: Path = out_option("config.json, metrics.csv")``; its help names the command's
 files, the rule (new, empty, or an earlier run of the same command with ``--overwrite``) is written here.
@@ -76,3 +77,18 @@ def dtype_option(default: str, allowed: str) -> Any:
 def device_option(default: str | None = "cpu", what: str = "the computation") -> Any:
     """``--device``: cpu, cuda or cuda:K."""
     return typer.Option(default, "--device", help=f"Where {what} runs: cpu, cuda or cuda:K.")
+
+
+def download_option(what: str) -> Any:
+    """``--download``: allow the network; ``what``: what the command then fetches, in words."""
+    return typer.Option(False, "--download", help=f"Allow the network: {what}. Same as "
+                        "RANKCOLLAPSE_DOWNLOAD=1. Without it nothing is downloaded.")
+
+
+def apply_download(download: bool) -> None:
+    """With ``--download``: open the network for this process and its workers
+    (:func:`rankcollapse.edge.network.allow_downloads`)."""
+    if download:
+        from rankcollapse.edge.network import allow_downloads
+
+        allow_downloads()

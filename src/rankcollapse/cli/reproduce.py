@@ -10,7 +10,7 @@ from types import FrameType
 import typer
 
 from rankcollapse.cli.app import app
-from rankcollapse.cli.options import device_option, progress_option
+from rankcollapse.cli.options import apply_download, device_option, download_option, progress_option
 from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import Interrupted, RankCollapseError
 
@@ -106,11 +106,9 @@ def reproduce_command(
         "--budget",
         help="With --until-decided: wall time for the whole call, e.g. 3h, 90m, 2h30m (default: none).",
     ),
-    download: bool = typer.Option(
-        False,
-        "--download",
-        help="Allow the network: paper checkpoints not in the local Hugging Face cache are fetched "
-        "(announced on stderr) instead of replaced by stand-ins. Same as RANKCOLLAPSE_DOWNLOAD=1.",
+    download: bool = download_option(
+        "paper checkpoints not in the local Hugging Face cache are fetched (announced on stderr) instead of "
+        "replaced by stand-ins"
     ),
     device: str = device_option(None, "each run (default cpu)"),
     batch_size: int = typer.Option(
@@ -118,10 +116,7 @@ def reproduce_command(
     ),
 ) -> None:
     """Run the paper's experiments as one resumable sweep; write figures, claims and report.html."""
-    if download:
-        from rankcollapse.edge.network import allow_downloads
-
-        allow_downloads()
+    apply_download(download)
     with _Interrupt() as guard:
         try:
             _run(

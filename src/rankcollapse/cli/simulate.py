@@ -91,13 +91,12 @@ def simulate_command(
     from rankcollapse.edge.inputs import os_error
     from rankcollapse.edge.runs import RunWriter
 
+    given = {"tokens": tokens, "mode": mode, "d_qk": d_qk, "samples": samples}  # None: the config's default
     config = SimulationConfig(
-        mask=mask, tokens=32 if tokens is None else tokens, d=d, layers=layers,
-        mode="attn" if mode is None else mode, heads=heads, d_qk=1.0 if d_qk is None else d_qk, value=value,
-        value_scale=value_scale, qk_scale=qk_scale, shared_weights=shared_weights, inputs=inputs,
-        samples=8 if samples is None else samples, seed=seed, dtype=dtype, device=device,
-        kernel=kernel, metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope, rope_base=rope_base,
-        rope_scale=rope_scale, tied_qk=tied_qk,
+        mask=mask, d=d, layers=layers, heads=heads, value=value, value_scale=value_scale, qk_scale=qk_scale,
+        shared_weights=shared_weights, inputs=inputs, seed=seed, dtype=dtype, device=device, kernel=kernel,
+        metrics=metrics, stop_below=stop_below, alibi_slope=alibi_slope, rope_base=rope_base,
+        rope_scale=rope_scale, tied_qk=tied_qk, **{k: v for k, v in given.items() if v is not None},
     )
     from rankcollapse.edge.progress import progress as progress_lines
 
