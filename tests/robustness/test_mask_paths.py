@@ -17,8 +17,8 @@ import torch
 from rankcollapse.cli.main import main
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.masks import parse_mask
+from rankcollapse.masks.fixed import quoted_path
 from rankcollapse.masks.schedule import parse_schedule
-from rankcollapse.masks.spec import quoted_path
 
 CHARS = [";", "&", "|", "]", "[", "(", ")", "*"]
 N = 6

@@ -98,6 +98,22 @@ class MatrixMask(_TableMask):
         return self._spec
 
 
+#: Characters that end or group a mask or schedule spec: a ``file:`` path holding one goes in quotes.
+SPECIAL = frozenset("&|()*;[]")
+QUOTES = "'\""
+
+
+def quoted_path(path: str) -> str:
+    """``path`` as a spec writes it: in quotes when it holds a special character or a quote."""
+    if not (set(path) & SPECIAL or any(q in path for q in QUOTES) or path != path.strip()):
+        return path
+    mark = "'" if "'" not in path else '"'
+    if mark in path:
+        raise RankCollapseError(f"mask file {quote(path, 100)}: a path with both ' and \" cannot be "
+                                "written in a spec; allowed: rename the file")
+    return f"{mark}{path}{mark}"
+
+
 class FileMask(_TableMask):
     """``file:PATH``: a boolean square ``.npy`` matrix with all self-loops, loaded once at parse time.
 
@@ -137,8 +153,6 @@ class FileMask(_TableMask):
 
     @property
     def spec(self) -> str:
-        from rankcollapse.masks.spec import quoted_path
-
         return f"file:{quoted_path(self.path)}"
 
 

@@ -10,7 +10,7 @@ Grammar (``&`` binds tighter than ``|``; parentheses group; spaces around operat
 A list parameter takes the comma-separated items that follow it (``document:lengths=3,5``).
 A ``file:`` path runs up to the next ``&``, ``|`` or ``)``; a path containing any of ``& | ( ) ; * [ ]``
 goes in quotes, ``file:'a&b.npy'`` (or ``"..."``), and a canonical spec quotes such a path itself
-(``quoted_path``). A path cut at one of them and not found says so.
+(``masks.fixed.quoted_path``). A path cut at one of them and not found says so.
 Parentheses nest at most ``MAX_NESTING`` deep. ``parse_mask`` returns a ``Mask``
 whose ``.spec`` is canonical (parameters in the documented order, ``&`` parts of an ``|``
 unparenthesised).
@@ -31,13 +31,10 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
 from rankcollapse.masks.base import AndMask, Mask, OrMask
 from rankcollapse.masks.custom import PredicateMask, TensorMask, is_array
-from rankcollapse.masks.fixed import FileMask
+from rankcollapse.masks.fixed import QUOTES, FileMask
 from rankcollapse.masks.registry import ALL_FAMILY_NAMES, FAMILIES
 
 _OPERATORS = "&|()"
-#: Characters that end or group a mask or schedule spec: a ``file:`` path holding one goes in quotes.
-SPECIAL = frozenset("&|()*;[]")
-QUOTES = "'\""
 _QUOTE_HINT = "a path containing any of & | ( ) ; * [ ] goes in quotes: file:'PATH'"
 
 
@@ -61,17 +58,6 @@ def unquoted_path(raw: str) -> tuple[str, bool]:
     if len(raw) >= 2 and raw[0] in QUOTES and raw[-1] == raw[0]:
         return raw[1:-1], True
     return raw, False
-
-
-def quoted_path(path: str) -> str:
-    """``path`` as a spec writes it: in quotes when it holds a special character or a quote."""
-    if not (set(path) & SPECIAL or any(q in path for q in QUOTES) or path != path.strip()):
-        return path
-    mark = "'" if "'" not in path else '"'
-    if mark in path:
-        raise RankCollapseError(f"mask file {quote(path, 100)}: a path with both ' and \" cannot be "
-                                "written in a spec; allowed: rename the file")
-    return f"{mark}{path}{mark}"
 
 
 def cut_hint(err: RankCollapseError, text: str, end: int) -> RankCollapseError:
