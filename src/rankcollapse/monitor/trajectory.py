@@ -211,9 +211,9 @@ class TrajectoryConfig:
         the training step (weights, gradients, AdamW's moments and its temporaries; per layer the
         activations kept for the backward pass, the 4d-wide MLP's included, and the attention scores and
         weights; the logits and their gradient) or the probe's forward with its attention diagnostics,
-        whichever is larger; 2 for the allocator. Coefficients fitted on five configurations (d 64..1024,
-        n 64..512, float32 and float64): the estimate was 1.5 to 2.3 times the growth of the peak resident
-        memory (glibc's default heap; 1.6 to 2.5 with a raised mmap threshold)."""
+        whichever is larger; 2 for the allocator. Coefficients fitted on six configurations (d 64..1024,
+        n 64..512, float32 and float64): the estimate was 1.4 to 2.5 times the growth of the process's own
+        peak memory (RssAnon; glibc's default heap), 1.2 to 2.2 times with the CLI's raised mmap threshold."""
         s, v, n, d, L, h = self.torch_dtype.itemsize, self.vocab, self.tokens, self.d, self.layers, self.heads
         params = 2.0 * v * d + n * d + 12.0 * L * d * d
         b, p = float(self.batch), float(self.probe)
