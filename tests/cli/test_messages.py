@@ -137,3 +137,16 @@ def test_a_bad_out_is_found_before_the_model_loads(tmp_path: Path, monkeypatch, 
     line = one_line(["analyze", "--model", "tiny:bert", "--out", str(out)])
     words = {"not ours": "did not make", "not writable": "not writable", "under a file": "ENOTDIR"}[problem]
     assert words in line, line
+
+
+def test_a_simulation_that_overflows_is_one_warning_line_and_its_rows_are_kept(tmp_path: Path) -> None:
+    """The overflow goes through the one warning channel (``rankcollapse: warning: ...``), exit 0, and the
+    rows up to the overflow are written, the last one marked."""
+    out = tmp_path / "ovf"
+    code, _, err = run_cli(["simulate", "--dtype", "float32", "--value-scale", "1000", "--layers", "60",
+                            "--mode", "attn+skip", "--no-progress", "--out", str(out)])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 0 and len(lines) == 1, err
+    assert lines[0].startswith("rankcollapse: warning: the run turned non-finite at layer ")
+    rows = (out / "metrics.csv").read_text().splitlines()
+    assert 2 < len(rows) < 62  # stopped early, the rows before it kept

@@ -191,7 +191,7 @@ def test_a_seed_reproduces_itself_bit_for_bit_and_another_seed_differs():
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
-        ({"variant": "post"}, "variant='post' is invalid; allowed: post-ln, pre-ln, no-ln, no-skip"),
+        ({"variant": "post"}, "variant='post' is invalid; allowed: post-ln (transformer), pre-ln"),
         ({"mask": "complete"}, "lets a token see a later one; allowed: a causal mask"),
         ({"mask": "window:w=2"}, "lets a token see a later one"),
         ({"d": 10, "heads": 4}, "d=10 is not a multiple of heads=4"),
@@ -269,3 +269,11 @@ def test_each_trained_block_is_a_simulator_preset_under_its_stored_label():
         "no-ln": LayerSpec(norm="none", placement="post", skip=1.0, mlp=True),
         "no-skip": LayerSpec(norm="layernorm", placement="post", skip=None, mlp=True),
     }
+
+
+@pytest.mark.parametrize("label", list(VARIANTS))
+def test_a_variant_named_by_its_preset_is_the_same_config_as_by_its_label(label):
+    """The simulator's preset names are accepted too, and stored as the label: the same config (and run)."""
+    by_preset = TrajectoryConfig(variant=VARIANTS[label], **TINY)
+    assert by_preset.variant == label
+    assert by_preset == TrajectoryConfig(variant=label, **TINY)

@@ -22,13 +22,7 @@ from rankcollapse.cli.options import (
     threads_option,
 )
 from rankcollapse.core.names import quantity as q
-
-
-def warn(message: str) -> None:
-    """One line on stderr, ``rankcollapse: warning: ...`` (:func:`rankcollapse.edge.messages.warning`)."""
-    from rankcollapse.edge.messages import warning
-
-    warning(message)
+from rankcollapse.edge.messages import warning
 
 
 @app.command("simulate")
@@ -119,8 +113,8 @@ def simulate_command(
             plot_mu(result.rows, folder.file("mu.png"), dtype=config.dtype, theory=result.theory,
                     title=f"{config.mask}, {config.mode}, N={config.tokens}, d={d}, {config.dtype}")
     if result.nonfinite_layer is not None:
-        warn(f"the run turned non-finite at layer {result.nonfinite_layer} ({config.dtype} overflow); "
-             "its rows carry overflow > 0 and NaN metrics")
+        warning(f"the run turned non-finite at layer {result.nonfinite_layer} ({config.dtype} overflow); "
+                "its rows carry overflow > 0 and NaN metrics")
     summary = result.summary()
     summary["out"] = str(out)
     if plot:

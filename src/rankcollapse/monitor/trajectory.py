@@ -109,10 +109,11 @@ def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = 
 @dataclass
 class TrajectoryConfig:
     """One training run (module docstring). ``architecture``: ``decoder`` or ``encoder``
-    (:data:`ARCHITECTURES`); ``variant``: one of :data:`VARIANTS`; ``mask``: a mask spec, causal for a
-    decoder and bidirectional for an encoder (None: ``causal`` / ``complete``); ``mask_rate``: the
-    encoder's share of masked positions (None: :data:`MASK_RATE`; refused for a decoder); ``layers``,
-    ``d``, ``heads`` (``d`` a multiple of ``heads``); ``tokens`` per excerpt,
+    (:data:`ARCHITECTURES`); ``variant``: one of :data:`VARIANTS`, by its label or by the simulator preset's
+    name (``transformer-pre`` is ``pre-ln``; stored as the label, so either gives the same run); ``mask``:
+    a mask spec, causal for a decoder and bidirectional for an encoder (None: ``causal`` / ``complete``);
+    ``mask_rate``: the encoder's share of masked positions (None: :data:`MASK_RATE`; refused for a decoder);
+    ``layers``, ``d``, ``heads`` (``d`` a multiple of ``heads``); ``tokens`` per excerpt,
     ``batch`` excerpts per step, ``steps`` optimiser steps; ``lr`` the peak learning rate after a linear
     ``warmup`` (steps), ``weight_decay`` AdamW's; ``every``: a probe every k steps (and at step 0);
     ``probe`` held-out excerpts per probe, drawn with ``probe_seed``; ``corpus`` a bundled corpus,
@@ -162,8 +163,10 @@ class TrajectoryConfig:
         if encoder:
             rate = MASK_RATE if self.mask_rate is None else self.mask_rate
             self.mask_rate = _number("mask_rate", rate, 0.0, 1.0, open_low=True)
+        by_preset = {preset: label for label, preset in VARIANTS.items()}
+        self.variant = by_preset.get(self.variant, self.variant)  # the preset's name -> its label
         if self.variant not in VARIANTS:
-            allowed = ", ".join(VARIANTS)
+            allowed = ", ".join(f"{label} ({preset})" for label, preset in VARIANTS.items())
             raise RankCollapseError(f"variant={quote(self.variant)} is invalid; allowed: {allowed}")
         for name, low in (("layers", 1), ("d", 2), ("heads", 1), ("tokens", 2), ("batch", 1), ("steps", 1),
                           ("warmup", 0), ("every", 1), ("probe", 1), ("probe_seed", 0), ("seed", 0)):
