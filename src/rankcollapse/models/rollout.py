@@ -189,7 +189,7 @@ def measure_rollout(
     (t = 0..L, as for one batch)."""
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.analyze import load_model_cached
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.measure import Ticks, model_columns
     from rankcollapse.models.stream import iter_batches
 
