@@ -1035,3 +1035,18 @@ def test_a_statement_at_every_layer_is_decided_by_its_weakest_layer() -> None:
     near = rules.dominant_sv(lay([2.5], se=1.0, n=4), lay([1.1e-3], se=1e-6, n=4), TH, first=0)
     assert near.verdict == INCONCLUSIVE and near.key is not None and not near.key.decided
     assert "sigma_1/sigma_2" in near.key.what
+
+
+@pytest.mark.parametrize("tests", [1, 26])
+def test_an_undecided_cause_prints_the_interval_the_row_prints(tests: int) -> None:
+    """The cause sentence of an undecided comparison shows the same interval as the row's interval column
+    (``Margin.text``): with ``tests`` comparisons, Bonferroni-widened in both (a verdict map's row printed
+    ± 0.65 in one column and the unadjusted ± 0.27 in the other)."""
+    m = Margin("complete, t=4: ratio", value=0.2, se=0.1, threshold=0.0, n=6, unit="networks", tests=tests)
+    assert not m.decided
+    lo, hi = m.bounds()
+    half = f"± {(hi - lo) / 2:.2g}"
+    assert half in m.text() and half in causes.sample_too_small([m])
+    share = Margin("share", value=0.9, se=math.nan, threshold=0.95, n=12, share=True, tests=tests)
+    lo, hi = share.bounds()
+    assert f"[{lo:.1%}, {hi:.1%}]" in causes.sample_too_small([share])

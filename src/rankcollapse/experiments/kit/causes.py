@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankcollapse.core.precision import floor_rel
-from rankcollapse.experiments.kit.curves import n_words, z
+from rankcollapse.experiments.kit.curves import n_words
 from rankcollapse.experiments.kit.judgement import Margin
 
 CAUSES: tuple[str, ...] = (
@@ -94,11 +94,10 @@ def sample_too_small(margins: Sequence[Margin]) -> str:
     need = m.needed_n()
     tail = f"; about {n_words(need, m.unit)} would decide it at the observed spread" if need else ""
     more = f" (and {len(margins) - 1} more)" if len(margins) > 1 else ""
-    return (
-        f"undecided at {n_words(m.n, m.unit)}: {m.what} {m.value:+.3g} ± {z(m.n) * m.se:.2g} "
-        f"against {m.threshold:g}"
-        f"{more}{tail}"
-    )
+    lo, hi = m.bounds()  # the interval the row prints (Bonferroni over m.tests, Wilson for a share)
+    shown = f"{m.value:.1%} [{lo:.1%}, {hi:.1%}]" if m.share else f"{m.value:+.3g} ± {(hi - lo) / 2:.2g}"
+    against = f"{m.threshold:.0%}" if m.share else f"{m.threshold:g}"
+    return f"undecided at {n_words(m.n, m.unit)}: {m.what} {shown} against {against}{more}{tail}"
 
 
 def too_few(n: int, need: int, unit: str = "samples", where: str = "") -> str:
