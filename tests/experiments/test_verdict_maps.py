@@ -61,6 +61,18 @@ def test_the_region_rules_stay_open_on_the_level_and_leave_out_thin_cells():
     assert nowhere(empty, TH).verdict is INCONCLUSIVE  # a notion measured nowhere decides nothing
 
 
+def test_a_region_rules_n_is_the_fewest_units_in_a_measured_cell_and_its_evidence_says_so():
+    rng = np.random.default_rng(2)
+    rows = [(0.0, [-1.0 + 0.05 * rng.standard_normal(8) for _ in XS]),
+            (1.0, [-1.0 + 0.05 * rng.standard_normal(5 if k == 3 else 8) for k in range(len(XS))])]
+    vmap = verdict_map(XS, rows, 0.0, x_name="x", y_name="row", what="planted", sides=("below", "above"))
+    j = nowhere(vmap, TH)
+    assert j.verdict is REPRODUCED and j.n == 5
+    assert "n = 5, the fewest networks in a measured cell (cells hold 5-8)" in j.evidence
+    even = planted([[-1.0] * len(XS)], 0.05, rng)
+    assert nowhere(even, TH).n == UNITS and "fewest" not in nowhere(even, TH).evidence
+
+
 def test_apart_finds_the_column_between_two_planted_boundaries_and_refutes_the_reverse():
     rng = np.random.default_rng(2)
     a = [x - 3.5 for x in XS]  # row a past the level from x = 4 on (no mean on the level)

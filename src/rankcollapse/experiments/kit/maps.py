@@ -157,8 +157,11 @@ def _cell(vmap: VerdictMap, r: int, k: int) -> str:
 def _counts(vmap: VerdictMap, cells: list[tuple[int, int]], short: int, need: int, unit: str) -> str:
     words = [vmap.cells(r)[k] for r, k in cells]
     left = f"; {short} cell(s) with fewer than {need} {unit} left out" if short else ""
+    ns = [vmap.rows[r].margins[k].n for r, k in cells]
+    held = (f"; n = {min(ns)}, the fewest {unit} in a measured cell (cells hold {min(ns)}-{max(ns)})"
+            if ns and min(ns) != max(ns) else "")
     return (f"{vmap.what} against {vmap.level:g}: {words.count(BEFORE)} cell(s) {vmap.sides[0]}, "
-            f"{words.count(AFTER)} {vmap.sides[1]}, {words.count(OPEN)} open, of {len(cells)}{left}")
+            f"{words.count(AFTER)} {vmap.sides[1]}, {words.count(OPEN)} open, of {len(cells)}{left}{held}")
 
 
 def _region(vmap: VerdictMap, th: Thresholds, rows: Sequence[int] | None, want_after: bool) -> Judgement:
