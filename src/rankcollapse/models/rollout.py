@@ -189,8 +189,8 @@ def measure_rollout(
     (t = 0..L, as for one batch)."""
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.measure import Ticks, model_columns
+    from rankcollapse.models.run_model import load_model_cached
     from rankcollapse.models.stream import iter_batches
 
     start = time.perf_counter()
