@@ -78,6 +78,18 @@ def test_every_column_of_a_tiny_simulate_and_analyze_run_is_the_tables(tmp_path:
     assert all(column_of(m) is QUANTITIES[m] for m in METRIC_NAMES)  # a metric's column is its name
 
 
+def test_the_key_bias_columns_are_the_tables_with_their_per_head_columns() -> None:
+    """Gu et al.'s key-bias diagnostics (metrics.diagnostics) are named once, in the table: a column each,
+    its per-head columns the same quantity; a per-head suffix on a name the table lacks is no quantity."""
+    from rankcollapse.metrics.diagnostics import DIAGNOSTIC_NAMES, QUERY_KEY_NAMES
+
+    assert set(QUERY_KEY_NAMES) <= set(DIAGNOSTIC_NAMES)
+    for name in QUERY_KEY_NAMES:
+        assert column_of(name) is QUANTITIES[name] and QUANTITIES[name].flag is None
+        assert column_of(f"{name}_h11") is QUANTITIES[name]
+    assert column_of("key_cos_hx") is None and column_of("no_such_column_h0") is None
+
+
 # ---- the spellings 0.2.0 retired: refused in one line ----------------------------------------------------
 @pytest.mark.parametrize("old", sorted(FIELDS))
 def test_a_retired_config_field_is_refused_in_one_line(old: str) -> None:

@@ -11,8 +11,9 @@ from torch.nn import functional as F  # noqa: N812
 
 from rankcollapse.core.attention import masked_softmax
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.metrics.diagnostics import attention_rows
+from rankcollapse.metrics.diagnostics import attention_rows, query_key_values
 from rankcollapse.models.lse_attention import (
+    allowed_key_sums,
     attention_lse,
     attention_with_stats,
     kernel_mask,
@@ -154,3 +155,62 @@ def test_any_linear_statistic_of_the_rows_from_one_call():
     a, _ = _reference(q, k, k, allowed)
     torch.testing.assert_close(got, a @ values, rtol=1e-12, atol=1e-12)
     assert torch.allclose(got[..., 3], torch.ones((), dtype=torch.float64))  # rows sum to 1
+
+
+# ---- the key-bias rows (Gu et al. 2025's cos(q_i, k_0), ||k_0||) of the same call -------------------------
+def _close_key_rows(rows, q, k, allowed, rtol: float) -> None:
+    """Every key-bias diagnostic of ``rows.qk`` equal to the reference functions on q, k under ``allowed``."""
+    want = query_key_values(q.double(), k.double(), allowed)
+    for name, value in rows.qk.values().items():
+        torch.testing.assert_close(value, want[name], rtol=rtol, atol=rtol, equal_nan=True, msg=name)
+
+
+@pytest.mark.parametrize("kernel", ["cpu-flash", "blocks"])
+@pytest.mark.parametrize("name", ["none-causal", "none-complete", "bool-window", "additive-padded"])
+def test_the_key_rows_of_one_call_equal_the_reference_in_float64(name, kernel):
+    """GQA (4 query heads on 2 key heads): the prefix sum (causal), the total (complete), the call with zero
+    queries (a window, padding) give the reference's means over the allowed pairs to 1e-12."""
+    given, causal, allowed = _masks()[name]
+    q, k, v = _qkv(torch.float64, seed=7)
+    mask = kernel_mask(None if given is None else given.to(torch.float64) if given.is_floating_point()
+                       else given, causal, N, N, torch.float64)
+    _, rows = attention_with_stats(q, k, v, mask, SCALE, kernel=kernel)
+    _close_key_rows(rows, q, k, allowed, 1e-12)
+    counts = allowed_key_sums(k, mask, N, kernel)[..., -1]
+    assert torch.equal(counts, counts.round())  # the pair counts are whole numbers
+
+
+@pytest.mark.parametrize("name", ["none-causal", "bool-window", "additive-padded"])
+def test_the_key_rows_of_a_float32_call_are_the_references_to_float32_rounding(name):
+    """The zero-query call sums n unit vectors in float32: n eps32 relative to the sum's terms."""
+    given, causal, allowed = _masks()[name]
+    q, k, v = _qkv(torch.float32, seed=8)
+    _, rows = attention_with_stats(q, k, v, kernel_mask(given, causal, N, N, torch.float32), SCALE)
+    _close_key_rows(rows, q, k, allowed, N * EPS32)
+
+
+def test_the_key_rows_in_blocks_take_the_allowed_keys_under_a_bias():
+    """A position bias inside the mask (weights not uniform): the sums over the allowed keys themselves."""
+    q, k, _ = _qkv(torch.float64, seed=9)
+    given, _, allowed = _masks()["bool-window"]
+    bias = torch.randn(1, 1, N, N, dtype=torch.float64, generator=torch.Generator().manual_seed(10))
+    biased = kernel_mask(torch.where(given, bias, torch.finfo(torch.float64).min), False, N, N, torch.float64)
+    assert biased.biased
+    _close_key_rows(rows_in_blocks(q, k, biased, SCALE), q, k, allowed, 1e-12)
+    with pytest.raises(RankCollapseError, match="no uniform weights"):
+        allowed_key_sums(k, biased, N)
+
+
+def test_a_key_or_query_without_a_direction_leaves_its_pairs_out():
+    """A zero key j and a zero query i: their cosines are undefined (0/0), never 0, and left out of the means;
+    a zero first key leaves first_key_cos NaN, with its norm 0."""
+    q, k, v = _qkv(torch.float64, seed=11)
+    k[0, 0, 5] = 0.0
+    q[0, 1, 7] = 0.0
+    k[1, 1, 0] = 0.0
+    allowed = _masks()["bool-window"][2]
+    _, rows = attention_with_stats(q, k, v, kernel_mask(allowed[:1], False, N, N, torch.float64), SCALE)
+    _close_key_rows(rows, q, k, allowed, 1e-12)
+    assert bool(rows.qk.first_key_cos()[1, 2:].isnan().all()) and rows.qk.first_key_norm()[1, 2] == 0
+    dense = query_key_values(q, k, allowed)
+    assert bool(torch.isfinite(dense["key_cos"]).all())  # the other pairs still give a mean

@@ -154,6 +154,18 @@ _TABLE: tuple[Quantity, ...] = (
             "by"),
     _metric("dong_residual", "Dong et al. residual", "res",
             "||X - 1 mean(X)||_{1,inf}: Dong et al.'s rank-collapse residual, at the mean token"),
+    # the key-bias reading of attention sinks (Gu et al., ICLR 2025): one layer's queries and keys as its
+    # attention function receives them (metrics.diagnostics; analyze --diagnostics, means over heads)
+    _q("first_key_cos", None, "first_key_cos", "cos(q_i, k_0)", "cos(q_i, k_0)",
+       "the mean over queries i >= 1 that may see the first key of the cosine between query i and key 0"),
+    _q("key_cos", None, "key_cos", "cos(q_i, k_j), j >= 1", "cos(q_i, k_j)",
+       "the mean over allowed pairs of queries i >= 1 and keys j >= 1 of their cosine: the baseline of "
+       "first_key_cos"),
+    _q("first_key_norm", None, "first_key_norm", "||k_0||", "||k_0||",
+       "the norm of the first token's key (of the key head a query head reads)"),
+    _q("key_norm", None, "key_norm", "||k_j||, j >= 1", "||k_j||",
+       "the mean norm of the keys j >= 1: the baseline of first_key_norm"),
+    _q("query_norm", None, "query_norm", "||q_i||", "||q_i||", "the mean norm of the queries"),
     # what a row of a table says about itself
     _q("sample", None, "sample", "sample", "sample", "the index of one sample (per-sample tables)"),
     _q("attn_min", None, "attn_min", "smallest attention weight", "eps",
@@ -200,9 +212,14 @@ def label(key: str) -> str:
 
 
 def column_of(name: str) -> Quantity | None:
-    """The quantity whose CSV column is ``name`` or one of its summaries (``mu_rel_max``); None if none."""
+    """The quantity whose CSV column is ``name``, one of its summaries (``mu_rel_max``) or one of its
+    per-head columns (``first_key_cos_h3``); None if none."""
+    head, _, k = name.rpartition("_h")
     for q in _TABLE:
-        if q.column is not None and (name == q.column or name in {f"{q.column}_{s}" for s in SUMMARIES}):
+        if q.column is None:
+            continue
+        if name == q.column or name in {f"{q.column}_{s}" for s in SUMMARIES} or (head == q.column and
+                                                                                  k.isdigit()):
             return q
     return None
 

@@ -10,9 +10,16 @@
   ``first_token_attention`` (mean over heads) and ``first_token_attention_h{k}`` per head,
   ``sink_rate`` (share of heads whose mean attention on the first token exceeds the threshold,
   per sample, then averaged), ``sink_heads`` (which heads: those whose ``first_token_attention_h{k}``
-  exceeds the threshold, space-separated, ``""`` for none), ``first_token_norm``,
-  ``top_activation`` (the largest ``|x|``) and ``massive_ratio`` (largest over median ``|x|``).
-  Row 0 (no attention): the attention columns are NaN (``sink_heads`` ``""``).
+  exceeds the threshold, space-separated, ``""`` for none); the key-bias reading of sinks (Gu et al., ICLR
+  2025) from the same layer's queries and keys as its attention function receives them (after the rotary
+  embedding): ``first_key_cos`` (mean over heads) and ``first_key_cos_h{k}`` per head, ``key_cos`` and
+  ``key_cos_h{k}`` (its baseline, the keys ``j >= 1``), ``first_key_norm``, ``key_norm`` and
+  ``query_norm`` (means over heads; :data:`~rankcollapse.metrics.diagnostics.QUERY_KEY_NAMES`);
+  ``first_token_norm``, ``top_activation`` (the largest ``|x|``) and ``massive_ratio`` (largest over median
+  ``|x|``). Row 0 (no attention): the attention and key-bias columns are NaN (``sink_heads`` ``""``). The
+  kernel and blocks paths take the key-bias columns with the attention rows
+  (:class:`~rankcollapse.metrics.diagnostics.QueryKeyRows`); the map path takes them from the queries and
+  keys given beside the map (``qk``: :func:`diagnostic_values`), NaN where none are given.
 - :func:`layer_table`: a short console table of a run's rows (collapse, and the diagnostics when
   present), at most ``max_rows`` lines.
 - :func:`check_masks`: per model layer, the mask the model's attention kernel really applies, probed
@@ -143,10 +150,15 @@ def _cpu(out: dict[str, Tensor]) -> dict[str, Tensor]:
     return {k: v.detach().to(device="cpu", dtype=torch.float64) for k, v in out.items()}
 
 
-def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float) -> dict[str, Tensor]:
-    """Per-sample diagnostic values of x [b, n, d] and attn [b, h, n, n] (all samples n tokens long):
-    ``[b, h]`` for the per-head ones, ``[b]`` for the others; non-finite samples give NaN. Computed
-    where x lives, returned float64 on the CPU."""
+#: Queries ``[b, h, n, e]`` and keys ``[b, g, n, e]`` of one layer, as its attention function receives them.
+QueryKey = tuple[Tensor, Tensor]
+
+
+def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: float,
+                qk: QueryKey | None = None) -> dict[str, Tensor]:
+    """Per-sample diagnostic values of x [b, n, d] and attn [b, h, n, n] (all samples n tokens long), and
+    of the layer's queries and keys ``qk`` where given: ``[b, h]`` for the per-head ones, ``[b]`` for the
+    others; non-finite samples give NaN. Computed where x lives, returned float64 on the CPU."""
     out: dict[str, Tensor] = {}
     if attn is not None:
         attn = attn.to(torch.float64)
@@ -155,6 +167,8 @@ def _per_sample(x: Tensor, attn: Tensor | None, mask: Tensor | None, threshold: 
         out["normalized_attention_entropy"] = dg.normalized_attention_entropy(attn, mask)
         out["first_token_attention"] = dg.first_token_attention(attn)
         out["sink_rate"] = dg.sink_rate(attn, threshold)
+        if qk is not None:
+            out.update(dg.query_key_values(*qk, mask))
     return _cpu({**out, **_activations(x)})
 
 
@@ -166,6 +180,8 @@ def _from_rows(x: Tensor, rows: dg.AttentionRows | None, threshold: float) -> di
         out["normalized_attention_entropy"] = rows.normalized_attention_entropy()
         out["first_token_attention"] = rows.first_token_attention()
         out["sink_rate"] = rows.sink_rate(threshold)
+        if rows.qk is not None:
+            out.update(rows.qk.values())
     return _cpu({**out, **_activations(x)})
 
 
@@ -183,22 +199,27 @@ def _by_length(b: int, lengths: Tensor, part: Callable[[list[int], int], dict[st
 
 
 def diagnostic_values(x: Tensor, attn: Tensor | None, mask: Tensor | Mask | None, threshold: float,
-                      lengths: Tensor | None = None) -> dict[str, Tensor]:
+                      lengths: Tensor | None = None, qk: QueryKey | None = None) -> dict[str, Tensor]:
     """The per-sample values a row's diagnostic columns are means of, in sample order: float64 on the
-    CPU, ``[b, h]`` per head (``attention_entropy``, ``first_token_attention``) or ``[b]``. x, attn,
-    mask and ``lengths`` as in :func:`diagnostic_stats`; a ``Mask`` is taken at each sample's length
-    (a bool [n, n] tensor: its top-left block). Batches of one run concatenated along the first axis
-    give the values of one batch of all their samples. The reference:
-    :func:`chunked_diagnostic_values` computes the same from the per-query reductions."""
+    CPU, ``[b, h]`` per head (``attention_entropy``, ``first_token_attention``, the key-bias values) or
+    ``[b]``. x, attn, mask and ``lengths`` as in :func:`diagnostic_stats`; a ``Mask`` is taken at each
+    sample's length (a bool [n, n] tensor: its top-left block). ``qk``: the layer's queries
+    ``[b, h, n, e]`` and keys ``[b, g, n, e]`` beside ``attn`` (the key-bias values, from the reference
+    functions of :mod:`rankcollapse.metrics.diagnostics`; None: none, their columns NaN). Batches of one
+    run concatenated along the first axis give the values of one batch of all their samples. The
+    reference: :func:`chunked_diagnostic_values` computes the same from the per-query reductions."""
     b, n = x.shape[0], x.shape[1]
     if lengths is None or bool((lengths == n).all()):
-        return _per_sample(x, attn, mask.dense(n) if isinstance(mask, Mask) else mask, threshold)
+        return _per_sample(x, attn, mask.dense(n) if isinstance(mask, Mask) else mask, threshold, qk)
 
     def at(m: int) -> Tensor | None:
         return mask.dense(m) if isinstance(mask, Mask) else None if mask is None else mask[:m, :m]
 
+    def cut(rows: list[int], m: int) -> QueryKey | None:
+        return None if qk is None else (qk[0][rows][:, :, :m], qk[1][rows][:, :, :m])
+
     return _by_length(b, lengths, lambda rows, m: _per_sample(
-        x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m], at(m), threshold))
+        x[rows, :m], None if attn is None else attn[rows][:, :, :m, :m], at(m), threshold, cut(rows, m)))
 
 
 def chunked_diagnostic_values(x: Tensor, rows: dg.AttentionRows | None, threshold: float,
@@ -213,6 +234,10 @@ def chunked_diagnostic_values(x: Tensor, rows: dg.AttentionRows | None, threshol
         return _from_rows(x, rows, threshold)
     return _by_length(b, lengths, lambda sel, m: _from_rows(
         x[sel, :m], None if rows is None else rows.take(sel, m), threshold))
+
+
+#: The key-bias columns that also have a column per head (``first_key_cos_h{k}``, ``key_cos_h{k}``).
+PER_HEAD_QUERY_KEY: tuple[str, ...] = ("first_key_cos", "key_cos")
 
 
 def diagnostic_row(per: dict[str, Tensor], threshold: float, n_heads: int | None = None) -> dict[str, Any]:
@@ -240,6 +265,11 @@ def diagnostic_row(per: dict[str, Tensor], threshold: float, n_heads: int | None
         row.update(normalized_attention_entropy=math.nan, first_token_attention=math.nan, sink_rate=math.nan)
         row.update({f"first_token_attention_h{h}": math.nan for h in range(heads)})
         row["sink_heads"] = ""
+    for k in dg.QUERY_KEY_NAMES:  # NaN where the path saw no queries and keys (row 0: no attention)
+        v = per.get(k)
+        row[k] = math.nan if v is None else mean_defined(v)
+        if k in PER_HEAD_QUERY_KEY:
+            row.update({f"{k}_h{h}": math.nan if v is None else mean_defined(v[:, h]) for h in range(heads)})
     for k in ("first_token_norm", "top_activation", "massive_ratio"):
         row[k] = mean_defined(per[k])
     return row

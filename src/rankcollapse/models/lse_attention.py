@@ -20,6 +20,10 @@ features. A call is ``out = softmax_M(scale q k^T) V`` per head, with the mask `
 - :func:`rows_in_blocks`: the same rows from the weights formed a block of query rows at a time, for the
   logits the lse has no exact form of (a soft cap, ``c tanh(S / c)``; an additive position bias inside
   the logits); ``O(b h c j)`` memory.
+- :func:`allowed_key_sums`: ``sum over each query's allowed keys of U_j`` for the key-bias rows
+  (:class:`~rankcollapse.metrics.diagnostics.QueryKeyRows`, which both give with the others): a prefix
+  sum under the kernel's own causal mask, the total without a mask, else one call with zero queries
+  (uniform weights over the allowed keys) times ``|N_i|``.
 
 On the CPU the first ``e`` columns of the extended call are bit for bit the output of
 ``scaled_dot_product_attention`` on ``V`` (``tests/models/test_lse_attention.py``): the extra columns
@@ -37,10 +41,16 @@ from torch import Tensor
 from rankcollapse.core.attention import masked_softmax
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics.attention_stats import first_token_rows, row_entropy, sink_normaliser
-from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
+from rankcollapse.metrics.diagnostics import (
+    AttentionRows,
+    attention_rows,
+    key_sums,
+    key_units,
+    query_key_rows,
+)
 
-__all__ = ["KERNELS", "KernelMask", "attention_lse", "attention_with_stats", "kernel_mask",
-           "linear_statistics", "masked_below", "rows_in_blocks"]
+__all__ = ["KERNELS", "KernelMask", "allowed_key_sums", "attention_lse", "attention_with_stats",
+           "kernel_mask", "linear_statistics", "masked_below", "rows_in_blocks"]
 
 #: The kernels :func:`attention_lse` runs: ``cpu-flash`` (torch's CPU flash kernel), ``cuda-efficient``
 #: (the memory-efficient CUDA kernel, float16 / bfloat16 / float32), ``blocks`` (blocks of query rows
@@ -202,7 +212,8 @@ def attention_with_stats(q: Tensor, k: Tensor, v: Tensor, mask: KernelMask, scal
     ``s_aux`` [h]: learned sink logits (GPT-OSS): the normaliser is ``L_i = logaddexp(lse_i, s_aux)``, the
     output ``exp(lse_i - L_i) A V``, and the statistics are those of the softmax over keys and sink.
     Returns ``(out [b, h, i, e_v] in q's dtype, or None without output, rows)``, the rows float64
-    ``[b, h, i]`` (keys ``[b or 1, 1, i]`` broadcast to ``[b, 1, i]``). A mask with a position bias inside
+    ``[b, h, i]`` (keys ``[b or 1, 1, i]`` broadcast to ``[b, 1, i]``) with the key-bias rows of q and k
+    (``rows.qk``, :func:`allowed_key_sums`). A mask with a position bias inside
     (``mask.biased``) is refused in one line: :func:`rows_in_blocks` takes it.
     """
     if mask.biased:
@@ -236,7 +247,36 @@ def attention_with_stats(q: Tensor, k: Tensor, v: Tensor, mask: KernelMask, scal
             out[:, heads] = part
         del got, values
     keys = mask.counts.expand(b, 1, n_q)
-    return out, AttentionRows(entropy, first, keys.clone())
+    qk = query_key_rows(q, k, allowed_key_sums(k, mask, n_q, kernel), mask.first)
+    return out, AttentionRows(entropy, first, keys.clone(), qk)
+
+
+def allowed_key_sums(k: Tensor, mask: KernelMask, n_q: int, kernel: str | None = None) -> Tensor:
+    """``S_i = sum over the allowed keys j of U_j`` (``U``:
+    :func:`~rankcollapse.metrics.diagnostics.key_units` of k [b, g, j, e]) -> [b, g, i, e + 1] float64, for
+    the key-bias rows. Without a mask tensor: the total (no mask) or a prefix sum (the kernel's own causal
+    mask), exact. With one: a kernel call with zero queries and keys gives each row uniform weights
+    ``1 / |N_i|`` over its allowed keys, so its output times ``|N_i|`` is ``S_i``, in the call's dtype
+    (float32 for half-precision calls); the count column is rounded to the integer it is. Not for a mask
+    with a position bias inside (the weights would not be uniform): :func:`rows_in_blocks` sums those from
+    the allowed keys themselves."""
+    units = key_units(k)
+    if mask.additive is None:
+        return units.cumsum(-2) if mask.causal else key_sums(units, None, n_q)
+    if mask.biased:
+        raise RankCollapseError("an additive mask with a position bias gives no uniform weights; use "
+                                "rows_in_blocks")
+    dtype = torch.float32 if k.dtype in (torch.float16, torch.bfloat16) else k.dtype
+    if mask.additive.dtype != dtype:
+        mask = KernelMask(mask.additive.to(dtype), mask.causal, mask.counts, mask.first, mask.biased)
+    b, g, n_k, u = units.shape
+    width = -(-u // 8) * 8  # the CUDA kernels take widths in multiples of 8
+    values = _pad(units.to(dtype), width)
+    zeros = values.new_zeros(b, g, max(n_q, n_k), 1)
+    mean, _ = attention_lse(zeros[:, :, :n_q], zeros[:, :, :n_k], values, mask, 1.0, kernel)
+    sums = mean[..., :u].to(torch.float64) * mask.counts[..., None].to(mean.device)
+    sums[..., -1] = sums[..., -1].round()
+    return sums
 
 
 def linear_statistics(q: Tensor, k: Tensor, values: Tensor, mask: KernelMask, scale: float,
@@ -278,6 +318,8 @@ def rows_in_blocks(q: Tensor, k: Tensor, mask: KernelMask, scale: float, *, bias
     keys_h = k.repeat_interleave(h // g, dim=1) if g != h else k
     entropy = torch.empty(b, h, n_q, dtype=torch.float64, device=q.device)
     first = torch.empty(b, h, n_q, dtype=torch.float64, device=q.device)
+    units = key_units(k)
+    sums = units.new_empty(b, g, n_q, units.shape[-1])
     c = _block_rows(n_q, n_k, h)
     for start in range(0, n_q, c):
         rows = slice(start, min(n_q, start + c))
@@ -293,6 +335,7 @@ def rows_in_blocks(q: Tensor, k: Tensor, mask: KernelMask, scale: float, *, bias
         elif mask.causal:
             allowed = torch.arange(n_k, device=q.device)[None] <= torch.arange(
                 rows.start, rows.stop, device=q.device)[:, None]
+        sums[:, :, rows] = key_sums(units, allowed, rows.stop - rows.start)
         if softcap is not None:
             logits = torch.tanh(logits / softcap) * softcap
         if s_aux is not None:
@@ -306,4 +349,5 @@ def rows_in_blocks(q: Tensor, k: Tensor, mask: KernelMask, scale: float, *, bias
         block = attention_rows(weights, None, torch.float64)
         entropy[:, :, rows] = block.entropy
         first[:, :, rows] = block.first
-    return AttentionRows(entropy, first, mask.counts.expand(b, 1, n_q).clone())
+    qk = query_key_rows(q, k, sums, mask.first)
+    return AttentionRows(entropy, first, mask.counts.expand(b, 1, n_q).clone(), qk)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import torch
@@ -29,7 +29,13 @@ from rankcollapse.core.attention import attention_logits, masked_softmax
 from rankcollapse.core.positions import apply_rotary
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.runtime import trim_heap
-from rankcollapse.metrics.diagnostics import AttentionRows, attention_rows
+from rankcollapse.metrics.diagnostics import (
+    AttentionRows,
+    attention_rows,
+    key_sums,
+    key_units,
+    query_key_rows,
+)
 from rankcollapse.models.lse_attention import KernelMask, attention_with_stats
 
 MODES: tuple[str, ...] = ("full", "attn", "attn+ln", "attn+skip", "attn+skip+ln")
@@ -192,11 +198,13 @@ def attention(
     causal mask token 0 is its only key).
 
     ``chunk`` None: the weights ``[b, h, n, n]`` are formed at once (the reference), and ``record``, if
-    given, gets them under ``"attn"``. ``chunk`` c: they are formed ``c`` query rows at a time, each
-    block ``[b, h, c, n]`` through the same softmax, multiplied into the output and dropped (a row's
-    softmax needs only its own logits, so the function is the same; rounding may differ in the last
-    bits); ``record`` then gets the per-query reductions of every block under ``"rows"``
-    (:class:`~rankcollapse.metrics.diagnostics.AttentionRows`, float64, ``O(b h n)``).
+    given, gets them under ``"attn"`` and the queries and keys ``(q [b, h, n, e], k [b, g, n, e])`` the
+    weights came from (after the rotary embedding) under ``"qk"``. ``chunk`` c: they are formed ``c`` query
+    rows at a time, each block ``[b, h, c, n]`` through the same softmax, multiplied into the output and
+    dropped (a row's softmax needs only its own logits, so the function is the same; rounding may differ in
+    the last bits); ``record`` then gets the per-query reductions of every block under ``"rows"``
+    (:class:`~rankcollapse.metrics.diagnostics.AttentionRows`, float64, ``O(b h n)``, with its key-bias
+    rows ``qk``: the sums over each query's allowed keys block by block).
 
     ``kernel`` (``mask`` as a kernel takes it, :func:`~rankcollapse.models.lse_attention.kernel_mask`; the
     ``mask`` argument is then not read): one fused kernel call per key/value head on ``V' = [V, K]``
@@ -229,6 +237,7 @@ def attention(
             record["rows"] = rows
         out = out.transpose(1, 2).reshape(b, n, h * e)
         return F.linear(out, parts.w_o, parts.b_o)
+    keys = k  # [b, g, n, e]: the key-bias rows read each key head once
     if g != h:
         k = k.repeat_interleave(h // g, dim=1)
         v = v.repeat_interleave(h // g, dim=1)
@@ -236,23 +245,28 @@ def attention(
         weights = _weights(parts, q, k, mask, positions.bias, scale, sink_damping, 0)
         if record is not None:
             record["attn"] = weights
+            record["qk"] = (q, keys)
         out = torch.matmul(weights, v)
     else:
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise RankCollapseError(f"chunk must be a positive number of query rows, got {chunk!r}")
         out = torch.empty(b, h, n, e, dtype=v.dtype, device=v.device)
         rows = None if record is None else AttentionRows.empty(b, h, n, torch.float64, v.device)
+        units = None if record is None else key_units(keys)
+        sums = None if units is None else units.new_empty(b, g, n, units.shape[-1])
         for start in range(0, n, chunk):  # nothing outlives a block but what is written into out and rows
             i = slice(start, min(n, start + chunk))
             m = None if mask is None else mask[..., i, :]
             bias = None if positions.bias is None else positions.bias[..., i, :]
             block = _weights(parts, q[:, :, i], k, m, bias, scale, sink_damping, start)
             out[:, :, i] = torch.matmul(block, v)
-            if rows is not None:
+            if rows is not None and sums is not None and units is not None:
                 rows.put(i, attention_rows(block, m, torch.float64))
+                sums[:, :, i] = key_sums(units, m, i.stop - i.start)
             del block
-        if record is not None:
-            record["rows"] = rows
+        if record is not None and rows is not None:
+            sees = None if mask is None else mask[..., 0]
+            record["rows"] = replace(rows, qk=query_key_rows(q, keys, sums, sees))
         trim_heap()  # the blocks' freed pages back to the OS: the heap does not fragment layer after layer
     out = out.transpose(1, 2).reshape(b, n, h * e)
     return F.linear(out, parts.w_o, parts.b_o)
