@@ -65,6 +65,15 @@ def test_line_takes_colour_and_marker_from_its_index_and_the_style_from_the_seco
     assert b.get_marker() in ("None", "", None)
 
 
+def test_points_draw_one_unjoined_marker_per_unit_filled_or_open(ax: Any) -> None:
+    full = plots.points(ax, [0.1, 0.5, 0.9], [1.0, -2.0, 3.0], 1, "sink heads")
+    open_ = plots.points(ax, [0.2], [0.0], 0, "other heads", hollow=True)
+    np.testing.assert_allclose(full.get_xydata(), [[0.1, 1.0], [0.5, -2.0], [0.9, 3.0]])
+    assert full.get_linestyle() == "None" and full.get_marker() == plots.MARKERS[1]
+    assert matplotlib.colors.same_color(full.get_markerfacecolor(), "C1")
+    assert open_.get_markerfacecolor() == "none" and matplotlib.colors.same_color(open_.get_color(), "C0")
+
+
 def test_interval_points_bars_reach_the_given_ends(ax: Any) -> None:
     x, mean, lo, hi = [1.0, 2.0], [3.0, 5.0], [2.0, 4.5], [3.5, 8.0]
     bars = plots.interval_points(ax, x, mean, lo, hi, 1, "q")

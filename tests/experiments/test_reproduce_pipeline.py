@@ -181,6 +181,14 @@ PINNED = {
         "rollout_models.u_shape_models[tiny:gpt2, lam=0.9]": "reproduced",
         "rollout_models.first_token_models[tiny:gpt2]": "confirmed (ours)",
     },
+    # a follow-up (Gu et al., ICLR 2025, second-hand), counted apart: random inits, 4 networks each, N = 16;
+    # near-uniform attention (first_token_attention ~ 0.21 under the causal mask): no sink head, not testable
+    "key_bias": {
+        "key_bias.key_bias_cos[tiny:gpt2]": "inconclusive",
+        "key_bias.key_bias_cos[tiny:llama]": "inconclusive",
+        "key_bias.key_bias_norm[tiny:gpt2]": "inconclusive",
+        "key_bias.key_bias_norm[tiny:llama]": "inconclusive",
+    },
     # a follow-up (Karagodin et al. 2025, from its abstract), counted apart: 4 networks, N = d = 8, 32 layers;
     # post-LN at the floor from t = 20, pre-LN ~ t^-1.06 to t^-1.09 but open against +-0.25 at 4 networks;
     # Mix-LN (x0.80/layer) and nGPT (x0.97/layer) slower than post-LN (x0.68); nGPT collapses more slowly
@@ -303,6 +311,7 @@ FIGURES = {
         "cirrincione_residual_bert",
     ],
     "rollout_models": ["rollout_models_influence", "rollout_models_depth"],
+    "key_bias": ["key_bias_heads"],
     "karagodin": ["karagodin_post_pre"],
     "hasse": ["hasse_flows"],
     "dyt": ["dyt_norm_maps", "dyt_equilibria", "dyt_fig2_tiny_bert_random_init"],

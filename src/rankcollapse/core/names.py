@@ -166,6 +166,12 @@ _TABLE: tuple[Quantity, ...] = (
     _q("key_norm", None, "key_norm", "||k_j||, j >= 1", "||k_j||",
        "the mean norm of the keys j >= 1: the baseline of first_key_norm"),
     _q("query_norm", None, "query_norm", "||q_i||", "||q_i||", "the mean norm of the queries"),
+    _q("first_key_cos_gap", None, "first_key_cos_gap", "cos(q_i, k_0) - cos(q_i, k_j)",
+       "cos(q_i, k_0) - cos(q_i, k_j)",
+       "first_key_cos - key_cos: how much more the queries point at the first key than at the others"),
+    _q("first_key_norm_log_ratio", None, "first_key_norm_log_ratio", "log(||k_0|| / ||k_j||)",
+       "log(||k_0|| / ||k_j||)",
+       "log(first_key_norm / key_norm): below 0 where the first key is shorter than the others"),
     # what a row of a table says about itself
     _q("sample", None, "sample", "sample", "sample", "the index of one sample (per-sample tables)"),
     _q("attn_min", None, "attn_min", "smallest attention weight", "eps",

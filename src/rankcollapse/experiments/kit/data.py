@@ -9,6 +9,7 @@
 - :func:`layered`: one column per layer as an estimate with its standard error, in the unit of
   sampling (networks where the weights are a random draw, samples where they are pretrained);
 - :func:`sample_note`: the samples, seeds and uncertainty behind a verdict, in words;
+- :func:`head_arrays`: per-head rows as one ``[samples, heads]`` array per network;
 - :func:`norm_rates`: the per-layer change of the token norm, raw μ's rate minus μ_rel's;
 - :func:`model_depth`, :func:`depth_words`: a model's own depth and the run's (``30 layers cycled to 128``);
 - the words for modes (block assemblies) and masks, as the paper names them.
@@ -287,6 +288,23 @@ def arm_models(
             continue
         for label, pretrained, frame in model_groups(rows_of(data, kind)):
             yield arm, data, label, pretrained, frame
+
+
+def head_arrays(frame: pd.DataFrame, column: str, by: str) -> tuple[list[tuple[np.ndarray, np.ndarray]], str]:
+    """Per network, ``(by [s, k], column [s, k])`` of per-head rows (one per ``run_id``, ``sample``, ``layer``
+    and ``head``): its samples (each run's excerpts, in order) by its heads (every (layer, head) pair, in
+    order), the same heads in both; and the unit (:func:`unit_of`). One network of every run where the
+    weights are pretrained (the seeds draw other excerpts of it), one per run (a weight draw) otherwise."""
+    if frame.empty:
+        return [], unit_of(frame)
+    unit = unit_of(frame)
+    groups = [frame] if unit == SAMPLE else [g for _, g in frame.groupby("run_id", sort=False)]
+    out = []
+    for g in groups:
+        table = g.set_index(["run_id", "sample", "layer", "head"])[[by, column]].unstack(["layer", "head"])
+        table = table.sort_index(axis=1)
+        out.append((table[by].to_numpy(dtype=float), table[column].to_numpy(dtype=float)))
+    return out, unit
 
 
 def ordered_masks(frame: pd.DataFrame, exp: Any) -> list[str]:

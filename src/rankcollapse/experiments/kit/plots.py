@@ -11,9 +11,10 @@ grey lines; values below a floor are drawn on it. Raw-mu panels show each series
 :func:`save_figure` writes PNG, PDF (through ``rankcollapse.edge.figures``) and the data CSV.
 
 The templates stories draw with, one per shape: :func:`line` (one series, colour and marker by its index),
-:func:`mean_band` (a mean with a shaded band: a range, a std or an interval), :func:`interval_points` (a
-quantity per condition with its interval as error bars), :func:`reference_line` (a threshold, a limit or a
-precision floor at a given value), :func:`annotated_heatmap` (a grid of values, each written in its cell),
+:func:`points` (one marker per unit, not joined: heads, runs), :func:`mean_band` (a mean with a shaded
+band: a range, a std or an interval), :func:`interval_points` (a quantity per condition with its interval
+as error bars), :func:`reference_line` (a threshold, a limit or a precision floor at a given value),
+:func:`annotated_heatmap` (a grid of values, each written in its cell),
 :func:`label_axes` (axis labels from the names table, log axes, the legend), :func:`shared_legend` (one
 legend for a figure of panels), :func:`panel_grid` (one panel per condition), :func:`label_grid` (a grid's
 column titles, row labels and x label) and :func:`dtype_rows` (rows of raw mu and mu_rel in float32 and
@@ -459,6 +460,25 @@ def line(
         markevery=max(1, n // every) if every > 0 else 1,
         mfc="none" if hollow else color,
     )
+    return drawn
+
+
+def points(
+    ax: Any,
+    x: Any,
+    y: Any,
+    i: int,
+    label: str | None = None,
+    *,
+    hollow: bool = False,
+    ms: float = 3.0,
+    alpha: float = 0.8,
+) -> Any:
+    """Draw the ``i``-th set of units (one marker per unit: a head, a run), not joined: colour ``C{i}``,
+    marker ``MARKERS[i]`` (``hollow``: open). Returns the line."""
+    color = f"C{i % 10}"
+    (drawn,) = ax.plot(x, y, ls="none", marker=MARKERS[i % len(MARKERS)], ms=ms, color=color,
+                       mfc="none" if hollow else color, alpha=alpha, label=label)
     return drawn
 
 

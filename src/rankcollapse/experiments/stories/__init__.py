@@ -40,6 +40,7 @@ ORDER: tuple[str, ...] = (
     "residual_rollout",  # a follow-up disputing it (Herasimchyk et al., arXiv 2602.16837)
     "cirrincione",  # a follow-up disputing the paper's LayerNorm result (Cirrincione, arXiv 2604.23681)
     "rollout_models",  # Herasimchyk et al. (arXiv 2602.16837) on the bundled pretrained models' own attention
+    "key_bias",  # the first token as a key bias (Gu et al., ICLR 2025, arXiv 2410.10781) on the same models
     "karagodin",  # a follow-up on where the norm sits (Karagodin et al., NeurIPS 2025, arXiv 2510.22026)
     "hasse",  # masks as Hasse diagrams (Li & Guo, arXiv 2606.09951; no experiments: proof-like rows)
     "u_init",  # the U-shape at initialisation (Chowdhury 2026, arXiv 2603.10123): Cesàro powers, Jacobians

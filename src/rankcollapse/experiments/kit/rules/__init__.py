@@ -25,6 +25,8 @@ One module per shape of data (what the rule measures, never which paper asked):
   ``onset_found``, ``phases``;
 - ``ranks``: a run's rank kept or lost in two notions on the same runs: ``rank_kept`` (one step),
   ``same_limit`` (the limit of mu_rel), ``span_kept``;
+- ``heads``: per-head values split by a head property: ``set_apart`` (one kind of head, e.g. the sink heads,
+  beyond 0 and beyond the other heads on a statistic);
 - ``sweeps``: a measure over a swept parameter: ``crossing`` (where its mean crosses a level, located with
   its interval; ``locate`` the location alone);
 - ``equilibria``: the equilibria of a map: ``basin_and_equilibria``, ``ranks_present``,
@@ -65,6 +67,7 @@ from rankcollapse.experiments.kit.rules.equilibria import (
     ranks_present,
 )
 from rankcollapse.experiments.kit.rules.growth import best_growth, fit_growth, flat_growth
+from rankcollapse.experiments.kit.rules.heads import HeadValues, set_apart
 from rankcollapse.experiments.kit.rules.layers import (
     cos_grows,
     dominant_sv,
@@ -90,6 +93,7 @@ from rankcollapse.experiments.kit.rules.steps import moved_from_init, onset_foun
 from rankcollapse.experiments.kit.rules.sweeps import crossing, locate
 
 __all__ = [
+    "HeadValues",
     "Judgement",
     "RuleFn",
     "all_cases",
@@ -134,6 +138,7 @@ __all__ = [
     "same_limit",
     "san_collapse",
     "scales_as",
+    "set_apart",
     "sigma_ratio",
     "skip_unstable",
     "span_kept",

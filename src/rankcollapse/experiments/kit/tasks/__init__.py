@@ -11,6 +11,7 @@ package here, never directly.
 - ``notions``: ``dynamics.notions`` (two notions of collapse on one simulator run);
 - ``rollout``: ``models.rollout`` (attention rollout, influence profiles, sinks) and the statistics of a
   profile (``metrics.influence``, ``metrics.cesaro``);
+- ``key_bias``: ``models.key_bias`` (the sink measure and the key-bias values per excerpt, layer and head);
 - ``jacobian``: ``models.jacobian`` (Jacobian influence profiles);
 - ``dyt``: ``models.dyt`` and ``equilibria.dyt`` (DyT fits, curves and equilibria);
 - ``growth``: ``models.growth`` and ``metrics.growth`` (growth with depth);
