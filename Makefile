@@ -46,9 +46,10 @@ check-report: $(STAMP)
 	$(BIN)/python -m rankcollapse.pipeline.browser results/quick/report.html results/quick/report.png
 
 # The whole suite, slow tests included (bundled pretrained models, every experiment end to end),
-# on two worker processes (one per core; a test file stays on one worker, so its shared fixtures
-# run once). `make test-fast` skips the slow ones.
-TEST_WORKERS ?= 2
+# on one worker process per core (2 to 8; a test file stays on one worker, so its shared fixtures run
+# once, and the whole tiny reproduction is computed once per test run for every worker).
+# `make test-fast` skips the slow ones.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 8 ] && n=8; echo $$n)
 test: $(STAMP) $(TL_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile

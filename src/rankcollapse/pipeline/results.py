@@ -13,6 +13,7 @@ interval, why its sampling stopped, cause) and, apart, our extensions. Everythin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -344,11 +345,13 @@ def write_evidence(out_dir: str | Path, archive: str | Path) -> Path:
     return Path(archive)
 
 
-def rejudge(archive: str | Path) -> tuple[list[Claim], list[Claim], dict[str, Any]]:
+def rejudge(archive: str | Path, only: Sequence[str] | None = None
+            ) -> tuple[list[Claim], list[Claim], dict[str, Any]]:
     """Re-judge a published run with *this* code's rules, computing nothing: ``(published rows, rows
     now, run metadata)``. The archive (:data:`EVIDENCE`) is unpacked into a temporary folder (regular
     files under ``runs/`` and the two JSON files only) and judged by ``pipeline.reproduce.judge_folder``
-    at the profile and looks the run recorded."""
+    at the profile and looks the run recorded. ``only``: these stories alone (the published rows too),
+    as ``reproduce --only`` names them; a story the run did not judge is refused in one line."""
     import tarfile
     import tempfile
 
@@ -376,7 +379,16 @@ def rejudge(archive: str | Path) -> tuple[list[Claim], list[Claim], dict[str, An
         meta = read_json(root / "experiments.json", "run metadata").get("meta", {})
         published = [claim_from_record(r) for r in read_json(root / "claims.json", "claims table")]
         looks = (meta.get("sequential") or {}).get("looks_per_story") or {}
-        now = judge_folder(root, str(meta.get("profile", "full")), meta.get("only") or None, looks)
+        selected = meta.get("only") or None
+        if only:
+            judged = {c.story for c in published}
+            missing = [name for name in only if name.split(".", 1)[0] not in judged]
+            if missing:
+                raise RankCollapseError(f"{archive}: the published run judged no story {missing[0]!r}; "
+                                        f"allowed: {', '.join(sorted(judged))}")
+            selected = list(only)
+            published = [c for c in published if c.story in {name.split(".", 1)[0] for name in only}]
+        now = judge_folder(root, str(meta.get("profile", "full")), selected, looks)
     return published, now, meta
 
 
