@@ -296,5 +296,7 @@ def test_a_page_of_follow_up_rows_only_says_so_in_its_summary_and_lists_its_sect
     page = render_report([only], [], experiments, {"profile": "tiny"}, tmp_path)
     summary = page[page.index("id='summary'"): page.index("</section>", page.index("id='summary'"))]
     assert "No statement of the NeurIPS paper was judged in this run" in summary
+    top = page[: page.index("id='summary'")]
+    assert "0 rows" not in top and "counted per origin" not in top  # no empty tally of the paper's rows
     sections = page[page.index("Sections, in the paper's order:"):].split("</p>")[0]
     assert "order:  ·" not in sections and "order: <a href='#paper-" in sections

@@ -316,11 +316,9 @@ def render_report(
         f"({_e(meta.get('runs_failed', 0))} failed) · wall time {_e(meta.get('wall_s', 0))} s"
         + (f" · <code>{_e(meta['command'])}</code>" if meta.get("command") else "")
         + "</p>",
-        f"<p>{len({c.id for c in main})} rows (one per statement, model and origin), counted per origin by "
-        "the verdict on "
-        "the quantity the paper plots and, apart, by the mechanism (μ_rel against the precision floor, "
-        "float64 beside float32):</p>",
-        *_counters(counts),
+        *([f"<p>{len({c.id for c in main})} rows (one per statement, model and origin), counted per origin "
+           "by the verdict on the quantity the paper plots and, apart, by the mechanism (μ_rel against the "
+           "precision floor, float64 beside float32):</p>", *_counters(counts)] if main else []),
         *_summary(main, {k: v for k, v in headlines.items() if k in stories}, meta.get("sequential")),
         "<p>Sections, in the paper's order: "
         + " · ".join([*(f"<a href='#exp-{_e(n)}'>{_e(titles[n].split(':')[0])}</a>" for n in stories),
