@@ -129,7 +129,7 @@ def _rows(run_id: str, seed: int, samples: int = 8, layers: int = 2, heads: int 
                     "first_key_cos": (0.7 if sink else 0.3) + 0.05 * rng.standard_normal(),
                     "key_cos": 0.1 + 0.02 * rng.standard_normal(),
                     "first_key_norm": (0.5 if sink else 1.0) * math.exp(0.05 * rng.standard_normal()),
-                    "key_norm": 1.0, "query_norm": 2.0, "dtype": "float32",
+                    "key_norm": 1.0, "query_norm": 2.0, "dtype": "float32", "own_mask": "causal",
                     "model_label": "planted (pretrained)", "model_name": "planted", "model_kind": "bundled",
                     "pretrained": True, "stand_in_for": "the pretrained language models Gu et al. measured",
                 })
