@@ -47,7 +47,7 @@ from collections.abc import Callable
 import torch
 
 from rankcollapse.edge.runtime import raise_mmap_threshold
-from rankcollapse.models.analyze_config import DEFAULT_COS_ROWS
+from rankcollapse.models.analyze.config import DEFAULT_COS_ROWS
 
 
 def _loaded(name: str, tokens: int) -> tuple[object, torch.Tensor]:

@@ -58,7 +58,7 @@ def test_no_module_writes_a_quantitys_axis_label_by_hand(path: Path) -> None:
 
 def test_the_plotting_modules_label_tables_read_the_names_table() -> None:
     from rankcollapse.experiments.kit.plots import LAYER_PLUS_ONE
-    from rankcollapse.models.plot import COLLAPSE, LAYER_LABEL
+    from rankcollapse.models.plots import COLLAPSE, LAYER_LABEL
     from rankcollapse.monitor.plot import LABELS
 
     assert dict(COLLAPSE) == {"mu": label("mu"), "mu_rel": label("mu_rel")}

@@ -78,7 +78,8 @@ def _run(args: list[str], text: Path) -> None:
 
 def _check_every_file_and_reader(folder: Path) -> None:
     """The checks of the module docstring on one finished folder."""
-    from rankcollapse.models.plot import figures, read_run
+    from rankcollapse.models.finished import read_run
+    from rankcollapse.models.plots import figures
 
     marker = read_marker(folder)
     assert marker is not None and marker["complete"] is True
@@ -117,7 +118,7 @@ def test_every_file_a_command_writes_reads_back_through_its_declaration(case: st
 def test_the_reported_run_with_two_sink_heads_in_a_layer_is_read_and_plotted(tmp_path: Path) -> None:
     """Issue 42: ``rankcollapse plot`` refused the tool's own ``--diagnostics`` run (``sink_heads`` is
     '0 2 3 4 5 6 7 8'; allowed: a number)."""
-    from rankcollapse.models.plot import read_run
+    from rankcollapse.models.finished import read_run
 
     out = tmp_path / "d"
     _run(["analyze", "--model", "tiny:gpt2", "--diagnostics", "--sink-threshold", "0.01", "--out", str(out),

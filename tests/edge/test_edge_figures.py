@@ -158,7 +158,7 @@ def _mu(out: Path) -> object:
 
 
 def _collapse(out: Path) -> object:
-    from rankcollapse.models.plot import plot_collapse
+    from rankcollapse.models.plots import plot_collapse
 
     return plot_collapse(_rows(), out / "f.png", dtype="float32")
 
@@ -184,7 +184,7 @@ WRITERS: dict[str, Callable[[Path], object]] = {
     "experiments.kit.plots.save_figure": _kit,
     "masks.picture.plot_mask": _mask,
     "dynamics.plot.plot_mu": _mu,
-    "models.plot.plot_collapse": _collapse,
+    "models.plots.plot_collapse": _collapse,
     "monitor.plot.plot_monitor": _monitor,
     "equilibria.plots_paper.write_paper_portrait": _portrait,
 }

@@ -438,7 +438,7 @@ def test_a_plot_error_after_the_rows_leaves_nothing_that_looks_finished(
 ) -> None:
     """``analyze --plot``: metrics.csv, per_sample.csv and mu.png are published together, after the last
     of them is written; a plot that fails leaves no metrics.csv and no complete marker."""
-    import rankcollapse.models.plot as plots
+    import rankcollapse.models.plots as plots
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RankCollapseError("cannot write plot 'mu.png': No space left on device (ENOSPC)")

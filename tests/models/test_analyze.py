@@ -12,7 +12,7 @@ import torch
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, hidden_state_name, iter_hidden_states, write_run
 from rankcollapse.models.parts import NO_POSITIONS
-from rankcollapse.models.plot import plot_token_geometry
+from rankcollapse.models.plots import plot_token_geometry
 
 
 def test_rows_are_named_embeddings_then_layer_outputs_and_cycle_the_model_layers(tiny_models, ids):
@@ -41,7 +41,7 @@ def test_cycled_layers_repeat_the_same_functions(tiny_models, ids):
 
 
 def _causal(n: int) -> torch.Tensor:
-    from rankcollapse.models.analyze import additive_mask
+    from rankcollapse.models.stream import additive_mask
 
     return additive_mask(torch.ones(n, n, dtype=torch.bool).tril(), torch.float64)
 
@@ -98,7 +98,7 @@ def test_bad_mode_d_qk_and_context_are_user_errors(tiny_models, ids):
 
 
 def test_overflowing_samples_are_counted_not_crashing():
-    from rankcollapse.models.analyze import measure
+    from rankcollapse.models.samples import measure
 
     x = torch.randn(3, 5, 4)
     x[1, 2, 0] = float("inf")
@@ -145,7 +145,7 @@ def test_a_repeated_first_token_is_noted_as_an_input_property(tiny_models):
 
 def test_rows_carry_the_sample_std_of_each_metric():
     from rankcollapse.metrics import mu
-    from rankcollapse.models.analyze import measure
+    from rankcollapse.models.samples import measure
 
     x = torch.randn(5, 6, 4, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     _, stats = measure(x, ("mu",))

@@ -7,7 +7,7 @@ import pytest
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models.analyze import AnalyzeConfig
-from rankcollapse.models.analyze_config import LONG_TOKENS
+from rankcollapse.models.analyze.config import LONG_TOKENS
 
 
 def test_auto_is_one_thread_below_long_tokens_and_torchs_own_from_there() -> None:

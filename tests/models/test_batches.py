@@ -177,7 +177,7 @@ def forward_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return real(model, ids, **kwargs)
 
     monkeypatch.setattr(models_pkg, "iter_hidden_states", counted)
-    monkeypatch.setattr(sys.modules["rankcollapse.models.analyze"], "iter_hidden_states", counted)
+    monkeypatch.setattr(sys.modules["rankcollapse.models.analyze.run"], "iter_hidden_states", counted)
     return sizes
 
 

@@ -295,7 +295,7 @@ def test_label_names_the_model_in_what_analyze_writes_and_a_bad_one_is_one_line(
 def test_analyze_outputs_check_their_flags_on_construction(kw, needle):
     """The output flags' cross-checks live in a config that validates on construction (issue 43 item 3),
     the same one line in Python as at the CLI."""
-    from rankcollapse.models.analyze_config import AnalyzeConfig, AnalyzeOutputs
+    from rankcollapse.models.analyze.config import AnalyzeConfig, AnalyzeOutputs
 
     with pytest.raises(RankCollapseError, match=re.escape(needle)):
         AnalyzeOutputs(AnalyzeConfig(model="tiny:bert"), **kw)

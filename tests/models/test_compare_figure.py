@@ -1,4 +1,4 @@
-"""The comparison figure (issue 42, item 2): ``rankcollapse plot`` / :func:`rankcollapse.models.plot.plot`
+"""The comparison figure (issue 42, item 2): ``rankcollapse plot`` / :func:`rankcollapse.models.plots.plot`
 is the single-run figures' sibling: one column (3.5 in) or two (7.2 in), 300 dpi, PNG / PDF / SVG, any
 per-layer metric, the layer or the relative depth on x, every setting in which the runs differ in the
 legend (the sample size included), in-memory results beside folders, and a Figure returned."""
@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 
 from rankcollapse.cli.main import main
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.models import AnalyzeConfig, analyze, write_run
-from rankcollapse.models import plot as plots
+from rankcollapse.models import AnalyzeConfig, analyze, plots, write_run
+from rankcollapse.models.finished import read_run
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_the_comparison_is_a_column_wide_figure_of_any_metric_returned_and_saved
         assert image.size[0] == 1050  # 3.5 in at 300 dpi
     assert (tmp_path / "c.pdf").read_bytes()[:4] == b"%PDF" and b"<svg" in (tmp_path / "c.svg").read_bytes()
     # each curve is its run's own column, run by run
-    first = plots.read_run(runs[0])
+    first = read_run(runs[0])
     drawn = _lines(fig.axes[0])[0]
     assert list(drawn.get_ydata()) == [r["effective_rank"] for r in first.rows]
     wide = plots.plot(runs, by="model", metrics="mu_rel,effective_rank,mean_abs_cos,sigma_min",
@@ -96,4 +96,4 @@ def test_the_cli_writes_every_format_asked(runs, tmp_path, capsys):
     assert code == 0
     assert all((tmp_path / f"f.{ext}").stat().st_size > 1000 for ext in ("pdf", "png", "svg"))
     assert "f.png" in capsys.readouterr().out
-    assert not math.isnan(plots.read_run(runs[0]).rows[-1]["effective_rank"])
+    assert not math.isnan(read_run(runs[0]).rows[-1]["effective_rank"])

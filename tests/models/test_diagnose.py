@@ -10,8 +10,8 @@ import torch
 
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, iter_hidden_states, load_model
-from rankcollapse.models.analyze import measure
 from rankcollapse.models.parts import damp_first_token
+from rankcollapse.models.samples import measure
 
 
 def _cfg(**kw):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.models.analyze_config import AnalyzeConfig, check_excerpt_size
+from rankcollapse.models.analyze.config import AnalyzeConfig, check_excerpt_size
 from rankcollapse.models.measure import CurvesConfig, GeometryConfig
 
 

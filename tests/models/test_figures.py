@@ -16,8 +16,8 @@ from rankcollapse.cli.main import main
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.folder import read_marker
-from rankcollapse.models import AnalyzeConfig, analyze, write_run
-from rankcollapse.models import plot as plots
+from rankcollapse.models import AnalyzeConfig, analyze, plots, write_run
+from rankcollapse.models.finished import FinishedRun, read_run
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -175,7 +175,7 @@ def test_the_sink_heads_outlined_are_the_cells_above_the_runs_threshold():
         "d_qk": "d_qk 4",
         "layers": "3 layers",
     }
-    run = plots.FinishedRun(Path("x"), facts, rows, {"analyze": {"sink_threshold": 0.4}, "model": {}})
+    run = FinishedRun(Path("x"), facts, rows, {"analyze": {"sink_threshold": 0.4}, "model": {}})
     fig = plots.figure_diagnostics(run)
     ax_map, ax_sink = fig.axes[:2]
     assert np.array_equal(np.asarray(ax_map.get_images()[0].get_array()), np.array(table))
@@ -201,7 +201,7 @@ def test_figure_diagnostics_of_a_run_without_diagnostics_is_refused_in_one_line(
 def test_a_finished_run_read_back_draws_the_figures_of_its_result(runs, tmp_path):
     _, diag = runs
     write_run(diag, tmp_path / "run")
-    again = plots.figures(plots.read_run(tmp_path / "run"))
+    again = plots.figures(read_run(tmp_path / "run"))
     first = diag.figures()
     assert list(again) == list(first) == ["mu", "geometry", "diagnostics"]
     for name in first:
@@ -227,7 +227,7 @@ def test_the_model_record_names_its_own_depth_model_layers_and_an_old_n_layers_r
     (tmp_path / "run" / "config.json").write_text(json.dumps(record))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # stored data: read silently, as core.names.from_stored does
-        again = plots.read_run(tmp_path / "run")
+        again = read_run(tmp_path / "run")
     assert again.config["model"]["model_layers"] == depth and "n_layers" not in again.config["model"]
 
 

@@ -17,7 +17,8 @@ from rankcollapse.cli.main import main
 from rankcollapse.core.precision import FLOOR_FACTOR, eps, floor_rel
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models import AnalyzeConfig, analyze, excerpts, load_model, write_run
-from rankcollapse.models.plot import figure_collapse, read_run
+from rankcollapse.models.finished import read_run
+from rankcollapse.models.plots import figure_collapse
 
 #: Per-sample mu_rel of a run in ``dtype`` against the float64 run of the same weights and ids, relative:
 #: at most this many eps of ``dtype`` (measured on these runs, the largest of the tiny Llama and BERT:

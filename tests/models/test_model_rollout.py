@@ -10,8 +10,8 @@ import torch
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.metrics.rollout import uniform_causal_gap
 from rankcollapse.models import excerpts
-from rankcollapse.models.analyze import load_model_cached
 from rankcollapse.models.rollout import RolloutConfig, measure_rollout
+from rankcollapse.models.run_model import load_model_cached
 
 LAMS = (0.0, 0.3)
 

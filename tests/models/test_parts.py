@@ -58,7 +58,7 @@ def test_exact_f64_parts_differ_from_hf_only_by_its_float32_casts(tiny_models, i
 
 
 def test_auto_backend_avoids_hf_for_exact_llama_f64(tiny_models, ids):
-    from rankcollapse.models.analyze import choose_backend
+    from rankcollapse.models.stream import choose_backend
 
     assert choose_backend(tiny_models("llama", "f64"), "full", True, None, "auto") == "parts"
     assert choose_backend(tiny_models("llama", "f32"), "full", True, None, "auto") == "hf"

@@ -10,8 +10,9 @@ import pytest
 from rankcollapse.cli.main import main
 from rankcollapse.core.precision import floor_rel
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.models import AnalyzeConfig, analyze, write_run
-from rankcollapse.models import plot as plots
+from rankcollapse.models import AnalyzeConfig, analyze, plots, write_run
+from rankcollapse.models.finished import read_run
+from rankcollapse.models.plots import style
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def figures(monkeypatch):
         kept.append(fig)
         return [path, *more]
 
-    monkeypatch.setattr(plots, "save_figure", keep)  # every file of models.plot is written through it
+    monkeypatch.setattr(style, "save_figure", keep)  # every file of models.plots is written through it
     return kept
 
 
@@ -89,12 +90,12 @@ def test_plot_reads_simulate_runs_too_and_refuses_what_is_not_a_run(tmp_path, ca
     sim = tmp_path / "sim"
     assert main(["simulate", "--tokens", "6", "--d", "4", "--layers", "5", "--out", str(sim),
                  "--no-progress"]) == 0
-    run = plots.read_run(sim)
+    run = read_run(sim)
     assert run.facts == {"mask": "complete", "mode": "attn", "model": "simulate N=6, d=4", "dtype": "float64",
                          "d_qk": "d_qk 1.0", "layers": "5 layers", "size": ""}
     (tmp_path / "empty").mkdir()
     with pytest.raises(RankCollapseError, match=r"not a finished run: no config\.json"):
-        plots.read_run(tmp_path / "empty")
+        read_run(tmp_path / "empty")
     with pytest.raises(RankCollapseError, match="unknown --by"):
         plots.plot([sim], tmp_path / "x.png", by="colour")
 

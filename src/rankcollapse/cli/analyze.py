@@ -24,7 +24,7 @@ from rankcollapse.core.names import quantity as q
 from rankcollapse.edge.errors import RankCollapseError
 
 if TYPE_CHECKING:
-    from rankcollapse.models.analyze_result import AnalyzeRun
+    from rankcollapse.models.analyze.result import AnalyzeRun
 
 
 def note_line(message: str) -> None:

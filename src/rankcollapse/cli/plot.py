@@ -1,4 +1,4 @@
-"""`rankcollapse plot`: finished runs compared on one figure (:func:`rankcollapse.models.plot.plot`)."""
+"""`rankcollapse plot`: finished runs compared on one figure (:func:`rankcollapse.models.plots.plot`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def plot_command(
 ) -> None:
     """Compare finished runs: any per-layer metric against the layer or the relative depth, one curve
     per run, precision floors drawn, 300 dpi (the single-run figures' sibling)."""
-    from rankcollapse.models.plot import figure_paths, plot
+    from rankcollapse.models.plots import figure_paths, plot
 
     plot(runs, out, by=by, metrics=metrics, depth=depth, width=width, formats=plot_format or None,
          title=title)

@@ -68,7 +68,7 @@ MONITOR_METRICS = Table("metrics.csv", "monitor table", (
     Column("value", "number", "its batch mean", optional=True),
 ), required=("step", "layer", "metric", "value"))
 #: ``config.json``: ``config`` holds the command's config under the command's name (and analyze's
-#: ``model`` record and ``notes``); the fields the readers read (``models.plot.read_run``) are declared.
+#: ``model`` record and ``notes``); the fields the readers read (``models.finished.read_run``) are declared.
 RUN_RECORD = Record("config.json", "run record", (
     Field("config", "mapping"),
     Field("versions", "mapping"),

@@ -19,33 +19,26 @@
                    ``attn+skip``, ``attn+skip+ln``; :data:`PAPER_VARIANTS` gives the paper's names)
 - ``corpora``      :func:`load_corpus`, :func:`sample_token_batches` (``wikipedia`` by default)
 - ``excerpts``     :func:`excerpts`: seeded excerpts of N tokens as the model reads text (cached tokens)
-- ``analyze``      :func:`analyze` -> :class:`AnalyzeResult` (the run; every name below importable from it)
-- ``analyze_config`` :class:`AnalyzeConfig` (one run, checked on construction)
-- ``analyze_result`` :class:`AnalyzeResult`, :func:`write_run`, :func:`write_per_sample`, ``model_info``
+- ``analyze``      the package of the run: :func:`analyze` -> :class:`AnalyzeResult` (``run``),
+                   :func:`~rankcollapse.models.analyze.analyze_into` (``into``: the run into a folder),
+                   :class:`AnalyzeConfig` (``config``), :func:`write_run` (``result``), what a run reads
+                   and its checks (``batch``), its memory estimates (``memory``)
 - ``samples``      per-sample values of a hidden state and a row's summary (``sample_values``,
                    ``summarize_samples``, ``measure``, ``status_of``)
-- ``memory``       a run's memory estimates (``kept_bytes``, ``batch_bytes``, ``forward_bytes``) and
-                   ``check_run_memory``
 - ``run_model``    ``load_model_cached`` (the last model kept), the checks on a model given to ``analyze``
-- ``plot``         one run's figures as matplotlib objects, one paper column wide:
-                   :func:`~rankcollapse.models.plot.figure_collapse` (mu, mu_rel, floor),
-                   :func:`~rankcollapse.models.plot.figure_geometry` (ranks, sigma_min, mean |cos|),
-                   :func:`~rankcollapse.models.plot.figure_diagnostics` (sinks per layer x head, entropy,
-                   massive activations), :func:`~rankcollapse.models.plot.figures` (``analyze --plot``);
-                   :func:`~rankcollapse.models.plot.plot` (finished runs overlaid: ``rankcollapse plot``)
+- ``plots``        one run's figures as matplotlib objects, one paper column wide:
+                   :func:`~rankcollapse.models.plots.figure_collapse` (mu, mu_rel, floor),
+                   :func:`~rankcollapse.models.plots.figure_geometry` (ranks, sigma_min, mean |cos|),
+                   :func:`~rankcollapse.models.plots.figure_diagnostics` (sinks per layer x head, entropy,
+                   massive activations), :func:`~rankcollapse.models.plots.figures` (``analyze --plot``);
+                   :func:`~rankcollapse.models.plots.plot` (finished runs overlaid: ``rankcollapse plot``)
+- ``finished``     :func:`~rankcollapse.models.finished.read_run` -> ``FinishedRun``: a finished ``analyze``
+                   or ``simulate`` folder read back (its rows, the facts its figures name)
 
 Formulas and conventions: ``docs/models.md``.
 """
 
-from rankcollapse.models.analyze import (
-    AnalyzeConfig,
-    AnalyzeResult,
-    analyze,
-    hidden_state_name,
-    iter_hidden_states,
-    token_batch,
-    write_run,
-)
+from rankcollapse.models.analyze import AnalyzeConfig, AnalyzeResult, analyze, token_batch, write_run
 from rankcollapse.models.bundled import models, prepare, prune
 from rankcollapse.models.checkpoints import CHECKPOINT_CONFIGS, PAPER_CHECKPOINTS, TINY_CONFIGS
 from rankcollapse.models.corpora import CORPORA, DEFAULT_CORPUS, load_corpus, sample_token_batches, tokenize
@@ -63,6 +56,7 @@ from rankcollapse.models.registry import (
     resolve_model,
 )
 from rankcollapse.models.spec import FamilySpec
+from rankcollapse.models.stream import hidden_state_name, iter_hidden_states
 
 __all__ = [
     "CHECKPOINT_CONFIGS",

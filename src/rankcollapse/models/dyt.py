@@ -33,7 +33,7 @@ from rankcollapse.core.norms import DYT_ALPHA, dyt, layer_norm, rms_norm
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
-from rankcollapse.models.analyze_config import check_excerpt_size
+from rankcollapse.models.analyze.config import check_excerpt_size
 from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.measure import OWN_MASK, OnLayer, Ticks, model_columns
 

@@ -29,7 +29,7 @@ from torch import Tensor
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
-from rankcollapse.models.analyze_config import check_excerpt_size
+from rankcollapse.models.analyze.config import check_excerpt_size
 from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.measure import OnLayer, Ticks, model_columns
 

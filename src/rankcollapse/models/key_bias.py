@@ -80,7 +80,7 @@ def measure_key_bias(cfg: KeyBiasConfig, on_layer: OnLayer, device: str = "cpu",
     after each layer (t = 0..L, as for one batch)."""
     from rankcollapse.core.execution import batch_slices
     from rankcollapse.models import excerpts, iter_hidden_states  # the package's: patchable in tests
-    from rankcollapse.models.analyze_config import AnalyzeConfig
+    from rankcollapse.models.analyze.config import AnalyzeConfig
     from rankcollapse.models.diagnose import chunked_diagnostic_values, diagnostics_path
     from rankcollapse.models.measure import Ticks, model_columns
     from rankcollapse.models.parts import chunk_rows

@@ -30,7 +30,7 @@ from torch import Tensor
 from rankcollapse.core.precision import dtype_name
 from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.edge.validate import quote
-from rankcollapse.models.analyze_config import check_excerpt_size
+from rankcollapse.models.analyze.config import check_excerpt_size
 
 #: The value of a ``masks`` entry that means each layer's own mask (the model's config).
 OWN_MASK = "own"

@@ -14,7 +14,7 @@ from rankcollapse.edge.errors import RankCollapseError
 from rankcollapse.models.loading import LoadedModel, load_model
 
 if TYPE_CHECKING:
-    from rankcollapse.models.analyze_config import AnalyzeConfig
+    from rankcollapse.models.analyze.config import AnalyzeConfig
 
 __all__ = ["check_model_device", "check_model_dtype", "check_surgery", "hooks_skipped", "load_model_cached",
            "needs_surgery"]

@@ -9,7 +9,7 @@ probe fails.
 
 The numbers are those of ``rankcollapse analyze`` on the same weights and inputs: per metric of
 :data:`rankcollapse.metrics.METRIC_NAMES`, the mean over the batch's samples of
-:func:`rankcollapse.models.analyze.sample_values` (``mu``, ``mu_rel``, ``at_floor``: ``mu`` at the
+:func:`rankcollapse.models.samples.sample_values` (``mu``, ``mu_rel``, ``at_floor``: ``mu`` at the
 precision floor ``FLOOR_FACTOR eps ||X||_F`` of :mod:`rankcollapse.core.precision`, ranks, mean
 ``|cos|``, ...); with ``diagnostics``, the columns of
 :func:`rankcollapse.models.diagnose.diagnostic_row` (attention entropy, first-token attention, sink
@@ -317,7 +317,7 @@ class Monitor:
     # ---- the hooks' reductions -----------------------------------------------------------------------
     def _reduce(self, state: _Probe, x: Any, attn: Tensor | None) -> None:
         """Row ``state.t`` of the probe from its hidden state ``x [b, n, d]`` (and its layer's attention)."""
-        from rankcollapse.models.analyze import sample_values, summarize_samples
+        from rankcollapse.models.samples import sample_values, summarize_samples
         from rankcollapse.models.stream import hidden_state_name
 
         t = state.t
@@ -513,10 +513,10 @@ def _model_inputs(
 
 def _check_probe_memory(model: nn.Module, shape: tuple[int, int]) -> None:
     """Refuse, before it runs, a probe whose forward would not fit (the estimate of
-    :func:`rankcollapse.models.analyze.forward_bytes`; a model without a config is not estimated)."""
+    :func:`rankcollapse.models.analyze.memory.forward_bytes`; a model without a config is not estimated)."""
     from rankcollapse.core.execution import device_memory
     from rankcollapse.edge.validate import check_memory
-    from rankcollapse.models.analyze import forward_bytes
+    from rankcollapse.models.analyze.memory import forward_bytes
 
     cfg = getattr(model, "config", None)
     width = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None)

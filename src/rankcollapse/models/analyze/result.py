@@ -15,7 +15,7 @@ from typing import Any
 from torch import Tensor
 
 from rankcollapse.core.precision import ALL_DTYPE_NAMES, dtype_name
-from rankcollapse.models.analyze_config import AnalyzeConfig
+from rankcollapse.models.analyze.config import AnalyzeConfig
 from rankcollapse.models.diagnose import layer_schedule_info
 from rankcollapse.models.loading import LoadedModel
 from rankcollapse.models.run_model import check_surgery, needs_surgery
@@ -102,8 +102,8 @@ class AnalyzeResult:
     def figures(self) -> dict[str, Any]:
         """Every figure of this run that applies, by name (``mu``, ``geometry``, and ``diagnostics`` with
         ``diagnostics=True``): ``matplotlib.figure.Figure`` objects one paper column wide, not registered
-        with pyplot (``fig.savefig(path)``); :func:`rankcollapse.models.plot.figures`."""
-        from rankcollapse.models.plot import figures
+        with pyplot (``fig.savefig(path)``); :func:`rankcollapse.models.plots.figures`."""
+        from rankcollapse.models.plots import figures
 
         return figures(self)
 

@@ -1,34 +1,25 @@
-"""Layer-by-layer collapse measures of a pretrained (or random-init) model on real text.
+"""The run: layer-by-layer collapse measures of a pretrained (or random-init) model on real text.
 
-:func:`iter_hidden_states` streams the hidden states ``X(0), X(1), ..., X(L)`` of one batch through
-the layers (only the current one is kept); :func:`analyze` streams a run's samples in batches of
-``AnalyzeConfig.batch_size`` (:func:`~rankcollapse.models.stream.iter_batches`) and makes each row
-from every sample's values, on ``AnalyzeConfig.device``. Row ``t = 0`` is the embeddings output (the
-input of the first layer, named ``embeddings``); row ``t >= 1`` is the output of the ``t``-th layer
+:func:`~rankcollapse.models.stream.iter_hidden_states` streams the hidden states ``X(0), X(1), ..., X(L)``
+of one batch through the layers (only the current one is kept); :func:`analyze` streams a run's samples
+in batches of ``AnalyzeConfig.batch_size`` (:func:`~rankcollapse.models.stream.iter_batches`) and makes
+each row from every sample's values, on ``AnalyzeConfig.device``. Row ``t = 0`` is the embeddings output
+(the input of the first layer, named ``embeddings``); row ``t >= 1`` is the output of the ``t``-th layer
 applied (named ``layer_{t}_out``), which is model layer ``(t - 1) mod n_layers`` (depth extension by
 cycling the model's layers). For GPT-2, Llama and T5 the rows are the residual stream before the
 final norm; Hugging Face's last ``hidden_states`` element is ``final_norm`` of it.
 
-:func:`analyze` runs a whole :class:`AnalyzeConfig` and returns an :class:`AnalyzeResult`
-with one row of :func:`rankcollapse.metrics.summarize` per hidden state; :func:`check_inputs` refuses,
-before anything runs, what the loaded model cannot take; :func:`analyze_into` is ``rankcollapse analyze
---out``: the run streamed into a folder with what :class:`AnalyzeOutputs` asks for (:class:`AnalyzeRun`).
-
-This module is the run itself; its pieces, one idea a file (every name importable from here too):
-:mod:`~rankcollapse.models.analyze_config` (:class:`AnalyzeConfig`),
-:mod:`~rankcollapse.models.analyze_result` (:class:`AnalyzeResult`, :func:`write_run`),
-:mod:`~rankcollapse.models.samples` (per-sample values and a row's summary),
-:mod:`~rankcollapse.models.memory` (the memory estimates) and
-:mod:`~rankcollapse.models.run_model` (:func:`load_model_cached`, the checks on a model given).
+:func:`analyze` runs a whole :class:`~rankcollapse.models.analyze.config.AnalyzeConfig` in memory and
+returns an :class:`~rankcollapse.models.analyze.result.AnalyzeResult` with one row of
+:func:`rankcollapse.metrics.summarize` per hidden state; what it reads and the checks made before it
+runs: :mod:`~rankcollapse.models.analyze.batch`; the run into a folder:
+:mod:`~rankcollapse.models.analyze.into`.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -41,195 +32,29 @@ from rankcollapse.edge.progress import progress as progress_lines
 from rankcollapse.edge.validate import check_token_ids
 from rankcollapse.masks import Mask, in_memory_note
 from rankcollapse.metrics import document_columns
-from rankcollapse.models.analyze_config import AnalyzeConfig, AnalyzeOutputs
-from rankcollapse.models.analyze_result import (
-    AnalyzeResult,
-    AnalyzeRun,
-    model_info,
-    read_size,
-    write_per_sample,
-    write_run,
-)
+from rankcollapse.models.analyze.batch import check_inputs, pixel_batch, token_batch
+from rankcollapse.models.analyze.config import AnalyzeConfig
+from rankcollapse.models.analyze.result import AnalyzeResult, model_info
 from rankcollapse.models.diagnose import (
     chunked_diagnostic_values,
     diagnostic_values,
     diagnostics_info,
     diagnostics_path,
 )
-from rankcollapse.models.excerpts import check_excerpts, excerpts
-from rankcollapse.models.images import check_pixels, check_tokens, image_geometry, random_pixels
-from rankcollapse.models.inputs import (
-    borrowed,
-    from_memory,
-    no_tokenizer_message,
-    text_batch,
-    with_tokenizer,
-)
+from rankcollapse.models.inputs import borrowed, from_memory, no_tokenizer_message, text_batch, with_tokenizer
 from rankcollapse.models.loading import LoadedModel, with_label
-from rankcollapse.models.memory import batch_bytes, check_run_memory, forward_bytes, kept_bytes
 from rankcollapse.models.names import tl_hook_names
 from rankcollapse.models.parts import chunk_rows
 from rankcollapse.models.run_model import (
     check_model_device,
     check_model_dtype,
-    check_surgery,
     hooks_skipped,
     load_model_cached,
 )
-from rankcollapse.models.samples import (
-    LayerSamples,
-    measure,
-    measure_samples,
-    sample_values,
-    status_of,
-    summarize_samples,
-    zero_samples,
-)
-from rankcollapse.models.stream import (
-    BACKENDS,
-    additive_mask,
-    check_d_qk,
-    choose_backend,
-    hidden_state_name,
-    is_own_mask,
-    iter_batches,
-    iter_hidden_states,
-    layer_masks,
-    tl_hook_name,
-    user_schedule,
-)
+from rankcollapse.models.samples import LayerSamples, sample_values, zero_samples
+from rankcollapse.models.stream import is_own_mask, iter_batches, iter_hidden_states, layer_masks
 
-#: The public names of the run and of its pieces (re-exported: ``from rankcollapse.models.analyze
-#: import ...`` keeps working for every name that lived here).
-__all__ = [
-    "BACKENDS",
-    "AnalyzeConfig",
-    "AnalyzeOutputs",
-    "AnalyzeResult",
-    "AnalyzeRun",
-    "additive_mask",
-    "analyze",
-    "analyze_into",
-    "batch_bytes",
-    "check_d_qk",
-    "check_inputs",
-    "check_model_device",
-    "check_model_dtype",
-    "check_surgery",
-    "choose_backend",
-    "forward_bytes",
-    "hidden_state_name",
-    "hooks_skipped",
-    "is_own_mask",
-    "iter_batches",
-    "iter_hidden_states",
-    "kept_bytes",
-    "layer_masks",
-    "load_model_cached",
-    "mask_of",
-    "measure",
-    "measure_samples",
-    "model_info",
-    "pixel_batch",
-    "run_documents",
-    "sample_values",
-    "status_of",
-    "summarize_samples",
-    "tl_hook_name",
-    "token_batch",
-    "user_schedule",
-    "write_per_sample",
-    "write_run",
-    "zero_samples",
-]
-
-
-def token_batch(config: AnalyzeConfig, model: LoadedModel) -> Tensor:
-    """The [samples, tokens] token ids of a config (:func:`excerpts` of its corpus or text file), on the CPU.
-
-    A run whose estimated memory exceeds what this machine has is refused before anything is
-    allocated (after the context and the tokenizer: :func:`check_excerpts`): what every sample keeps
-    (:func:`kept_bytes`) and one batch in the model (:func:`batch_bytes`, ``config.batch_size``
-    samples or all), on the CPU; on CUDA the batch is checked against what is free on the GPU
-    (:func:`~rankcollapse.models.memory.check_run_memory`).
-    """
-    check_excerpts(model, config.tokens)
-    check_run_memory(config, model)
-    return excerpts(model, config.corpus, config.samples, config.tokens, config.seed, config.text_file)
-
-
-def pixel_batch(config: AnalyzeConfig, model: LoadedModel,
-                pixel_values: Tensor | None = None) -> tuple[Tensor, AnalyzeConfig]:
-    """A vision encoder's input (``model.image``, :mod:`rankcollapse.models.images`) and the run's config.
-
-    ``pixel_values`` [b, C, H, W]: normalised pixels, as the model's image processor gives them, checked
-    (:func:`~rankcollapse.models.images.check_pixels`: the model's channels, a float dtype, finite; one
-    line else); the config's image size, or another whole number of patches, whose positions are
-    interpolated (:func:`~rankcollapse.models.images.interpolate_positions`). None: ``config.samples``
-    white-noise images of the config's size seeded by ``config.seed``
-    (:func:`~rankcollapse.models.images.random_pixels`). The token count is the image's,
-    ``1 + (H / p)(W / p)``: a ``tokens`` given that differs is refused, as are a corpus and a text file.
-    The config returned is a copy recording the run as it is (``tokens`` the image's, ``samples`` b, the
-    image for ``model_info``), checked against this machine's memory
-    (:func:`~rankcollapse.models.memory.check_run_memory`).
-    """
-    image = model.image
-    if image is None:
-        raise _reads_ids(model)
-    if config.text_file is not None or getattr(config, "_corpus_given", False):
-        what = "--text-file" if config.text_file is not None else "--corpus"
-        raise RankCollapseError(f"{what} does not apply to vision encoder {model.label!r}: it reads images "
-                                "(pixel_values, or seeded white-noise images by default)")
-    given = config.tokens if getattr(config, "_tokens_given", True) else None
-    if pixel_values is None:
-        check_tokens(given, image, model.label)
-        pixels, seen = random_pixels(image, config.samples, config.seed), image
-    else:
-        pixels = check_pixels(pixel_values, image)
-        if getattr(config, "_samples_given", False) and config.samples != pixels.shape[0]:
-            if config.samples > pixels.shape[0]:  # never fewer samples than asked for, silently
-                raise RankCollapseError(
-                    f"samples={config.samples} (--samples) but the pixel values hold {pixels.shape[0]} "
-                    f"images; give --samples {pixels.shape[0]} or fewer, or more images")
-            pixels = pixels[: config.samples]  # the first ``samples`` images, as excerpts are the first
-        seen = image_geometry(pixels.shape, image)
-        check_tokens(given, seen, model.label)
-    run = copy.copy(config)  # the parsed mask and the flags of what was given come along
-    run.tokens, run.samples = seen.tokens, int(pixels.shape[0])
-    run._image = seen  # what model_info records: the image read, not only the config's
-    check_run_memory(run, model)
-    return pixels, run
-
-
-def check_inputs(config: AnalyzeConfig, model: LoadedModel, *, ids: Tensor | None = None,
-                 texts: list[str] | None = None, attention_mask: Tensor | None = None,
-                 pixel_values: Any = None, whole_maps: bool = False, check_masks: bool = False) -> None:
-    """Refuse, in one line and before anything runs, a run ``model`` cannot make: what the model cannot
-    give (:func:`~rankcollapse.models.run_model.check_surgery`; ``whole_maps``: ``on_attention`` or
-    ``save_attention``), inputs of the other kind (a vision encoder reads ``pixel_values``, a text model
-    ``ids`` or ``texts``, not both) and ``check_masks`` (``AnalyzeOutputs``) on a vision encoder. Every
-    :func:`analyze` and :func:`analyze_into` calls it."""
-    check_surgery(model, config)
-    if config.diagnostics and whole_maps:
-        diagnostics_path(model, config, whole_maps)
-    if model.image is not None:
-        if texts is not None or ids is not None or attention_mask is not None:
-            raise RankCollapseError(f"{model.label!r} is a vision encoder: give pixel_values [b, C, H, W], "
-                                    "not ids, texts or an attention_mask")
-        if check_masks:
-            raise RankCollapseError("check_masks applies to text models (a vision encoder's mask is "
-                                    "complete)")
-        return
-    if pixel_values is not None:
-        raise _reads_ids(model)
-    if texts is not None and ids is not None:
-        raise RankCollapseError("give ids or texts, not both")
-
-
-def _reads_ids(model: LoadedModel) -> RankCollapseError:
-    """The one line for pixel values given to a text model."""
-    return RankCollapseError(f"pixel_values applies only to a vision encoder (ViT); {model.label!r} reads "
-                             "token ids")
+__all__ = ["analyze", "mask_of", "run_documents"]
 
 
 def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
@@ -239,6 +64,7 @@ def _prefix_note(model: LoadedModel, ids: Tensor) -> str | None:
     return (f"{int(same.sum())} of {ids.shape[0]} samples start with a repeated token (positions 0 and 1): "
             "under a causal mask they stay duplicates in every layer, a property of the input, not of the "
             f"model; start texts with the model's start token ({model.start_token})")
+
 
 
 def analyze(
@@ -264,7 +90,7 @@ def analyze(
     :func:`token_batch`); ``on_row`` gets each row as it is made. ``texts``: a list of texts instead
     (``inputs.text_batch``: each cut to ``config.tokens``, right-padded); ``attention_mask`` [b, n]
     marks real tokens of ``ids``. With padding, no real token attends to padding and the metrics of
-    each sample cover its real tokens only (:func:`measure` with ``lengths``).
+    each sample cover its real tokens only (:func:`~rankcollapse.models.samples.measure` with ``lengths``).
 
     ``tokenizer``: a Hugging Face tokenizer, or its name or folder (``AutoTokenizer``,
     ``trust_remote_code=False``), for ``texts`` and corpus excerpts. Without it an in-memory model
@@ -318,98 +144,6 @@ def analyze(
         seconds["load"] = time.perf_counter() - start
         return _run(config, model, ids, on_row, texts, attention_mask, progress, on_attention, seconds,
                     in_memory=hf_in is not None, pixel_values=pixel_values)
-
-
-def analyze_into(out: str | Path, config: AnalyzeConfig | AnalyzeOutputs, *, overwrite: bool = False,
-                 model_label: str | None = None, tokenizer: Any | str | None = None,
-                 pixel_values: str | Path | Tensor | None = None, progress: bool = False) -> AnalyzeRun:
-    """Run ``config`` into the folder ``out``, as ``rankcollapse analyze --out`` does: ``config.json`` and
-    ``metrics.csv`` (its rows streamed as they are made, published when the run is complete) and what an
-    :class:`AnalyzeOutputs` given instead of the config asks for (``per_sample.csv``, the figures,
-    ``attention/layer_<t>.npy``, ``mask_check.json``).
-
-    ``out``: a new or empty folder, or an earlier analyze run with ``overwrite`` (else refused in one
-    line, before the model loads). The model is loaded by name (``load_model``, not kept in memory) and
-    :func:`check_inputs` refuses a run it cannot make before the folder is touched. ``pixel_values``: a
-    vision encoder's images, a tensor or a ``.npy`` file
-    (:func:`~rankcollapse.models.images.read_pixel_values`). ``model_label``, ``tokenizer``,
-    ``progress``: as :func:`analyze`. A mask given for every layer is announced on stderr beside the
-    model's own. Returns an :class:`AnalyzeRun` (the result, the figures drawn, the mask checks).
-    """
-    from rankcollapse.edge.folder import OutputFolder, check_output_folder
-    from rankcollapse.edge.runs import RunWriter
-    from rankcollapse.models.images import read_pixel_values
-    from rankcollapse.models.loading import load_model
-    from rankcollapse.models.plot import FORMATS, figure_files, figure_names, save_figures
-
-    outputs = config if isinstance(config, AnalyzeOutputs) else AnalyzeOutputs(config)
-    config = outputs.config
-    existing = "replace" if overwrite else "refuse"  # the one rule: never replaced silently
-    check_output_folder(out, "analyze", existing=existing)
-    model = with_tokenizer(load_model(config.model, config.dtype, seed=config.seed, device=config.device,
-                                      model_label=model_label), tokenizer)
-    check_inputs(config, model, pixel_values=pixel_values, whole_maps=outputs.save_attention,
-                 check_masks=outputs.check_masks)
-    ids = pixels = None
-    if model.image is not None:  # a vision encoder: images in, its token count set by them
-        if isinstance(pixel_values, str | Path):
-            pixel_values = read_pixel_values(pixel_values, model.image)
-        pixels, config = pixel_batch(config, model, pixel_values)
-    else:
-        ids = token_batch(config, model)
-    info = {**model_info(model, config), **diagnostics_info(model, config, outputs.save_attention)}
-    if config.parsed_mask is not None:
-        warning(f"mask {info['mask'][:60]} applies to every layer (the model's own: {model.own_mask[:60]})")
-    figures = figure_files(figure_names(None, True), FORMATS)  # every name a figure may have: replaced
-    # what analyze wrote before the marker listed a run's files (a folder from then is replaced by these)
-    written = ("config.json", RunWriter.FINAL, RunWriter.PARTIAL, *figures, "per_sample.csv",
-               "mask_check.json", "attention")
-    with OutputFolder(out, "analyze", existing=existing, outputs=written) as folder:
-        record = {"analyze": asdict(config), "model": info, "read": read_size(config, ids, pixels)}
-        with RunWriter(folder, record) as writer:
-            result = analyze(config, model=model, ids=ids, pixel_values=pixels, on_row=writer.write_row,
-                             progress=progress,
-                             on_attention=_attention_writer(folder) if outputs.save_attention else None)
-        run = AnalyzeRun(result, Path(out))
-        if outputs.per_sample:
-            write_per_sample(result, folder.file("per_sample.csv"))
-        if outputs.plot:
-            run.figures = save_figures(result, folder.staging, outputs.formats)  # published with the run
-        if outputs.check_masks:
-            run.mask_checks = _check_masks(model, ids, folder.file("mask_check.json"), config.batch_size)
-    return run
-
-
-def _attention_writer(out: Any) -> Callable[[int, Tensor], None]:
-    """``on_attention`` that saves each layer's weights to ``attention/layer_<t>.npy`` (float32) of the
-    output folder ``out`` (an ``edge.folder.OutputFolder``: staged, published with the run)."""
-    import numpy as np
-
-    from rankcollapse.edge.atomic import atomic_path
-    from rankcollapse.edge.runs import ATTENTION
-
-    out.subfolder(str(Path(ATTENTION.name).parent))  # a real folder in the staging folder, never a link
-
-    def save(t: int, attn: Tensor) -> None:
-        with atomic_path(out.file(ATTENTION.name.format(k=f"{t:03d}"))) as tmp, tmp.open("wb") as f:
-            np.save(f, ATTENTION.check(attn.detach().to("cpu").float().numpy()))
-
-    return save
-
-
-def _check_masks(model: LoadedModel, ids: Tensor, path: Path, batch_size: int | None) -> list[Any]:
-    """Run the per-layer mask check and write ``mask_check.json``; return the checks (one per layer)."""
-    from rankcollapse.edge.atomic import write_json
-    from rankcollapse.edge.runs import MASK_CHECK
-    from rankcollapse.models.diagnose import check_masks
-
-    checks = check_masks(model, ids, batch_size)
-    write_json(path, MASK_CHECK.check({
-        "source": "ours: the mask each layer's attention kernel applies, probed through the model's "
-                  "own attention function (count of allowed keys and first and last key per row), vs the "
-                  "config's masks",
-        "matches": all(c.matches for c in checks), "layers": [asdict(c) for c in checks]}))
-    return checks
 
 
 def _run(config: AnalyzeConfig, model: LoadedModel, ids: Tensor | None,

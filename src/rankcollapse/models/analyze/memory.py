@@ -10,7 +10,7 @@ import torch
 
 from rankcollapse.core.execution import device_memory
 from rankcollapse.edge.validate import check_memory
-from rankcollapse.models.analyze_config import AnalyzeConfig
+from rankcollapse.models.analyze.config import AnalyzeConfig
 from rankcollapse.models.loading import LoadedModel
 
 __all__ = ["batch_bytes", "check_run_memory", "forward_bytes", "kept_bytes"]

@@ -35,7 +35,7 @@ LONG_TOKENS = 1024
 #: tokens 1/16 of every pair's multiply-adds (benchmarks/bench_long_context.py; docs/measurements.md).
 DEFAULT_COS_ROWS = 256
 
-__all__ = ["DEFAULT_COS_ROWS", "DEFAULT_TOKENS", "AnalyzeConfig", "check_excerpt_size"]
+__all__ = ["DEFAULT_COS_ROWS", "DEFAULT_TOKENS", "AnalyzeConfig", "AnalyzeOutputs", "check_excerpt_size"]
 
 
 #: Samples (excerpts, or images) of a run when none are given.
@@ -238,7 +238,7 @@ class AnalyzeOutputs:
     check_masks: bool = False
 
     def __post_init__(self) -> None:
-        from rankcollapse.models.plot import figure_names, plot_formats
+        from rankcollapse.models.plots import figure_names, plot_formats
 
         c = self.config
         if self.save_attention and not c.diagnostics:
@@ -257,6 +257,6 @@ class AnalyzeOutputs:
     @property
     def formats(self) -> tuple[str, ...]:
         """The figures' formats: ``plot_format`` parsed (``png`` by default)."""
-        from rankcollapse.models.plot import plot_formats
+        from rankcollapse.models.plots import plot_formats
 
         return plot_formats(self.plot_format or "png")
