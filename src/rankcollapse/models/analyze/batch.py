@@ -115,4 +115,3 @@ def _reads_ids(model: LoadedModel) -> RankCollapseError:
     """The one line for pixel values given to a text model."""
     return RankCollapseError(f"pixel_values applies only to a vision encoder (ViT); {model.label!r} reads "
                              "token ids")
-

@@ -115,4 +115,3 @@ def _check_masks(model: LoadedModel, ids: Tensor, path: Path, batch_size: int | 
                   "config's masks",
         "matches": all(c.matches for c in checks), "layers": [asdict(c) for c in checks]}))
     return checks
-
