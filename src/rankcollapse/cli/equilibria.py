@@ -43,7 +43,9 @@ def equilibria_command(
         "--family",
         help="paper only: 'all' branches (default) or the paper's own family (2^k of rank k).",
     ),
-    rank: int = typer.Option(None, "--rank", help="Only equilibria of rank K (1 <= K <= min(N, d))."),
+    rank: int = typer.Option(
+        None, "--rank", help=q("equilibrium_rank").help("only those of this rank, 1 <= k <= min(N, d)")
+    ),
     value: Path = typer.Option(
         None,
         "--value",

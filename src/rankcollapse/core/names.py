@@ -172,6 +172,53 @@ _TABLE: tuple[Quantity, ...] = (
     _q("first_key_norm_log_ratio", None, "first_key_norm_log_ratio", "log(||k_0|| / ||k_j||)",
        "log(||k_0|| / ||k_j||)",
        "log(first_key_norm / key_norm): below 0 where the first key is shorter than the others"),
+    # the residual stream's growth (metrics.growth) and the attention diagnostics (metrics.diagnostics;
+    # analyze --diagnostics, the monitor): one column each (the diagnostics' per-head columns too)
+    _q("stream_var", None, "stream_var", "stream variance", "Var(x)",
+       "the mean over tokens of each token's variance over its features, 1/N sum_i Var_k(x_ik) (biased, as "
+       "LayerNorm's)"),
+    _q("layer_cos", None, "layer_cos", "consecutive-layer cosine", "cos(x_i(t-1), x_i(t))",
+       "the mean over tokens i of the cosine between token i before and after a layer, "
+       "cos(x_i(t-1), x_i(t))"),
+    _q("massive_ratio", None, "massive_ratio", "max |x| / median |x|", "max |x| / median |x|",
+       "the largest activation magnitude over the median one, max |x_nd| / median |x_nd| (Sun et al. 2024)"),
+    _q("attention_entropy", None, "attention_entropy", "attention entropy", "H",
+       "the mean over queries i of the entropy of attention row i, -sum_j A_ij log A_ij, in nats"),
+    _q("first_token_attention", None, "first_token_attention", "attention on the first token", "A_i0",
+       "the mean over queries i of the attention weight A_i0 on the first token"),
+    _q("sink_rate", None, "sink_rate", "sink rate", "sink rate",
+       "the share of heads whose first_token_attention exceeds a threshold (default 0.3, Gu et al. 2024)"),
+    # a monitored training run (rankcollapse.monitor: one row per probe)
+    _q("step", None, "step", "training step", "step",
+       "the training step a monitor probed at: its count of steps, or the optimiser's global step it was "
+       "given"),
+    # attention's index letters (docs/ARCHITECTURE.md): a row and a column of A and of a mask
+    _q("query_index", None, None, "query i", "i",
+       "the position i of a token as it attends: a row of A and M"),
+    _q("key_index", None, None, "key j", "j",
+       "the position j of a token as it is attended to: a column of A and M"),
+    # the equilibria of the LayerNorm dynamics (rankcollapse.equilibria, the theorem3 story)
+    _q("equilibrium_rank", "--rank", "rank", "equilibrium rank", "k",
+       "the rank k of an equilibrium X*: the number of independent directions its tokens span"),
+    _q("target_rank", None, "k", "target rank k", "k",
+       "the rank k an equilibrium was designed or searched for (the theorem3 story's designed and complete "
+       "arms)"),
+    _q("theta", None, "theta", "angle θ", "θ",
+       "the angle of token 1 on the unit circle, x_1 = (cos θ, sin θ), in the N = d = 2 counterexample "
+       "(token 0 held at the sink A)"),
+    _q("ratio_y", None, None, "ratio y", "y",
+       "X22 / X21: token 2's second coordinate over its first, on the left half of the circle (X21 < 0), in "
+       "the paper's N = d = 2 construction (Lemma 11)"),
+    # the composed flow of a mask (the hasse story) and the span of the tokens (the cirrincione story)
+    _q("limit_depth", None, "depth", "limit depth L*", "L*",
+       "the layers L* after which a mask's (or a schedule's) composed flow P_L = M_(L-1) ... M_0 stops "
+       "changing (Li & Guo 2026)"),
+    _q("pairs_share", None, "pairs_share", "|P_L| / n^2: share of pairs reached", "|P_L| / n^2",
+       "the share of the n^2 (query, key) pairs the composed flow P_L has reached after L layers"),
+    _q("span_floors", None, "span_floors", "span residual in relative floors (32 eps)",
+       "span residual / 32 eps",
+       "the residual of X(t)'s rows outside the row space of X(0) W_V(1) ... W_V(t), "
+       "||X(t) - X(t) Q Q^T||_F / ||X(t)||_F, over the dtype's relative precision floor 32 eps"),
     # what a row of a table says about itself
     _q("sample", None, "sample", "sample", "sample", "the index of one sample (per-sample tables)"),
     _q("attn_min", None, "attn_min", "smallest attention weight", "eps",
