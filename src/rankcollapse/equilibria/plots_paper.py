@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from rankcollapse.core.names import label as name_label
 from rankcollapse.edge.atomic import write_json
 from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.equilibria.counterexample_paper import (
@@ -165,8 +166,8 @@ def plot_paper_figure5(w: float = DEFAULT_W) -> Figure:
         label=f"y_A = {-cx.w * s:.4f} (g' = 1 + s)",
     )
     ax1.plot([cx.w * s], [cx.w * s], "o", color="tab:green", ms=8, label=f"y_B = {cx.w * s:.4f} (g' = 1 - s)")
-    ax1.set_xlabel("y(t) = X22 / X21 (left half)")
-    ax1.set_ylabel("y(t+1)")
+    ax1.set_xlabel(f"{name_label('ratio_y')}(t) = X22 / X21 (left half)")
+    ax1.set_ylabel(f"{name_label('ratio_y')}(t+1)")
     ax1.legend(fontsize=7)
     ax1.set_title("ratio map on the left half: increasing (Lemma 11)", fontsize=9)
     fig.suptitle("Fig. 5, " + TITLE.format(w=cx.w), fontsize=10)

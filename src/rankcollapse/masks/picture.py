@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcollapse.core.names import label
 from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.edge.validate import plain_text
 from rankcollapse.masks.base import Mask
@@ -77,8 +78,8 @@ def plot_mask(
         if marks.size <= 200:
             ax.scatter(marks, marks, s=14, c="tab:red", zorder=3)
         ax.legend(loc="lower left", fontsize=8)
-    ax.set_xlabel("key j")
-    ax.set_ylabel("query i")
+    ax.set_xlabel(label("key_index"))
+    ax.set_ylabel(label("query_index"))
     ax.set_title(plain_text(title) + block, fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path, what="plot")[0]

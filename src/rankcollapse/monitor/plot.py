@@ -20,14 +20,13 @@ from rankcollapse.edge.figures import new_figure, save_figure
 from rankcollapse.edge.validate import quote
 from rankcollapse.monitor.outputs import COLUMNS
 
-#: Axis labels of the metrics a figure names in words: a quantity of the names table under its one label
-#: (``core.names.label``), the attention diagnostics (not in the table) in words here.
+#: Axis labels of the metrics a figure names in words: each quantity of the names table under its one label
+#: (``core.names.label``), with its unit where it has one.
 LABELS: dict[str, str] = {
-    **{key: label(key) for key in ("mu_rel", "mu", "effective_rank", "num_rank", "mean_abs_cos")},
-    "sink_rate": "sink rate (share of heads)",
-    "first_token_attention": "attention on the first token",
-    "attention_entropy": "attention entropy (nats)",
-    "massive_ratio": "max |x| / median |x|",
+    **{key: label(key) for key in ("mu_rel", "mu", "effective_rank", "num_rank", "mean_abs_cos",
+                                   "first_token_attention", "massive_ratio")},
+    "sink_rate": f"{label('sink_rate')} (share of heads)",
+    "attention_entropy": f"{label('attention_entropy')} (nats)",
 }
 
 
@@ -130,14 +129,14 @@ def plot_monitor(
                 ax.axhline(floor, color="grey", ls=":", lw=1, label=f"{dtype} precision floor {floor:.1e}")
                 ax.legend(fontsize=7, loc="best")
         ax.set_title(LABELS.get(name, name), fontsize=9)
-        ax.set_xlabel("training step", fontsize=8)
+        ax.set_xlabel(label("step"), fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     bar = fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.8, pad=0.02)
     bar.set_ticks(layers if len(layers) <= 13 else layers[:: -(-len(layers) // 12)])
-    bar.set_label("row t (0: embeddings, t: output of layer t)", fontsize=8)
+    bar.set_label(f"{label('layer')} (0: embeddings, t: output of layer t)", fontsize=8)
     if out is not None:
         save_figure(fig, out, what="monitor figure")
     return fig

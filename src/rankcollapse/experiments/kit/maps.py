@@ -255,13 +255,17 @@ COLOURS = {BEFORE: "#4477aa", AFTER: "#ee6677", OPEN: "#dddddd"}
 
 
 def draw_map(ax: object, vmap: VerdictMap, boundary: Sequence[tuple[float, float]] = (),
-             boundary_label: str = "") -> None:
+             boundary_label: str = "", *, x: str | None = None, y: str | None = None) -> None:
     """``vmap`` as coloured cells, one row per y and one column per x, the columns evenly spaced (the ticks
     name their x: a depth grid 1, 2, 4, 8, ... gives every cell the room of its ``n``), each cell's n
     written in it; each row's mapped boundary (:meth:`VerdictMap.bracket`) as a black bar between the cells
     it joins (none where the row is all open), and a known ``boundary`` [(y, x)] as a dashed line, both
-    placed on the columns by linear interpolation of x."""
+    placed on the columns by linear interpolation of x. The axes are labelled through
+    :func:`~rankcollapse.experiments.kit.plots.axis_label` (a quantity's key gives the names table's label)
+    from ``x`` and ``y``, by default the map's ``x_name`` and ``y_name`` (the tables' column names)."""
     from matplotlib.patches import Patch
+
+    from rankcollapse.experiments.kit.plots import axis_label
 
     xs = vmap.xs
     cols = np.arange(xs.size, dtype=float)
@@ -289,8 +293,8 @@ def draw_map(ax: object, vmap: VerdictMap, boundary: Sequence[tuple[float, float
     ax.set_ylim(-0.5, len(vmap.ys) - 0.5)
     ax.set_xticks(cols, [f"{x:g}" for x in xs], fontsize=6, rotation=90 if xs.size > 12 else 0)
     ax.set_yticks(range(len(vmap.ys)), [vmap.row_name(r) for r in range(len(vmap.ys))])
-    ax.set_xlabel(vmap.x_name)
-    ax.set_ylabel(vmap.y_name)
+    ax.set_xlabel(axis_label(vmap.x_name if x is None else x))
+    ax.set_ylabel(axis_label(vmap.y_name if y is None else y))
     handles = [Patch(color=COLOURS[BEFORE], label=vmap.sides[0]),
                Patch(color=COLOURS[AFTER], label=vmap.sides[1]),
                Patch(color=COLOURS[OPEN], label="open (neither for sure)")]

@@ -351,7 +351,7 @@ def _fig_span(sd: StoryData, th: Thresholds) -> FigureSpec | None:
         ax.axhline(th["span_floor_max"], color="0.3", ls=":", lw=0.9, label="span_floor_max")
         ax.set_yscale("log")
         ax.set_xlabel(quantity_label("layer"))
-        ax.set_ylabel("largest span residual, in relative floors (32 eps)")
+        ax.set_ylabel(f"{quantity_label('span_floors')}\n(largest over samples and networks)")
         ax.set_title(_regime(n, d), fontsize=8)
         ax.legend(fontsize=5.5, ncol=2)
     caption = (

@@ -243,7 +243,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         g = order[order["spec"] == s].sort_values("tokens")
         line(ax1, g["tokens"], g["depth"], i, s, style=int(bool(g["schedule"].iloc[0])), every=0, lw=0.9)
     ax1.set_xticks([int(v) for v in ns])
-    label_axes(ax1, "tokens", "layers until the composed flow stops changing", logy=True)
+    label_axes(ax1, "tokens", f"{quantity_label('limit_depth')}: layers until P_L stops changing", logy=True)
     ax1.legend(fontsize=5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     last, scheduled = depth[depth["tokens"] == ns[-1]], set(order.loc[order["schedule"], "spec"])
     for i, s in enumerate(shown):
@@ -251,7 +251,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         if not g.empty:
             line(ax2, g["layer"], g["pairs_share"], i, style=int(s in scheduled), every=0, ms=2, lw=0.8)
     ax2.set_xscale("symlog", linthresh=1)
-    label_axes(ax2, f"{quantity_label('layer')} (N = {ns[-1]})", "|P_L| / n^2: share of pairs reached")
+    label_axes(ax2, f"{quantity_label('layer')} (N = {ns[-1]})", "pairs_share")
     _draw_hasse(ax3, data, "block-two-stream:size=2", int(ns[0]))
     _draw_hasse(ax4, data, "butterfly", int(ns[0]))
     caption = (

@@ -350,10 +350,10 @@ def _init_figure(sd: StoryData) -> list[FigureSpec]:
         top.set_yscale("log")
         top.set_title(f"{name}: stream variance", fontsize=8)
         top.set_xlabel(quantity_label("layer"))
-        top.set_ylabel("stream_var (mean, range over networks)")
+        top.set_ylabel(f"{quantity_label('stream_var')} (mean, range over networks)")
         bottom.set_title(f"{name}: consecutive-layer cosine", fontsize=8)
         bottom.set_xlabel(quantity_label("layer"))
-        bottom.set_ylabel("cos(x_i(t-1), x_i(t)), mean over tokens")
+        bottom.set_ylabel(f"{quantity_label('layer_cos')} (mean, range over networks)")
         bottom.axhline(float(sd.verdict["cos_min"]), color="0.5", ls=":", lw=0.8)
         for ax in (top, bottom):
             if mine:
@@ -386,9 +386,9 @@ def _models_figure(sd: StoryData) -> list[FigureSpec]:
     ax3.set_yscale("log")
     ax3.axhline(float(sd.verdict["massive_min"]), color="0.5", ls=":", lw=0.8)
     ax2.axhline(float(sd.verdict["cos_min"]), color="0.5", ls=":", lw=0.8)
-    for ax, what in ((ax1, "stream_var"), (ax2, "consecutive-layer cosine"), (ax3, "max |x| / median |x|")):
+    for ax, what in ((ax1, "stream_var"), (ax2, "layer_cos"), (ax3, "massive_ratio")):
         ax.set_xlabel(quantity_label("layer"))
-        ax.set_ylabel(f"{what} (mean, range over excerpts)")
+        ax.set_ylabel(f"{quantity_label(what)} (mean, range over excerpts)")
         ax.legend(fontsize=6)
     caption = (
         "The bundled pretrained models on Wikipedia excerpts: the stream variance of each hidden state "

@@ -30,6 +30,7 @@ from rankcollapse.experiments.kit.plots import (
     figure,
     label_axes,
     panel_grid,
+    quantity_label,
     reference_line,
 )
 from rankcollapse.experiments.kit.rules import every_run, regions_of_attraction, stable_in_certain_directions
@@ -728,7 +729,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                 bx.set_ylim(-0.05, 1.05)
                 for a_ in (ax, bx):
                     a_.set_xticks(ranks)
-                    a_.set_xlabel("rank", fontsize=8)
+                    a_.set_xlabel(quantity_label("equilibrium_rank"), fontsize=8)
                 if col == len(ws) - 1:
                     ax2.set_ylabel("directions (markers)", fontsize=7)
                 if row == 0 and col == 0:
@@ -776,7 +777,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
             strict=True,
         ):
             ax.set_xticks(ks)
-            label_axes(ax, "target rank k", title=title)
+            label_axes(ax, "target_rank", title=title)
         axes[0].legend(fontsize=7)
         fig.suptitle(
             "Ours: designed stable equilibria, one W_V per rank (not the paper's construction)", fontsize=10

@@ -71,13 +71,13 @@ MOVED = ("mu_rel", "effective_rank", "mean_abs_cos")
 #: The figure's rows: metric -> axis label.
 SHOWN = {
     **{key: f"{quantity_label(key)} (last layer)" for key in MOVED},
-    "sink_rate": "sink rate (all layers)",
+    "sink_rate": f"{quantity_label('sink_rate')} (all layers)",
 }
 #: The layer figure's rows: metric -> axis label (one line per layer; row 0, the embeddings, has no
 #: attention).
 PER_LAYER = {
     **{key: quantity_label(key) for key in MOVED},
-    "first_token_attention": "first-token attention",
+    "first_token_attention": quantity_label("first_token_attention"),
 }
 #: The range each shown metric can take (its interval is clipped to it).
 RANGE = {
@@ -352,7 +352,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
                 ax.set_ylim(-0.02, sink_top)
             elif RANGE[metric][0] == 0.0:
                 ax.set_ylim(bottom=-0.02)
-    label_grid(axes, len(variants), list(SHOWN.values()), variants, "training step")
+    label_grid(axes, len(variants), list(SHOWN.values()), variants, "step")
     shared_legend(fig, axes)
     decoder = ~table["mask"].str.startswith(f"{ENCODER}, ")
     dec, enc = sd.arm("trained"), sd.arm(ENCODER)
@@ -433,7 +433,7 @@ def _layers_figure(sd: StoryData) -> list[FigureSpec]:
             if RANGE.get(metric, (0.0, 1.0))[0] == 0.0 and metric != "effective_rank":
                 ax.set_ylim(-0.02, 1.02)
     titles = [f"{model}, {v} ({'causal' if model == 'decoder' else enc_masks[0]})" for v, model in columns]
-    label_grid(axes, len(columns), list(PER_LAYER.values()), titles, "training step", title_size=8)
+    label_grid(axes, len(columns), list(PER_LAYER.values()), titles, "step", title_size=8)
     shared_legend(fig, axes)
     nets = {m: int(table.loc[table["model"] == m, "networks"].max()) for m in ("decoder", ENCODER)}
     n = int(_base(data, "tokens"))

@@ -289,9 +289,10 @@ def _residual_figure(sd: StoryData, th: Thresholds) -> list[FigureSpec]:
     n = int(data.exp.base["tokens"])
     fig = figure(11, 3.6, layout="constrained")
     left, right = fig.subplots(1, 2)
-    draw_map(left, gap, _closed_form(data, gap, th["gap_level"]), "uniform causal attention (closed form)")
+    draw_map(left, gap, _closed_form(data, gap, th["gap_level"]), "uniform causal attention (closed form)",
+             y="layer")  # the rows are the layers t ("depth t" in the tables)
     left.set_title(f"first-token gap against {th['gap_level']:g}", fontsize=8)
-    draw_map(right, u)
+    draw_map(right, u, y="layer")
     right.set_title(f"last token's profile: a U (both ends above the middle by > {th['u_log_min']:g})",
                     fontsize=8)
     table = pd.concat([gap.table().assign(map="gap"), u.table().assign(map="U")], ignore_index=True)
@@ -541,7 +542,7 @@ def _pair_figure(name: str, left_map: VerdictMap | None, right_map: VerdictMap |
     fig = figure(11, height, layout="constrained")
     axes = fig.subplots(1, len(maps_), squeeze=False)[0]
     for ax, (m, title, _, _) in zip(axes, maps_, strict=True):
-        draw_map(ax, m)
+        draw_map(ax, m, x="layer")  # the columns are the layers t ("depth t" in the tables)
         ax.set_title(title, fontsize=8)
     table = pd.concat([m.table().assign(map=tag) for m, _, _, tag in maps_], ignore_index=True)
     shown = pd.concat([m.grid(short).assign(map=tag) for m, _, short, tag in maps_], ignore_index=True)
