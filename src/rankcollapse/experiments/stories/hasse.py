@@ -251,7 +251,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         if not g.empty:
             line(ax2, g["layer"], g["pairs_share"], i, style=int(s in scheduled), every=0, ms=2, lw=0.8)
     ax2.set_xscale("symlog", linthresh=1)
-    label_axes(ax2, f"{quantity_label('layer')} (N = {ns[-1]})", "pairs_share")
+    label_axes(ax2, f"{quantity_label('layer')} (N = {int(ns[-1])})", "pairs_share")
     _draw_hasse(ax3, data, "block-two-stream:size=2", int(ns[0]))
     _draw_hasse(ax4, data, "butterfly", int(ns[0]))
     caption = (

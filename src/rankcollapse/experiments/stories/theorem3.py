@@ -765,7 +765,7 @@ def figures(sd: StoryData) -> list[FigureSpec]:
         built = rows[rows["constructed"].astype(bool)]
         ks = rows["k"].astype(int).tolist()
         axes[0].bar(built["k"].astype(int), built["rank"].astype(float), color="C0")
-        axes[0].plot(ks, ks, "k_", ms=20, label="target rank k")
+        axes[0].plot(ks, ks, "k_", ms=20, label=quantity_label("target_rank"))
         axes[1].bar(built["k"].astype(int), built["spectral_radius"].astype(float), color="C2")
         reference_line(axes[1], 1.0, color="C3", ls="--")
         frac = built["basin_fraction"].astype(float)
