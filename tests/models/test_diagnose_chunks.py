@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from rankcollapse.edge.errors import RankCollapseError
-from rankcollapse.metrics.diagnostics import QUERY_KEY_NAMES
 from rankcollapse.models import AnalyzeConfig, analyze, iter_hidden_states, load_model
 from rankcollapse.models import parts as parts_module
 from rankcollapse.models.parts import CHUNK_BYTES, CHUNK_BYTES_PER_WEIGHT, chunk_rows
@@ -37,12 +36,6 @@ def _tolerance(dtype: str, n: int, layers: int) -> float:
     return 1e-12 if dtype == "float64" else n * layers * EPS32
 
 
-def map_path_lacks(key: str, want: object) -> bool:
-    """A key-bias column (``first_key_cos``, ``key_cos``, their ``_h{k}``, the norms) the map path leaves NaN:
-    ``analyze`` does not yet pass it the queries and keys the stream records beside each map
-    (``record["qk"]``); tests/models/test_key_bias_diagnostics.py checks every path against the reference."""
-    return isinstance(want, float) and math.isnan(want) and key.startswith(QUERY_KEY_NAMES)
-
 
 def _compare(ref, got, rtol: float) -> None:
     assert len(ref.rows) == len(got.rows)
@@ -50,8 +43,6 @@ def _compare(ref, got, rtol: float) -> None:
         assert a.keys() == b.keys()
         for key, want in a.items():
             have = b[key]
-            if map_path_lacks(key, want):
-                continue
             if isinstance(want, float):
                 if math.isnan(want):
                     assert math.isnan(have), (a["layer"], key)

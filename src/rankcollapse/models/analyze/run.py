@@ -250,10 +250,12 @@ def _stream(config: AnalyzeConfig, model: LoadedModel, ids: Tensor, attention_ma
                 elif record is not None:
                     attn = record.pop("attn", None) if t > 0 else None
                     attn = None if attn is None else batch.real(attn)
+                    qk = record.pop("qk", None) if t > 0 else None  # the layer's queries and keys
+                    qk = None if qk is None else (batch.real(qk[0]), batch.real(qk[1]))
                     if attn is not None and on_attention is not None:
                         on_attention(t, attn)
                     layer.diagnostics.append(diagnostic_values(x, attn, mask_of(model, config, t),
-                                                               config.sink_threshold, real))
+                                                               config.sink_threshold, real, qk=qk))
                 if last:
                     row, values = layer.row(t, n_layers, hooks[t], config.sink_threshold, heads)
                     layers[t] = LayerSamples()  # its values now live in the row
