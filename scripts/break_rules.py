@@ -29,10 +29,23 @@ TESTS = [
     "tests/experiments/test_kit_sweeps.py",
     "tests/experiments/test_kit_maps.py",
     "tests/experiments/test_verdict_maps.py",
+    "tests/experiments/test_key_bias_story.py",
 ]
 
 #: (file under experiments/, text, replacement, what the break does)
 BREAKS: list[tuple[str, str, str, str]] = [
+    # kit.rules.heads.set_apart (story key_bias, issue 44)
+    ("kit/rules/heads.py", "            return np.nanmean(self.by, axis=0) > threshold",
+     "            return np.nanmean(self.by, axis=0) < threshold",
+     "heads: the group is the heads below the split"),
+    ("kit/rules/heads.py", "    with conditions(COMPARISONS):", "    with conditions(1):",
+     "heads: no Bonferroni over the two comparisons"),
+    ("kit/rules/heads.py", "(hi < m.threshold, lo > m.threshold) if below else",
+     "(hi < m.threshold, lo > m.threshold) if not below else", "heads: the stated direction reversed"),
+    ("kit/rules/heads.py", "    if sp.n < need:", "    if sp.n < 1:", "heads: min_samples dropped"),
+    ("kit/rules/heads.py", "            (f\"{group} {side} the others\", _beyond(b,",
+     "            (f\"{group} {side} the others\", _beyond(a,",
+     "heads: the difference from the others not read"),
     ("kit/maps.py", "    with conditions(len(rows)):", "    with conditions(1):",
      "verdict_map drops Bonferroni over its rows (intervals no longer simultaneous over the map)"),
     ("kit/maps.py", "            if m.n >= need:", "            if m.n >= 1:",
